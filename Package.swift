@@ -1,0 +1,29 @@
+// swift-tools-version:6.0
+import PackageDescription
+
+let package = Package(
+    name: "Sesame",
+    platforms: [.macOS(.v15)],
+    products: [
+        .library(name: "Sesame", targets: ["Sesame"]),
+        .library(name: "SesameTesting", targets: ["SesameTesting"]),
+    ],
+    targets: [
+        // System libraries: a module map and a header of static inline shims each.
+        .systemLibrary(
+            name: "CCrypto",
+            path: "Sources/CCrypto",
+            pkgConfig: "libcrypto",
+            providers: [.apt(["libssl-dev"])]
+        ),
+
+        // The provider-neutral core.
+        .target(name: "Sesame", dependencies: ["CCrypto"]),
+
+        // Test doubles that people building on Sesame need in their own tests.
+        .target(name: "SesameTesting", dependencies: ["Sesame"]),
+
+        .testTarget(name: "SesameTests", dependencies: ["Sesame", "SesameTesting"]),
+    ],
+    swiftLanguageModes: [.v6]
+)

@@ -1,0 +1,304 @@
+import Foundation
+
+/// What kind of failure an ``AuthError`` is, and so how an app should recover.
+///
+/// These are the Facebook SDK's `FBErrorCategory` values made provider-neutral. Their
+/// spelling is stable: it is what `sesame explain-error --json` prints.
+public enum ErrorCategory: String, Sendable, Hashable, Codable, CaseIterable {
+    /// A request the app should not have made as it did; fix the request.
+    case invalid
+    /// A passing failure; the same call may succeed if made again.
+    case retry
+    /// The session is no longer valid; the person must log in again.
+    case authenticationReopenSession
+    /// A permission the call needs is missing; ask for it again.
+    case permissions
+    /// The provider failed.
+    case server
+    /// The app, user or page is over a rate limit; back off, then retry.
+    case throttling
+    /// The person cancelled or declined. Usually nothing to show.
+    case userCancelled
+    /// A provider error that fits no other category.
+    case providerOther
+    /// The provider rejected the request as malformed.
+    case badRequest
+}
+
+/// What Sesame recommends doing about an ``AuthError``.
+public enum RecoveryTactic: String, Sendable, Hashable, Codable, CaseIterable {
+    /// Nothing to do (for example, the person cancelled).
+    case none
+    /// Close the session and ask the person to log in again.
+    case reauthenticate
+    /// Ask the person again for the permission the call needs, then replay the call.
+    case requestPermissions
+    /// Make the same call again.
+    case retry
+    /// Wait (honouring any server hint), then make the same call again.
+    case retryAfterBackoff
+    /// Show the person the error's message.
+    case showMessage
+}
+
+/// Why a login failed, when it did (the SDK's `FBErrorLoginFailedReason`).
+public struct LoginFailedReason: RawRepresentable, Hashable, Sendable, Codable, CustomStringConvertible {
+    public var rawValue: String
+    public init(rawValue: String) { self.rawValue = rawValue }
+
+    /// The person cancelled the login.
+    public static let userCancelled = LoginFailedReason(rawValue: "userCancelled")
+    /// The person declined the app's request (`error_reason=user_denied`).
+    public static let userDenied = LoginFailedReason(rawValue: "userDenied")
+    /// The redirect's `state` was missing or did not match: a possible cross-site request forgery.
+    public static let stateMismatch = LoginFailedReason(rawValue: "stateMismatch")
+    /// No answer came back from the browser or device in time.
+    public static let timedOut = LoginFailedReason(rawValue: "timedOut")
+    /// The device code expired before the person approved it.
+    public static let codeExpired = LoginFailedReason(rawValue: "codeExpired")
+    /// The authorization code could not be exchanged for a token.
+    public static let codeExchangeFailed = LoginFailedReason(rawValue: "codeExchangeFailed")
+    /// The provider answered the login with an error.
+    public static let providerError = LoginFailedReason(rawValue: "providerError")
+    /// The redirect could not be read.
+    public static let malformedRedirect = LoginFailedReason(rawValue: "malformedRedirect")
+    /// A token supplied by the person was rejected by the provider.
+    public static let invalidSuppliedToken = LoginFailedReason(rawValue: "invalidSuppliedToken")
+
+    public var description: String { rawValue }
+}
+
+/// Every failure Sesame reports: classified, with what to tell the person and what to do.
+///
+/// This is the seed's `NSError(FBError)`: check ``shouldNotifyUser`` and show
+/// ``userMessage``; otherwise examine ``category`` (or follow ``recoveryTactic``). The raw
+/// ``code``, ``subcode``, ``httpStatus`` and parsed ``body`` are kept for contextual messages.
+///
+/// `AuthError` is a struct so providers can add codes and fields without breaking anyone.
+/// Its ``description`` never contains a token or other secret.
+public struct AuthError: Error, Sendable, CustomStringConvertible {
+    /// The classification.
+    public var category: ErrorCategory
+    /// Whether the app should show ``userMessage`` to the person (an out-of-band action is
+    /// needed, or the provider asked for its message to be shown).
+    public var shouldNotifyUser: Bool
+    /// A title for an alert, when the provider or taxonomy has one.
+    public var userTitle: String?
+    /// A message for the person, when there is one.
+    public var userMessage: String?
+    /// The provider's error code (Facebook's `code`), when it sent one.
+    public var code: Int?
+    /// The provider's error subcode (Facebook's `error_subcode`), when it sent one.
+    public var subcode: Int?
+    /// The HTTP status of the failed response, when there was one.
+    public var httpStatus: Int?
+    /// Why a login failed, for login errors.
+    public var loginFailedReason: LoginFailedReason?
+    /// What Sesame recommends doing.
+    public var recoveryTactic: RecoveryTactic
+    /// Whether this error ends the session (and clears its stored token). Usually true for
+    /// ``ErrorCategory/authenticationReopenSession``; a taxonomy can keep a session open (the
+    /// SDK did for a checkpointed account).
+    public var closesSession: Bool
+    /// The provider's own word on whether the error is transient (Facebook's `is_transient`).
+    public var isTransient: Bool?
+    /// How long the provider asked the app to wait before trying again, when it said.
+    public var retryAfter: Duration?
+    /// A message for developers: what happened, to what. Never shown as a user message.
+    public var message: String
+    /// The provider's error type (for Facebook, `OAuthException`, `GraphMethodException`, ...).
+    public var errorType: String?
+    /// The provider's trace identifier for support requests (Facebook's `fbtrace_id`).
+    public var traceID: String?
+    /// The parsed response body, when it was JSON.
+    public var body: JSONValue?
+    /// The provider that produced the error.
+    public var provider: ProviderID?
+    /// Provider-specific facts that have no field here (for Facebook, the rate-limit usage).
+    public var providerInfo: [String: JSONValue]
+    /// The error underneath, such as a ``TransportError``.
+    public var underlyingError: (any Error & Sendable)?
+
+    /// Creates an error. Most code gets errors from an ``ErrorTaxonomy`` instead.
+    public init(
+        category: ErrorCategory,
+        message: String,
+        shouldNotifyUser: Bool = false,
+        userTitle: String? = nil,
+        userMessage: String? = nil,
+        code: Int? = nil,
+        subcode: Int? = nil,
+        httpStatus: Int? = nil,
+        loginFailedReason: LoginFailedReason? = nil,
+        recoveryTactic: RecoveryTactic? = nil,
+        closesSession: Bool? = nil,
+        isTransient: Bool? = nil,
+        retryAfter: Duration? = nil,
+        errorType: String? = nil,
+        traceID: String? = nil,
+        body: JSONValue? = nil,
+        provider: ProviderID? = nil,
+        providerInfo: [String: JSONValue] = [:],
+        underlyingError: (any Error & Sendable)? = nil
+    ) {
+        self.category = category
+        self.message = message
+        self.shouldNotifyUser = shouldNotifyUser
+        self.userTitle = userTitle
+        self.userMessage = userMessage
+        self.code = code
+        self.subcode = subcode
+        self.httpStatus = httpStatus
+        self.loginFailedReason = loginFailedReason
+        self.recoveryTactic = recoveryTactic ?? category.defaultTactic
+        self.closesSession = closesSession ?? (category == .authenticationReopenSession)
+        self.isTransient = isTransient
+        self.retryAfter = retryAfter
+        self.errorType = errorType
+        self.traceID = traceID
+        self.body = body
+        self.provider = provider
+        self.providerInfo = providerInfo
+        self.underlyingError = underlyingError
+    }
+
+    public var description: String {
+        var parts: [String] = []
+        if let provider { parts.append(provider.rawValue) }
+        parts.append(category.rawValue)
+        if let httpStatus { parts.append("HTTP \(httpStatus)") }
+        if let code { parts.append(subcode.map { "code \(code)/\($0)" } ?? "code \(code)") }
+        if let loginFailedReason { parts.append("login failed: \(loginFailedReason)") }
+        var text = "AuthError(\(parts.joined(separator: ", "))): \(message)"
+        if let traceID { text += " [trace \(traceID)]" }
+        return text
+    }
+}
+
+extension ErrorCategory {
+    /// The tactic a category implies when the taxonomy names none.
+    public var defaultTactic: RecoveryTactic {
+        switch self {
+        case .retry: .retry
+        case .throttling: .retryAfterBackoff
+        case .authenticationReopenSession: .reauthenticate
+        case .permissions: .requestPermissions
+        case .userCancelled: .none
+        case .invalid, .server, .providerOther, .badRequest: .showMessage
+        }
+    }
+}
+
+extension AuthError {
+    /// A login redirect whose `state` was missing or did not match the one sent: it may be
+    /// forged (CSRF), so it is refused.
+    public static func stateMismatch(provider: ProviderID? = nil, missing: Bool) -> AuthError {
+        AuthError(
+            category: .invalid,
+            message: missing
+                ? "The login redirect carried no 'state' parameter, so it cannot be tied to this login and was "
+                    + "refused (a possible cross-site request forgery). Start the login again."
+                : "The login redirect's 'state' did not match the one this login sent, so it was refused "
+                    + "(a possible cross-site request forgery). Start the login again.",
+            loginFailedReason: .stateMismatch,
+            recoveryTactic: RecoveryTactic.none,
+            provider: provider
+        )
+    }
+
+    /// A redirect that could not be parsed at all.
+    public static func malformedRedirect(_ detail: String, provider: ProviderID? = nil) -> AuthError {
+        AuthError(
+            category: .invalid,
+            message: "The login redirect could not be read: \(detail). Start the login again.",
+            loginFailedReason: .malformedRedirect,
+            recoveryTactic: RecoveryTactic.none,
+            provider: provider
+        )
+    }
+
+    /// No answer from the browser or device within `timeout`.
+    public static func loginTimedOut(after timeout: Duration, provider: ProviderID? = nil) -> AuthError {
+        AuthError(
+            category: .retry,
+            message: "No login answer arrived within \(timeout.formattedSeconds). Start the login again, and finish "
+                + "it in the browser or on the other device before the time runs out.",
+            loginFailedReason: .timedOut,
+            recoveryTactic: .retry,
+            provider: provider
+        )
+    }
+
+    /// Wraps a failure below HTTP: transient ones (timeouts, refused, reset, DNS) are
+    /// ``ErrorCategory/retry``; the rest (TLS, oversized bodies, ...) are ``ErrorCategory/server``.
+    public static func transport(_ error: TransportError, provider: ProviderID? = nil) -> AuthError {
+        AuthError(
+            category: error.isTransient ? .retry : .server,
+            message: error.description,
+            isTransient: error.isTransient,
+            provider: provider,
+            underlyingError: error
+        )
+    }
+}
+
+extension Duration {
+    /// The duration as seconds with up to three decimals, for messages ("2.5 s").
+    public var formattedSeconds: String {
+        let seconds = Double(components.seconds) + Double(components.attoseconds) / 1e18
+        if seconds.rounded() == seconds { return "\(Int(seconds)) s" }
+        return String(format: "%.3g s", seconds)
+    }
+
+    /// The duration in seconds as a `Double`.
+    public var inSeconds: Double { Double(components.seconds) + Double(components.attoseconds) / 1e18 }
+}
+
+/// A provider's mapping from its raw errors to ``AuthError``.
+///
+/// Implementations must be total: every input, including HTML error pages, empty bodies,
+/// truncated JSON and wrong types, becomes a classified ``AuthError``. Nothing traps or throws.
+public protocol ErrorTaxonomy: Sendable {
+    /// The provider whose errors this reads.
+    var provider: ProviderID { get }
+
+    /// Classifies a failed HTTP response.
+    func classify(status: Int, headers: HTTPHeaders, body: Data) -> AuthError
+
+    /// Classifies an error a login redirect or token endpoint returned in OAuth form.
+    func classifyLoginError(_ error: OAuthErrorResponse) -> AuthError
+
+    /// Classifies a failure below HTTP.
+    func classify(_ error: TransportError) -> AuthError
+}
+
+extension ErrorTaxonomy {
+    /// Classifies a failed response.
+    public func classify(_ response: HTTPResponse) -> AuthError {
+        classify(status: response.status, headers: response.headers, body: response.body)
+    }
+
+    /// Transient transport failures are ``ErrorCategory/retry``, the rest ``ErrorCategory/server``.
+    public func classify(_ error: TransportError) -> AuthError { .transport(error, provider: provider) }
+
+    /// RFC 6749 reading: `access_denied` is the person declining (``ErrorCategory/userCancelled``,
+    /// nothing to show); anything else is a failed login with the provider's description.
+    public func classifyLoginError(_ error: OAuthErrorResponse) -> AuthError {
+        if error.error == "access_denied" {
+            return AuthError(
+                category: .userCancelled,
+                message: "The person declined the login (\(error.summary)).",
+                code: error.errorCode,
+                loginFailedReason: error.errorReason == "user_denied" ? .userDenied : .userCancelled,
+                provider: provider
+            )
+        }
+        return AuthError(
+            category: .providerOther,
+            message: "The login failed: \(error.summary).",
+            code: error.errorCode,
+            loginFailedReason: .providerError,
+            provider: provider
+        )
+    }
+}

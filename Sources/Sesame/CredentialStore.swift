@@ -1,0 +1,142 @@
+import Foundation
+import Synchronization
+
+/// Identifies one stored credential: a provider, an app on it, and an account.
+public struct CredentialKey: Hashable, Sendable, Codable, Comparable, CustomStringConvertible {
+    /// The provider.
+    public var provider: ProviderID
+    /// The app (client) id on that provider.
+    public var appID: String
+    /// The account name: the person's choice (`--account`), or the user id.
+    public var account: String
+
+    /// Creates a key.
+    public init(provider: ProviderID, appID: String, account: String) {
+        self.provider = provider
+        self.appID = appID
+        self.account = account
+    }
+
+    public static func < (lhs: Self, rhs: Self) -> Bool {
+        (lhs.provider.rawValue, lhs.appID, lhs.account) < (rhs.provider.rawValue, rhs.appID, rhs.account)
+    }
+
+    public var description: String { "\(provider) (app \(appID)) — \(account)" }
+}
+
+/// A token as kept in a ``CredentialStore``.
+public struct StoredCredential: Sendable, Hashable, Codable, CustomStringConvertible {
+    /// Where it is kept.
+    public var key: CredentialKey
+    /// The token. Its secret parts are redacted from every description.
+    public var token: AccessToken
+    /// When it was saved.
+    public var savedAt: Date
+    /// Set when a refresh failed for good (for example `invalid_grant`): the credential is kept
+    /// for the person to see, but a login is needed before it can be used again.
+    public var needsLogin: Bool
+
+    /// Creates a stored credential.
+    public init(key: CredentialKey, token: AccessToken, savedAt: Date = Date(), needsLogin: Bool = false) {
+        self.key = key
+        self.token = token
+        self.savedAt = savedAt
+        self.needsLogin = needsLogin
+    }
+
+    public var description: String {
+        "StoredCredential(\(key), \(token)\(needsLogin ? ", needs login" : ""))"
+    }
+}
+
+/// Where tokens are kept between runs.
+///
+/// Backends: ``InMemoryCredentialStore``, ``FileCredentialStore`` (opt-in, 0600, atomic) and the
+/// desktop keyring (`SecretServiceStore` in `SesameKeyring`). Every method may be called from
+/// any task. Failures are ``CredentialStoreError``s that say what to do.
+public protocol CredentialStore: Sendable {
+    /// Saves `credential`, replacing any with the same key. Either the new credential is saved
+    /// or the old one is left as it was.
+    func save(_ credential: StoredCredential) async throws
+    /// The credential for `key`, or `nil` when there is none.
+    func load(_ key: CredentialKey) async throws -> StoredCredential?
+    /// Removes the credential for `key`; returns whether there was one.
+    @discardableResult func delete(_ key: CredentialKey) async throws -> Bool
+    /// Every stored credential, optionally for one provider, sorted by key.
+    func list(provider: ProviderID?) async throws -> [StoredCredential]
+    /// A short name of the backend for status output, such as `keyring` or `file (~/.local/...)`.
+    var backendDescription: String { get }
+}
+
+extension CredentialStore {
+    /// Every stored credential, sorted by key.
+    public func list() async throws -> [StoredCredential] { try await list(provider: nil) }
+}
+
+/// A credential store failure, with what to do about it.
+public struct CredentialStoreError: Error, Sendable, Hashable, CustomStringConvertible {
+    /// What kind of failure it was.
+    public struct Kind: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
+        public var rawValue: String
+        public init(rawValue: String) { self.rawValue = rawValue }
+
+        /// The store could not be reached (no D-Bus session, no Secret Service, ...).
+        public static let unavailable = Kind(rawValue: "unavailable")
+        /// The keyring collection is locked and was not unlocked.
+        public static let locked = Kind(rawValue: "locked")
+        /// The store did not answer in time.
+        public static let timedOut = Kind(rawValue: "timedOut")
+        /// Stored data could not be read as credentials. It is left in place.
+        public static let corrupt = Kind(rawValue: "corrupt")
+        /// A file's permissions let other users read it, so it is not trusted.
+        public static let insecurePermissions = Kind(rawValue: "insecurePermissions")
+        /// Reading or writing failed.
+        public static let ioFailure = Kind(rawValue: "ioFailure")
+
+        public var description: String { rawValue }
+    }
+
+    /// The kind of failure.
+    public var kind: Kind
+    /// What happened and what to do, in one or two sentences. Contains no secret.
+    public var message: String
+
+    /// Creates an error.
+    public init(kind: Kind, message: String) {
+        self.kind = kind
+        self.message = message
+    }
+
+    public var description: String { message }
+}
+
+/// A store that keeps credentials in memory for the life of the process. For tests, and for
+/// apps that must not persist tokens.
+public final class InMemoryCredentialStore: CredentialStore {
+    private let storage: Mutex<[CredentialKey: StoredCredential]>
+
+    /// Creates a store, optionally holding some credentials.
+    public init(_ credentials: [StoredCredential] = []) {
+        storage = Mutex(Dictionary(credentials.map { ($0.key, $0) }, uniquingKeysWith: { _, last in last }))
+    }
+
+    public func save(_ credential: StoredCredential) async throws {
+        storage.withLock { $0[credential.key] = credential }
+    }
+
+    public func load(_ key: CredentialKey) async throws -> StoredCredential? {
+        storage.withLock { $0[key] }
+    }
+
+    @discardableResult public func delete(_ key: CredentialKey) async throws -> Bool {
+        storage.withLock { $0.removeValue(forKey: key) != nil }
+    }
+
+    public func list(provider: ProviderID?) async throws -> [StoredCredential] {
+        storage.withLock { table in
+            table.values.filter { provider == nil || $0.key.provider == provider }.sorted { $0.key < $1.key }
+        }
+    }
+
+    public var backendDescription: String { "memory" }
+}

@@ -1,0 +1,197 @@
+import Foundation
+import Synchronization
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Musl)
+    import Musl
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
+/// Credentials in one JSON file, for machines without a keyring, used only when chosen.
+///
+/// Like GitHub's CLI, Sesame writes tokens to a plain file only when asked to: the file is
+/// created with mode 0600 in a 0700 directory and replaced atomically (written to a temporary
+/// file in the same directory, flushed with `fsync`, then renamed over the old one), so a
+/// crash mid-write leaves the previous contents intact. A file that group or others can read
+/// is refused with the `chmod` that fixes it; a file that is not valid JSON is reported and
+/// left in place, never overwritten. Writers in several processes are serialised with an
+/// advisory lock on a `.lock` file beside it.
+public final class FileCredentialStore: CredentialStore {
+    /// The file that holds the credentials.
+    public let url: URL
+    private let lock = Mutex(())
+
+    /// Creates a store at `url`. Nothing is read or written until the first call.
+    public init(url: URL) { self.url = url }
+
+    /// The conventional location: `$XDG_STATE_HOME/sesame/credentials.json`, or
+    /// `~/.local/state/sesame/credentials.json`.
+    public static func defaultURL(environment: [String: String] = ProcessInfo.processInfo.environment) -> URL {
+        let base: URL
+        if let state = environment["XDG_STATE_HOME"], state.hasPrefix("/") {
+            base = URL(fileURLWithPath: state, isDirectory: true)
+        } else {
+            let home = environment["HOME"] ?? NSHomeDirectory()
+            base = URL(fileURLWithPath: home, isDirectory: true).appendingPathComponent(".local/state")
+        }
+        return base.appendingPathComponent("sesame/credentials.json")
+    }
+
+    public var backendDescription: String { "file (\(url.path))" }
+
+    public func save(_ credential: StoredCredential) async throws {
+        try update { table in table[credential.key] = credential }
+    }
+
+    public func load(_ key: CredentialKey) async throws -> StoredCredential? {
+        try lock.withLock { _ in try readTable()[key] }
+    }
+
+    @discardableResult public func delete(_ key: CredentialKey) async throws -> Bool {
+        var removed = false
+        try update { table in removed = table.removeValue(forKey: key) != nil }
+        return removed
+    }
+
+    public func list(provider: ProviderID?) async throws -> [StoredCredential] {
+        try lock.withLock { _ in
+            try readTable().values.filter { provider == nil || $0.key.provider == provider }.sorted { $0.key < $1.key }
+        }
+    }
+
+    // MARK: - File format
+
+    private struct FileContents: Codable {
+        var version: Int
+        var credentials: [StoredCredential]
+    }
+
+    private static let formatVersion = 1
+
+    private func update(_ change: (inout [CredentialKey: StoredCredential]) -> Void) throws {
+        try lock.withLock { _ in
+            try ensureDirectory()
+            let lockFD = try openLockFile()
+            defer { close(lockFD) }
+            var table = try readTable()
+            change(&table)
+            try writeAtomically(table)
+        }
+    }
+
+    private func readTable() throws -> [CredentialKey: StoredCredential] {
+        var info = stat()
+        guard stat(url.path, &info) == 0 else {
+            if errno == ENOENT { return [:] }
+            throw ioError("could not read \(url.path)", errno)
+        }
+        if info.st_mode & 0o077 != 0 {
+            throw CredentialStoreError(
+                kind: .insecurePermissions,
+                message: "\(url.path) can be read by other users (mode \(String(info.st_mode & 0o777, radix: 8))), "
+                    + "so Sesame will not trust the tokens in it. If the file is yours, run: chmod 600 '\(url.path)'")
+        }
+        let data: Data
+        do { data = try Data(contentsOf: url) } catch {
+            throw CredentialStoreError(kind: .ioFailure, message: "Could not read \(url.path): \(error.localizedDescription)")
+        }
+        if data.isEmpty { return [:] }
+        let contents: FileContents
+        do { contents = try JSONDecoder().decode(FileContents.self, from: data) } catch {
+            throw CredentialStoreError(
+                kind: .corrupt,
+                message: "\(url.path) is not a valid Sesame credential file (\(Self.shortReason(error))). It was left "
+                    + "as it is; move it aside (or delete it) and log in again.")
+        }
+        guard contents.version <= Self.formatVersion else {
+            throw CredentialStoreError(
+                kind: .corrupt,
+                message: "\(url.path) was written by a newer Sesame (format \(contents.version)); upgrade Sesame to read it.")
+        }
+        return Dictionary(contents.credentials.map { ($0.key, $0) }, uniquingKeysWith: { _, last in last })
+    }
+
+    private func writeAtomically(_ table: [CredentialKey: StoredCredential]) throws {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
+        let data = try encoder.encode(
+            FileContents(version: Self.formatVersion, credentials: table.values.sorted { $0.key < $1.key }))
+
+        let directory = url.deletingLastPathComponent().path
+        var template = Array("\(directory)/.\(url.lastPathComponent).tmp-XXXXXX".utf8CString)
+        let fd = template.withUnsafeMutableBufferPointer { mkstemp($0.baseAddress!) }
+        guard fd >= 0 else { throw ioError("could not create a temporary file in \(directory)", errno) }
+        let tempPath = template.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }
+        var renamed = false
+        defer {
+            if !renamed { unlink(tempPath) }
+        }
+        defer { close(fd) }
+        guard fchmod(fd, 0o600) == 0 else { throw ioError("could not set mode 0600 on \(tempPath)", errno) }
+        try data.withUnsafeBytes { buffer in
+            var offset = 0
+            while offset < buffer.count {
+                let written = write(fd, buffer.baseAddress! + offset, buffer.count - offset)
+                if written < 0 {
+                    if errno == EINTR { continue }
+                    throw ioError("could not write \(tempPath)", errno)
+                }
+                offset += written
+            }
+        }
+        guard fsync(fd) == 0 else { throw ioError("could not flush \(tempPath) to disk", errno) }
+        guard rename(tempPath, url.path) == 0 else { throw ioError("could not replace \(url.path)", errno) }
+        renamed = true
+        // Make the rename itself durable.
+        let dirFD = open(directory, O_RDONLY | O_DIRECTORY)
+        if dirFD >= 0 {
+            _ = fsync(dirFD)
+            close(dirFD)
+        }
+    }
+
+    private func ensureDirectory() throws {
+        let directory = url.deletingLastPathComponent()
+        do {
+            try FileManager.default.createDirectory(
+                at: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        } catch {
+            throw CredentialStoreError(
+                kind: .ioFailure, message: "Could not create \(directory.path): \(error.localizedDescription)")
+        }
+    }
+
+    private func openLockFile() throws -> Int32 {
+        let path = url.path + ".lock"
+        let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { throw ioError("could not open the lock file \(path)", errno) }
+        while flock(fd, LOCK_EX) != 0 {
+            guard errno == EINTR else {
+                let code = errno
+                close(fd)
+                throw ioError("could not lock \(path)", code)
+            }
+        }
+        return fd
+    }
+
+    private func ioError(_ what: String, _ code: Int32) -> CredentialStoreError {
+        CredentialStoreError(kind: .ioFailure, message: "Sesame \(what): \(String(cString: strerror(code))).")
+    }
+
+    private static func shortReason(_ error: any Error) -> String {
+        switch error {
+        case DecodingError.dataCorrupted(let context): "not JSON: \(context.debugDescription)"
+        case DecodingError.keyNotFound(let key, _): "missing field '\(key.stringValue)'"
+        case DecodingError.typeMismatch(_, let context): "wrong type at \(Self.path(context.codingPath))"
+        case DecodingError.valueNotFound(_, let context): "missing value at \(Self.path(context.codingPath))"
+        default: "unreadable"
+        }
+    }
+
+    private static func path(_ codingPath: [any CodingKey]) -> String {
+        codingPath.map { $0.intValue.map { "[\($0)]" } ?? ".\($0.stringValue)" }.joined()
+    }
+}

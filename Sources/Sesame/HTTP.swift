@@ -1,0 +1,196 @@
+import Foundation
+
+/// An HTTP method.
+public struct HTTPMethod: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
+    /// The method as sent on the wire, in upper case.
+    public var rawValue: String
+    /// Creates a method; the name is upper-cased.
+    public init(rawValue: String) { self.rawValue = rawValue.uppercased() }
+
+    public static let get = HTTPMethod(rawValue: "GET")
+    public static let post = HTTPMethod(rawValue: "POST")
+    public static let put = HTTPMethod(rawValue: "PUT")
+    public static let patch = HTTPMethod(rawValue: "PATCH")
+    public static let delete = HTTPMethod(rawValue: "DELETE")
+    public static let head = HTTPMethod(rawValue: "HEAD")
+
+    public var description: String { rawValue }
+}
+
+/// HTTP header fields: ordered, repeatable, looked up without regard to case.
+public struct HTTPHeaders: Sendable, Hashable, Sequence, ExpressibleByDictionaryLiteral, CustomStringConvertible {
+    /// One header field.
+    public struct Field: Sendable, Hashable {
+        /// The name as received or set.
+        public var name: String
+        /// The value.
+        public var value: String
+        /// Creates a field.
+        public init(name: String, value: String) {
+            self.name = name
+            self.value = value
+        }
+    }
+
+    /// Every field, in order, repeats kept.
+    public private(set) var fields: [Field]
+
+    /// Creates headers from fields.
+    public init(_ fields: [Field] = []) { self.fields = fields }
+
+    /// Creates headers from name-value pairs, in order.
+    public init(_ pairs: [(String, String)]) { self.fields = pairs.map { Field(name: $0.0, value: $0.1) } }
+
+    public init(dictionaryLiteral elements: (String, String)...) { self.init(elements) }
+
+    /// The first value of the field `name`, any case; setting replaces every field of that name.
+    public subscript(name: String) -> String? {
+        get { fields.first { $0.name.caseInsensitiveCompare(name) == .orderedSame }?.value }
+        set {
+            remove(name)
+            if let newValue { add(name: name, value: newValue) }
+        }
+    }
+
+    /// Every value of the field `name`, any case, in order.
+    public func values(for name: String) -> [String] {
+        fields.filter { $0.name.caseInsensitiveCompare(name) == .orderedSame }.map(\.value)
+    }
+
+    /// Appends a field, keeping any others of the same name.
+    public mutating func add(name: String, value: String) { fields.append(Field(name: name, value: value)) }
+
+    /// Removes every field named `name`, any case.
+    public mutating func remove(_ name: String) {
+        fields.removeAll { $0.name.caseInsensitiveCompare(name) == .orderedSame }
+    }
+
+    /// Whether a field named `name` is present.
+    public func contains(_ name: String) -> Bool { self[name] != nil }
+
+    public func makeIterator() -> IndexingIterator<[Field]> { fields.makeIterator() }
+
+    /// The number of fields.
+    public var count: Int { fields.count }
+
+    /// Names and values, with the values of `Authorization` and cookies redacted.
+    public var description: String {
+        fields.map { field in
+            let sensitive = ["authorization", "cookie", "set-cookie", "proxy-authorization"]
+            let value = sensitive.contains(field.name.lowercased()) ? Redaction.placeholder : field.value
+            return "\(field.name): \(value)"
+        }.joined(separator: "\n")
+    }
+}
+
+/// A request for an ``HTTPTransport``.
+public struct HTTPRequest: Sendable, Hashable {
+    /// The method.
+    public var method: HTTPMethod
+    /// The absolute URL, query included.
+    public var url: URL
+    /// The header fields.
+    public var headers: HTTPHeaders
+    /// The body, if any.
+    public var body: Data?
+    /// The longest the whole exchange may take; `nil` leaves it to the transport's default.
+    public var timeout: Duration?
+
+    /// Creates a request.
+    public init(
+        method: HTTPMethod = .get, url: URL, headers: HTTPHeaders = [:], body: Data? = nil,
+        timeout: Duration? = nil
+    ) {
+        self.method = method
+        self.url = url
+        self.headers = headers
+        self.body = body
+        self.timeout = timeout
+    }
+}
+
+/// A response from an ``HTTPTransport``.
+public struct HTTPResponse: Sendable, Hashable {
+    /// The status code.
+    public var status: Int
+    /// The header fields, repeats kept.
+    public var headers: HTTPHeaders
+    /// The body, possibly empty.
+    public var body: Data
+
+    /// Creates a response.
+    public init(status: Int, headers: HTTPHeaders = [:], body: Data = Data()) {
+        self.status = status
+        self.headers = headers
+        self.body = body
+    }
+
+    /// Whether the status is 2xx.
+    public var isSuccess: Bool { (200..<300).contains(status) }
+
+    /// The body parsed as JSON, or `nil`.
+    public var json: JSONValue? { JSONValue(parsing: body) }
+}
+
+/// Sends HTTP requests. Sesame's providers talk to the network only through this protocol.
+///
+/// Implementations must be safe to call from many tasks at once, must not block the
+/// cooperative thread pool, and should throw `CancellationError` promptly when the calling task
+/// is cancelled. Failures below HTTP (DNS, connect, TLS, timeouts) are thrown as
+/// ``TransportError``; any HTTP status, including 4xx and 5xx, is a response, not an error.
+public protocol HTTPTransport: Sendable {
+    /// Sends `request` and returns the response.
+    func send(_ request: HTTPRequest) async throws -> HTTPResponse
+}
+
+/// A failure below HTTP: the request got no response.
+public struct TransportError: Error, Sendable, Hashable, CustomStringConvertible {
+    /// What kind of failure it was.
+    public struct Kind: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
+        public var rawValue: String
+        public init(rawValue: String) { self.rawValue = rawValue }
+
+        /// The host name did not resolve.
+        public static let dnsFailure = Kind(rawValue: "dnsFailure")
+        /// The connection was refused or could not be made.
+        public static let connectionFailed = Kind(rawValue: "connectionFailed")
+        /// The connection was reset or closed before a full response.
+        public static let connectionLost = Kind(rawValue: "connectionLost")
+        /// The connect or total timeout ran out.
+        public static let timedOut = Kind(rawValue: "timedOut")
+        /// TLS could not be established or the certificate was not trusted.
+        public static let tlsFailure = Kind(rawValue: "tlsFailure")
+        /// The response body was larger than the configured limit.
+        public static let bodyTooLarge = Kind(rawValue: "bodyTooLarge")
+        /// The request itself could not be sent (bad URL, unsupported scheme, ...).
+        public static let invalidRequest = Kind(rawValue: "invalidRequest")
+        /// Any other failure.
+        public static let other = Kind(rawValue: "other")
+
+        public var description: String { rawValue }
+    }
+
+    /// The kind of failure.
+    public var kind: Kind
+    /// What went wrong, in words (for libcurl, its error buffer). Contains no secret.
+    public var message: String
+    /// The host the request was for, when known.
+    public var host: String?
+
+    /// Creates an error.
+    public init(kind: Kind, message: String, host: String? = nil) {
+        self.kind = kind
+        self.message = message
+        self.host = host
+    }
+
+    /// Whether trying again may succeed (a timeout, a lost or refused connection).
+    public var isTransient: Bool {
+        [.timedOut, .connectionLost, .connectionFailed, .dnsFailure].contains(kind)
+    }
+
+    public var description: String {
+        let target = host.map { " talking to \($0)" } ?? ""
+        return "Network error (\(kind))\(target): \(message)"
+    }
+}

@@ -1,0 +1,118 @@
+import Foundation
+
+/// A parsed JSON document, kept as a value so that it can travel inside `Sendable` errors.
+///
+/// Provider error bodies are arbitrary JSON; ``AuthError`` keeps the parsed body so that an app
+/// can look deeper than Sesame does (the seed's `com.facebook.sdk:ParsedJSONResponseKey`).
+public enum JSONValue: Sendable, Hashable, Codable, CustomStringConvertible {
+    case null
+    case bool(Bool)
+    case number(Double)
+    case string(String)
+    case array([JSONValue])
+    case object([String: JSONValue])
+
+    /// Parses `data` as JSON (a bare string, number or `null` is accepted too); `nil` when it is
+    /// not JSON. Never throws and never traps, whatever the bytes.
+    public init?(parsing data: Data) {
+        guard !data.isEmpty, let value = try? JSONDecoder().decode(JSONValue.self, from: data) else { return nil }
+        self = value
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.singleValueContainer()
+        if container.decodeNil() {
+            self = .null
+        } else if let value = try? container.decode(Bool.self) {
+            self = .bool(value)
+        } else if let value = try? container.decode(Double.self) {
+            self = .number(value)
+        } else if let value = try? container.decode(String.self) {
+            self = .string(value)
+        } else if let value = try? container.decode([JSONValue].self) {
+            self = .array(value)
+        } else {
+            self = .object(try container.decode([String: JSONValue].self))
+        }
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.singleValueContainer()
+        switch self {
+        case .null: try container.encodeNil()
+        case .bool(let value): try container.encode(value)
+        case .number(let value): try container.encode(value)
+        case .string(let value): try container.encode(value)
+        case .array(let value): try container.encode(value)
+        case .object(let value): try container.encode(value)
+        }
+    }
+
+    /// The member named `key` when this is an object.
+    public subscript(key: String) -> JSONValue? {
+        if case .object(let members) = self { return members[key] }
+        return nil
+    }
+
+    /// The element at `index` when this is an array and the index is in range.
+    public subscript(index: Int) -> JSONValue? {
+        if case .array(let elements) = self, elements.indices.contains(index) { return elements[index] }
+        return nil
+    }
+
+    /// The string, when this is a string.
+    public var stringValue: String? {
+        if case .string(let value) = self { return value }
+        return nil
+    }
+
+    /// The number, when this is a number.
+    public var doubleValue: Double? {
+        if case .number(let value) = self { return value }
+        return nil
+    }
+
+    /// The Boolean, when this is a Boolean.
+    public var boolValue: Bool? {
+        if case .bool(let value) = self { return value }
+        return nil
+    }
+
+    /// The members, when this is an object.
+    public var objectValue: [String: JSONValue]? {
+        if case .object(let value) = self { return value }
+        return nil
+    }
+
+    /// The elements, when this is an array.
+    public var arrayValue: [JSONValue]? {
+        if case .array(let value) = self { return value }
+        return nil
+    }
+
+    /// An integer read leniently: a whole number, or a string or float that holds one
+    /// (providers send codes as `190`, `"190"` and `190.0`).
+    public var lenientInt: Int? {
+        switch self {
+        case .number(let value):
+            guard value.isFinite, value.rounded() == value, abs(value) < 1e15 else { return nil }
+            return Int(value)
+        case .string(let value):
+            let trimmed = value.trimmingCharacters(in: .whitespaces)
+            if let int = Int(trimmed) { return int }
+            if let double = Double(trimmed) { return JSONValue.number(double).lenientInt }
+            return nil
+        default: return nil
+        }
+    }
+
+    /// Compact JSON text with sorted keys.
+    public var jsonText: String {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        guard let data = try? encoder.encode(self) else { return "null" }
+        return String(decoding: data, as: UTF8.self)
+    }
+
+    public var description: String { jsonText }
+}

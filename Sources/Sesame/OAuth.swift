@@ -1,0 +1,271 @@
+import Foundation
+
+/// A PKCE code verifier and its S256 challenge (RFC 7636).
+///
+/// The verifier is a secret until the code exchange: ``description`` does not show it.
+public struct PKCE: Sendable, Hashable, CustomStringConvertible {
+    /// The code verifier, sent with the code exchange. Secret.
+    public let verifier: String
+    /// `BASE64URL(SHA256(ASCII(verifier)))`, sent with the authorization request.
+    public let challenge: String
+    /// Always `S256`; Sesame never sends the `plain` method.
+    public var method: String { "S256" }
+
+    /// A fresh verifier of 32 random bytes (43 characters), as RFC 7636 §4.1 recommends.
+    public static func generate() throws -> PKCE {
+        try PKCE(verifier: Crypto.randomURLSafeString(byteCount: 32))
+    }
+
+    /// The pair for a given verifier.
+    ///
+    /// - Throws: ``AuthError`` when the verifier is not 43–128 unreserved characters.
+    public init(verifier: String) throws {
+        let allowed = CharacterSet(charactersIn: "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
+        guard (43...128).contains(verifier.count),
+            verifier.unicodeScalars.allSatisfy(allowed.contains)
+        else {
+            throw AuthError(
+                category: .invalid,
+                message: "A PKCE code verifier must be 43 to 128 characters from A-Z a-z 0-9 - . _ ~ (RFC 7636 §4.1).")
+        }
+        self.verifier = verifier
+        self.challenge = PKCE.challenge(for: verifier)
+    }
+
+    /// The S256 challenge of `verifier`.
+    public static func challenge(for verifier: String) -> String {
+        Base64URL.encode(Crypto.sha256(Data(verifier.utf8)))
+    }
+
+    public var description: String { "PKCE(method: S256, challenge: \(challenge), verifier: \(Redaction.placeholder))" }
+}
+
+/// OAuth 2.0 helpers shared by every provider.
+public enum OAuth {
+    /// A fresh random `state` (32 bytes of entropy, URL-safe).
+    public static func makeState() throws -> String { try Crypto.randomURLSafeString(byteCount: 32) }
+
+    /// Builds an authorization request URL (RFC 6749 §4.1.1 with RFC 7636's PKCE parameters).
+    ///
+    /// `extraParameters` come last, in order (for example Facebook's `auth_type=rerequest`); a
+    /// parameter already present on `endpoint` is kept.
+    public static func authorizationURL(
+        endpoint: URL,
+        clientID: String,
+        redirectURI: URL,
+        scopes: [String],
+        state: String,
+        pkce: PKCE?,
+        scopeSeparator: String = " ",
+        responseType: String = "code",
+        extraParameters: [(String, String)] = []
+    ) -> URL {
+        var items: [(String, String)] = [
+            ("client_id", clientID),
+            ("redirect_uri", redirectURI.absoluteString),
+            ("response_type", responseType),
+            ("state", state),
+        ]
+        if !scopes.isEmpty { items.append(("scope", scopes.joined(separator: scopeSeparator))) }
+        if let pkce {
+            items.append(("code_challenge", pkce.challenge))
+            items.append(("code_challenge_method", pkce.method))
+        }
+        items.append(contentsOf: extraParameters)
+        return appendingQuery(items, to: endpoint)
+    }
+
+    /// `url` with `items` appended to its query, form-encoded.
+    public static func appendingQuery(_ items: [(String, String)], to url: URL) -> URL {
+        guard !items.isEmpty else { return url }
+        var text = url.absoluteString
+        let fragment = text.firstIndex(of: "#").map { String(text[$0...]) } ?? ""
+        if !fragment.isEmpty { text.removeLast(fragment.count) }
+        let separator = text.contains("?") ? (text.hasSuffix("?") || text.hasSuffix("&") ? "" : "&") : "?"
+        return URL(string: text + separator + FormEncoding.encode(items) + fragment) ?? url
+    }
+
+    /// Reads a redirect that came back to the app: either an authorization code, or an OAuth
+    /// error such as the person declining.
+    ///
+    /// The redirect's `state` must equal `expectedState`; a missing or different `state` is
+    /// refused with ``AuthError/stateMismatch(provider:missing:)`` whatever else it carries,
+    /// because it cannot be tied to this login.
+    ///
+    /// - Throws: ``AuthError`` for a missing or mismatched state, or a redirect with neither a
+    ///   code nor an error.
+    public static func parseRedirect(_ url: URL, expectedState: String, provider: ProviderID? = nil) throws
+        -> RedirectOutcome
+    {
+        guard let components = URLComponents(url: url, resolvingAgainstBaseURL: false) else {
+            throw AuthError.malformedRedirect("the URL could not be parsed", provider: provider)
+        }
+        // Parameters may come in the query or, for implicit-style providers, the fragment.
+        var parameters = FormEncoding.decode(components.percentEncodedQuery ?? "")
+        if let fragment = components.percentEncodedFragment, parameters.isEmpty {
+            parameters = FormEncoding.decode(fragment)
+        }
+        return try parseRedirectParameters(parameters, expectedState: expectedState, provider: provider)
+    }
+
+    /// Like ``parseRedirect(_:expectedState:provider:)``, from already decoded parameters.
+    public static func parseRedirectParameters(
+        _ parameters: [(String, String)], expectedState: String, provider: ProviderID? = nil
+    ) throws -> RedirectOutcome {
+        func value(_ name: String) -> String? { parameters.first { $0.0 == name }?.1 }
+        guard let state = value("state"), !state.isEmpty else {
+            throw AuthError.stateMismatch(provider: provider, missing: true)
+        }
+        guard constantTimeEquals(state, expectedState) else {
+            throw AuthError.stateMismatch(provider: provider, missing: false)
+        }
+        if let error = value("error"), !error.isEmpty {
+            return .error(
+                OAuthErrorResponse(
+                    error: error,
+                    errorDescription: value("error_description"),
+                    errorReason: value("error_reason"),
+                    errorCode: value("error_code").flatMap { Int($0) },
+                    errorURI: value("error_uri")
+                ))
+        }
+        if let code = value("code"), !code.isEmpty { return .code(code) }
+        throw AuthError.malformedRedirect("it has neither a 'code' nor an 'error' parameter", provider: provider)
+    }
+
+    /// Compares two strings in time that depends only on their lengths.
+    static func constantTimeEquals(_ a: String, _ b: String) -> Bool {
+        let x = Array(a.utf8)
+        let y = Array(b.utf8)
+        guard x.count == y.count else { return false }
+        var difference: UInt8 = 0
+        for i in x.indices { difference |= x[i] ^ y[i] }
+        return difference == 0
+    }
+}
+
+/// What a login redirect carried.
+public enum RedirectOutcome: Sendable, Hashable, CustomStringConvertible {
+    /// An authorization code to exchange. Secret.
+    case code(String)
+    /// An OAuth error, such as `access_denied`.
+    case error(OAuthErrorResponse)
+
+    public var description: String {
+        switch self {
+        case .code: "code(\(Redaction.placeholder))"
+        case .error(let error): "error(\(error.summary))"
+        }
+    }
+}
+
+/// An OAuth 2.0 error answer (RFC 6749 §4.1.2.1 and §5.2), with Facebook's extra fields.
+public struct OAuthErrorResponse: Sendable, Hashable, Codable {
+    /// The error code, such as `access_denied` or `invalid_grant`.
+    public var error: String
+    /// The human-readable description, when given.
+    public var errorDescription: String?
+    /// Facebook's `error_reason` (for example `user_denied`).
+    public var errorReason: String?
+    /// Facebook's numeric `error_code`.
+    public var errorCode: Int?
+    /// A page about the error, when given.
+    public var errorURI: String?
+
+    /// Creates an error answer.
+    public init(
+        error: String, errorDescription: String? = nil, errorReason: String? = nil, errorCode: Int? = nil,
+        errorURI: String? = nil
+    ) {
+        self.error = error
+        self.errorDescription = errorDescription
+        self.errorReason = errorReason
+        self.errorCode = errorCode
+        self.errorURI = errorURI
+    }
+
+    /// Reads an RFC 6749 §5.2 JSON error body; `nil` when the body is not one.
+    public init?(json: JSONValue?) {
+        guard let json, let error = json["error"]?.stringValue else { return nil }
+        self.init(
+            error: error,
+            errorDescription: json["error_description"]?.stringValue,
+            errorReason: json["error_reason"]?.stringValue,
+            errorCode: json["error_code"]?.lenientInt,
+            errorURI: json["error_uri"]?.stringValue
+        )
+    }
+
+    /// `error`, with the reason and description when present.
+    public var summary: String {
+        var text = error
+        if let errorReason { text += ", reason \(errorReason)" }
+        if let errorDescription { text += ": \(errorDescription)" }
+        return text
+    }
+}
+
+/// A successful token endpoint answer (RFC 6749 §5.1), which Facebook's `oauth/access_token`
+/// also follows.
+public struct OAuthTokenResponse: Sendable, Hashable {
+    /// The access token. Secret.
+    public var accessToken: String
+    /// The token type, usually `bearer`.
+    public var tokenType: String?
+    /// Seconds until the token expires, when given.
+    public var expiresIn: Int?
+    /// A refresh token, when given. Secret.
+    public var refreshToken: String?
+    /// The granted scopes, when the provider lists them.
+    public var scope: [String]?
+    /// An OpenID Connect ID token, when given. Secret.
+    public var idToken: String?
+    /// The whole parsed body, for provider-specific fields.
+    public var raw: JSONValue
+
+    /// Reads a token answer; `nil` when the body has no `access_token`.
+    public init?(json: JSONValue?) {
+        guard let json, let token = json["access_token"]?.stringValue, !token.isEmpty else { return nil }
+        self.accessToken = token
+        self.tokenType = json["token_type"]?.stringValue
+        self.expiresIn = json["expires_in"]?.lenientInt
+        self.refreshToken = json["refresh_token"]?.stringValue
+        self.scope = json["scope"]?.stringValue.map {
+            $0.split(whereSeparator: { $0 == " " || $0 == "," }).map(String.init)
+        }
+        self.idToken = json["id_token"]?.stringValue
+        self.raw = json
+    }
+}
+
+/// `application/x-www-form-urlencoded`, as OAuth uses it.
+public enum FormEncoding {
+    private static let unreserved = CharacterSet(
+        charactersIn: "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
+
+    /// Encodes name-value pairs in order.
+    public static func encode(_ items: [(String, String)]) -> String {
+        items.map { "\(escape($0.0))=\(escape($0.1))" }.joined(separator: "&")
+    }
+
+    /// Percent-encodes everything but the unreserved characters.
+    public static func escape(_ text: String) -> String {
+        text.addingPercentEncoding(withAllowedCharacters: unreserved) ?? ""
+    }
+
+    /// Decodes a form body or query string; `+` is a space; pairs that do not decode are kept
+    /// as they came.
+    public static func decode(_ text: String) -> [(String, String)] {
+        text.split(separator: "&", omittingEmptySubsequences: true).map { pair in
+            let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+            func unescape(_ s: Substring) -> String {
+                let spaced = s.replacingOccurrences(of: "+", with: " ")
+                return spaced.removingPercentEncoding ?? spaced
+            }
+            return (unescape(parts[0]), parts.count > 1 ? unescape(parts[1]) : "")
+        }
+    }
+
+    /// Decodes a form body.
+    public static func decode(_ data: Data) -> [(String, String)] { decode(String(decoding: data, as: UTF8.self)) }
+}

@@ -1,0 +1,90 @@
+/// A permission (scope) an app asks a person to grant.
+public struct Permission: Hashable, Sendable, Codable, CustomStringConvertible {
+    /// Whether a permission lets the app read, or act on the person's behalf.
+    public enum Kind: String, Hashable, Sendable, Codable, CaseIterable {
+        /// Reading the person's data.
+        case read
+        /// Publishing or acting for the person; requested with a ``DefaultAudience``.
+        case publish
+    }
+
+    /// The provider's name for the permission, for example `email` or `publish_actions`.
+    public var name: String
+    /// Read or publish.
+    public var kind: Kind
+
+    /// Creates a permission.
+    public init(_ name: String, kind: Kind = .read) {
+        self.name = name
+        self.kind = kind
+    }
+
+    /// A read permission.
+    public static func read(_ name: String) -> Permission { Permission(name, kind: .read) }
+    /// A publish permission.
+    public static func publish(_ name: String) -> Permission { Permission(name, kind: .publish) }
+
+    public var description: String { name }
+}
+
+/// Who can see what an app publishes for the person (the SDK's `FBSessionDefaultAudience`).
+public enum DefaultAudience: String, Hashable, Sendable, Codable, CaseIterable {
+    /// No audience given: the provider's own default applies.
+    case none
+    /// Only the person.
+    case onlyMe
+    /// The person's friends.
+    case friends
+    /// Everyone.
+    case everyone
+}
+
+/// The permissions a person has granted and declined to an app.
+public struct PermissionSet: Hashable, Sendable, Codable {
+    /// Names of the permissions granted.
+    public var granted: Set<String>
+    /// Names of the permissions the person declined.
+    public var declined: Set<String>
+
+    /// Creates a set; a name in both lists counts as declined.
+    public init(granted: some Sequence<String> = [String](), declined: some Sequence<String> = [String]()) {
+        let declined = Set(declined)
+        self.granted = Set(granted).subtracting(declined)
+        self.declined = declined
+    }
+
+    /// Whether `name` is granted.
+    public func isGranted(_ name: String) -> Bool { granted.contains(name) }
+
+    /// The permissions of `request` that are not granted, in request order, without repeats.
+    public func missing(from request: some Sequence<Permission>) -> [Permission] {
+        var seen = Set<String>()
+        return request.filter { !granted.contains($0.name) && seen.insert($0.name).inserted }
+    }
+
+    /// The outcome of a request: what it granted and what it declined, as the SDK reported it.
+    public func outcome(of request: some Sequence<Permission>) -> PermissionRequestOutcome {
+        let names = request.map(\.name)
+        return PermissionRequestOutcome(
+            granted: Set(names.filter { granted.contains($0) }),
+            declined: Set(names.filter { !granted.contains($0) })
+        )
+    }
+}
+
+/// What a permission request ended with.
+public struct PermissionRequestOutcome: Hashable, Sendable {
+    /// Requested and now granted.
+    public var granted: Set<String>
+    /// Requested and not granted (declined by the person, or not given).
+    public var declined: Set<String>
+
+    /// Creates an outcome.
+    public init(granted: Set<String>, declined: Set<String>) {
+        self.granted = granted
+        self.declined = declined
+    }
+
+    /// Whether every requested permission was granted.
+    public var isFullyGranted: Bool { declined.isEmpty }
+}
