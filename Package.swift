@@ -24,6 +24,9 @@ let package = Package(
         .target(name: "SesameTesting", dependencies: ["Sesame"]),
 
         .testTarget(name: "SesameTests", dependencies: ["Sesame", "SesameTesting"]),
+
+        // Side-by-side measurements: `swift run -c release sesame-bench <name> [--json]`.
+        .executableTarget(name: "sesame-bench", dependencies: ["Sesame"], path: "Benchmarks/SesameBench"),
     ],
     swiftLanguageModes: [.v6]
 )
