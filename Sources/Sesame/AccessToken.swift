@@ -74,7 +74,9 @@ extension AccessToken: CustomStringConvertible, CustomDebugStringConvertible, Cu
         var parts = ["provider: \(provider)", "app: \(appID)"]
         if let userID { parts.append("user: \(userID)") }
         parts.append("token: \(Redaction.placeholder)")
-        if !permissions.granted.isEmpty { parts.append("granted: \(permissions.granted.sorted().joined(separator: ","))") }
+        if !permissions.granted.isEmpty {
+            parts.append("granted: \(permissions.granted.sorted().joined(separator: ","))")
+        }
         if !permissions.declined.isEmpty {
             parts.append("declined: \(permissions.declined.sorted().joined(separator: ","))")
         }

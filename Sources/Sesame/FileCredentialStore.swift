@@ -22,9 +22,20 @@ public final class FileCredentialStore: CredentialStore {
     /// The file that holds the credentials.
     public let url: URL
     private let lock = Mutex(())
+    /// Called after the temporary file is written and flushed, before the rename: tests use it
+    /// to fail a save at the worst moment.
+    let beforeRename: (@Sendable (_ temporaryPath: String) throws -> Void)?
 
     /// Creates a store at `url`. Nothing is read or written until the first call.
-    public init(url: URL) { self.url = url }
+    public init(url: URL) {
+        self.url = url
+        self.beforeRename = nil
+    }
+
+    init(url: URL, beforeRename: @escaping @Sendable (_ temporaryPath: String) throws -> Void) {
+        self.url = url
+        self.beforeRename = beforeRename
+    }
 
     /// The conventional location: `$XDG_STATE_HOME/sesame/credentials.json`, or
     /// `~/.local/state/sesame/credentials.json`.
@@ -95,7 +106,8 @@ public final class FileCredentialStore: CredentialStore {
         }
         let data: Data
         do { data = try Data(contentsOf: url) } catch {
-            throw CredentialStoreError(kind: .ioFailure, message: "Could not read \(url.path): \(error.localizedDescription)")
+            throw CredentialStoreError(
+                kind: .ioFailure, message: "Could not read \(url.path): \(error.localizedDescription)")
         }
         if data.isEmpty { return [:] }
         let contents: FileContents
@@ -108,7 +120,9 @@ public final class FileCredentialStore: CredentialStore {
         guard contents.version <= Self.formatVersion else {
             throw CredentialStoreError(
                 kind: .corrupt,
-                message: "\(url.path) was written by a newer Sesame (format \(contents.version)); upgrade Sesame to read it.")
+                message:
+                    "\(url.path) was written by a newer Sesame (format \(contents.version)); upgrade Sesame to read it."
+            )
         }
         return Dictionary(contents.credentials.map { ($0.key, $0) }, uniquingKeysWith: { _, last in last })
     }
@@ -142,6 +156,7 @@ public final class FileCredentialStore: CredentialStore {
             }
         }
         guard fsync(fd) == 0 else { throw ioError("could not flush \(tempPath) to disk", errno) }
+        try beforeRename?(tempPath)
         guard rename(tempPath, url.path) == 0 else { throw ioError("could not replace \(url.path)", errno) }
         renamed = true
         // Make the rename itself durable.

@@ -94,7 +94,9 @@ public enum OAuth {
     ///
     /// - Throws: ``AuthError`` for a missing or mismatched state, or a redirect with neither a
     ///   code nor an error.
-    public static func parseRedirect(_ url: URL, expectedState: String, provider: ProviderID? = nil) throws
+    public static func parseRedirect(
+        _ url: URL, expectedState: String, provider: ProviderID? = nil
+    ) throws
         -> RedirectOutcome
     {
         guard let components = URLComponents(url: url, resolvingAgainstBaseURL: false) else {

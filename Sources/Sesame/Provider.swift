@@ -120,7 +120,9 @@ public struct ProviderRegistryError: Error, Sendable, Equatable, CustomStringCon
         case .duplicate:
             return "A provider named '\(providerID)' is already registered; each provider id can be registered once."
         case .unknown:
-            let list = known.isEmpty ? "none are registered" : "known providers: \(known.map(\.rawValue).joined(separator: ", "))"
+            let list =
+                known.isEmpty
+                ? "none are registered" : "known providers: \(known.map(\.rawValue).joined(separator: ", "))"
             return "No provider named '\(providerID)' is registered (\(list))."
         }
     }

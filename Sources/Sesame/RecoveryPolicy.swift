@@ -96,7 +96,8 @@ public struct RecoveryPolicy: Sendable {
             }
             if let hint = error.retryAfter, hint > maxServerHint {
                 return .giveUp(
-                    reason: "the server asked to wait \(hint.formattedSeconds), longer than the \(maxServerHint.formattedSeconds) "
+                    reason:
+                        "the server asked to wait \(hint.formattedSeconds), longer than the \(maxServerHint.formattedSeconds) "
                         + "this policy waits")
             }
             var delay = Duration.zero
@@ -130,8 +131,11 @@ public struct RecoveryPolicy: Sendable {
     /// the decision is anything but a retry, the last ``AuthError`` is rethrown for the caller's
     /// own recovery.
     ///
-    /// - Parameter onRetry: told of each retry before the wait: the error, the delay and the
-    ///   number of the attempt about to be made.
+    /// - Parameters:
+    ///   - clock: The clock the waits are measured on.
+    ///   - onRetry: Told of each retry before the wait: the error, the delay and the number of
+    ///     the attempt about to be made.
+    ///   - operation: The call to make.
     public func run<T: Sendable>(
         clock: any Clock<Duration> = ContinuousClock(),
         onRetry: @Sendable (AuthError, Duration, Int) async -> Void = { _, _, _ in },

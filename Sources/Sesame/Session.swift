@@ -153,7 +153,12 @@ public actor Session {
 
     /// Creates a session for `account` of `appID` on `provider`, kept in `store`.
     ///
-    /// - Parameter now: the wall clock, injectable for tests of expiry.
+    /// - Parameters:
+    ///   - provider: The provider the session signs in with.
+    ///   - appID: The app (client) id on that provider.
+    ///   - account: The account name under which the token is stored.
+    ///   - store: Where the token is loaded from and saved to.
+    ///   - now: The wall clock, injectable for tests of expiry.
     public init(
         provider: ProviderID, appID: String, account: String = "default", store: any CredentialStore,
         now: @escaping @Sendable () -> Date = { Date() }
@@ -227,7 +232,8 @@ public actor Session {
         }
         guard allowLoginUI, let loginUI else { return state }
         return try await runLogin(
-            LoginRequest(provider: key.provider, appID: key.appID, permissions: permissions, defaultAudience: defaultAudience),
+            LoginRequest(
+                provider: key.provider, appID: key.appID, permissions: permissions, defaultAudience: defaultAudience),
             with: loginUI)
     }
 

@@ -2,7 +2,7 @@ import Foundation
 import Sesame
 import Synchronization
 
-/// A ``LoginUI`` double that counts its calls and answers from a closure, so a test can prove
+/// A `LoginUI` double that counts its calls and answers from a closure, so a test can prove
 /// that a session opened from its cache without UI, or drive a login to any outcome.
 public final class RecordingLoginUI: LoginUI {
     private let handler: @Sendable (LoginRequest) async throws -> AccessToken
@@ -14,8 +14,9 @@ public final class RecordingLoginUI: LoginUI {
     }
 
     /// Grants every requested permission with a token made from `tokenString`.
-    public convenience init(grantingToken tokenString: String, userID: String = "100001", expiresIn: TimeInterval = 3600)
-    {
+    public convenience init(
+        grantingToken tokenString: String, userID: String = "100001", expiresIn: TimeInterval = 3600
+    ) {
         self.init { request in
             var granted = request.currentToken?.permissions.granted ?? []
             granted.formUnion(request.permissions.map(\.name))

@@ -2,7 +2,7 @@ import Foundation
 import Sesame
 import Synchronization
 
-/// An ``HTTPTransport`` that answers from a script and records every request it was sent.
+/// An `HTTPTransport` that answers from a script and records every request it was sent.
 ///
 /// ```swift
 /// let transport = RecordingTransport(responses: [
@@ -20,7 +20,7 @@ public final class RecordingTransport: HTTPTransport {
     }
 
     /// Answers the requests in order from `responses`; past the end, a test failure is signalled
-    /// by a ``TransportError`` that says the script ran out.
+    /// by a `TransportError` that says the script ran out.
     public convenience init(responses: [Result<HTTPResponse, TransportError>]) {
         self.init { request, index in
             guard index < responses.count else {

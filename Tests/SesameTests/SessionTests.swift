@@ -1,0 +1,270 @@
+import Foundation
+import Sesame
+import SesameTesting
+import Testing
+
+private let facebook: ProviderID = "facebook"
+
+private func token(_ secret: String = "EAAB-secret-token", expiresIn: TimeInterval = 3600) -> AccessToken {
+    AccessToken(
+        tokenString: secret, provider: facebook, appID: "1234", userID: "100001",
+        permissions: PermissionSet(granted: ["public_profile"]), expirationDate: Date().addingTimeInterval(expiresIn))
+}
+
+private func stored(_ token: AccessToken, account: String = "default") -> StoredCredential {
+    StoredCredential(key: CredentialKey(provider: facebook, appID: "1234", account: account), token: token)
+}
+
+/// Every (from, to) pair of states, with whether the table allows it.
+private let allPairs: [(SessionState, SessionState)] = SessionState.allCases.flatMap { from in
+    SessionState.allCases.map { (from, $0) }
+}
+
+/// Collects the changes a stream delivers until `count` have arrived.
+private func collect(_ stream: AsyncStream<SessionStateChange>, count: Int) async -> [SessionStateChange] {
+    var changes: [SessionStateChange] = []
+    for await change in stream {
+        changes.append(change)
+        if changes.count == count { break }
+    }
+    return changes
+}
+
+@Suite("Session state machine")
+struct SessionTests {
+    @Test("the transition table allows exactly FBSession's transitions plus reopening", arguments: allPairs)
+    func transitionTable(from: SessionState, to: SessionState) {
+        let legal: Set<String> = [
+            "created→createdTokenLoaded", "created→opening",
+            "createdTokenLoaded→open", "createdTokenLoaded→opening", "createdTokenLoaded→closed",
+            "opening→open", "opening→closedLoginFailed",
+            "open→openTokenExtended", "open→closed",
+            "openTokenExtended→openTokenExtended", "openTokenExtended→closed",
+            "closedLoginFailed→createdTokenLoaded", "closedLoginFailed→opening",
+            "closed→createdTokenLoaded", "closed→opening",
+        ]
+        #expect(from.canTransition(to: to) == legal.contains("\(from)→\(to)"))
+    }
+
+    @Test("an illegal transition is an error naming both states")
+    func illegalTransitionError() async throws {
+        let session = Session(provider: facebook, appID: "1234", store: InMemoryCredentialStore())
+        // Updating the token of a session that is not open asks for created → openTokenExtended.
+        let error = await #expect(throws: SessionTransitionError.self) { try await session.updateToken(token()) }
+        #expect(error == SessionTransitionError(from: .created, to: .openTokenExtended))
+        #expect(error?.description.contains("'created'") == true)
+        #expect(error?.description.contains("'openTokenExtended'") == true)
+    }
+
+    @Test("a cached valid token opens the session without UI")
+    func opensFromCache() async throws {
+        let store = InMemoryCredentialStore([stored(token())])
+        let loginUI = RecordingLoginUI(grantingToken: "never-used")
+        let session = Session(provider: facebook, appID: "1234", store: store)
+        let changes = await session.stateChanges()
+
+        let state = try await session.open(allowLoginUI: true, loginUI: loginUI)
+
+        #expect(state == .open)
+        #expect(loginUI.callCount == 0)
+        let seen = await collect(changes, count: 2)
+        #expect(seen.map(\.state) == [.createdTokenLoaded, .open])
+        #expect(seen.map(\.previousState) == [.created, .createdTokenLoaded])
+        #expect(await session.token?.tokenString == "EAAB-secret-token")
+    }
+
+    @Test("an expired cached token is not used; without UI the session stays created")
+    func expiredTokenNoUI() async throws {
+        let store = InMemoryCredentialStore([stored(token(expiresIn: -10))])
+        let loginUI = RecordingLoginUI(grantingToken: "new")
+        let session = Session(provider: facebook, appID: "1234", store: store)
+        #expect(try await session.open(allowLoginUI: false, loginUI: loginUI) == .created)
+        #expect(loginUI.callCount == 0)
+        #expect(await session.token == nil)
+    }
+
+    @Test("no token and no UI allowed leaves the session created")
+    func noTokenNoUI() async throws {
+        let session = Session(provider: facebook, appID: "1234", store: InMemoryCredentialStore())
+        #expect(try await session.open(allowLoginUI: false) == .created)
+    }
+
+    @Test("a login through the UI opens the session and saves the token")
+    func loginSavesToken() async throws {
+        let store = InMemoryCredentialStore()
+        let loginUI = RecordingLoginUI(grantingToken: "fresh-secret")
+        let session = Session(provider: facebook, appID: "1234", store: store)
+        let changes = await session.stateChanges()
+
+        #expect(try await session.open(permissions: [.read("email")], allowLoginUI: true, loginUI: loginUI) == .open)
+
+        #expect(loginUI.callCount == 1)
+        #expect(loginUI.requests.first?.permissions == [.read("email")])
+        #expect(try await store.load(session.key)?.token.tokenString == "fresh-secret")
+        #expect(await collect(changes, count: 2).map(\.state) == [.opening, .open])
+    }
+
+    @Test("a failed login ends in closedLoginFailed with the error")
+    func failedLogin() async throws {
+        let denied = AuthError(category: .userCancelled, message: "declined", loginFailedReason: .userDenied)
+        let session = Session(provider: facebook, appID: "1234", store: InMemoryCredentialStore())
+        let changes = await session.stateChanges()
+
+        await #expect(throws: AuthError.self) {
+            try await session.open(allowLoginUI: true, loginUI: RecordingLoginUI(failingWith: denied))
+        }
+
+        #expect(await session.state == .closedLoginFailed)
+        let seen = await collect(changes, count: 2)
+        #expect(seen.map(\.state) == [.opening, .closedLoginFailed])
+        #expect(seen.last?.error?.category == .userCancelled)
+        #expect(seen.last?.error?.loginFailedReason == .userDenied)
+    }
+
+    @Test("two observers receive every change, in order")
+    func twoObservers() async throws {
+        let store = InMemoryCredentialStore()
+        let session = Session(provider: facebook, appID: "1234", store: store)
+        let first = await session.stateChanges()
+        let second = await session.stateChanges()
+
+        try await session.open(allowLoginUI: true, loginUI: RecordingLoginUI(grantingToken: "t1"))
+        try await session.updateToken(token("t2"))
+        try await session.updateToken(token("t3"))
+        await session.close()
+
+        let expected: [SessionState] = [.opening, .open, .openTokenExtended, .openTokenExtended, .closed]
+        #expect(await collect(first, count: expected.count).map(\.state) == expected)
+        #expect(await collect(second, count: expected.count).map(\.state) == expected)
+    }
+
+    @Test("close keeps the stored token and the next open needs no UI")
+    func closeKeepsToken() async throws {
+        let store = InMemoryCredentialStore([stored(token())])
+        let session = Session(provider: facebook, appID: "1234", store: store)
+        try await session.open(allowLoginUI: false)
+        await session.close()
+
+        #expect(await session.state == .closed)
+        #expect(try await store.load(session.key) != nil)
+        let loginUI = RecordingLoginUI(grantingToken: "unused")
+        #expect(try await session.open(allowLoginUI: true, loginUI: loginUI) == .open)
+        #expect(loginUI.callCount == 0)
+    }
+
+    @Test("closeAndClearTokenInformation deletes the stored token")
+    func closeAndClear() async throws {
+        let other = stored(token("other-account"), account: "work")
+        let store = InMemoryCredentialStore([stored(token()), other])
+        let session = Session(provider: facebook, appID: "1234", store: store)
+        try await session.open(allowLoginUI: false)
+        try await session.closeAndClearTokenInformation()
+
+        #expect(await session.state == .closed)
+        #expect(try await store.load(session.key) == nil)
+        #expect(try await store.load(other.key) == other, "only this session's account is cleared")
+        #expect(try await session.open(allowLoginUI: false) == .closed, "nothing left to open from")
+    }
+
+    @Test("an error that invalidates the session closes it and clears the token")
+    func reopenSessionErrorCloses() async throws {
+        let store = InMemoryCredentialStore([stored(token())])
+        let session = Session(provider: facebook, appID: "1234", store: store)
+        try await session.open(allowLoginUI: false)
+        let changes = await session.stateChanges()
+        let removed = AuthError(category: .authenticationReopenSession, message: "app removed", code: 190, subcode: 458)
+
+        #expect(await session.handle(removed))
+
+        #expect(await session.state == .closed)
+        #expect(try await store.load(session.key) == nil)
+        let change = await collect(changes, count: 1).first
+        #expect(change?.state == .closed)
+        #expect(change?.error?.subcode == 458)
+    }
+
+    @Test("an error the taxonomy marks as not closing leaves the session open")
+    func nonClosingErrorKeepsSession() async throws {
+        let store = InMemoryCredentialStore([stored(token())])
+        let session = Session(provider: facebook, appID: "1234", store: store)
+        try await session.open(allowLoginUI: false)
+        let checkpointed = AuthError(
+            category: .retry, message: "checkpointed", shouldNotifyUser: true, code: 190, subcode: 459,
+            closesSession: false)
+
+        #expect(await session.handle(checkpointed) == false)
+        #expect(await session.state == .open)
+        #expect(try await store.load(session.key) != nil)
+    }
+
+    @Test("requesting permissions replaces the token and reports granted and declined")
+    func requestPermissions() async throws {
+        let store = InMemoryCredentialStore([stored(token())])
+        let session = Session(provider: facebook, appID: "1234", store: store)
+        try await session.open(allowLoginUI: false)
+        let loginUI = RecordingLoginUI { request in
+            #expect(request.isRerequest)
+            #expect(request.defaultAudience == .friends)
+            var next = try #require(request.currentToken)
+            next.tokenString = "with-publish"
+            next.permissions = PermissionSet(granted: ["public_profile", "publish_actions"], declined: ["user_posts"])
+            return next
+        }
+
+        let outcome = try await session.requestPermissions(
+            [.publish("publish_actions"), .read("user_posts")], defaultAudience: .friends, loginUI: loginUI)
+
+        #expect(outcome.granted == ["publish_actions"])
+        #expect(outcome.declined == ["user_posts"])
+        #expect(await session.state == .openTokenExtended)
+        #expect(try await store.load(session.key)?.token.tokenString == "with-publish")
+    }
+
+    @Test("concurrent callers of freshToken share one refresh, and the refreshed token is saved")
+    func singleFlightRefresh() async throws {
+        let store = InMemoryCredentialStore([stored(token("old", expiresIn: 30))])
+        let session = Session(provider: facebook, appID: "1234", store: store)
+        try await session.open(allowLoginUI: false)
+        let refreshes = Counter()
+
+        let tokens = try await withThrowingTaskGroup(of: String.self) { group in
+            for _ in 0..<100 {
+                group.addTask {
+                    try await session.freshToken(leeway: 60) { old in
+                        await refreshes.increment()
+                        try await Task.sleep(for: .milliseconds(20))
+                        var new = old
+                        new.tokenString = "refreshed"
+                        new.expirationDate = Date().addingTimeInterval(7200)
+                        return new
+                    }.tokenString
+                }
+            }
+            return try await group.reduce(into: [String]()) { $0.append($1) }
+        }
+
+        #expect(await refreshes.value == 1)
+        #expect(Set(tokens) == ["refreshed"])
+        #expect(try await store.load(session.key)?.token.tokenString == "refreshed")
+    }
+
+    @Test("a failed refresh never deletes the stored token")
+    func failedRefreshKeepsToken() async throws {
+        let store = InMemoryCredentialStore([stored(token("old", expiresIn: 30))])
+        let session = Session(provider: facebook, appID: "1234", store: store)
+        try await session.open(allowLoginUI: false)
+        let outage = AuthError(category: .server, message: "down")
+
+        await #expect(throws: AuthError.self) {
+            try await session.freshToken(leeway: 60) { _ in throw outage }
+        }
+        #expect(try await store.load(session.key)?.token.tokenString == "old")
+        #expect(await session.state == .open)
+    }
+}
+
+/// A counter shared by concurrent tasks.
+actor Counter {
+    private(set) var value = 0
+    func increment() { value += 1 }
+}

@@ -1,4 +1,0 @@
-import Testing
-@testable import Sesame
-
-@Test func builds() { #expect(ProviderID("x").rawValue == "x") }
