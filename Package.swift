@@ -7,6 +7,7 @@ let package = Package(
     products: [
         .library(name: "Sesame", targets: ["Sesame"]),
         .library(name: "SesameTesting", targets: ["SesameTesting"]),
+        .library(name: "SesameHTTPServer", targets: ["SesameHTTPServer"]),
     ],
     targets: [
         // System libraries: a module map and a header of static inline shims each.
@@ -16,6 +17,12 @@ let package = Package(
             pkgConfig: "libcrypto",
             providers: [.apt(["libssl-dev"])]
         ),
+        .systemLibrary(
+            name: "CMicroHTTPD",
+            path: "Sources/CMicroHTTPD",
+            pkgConfig: "libmicrohttpd",
+            providers: [.apt(["libmicrohttpd-dev"])]
+        ),
 
         // The provider-neutral core.
         .target(name: "Sesame", dependencies: ["CCrypto"]),
@@ -24,6 +31,11 @@ let package = Package(
         .target(name: "SesameTesting", dependencies: ["Sesame"]),
 
         .testTarget(name: "SesameTests", dependencies: ["Sesame", "SesameTesting"]),
+
+        // An embedded HTTP server on libmicrohttpd, and the loopback redirect receiver on it.
+        .target(name: "SesameHTTPServer", dependencies: ["Sesame", "CMicroHTTPD"]),
+        .testTarget(
+            name: "SesameHTTPServerTests", dependencies: ["SesameHTTPServer", "Sesame", "SesameTesting"]),
 
         // Side-by-side measurements: `swift run -c release sesame-bench <name> [--json]`.
         .executableTarget(name: "sesame-bench", dependencies: ["Sesame"], path: "Benchmarks/SesameBench"),

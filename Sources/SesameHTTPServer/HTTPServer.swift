@@ -1,0 +1,167 @@
+import Foundation
+import Synchronization
+
+/// A small embedded HTTP/1.1 server on libmicrohttpd, for loopback use: login redirects, the
+/// emulator, test servers.
+///
+/// ```swift
+/// let server = HTTPServer { request in
+///     request.path == "/hello" ? .text("hi \(request.queryValue("name") ?? "there")") : .text("no", status: 404)
+/// }
+/// try server.start()                        // port 0: the system picks a free port
+/// print(server.baseURL)                     // http://127.0.0.1:43121
+/// await server.stop()
+/// ```
+///
+/// libmicrohttpd parses HTTP on its own thread (epoll on Linux); handlers are `async` and run
+/// in Swift tasks, never on that thread, so a slow handler holds up only its own connection.
+/// Keep-alive and concurrent connections work as in any HTTP/1.1 server. A malformed request
+/// gets libmicrohttpd's own error answer (400, 414 or 431) and never reaches the handler.
+public final class HTTPServer: Sendable {
+    /// How a server listens and what it accepts.
+    public struct Configuration: Sendable {
+        /// The IPv4 or IPv6 address to listen on; `127.0.0.1` unless told otherwise. A name
+        /// such as `localhost` is not accepted, so nothing depends on name resolution.
+        public var host: String
+        /// The port; 0 lets the system pick a free one (read it back from ``HTTPServer/port``).
+        public var port: Int
+        /// Whether to listen on `::1` too, on the same port, for clients that resolve
+        /// `localhost` to IPv6 first.
+        public var alsoListenOnIPv6Loopback: Bool
+        /// The most connections open at once; more wait in the system's listen queue until one
+        /// closes.
+        public var maxConnections: Int
+        /// About the largest request head (request line and header fields) accepted; a larger
+        /// one gets libmicrohttpd's error answer. It sizes libmicrohttpd's per-connection
+        /// memory (twice this, at least 4 KiB).
+        public var maxHeaderBytes: Int
+        /// The largest request body accepted; a larger one gets `413 Content Too Large` and
+        /// the connection is closed.
+        public var maxBodyBytes: Int
+        /// How long a connection may sit without sending anything before it is closed
+        /// (rounded up to whole seconds; zero or less: never). A request whose handler is
+        /// running is not idle.
+        public var connectionIdleTimeout: Duration
+        /// How long ``HTTPServer/stop()`` waits for requests being handled before it cancels
+        /// their handlers and closes their connections.
+        public var stopGracePeriod: Duration
+
+        /// Creates a configuration.
+        public init(
+            host: String = "127.0.0.1",
+            port: Int = 0,
+            alsoListenOnIPv6Loopback: Bool = false,
+            maxConnections: Int = 512,
+            maxHeaderBytes: Int = 16 * 1024,
+            maxBodyBytes: Int = 1024 * 1024,
+            connectionIdleTimeout: Duration = .seconds(30),
+            stopGracePeriod: Duration = .seconds(10)
+        ) {
+            self.host = host
+            self.port = port
+            self.alsoListenOnIPv6Loopback = alsoListenOnIPv6Loopback
+            self.maxConnections = maxConnections
+            self.maxHeaderBytes = maxHeaderBytes
+            self.maxBodyBytes = maxBodyBytes
+            self.connectionIdleTimeout = connectionIdleTimeout
+            self.stopGracePeriod = stopGracePeriod
+        }
+    }
+
+    private enum Lifecycle {
+        case idle
+        case running(ServerCore)
+        case stopped(port: Int)
+    }
+
+    /// The configuration the server was made with.
+    public let configuration: Configuration
+    private let handler: @Sendable (HTTPServerRequest) async -> HTTPServerResponse
+    private let lifecycle = Mutex(Lifecycle.idle)
+
+    /// Creates a server that answers every request with `handler`. Call ``start()`` to listen.
+    public init(
+        configuration: Configuration = .init(),
+        handler: @escaping @Sendable (HTTPServerRequest) async -> HTTPServerResponse
+    ) {
+        self.configuration = configuration
+        self.handler = handler
+    }
+
+    deinit {
+        let core = lifecycle.withLock { state -> ServerCore? in
+            guard case .running(let core) = state else { return nil }
+            return core
+        }
+        core?.stopNow()
+    }
+
+    /// Binds the listening socket(s) and starts serving. A server starts once.
+    ///
+    /// - Throws: ``HTTPServerError`` when the address is in use, is not an address literal,
+    ///   cannot be bound, or the server was already started.
+    public func start() throws {
+        try lifecycle.withLock { state in
+            guard case .idle = state else {
+                throw HTTPServerError.alreadyStarted("\(configuration.host):\(configuration.port)")
+            }
+            state = .running(try ServerCore.start(configuration, handler: handler))
+        }
+    }
+
+    /// The port the server listens on: the one the system chose when configured with 0.
+    /// Before ``start()`` it is the configured port.
+    public var port: Int {
+        lifecycle.withLock { state in
+            switch state {
+            case .idle: configuration.port
+            case .running(let core): core.port
+            case .stopped(let port): port
+            }
+        }
+    }
+
+    /// Whether the server is listening.
+    public var isRunning: Bool {
+        lifecycle.withLock { state in
+            if case .running = state { return true }
+            return false
+        }
+    }
+
+    /// How many client connections are open now (0 when not running).
+    public var connectionCount: Int {
+        let core = lifecycle.withLock { state -> ServerCore? in
+            guard case .running(let core) = state else { return nil }
+            return core
+        }
+        return core?.connectionCount ?? 0
+    }
+
+    /// `http://<host>:<port>`, with `127.0.0.1` for a server listening on every address.
+    public var baseURL: URL {
+        var host = configuration.host
+        if host == "0.0.0.0" { host = "127.0.0.1" }
+        if host == "::" { host = "::1" }
+        if host.contains(":"), !host.hasPrefix("[") { host = "[\(host)]" }
+        return URL(string: "http://\(host):\(port)")!
+    }
+
+    /// `baseURL` with `path` (and any query in it) appended.
+    public func url(_ path: String) -> URL {
+        URL(string: baseURL.absoluteString + (path.hasPrefix("/") ? path : "/" + path))!
+    }
+
+    /// Stops the server: no new connection is accepted, requests being handled are answered
+    /// (for up to ``Configuration/stopGracePeriod``; then their handlers are cancelled and
+    /// their connections closed), and every connection is closed. Calling it again, or on a
+    /// server never started, does nothing.
+    public func stop() async {
+        let core = lifecycle.withLock { state -> ServerCore? in
+            guard case .running(let core) = state else { return nil }
+            state = .stopped(port: core.port)
+            return core
+        }
+        await core?.stop(gracePeriod: configuration.stopGracePeriod)
+    }
+}

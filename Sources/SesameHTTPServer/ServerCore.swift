@@ -1,0 +1,459 @@
+internal import CMicroHTTPD
+import Foundation
+import Sesame
+import Synchronization
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Musl)
+    import Musl
+#endif
+
+/// A libmicrohttpd object pointer that may be kept in locked state.
+struct MHDHandle: @unchecked Sendable {  // Used only under ServerCore.state's lock or on libmicrohttpd's thread.
+    let pointer: OpaquePointer
+}
+
+/// One request's state, shared between libmicrohttpd's callbacks (on its polling thread) and
+/// the task that runs the handler.
+final class RequestContext: Sendable {
+    enum Phase {
+        /// The request line and headers arrived; the handler has not been called yet.
+        case new
+        /// The body is arriving.
+        case receiving
+        /// The handler runs in a task; the connection is suspended.
+        case running
+        /// A response was queued.
+        case answered
+    }
+
+    struct State {
+        var phase: Phase = .new
+        var target: String
+        var method = HTTPMethod.get
+        var version = ""
+        var headers = HTTPHeaders()
+        var body = Data()
+        var bodyTooLarge = false
+        var dispatched = false
+        var response: HTTPServerResponse?
+        var task: Task<Void, Never>?
+        var connection: MHDHandle?
+    }
+
+    let state: Mutex<State>
+
+    init(target: String) { state = Mutex(State(target: target)) }
+}
+
+/// The libmicrohttpd daemons of one running ``HTTPServer`` and the bookkeeping that lets it
+/// run handlers off libmicrohttpd's thread and stop cleanly.
+///
+/// How a request goes: libmicrohttpd calls the URI-log callback (a ``RequestContext`` is made
+/// and retained), then the access handler several times (headers, body chunks, end of body).
+/// At the end of the body the connection is suspended and the handler runs in a `Task`; when
+/// it returns, the connection is resumed, libmicrohttpd calls the access handler once more and
+/// the response is queued. The request-completed callback releases the context.
+final class ServerCore: Sendable {
+    struct State {
+        var daemons: [MHDHandle] = []
+        /// Requests whose handler is running, by context.
+        var running: [ObjectIdentifier: RequestContext] = [:]
+        /// Requests handed to a handler and not yet completed (answer sent or connection gone).
+        var inFlight = 0
+        /// No new request is handed to a handler; answers close their connections.
+        var stopping = false
+        /// The daemons are being or have been stopped: nothing may be resumed any more.
+        var stopped = false
+        var drainWaiters: [UUID: CheckedContinuation<Void, Never>] = [:]
+    }
+
+    let handler: @Sendable (HTTPServerRequest) async -> HTTPServerResponse
+    let maxBodyBytes: Int
+    let port: Int
+    let state: Mutex<State>
+
+    private init(
+        port: Int, maxBodyBytes: Int, handler: @escaping @Sendable (HTTPServerRequest) async -> HTTPServerResponse
+    ) {
+        self.port = port
+        self.maxBodyBytes = maxBodyBytes
+        self.handler = handler
+        self.state = Mutex(State())
+    }
+
+    // MARK: Starting and stopping
+
+    /// Binds the sockets and starts a daemon on each.
+    static func start(
+        _ configuration: HTTPServer.Configuration,
+        handler: @escaping @Sendable (HTTPServerRequest) async -> HTTPServerResponse
+    ) throws -> ServerCore {
+        guard let address = ListenSocket.Address(configuration.host) else {
+            throw HTTPServerError.invalidHost(configuration.host)
+        }
+        let display = { (host: String, port: Int) in host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)" }
+        let backlog = Int32(max(16, min(configuration.maxConnections, Int(SOMAXCONN))))
+        let wantsIPv6 = configuration.alsoListenOnIPv6Loopback && !address.isIPv6
+
+        var sockets: [ListenSocket] = []
+        // With port 0 the IPv6 socket must get the port the IPv4 one was given; if another
+        // program holds it on ::1, try again with a new port.
+        for attempt in 1...8 {
+            let first = try ListenSocket.open(
+                address, port: configuration.port, backlog: backlog,
+                display: display(configuration.host, configuration.port))
+            guard wantsIPv6 else {
+                sockets = [first]
+                break
+            }
+            do {
+                let second = try ListenSocket.open(
+                    .ipv6Loopback, port: first.port, backlog: backlog, display: display("::1", first.port))
+                sockets = [first, second]
+                break
+            } catch is HTTPServerError where configuration.port == 0 && attempt < 8 {
+                close(first.descriptor)
+            } catch {
+                close(first.descriptor)
+                throw error
+            }
+        }
+
+        let core = ServerCore(port: sockets[0].port, maxBodyBytes: configuration.maxBodyBytes, handler: handler)
+        let opaque = Unmanaged.passRetained(core).toOpaque()
+        let timeout = configuration.connectionIdleTimeout
+        let timeoutSeconds =
+            timeout <= .zero
+            ? 0
+            : UInt32(
+                clamping: Int(
+                    (Double(timeout.components.seconds) + Double(timeout.components.attoseconds) / 1e18).rounded(.up)))
+        var daemons: [OpaquePointer] = []
+        for (index, socket) in sockets.enumerated() {
+            let daemon = sesame_mhd_start_daemon(
+                sesame_mhd_flags(socket.isIPv6 ? 1 : 0),
+                socket.descriptor,
+                accessHandlerCallback,
+                requestCompletedCallback,
+                uriLogCallback,
+                opaque,
+                UInt32(clamping: configuration.maxConnections),
+                max(4096, configuration.maxHeaderBytes * 2),
+                timeoutSeconds,
+                nil)
+            guard let daemon else {
+                for started in daemons { MHD_stop_daemon(started) }
+                for unowned in sockets[index...] { close(unowned.descriptor) }
+                Unmanaged<ServerCore>.fromOpaque(opaque).release()
+                throw HTTPServerError.daemonFailed(
+                    display(socket.isIPv6 ? "::1" : configuration.host, socket.port))
+            }
+            daemons.append(daemon)
+        }
+        core.state.withLock { $0.daemons = daemons.map(MHDHandle.init) }
+        return core
+    }
+
+    /// Stops accepting connections, waits up to `gracePeriod` for the requests being handled
+    /// to be answered, then closes everything.
+    func stop(gracePeriod: Duration) async {
+        let daemons = state.withLock { state in
+            state.stopping = true
+            return state.daemons
+        }
+        for daemon in daemons {
+            let listening = MHD_quiesce_daemon(daemon.pointer)
+            if listening >= 0 { close(listening) }
+        }
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask { await self.waitUntilDrained() }
+            group.addTask { try? await Task.sleep(for: gracePeriod) }
+            await group.next()
+            group.cancelAll()
+        }
+        let stopping = abandonRunningRequests()
+        // MHD_stop_daemon joins libmicrohttpd's thread: keep it off the cooperative pool.
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let thread = Thread {
+                stopping.stop()
+                continuation.resume()
+            }
+            thread.name = "sesame-httpserver-stop"
+            thread.start()
+        }
+    }
+
+    /// Stops at once, from a synchronous context (the server's `deinit`).
+    func stopNow() {
+        state.withLock { $0.stopping = true }
+        abandonRunningRequests().stop()
+    }
+
+    /// Daemons to stop, with the core's retain to give back afterwards.
+    struct Stopping: Sendable {
+        let daemons: [MHDHandle]
+        let core: Unmanaged<ServerCore>?
+
+        func stop() {
+            for daemon in daemons { MHD_stop_daemon(daemon.pointer) }
+            core?.release()
+        }
+    }
+
+    /// Marks the core stopped, cancels handlers still running and resumes their connections
+    /// to be dropped (libmicrohttpd must not be stopped with suspended connections).
+    private func abandonRunningRequests() -> Stopping {
+        state.withLock { state in
+            guard !state.stopped else { return Stopping(daemons: [], core: nil) }
+            state.stopped = true
+            for context in state.running.values {
+                let (connection, task) = context.state.withLock { request in
+                    request.response = .dropConnection
+                    return (request.connection, request.task)
+                }
+                task?.cancel()
+                if let connection { MHD_resume_connection(connection.pointer) }
+            }
+            state.running.removeAll()
+            let daemons = state.daemons
+            state.daemons = []
+            return Stopping(daemons: daemons, core: Unmanaged.passUnretained(self))
+        }
+    }
+
+    private func waitUntilDrained() async {
+        let id = UUID()
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                let resumeNow = state.withLock { state in
+                    if state.inFlight == 0 || Task.isCancelled { return true }
+                    state.drainWaiters[id] = continuation
+                    return false
+                }
+                if resumeNow { continuation.resume() }
+            }
+        } onCancel: {
+            state.withLock { $0.drainWaiters.removeValue(forKey: id) }?.resume()
+        }
+    }
+
+    /// How many connections are open now, on every daemon.
+    var connectionCount: Int {
+        state.withLock { state in
+            state.stopped ? 0 : state.daemons.reduce(0) { $0 + Int(sesame_mhd_connection_count($1.pointer)) }
+        }
+    }
+
+    // MARK: Callbacks from libmicrohttpd (on its thread)
+
+    func access(
+        connection: OpaquePointer, context: RequestContext, method: UnsafePointer<CChar>?,
+        version: UnsafePointer<CChar>?, uploadData: UnsafePointer<CChar>?, uploadDataSize: UnsafeMutablePointer<Int>
+    ) -> MHD_Result {
+        let phase = context.state.withLock { $0.phase }
+        switch phase {
+        case .new:
+            var fields: [HTTPHeaders.Field] = []
+            withUnsafeMutablePointer(to: &fields) { pointer in
+                _ = MHD_get_connection_values_n(connection, .HEADER_KIND, headerIterator, pointer)
+            }
+            let headers = HTTPHeaders(fields)
+            context.state.withLock { request in
+                request.connection = MHDHandle(pointer: connection)
+                request.method = HTTPMethod(rawValue: method.map { String(cString: $0) } ?? "GET")
+                request.version = version.map { String(cString: $0) } ?? ""
+                request.headers = headers
+                request.phase = .receiving
+            }
+            if let problem = Self.framingProblem(method: method.map { String(cString: $0) } ?? "", headers: headers) {
+                return answer(connection, context, .text("Bad request: \(problem).", status: 400), close: true)
+            }
+            if let declared = headers["Content-Length"].flatMap({ Int($0.trimmingCharacters(in: .whitespaces)) }),
+                declared > maxBodyBytes
+            {
+                return answer(connection, context, tooLarge(), close: true)
+            }
+            return .YES
+
+        case .receiving:
+            let size = uploadDataSize.pointee
+            if size > 0 {
+                context.state.withLock { request in
+                    if request.bodyTooLarge || request.body.count + size > maxBodyBytes {
+                        // Keep reading and discarding, so that the client gets its 413.
+                        request.bodyTooLarge = true
+                        request.body = Data()
+                    } else if let uploadData {
+                        request.body.append(contentsOf: UnsafeRawBufferPointer(start: uploadData, count: size))
+                    }
+                }
+                uploadDataSize.pointee = 0
+                return .YES
+            }
+            if context.state.withLock({ $0.bodyTooLarge }) {
+                return answer(connection, context, tooLarge(), close: true)
+            }
+            return dispatch(connection, context)
+
+        case .running:
+            guard let response = context.state.withLock({ $0.response }) else { return .YES }
+            if response.dropsConnection {
+                context.state.withLock { $0.phase = .answered }
+                return .NO
+            }
+            let closing = state.withLock { $0.stopping }
+            return answer(connection, context, response, close: closing)
+
+        case .answered:
+            uploadDataSize.pointee = 0
+            return .YES
+        }
+    }
+
+    private func dispatch(_ connection: OpaquePointer, _ context: RequestContext) -> MHD_Result {
+        let request = context.state.withLock { request in
+            request.phase = .running
+            return HTTPServerRequest(
+                method: request.method, target: request.target, headers: request.headers, body: request.body,
+                httpVersion: request.version)
+        }
+        let accepted = state.withLock { state in
+            guard !state.stopping else { return false }
+            state.running[ObjectIdentifier(context)] = context
+            state.inFlight += 1
+            return true
+        }
+        guard accepted else {
+            return answer(
+                connection, context, .text("The server is shutting down; try again later.", status: 503), close: true)
+        }
+        context.state.withLock { $0.dispatched = true }
+        MHD_suspend_connection(connection)
+        let task = Task { [self] in
+            let response = await handler(request)
+            finish(context, with: response)
+        }
+        context.state.withLock { $0.task = task }
+        return .YES
+    }
+
+    /// Hands the handler's answer to the connection and wakes it up.
+    private func finish(_ context: RequestContext, with response: HTTPServerResponse) {
+        state.withLock { state in
+            // Not running any more: the server was stopped or the connection went away.
+            guard state.running.removeValue(forKey: ObjectIdentifier(context)) != nil, !state.stopped else { return }
+            let connection = context.state.withLock { request in
+                request.response = response
+                request.task = nil
+                return request.connection
+            }
+            if let connection { MHD_resume_connection(connection.pointer) }
+        }
+    }
+
+    func completed(_ context: RequestContext) {
+        let dispatched = context.state.withLock { request in
+            request.task = nil
+            return request.dispatched
+        }
+        state.withLock { state in
+            state.running.removeValue(forKey: ObjectIdentifier(context))
+            guard dispatched else { return }
+            state.inFlight -= 1
+            if state.inFlight == 0 {
+                for waiter in state.drainWaiters.values { waiter.resume() }
+                state.drainWaiters.removeAll()
+            }
+        }
+    }
+
+    /// What libmicrohttpd lets through but RFC 9112 says a server must refuse, because a proxy
+    /// in front could read the request differently (request smuggling): a method that is not a
+    /// token, differing `Content-Length` fields, or both `Content-Length` and `Transfer-Encoding`.
+    static func framingProblem(method: String, headers: HTTPHeaders) -> String? {
+        let tokenCharacters = Set("!#$%&'*+-.^_`|~0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz".utf8)
+        guard !method.isEmpty, method.utf8.allSatisfy(tokenCharacters.contains) else {
+            return "the method is not an HTTP token"
+        }
+        let lengths = headers.values(for: "Content-Length")
+            .flatMap { $0.split(separator: ",") }
+            .map { $0.trimmingCharacters(in: .whitespaces) }
+        if Set(lengths).count > 1 { return "the request has conflicting Content-Length fields" }
+        if !lengths.isEmpty, headers.contains("Transfer-Encoding") {
+            return "the request has both Content-Length and Transfer-Encoding"
+        }
+        return nil
+    }
+
+    private func tooLarge() -> HTTPServerResponse {
+        .text("The request body is larger than this server accepts (\(maxBodyBytes) bytes).", status: 413)
+    }
+
+    private func answer(
+        _ connection: OpaquePointer, _ context: RequestContext, _ response: HTTPServerResponse, close: Bool
+    ) -> MHD_Result {
+        context.state.withLock { $0.phase = .answered }
+        let status = (100...999).contains(response.status) ? response.status : 500
+        let made = response.body.withUnsafeBytes { buffer in
+            MHD_create_response_from_buffer(
+                buffer.count, UnsafeMutableRawPointer(mutating: buffer.baseAddress), .RESPMEM_MUST_COPY)
+        }
+        guard let made else { return .NO }
+        defer { MHD_destroy_response(made) }
+        let managed: Set<String> = ["content-length", "transfer-encoding", "connection"]
+        var closes = close
+        for field in response.headers {
+            let name = field.name.lowercased()
+            if name == "connection" {
+                if field.value.lowercased().contains("close") { closes = true }
+                continue
+            }
+            guard !managed.contains(name) else { continue }
+            // libmicrohttpd refuses names and values with line breaks, which keeps a handler
+            // from splitting the response; such a field is left out.
+            _ = MHD_add_response_header(made, field.name, field.value)
+        }
+        if closes { _ = MHD_add_response_header(made, "Connection", "close") }
+        return MHD_queue_response(connection, UInt32(status), made)
+    }
+}
+
+// MARK: - C callbacks
+
+private func core(_ cls: UnsafeMutableRawPointer?) -> ServerCore? {
+    cls.map { Unmanaged<ServerCore>.fromOpaque($0).takeUnretainedValue() }
+}
+
+private let uriLogCallback: sesame_mhd_uri_log_callback = { _, uri, _ in
+    let context = RequestContext(target: uri.map { String(cString: $0) } ?? "/")
+    return Unmanaged.passRetained(context).toOpaque()
+}
+
+private let accessHandlerCallback: MHD_AccessHandlerCallback = {
+    cls, connection, _, method, version, uploadData, uploadDataSize, contextPointer in
+    guard let core = core(cls), let connection, let uploadDataSize,
+        let raw = contextPointer?.pointee
+    else { return .NO }
+    let context = Unmanaged<RequestContext>.fromOpaque(raw).takeUnretainedValue()
+    return core.access(
+        connection: connection, context: context, method: method, version: version, uploadData: uploadData,
+        uploadDataSize: uploadDataSize)
+}
+
+private let requestCompletedCallback: MHD_RequestCompletedCallback = { cls, _, contextPointer, _ in
+    guard let contextPointer, let raw = contextPointer.pointee else { return }
+    contextPointer.pointee = nil
+    let context = Unmanaged<RequestContext>.fromOpaque(raw).takeRetainedValue()
+    core(cls)?.completed(context)
+}
+
+private let headerIterator: MHD_KeyValueIteratorN = { cls, _, key, keySize, value, valueSize in
+    guard let cls, let key else { return .YES }
+    let fields = cls.assumingMemoryBound(to: [HTTPHeaders.Field].self)
+    let name = String(decoding: UnsafeRawBufferPointer(start: key, count: keySize), as: UTF8.self)
+    let text = value.map { String(decoding: UnsafeRawBufferPointer(start: $0, count: valueSize), as: UTF8.self) } ?? ""
+    fields.pointee.append(HTTPHeaders.Field(name: name, value: text))
+    return .YES
+}
