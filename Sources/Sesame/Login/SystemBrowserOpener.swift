@@ -1,0 +1,188 @@
+import Foundation
+import Synchronization
+
+/// Opens the system browser with `xdg-open`, or prints the address for the person to open.
+///
+/// With ``Mode/automatic`` (the default), when there is no graphical display (neither
+/// `DISPLAY` nor `WAYLAND_DISPLAY` is set, as over SSH) or `xdg-open` fails, the address is
+/// printed with a sentence saying why; ``Mode/printOnly`` only prints. Printing goes to
+/// ``output`` (standard error by default, so that standard output stays clean for the program).
+public struct SystemBrowserOpener: BrowserOpener {
+    /// Whether to try a browser.
+    public enum Mode: Sendable, Hashable {
+        /// Run the command when there is a display; print the address otherwise or on failure.
+        case automatic
+        /// Only print the address.
+        case printOnly
+    }
+
+    /// Whether to try a browser.
+    public var mode: Mode
+    /// The command, looked up on `PATH`; the URL is its last argument.
+    public var command: [String]
+    /// The environment the display is looked for in, and the command runs with.
+    public var environment: [String: String]
+    /// Where the address and messages are written.
+    public var output: FileHandle
+    /// How long to wait for the command to exit before taking it as having worked (some
+    /// `xdg-open` set-ups only return when the browser closes).
+    public var launchWait: Duration
+    /// What ``launchWait`` is measured on.
+    public var clock: any Clock<Duration>
+
+    /// Creates an opener.
+    public init(
+        mode: Mode = .automatic, command: [String] = ["xdg-open"],
+        environment: [String: String] = ProcessInfo.processInfo.environment, output: FileHandle = .standardError,
+        launchWait: Duration = .seconds(5), clock: any Clock<Duration> = ContinuousClock()
+    ) {
+        self.mode = mode
+        self.command = command
+        self.environment = environment
+        self.output = output
+        self.launchWait = launchWait
+        self.clock = clock
+    }
+
+    /// Whether the environment names a graphical display.
+    public var hasDisplay: Bool {
+        ["DISPLAY", "WAYLAND_DISPLAY"].contains { !(environment[$0] ?? "").isEmpty }
+    }
+
+    public func open(_ url: URL) async throws {
+        switch mode {
+        case .printOnly:
+            write("Open this address in a browser to sign in:\n\n    \(url.absoluteString)\n\n")
+        case .automatic:
+            guard hasDisplay else {
+                write(
+                    "No graphical display was found (DISPLAY and WAYLAND_DISPLAY are not set), so no browser was "
+                        + "opened. Open this address in a browser to sign in:\n\n    \(url.absoluteString)\n\n")
+                return
+            }
+            switch await launch(url) {
+            case .exited(0), .stillRunning:
+                write(
+                    "A browser window was opened to sign in. If none appeared, open this address:\n\n    "
+                        + "\(url.absoluteString)\n\n")
+            case .exited(let status):
+                write(
+                    "\(command.first ?? "The browser command") could not open a browser (exit status \(status)). "
+                        + "Open this address in a browser to sign in:\n\n    \(url.absoluteString)\n\n")
+            case .launchFailed(let reason):
+                write(
+                    "\(command.first ?? "The browser command") could not be run (\(reason)). "
+                        + "Open this address in a browser to sign in:\n\n    \(url.absoluteString)\n\n")
+            }
+        }
+    }
+
+    private enum LaunchOutcome: Sendable {
+        case exited(Int32)
+        case launchFailed(String)
+        case stillRunning
+    }
+
+    private func launch(_ url: URL) async -> LaunchOutcome {
+        guard !command.isEmpty else { return .launchFailed("no command is configured") }
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = command + [url.absoluteString]
+        process.environment = environment
+        process.standardInput = FileHandle.nullDevice
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        let clock = clock
+        let launchWait = launchWait
+        return await withCheckedContinuation { (continuation: CheckedContinuation<LaunchOutcome, Never>) in
+            let pending = Mutex<(CheckedContinuation<LaunchOutcome, Never>?, Task<Void, Never>?)>((continuation, nil))
+            @Sendable func finish(_ outcome: LaunchOutcome) {
+                let (waiter, timer) = pending.withLock { state in
+                    defer { state = (nil, nil) }
+                    return state
+                }
+                timer?.cancel()
+                waiter?.resume(returning: outcome)
+            }
+            process.terminationHandler = { process in
+                // `env` exits 127 when the command is not found.
+                let status = process.terminationStatus
+                finish(status == 127 ? .launchFailed("command not found") : .exited(status))
+            }
+            do {
+                try process.run()
+            } catch {
+                finish(.launchFailed("\(error.localizedDescription)"))
+                return
+            }
+            let timer = Task {
+                try? await clock.sleep(for: launchWait)
+                if !Task.isCancelled { finish(.stillRunning) }
+            }
+            let finished = pending.withLock { state in
+                if state.0 == nil { return true }
+                state.1 = timer
+                return false
+            }
+            if finished { timer.cancel() }
+        }
+    }
+
+    private func write(_ text: String) { output.write(Data(text.utf8)) }
+}
+
+/// Shows a device login's code on a terminal and a dot for each poll while it waits.
+///
+/// ```text
+/// To sign in to Facebook, open https://www.facebook.com/device on any device and enter the code
+///
+///     ABCD-EFGH
+///
+/// The code expires in 7 min. Waiting for you to finish...... signed in.
+/// ```
+public struct TerminalDeviceCodePresenter: DeviceCodePresenter {
+    /// Where the text goes (standard error by default, so that standard output stays clean).
+    public var output: FileHandle
+    /// The provider's name for the first sentence ("Facebook"), if any.
+    public var providerName: String?
+
+    /// Creates a presenter.
+    public init(output: FileHandle = .standardError, providerName: String? = nil) {
+        self.output = output
+        self.providerName = providerName
+    }
+
+    public func present(_ authorization: DeviceAuthorization) async {
+        var text =
+            "To sign in\(providerName.map { " to \($0)" } ?? ""), open "
+            + "\(authorization.verificationURL.absoluteString) on any device and enter the code\n\n"
+            + "    \(authorization.userCode)\n\n"
+        if let complete = authorization.verificationURLComplete {
+            text += "(or open \(complete.absoluteString), which carries the code)\n\n"
+        }
+        text += "The code expires in \(Self.minutes(authorization.expiresIn)). Waiting for you to finish..."
+        write(text)
+    }
+
+    public func stillWaiting(_ authorization: DeviceAuthorization, nextPollIn: Duration) async { write(".") }
+
+    public func finished(_ end: DeviceLoginEnd) async {
+        switch end {
+        case .succeeded: write(" signed in.\n")
+        case .cancelled: write(" cancelled.\n")
+        case .failed(let error) where error.category == .userCancelled:
+            write(" the sign-in was declined.\n")
+        case .failed(let error):
+            write(" the sign-in failed: \(error.userMessage ?? error.message)\n")
+        }
+    }
+
+    /// "7 min", "1 min 30 s", "45 s".
+    static func minutes(_ duration: Duration) -> String {
+        let seconds = Int(duration.components.seconds)
+        guard seconds >= 60 else { return "\(seconds) s" }
+        return seconds % 60 == 0 ? "\(seconds / 60) min" : "\(seconds / 60) min \(seconds % 60) s"
+    }
+
+    private func write(_ text: String) { output.write(Data(text.utf8)) }
+}

@@ -1,0 +1,307 @@
+import Foundation
+import Sesame
+import Synchronization
+
+/// Receives a browser login's redirect on a one-shot HTTP listener on the loopback address,
+/// as RFC 8252 (OAuth 2.0 for Native Apps) describes.
+///
+/// Each login gets its own listener on a random port of `127.0.0.1`; the redirect URI is
+/// `http://127.0.0.1:<port>/callback`. Exactly one redirect is accepted:
+/// - one whose `state` is missing or wrong is refused and fails the login with
+///   ``Sesame/AuthError/stateMismatch(provider:missing:)`` (a possible forgery);
+/// - another path gets 404; a hit after the login ended gets a "you can close this window"
+///   page and delivers nothing;
+/// - no redirect within ``timeout`` (5 minutes by default) fails the login with
+///   ``Sesame/AuthError/loginTimedOut(after:provider:)``.
+///
+/// The browser is held until the code exchange is done, then shown a small plain page: signed
+/// in, or what went wrong in words.
+public struct LoopbackRedirectReceiver: RedirectReceiver {
+    /// The address to listen on; `127.0.0.1` as RFC 8252 §7.3 recommends.
+    public var host: String
+    /// The port; 0 (the default) picks a free one for each login. A provider that only accepts
+    /// a registered port needs it fixed here.
+    public var port: Int
+    /// The path the redirect comes back to.
+    public var callbackPath: String
+    /// The host name written in the redirect URI, when it must differ from ``host`` (for
+    /// example `localhost`, for providers that only accept that name; the listener then also
+    /// listens on `::1`).
+    public var redirectURIHost: String?
+    /// How long to wait for the redirect, from the start of the login.
+    public var timeout: Duration
+    /// What ``timeout`` is measured on.
+    public var clock: any Clock<Duration>
+    /// The app's name for the browser page ("You are signed in to <name>"), if any.
+    public var appName: String?
+
+    /// Creates a receiver.
+    public init(
+        host: String = "127.0.0.1", port: Int = 0, callbackPath: String = "/callback",
+        redirectURIHost: String? = nil, timeout: Duration = .seconds(300),
+        clock: any Clock<Duration> = ContinuousClock(), appName: String? = nil
+    ) {
+        self.host = host
+        self.port = port
+        self.callbackPath = callbackPath.hasPrefix("/") ? callbackPath : "/" + callbackPath
+        self.redirectURIHost = redirectURIHost
+        self.timeout = timeout
+        self.clock = clock
+        self.appName = appName
+    }
+
+    public func receiveRedirect<Result: Sendable>(
+        expectedState: String,
+        provider: ProviderID?,
+        open: (_ redirectURI: URL) async throws -> Void,
+        complete: (_ outcome: RedirectOutcome, _ redirectURI: URL) async throws -> Result
+    ) async throws -> Result {
+        let exchange = RedirectExchange(
+            expectedState: expectedState, provider: provider, callbackPath: callbackPath, appName: appName)
+        let server = HTTPServer(
+            configuration: .init(
+                host: host, port: port, alsoListenOnIPv6Loopback: redirectURIHost == "localhost",
+                maxConnections: 32, maxHeaderBytes: 16 * 1024, maxBodyBytes: 64 * 1024,
+                connectionIdleTimeout: .seconds(30), stopGracePeriod: .seconds(2))
+        ) { request in
+            await exchange.handle(request)
+        }
+        do {
+            try server.start()
+        } catch let error as HTTPServerError {
+            throw AuthError(
+                category: .invalid,
+                message: "Cannot receive the login redirect: \(error)",
+                shouldNotifyUser: true,
+                userMessage: "The sign-in could not start: \(error)",
+                recoveryTactic: .showMessage,
+                provider: provider,
+                underlyingError: error)
+        }
+        var components = URLComponents(url: server.baseURL, resolvingAgainstBaseURL: false)!
+        if let redirectURIHost { components.host = redirectURIHost }
+        components.path = callbackPath
+        let redirectURI = components.url!
+
+        let timeout = timeout
+        let clock = clock
+        let timer = Task {
+            try? await clock.sleep(for: timeout)
+            guard !Task.isCancelled else { return }
+            exchange.deliver(.failure(.loginTimedOut(after: timeout, provider: provider)))
+        }
+        do {
+            try await open(redirectURI)
+            let outcome = try await exchange.wait()
+            timer.cancel()
+            let result = try await complete(outcome, redirectURI)
+            exchange.conclude(.signedIn)
+            await server.stop()
+            return result
+        } catch {
+            timer.cancel()
+            exchange.conclude(.failed(error))
+            await server.stop()
+            throw error
+        }
+    }
+}
+
+/// How a login ended, for the page the browser is shown.
+enum LoginPageVerdict: Sendable {
+    case signedIn
+    case failed(any Error)
+}
+
+/// One login's meeting point between the HTTP handler (the browser's redirect) and the task
+/// running the login.
+final class RedirectExchange: Sendable {
+    private struct State {
+        var delivery: Result<RedirectOutcome, AuthError>?
+        var waiter: CheckedContinuation<RedirectOutcome, any Error>?
+        var waiterCancelled = false
+        var verdict: LoginPageVerdict?
+        var pageWaiters: [CheckedContinuation<LoginPageVerdict, Never>] = []
+    }
+
+    let expectedState: String
+    let provider: ProviderID?
+    let callbackPath: String
+    let appName: String?
+    private let state = Mutex(State())
+
+    init(expectedState: String, provider: ProviderID?, callbackPath: String, appName: String?) {
+        self.expectedState = expectedState
+        self.provider = provider
+        self.callbackPath = callbackPath
+        self.appName = appName
+    }
+
+    /// Hands the first redirect (or failure) to the login; later ones are ignored.
+    ///
+    /// - Returns: whether this one was the first.
+    @discardableResult
+    func deliver(_ delivery: Result<RedirectOutcome, AuthError>) -> Bool {
+        let (first, waiter) = state.withLock { state -> (Bool, CheckedContinuation<RedirectOutcome, any Error>?) in
+            guard state.delivery == nil else { return (false, nil) }
+            state.delivery = delivery
+            defer { state.waiter = nil }
+            return (true, state.waiter)
+        }
+        waiter?.resume(with: delivery.mapError { $0 as any Error })
+        return first
+    }
+
+    /// Whether a redirect (or failure) was already delivered.
+    var isDelivered: Bool { state.withLock { $0.delivery != nil } }
+
+    /// Waits for the redirect.
+    func wait() async throws -> RedirectOutcome {
+        try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation {
+                (continuation: CheckedContinuation<RedirectOutcome, any Error>) in
+                let ready = state.withLock { state -> Result<RedirectOutcome, any Error>? in
+                    if let delivery = state.delivery { return delivery.mapError { $0 as any Error } }
+                    if state.waiterCancelled { return .failure(CancellationError()) }
+                    state.waiter = continuation
+                    return nil
+                }
+                if let ready { continuation.resume(with: ready) }
+            }
+        } onCancel: {
+            let waiter = state.withLock { state in
+                state.waiterCancelled = true
+                defer { state.waiter = nil }
+                return state.waiter
+            }
+            waiter?.resume(throwing: CancellationError())
+        }
+    }
+
+    /// Records how the login ended and answers the browser requests waiting for it.
+    func conclude(_ verdict: LoginPageVerdict) {
+        let waiters = state.withLock { state in
+            if state.verdict == nil { state.verdict = verdict }
+            defer { state.pageWaiters.removeAll() }
+            return state.pageWaiters
+        }
+        let final = state.withLock { $0.verdict! }
+        for waiter in waiters { waiter.resume(returning: final) }
+    }
+
+    private func verdict() async -> LoginPageVerdict {
+        await withCheckedContinuation { continuation in
+            let ready = state.withLock { state -> LoginPageVerdict? in
+                if let verdict = state.verdict { return verdict }
+                state.pageWaiters.append(continuation)
+                return nil
+            }
+            if let ready { continuation.resume(returning: ready) }
+        }
+    }
+
+    // MARK: The browser's side
+
+    func handle(_ request: HTTPServerRequest) async -> HTTPServerResponse {
+        guard request.path == callbackPath else {
+            return LoginPage.render(
+                title: "Not found", message: "There is nothing here. This address only receives a sign-in answer.",
+                status: 404)
+        }
+        guard request.method == .get || request.method == .post else {
+            var response = LoginPage.render(
+                title: "Method not allowed", message: "This address only receives a sign-in answer.", status: 405)
+            response.headers["Allow"] = "GET, POST"
+            return response
+        }
+        guard !isDelivered else { return LoginPage.alreadyFinished() }
+        let parameters = request.query + request.form
+        let outcome: RedirectOutcome
+        do {
+            outcome = try OAuth.parseRedirectParameters(parameters, expectedState: expectedState, provider: provider)
+        } catch let error as AuthError {
+            guard deliver(.failure(error)) else { return LoginPage.alreadyFinished() }
+            return LoginPage.render(
+                title: "Sign-in refused",
+                message: error.message,
+                status: 400)
+        } catch {
+            return LoginPage.render(title: "Sign-in refused", message: "\(error)", status: 400)
+        }
+        guard deliver(.success(outcome)) else { return LoginPage.alreadyFinished() }
+        return LoginPage.render(await verdict(), appName: appName)
+    }
+}
+
+/// The small plain pages the browser is shown.
+enum LoginPage {
+    static func render(_ verdict: LoginPageVerdict, appName: String?) -> HTTPServerResponse {
+        switch verdict {
+        case .signedIn:
+            return render(
+                title: "Signed in",
+                message: "You are signed in\(appName.map { " to \($0)" } ?? ""). You can close this window and "
+                    + "return to the application.")
+        case .failed(let error as AuthError) where error.category == .userCancelled:
+            return render(
+                title: "Sign-in cancelled",
+                message: "The sign-in was cancelled and nothing was shared. You can close this window.")
+        case .failed(let error as AuthError):
+            return render(
+                title: "Sign-in failed",
+                message: "The sign-in did not complete: \(error.userMessage ?? error.message) "
+                    + "You can close this window.",
+                status: 400)
+        case .failed(is CancellationError):
+            return render(
+                title: "Sign-in cancelled",
+                message: "The application stopped waiting for this sign-in. You can close this window.")
+        case .failed:
+            return render(
+                title: "Sign-in failed",
+                message: "The sign-in did not complete because of an error in the application. "
+                    + "You can close this window and try again.",
+                status: 500)
+        }
+    }
+
+    static func alreadyFinished() -> HTTPServerResponse {
+        render(
+            title: "Sign-in already finished",
+            message: "This sign-in has already finished. You can close this window.")
+    }
+
+    static func render(title: String, message: String, status: Int = 200) -> HTTPServerResponse {
+        let html = """
+            <!doctype html>
+            <html lang="en">
+            <head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
+            <title>\(escape(title))</title>
+            <style>body{font-family:sans-serif;max-width:32em;margin:4em auto;padding:0 1em;line-height:1.5}</style>
+            </head>
+            <body><h1>\(escape(title))</h1><p>\(escape(message))</p></body>
+            </html>
+
+            """
+        var response = HTTPServerResponse.html(html, status: status)
+        response.headers["Cache-Control"] = "no-store"
+        response.headers["Referrer-Policy"] = "no-referrer"
+        response.headers["X-Content-Type-Options"] = "nosniff"
+        return response
+    }
+
+    static func escape(_ text: String) -> String {
+        var escaped = ""
+        for character in text {
+            switch character {
+            case "&": escaped += "&amp;"
+            case "<": escaped += "&lt;"
+            case ">": escaped += "&gt;"
+            case "\"": escaped += "&quot;"
+            case "'": escaped += "&#39;"
+            default: escaped.append(character)
+            }
+        }
+        return escaped
+    }
+}

@@ -1,0 +1,87 @@
+import Foundation
+import Sesame
+import Synchronization
+
+/// An `HTTPTransport` over plain loopback sockets, one connection per request: real HTTP for
+/// the login flows' tests, without depending on another backend.
+struct LoopbackTransport: HTTPTransport {
+    func send(_ request: HTTPRequest) async throws -> HTTPResponse {
+        guard let host = request.url.host, let port = request.url.port else {
+            throw TransportError(kind: .invalidRequest, message: "only http://<ip>:<port> URLs are supported here")
+        }
+        let connection: RawHTTPConnection
+        do {
+            connection = try await RawHTTPConnection.connect(host: host, port: port)
+        } catch {
+            throw TransportError(kind: .connectionFailed, message: "\(error)", host: host)
+        }
+        var target = request.url.path.isEmpty ? "/" : request.url.path
+        if let query = request.url.query { target += "?" + query }
+        var headers = request.headers.map { ($0.name, $0.value) }
+        headers.append(("Connection", "close"))
+        let response = try await connection.request(
+            request.method.rawValue, target, headers: headers, body: request.body ?? Data())
+        return HTTPResponse(status: response.status, headers: HTTPHeaders(response.headers), body: response.body)
+    }
+}
+
+/// A `BrowserOpener` double that behaves like a browser: it loads the URL over HTTP and
+/// follows redirects, in the background (a real browser does not make `open` wait), and
+/// keeps every page it ends on.
+final class FollowingBrowser: BrowserOpener {
+    struct Visit: Sendable {
+        var url: URL
+        var status: Int
+        var body: String
+    }
+
+    private let state = Mutex<(visits: [Task<[Visit], any Error>], opened: [URL])>(([], []))
+    let transport = LoopbackTransport()
+
+    func open(_ url: URL) async throws {
+        let transport = transport
+        let task = Task {
+            var visits: [Visit] = []
+            var next = url
+            for _ in 0..<10 {
+                let response = try await transport.send(HTTPRequest(url: next))
+                visits.append(
+                    Visit(url: next, status: response.status, body: String(decoding: response.body, as: UTF8.self)))
+                guard (300..<400).contains(response.status), let location = response.headers["Location"],
+                    let target = URL(string: location, relativeTo: next)?.absoluteURL
+                else { break }
+                next = target
+            }
+            return visits
+        }
+        state.withLock {
+            $0.visits.append(task)
+            $0.opened.append(url)
+        }
+    }
+
+    /// The URLs it was asked to open.
+    var opened: [URL] { state.withLock { $0.opened } }
+
+    /// Every page of the last open, in order, once the browser has finished loading.
+    func lastVisits() async throws -> [Visit] {
+        guard let task = state.withLock({ $0.visits.last }) else { return [] }
+        return try await task.value
+    }
+}
+
+/// An error taxonomy with only the defaults: enough for flows that must classify.
+struct PlainTaxonomy: ErrorTaxonomy {
+    var provider: ProviderID = "example"
+
+    func classify(status: Int, headers: HTTPHeaders, body: Data) -> AuthError {
+        if let error = OAuthErrorResponse(json: JSONValue(parsing: body)) {
+            return AuthError(
+                category: status >= 500 ? .server : .badRequest, message: "HTTP \(status): \(error.summary)",
+                httpStatus: status, provider: provider)
+        }
+        return AuthError(
+            category: status >= 500 ? .server : .providerOther, message: "HTTP \(status) with an unreadable body",
+            httpStatus: status, provider: provider)
+    }
+}

@@ -1,0 +1,219 @@
+import Foundation
+import Sesame
+import SesameHTTPServer
+import SesameTesting
+import Synchronization
+import Testing
+
+@Suite("LoopbackRedirectReceiver over loopback")
+struct LoopbackRedirectReceiverTests {
+    /// Makes the browser's request to the redirect URI in the background, as a browser would,
+    /// and gives back its page when it comes.
+    static func visit(_ url: URL) -> Task<FollowingBrowser.Visit, any Error> {
+        Task {
+            let response = try await LoopbackTransport().send(HTTPRequest(url: url))
+            return FollowingBrowser.Visit(
+                url: url, status: response.status, body: String(decoding: response.body, as: UTF8.self))
+        }
+    }
+
+    static func redirect(_ redirectURI: URL, _ items: [(String, String)]) -> URL {
+        OAuth.appendingQuery(items, to: redirectURI)
+    }
+
+    @Test("a redirect with the right state delivers its code, and the browser is told it is signed in")
+    func success() async throws {
+        let receiver = LoopbackRedirectReceiver(appName: "Test App")
+        let page = Mutex<Task<FollowingBrowser.Visit, any Error>?>(nil)
+        let seenURI = Mutex<URL?>(nil)
+        let code = try await receiver.receiveRedirect(
+            expectedState: "s-123", provider: "example",
+            open: { redirectURI in
+                seenURI.withLock { $0 = redirectURI }
+                page.withLock {
+                    $0 = Self.visit(Self.redirect(redirectURI, [("code", "the-code"), ("state", "s-123")]))
+                }
+            },
+            complete: { outcome, _ in
+                guard case .code(let code) = outcome else { throw AuthError(category: .invalid, message: "no code") }
+                return code
+            })
+        #expect(code == "the-code")
+        let redirectURI = try #require(seenURI.withLock { $0 })
+        #expect(redirectURI.scheme == "http")
+        #expect(redirectURI.host == "127.0.0.1")
+        #expect(redirectURI.path == "/callback")
+        #expect((redirectURI.port ?? 0) > 0)
+        let visit = try await #require(page.withLock { $0 }).value
+        #expect(visit.status == 200)
+        #expect(visit.body.contains("<title>Signed in</title>"))
+        #expect(visit.body.contains("signed in to Test App"))
+        #expect(!visit.body.contains("the-code"))
+        // The listener is gone once the login is over.
+        #expect(throws: (any Error).self) { _ = try RawHTTPConnection.connectBlocking(port: redirectURI.port!) }
+    }
+
+    @Test(
+        "a redirect whose state does not match fails the login as a possible forgery",
+        arguments: [[("code", "c"), ("state", "forged")], [("code", "c")]])
+    func stateMismatch(_ items: [(String, String)]) async throws {
+        let receiver = LoopbackRedirectReceiver()
+        let page = Mutex<Task<FollowingBrowser.Visit, any Error>?>(nil)
+        let completed = Mutex(false)
+        let error = await #expect(throws: AuthError.self) {
+            try await receiver.receiveRedirect(
+                expectedState: "expected", provider: "example",
+                open: { redirectURI in page.withLock { $0 = Self.visit(Self.redirect(redirectURI, items)) } },
+                complete: { _, _ in completed.withLock { $0 = true } })
+        }
+        #expect(error?.loginFailedReason == .stateMismatch)
+        #expect(error?.message.contains("cross-site request forgery") == true)
+        #expect(!completed.withLock { $0 })
+        let visit = try await #require(page.withLock { $0 }).value
+        #expect(visit.status == 400)
+        #expect(visit.body.contains("Sign-in refused"))
+    }
+
+    @Test("a redirect saying the person declined reaches the flow, whose error the browser is shown")
+    func userDenied() async throws {
+        let receiver = LoopbackRedirectReceiver()
+        let page = Mutex<Task<FollowingBrowser.Visit, any Error>?>(nil)
+        let taxonomy = PlainTaxonomy()
+        let error = await #expect(throws: AuthError.self) {
+            try await receiver.receiveRedirect(
+                expectedState: "s", provider: "example",
+                open: { redirectURI in
+                    page.withLock {
+                        $0 = Self.visit(
+                            Self.redirect(
+                                redirectURI,
+                                [
+                                    ("error", "access_denied"), ("error_reason", "user_denied"),
+                                    ("error_description", "Permissions error"), ("state", "s"),
+                                ]))
+                    }
+                },
+                complete: { outcome, _ in
+                    guard case .error(let oauthError) = outcome else { return "unexpected code" }
+                    throw taxonomy.classifyLoginError(oauthError)
+                })
+        }
+        #expect(error?.category == .userCancelled)
+        #expect(error?.loginFailedReason == .userDenied)
+        let visit = try await #require(page.withLock { $0 }).value
+        #expect(visit.status == 200)
+        #expect(visit.body.contains("Sign-in cancelled"))
+    }
+
+    @Test("another path gets 404 and the login keeps waiting for the real redirect")
+    func wrongPath() async throws {
+        let receiver = LoopbackRedirectReceiver(callbackPath: "/oauth/done")
+        let pages = Mutex<[Task<FollowingBrowser.Visit, any Error>]>([])
+        let code = try await receiver.receiveRedirect(
+            expectedState: "s", provider: "example",
+            open: { redirectURI in
+                var other = URLComponents(url: redirectURI, resolvingAgainstBaseURL: false)!
+                other.path = "/favicon.ico"
+                let stray = try await LoopbackTransport().send(HTTPRequest(url: other.url!))
+                #expect(stray.status == 404)
+                other.path = "/callback"
+                let wrong = try await LoopbackTransport().send(
+                    HTTPRequest(url: Self.redirect(other.url!, [("code", "x"), ("state", "s")])))
+                #expect(wrong.status == 404)
+                pages.withLock {
+                    $0.append(Self.visit(Self.redirect(redirectURI, [("code", "right"), ("state", "s")])))
+                }
+            },
+            complete: { outcome, _ in
+                guard case .code(let code) = outcome else { return "" }
+                return code
+            })
+        #expect(code == "right")
+        #expect(try await pages.withLock { $0[0] }.value.status == 200)
+    }
+
+    @Test("no redirect within the timeout fails the login with a timeout error")
+    func timeout() async throws {
+        let clock = ManualClock()
+        let receiver = LoopbackRedirectReceiver(timeout: .seconds(300), clock: clock)
+        let port = Mutex(0)
+        let login = Task {
+            try await receiver.receiveRedirect(
+                expectedState: "s", provider: "example",
+                open: { redirectURI in port.withLock { $0 = redirectURI.port! } },
+                complete: { _, _ in "never" })
+        }
+        await clock.waitForSleepers(1)
+        clock.advance(by: .seconds(299))
+        #expect(clock.sleeperCount == 1)
+        clock.advance(by: .seconds(1))
+        let result = await login.result
+        let error = try #require(result.failure as? AuthError)
+        #expect(error.loginFailedReason == .timedOut)
+        #expect(error.message.contains("300 s"))
+        #expect(throws: (any Error).self) { _ = try RawHTTPConnection.connectBlocking(port: port.withLock { $0 }) }
+    }
+
+    @Test("a second redirect gets a 'close this window' page and delivers nothing")
+    func secondRedirect() async throws {
+        let receiver = LoopbackRedirectReceiver()
+        let first = Mutex<Task<FollowingBrowser.Visit, any Error>?>(nil)
+        let secondPage = Mutex<FollowingBrowser.Visit?>(nil)
+        let completions = Mutex<[String]>([])
+        let code = try await receiver.receiveRedirect(
+            expectedState: "s", provider: "example",
+            open: { redirectURI in
+                first.withLock { $0 = Self.visit(Self.redirect(redirectURI, [("code", "one"), ("state", "s")])) }
+            },
+            complete: { outcome, redirectURI in
+                guard case .code(let code) = outcome else { return "" }
+                completions.withLock { $0.append(code) }
+                // While the first is being exchanged, the same redirect comes again with
+                // another code, and a forged one too: neither counts.
+                for items in [[("code", "two"), ("state", "s")], [("code", "three"), ("state", "forged")]] {
+                    let response = try await LoopbackTransport().send(
+                        HTTPRequest(url: Self.redirect(redirectURI, items)))
+                    secondPage.withLock {
+                        $0 = FollowingBrowser.Visit(
+                            url: redirectURI, status: response.status,
+                            body: String(decoding: response.body, as: UTF8.self))
+                    }
+                    #expect(response.status == 200)
+                    #expect(String(decoding: response.body, as: UTF8.self).contains("already finished"))
+                }
+                return code
+            })
+        #expect(code == "one")
+        #expect(completions.withLock { $0 } == ["one"])
+        #expect(try await first.withLock { $0! }.value.body.contains("Signed in"))
+        #expect(secondPage.withLock { $0 }?.body.contains("You can close this window") == true)
+    }
+
+    @Test("cancelling the login task stops waiting and the listener")
+    func cancellation() async throws {
+        let receiver = LoopbackRedirectReceiver()
+        let opened = Latch()
+        let port = Mutex(0)
+        let login = Task {
+            try await receiver.receiveRedirect(
+                expectedState: "s", provider: "example",
+                open: { redirectURI in
+                    port.withLock { $0 = redirectURI.port! }
+                    opened.open()
+                },
+                complete: { _, _ in "never" })
+        }
+        await opened.wait()
+        login.cancel()
+        let result = await login.result
+        #expect(result.failure is CancellationError)
+        #expect(throws: (any Error).self) { _ = try RawHTTPConnection.connectBlocking(port: port.withLock { $0 }) }
+    }
+}
+
+extension Result {
+    var failure: Failure? {
+        if case .failure(let error) = self { return error }
+        return nil
+    }
+}
