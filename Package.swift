@@ -38,7 +38,8 @@ let package = Package(
             name: "SesameHTTPServerTests", dependencies: ["SesameHTTPServer", "Sesame", "SesameTesting"]),
 
         // Side-by-side measurements: `swift run -c release sesame-bench <name> [--json]`.
-        .executableTarget(name: "sesame-bench", dependencies: ["Sesame"], path: "Benchmarks/SesameBench"),
+        .executableTarget(
+            name: "sesame-bench", dependencies: ["Sesame", "SesameHTTPServer"], path: "Benchmarks/SesameBench"),
     ],
     swiftLanguageModes: [.v6]
 )

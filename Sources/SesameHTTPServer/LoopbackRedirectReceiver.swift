@@ -8,11 +8,11 @@ import Synchronization
 /// Each login gets its own listener on a random port of `127.0.0.1`; the redirect URI is
 /// `http://127.0.0.1:<port>/callback`. Exactly one redirect is accepted:
 /// - one whose `state` is missing or wrong is refused and fails the login with
-///   ``Sesame/AuthError/stateMismatch(provider:missing:)`` (a possible forgery);
+///   `AuthError.stateMismatch(provider:missing:)` (a possible forgery);
 /// - another path gets 404; a hit after the login ended gets a "you can close this window"
 ///   page and delivers nothing;
 /// - no redirect within ``timeout`` (5 minutes by default) fails the login with
-///   ``Sesame/AuthError/loginTimedOut(after:provider:)``.
+///   `AuthError.loginTimedOut(after:provider:)`.
 ///
 /// The browser is held until the code exchange is done, then shown a small plain page: signed
 /// in, or what went wrong in words.

@@ -91,7 +91,9 @@ public protocol DeviceCodePresenter: Sendable {
 
     /// Called after each poll that found the person has not finished yet.
     ///
-    /// - Parameter nextPollIn: the wait before the next poll (longer after a slow-down).
+    /// - Parameters:
+    ///   - authorization: what ``present(_:)`` showed.
+    ///   - nextPollIn: the wait before the next poll (longer after a slow-down).
     func stillWaiting(_ authorization: DeviceAuthorization, nextPollIn: Duration) async
 
     /// Called once when the login ends, however it ends.
