@@ -42,10 +42,10 @@ public struct HTTPServerResponse: Sendable {
         json(Data(value.jsonText.utf8), status: status)
     }
 
-    /// An `application/json` response of `value`, encoded with sorted keys.
+    /// An `application/json` response of any `Encodable` value, encoded with sorted keys.
     ///
     /// A value that cannot be encoded gives a 500 that says so.
-    public static func json<Value: Encodable>(encoding value: Value, status: Int = 200) -> Self {
+    public static func json<Value: Encodable>(_ value: Value, status: Int = 200) -> Self {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys]
         do {

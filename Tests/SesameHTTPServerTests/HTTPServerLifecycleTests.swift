@@ -18,6 +18,8 @@ struct HTTPServerLifecycleTests {
             case "/redirect": return .redirect(to: URL(string: "http://127.0.0.1:1/next?x=1")!)
             case "/json": return .json(JSONValue.object(["ok": .bool(true)]), status: 202)
             case "/html": return .html("<p>hi</p>", status: 404)
+            case "/encodable": return .json(["b": 2, "a": 1])
+            case "/empty": return HTTPServerResponse(status: 204)
             default: return .text("?", status: 500)
             }
         }) { server in
@@ -37,6 +39,17 @@ struct HTTPServerLifecycleTests {
             let html = try await connection.request("GET", "/html")
             #expect(html.status == 404)
             #expect(html.header("Content-Type") == "text/html; charset=utf-8")
+            let encodable = try await connection.request("GET", "/encodable")
+            #expect(encodable.text == #"{"a":1,"b":2}"#)
+            let empty = try await connection.request("GET", "/empty")
+            #expect(empty.status == 204)
+            #expect(empty.body.isEmpty)
+            // HEAD gets the headers of GET and no body; the connection stays usable.
+            try await connection.send("HEAD /created HTTP/1.1\r\nHost: x\r\n\r\n")
+            let head = try await connection.readHead()
+            #expect(head.status == 201)
+            #expect(head.header("Content-Length") == "4")
+            #expect(try await connection.request("GET", "/created").text == "made")
         }
     }
 

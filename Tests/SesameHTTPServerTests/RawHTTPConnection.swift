@@ -132,6 +132,34 @@ final class RawHTTPConnection: @unchecked Sendable {
         try await Self.blocking { [self] in try readBlocking() }
     }
 
+    /// Reads only a response head (for HEAD requests, whose answers have no body).
+    func readHead() async throws -> Response {
+        try await Self.blocking { [self] in
+            let separator = Data("\r\n\r\n".utf8)
+            var headEnd = buffer.range(of: separator)
+            while headEnd == nil {
+                guard try fill() else { throw Failure(description: "closed before a response head") }
+                headEnd = buffer.range(of: separator)
+            }
+            let head = String(decoding: buffer[buffer.startIndex..<headEnd!.lowerBound], as: UTF8.self)
+            buffer = Data(buffer[headEnd!.upperBound...])
+            return try Self.parseHead(head)
+        }
+    }
+
+    static func parseHead(_ head: String) throws -> Response {
+        var lines = head.components(separatedBy: "\r\n")
+        let statusLine = lines.removeFirst().split(separator: " ")
+        guard statusLine.count >= 2, let status = Int(statusLine[1]) else {
+            throw Failure(description: "not an HTTP status line: \(head.prefix(80))")
+        }
+        let headers = lines.compactMap { line -> (String, String)? in
+            guard let colon = line.firstIndex(of: ":") else { return nil }
+            return (String(line[..<colon]), line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces))
+        }
+        return Response(status: status, headers: headers, body: Data())
+    }
+
     /// Reads until the server closes the connection; true when it did (false: the read timed out).
     func waitForClose() async throws -> Bool {
         try await Self.blocking { [self] in
@@ -164,16 +192,11 @@ final class RawHTTPConnection: @unchecked Sendable {
         }
         let head = String(decoding: buffer[buffer.startIndex..<headEnd!.lowerBound], as: UTF8.self)
         buffer = Data(buffer[headEnd!.upperBound...])
-        var lines = head.components(separatedBy: "\r\n")
-        let statusLine = lines.removeFirst().split(separator: " ")
-        guard statusLine.count >= 2, let status = Int(statusLine[1]) else {
-            throw Failure(description: "not an HTTP status line: \(head.prefix(80))")
+        let response = try Self.parseHead(head)
+        // These never have a body (RFC 9112 §6.3).
+        if response.status == 204 || response.status == 304 || (100..<200).contains(response.status) {
+            return .response(response)
         }
-        let headers = lines.compactMap { line -> (String, String)? in
-            guard let colon = line.firstIndex(of: ":") else { return nil }
-            return (String(line[..<colon]), line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces))
-        }
-        let response = Response(status: status, headers: headers, body: Data())
         if let length = response.header("Content-Length").flatMap(Int.init) {
             while buffer.count < length { guard try fill() else { return .closed } }
             var complete = response
