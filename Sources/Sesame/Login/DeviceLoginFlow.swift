@@ -16,8 +16,8 @@ public enum DevicePollAnswer: Sendable {
     case expired
     /// Any other OAuth error; classified with ``ErrorTaxonomy/classifyLoginError(_:)``.
     case error(OAuthErrorResponse)
-    /// An answer the dialect does not recognise; classified with
-    /// ``ErrorTaxonomy/classify(_:)`` as a failed response.
+    /// An answer the dialect does not recognise: a failed one is classified with
+    /// the provider's ``ErrorTaxonomy``; a 2xx one is an unreadable answer.
     case unrecognized
 }
 
@@ -258,6 +258,9 @@ public struct DeviceLoginFlow: LoginUI {
             case .expired:
                 throw AuthError.deviceCodeExpired(provider: dialect.provider)
             case .unrecognized:
+                if response.isSuccess {
+                    throw AuthError.unreadableLoginAnswer("device login poll answer", provider: dialect.provider)
+                }
                 let error = taxonomy.classify(response)
                 guard [.server, .retry].contains(error.category), failures + 1 < maxConsecutiveFailures else {
                     throw error
