@@ -71,7 +71,7 @@ public final class HTTPServer: Sendable {
     private enum Lifecycle {
         case idle
         case running(ServerCore)
-        case stopped(port: Int)
+        case stopped(ServerCore)
     }
 
     /// The configuration the server was made with.
@@ -116,7 +116,7 @@ public final class HTTPServer: Sendable {
             switch state {
             case .idle: configuration.port
             case .running(let core): core.port
-            case .stopped(let port): port
+            case .stopped(let core): core.port
             }
         }
     }
@@ -136,6 +136,17 @@ public final class HTTPServer: Sendable {
             return core
         }
         return core?.connectionCount ?? 0
+    }
+
+    /// How many requests the server holds state for (received, being handled or being
+    /// answered); zero after ``stop()``. For tests that look for leaks.
+    package var liveRequestCount: Int {
+        lifecycle.withLock { state in
+            switch state {
+            case .idle: 0
+            case .running(let core), .stopped(let core): core.liveContexts.value.load(ordering: .relaxed)
+            }
+        }
     }
 
     /// `http://<host>:<port>`, with `127.0.0.1` for a server listening on every address.
@@ -159,7 +170,7 @@ public final class HTTPServer: Sendable {
     public func stop() async {
         let core = lifecycle.withLock { state -> ServerCore? in
             guard case .running(let core) = state else { return nil }
-            state = .stopped(port: core.port)
+            state = .stopped(core)
             return core
         }
         await core?.stop(gracePeriod: configuration.stopGracePeriod)

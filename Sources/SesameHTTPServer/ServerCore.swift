@@ -43,8 +43,20 @@ final class RequestContext: Sendable {
     }
 
     let state: Mutex<State>
+    private let liveCount: LiveCount
 
-    init(target: String) { state = Mutex(State(target: target)) }
+    init(target: String, liveCount: LiveCount) {
+        state = Mutex(State(target: target))
+        self.liveCount = liveCount
+        liveCount.value.add(1, ordering: .relaxed)
+    }
+
+    deinit { liveCount.value.subtract(1, ordering: .relaxed) }
+}
+
+/// How many request contexts of one server are alive: zero once it is stopped, or one leaked.
+final class LiveCount: Sendable {
+    let value = Atomic<Int>(0)
 }
 
 /// The libmicrohttpd daemons of one running ``HTTPServer`` and the bookkeeping that lets it
@@ -70,6 +82,7 @@ final class ServerCore: Sendable {
     }
 
     let handler: @Sendable (HTTPServerRequest) async -> HTTPServerResponse
+    let liveContexts = LiveCount()
     let maxBodyBytes: Int
     let port: Int
     let state: Mutex<State>
@@ -426,8 +439,9 @@ private func core(_ cls: UnsafeMutableRawPointer?) -> ServerCore? {
     cls.map { Unmanaged<ServerCore>.fromOpaque($0).takeUnretainedValue() }
 }
 
-private let uriLogCallback: sesame_mhd_uri_log_callback = { _, uri, _ in
-    let context = RequestContext(target: uri.map { String(cString: $0) } ?? "/")
+private let uriLogCallback: sesame_mhd_uri_log_callback = { cls, uri, _ in
+    guard let core = core(cls) else { return nil }
+    let context = RequestContext(target: uri.map { String(cString: $0) } ?? "/", liveCount: core.liveContexts)
     return Unmanaged.passRetained(context).toOpaque()
 }
 

@@ -251,4 +251,33 @@ struct HTTPServerLifecycleTests {
         server = nil
         #expect(throws: (any Error).self) { _ = try RawHTTPConnection.connectBlocking(port: port) }
     }
+
+    @Test("every request's state is released: answered, refused, dropped, malformed or cut off")
+    func releasesRequestState() async throws {
+        let server = HTTPServer(configuration: .init(maxHeaderBytes: 4096, maxBodyBytes: 100)) { request in
+            request.path == "/drop" ? .dropConnection : .text("ok")
+        }
+        try server.start()
+        let port = server.port
+        let keepAlive = try await RawHTTPConnection.connect(port: port)
+        for index in 0..<20 { #expect(try await keepAlive.request("GET", "/\(index)").status == 200) }
+        #expect(try await keepAlive.request("POST", "/big", body: Data(count: 101)).status == 413)
+        let raw: [String] = [
+            "GET /drop HTTP/1.1\r\nHost: x\r\n\r\n",
+            "GET / HTTP/1.1\r\nHost: x\r\nNo colon\r\n\r\n",
+            "GET / HTTP/1.1\r\nX-Big: \(String(repeating: "v", count: 10_000))\r\n\r\n",
+            "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 50\r\n\r\nonly part of the body",
+        ]
+        for bytes in raw {
+            let connection = try await RawHTTPConnection.connect(port: port)
+            try await connection.send(bytes)
+            if bytes.contains("only part") {
+                connection.shutDown()  // the client goes away mid-body
+            } else {
+                _ = try await connection.read()
+            }
+        }
+        await server.stop()
+        #expect(server.liveRequestCount == 0)
+    }
 }
