@@ -8,6 +8,7 @@ let package = Package(
         .library(name: "Sesame", targets: ["Sesame"]),
         .library(name: "SesameTesting", targets: ["SesameTesting"]),
         .library(name: "SesameHTTPServer", targets: ["SesameHTTPServer"]),
+        .library(name: "SesameCurl", targets: ["SesameCurl"]),
     ],
     targets: [
         // System libraries: a module map and a header of static inline shims each.
@@ -23,6 +24,12 @@ let package = Package(
             pkgConfig: "libmicrohttpd",
             providers: [.apt(["libmicrohttpd-dev"])]
         ),
+        .systemLibrary(
+            name: "CCurl",
+            path: "Sources/CCurl",
+            pkgConfig: "libcurl",
+            providers: [.apt(["libcurl4-openssl-dev"])]
+        ),
 
         // The provider-neutral core.
         .target(name: "Sesame", dependencies: ["CCrypto"]),
@@ -30,7 +37,11 @@ let package = Package(
         // Test doubles that people building on Sesame need in their own tests.
         .target(name: "SesameTesting", dependencies: ["Sesame"]),
 
+        // The default HTTPTransport, on libcurl.
+        .target(name: "SesameCurl", dependencies: ["Sesame", "CCurl"]),
+
         .testTarget(name: "SesameTests", dependencies: ["Sesame", "SesameTesting"]),
+        .testTarget(name: "SesameCurlTests", dependencies: ["SesameCurl", "Sesame"]),
 
         // An embedded HTTP server on libmicrohttpd, and the loopback redirect receiver on it.
         .target(name: "SesameHTTPServer", dependencies: ["Sesame", "CMicroHTTPD"]),
@@ -38,7 +49,8 @@ let package = Package(
             name: "SesameHTTPServerTests", dependencies: ["SesameHTTPServer", "Sesame", "SesameTesting"]),
 
         // Side-by-side measurements: `swift run -c release sesame-bench <name> [--json]`.
-        .executableTarget(name: "sesame-bench", dependencies: ["Sesame"], path: "Benchmarks/SesameBench"),
+        .executableTarget(
+            name: "sesame-bench", dependencies: ["Sesame", "SesameCurl", "CCurl"], path: "Benchmarks/SesameBench"),
     ],
     swiftLanguageModes: [.v6]
 )

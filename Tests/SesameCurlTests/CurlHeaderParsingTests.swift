@@ -1,0 +1,5 @@
+import Foundation
+import Sesame
+import Testing
+
+@testable import SesameCurl
