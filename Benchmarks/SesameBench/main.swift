@@ -15,6 +15,7 @@ struct Benchmark: Sendable {
 
 let benchmarks: [Benchmark] = [
     // Registered by the files beside this one, one line each.
+    TransportBenchmark.benchmark,
 ]
 
 func usage() -> String {

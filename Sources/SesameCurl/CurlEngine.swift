@@ -42,6 +42,10 @@ final class CurlEngine: @unchecked Sendable {  // `inbox` is a Mutex; every othe
     }
 
     private let inbox = Mutex(Inbox())
+    /// Set when the inbox gets work; cleared by the engine thread when it empties the inbox.
+    private let hasWork = Atomic<Bool>(false)
+    /// Set by the engine thread while it is (about to be) blocked in `curl_multi_poll`.
+    private let sleeping = Atomic<Bool>(false)
     private let configuration: CurlTransport.Configuration
     private let multi: UnsafeMutableRawPointer
     private let share: UnsafeMutableRawPointer
@@ -90,7 +94,7 @@ final class CurlEngine: @unchecked Sendable {  // `inbox` is a Mutex; every othe
             return true
         }
         if accepted {
-            curl_multi_wakeup(multi)
+            wake()
         } else {
             transfer.continuation?.resume(throwing: CancellationError())
         }
@@ -104,7 +108,16 @@ final class CurlEngine: @unchecked Sendable {  // `inbox` is a Mutex; every othe
             inbox.cancellations.append(transfer)
             return true
         }
-        if wake { curl_multi_wakeup(multi) }
+        if wake { self.wake() }
+    }
+
+    /// Tells the engine thread there is work: a flag it sees if it is awake (spinning or
+    /// running), and `curl_multi_wakeup` only if it is, or is about to be, asleep in
+    /// `curl_multi_poll`. The two sequentially consistent atomics make sure one side sees the
+    /// other, so no wake-up is lost.
+    private func wake() {
+        hasWork.store(true, ordering: .sequentiallyConsistent)
+        if sleeping.load(ordering: .sequentiallyConsistent) { curl_multi_wakeup(multi) }
     }
 
     /// Stops the thread, waits for it to free every handle, and returns.
@@ -123,12 +136,13 @@ final class CurlEngine: @unchecked Sendable {  // `inbox` is a Mutex; every othe
     private func run() {
         Thread.current.name = "sesame-curl"
         while true {
+            hasWork.store(false, ordering: .sequentiallyConsistent)
             let (additions, cancellations, stopping) = inbox.withLock { inbox in
-                defer {
-                    inbox.additions.removeAll(keepingCapacity: true)
-                    inbox.cancellations.removeAll(keepingCapacity: true)
-                }
-                return (inbox.additions, inbox.cancellations, inbox.stopping)
+                var additions: [CurlTransfer] = []
+                var cancellations: [CurlTransfer] = []
+                swap(&additions, &inbox.additions)
+                swap(&cancellations, &inbox.cancellations)
+                return (additions, cancellations, inbox.stopping)
             }
             if stopping { break }
             for transfer in additions { start(transfer) }
@@ -136,15 +150,39 @@ final class CurlEngine: @unchecked Sendable {  // `inbox` is a Mutex; every othe
 
             var stillRunning: Int32 = 0
             _ = curl_multi_perform(multi, &stillRunning)
+            var finished = 0
             var queued: Int32 = 0
             while let message = curl_multi_info_read(multi, &queued) {
                 guard sesame_multi_message_is_done(message) != 0 else { continue }
                 finish(sesame_multi_message_handle(message), result: sesame_multi_message_result(message))
+                finished += 1
             }
-            // libcurl shortens the wait to its own next timeout; curl_multi_wakeup ends it early.
-            _ = curl_multi_poll(multi, nil, 0, 10_000, nil)
+
+            // A caller that just got its answer often sends the next request within
+            // microseconds; waiting briefly for it saves the engine a sleep and a wake-up.
+            if finished > 0 && running.isEmpty && awaitWork(forNanoseconds: Self.idleSpin) { continue }
+
+            sleeping.store(true, ordering: .sequentiallyConsistent)
+            if !hasWork.load(ordering: .sequentiallyConsistent) {
+                // libcurl shortens the wait to its own next timeout; curl_multi_wakeup ends it early.
+                _ = curl_multi_poll(multi, nil, 0, 10_000, nil)
+            }
+            sleeping.store(false, ordering: .sequentiallyConsistent)
         }
         tearDown()
+    }
+
+    /// How long the idle engine waits for new work before it sleeps: 50 µs.
+    private static let idleSpin: UInt64 = 50_000
+
+    /// Yields the processor until work arrives or `nanoseconds` pass; whether work arrived.
+    private func awaitWork(forNanoseconds nanoseconds: UInt64) -> Bool {
+        let deadline = DispatchTime.now().uptimeNanoseconds + nanoseconds
+        repeat {
+            if hasWork.load(ordering: .sequentiallyConsistent) { return true }
+            sched_yield()
+        } while DispatchTime.now().uptimeNanoseconds < deadline
+        return hasWork.load(ordering: .sequentiallyConsistent)
     }
 
     private func start(_ transfer: CurlTransfer) {
@@ -152,9 +190,18 @@ final class CurlEngine: @unchecked Sendable {  // `inbox` is a Mutex; every othe
             complete(transfer, with: .failure(CancellationError()))
             return
         }
-        let easy = idleHandles.popLast() ?? CurlEasyHandle()
-        curl_easy_reset(easy.raw)
-        easy.errorBuffer[0] = 0
+        guard let easy = idleHandles.popLast() ?? makeHandle() else {
+            complete(
+                transfer,
+                with: .failure(
+                    TransportError(
+                        kind: .invalidRequest,
+                        message: "CurlTransport's configuration was refused by libcurl \(CurlTransport.libcurlVersion) "
+                            + "(an option it does not support, or a malformed proxy or CA path); check the "
+                            + "configuration.",
+                        host: transfer.host)))
+            return
+        }
         let configured = configure(easy, for: transfer)
         guard configured == CURLE_OK else {
             recycle(easy)
@@ -178,57 +225,30 @@ final class CurlEngine: @unchecked Sendable {  // `inbox` is a Mutex; every othe
         running[easy.raw] = transfer
     }
 
-    /// Sets every option of `transfer` on a freshly reset handle; the first failure is returned.
-    private func configure(_ easy: CurlEasyHandle, for transfer: CurlTransfer) -> CURLcode {
+    /// A new easy handle with the options every request of this engine shares already set.
+    private func makeHandle() -> CurlEasyHandle? {
+        let easy = CurlEasyHandle()
         let handle = easy.raw
         var result = CURLE_OK
         func check(_ code: CURLcode) { if result == CURLE_OK { result = code } }
         func set(_ option: CURLoption, _ value: Int) { check(sesame_easy_setopt_long(handle, option, value)) }
         func set(_ option: CURLoption, _ value: String) { check(sesame_easy_setopt_string(handle, option, value)) }
-        func set(_ option: CURLoption, pointer: UnsafeMutableRawPointer?) {
-            check(sesame_easy_setopt_pointer(handle, option, pointer))
-        }
 
-        let context = Unmanaged.passUnretained(transfer).toOpaque()
-        set(CURLOPT_URL, transfer.url)
         set(CURLOPT_PROTOCOLS_STR, "http,https")
         set(CURLOPT_NOSIGNAL, 1)
-        set(CURLOPT_SHARE, pointer: share)
-        set(CURLOPT_ERRORBUFFER, pointer: UnsafeMutableRawPointer(easy.errorBuffer))
+        check(sesame_easy_setopt_pointer(handle, CURLOPT_SHARE, share))
+        check(sesame_easy_setopt_pointer(handle, CURLOPT_ERRORBUFFER, UnsafeMutableRawPointer(easy.errorBuffer)))
         check(sesame_easy_setopt_data_callback(handle, CURLOPT_WRITEFUNCTION, CurlTransfer.writeCallback))
-        set(CURLOPT_WRITEDATA, pointer: context)
         check(sesame_easy_setopt_data_callback(handle, CURLOPT_HEADERFUNCTION, CurlTransfer.headerCallback))
-        set(CURLOPT_HEADERDATA, pointer: context)
         set(CURLOPT_HTTP_VERSION, Int(CURL_HTTP_VERSION_2TLS))
-        set(CURLOPT_PIPEWAIT, 1)
+        set(CURLOPT_PIPEWAIT, 1)  // HTTP/2: wait to share a connection rather than open another
         set(CURLOPT_CONNECTTIMEOUT_MS, CurlTransfer.milliseconds(configuration.connectTimeout))
-        set(CURLOPT_TIMEOUT_MS, transfer.timeoutMilliseconds)
-        check(sesame_easy_setopt_off_t(handle, CURLOPT_MAXFILESIZE_LARGE, curl_off_t(transfer.bodyLimit)))
+        check(
+            sesame_easy_setopt_off_t(
+                handle, CURLOPT_MAXFILESIZE_LARGE, curl_off_t(max(0, configuration.maximumResponseBodySize))))
         set(CURLOPT_USERAGENT, configuration.userAgent)
         if configuration.acceptsCompressedResponses { set(CURLOPT_ACCEPT_ENCODING, "") }
-        if let headers = transfer.headerList { check(sesame_easy_setopt_slist(handle, CURLOPT_HTTPHEADER, headers)) }
-
-        // The method and body.
-        switch transfer.method {
-        case .get where transfer.requestBody == nil:
-            set(CURLOPT_HTTPGET, 1)
-        case .head:
-            set(CURLOPT_NOBODY, 1)
-        default:
-            if transfer.method != .post { set(CURLOPT_CUSTOMREQUEST, transfer.method.rawValue) }
-        }
-        if let body = transfer.requestBody, transfer.method != .head {
-            set(CURLOPT_POST, 1)
-            check(sesame_easy_setopt_off_t(handle, CURLOPT_POSTFIELDSIZE_LARGE, curl_off_t(transfer.requestBodyCount)))
-            set(CURLOPT_POSTFIELDS, pointer: body.baseAddress)
-        }
-
-        // Redirects: never from https down to http.
-        if transfer.followsRedirects {
-            set(CURLOPT_FOLLOWLOCATION, 1)
-            set(CURLOPT_MAXREDIRS, configuration.redirects.maximumRedirects)
-            set(CURLOPT_REDIR_PROTOCOLS_STR, transfer.isHTTPS ? "https" : "http,https")
-        }
+        set(CURLOPT_MAXREDIRS, configuration.redirects.maximumRedirects)
 
         switch configuration.tlsVerification.mode {
         case .system:
@@ -248,6 +268,52 @@ final class CurlEngine: @unchecked Sendable {  // `inbox` is a Mutex; every othe
         case .url(let proxy):
             set(CURLOPT_PROXY, proxy)
             set(CURLOPT_NOPROXY, "")
+        }
+        return result == CURLE_OK ? easy : nil
+    }
+
+    /// Sets the options that differ between requests. Every one of them is set for every
+    /// request, so nothing carries over from the handle's previous request.
+    private func configure(_ easy: CurlEasyHandle, for transfer: CurlTransfer) -> CURLcode {
+        let handle = easy.raw
+        var result = CURLE_OK
+        func check(_ code: CURLcode) { if result == CURLE_OK { result = code } }
+        func set(_ option: CURLoption, _ value: Int) { check(sesame_easy_setopt_long(handle, option, value)) }
+        func set(_ option: CURLoption, pointer: UnsafeMutableRawPointer?) {
+            check(sesame_easy_setopt_pointer(handle, option, pointer))
+        }
+
+        easy.errorBuffer[0] = 0
+        let context = Unmanaged.passUnretained(transfer).toOpaque()
+        check(sesame_easy_setopt_string(handle, CURLOPT_URL, transfer.url))
+        set(CURLOPT_WRITEDATA, pointer: context)
+        set(CURLOPT_HEADERDATA, pointer: context)
+        set(CURLOPT_TIMEOUT_MS, transfer.timeoutMilliseconds)
+        check(sesame_easy_setopt_slist(handle, CURLOPT_HTTPHEADER, transfer.headerList))
+
+        // The method and body: back to a plain GET first (POSTFIELDS before HTTPGET, as setting
+        // it selects POST), then whatever this request needs.
+        set(CURLOPT_POSTFIELDS, pointer: nil)
+        check(sesame_easy_setopt_off_t(handle, CURLOPT_POSTFIELDSIZE_LARGE, -1))
+        set(CURLOPT_HTTPGET, 1)
+        set(CURLOPT_CUSTOMREQUEST, pointer: nil)
+        if transfer.method == .head {
+            set(CURLOPT_NOBODY, 1)
+        } else if let body = transfer.requestBody {
+            set(CURLOPT_POST, 1)
+            check(sesame_easy_setopt_off_t(handle, CURLOPT_POSTFIELDSIZE_LARGE, curl_off_t(transfer.requestBodyCount)))
+            set(CURLOPT_POSTFIELDS, pointer: body.baseAddress)
+        }
+        if transfer.method != .get && transfer.method != .head && transfer.method != .post
+            || (transfer.method == .get && transfer.requestBody != nil)
+        {
+            check(sesame_easy_setopt_string(handle, CURLOPT_CUSTOMREQUEST, transfer.method.rawValue))
+        }
+
+        // Redirects: never from https down to http.
+        set(CURLOPT_FOLLOWLOCATION, transfer.followsRedirects ? 1 : 0)
+        if transfer.followsRedirects {
+            check(sesame_easy_setopt_string(handle, CURLOPT_REDIR_PROTOCOLS_STR, transfer.isHTTPS ? "https" : "http,https"))
         }
         return result
     }

@@ -13,10 +13,8 @@ import Synchronization
 final class CurlTransfer: @unchecked Sendable {  // handed over through CurlEngine.inbox (a Mutex), see above
     // Set on the caller's thread before submission; read-only afterwards.
     let method: HTTPMethod
+    let requestURL: URL
     let url: String
-    /// `scheme://host[:port]/path`, no query: safe for messages, as tokens travel in queries.
-    let redactedURL: String
-    let host: String?
     let isHTTPS: Bool
     let timeoutMilliseconds: Int
     let followsRedirects: Bool
@@ -44,21 +42,16 @@ final class CurlTransfer: @unchecked Sendable {  // handed over through CurlEngi
     init(request: HTTPRequest, configuration: CurlTransport.Configuration) throws(TransportError) {
         CurlGlobal.initialize()
         method = request.method
-        let components = URLComponents(url: request.url, resolvingAgainstBaseURL: false)
-        let scheme = components?.scheme?.lowercased() ?? ""
-        host = components?.host
-        isHTTPS = scheme == "https"
-        var redacted = "\(scheme)://\(host ?? "")"
-        if let port = components?.port { redacted += ":\(port)" }
-        redacted += components?.percentEncodedPath ?? ""
-        redactedURL = redacted
+        requestURL = request.url
         url = request.url.absoluteString
-        guard scheme == "http" || scheme == "https", host?.isEmpty == false else {
+        let scheme = request.url.scheme?.lowercased()
+        isHTTPS = scheme == "https"
+        guard scheme == "http" || scheme == "https" else {
             throw TransportError(
                 kind: .invalidRequest,
-                message: "\(request.method) \(redacted): CurlTransport sends only absolute http and https URLs "
-                    + "with a host; check how the URL was built.",
-                host: host)
+                message: "\(request.method) \(Self.redact(request.url)): CurlTransport sends only absolute http and "
+                    + "https URLs; check how the URL was built.",
+                host: request.url.host())
         }
         timeoutMilliseconds = Self.milliseconds(request.timeout ?? configuration.timeout)
         followsRedirects = configuration.redirects.follows(request.method)
@@ -80,7 +73,7 @@ final class CurlTransfer: @unchecked Sendable {  // handed over through CurlEngi
         var sawContentType = false
         var sawExpect = false
         for field in request.headers {
-            try Self.validate(field, method: request.method, url: redacted, host: host)
+            try Self.validate(field, request: request)
             let line: String
             if field.value.isEmpty {
                 line = "\(field.name);"  // libcurl's way to send a header with an empty value
@@ -120,9 +113,7 @@ final class CurlTransfer: @unchecked Sendable {  // handed over through CurlEngi
 
     /// Header names are HTTP tokens; values carry no line breaks or NULs (which would smuggle
     /// extra headers). The message never includes the value, which may be a secret.
-    private static func validate(_ field: HTTPHeaders.Field, method: HTTPMethod, url: String, host: String?)
-        throws(TransportError)
-    {
+    private static func validate(_ field: HTTPHeaders.Field, request: HTTPRequest) throws(TransportError) {
         let tokenPunctuation = Set("!#$%&'*+-.^_`|~".utf8)
         let nameIsToken =
             !field.name.isEmpty
@@ -133,17 +124,31 @@ final class CurlTransfer: @unchecked Sendable {  // handed over through CurlEngi
         guard nameIsToken else {
             throw TransportError(
                 kind: .invalidRequest,
-                message: "\(method) \(url): the header name \"\(field.name)\" is not a valid HTTP field name "
+                message: "\(request.method) \(redact(request.url)): the header name \"\(field.name)\" is not a valid HTTP field name "
                     + "(letters, digits and !#$%&'*+-.^_`|~ only); fix the header.",
-                host: host)
+                host: request.url.host())
         }
         guard !field.value.utf8.contains(where: { $0 == 0x0D || $0 == 0x0A || $0 == 0 }) else {
             throw TransportError(
                 kind: .invalidRequest,
-                message: "\(method) \(url): the value of header \"\(field.name)\" contains a line break or NUL, "
+                message: "\(request.method) \(redact(request.url)): the value of header \"\(field.name)\" contains a line break or NUL, "
                     + "which would inject extra headers; remove it from the value.",
-                host: host)
+                host: request.url.host())
         }
+    }
+
+    /// The host the request is for, for error messages.
+    var host: String? { requestURL.host() }
+
+    /// `scheme://host[:port]/path` of the request, for error messages.
+    var redactedURL: String { Self.redact(requestURL) }
+
+    /// `scheme://host[:port]/path`, without the query or fragment (where tokens travel) or any
+    /// user and password: safe for error messages.
+    static func redact(_ url: URL) -> String {
+        var text = "\(url.scheme ?? "")://\(url.host(percentEncoded: true) ?? "")"
+        if let port = url.port { text += ":\(port)" }
+        return text + url.path(percentEncoded: true)
     }
 
     /// `duration` in whole milliseconds for libcurl, at least 1 (0 would mean "no timeout").
