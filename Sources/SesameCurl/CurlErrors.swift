@@ -29,6 +29,9 @@ enum CurlErrors {
             host: transfer.host)
     }
 
+    /// The kind for a libcurl result given as its number (for tests, which do not see CCurl).
+    static func kind(ofCode code: Int) -> TransportError.Kind { kind(of: CURLcode(UInt32(code))) }
+
     /// The ``Sesame/TransportError/Kind`` of a libcurl result.
     static func kind(of code: CURLcode) -> TransportError.Kind {
         switch code {

@@ -1,5 +1,0 @@
-import Foundation
-import Sesame
-import Testing
-
-@testable import SesameCurl
