@@ -51,6 +51,9 @@ let package = Package(
         // Side-by-side measurements: `swift run -c release sesame-bench <name> [--json]`.
         .executableTarget(
             name: "sesame-bench", dependencies: ["Sesame", "SesameCurl", "CCurl"], path: "Benchmarks/SesameBench"),
+        // A thousand requests through CurlTransport, to run under valgrind (Benchmarks/README.md).
+        .executableTarget(
+            name: "sesame-curl-leakcheck", dependencies: ["Sesame", "SesameCurl"], path: "Benchmarks/CurlLeakCheck"),
     ],
     swiftLanguageModes: [.v6]
 )
