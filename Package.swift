@@ -41,7 +41,7 @@ let package = Package(
         .target(name: "SesameCurl", dependencies: ["Sesame", "CCurl"]),
 
         .testTarget(name: "SesameTests", dependencies: ["Sesame", "SesameTesting"]),
-        .testTarget(name: "SesameCurlTests", dependencies: ["SesameCurl", "Sesame"]),
+        .testTarget(name: "SesameCurlTests", dependencies: ["SesameCurl", "Sesame", "SesameHTTPServer"]),
 
         // An embedded HTTP server on libmicrohttpd, and the loopback redirect receiver on it.
         .target(name: "SesameHTTPServer", dependencies: ["Sesame", "CMicroHTTPD"]),
