@@ -8,6 +8,7 @@ let package = Package(
         .library(name: "Sesame", targets: ["Sesame"]),
         .library(name: "SesameTesting", targets: ["SesameTesting"]),
         .library(name: "SesameHTTPServer", targets: ["SesameHTTPServer"]),
+        .library(name: "SesameCurl", targets: ["SesameCurl"]),
     ],
     targets: [
         // System libraries: a module map and a header of static inline shims each.
@@ -23,6 +24,12 @@ let package = Package(
             pkgConfig: "libmicrohttpd",
             providers: [.apt(["libmicrohttpd-dev"])]
         ),
+        .systemLibrary(
+            name: "CCurl",
+            path: "Sources/CCurl",
+            pkgConfig: "libcurl",
+            providers: [.apt(["libcurl4-openssl-dev"])]
+        ),
 
         // The provider-neutral core.
         .target(name: "Sesame", dependencies: ["CCrypto"]),
@@ -30,7 +37,11 @@ let package = Package(
         // Test doubles that people building on Sesame need in their own tests.
         .target(name: "SesameTesting", dependencies: ["Sesame"]),
 
+        // The default HTTPTransport, on libcurl.
+        .target(name: "SesameCurl", dependencies: ["Sesame", "CCurl"]),
+
         .testTarget(name: "SesameTests", dependencies: ["Sesame", "SesameTesting"]),
+        .testTarget(name: "SesameCurlTests", dependencies: ["SesameCurl", "Sesame", "SesameHTTPServer"]),
 
         // An embedded HTTP server on libmicrohttpd, and the loopback redirect receiver on it.
         .target(name: "SesameHTTPServer", dependencies: ["Sesame", "CMicroHTTPD"]),
@@ -39,7 +50,13 @@ let package = Package(
 
         // Side-by-side measurements: `swift run -c release sesame-bench <name> [--json]`.
         .executableTarget(
-            name: "sesame-bench", dependencies: ["Sesame", "SesameHTTPServer"], path: "Benchmarks/SesameBench"),
+            name: "sesame-bench",
+            dependencies: ["Sesame", "SesameHTTPServer", "SesameCurl", "CCurl"],
+            path: "Benchmarks/SesameBench"
+        ),
+        // A thousand requests through CurlTransport, to run under valgrind (Benchmarks/README.md).
+        .executableTarget(
+            name: "sesame-curl-leakcheck", dependencies: ["Sesame", "SesameCurl"], path: "Benchmarks/CurlLeakCheck"),
     ],
     swiftLanguageModes: [.v6]
 )

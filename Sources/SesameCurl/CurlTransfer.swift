@@ -1,0 +1,233 @@
+internal import CCurl
+import Foundation
+import Sesame
+import Synchronization
+
+/// One request on its way through the engine: the C strings and buffers libcurl reads, the bytes
+/// it writes back, and the continuation of the task waiting for it.
+///
+/// Life cycle: built on the caller's thread, handed to the engine thread through the engine's
+/// `inbox` Mutex, touched only there until the continuation is resumed, then read by the caller.
+/// The Mutex hand-over and the continuation resume order those accesses; `cancelRequested` is
+/// atomic because the cancellation handler may set it at any time.
+final class CurlTransfer: @unchecked Sendable {  // handed over through CurlEngine.inbox (a Mutex), see above
+    // Set on the caller's thread before submission; read-only afterwards.
+    let method: HTTPMethod
+    let requestURL: URL
+    let url: String
+    let isHTTPS: Bool
+    let timeoutMilliseconds: Int
+    let followsRedirects: Bool
+    let bodyLimit: Int
+    /// The header list for CURLOPT_HTTPHEADER, freed in deinit.
+    private(set) var headerList: UnsafeMutablePointer<curl_slist>?
+    /// The request body for CURLOPT_POSTFIELDS (`nil` when the method sends none), freed in deinit.
+    private(set) var requestBody: UnsafeMutableRawBufferPointer?
+
+    var continuation: UnsafeContinuation<Void, any Error>?
+    let cancelRequested = Atomic<Bool>(false)
+
+    // Engine thread only, until the continuation is resumed.
+    var easy: CurlEasyHandle?
+    var responseHeaderBytes: [UInt8] = []
+    var responseBody = Data()
+    var status = 0
+    var exceededBodyLimit = false
+    var exceededHeaderLimit = false
+    var isFinished = false
+
+    /// Response headers above this size stop the transfer; libcurl's own per-line limit is 100 KiB.
+    static let headerLimit = 1024 * 1024
+
+    init(request: HTTPRequest, configuration: CurlTransport.Configuration) throws(TransportError) {
+        CurlGlobal.initialize()
+        method = request.method
+        requestURL = request.url
+        url = request.url.absoluteString
+        let scheme = request.url.scheme?.lowercased()
+        isHTTPS = scheme == "https"
+        guard scheme == "http" || scheme == "https" else {
+            throw TransportError(
+                kind: .invalidRequest,
+                message: "\(request.method) \(Self.redact(request.url)): CurlTransport sends only absolute http and "
+                    + "https URLs; check how the URL was built.",
+                host: request.url.host())
+        }
+        timeoutMilliseconds = Self.milliseconds(request.timeout ?? configuration.timeout)
+        followsRedirects = configuration.redirects.follows(request.method)
+        bodyLimit = max(0, configuration.maximumResponseBodySize)
+
+        let sendsBody = request.body != nil || [.post, .put, .patch].contains(request.method)
+        if sendsBody {
+            let body = request.body ?? Data()
+            // Never a null pointer, even for an empty body: libcurl would then read the body from stdin.
+            let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: max(body.count, 1), alignment: 1)
+            body.copyBytes(to: buffer)
+            requestBody = buffer
+            requestBodyCount = body.count
+        } else {
+            requestBodyCount = 0
+        }
+
+        var list: UnsafeMutablePointer<curl_slist>?
+        var sawContentType = false
+        var sawExpect = false
+        for field in request.headers {
+            try Self.validate(field, request: request)
+            let line: String
+            if field.value.isEmpty {
+                line = "\(field.name);"  // libcurl's way to send a header with an empty value
+            } else {
+                line = "\(field.name): \(field.value)"
+            }
+            list = Self.append(line, to: list)
+            switch field.name.lowercased() {
+            case "content-type": sawContentType = true
+            case "expect": sawExpect = true
+            default: break
+            }
+        }
+        // libcurl would add `Content-Type: application/x-www-form-urlencoded` to a body the caller
+        // did not label, and `Expect: 100-continue` (one round trip of waiting) to large ones.
+        if sendsBody && !sawContentType { list = Self.append("Content-Type:", to: list) }
+        if sendsBody && !sawExpect { list = Self.append("Expect:", to: list) }
+        headerList = list
+    }
+
+    /// The number of bytes in `requestBody` (which may be a one-byte buffer for an empty body).
+    let requestBodyCount: Int
+
+    deinit {
+        if let headerList { curl_slist_free_all(headerList) }
+        if let requestBody { requestBody.deallocate() }
+    }
+
+    private static func append(_ line: String, to list: UnsafeMutablePointer<curl_slist>?)
+        -> UnsafeMutablePointer<curl_slist>?
+    {
+        guard let appended = curl_slist_append(list, line) else {
+            fatalError("curl_slist_append ran out of memory")
+        }
+        return appended
+    }
+
+    /// Header names are HTTP tokens; values carry no line breaks or NULs (which would smuggle
+    /// extra headers). The message never includes the value, which may be a secret.
+    private static func validate(_ field: HTTPHeaders.Field, request: HTTPRequest) throws(TransportError) {
+        let tokenPunctuation = Set("!#$%&'*+-.^_`|~".utf8)
+        let nameIsToken =
+            !field.name.isEmpty
+            && field.name.utf8.allSatisfy { byte in
+                (byte >= 0x30 && byte <= 0x39) || (byte >= 0x41 && byte <= 0x5A) || (byte >= 0x61 && byte <= 0x7A)
+                    || tokenPunctuation.contains(byte)
+            }
+        guard nameIsToken else {
+            throw TransportError(
+                kind: .invalidRequest,
+                message: "\(request.method) \(redact(request.url)): the header name \"\(field.name)\" is not a valid HTTP field name "
+                    + "(letters, digits and !#$%&'*+-.^_`|~ only); fix the header.",
+                host: request.url.host())
+        }
+        guard !field.value.utf8.contains(where: { $0 == 0x0D || $0 == 0x0A || $0 == 0 }) else {
+            throw TransportError(
+                kind: .invalidRequest,
+                message: "\(request.method) \(redact(request.url)): the value of header \"\(field.name)\" contains a line break or NUL, "
+                    + "which would inject extra headers; remove it from the value.",
+                host: request.url.host())
+        }
+    }
+
+    /// The host the request is for, for error messages.
+    var host: String? { requestURL.host() }
+
+    /// `scheme://host[:port]/path` of the request, for error messages.
+    var redactedURL: String { Self.redact(requestURL) }
+
+    /// `scheme://host[:port]/path`, without the query or fragment (where tokens travel) or any
+    /// user and password: safe for error messages.
+    static func redact(_ url: URL) -> String {
+        var text = "\(url.scheme ?? "")://\(url.host(percentEncoded: true) ?? "")"
+        if let port = url.port { text += ":\(port)" }
+        return text + url.path(percentEncoded: true)
+    }
+
+    /// `duration` in whole milliseconds for libcurl, at least 1 (0 would mean "no timeout").
+    static func milliseconds(_ duration: Duration) -> Int {
+        let (seconds, attoseconds) = duration.components
+        guard seconds >= 0 else { return 1 }
+        guard seconds < Int64(Int32.max) else { return Int(Int32.max) }
+        return max(1, Int(seconds) * 1000 + Int(attoseconds / 1_000_000_000_000_000))
+    }
+
+    /// The response, parsed on the caller's thread once the transfer has finished.
+    func response() -> HTTPResponse {
+        HTTPResponse(status: status, headers: Self.parseHeaders(responseHeaderBytes), body: responseBody)
+    }
+
+    /// Parses the header block of the last response (libcurl hands over every line, and the
+    /// header callback starts over at each status line, so redirects and 100 Continue are gone).
+    /// Obsolete line folding is joined with a space; trailers after the body are kept.
+    static func parseHeaders(_ bytes: [UInt8]) -> HTTPHeaders {
+        var fields: [HTTPHeaders.Field] = []
+        for rawLine in bytes.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: true) {
+            var line = rawLine[...]
+            if line.last == UInt8(ascii: "\r") { line = line.dropLast() }
+            if line.isEmpty { continue }
+            if line.first == UInt8(ascii: " ") || line.first == UInt8(ascii: "\t") {
+                if var last = fields.popLast() {
+                    last.value += " " + trimmed(line)
+                    fields.append(last)
+                }
+                continue
+            }
+            guard let colon = line.firstIndex(of: UInt8(ascii: ":")) else { continue }  // the status line
+            let name = trimmed(line[line.startIndex..<colon])
+            guard !name.isEmpty else { continue }
+            fields.append(HTTPHeaders.Field(name: name, value: trimmed(line[line.index(after: colon)...])))
+        }
+        return HTTPHeaders(fields)
+    }
+
+    private static func trimmed(_ bytes: ArraySlice<UInt8>) -> String {
+        var slice = bytes
+        while let first = slice.first, first == 0x20 || first == 0x09 { slice = slice.dropFirst() }
+        while let last = slice.last, last == 0x20 || last == 0x09 { slice = slice.dropLast() }
+        return String(decoding: slice, as: UTF8.self)
+    }
+}
+
+// MARK: libcurl callbacks (engine thread)
+
+extension CurlTransfer {
+    /// CURLOPT_WRITEFUNCTION: appends body bytes, or stops the transfer past the limit.
+    static let writeCallback: sesame_curl_data_callback = { data, size, count, userdata in
+        let transfer = Unmanaged<CurlTransfer>.fromOpaque(userdata!).takeUnretainedValue()
+        let length = size * count
+        guard length > 0, let data else { return length }
+        if transfer.responseBody.count + length > transfer.bodyLimit {
+            transfer.exceededBodyLimit = true
+            return 0  // libcurl ends the transfer with CURLE_WRITE_ERROR
+        }
+        data.withMemoryRebound(to: UInt8.self, capacity: length) { bytes in
+            transfer.responseBody.append(bytes, count: length)
+        }
+        return length
+    }
+
+    /// CURLOPT_HEADERFUNCTION: collects header lines, starting over at every status line.
+    static let headerCallback: sesame_curl_data_callback = { data, size, count, userdata in
+        let transfer = Unmanaged<CurlTransfer>.fromOpaque(userdata!).takeUnretainedValue()
+        let length = size * count
+        guard length > 0, let data else { return length }
+        data.withMemoryRebound(to: UInt8.self, capacity: length) { bytes in
+            let line = UnsafeBufferPointer(start: bytes, count: length)
+            if line.starts(with: "HTTP/".utf8) { transfer.responseHeaderBytes.removeAll(keepingCapacity: true) }
+            transfer.responseHeaderBytes.append(contentsOf: line)
+        }
+        if transfer.responseHeaderBytes.count > headerLimit {
+            transfer.exceededHeaderLimit = true
+            return 0
+        }
+        return length
+    }
+}

@@ -1,0 +1,254 @@
+import Foundation
+import Sesame
+
+/// Sesame's default ``Sesame/HTTPTransport``, built on libcurl.
+///
+/// One `CurlTransport` owns one thread that drives a libcurl multi handle: requests from any
+/// number of tasks are added to it, run side by side, and resume their callers when they finish,
+/// so no blocking call ever runs on Swift's cooperative thread pool. Connections (and, for
+/// HTTPS, TLS sessions and DNS answers) are kept and reused across requests; HTTP/2 is used
+/// over TLS when the server offers it. Create one transport and share it; each one costs a
+/// thread and its own connection pool.
+///
+/// ```swift
+/// let transport = CurlTransport()
+/// let response = try await transport.send(HTTPRequest(url: URL(string: "https://graph.facebook.com/me")!))
+/// ```
+///
+/// The defaults are in ``Configuration``: a 10 s connect timeout, a 60 s total timeout, a
+/// 16 MiB response body limit, redirects followed for `GET` and `HEAD` only, TLS certificates
+/// verified against the system's CA bundle, and proxies taken from the environment as libcurl
+/// reads it.
+///
+/// Cancelling the calling task aborts the transfer and `send` throws `CancellationError`.
+/// Failures below HTTP throw ``Sesame/TransportError`` carrying libcurl's own message; any HTTP
+/// status, 4xx and 5xx included, is returned as a response.
+public final class CurlTransport: HTTPTransport {
+    /// The settings every request of this transport uses.
+    public let configuration: Configuration
+    private let engine: CurlEngine
+
+    /// Creates a transport and starts its libcurl thread.
+    public init(configuration: Configuration = Configuration()) {
+        self.configuration = configuration
+        self.engine = CurlEngine(configuration: configuration)
+    }
+
+    deinit {
+        engine.shutDown()
+    }
+
+    /// Sends `request` and returns the response; see ``CurlTransport`` for the rules.
+    ///
+    /// - Throws: `CancellationError` when the calling task is cancelled;
+    ///   ``Sesame/TransportError`` when no full response arrived (DNS, connect, TLS, timeouts,
+    ///   a body over ``Configuration/maximumResponseBodySize``, an invalid request).
+    public func send(_ request: HTTPRequest) async throws -> HTTPResponse {
+        try Task.checkCancellation()
+        let transfer = try CurlTransfer(request: request, configuration: configuration)
+        let engine = self.engine
+        try await withTaskCancellationHandler {
+            try await withUnsafeThrowingContinuation { (continuation: UnsafeContinuation<Void, any Error>) in
+                transfer.continuation = continuation
+                engine.submit(transfer)
+            }
+        } onCancel: {
+            engine.cancel(transfer)
+        }
+        return transfer.response()
+    }
+
+    /// The version of the libcurl this process runs with, such as `7.88.1`.
+    public static var libcurlVersion: String { CurlGlobal.versionNumber }
+
+    /// The `User-Agent` sent by default: `Sesame libcurl/<version>`.
+    public static var defaultUserAgent: String { "Sesame libcurl/\(CurlGlobal.versionNumber)" }
+}
+
+extension CurlTransport {
+    /// The settings of a ``CurlTransport``.
+    ///
+    /// Every default is chosen for calling identity providers' APIs from a desktop program:
+    /// fail rather than hang, never follow a redirect that would re-send a body or downgrade
+    /// HTTPS, never trust an unverified certificate unless told so in words that stand out in
+    /// review.
+    public struct Configuration: Sendable, Hashable {
+        /// The longest resolving the name and connecting (TCP and TLS) may take. Default: 10 s.
+        public var connectTimeout: Duration
+
+        /// The longest a whole request may take, from start to the last byte of the body, when
+        /// ``Sesame/HTTPRequest/timeout`` is `nil`. Default: 60 s. A server that accepts and
+        /// never answers gets a ``Sesame/TransportError/Kind/timedOut`` error after this long.
+        public var timeout: Duration
+
+        /// The largest response body accepted, in bytes, after decompression. Default: 16 MiB.
+        ///
+        /// A larger body stops the transfer (as soon as the `Content-Length` says so, or when
+        /// the limit is crossed while reading) and `send` throws a
+        /// ``Sesame/TransportError/Kind/bodyTooLarge`` error.
+        public var maximumResponseBodySize: Int
+
+        /// Which redirects are followed. Default: ``RedirectPolicy/safeMethodsOnly``.
+        public var redirects: RedirectPolicy
+
+        /// How server certificates are checked. Default: ``TLSVerification/system``.
+        public var tlsVerification: TLSVerification
+
+        /// Whether and which proxy is used. Default: ``ProxyPolicy/environment``.
+        public var proxy: ProxyPolicy
+
+        /// The `User-Agent` sent when a request does not set one. Default: ``CurlTransport/defaultUserAgent``.
+        public var userAgent: String
+
+        /// Whether to offer gzip, deflate, brotli and zstd and decode what comes back. Default: `true`.
+        ///
+        /// The body handed back is always decoded; its `Content-Encoding` header is left as the
+        /// server sent it. A request that sets its own `Accept-Encoding` header sends that one.
+        public var acceptsCompressedResponses: Bool
+
+        /// Creates a configuration; every argument has the default described on its property.
+        public init(
+            connectTimeout: Duration = .seconds(10),
+            timeout: Duration = .seconds(60),
+            maximumResponseBodySize: Int = 16 * 1024 * 1024,
+            redirects: RedirectPolicy = .safeMethodsOnly,
+            tlsVerification: TLSVerification = .system,
+            proxy: ProxyPolicy = .environment,
+            userAgent: String = CurlTransport.defaultUserAgent,
+            acceptsCompressedResponses: Bool = true
+        ) {
+            self.connectTimeout = connectTimeout
+            self.timeout = timeout
+            self.maximumResponseBodySize = maximumResponseBodySize
+            self.redirects = redirects
+            self.tlsVerification = tlsVerification
+            self.proxy = proxy
+            self.userAgent = userAgent
+            self.acceptsCompressedResponses = acceptsCompressedResponses
+        }
+    }
+
+    /// Which HTTP redirects a ``CurlTransport`` follows by itself.
+    ///
+    /// A redirect that is not followed is returned to the caller as the 3xx response it is.
+    /// Whatever the policy, a redirect from `https` never goes to plain `http`, only `http` and
+    /// `https` targets are followed, and libcurl does not send a request's `Authorization` or
+    /// `Cookie` headers to a different host.
+    public struct RedirectPolicy: Sendable, Hashable, CustomStringConvertible {
+        enum Methods: Hashable {
+            case none
+            case safe
+            case all
+        }
+
+        let methods: Methods
+
+        /// The most redirects followed for one request; one more fails the request with a
+        /// ``Sesame/TransportError/Kind/other`` error that says so.
+        public var maximumRedirects: Int
+
+        /// Follows no redirect.
+        public static let never = RedirectPolicy(methods: .none, maximumRedirects: 0)
+
+        /// The default: follows redirects of `GET` and `HEAD` requests, up to 10.
+        ///
+        /// A `POST`, `PUT`, `PATCH` or `DELETE` gets the 3xx back. Following one would either
+        /// silently turn it into a `GET` and drop its body (301, 302 and 303, as browsers do) or
+        /// re-send the body, which for a token endpoint carries codes and secrets, to wherever
+        /// the `Location` points (307, 308). Neither is something to do behind the caller's back:
+        /// an OAuth or Graph API endpoint that redirects a `POST` is misconfigured, and the
+        /// caller should see that.
+        public static let safeMethodsOnly = RedirectPolicy(methods: .safe, maximumRedirects: 10)
+
+        /// Follows redirects of every method, up to 10, by libcurl's rules: 301, 302 and 303
+        /// turn a `POST` into a `GET` without a body; 307 and 308 repeat the method and body.
+        public static let allMethods = RedirectPolicy(methods: .all, maximumRedirects: 10)
+
+        /// Whether a request with `method` follows redirects.
+        public func follows(_ method: HTTPMethod) -> Bool {
+            switch methods {
+            case .none: false
+            case .safe: method == .get || method == .head
+            case .all: true
+            }
+        }
+
+        public var description: String {
+            switch methods {
+            case .none: "never"
+            case .safe: "GET and HEAD only, up to \(maximumRedirects)"
+            case .all: "every method, up to \(maximumRedirects)"
+            }
+        }
+    }
+
+    /// How a ``CurlTransport`` checks the certificates of HTTPS servers.
+    public struct TLSVerification: Sendable, Hashable, CustomStringConvertible {
+        enum Mode: Hashable {
+            case system
+            case certificateAuthorities(String)
+            case disabled
+        }
+
+        let mode: Mode
+
+        /// The default: the certificate chain must lead to a CA in the system's bundle
+        /// (Debian's `ca-certificates`) and the certificate must name the host.
+        public static let system = TLSVerification(mode: .system)
+
+        /// Trusts the CA certificates in the PEM file at `path` instead of the system's bundle;
+        /// the host name is still checked. For a private CA or a test server.
+        public static func certificateAuthorities(file path: String) -> TLSVerification {
+            TLSVerification(mode: .certificateAuthorities(path))
+        }
+
+        /// Checks nothing: any certificate, for any host, is accepted.
+        ///
+        /// Anyone on the network path can then read and change the traffic, tokens included.
+        /// Never ship this; for a test server use ``certificateAuthorities(file:)`` instead.
+        public static let dangerouslyAcceptAnyCertificate = TLSVerification(mode: .disabled)
+
+        public var description: String {
+            switch mode {
+            case .system: "system CA bundle"
+            case .certificateAuthorities(let path): "CA certificates from \(path)"
+            case .disabled: "DISABLED (any certificate accepted)"
+            }
+        }
+    }
+
+    /// Whether and which proxy a ``CurlTransport`` goes through.
+    public struct ProxyPolicy: Sendable, Hashable, CustomStringConvertible {
+        enum Mode: Hashable {
+            case environment
+            case direct
+            case url(String)
+        }
+
+        let mode: Mode
+
+        /// The default: libcurl reads the environment, as the `curl` command does.
+        ///
+        /// `http_proxy` (lower case only: libcurl ignores `HTTP_PROXY`, which a CGI
+        /// environment lets a client set), `https_proxy` or `HTTPS_PROXY`, and `all_proxy` or
+        /// `ALL_PROXY` name the proxy for each scheme; `no_proxy` or `NO_PROXY` lists hosts,
+        /// domains (`.example.com`) or `*` that go direct. With none of them set, requests go
+        /// direct.
+        public static let environment = ProxyPolicy(mode: .environment)
+
+        /// Never uses a proxy, whatever the environment says.
+        public static let direct = ProxyPolicy(mode: .direct)
+
+        /// Uses the proxy at `proxy` (such as `http://proxy.example:3128` or
+        /// `socks5h://127.0.0.1:1080`) for every request, whatever the environment says.
+        public static func url(_ proxy: String) -> ProxyPolicy { ProxyPolicy(mode: .url(proxy)) }
+
+        public var description: String {
+            switch mode {
+            case .environment: "from the environment"
+            case .direct: "none"
+            case .url(let url): url
+            }
+        }
+    }
+}

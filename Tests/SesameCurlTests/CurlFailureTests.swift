@@ -1,0 +1,191 @@
+import Foundation
+import Sesame
+import Testing
+
+@testable import SesameCurl
+
+/// Failures below HTTP, against a bare TCP listener on loopback.
+@Suite("CurlTransport failures")
+struct CurlFailureTests {
+    let transport = CurlTransport()
+
+    @Test("a refused connection is a connectionFailed error that the core retries")
+    func refused() async throws {
+        let port = try RawListener.unusedPort()
+        let error = try await #require(throws: TransportError.self) {
+            try await transport.send(HTTPRequest(url: URL(string: "http://127.0.0.1:\(port)/me")!))
+        }
+        #expect(error.kind == .connectionFailed)
+        #expect(error.host == "127.0.0.1")
+        #expect(error.message.contains("libcurl error 7"))
+        #expect(AuthError.transport(error).category == .retry)
+    }
+
+    @Test("a server that accepts and never answers gives a timeout, not a hang")
+    func silentServer() async throws {
+        let listener = try RawListener(.silent)
+        defer { listener.stop() }
+        let request = HTTPRequest(url: listener.baseURL.appending(path: "slow"), timeout: .milliseconds(300))
+        let error = try await #require(throws: TransportError.self) { try await transport.send(request) }
+        #expect(error.kind == .timedOut)
+        #expect(listener.requestsSeen == 1)
+        #expect(AuthError.transport(error).category == .retry)
+    }
+
+    @Test(
+        "a connection closed or reset before an answer is connectionLost",
+        arguments: [RawListener.Behaviour.resetAfterRequest, .closeAfterRequest])
+    func connectionLost(behaviour: RawListener.Behaviour) async throws {
+        let listener = try RawListener(behaviour)
+        defer { listener.stop() }
+        let error = try await #require(throws: TransportError.self) {
+            try await transport.send(HTTPRequest(url: listener.baseURL.appending(path: "me")))
+        }
+        #expect(error.kind == .connectionLost)
+        #expect(error.isTransient)
+    }
+
+    @Test("a body without Content-Length that outgrows the limit stops the transfer")
+    func oversizedBodyWithoutLength() async throws {
+        let body = String(repeating: "x", count: 4096)
+        let listener = try RawListener(
+            .respond(Data("HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Type: text/plain\r\n\r\n\(body)".utf8)))
+        defer { listener.stop() }
+        let small = CurlTransport(configuration: .init(maximumResponseBodySize: 1024))
+        let error = try await #require(throws: TransportError.self) {
+            try await small.send(HTTPRequest(url: listener.baseURL.appending(path: "big")))
+        }
+        #expect(error.kind == .bodyTooLarge)
+        #expect(error.message.contains("1 KiB limit"))
+        #expect(error.message.contains("maximumResponseBodySize"))
+    }
+
+    @Test("repeated response headers are kept, in order, and found in any case")
+    func rawHeaders() async throws {
+        let listener = try RawListener(
+            .respond(
+                Data(
+                    ("HTTP/1.1 201 Created\r\nConnection: close\r\nX-Request-ID: abc\r\nSet-Cookie: a=1\r\n"
+                        + "Set-Cookie: b=2\r\nContent-Length: 2\r\n\r\nok").utf8)))
+        defer { listener.stop() }
+        let response = try await transport.send(HTTPRequest(url: listener.baseURL))
+        #expect(response.status == 201)
+        #expect(response.headers["x-request-id"] == "abc")
+        #expect(response.headers["X-REQUEST-ID"] == "abc")
+        #expect(response.headers.values(for: "set-cookie") == ["a=1", "b=2"])
+        #expect(response.body == Data("ok".utf8))
+    }
+
+    @Test("the query, where tokens travel, never appears in an error")
+    func errorsHideTheQuery() async throws {
+        let port = try RawListener.unusedPort()
+        let url = URL(string: "http://127.0.0.1:\(port)/me?access_token=EAAB-secret-token&fields=id")!
+        let error = try await #require(throws: TransportError.self) {
+            try await transport.send(HTTPRequest(url: url))
+        }
+        #expect(!error.description.contains("secret"))
+        #expect(error.description.contains("GET http://127.0.0.1:\(port)/me"))
+    }
+
+    @Test("a header value with a line break is refused before anything is sent, without echoing the value")
+    func headerInjection() async throws {
+        let listener = try RawListener(.silent)
+        defer { listener.stop() }
+        let request = HTTPRequest(
+            url: listener.baseURL, headers: ["Authorization": "Bearer secret-token\r\nX-Injected: 1"])
+        let error = try await #require(throws: TransportError.self) { try await transport.send(request) }
+        #expect(error.kind == .invalidRequest)
+        #expect(!error.message.contains("secret"))
+        #expect(listener.requestsSeen == 0)
+    }
+
+    @Test("a header name that is not an HTTP token is refused")
+    func badHeaderName() async throws {
+        let request = HTTPRequest(url: URL(string: "http://127.0.0.1:1/")!, headers: ["Bad Name": "x"])
+        let error = try await #require(throws: TransportError.self) { try await transport.send(request) }
+        #expect(error.kind == .invalidRequest)
+        #expect(error.message.contains("Bad Name"))
+    }
+
+    @Test("only http and https URLs are sent", arguments: ["file:///etc/passwd", "ftp://127.0.0.1/x", "gopher://x/"])
+    func otherSchemes(url: String) async throws {
+        let error = try await #require(throws: TransportError.self) {
+            try await transport.send(HTTPRequest(url: URL(string: url)!))
+        }
+        #expect(error.kind == .invalidRequest)
+    }
+
+    @Test("an already cancelled task throws CancellationError without sending")
+    func cancelledBeforeSending() async throws {
+        let listener = try RawListener(.silent)
+        defer { listener.stop() }
+        let transport = self.transport
+        let task = Task {
+            withUnsafeCurrentTask { $0?.cancel() }
+            return try await transport.send(HTTPRequest(url: listener.baseURL))
+        }
+        await #expect(throws: CancellationError.self) { try await task.value }
+        #expect(listener.requestsSeen == 0)
+    }
+}
+
+/// The pieces that need no network.
+@Suite("CurlTransport internals")
+struct CurlInternalsTests {
+    @Test(
+        "libcurl results map to transport error kinds",
+        arguments: [
+            (6, TransportError.Kind.dnsFailure), (5, .dnsFailure), (7, .connectionFailed), (28, .timedOut),
+            (52, .connectionLost), (55, .connectionLost), (56, .connectionLost), (18, .connectionLost),
+            (16, .connectionLost), (35, .tlsFailure), (60, .tlsFailure), (58, .tlsFailure), (77, .tlsFailure),
+            (63, .bodyTooLarge), (1, .invalidRequest), (3, .invalidRequest), (47, .other), (8, .other),
+        ])
+    func errorKinds(code: Int, kind: TransportError.Kind) {
+        #expect(CurlErrors.kind(ofCode: code) == kind)
+    }
+
+    @Test("header blocks: repeats kept, folded lines joined, only the last response's headers")
+    func headerParsing() {
+        let block =
+            "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nSet-Cookie: a=1\r\nX-Long: one\r\n\t two\r\n"
+            + "Set-Cookie: b=2\r\nX-Empty:\r\n\r\n"
+        let headers = CurlTransfer.parseHeaders(Array(block.utf8))
+        #expect(headers.count == 5)
+        #expect(headers["content-type"] == "application/json")
+        #expect(headers.values(for: "Set-Cookie") == ["a=1", "b=2"])
+        #expect(headers["x-long"] == "one two")
+        #expect(headers["x-empty"] == "")
+    }
+
+    @Test(
+        "durations become libcurl milliseconds, never 0 (which would mean no limit)",
+        arguments: [
+            (Duration.zero, 1), (.microseconds(10), 1), (.milliseconds(1500), 1500), (.seconds(60), 60_000),
+            (.seconds(-5), 1), (.seconds(Int64(Int32.max) + 10), Int(Int32.max)),
+        ])
+    func milliseconds(duration: Duration, expected: Int) {
+        #expect(CurlTransfer.milliseconds(duration) == expected)
+    }
+
+    @Test("redirect policies: GET and HEAD only by default")
+    func redirectPolicies() {
+        let policy = CurlTransport.Configuration().redirects
+        #expect(policy.follows(.get) && policy.follows(.head))
+        #expect(!policy.follows(.post) && !policy.follows(.put) && !policy.follows(.delete) && !policy.follows(.patch))
+        #expect(CurlTransport.RedirectPolicy.allMethods.follows(.post))
+        #expect(!CurlTransport.RedirectPolicy.never.follows(.get))
+    }
+
+    @Test("the defaults are the documented ones")
+    func defaults() {
+        let configuration = CurlTransport.Configuration()
+        #expect(configuration.connectTimeout == .seconds(10))
+        #expect(configuration.timeout == .seconds(60))
+        #expect(configuration.maximumResponseBodySize == 16 * 1024 * 1024)
+        #expect(configuration.redirects.maximumRedirects == 10)
+        #expect(configuration.tlsVerification == .system)
+        #expect(configuration.proxy == .environment)
+        #expect(configuration.userAgent.hasPrefix("Sesame libcurl/"))
+        #expect(CurlTransport.libcurlVersion.split(separator: ".").count == 3)
+    }
+}

@@ -1,0 +1,164 @@
+import Foundation
+import Synchronization
+
+/// A bare TCP listener on 127.0.0.1 for the cases a well-behaved HTTP server never produces:
+/// accepting and never answering, resetting the connection, or sending hand-written bytes.
+///
+/// It serves on its own thread (blocking socket calls stay off the cooperative pool) and
+/// closes every socket in ``stop()``.
+final class RawListener: Sendable {
+    /// What the listener does with each connection.
+    enum Behaviour: Sendable {
+        /// Reads the request and never answers, keeping the connection open until stop.
+        case silent
+        /// Reads the request, then resets the connection (RST, by SO_LINGER 0).
+        case resetAfterRequest
+        /// Reads the request, then closes the connection without a byte of answer.
+        case closeAfterRequest
+        /// Reads the request, writes these bytes, then closes the connection.
+        case respond(Data)
+    }
+
+    let port: Int
+    private let listenSocket: Int32
+    private let behaviour: Behaviour
+    private let state = Mutex(State())
+
+    private struct State {
+        var stopped = false
+        var connections: [Int32] = []
+        var requestsSeen = 0
+    }
+
+    init(_ behaviour: Behaviour) throws {
+        self.behaviour = behaviour
+        let (socket, port) = try Self.bindLoopback()
+        listenSocket = socket
+        self.port = port
+        let thread = Thread { [self] in acceptLoop() }
+        thread.start()
+    }
+
+    /// `http://127.0.0.1:<port>`.
+    var baseURL: URL { URL(string: "http://127.0.0.1:\(port)")! }
+
+    /// How many complete request heads the listener has read.
+    var requestsSeen: Int { state.withLock { $0.requestsSeen } }
+
+    /// Stops accepting and closes every connection.
+    func stop() {
+        let connections = state.withLock { state in
+            state.stopped = true
+            defer { state.connections.removeAll() }
+            return state.connections
+        }
+        shutdown(listenSocket, Int32(SHUT_RDWR))
+        for connection in connections { close(connection) }
+    }
+
+    deinit {
+        stop()
+        close(listenSocket)
+    }
+
+    /// A port on 127.0.0.1 that nothing listens on (bound, then closed again).
+    static func unusedPort() throws -> Int {
+        let (socket, port) = try bindLoopback(listening: false)
+        close(socket)
+        return port
+    }
+
+    private static func bindLoopback(listening: Bool = true) throws -> (Int32, Int) {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { throw POSIXError(.init(rawValue: errno) ?? .EIO) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let ok = withUnsafeMutablePointer(to: &address) { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { socketAddress in
+                bind(fd, socketAddress, length) == 0 && getsockname(fd, socketAddress, &length) == 0
+            }
+        }
+        guard ok, !listening || listen(fd, 64) == 0 else {
+            let error = errno
+            close(fd)
+            throw POSIXError(.init(rawValue: error) ?? .EIO)
+        }
+        return (fd, Int(UInt16(bigEndian: address.sin_port)))
+    }
+
+    private func acceptLoop() {
+        while true {
+            let connection = accept(listenSocket, nil, nil)
+            guard connection >= 0 else { return }  // shut down by stop()
+            let accepted = state.withLock { state in
+                guard !state.stopped else { return false }
+                state.connections.append(connection)
+                return true
+            }
+            guard accepted else {
+                close(connection)
+                return
+            }
+            let behaviour = self.behaviour
+            Thread { [self] in serve(connection, behaviour) }.start()
+        }
+    }
+
+    private func serve(_ connection: Int32, _ behaviour: Behaviour) {
+        guard readRequestHead(connection) else { return }
+        state.withLock { $0.requestsSeen += 1 }
+        switch behaviour {
+        case .silent:
+            return  // stop() closes it
+        case .resetAfterRequest:
+            var linger = Glibc.linger(l_onoff: 1, l_linger: 0)
+            setsockopt(connection, SOL_SOCKET, SO_LINGER, &linger, socklen_t(MemoryLayout<Glibc.linger>.size))
+            closeOnce(connection)
+        case .closeAfterRequest:
+            closeOnce(connection)
+        case .respond(let bytes):
+            bytes.withUnsafeBytes { buffer in
+                var offset = 0
+                while offset < buffer.count {
+                    let written = send(connection, buffer.baseAddress! + offset, buffer.count - offset, Int32(MSG_NOSIGNAL))
+                    if written <= 0 { break }
+                    offset += written
+                }
+            }
+            closeOnce(connection)
+        }
+    }
+
+    /// Closes `connection` unless stop() already did.
+    private func closeOnce(_ connection: Int32) {
+        let owned = state.withLock { state in
+            guard let index = state.connections.firstIndex(of: connection) else { return false }
+            state.connections.remove(at: index)
+            return true
+        }
+        if owned { close(connection) }
+    }
+
+    /// Reads until the blank line that ends a request head; false if the peer went away first.
+    private func readRequestHead(_ connection: Int32) -> Bool {
+        var received: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        while !received.containsHeadEnd {
+            let count = buffer.withUnsafeMutableBytes { recv(connection, $0.baseAddress, $0.count, 0) }
+            guard count > 0 else { return false }
+            received += buffer[0..<count]
+        }
+        return true
+    }
+}
+
+extension [UInt8] {
+    fileprivate var containsHeadEnd: Bool {
+        let end: [UInt8] = [13, 10, 13, 10]
+        guard count >= 4 else { return false }
+        for start in 0...(count - 4) where self[start..<(start + 4)].elementsEqual(end) { return true }
+        return false
+    }
+}
