@@ -8,6 +8,7 @@ let package = Package(
         .library(name: "Sesame", targets: ["Sesame"]),
         .library(name: "SesameTesting", targets: ["SesameTesting"]),
         .library(name: "SesameHTTPServer", targets: ["SesameHTTPServer"]),
+        .library(name: "SesameEmulator", targets: ["SesameEmulator"]),
     ],
     targets: [
         // System libraries: a module map and a header of static inline shims each.
@@ -36,6 +37,9 @@ let package = Package(
         .target(name: "SesameHTTPServer", dependencies: ["Sesame", "CMicroHTTPD"]),
         .testTarget(
             name: "SesameHTTPServerTests", dependencies: ["SesameHTTPServer", "Sesame", "SesameTesting"]),
+        // A local Facebook: login dialog, Graph API, device login, scenarios (fault injection).
+        .target(name: "SesameEmulator", dependencies: ["Sesame"]),
+        .testTarget(name: "SesameEmulatorTests", dependencies: ["SesameEmulator", "Sesame"]),
 
         // Side-by-side measurements: `swift run -c release sesame-bench <name> [--json]`.
         .executableTarget(
