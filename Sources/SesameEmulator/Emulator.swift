@@ -76,8 +76,8 @@ public final class Emulator: Sendable {
     /// any host. For fast unit tests; providers should also be tested over real HTTP.
     public var transport: EmulatorTransport { EmulatorTransport(engine: engine) }
 
-    /// Answers one request in-process.
-    func respond(to request: EmulatorRequest) async -> EmulatorOutcome {
+    /// Answers one request in-process, without waiting out any delay.
+    package func respond(to request: EmulatorRequest) async -> EmulatorOutcome {
         await engine.handle(request)
     }
 

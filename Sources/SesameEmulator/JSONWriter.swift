@@ -75,5 +75,5 @@ extension String {
 
 extension JSONValue {
     /// A whole number as JSON.
-    static func int(_ value: Int) -> JSONValue { .number(Double(value)) }
+    package static func int(_ value: Int) -> JSONValue { .number(Double(value)) }
 }
