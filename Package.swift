@@ -38,7 +38,7 @@ let package = Package(
         .testTarget(
             name: "SesameHTTPServerTests", dependencies: ["SesameHTTPServer", "Sesame", "SesameTesting"]),
         // A local Facebook: login dialog, Graph API, device login, scenarios (fault injection).
-        .target(name: "SesameEmulator", dependencies: ["Sesame"]),
+        .target(name: "SesameEmulator", dependencies: ["Sesame", "SesameHTTPServer"]),
         .testTarget(name: "SesameEmulatorTests", dependencies: ["SesameEmulator", "Sesame"]),
 
         // Side-by-side measurements: `swift run -c release sesame-bench <name> [--json]`.

@@ -1,5 +1,6 @@
 import Foundation
 import Sesame
+import SesameHTTPServer
 import Synchronization
 
 /// Where a running emulator answers.
@@ -67,6 +68,51 @@ public final class Emulator: Sendable {
     public init(configuration: EmulatorConfiguration = EmulatorConfiguration()) throws {
         self.configuration = configuration
         self.engine = try EmulatorEngine(configuration: configuration)
+    }
+
+    /// Starts listening on 127.0.0.1 (on ``EmulatorConfiguration/port``; 0 picks a free port) and
+    /// returns where it answers.
+    ///
+    /// - Throws: ``EmulatorError`` when it is already running or the port cannot be bound.
+    @discardableResult
+    public func start() async throws -> EmulatorEndpoints {
+        let engine = self.engine
+        let serverConfiguration = HTTPServer.Configuration(
+            host: "127.0.0.1", port: configuration.port, maxConnections: 1024,
+            maxBodyBytes: configuration.limits.maxBodyBytes, stopGracePeriod: .seconds(2))
+        let server = HTTPServer(configuration: serverConfiguration) { request in
+            let outcome = await engine.handle(
+                EmulatorRequest(
+                    method: request.method, path: request.path, query: request.query, headers: request.headers,
+                    body: request.body))
+            if outcome.delay > .zero { try? await Task.sleep(for: outcome.delay) }
+            guard let response = outcome.response else { return .dropConnection }
+            return HTTPServerResponse(status: response.status, headers: response.headers, body: response.body)
+        }
+        try running.withLock { state in
+            guard state == nil else { throw EmulatorError(message: "The emulator is already running; stop it first.") }
+            do { try server.start() } catch {
+                throw EmulatorError(
+                    message: "The emulator could not listen on 127.0.0.1:\(configuration.port): \(error). "
+                        + "Choose another port, or 0 for any free one.")
+            }
+            state = RunningServer(
+                server: server, endpoints: EmulatorEndpoints(baseURL: server.baseURL, graphVersion: configuration.graphVersion))
+        }
+        let endpoints = EmulatorEndpoints(baseURL: server.baseURL, graphVersion: configuration.graphVersion)
+        await engine.setBaseURL(endpoints.baseURL)
+        return endpoints
+    }
+
+    /// Stops listening (answering the requests in flight first) and writes the state file.
+    /// Calling it again, or before ``start()``, only writes the state file.
+    public func stop() async {
+        let server = running.withLock { state -> HTTPServer? in
+            defer { state = nil }
+            return state?.server
+        }
+        await server?.stop()
+        await engine.saveNow()
     }
 
     /// Where it answers, while it runs.
@@ -215,5 +261,6 @@ public struct EmulatorTransport: HTTPTransport {
 
 /// The HTTP server of a started emulator.
 struct RunningServer: Sendable {
+    var server: HTTPServer
     var endpoints: EmulatorEndpoints
 }

@@ -35,11 +35,11 @@ struct Harness: Sendable {
         var configuration = EmulatorConfiguration()
         configure(&configuration)
         let emulator = try Emulator(configuration: configuration)
-        // TEMPORARY until SesameHTTPServer is on main: in-process.
-        return Harness(emulator: emulator, base: URL(string: "http://127.0.0.1:9")!, transport: emulator.transport)
+        let endpoints = try await emulator.start()
+        return Harness(emulator: emulator, base: endpoints.baseURL, transport: LoopbackTransport())
     }
 
-    func stop() async { await emulator.save() }
+    func stop() async { await emulator.stop() }
 
     func url(_ path: String, _ query: [(String, String)] = []) -> URL {
         let text = base.absoluteString + path
