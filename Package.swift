@@ -43,7 +43,7 @@ let package = Package(
 
         // Side-by-side measurements: `swift run -c release sesame-bench <name> [--json]`.
         .executableTarget(
-            name: "sesame-bench", dependencies: ["Sesame", "SesameHTTPServer"], path: "Benchmarks/SesameBench"),
+            name: "sesame-bench", dependencies: ["Sesame", "SesameHTTPServer", "SesameEmulator"], path: "Benchmarks/SesameBench"),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -15,7 +15,8 @@ struct Benchmark: Sendable {
 
 let benchmarks: [Benchmark] = [
     // Registered by the files beside this one, one line each.
-    httpServerBenchmark
+    httpServerBenchmark,
+    emulatorBenchmark,
 ]
 
 func usage() -> String {

@@ -81,7 +81,7 @@ public final class Emulator: Sendable {
             host: "127.0.0.1", port: configuration.port, maxConnections: 1024,
             maxBodyBytes: configuration.limits.maxBodyBytes, stopGracePeriod: .seconds(2))
         let server = HTTPServer(configuration: serverConfiguration) { request in
-            let outcome = await engine.handle(
+            let outcome = engine.handle(
                 EmulatorRequest(
                     method: request.method, path: request.path, query: request.query, headers: request.headers,
                     body: request.body))
@@ -100,7 +100,7 @@ public final class Emulator: Sendable {
                 server: server, endpoints: EmulatorEndpoints(baseURL: server.baseURL, graphVersion: configuration.graphVersion))
         }
         let endpoints = EmulatorEndpoints(baseURL: server.baseURL, graphVersion: configuration.graphVersion)
-        await engine.setBaseURL(endpoints.baseURL)
+        engine.setBaseURL(endpoints.baseURL)
         return endpoints
     }
 
@@ -124,7 +124,7 @@ public final class Emulator: Sendable {
 
     /// Answers one request in-process, without waiting out any delay.
     package func respond(to request: EmulatorRequest) async -> EmulatorOutcome {
-        await engine.handle(request)
+        engine.handle(request)
     }
 
     /// Writes the state file now, if there is one and anything changed.
@@ -136,17 +136,17 @@ public final class Emulator: Sendable {
     @discardableResult
     public func activate(_ setting: ScenarioSetting) async throws -> ActiveScenario {
         try setting.validate()
-        return try await engine.run { $0.activate(setting) }
+        return try engine.run { $0.activate(setting) }
     }
 
     /// The scenarios active now.
-    public func activeScenarios() async -> [ActiveScenario] { (try? await engine.run { $0.scenarios }) ?? [] }
+    public func activeScenarios() async -> [ActiveScenario] { (try? engine.run { $0.scenarios }) ?? [] }
 
     /// Ends every scenario.
-    public func clearScenarios() async { _ = try? await engine.run { $0.scenarios.removeAll() } }
+    public func clearScenarios() async { _ = try? engine.run { $0.scenarios.removeAll() } }
 
     /// Adds a person who can log in (or replaces the one with the same id).
-    public func addUser(_ user: EmulatedUser) async { _ = try? await engine.run { $0.addUser(user) } }
+    public func addUser(_ user: EmulatedUser) async { _ = try? engine.run { $0.addUser(user) } }
 
     /// Logs a person in to an app without a dialog and returns a user access token.
     ///
@@ -166,7 +166,7 @@ public final class Emulator: Sendable {
         if let user { body["user"] = .string(user) }
         if let app { body["app"] = .string(app) }
         let request = body
-        let answer = try await engine.run { try $0.adminToken(request) }
+        let answer = try engine.run { try $0.adminToken(request) }
         return answer["access_token"]?.stringValue ?? ""
     }
 
@@ -192,7 +192,7 @@ public final class Emulator: Sendable {
     private func answerDialog(url: URL, user: String?, grant: [String]?, decline: [String]?, cancel: Bool)
         async throws -> URL
     {
-        let location = try await engine.run { engine in
+        let location = try engine.run { engine in
             let dialog = try engine.selectDialog(["url": .string(url.absoluteString)])
             return try engine.completeDialog(dialog, userID: user, grant: grant, decline: decline, cancel: cancel)
         }
@@ -206,33 +206,20 @@ public final class Emulator: Sendable {
     public func approveDevice(userCode: String, user: String? = nil, grant: [String]? = nil, decline: [String]? = nil)
         async throws
     {
-        try await engine.run {
+        try engine.run {
             _ = try $0.answerDevice(userCode: userCode, userID: user, grant: grant, decline: decline, approve: true)
         }
     }
 
     /// Declines a pending device login.
     public func denyDevice(userCode: String) async throws {
-        try await engine.run {
+        try engine.run {
             _ = try $0.answerDevice(userCode: userCode, userID: nil, grant: nil, decline: nil, approve: false)
         }
     }
 
     /// Moves the emulator's clock forward: tokens, codes and device codes age.
-    public func advanceClock(by seconds: TimeInterval) async { _ = try? await engine.run { $0.advanceClock(by: seconds) } }
-}
-
-extension EmulatorEngine {
-    /// Runs `body` on the engine, turning its Graph errors into ``EmulatorError``.
-    func run<T: Sendable>(_ body: @Sendable (isolated EmulatorEngine) throws -> T) throws -> T {
-        prepare()
-        do {
-            return try body(self)
-        } catch let error as GraphError {
-            throw EmulatorError(message: error.message)
-        }
-    }
-
+    public func advanceClock(by seconds: TimeInterval) async { _ = try? engine.run { $0.advanceClock(by: seconds) } }
 }
 
 /// An ``HTTPTransport`` that hands requests to an emulator in the same process.
@@ -247,7 +234,7 @@ public struct EmulatorTransport: HTTPTransport {
         if headers["Host"] == nil, let host = request.url.host {
             headers["Host"] = request.url.port.map { "\(host):\($0)" } ?? host
         }
-        let outcome = await engine.handle(
+        let outcome = engine.handle(
             EmulatorRequest(method: request.method, url: request.url, headers: headers, body: request.body ?? Data()))
         if outcome.delay > .zero { try await Task.sleep(for: outcome.delay) }
         guard let response = outcome.response else {

@@ -57,7 +57,7 @@ extension EmulatorEngine {
     func cookieUser(_ request: EmulatorRequest) -> String? {
         for header in request.headers.values(for: "Cookie") {
             for part in header.split(separator: ";") {
-                let pair = part.trimmingCharacters(in: .whitespaces).split(separator: "=", maxSplits: 1)
+                let pair = part.trimmedASCII.split(separator: "=", maxSplits: 1)
                 if pair.count == 2, pair[0] == "sesame_user" { return String(pair[1]) }
             }
         }

@@ -52,36 +52,42 @@ struct FieldList {
 
     /// Parses `fields`, splitting at top-level commas only.
     static func parse(_ text: String?, defaults: [String], limit: Int) throws -> FieldList {
-        guard let text, !text.trimmingCharacters(in: .whitespaces).isEmpty else { return FieldList(names: defaults) }
+        guard let text, !text.trimmedASCII.isEmpty else { return FieldList(names: defaults) }
         var names: [String] = []
-        var current = ""
         var depth = 0
-        for character in text {
-            switch character {
-            case "{", "(":
+        var start = text.utf8.startIndex
+        // The name ends at the first `{`, `.` or `(` of its entry.
+        var nameEnd: String.Index?
+        func finish(_ end: String.Index) {
+            let name = String(text[start..<(nameEnd ?? end)]).trimmedASCII
+            if !name.isEmpty { names.append(name) }
+        }
+        var index = text.utf8.startIndex
+        while index < text.utf8.endIndex {
+            let byte = text.utf8[index]
+            switch byte {
+            case UInt8(ascii: "{"), UInt8(ascii: "("):
+                if depth == 0, nameEnd == nil { nameEnd = index }
                 depth += 1
-                current.append(character)
-            case "}", ")":
+            case UInt8(ascii: "}"), UInt8(ascii: ")"):
                 depth -= 1
                 guard depth >= 0 else { throw GraphError.invalidParameter("Syntax error in the fields parameter.") }
-                current.append(character)
-            case "," where depth == 0:
-                names.append(current)
-                current = ""
-            default: current.append(character)
+            case UInt8(ascii: ".") where depth == 0:
+                if nameEnd == nil { nameEnd = index }
+            case UInt8(ascii: ",") where depth == 0:
+                finish(index)
+                start = text.utf8.index(after: index)
+                nameEnd = nil
+            default: break
             }
+            index = text.utf8.index(after: index)
         }
         guard depth == 0 else { throw GraphError.invalidParameter("Syntax error in the fields parameter.") }
-        names.append(current)
-        let bare = names.map { name -> String in
-            let trimmed = name.trimmingCharacters(in: .whitespaces)
-            let end = trimmed.firstIndex { $0 == "{" || $0 == "." || $0 == "(" } ?? trimmed.endIndex
-            return String(trimmed[..<end])
-        }.filter { !$0.isEmpty }
-        guard bare.count <= limit else {
+        finish(text.utf8.endIndex)
+        guard names.count <= limit else {
             throw GraphError.invalidParameter("Too many fields (the emulator accepts \(limit)).")
         }
-        return FieldList(names: bare)
+        return FieldList(names: names)
     }
 }
 
@@ -191,7 +197,6 @@ extension EmulatorEngine {
         let fields = try FieldList.parse(context.parameters["fields"], defaults: ["id", "name"], limit: limits.maxFields)
         let granted = Set(effectivePermissions(appID: caller.appID, userID: userID).granted)
         var node: [String: JSONValue] = [:]
-        let origin = origin(for: context.request)
         for field in fields.names {
             switch field {
             case "id": node["id"] = .string(user.id)
@@ -212,7 +217,7 @@ extension EmulatorEngine {
                 node["picture"] = .object([
                     "data": .object([
                         "height": .int(50), "width": .int(50), "is_silhouette": .bool(true),
-                        "url": .string("\(origin)\(context.versionPrefix)/\(user.id)/picture"),
+                        "url": .string("\(origin(for: context.request))\(context.versionPrefix)/\(user.id)/picture"),
                     ])
                 ])
             case "permissions":
@@ -307,7 +312,7 @@ extension EmulatorEngine {
         let parameters = context.parameters
         let message = parameters["message"] ?? ""
         let link = parameters.nonEmpty("link")
-        guard !message.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty || link != nil else {
+        guard !message.trimmedASCII.isEmpty || link != nil else {
             throw GraphError.missingMessage
         }
         guard message.count <= limits.maxMessageCharacters else {

@@ -46,6 +46,12 @@ enum JSONWriter {
 
     private static func writeString(_ text: String, to output: inout String) {
         output += "\""
+        // Most strings need no escape at all: append them whole.
+        if !text.utf8.contains(where: { $0 < 0x20 || $0 == 0x22 || $0 == 0x5C || $0 == 0xE2 }) {
+            output += text
+            output += "\""
+            return
+        }
         for scalar in text.unicodeScalars {
             switch scalar {
             case "\"": output += "\\\""

@@ -20,10 +20,10 @@ struct UsageMeter: Sendable {
     mutating func count(appID: String, at date: Date) {
         let minute = Self.minute(of: date)
         let slot = Int(((minute % 60) + 60) % 60)
-        var appBuckets = buckets[appID] ?? Array(repeating: Bucket(), count: 60)
-        if appBuckets[slot].minute != minute { appBuckets[slot] = Bucket(minute: minute) }
-        appBuckets[slot].calls += 1
-        buckets[appID] = appBuckets
+        if buckets[appID] == nil { buckets[appID] = Array(repeating: Bucket(), count: 60) }
+        // Mutated in place: no copy of the app's buckets per call.
+        if buckets[appID]![slot].minute != minute { buckets[appID]![slot] = Bucket(minute: minute) }
+        buckets[appID]![slot].calls += 1
         currentAppID = appID
     }
 
