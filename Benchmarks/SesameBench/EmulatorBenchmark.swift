@@ -37,7 +37,9 @@ let emulatorBenchmark = Benchmark(
     let endpoints = try await emulator.start()
     let token = try await emulator.issueToken(permissions: ["email"], longLived: true)
     let url = endpoints.graphURL.absoluteString + "/v19.0/me?fields=id,name,email"
-    func load(_ url: String, seconds: Int, headers: [String]) throws -> (requestsPerSecond: Double, p50: String, p99: String, errors: Int) {
+    func load(
+        _ url: String, seconds: Int, headers: [String]
+    ) throws -> (requestsPerSecond: Double, p50: String, p99: String, errors: Int) {
         var command = [wrk, "-t", "2", "-c", "\(connections)", "-d", "\(seconds)s", "--latency"]
         for header in headers { command += ["-H", header] }
         command.append(url)
@@ -83,7 +85,8 @@ let emulatorBenchmark = Benchmark(
     _ = try load(nginx.url, seconds: 2, headers: [])
     let nginxFigures = try load(nginx.url, seconds: seconds, headers: [])
 
-    let ratio = nginxFigures.requestsPerSecond > 0 ? emulatorFigures.requestsPerSecond / nginxFigures.requestsPerSecond : 0
+    let ratio =
+        nginxFigures.requestsPerSecond > 0 ? emulatorFigures.requestsPerSecond / nginxFigures.requestsPerSecond : 0
     if json {
         let object: [String: Any] = [
             "benchmark": "emulator", "seconds": seconds, "connections": connections,
@@ -137,12 +140,14 @@ private struct BenchNginx {
     let url: String
 
     static func start(body: Data, workers: String) throws -> BenchNginx {
-        guard let nginx = ["/usr/sbin/nginx", "/usr/local/sbin/nginx"].first(where: FileManager.default.isExecutableFile)
-            ?? findExecutable("nginx")
+        guard
+            let nginx = ["/usr/sbin/nginx", "/usr/local/sbin/nginx"].first(where: FileManager.default.isExecutableFile)
+                ?? findExecutable("nginx")
         else {
             throw BenchmarkError("nginx is not installed (apt-get install nginx-light); it is the comparison")
         }
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("sesame-bench-emulator-nginx-\(getpid())")
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "sesame-bench-emulator-nginx-\(getpid())")
         try? FileManager.default.removeItem(at: directory)
         let root = directory.appendingPathComponent("www")
         try FileManager.default.createDirectory(at: root, withIntermediateDirectories: true)
@@ -174,7 +179,9 @@ private struct BenchNginx {
         try Data(configuration.utf8).write(to: directory.appendingPathComponent("nginx.conf"))
         let process = Process()
         process.executableURL = URL(fileURLWithPath: nginx)
-        process.arguments = ["-e", directory.appendingPathComponent("error.log").path, "-p", directory.path, "-c", "nginx.conf"]
+        process.arguments = [
+            "-e", directory.appendingPathComponent("error.log").path, "-p", directory.path, "-c", "nginx.conf",
+        ]
         process.standardOutput = FileHandle.nullDevice
         process.standardError = FileHandle.nullDevice
         try process.run()

@@ -97,7 +97,8 @@ public final class Emulator: Sendable {
                         + "Choose another port, or 0 for any free one.")
             }
             state = RunningServer(
-                server: server, endpoints: EmulatorEndpoints(baseURL: server.baseURL, graphVersion: configuration.graphVersion))
+                server: server,
+                endpoints: EmulatorEndpoints(baseURL: server.baseURL, graphVersion: configuration.graphVersion))
         }
         let endpoints = EmulatorEndpoints(baseURL: server.baseURL, graphVersion: configuration.graphVersion)
         engine.setBaseURL(endpoints.baseURL)
@@ -132,7 +133,7 @@ public final class Emulator: Sendable {
 
     // MARK: - The admin API in Swift
 
-    /// Activates a scenario. See <doc:Scenarios>.
+    /// Activates a scenario. See <doc:ScenarioCatalogue>.
     @discardableResult
     public func activate(_ setting: ScenarioSetting) async throws -> ActiveScenario {
         try setting.validate()
@@ -153,7 +154,8 @@ public final class Emulator: Sendable {
     /// - Parameters:
     ///   - user: the person's id; the first configured person when `nil`.
     ///   - app: the app's id; the default app when `nil`.
-    ///   - permissions: granted (with `public_profile`); `declined` are recorded as declined.
+    ///   - permissions: the permissions granted (with `public_profile`).
+    ///   - declined: the permissions recorded as declined.
     ///   - longLived: a 60-day token rather than a two-hour one.
     public func issueToken(
         user: String? = nil, app: String? = nil, permissions: [String] = [], declined: [String] = [],
@@ -178,7 +180,9 @@ public final class Emulator: Sendable {
     ///   - user: who logs in; the person the dialog would pick when `nil`.
     ///   - grant: the permissions approved; everything asked for except `decline` when `nil`.
     ///   - decline: the permissions declined, when `grant` is `nil`.
-    public func approveDialog(url: URL, user: String? = nil, grant: [String]? = nil, decline: [String]? = nil)
+    public func approveDialog(
+        url: URL, user: String? = nil, grant: [String]? = nil, decline: [String]? = nil
+    )
         async throws -> URL
     {
         try await answerDialog(url: url, user: user, grant: grant, decline: decline, cancel: false)
@@ -189,7 +193,9 @@ public final class Emulator: Sendable {
         try await answerDialog(url: url, user: nil, grant: nil, decline: nil, cancel: true)
     }
 
-    private func answerDialog(url: URL, user: String?, grant: [String]?, decline: [String]?, cancel: Bool)
+    private func answerDialog(
+        url: URL, user: String?, grant: [String]?, decline: [String]?, cancel: Bool
+    )
         async throws -> URL
     {
         let location = try engine.run { engine in
@@ -203,7 +209,9 @@ public final class Emulator: Sendable {
     }
 
     /// Approves a pending device login for a person.
-    public func approveDevice(userCode: String, user: String? = nil, grant: [String]? = nil, decline: [String]? = nil)
+    public func approveDevice(
+        userCode: String, user: String? = nil, grant: [String]? = nil, decline: [String]? = nil
+    )
         async throws
     {
         try engine.run {
@@ -222,10 +230,10 @@ public final class Emulator: Sendable {
     public func advanceClock(by seconds: TimeInterval) async { _ = try? engine.run { $0.advanceClock(by: seconds) } }
 }
 
-/// An ``HTTPTransport`` that hands requests to an emulator in the same process.
+/// An `HTTPTransport` that hands requests to an emulator in the same process.
 ///
-/// The `slow` scenario's delay is honoured, and `drop-connection` throws
-/// ``TransportError/Kind/connectionLost``, as a real transport would.
+/// The `slow` scenario's delay is honoured, and `drop-connection` throws a `TransportError` of
+/// kind `connectionLost`, as a real transport would.
 public struct EmulatorTransport: HTTPTransport {
     let engine: EmulatorEngine
 

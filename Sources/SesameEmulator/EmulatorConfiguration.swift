@@ -177,7 +177,9 @@ public struct EmulatorConfiguration: Sendable {
 
     /// The conventional state file: `$XDG_STATE_HOME/sesame/emulator.json`, or
     /// `~/.local/state/sesame/emulator.json`.
-    public static func defaultStateFileURL(environment: [String: String] = ProcessInfo.processInfo.environment)
+    public static func defaultStateFileURL(
+        environment: [String: String] = ProcessInfo.processInfo.environment
+    )
         -> URL
     {
         let base: URL

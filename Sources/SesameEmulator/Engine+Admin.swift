@@ -148,7 +148,8 @@ extension EmulatorEngine {
         }
         let known: Set<String> = ["scenario", "user", "count", "delayMs", "permission", "regainAccessMinutes"]
         if let unknown = body.keys.sorted().first(where: { !known.contains($0) }) {
-            throw GraphError.admin("Unknown scenario option '\(unknown)'; known: \(known.sorted().joined(separator: ", ")).")
+            throw GraphError.admin(
+                "Unknown scenario option '\(unknown)'; known: \(known.sorted().joined(separator: ", ")).")
         }
         func integer(_ key: String) throws -> Int? {
             guard let value = body[key], value != .null else { return nil }
@@ -169,7 +170,9 @@ extension EmulatorEngine {
     }
 
     static func json(_ active: ActiveScenario) -> JSONValue {
-        var object: [String: JSONValue] = ["id": .string(active.id), "scenario": .string(active.setting.scenario.rawValue)]
+        var object: [String: JSONValue] = [
+            "id": .string(active.id), "scenario": .string(active.setting.scenario.rawValue),
+        ]
         if let user = active.setting.user { object["user"] = .string(user) }
         if let count = active.setting.count { object["count"] = .int(count) }
         if let remaining = active.remaining { object["remaining"] = .int(remaining) }
@@ -288,7 +291,8 @@ extension EmulatorEngine {
         let permissions = try PermissionCatalogue.checked(try Self.names(body["permissions"]) ?? [])
         let declined = try Self.names(body["declined"]) ?? []
         recordLogin(appID: appID, userID: user.id, granted: permissions, declined: declined, audience: .allFriends)
-        let record = try issueUserToken(appID: appID, userID: user.id, longLived: body["long_lived"]?.boolValue ?? false)
+        let record = try issueUserToken(
+            appID: appID, userID: user.id, longLived: body["long_lived"]?.boolValue ?? false)
         var answer = tokenAnswer(record).body.objectValue ?? [:]
         answer["user_id"] = .string(user.id)
         answer["app_id"] = .string(appID)

@@ -70,14 +70,17 @@ extension EmulatorEngine {
         let omitOnSuccess = fields["omit_response_on_success"]?.boolValue ?? (name != nil)
         guard let method = fields["method"]?.stringValue.map({ HTTPMethod(rawValue: $0) }) ?? .some(.get),
             [.get, .post, .delete].contains(method)
-        else { return failure(.invalidParameter("Each batch operation needs a method of GET, POST or DELETE."), name: name) }
+        else {
+            return failure(.invalidParameter("Each batch operation needs a method of GET, POST or DELETE."), name: name)
+        }
         guard var relative = fields["relative_url"]?.stringValue, relative.utf8.count <= limits.maxPathBytes else {
             return failure(.invalidParameter("Each batch operation needs a relative_url."), name: name)
         }
         var body = fields["body"]?.stringValue ?? ""
         if let dependency = fields["depends_on"]?.stringValue, failed.contains(dependency) || named[dependency] == nil {
             return failure(
-                .invalidParameter("This operation depends on '\(dependency)', which failed or has not run."), name: name)
+                .invalidParameter("This operation depends on '\(dependency)', which failed or has not run."), name: name
+            )
         }
         do {
             relative = try Self.substituteResults(in: relative, named: named, encode: true)

@@ -37,7 +37,8 @@ extension EmulatorEngine {
             body: .object([
                 "code": .string(record.code), "user_code": .string(userCode),
                 "verification_uri": .string("\(origin(for: context.request))/device"),
-                "expires_in": .int(Int(configuration.deviceCodeLifetime)), "interval": .int(configuration.devicePollInterval),
+                "expires_in": .int(Int(configuration.deviceCodeLifetime)),
+                "interval": .int(configuration.devicePollInterval),
             ]))
     }
 
@@ -91,7 +92,9 @@ extension EmulatorEngine {
 
     /// Approves or declines a device login for a person; returns what was granted and declined.
     @discardableResult
-    func answerDevice(userCode: String, userID: String?, grant: [String]?, decline: [String]?, approve: Bool) throws
+    func answerDevice(
+        userCode: String, userID: String?, grant: [String]?, decline: [String]?, approve: Bool
+    ) throws
         -> (granted: [String], declined: [String])
     {
         var record = try pendingDevice(userCode: userCode)

@@ -24,7 +24,8 @@ extension EmulatorEngine {
         case (["device", "confirm"], .post):
             return deviceConfirm(request)
         case (["connect", "login_success.html"], .get):
-            return htmlResponse(HTML.page(title: "Success", body: "<h1>Success</h1>\n<p>You can close this window.</p>"))
+            return htmlResponse(
+                HTML.page(title: "Success", body: "<h1>Success</h1>\n<p>You can close this window.</p>"))
         case (let path, .get) where path.count == 2 && path[0] == "test-user-login":
             return testUserLogin(userID: path[1])
         default:
@@ -84,7 +85,9 @@ extension EmulatorEngine {
             return htmlResponse(HTML.errorPage(title: "Error", message: "Something went wrong."), status: 500)
         }
         let app = apps[dialog.appID]!
-        let people = userOrder.compactMap { users[$0] }.filter { $0.testUserAppID == nil || $0.testUserAppID == dialog.appID }
+        let people = userOrder.compactMap { users[$0] }.filter {
+            $0.testUserAppID == nil || $0.testUserAppID == dialog.appID
+        }
         let person = dialogUser(cookieUser(request), appID: dialog.appID)
         let asking = person.map { permissionsToAsk(dialog, userID: $0.id) } ?? dialog.requested
         let granted = person.map { effectivePermissions(appID: dialog.appID, userID: $0.id).granted } ?? []
@@ -150,7 +153,8 @@ extension EmulatorEngine {
             throw refuse("unsupported_response_type", "response_type must be code or token, with granted_scopes.")
         }
         let requested: [String]
-        do { requested = try PermissionCatalogue.checked(splitList(parameters["scope"])) } catch let error as GraphError {
+        do { requested = try PermissionCatalogue.checked(splitList(parameters["scope"])) } catch let error as GraphError
+        {
             throw DialogFailure.page(
                 title: "Invalid Scopes",
                 message: error.message.replacingOccurrences(of: "(#100) ", with: "")
@@ -163,7 +167,8 @@ extension EmulatorEngine {
             guard method == "S256" || method == "plain" else {
                 throw refuse("invalid_request", "code_challenge_method must be S256 or plain.")
             }
-            let allowed = CharacterSet(charactersIn: "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
+            let allowed = CharacterSet(
+                charactersIn: "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
             let valid =
                 method == "S256"
                 ? challenge.count == 43 && Base64URL.decode(challenge)?.count == 32
@@ -200,7 +205,9 @@ extension EmulatorEngine {
     ///
     /// `grant` lists the permissions approved (the checked boxes); when it is `nil`, everything asked
     /// for is approved except `decline`.
-    func completeDialog(_ dialog: PendingDialog, userID: String?, grant: [String]?, decline: [String]?, cancel: Bool)
+    func completeDialog(
+        _ dialog: PendingDialog, userID: String?, grant: [String]?, decline: [String]?, cancel: Bool
+    )
         throws -> String
     {
         var items: [(String, String)] = []
@@ -261,7 +268,8 @@ extension EmulatorEngine {
     func evictOld<Value>(_ table: inout [String: Value], createdAt: KeyPath<Value, Date>) {
         guard table.count > limits.maxPending else { return }
         let excess = table.count - limits.maxPending
-        for (key, _) in table.sorted(by: { $0.value[keyPath: createdAt] < $1.value[keyPath: createdAt] }).prefix(excess) {
+        for (key, _) in table.sorted(by: { $0.value[keyPath: createdAt] < $1.value[keyPath: createdAt] }).prefix(excess)
+        {
             table[key] = nil
         }
     }
@@ -270,7 +278,8 @@ extension EmulatorEngine {
 
     func testUserLogin(userID: String) -> HTTPResponse {
         guard let user = users[userID], user.isTestUser else {
-            return htmlResponse(HTML.errorPage(title: "Not Found", message: "There is no test user with that id."), status: 404)
+            return htmlResponse(
+                HTML.errorPage(title: "Not Found", message: "There is no test user with that id."), status: 404)
         }
         let body = """
             <h1>You are now logged in as \(HTML.escape(user.name))</h1>

@@ -39,7 +39,9 @@ enum PermissionCatalogue {
     /// - Throws: ``GraphError`` naming the permissions the emulator does not know.
     static func checked(_ names: [String]) throws -> [String] {
         let unknown = names.filter { !isKnown($0) }
-        guard unknown.isEmpty else { throw GraphError.invalidParameter("Invalid Scopes: \(unknown.joined(separator: ", "))") }
+        guard unknown.isEmpty else {
+            throw GraphError.invalidParameter("Invalid Scopes: \(unknown.joined(separator: ", "))")
+        }
         var result = ["public_profile"]
         for name in names where !result.contains(name) { result.append(name) }
         return result
@@ -104,7 +106,9 @@ extension EmulatorEngine {
         }
         switch first {
         case "oauth":
-            guard segments == ["oauth", "access_token"] else { throw GraphError.unknownPath(pathText(segments.dropFirst())) }
+            guard segments == ["oauth", "access_token"] else {
+                throw GraphError.unknownPath(pathText(segments.dropFirst()))
+            }
             guard method != .delete else { throw GraphError.unsupportedMethod(method) }
             return try tokenEndpoint(context)
         case "debug_token":
@@ -140,7 +144,9 @@ extension EmulatorEngine {
     /// The caller, or the error that stands for its token: the token's refusal, or a missing token.
     func requireCaller(_ context: GraphContext, forMe: Bool) throws -> Caller {
         if let error = context.tokenError { throw error }
-        guard let caller = context.caller else { throw forMe ? GraphError.activeTokenRequired : GraphError.tokenRequired }
+        guard let caller = context.caller else {
+            throw forMe ? GraphError.activeTokenRequired : GraphError.tokenRequired
+        }
         return caller
     }
 
@@ -173,7 +179,8 @@ extension EmulatorEngine {
         switch (edge, rest.count) {
         case ("permissions", 1), ("permissions", 2):
             guard access != .publicOnly else { throw GraphError.unsupported(method, id: userID) }
-            return try permissionsEdge(context, userID: userID, appID: caller.appID, name: rest.count == 2 ? rest[1] : nil)
+            return try permissionsEdge(
+                context, userID: userID, appID: caller.appID, name: rest.count == 2 ? rest[1] : nil)
         case ("feed", 1):
             switch method {
             case .get:
@@ -194,7 +201,8 @@ extension EmulatorEngine {
 
     func userNode(_ context: GraphContext, userID: String, caller: Caller, access: Access) throws -> JSONValue {
         guard let user = users[userID] else { throw GraphError.unsupported(.get, id: userID) }
-        let fields = try FieldList.parse(context.parameters["fields"], defaults: ["id", "name"], limit: limits.maxFields)
+        let fields = try FieldList.parse(
+            context.parameters["fields"], defaults: ["id", "name"], limit: limits.maxFields)
         let granted = Set(effectivePermissions(appID: caller.appID, userID: userID).granted)
         var node: [String: JSONValue] = [:]
         for field in fields.names {
@@ -212,7 +220,9 @@ extension EmulatorEngine {
                     node["birthday"] = .string(birthday)
                 }
             case "installed":
-                if access != .publicOnly { node["installed"] = .bool(grant(appID: caller.appID, userID: userID)?.isInstalled ?? false) }
+                if access != .publicOnly {
+                    node["installed"] = .bool(grant(appID: caller.appID, userID: userID)?.isInstalled ?? false)
+                }
             case "picture":
                 node["picture"] = .object([
                     "data": .object([
@@ -222,7 +232,9 @@ extension EmulatorEngine {
                 ])
             case "permissions":
                 if access != .publicOnly {
-                    node["permissions"] = .object(["data": .array(permissionEntries(appID: caller.appID, userID: userID))])
+                    node["permissions"] = .object([
+                        "data": .array(permissionEntries(appID: caller.appID, userID: userID))
+                    ])
                 }
             default: throw GraphError.nonexistingField(field, node: "User")
             }
@@ -257,14 +269,17 @@ extension EmulatorEngine {
     func permissionsEdge(_ context: GraphContext, userID: String, appID: String, name: String?) throws -> GraphAnswer {
         switch context.method {
         case .get:
-            return GraphAnswer(body: .object(["data": .array(permissionEntries(appID: appID, userID: userID, only: name))]))
+            return GraphAnswer(
+                body: .object(["data": .array(permissionEntries(appID: appID, userID: userID, only: name))]))
         case .delete:
             if let name {
                 guard name != "public_profile" else {
                     throw GraphError.invalidParameter(
                         "public_profile cannot be revoked on its own; DELETE /me/permissions removes the app.")
                 }
-                guard PermissionCatalogue.isKnown(name) else { throw GraphError.invalidParameter("Invalid permission: \(name)") }
+                guard PermissionCatalogue.isKnown(name) else {
+                    throw GraphError.invalidParameter("Invalid permission: \(name)")
+                }
                 let key = GrantKey(appID: appID, userID: userID)
                 if var record = grants[key], record.isInstalled {
                     record.decline([name])
@@ -319,7 +334,8 @@ extension EmulatorEngine {
             throw GraphError.invalidParameter("The message is longer than \(limits.maxMessageCharacters) characters.")
         }
         if let link {
-            guard link.count <= 2048, let url = URL(string: link), ["http", "https"].contains(url.scheme?.lowercased() ?? ""),
+            guard link.count <= 2048, let url = URL(string: link),
+                ["http", "https"].contains(url.scheme?.lowercased() ?? ""),
                 url.host != nil
             else { throw GraphError.invalidParameter("The parameter link must be an http or https URL.") }
         }
@@ -422,7 +438,9 @@ extension EmulatorEngine {
                 "cursors": .object(["before": .string(beforeCursor), "after": .string(afterCursor)])
             ]
             var common: [(String, String)] = []
-            if let token = context.caller?.token, parameters["access_token"] != nil { common.append(("access_token", token)) }
+            if let token = context.caller?.token, parameters["access_token"] != nil {
+                common.append(("access_token", token))
+            }
             if let text = parameters.nonEmpty("fields") { common.append(("fields", text)) }
             common.append(("limit", String(limit)))
             let base = "\(origin(for: context.request))\(context.versionPrefix)/\(pathName)/feed"
@@ -440,7 +458,8 @@ extension EmulatorEngine {
     func postRoute(_ context: GraphContext, post: PostRecord) throws -> GraphAnswer {
         let caller = try requireCaller(context, forMe: false)
         let mayRead =
-            (caller.kind == .user && caller.userID == post.userID) || (caller.kind == .app && caller.appID == post.appID)
+            (caller.kind == .user && caller.userID == post.userID)
+            || (caller.kind == .app && caller.appID == post.appID)
         guard mayRead else { throw GraphError.unsupported(context.method, id: post.id) }
         switch context.method {
         case .get:
@@ -473,7 +492,8 @@ extension EmulatorEngine {
 
     func appNode(_ context: GraphContext, appID: String) throws -> GraphAnswer {
         guard let app = apps[appID] else { throw GraphError.unsupported(.get, id: appID) }
-        let fields = try FieldList.parse(context.parameters["fields"], defaults: ["id", "name"], limit: limits.maxFields)
+        let fields = try FieldList.parse(
+            context.parameters["fields"], defaults: ["id", "name"], limit: limits.maxFields)
         var node: [String: JSONValue] = [:]
         for field in fields.names {
             switch field {

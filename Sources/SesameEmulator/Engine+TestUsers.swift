@@ -85,7 +85,9 @@ extension EmulatorEngine {
         if !page.isEmpty {
             let before = Base64URL.encode(Data(String(start).utf8))
             let after = Base64URL.encode(Data(String(start + page.count).utf8))
-            var paging: [String: JSONValue] = ["cursors": .object(["before": .string(before), "after": .string(after)])]
+            var paging: [String: JSONValue] = [
+                "cursors": .object(["before": .string(before), "after": .string(after)])
+            ]
             if start + page.count < all.count {
                 var items: [(String, String)] = []
                 if context.parameters["access_token"] != nil, let token = context.caller?.token {
@@ -105,7 +107,8 @@ extension EmulatorEngine {
         guard let user = users[userID], let appID = user.testUserAppID else {
             throw GraphError.unsupported(.delete, id: userID)
         }
-        let allowed = (caller.kind == .app && caller.appID == appID) || (caller.kind == .user && caller.userID == userID)
+        let allowed =
+            (caller.kind == .app && caller.appID == appID) || (caller.kind == .user && caller.userID == userID)
         guard allowed else { throw GraphError.appTokenRequired }
         removeUser(userID)
         return GraphAnswer(body: .object(["success": .bool(true)]))

@@ -139,7 +139,8 @@ package final class EmulatorEngine: @unchecked Sendable {  // All mutable state 
             return .respond(graphErrorResponse(.invalidParameter("The path is too long."), appID: defaultApp.id))
         }
         guard request.body.count <= limits.maxBodyBytes else {
-            return .respond(graphErrorResponse(.invalidParameter("The request body is too large."), appID: defaultApp.id))
+            return .respond(
+                graphErrorResponse(.invalidParameter("The request body is too large."), appID: defaultApp.id))
         }
         var segments = request.path.split(separator: "/", omittingEmptySubsequences: true).map(String.init)
         if segments.first == "__sesame" {
@@ -244,7 +245,9 @@ package final class EmulatorEngine: @unchecked Sendable {  // All mutable state 
         }
     }
 
-    func graphContext(_ request: EmulatorRequest, segments: [String], versionPrefix: String, isBatchItem: Bool)
+    func graphContext(
+        _ request: EmulatorRequest, segments: [String], versionPrefix: String, isBatchItem: Bool
+    )
         throws -> GraphContext
     {
         let parameters = try Parameters.of(request)
@@ -305,7 +308,8 @@ package final class EmulatorEngine: @unchecked Sendable {  // All mutable state 
                 "OAuth \"Facebook Platform\" \"invalid_token\" \"\(error.message.replacingOccurrences(of: "\"", with: "'"))\""
         }
         for field in error.headers { headers[field.name] = field.value }
-        return HTTPResponse(status: error.status, headers: headers, body: JSONWriter.data(error.envelope(traceID: traceID)))
+        return HTTPResponse(
+            status: error.status, headers: headers, body: JSONWriter.data(error.envelope(traceID: traceID)))
     }
 
     /// An 11-character support id like Facebook's `fbtrace_id`. Not a secret: a SplitMix64

@@ -5,7 +5,7 @@ import Sesame
 /// Facebook sends it with, and any headers that go with it.
 ///
 /// Wording: where Facebook's own text is known (the reference's §3 and §4, and public reports of
-/// real answers) it is used as is; the rest is marked "emulator wording" in <doc:Scenarios>.
+/// real answers) it is used as is; the rest is marked "emulator wording" in <doc:ScenarioCatalogue>.
 /// Clients must classify by `code` and `error_subcode`, never by `message`.
 package struct GraphError: Error, Sendable, Hashable {
     package var message: String
@@ -178,7 +178,8 @@ extension GraphError {
         userMessage: "User has not yet authorized your application. Continue polling.")
 
     static let deviceSlowDown = GraphError(
-        message: "User request limit reached", code: 17, subcode: 1_349_172, userTitle: "OAuth Device Excessive Polling",
+        message: "User request limit reached", code: 17, subcode: 1_349_172,
+        userTitle: "OAuth Device Excessive Polling",
         userMessage: "Your device is polling too frequently. Space your requests with a minium interval of 5 seconds.")
 
     static let deviceExpired = GraphError(

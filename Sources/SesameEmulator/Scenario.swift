@@ -5,7 +5,7 @@ import Sesame
 /// guide describe them.
 ///
 /// The names are the ones `sesame emulator --scenario NAME` and the admin API take. See
-/// <doc:Scenarios> for what each one answers and which document it reproduces.
+/// <doc:ScenarioCatalogue> for what each one answers and which document it reproduces.
 public struct EmulatorScenario: RawRepresentable, Hashable, Sendable, Codable, CaseIterable,
     CustomStringConvertible
 {

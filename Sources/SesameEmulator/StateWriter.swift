@@ -83,7 +83,9 @@ final class StateWriter: Sendable {
         let temporary = directory.appendingPathComponent(".\(url.lastPathComponent).\(getpid()).tmp")
         unlink(temporary.path)
         let fd = open(temporary.path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
-        guard fd >= 0 else { throw EmulatorError.stateFile(url, "could not be written: \(String(cString: strerror(errno))).") }
+        guard fd >= 0 else {
+            throw EmulatorError.stateFile(url, "could not be written: \(String(cString: strerror(errno))).")
+        }
         var ok = true
         data.withUnsafeBytes { buffer in
             var offset = 0

@@ -20,8 +20,11 @@ struct ConcurrencyTests {
                     group.addTask {
                         let person = request % snapshot.count
                         if request % 3 == 0 {
-                            let reply = try await h.post("/me/feed", token: snapshot[person], [("message", "post \(request)")])
-                            return (person, reply.json?["id"]?.stringValue?.hasPrefix("20000000000000\(person)_") == true)
+                            let reply = try await h.post(
+                                "/me/feed", token: snapshot[person], [("message", "post \(request)")])
+                            return (
+                                person, reply.json?["id"]?.stringValue?.hasPrefix("20000000000000\(person)_") == true
+                            )
                         }
                         let reply = try await h.get("/v19.0/me", token: snapshot[person])
                         return (person, reply.json?["id"] == .string("20000000000000\(person)"))
@@ -35,7 +38,8 @@ struct ConcurrencyTests {
             #expect(results.allSatisfy { $0.1 })
             var total = 0
             for token in tokens {
-                total += try await h.get("/me/feed", token: token, [("limit", "100")]).json?["data"]?.arrayValue?.count ?? 0
+                total +=
+                    try await h.get("/me/feed", token: token, [("limit", "100")]).json?["data"]?.arrayValue?.count ?? 0
             }
             #expect(total == 80)
         }

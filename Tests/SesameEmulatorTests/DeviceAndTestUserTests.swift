@@ -55,7 +55,8 @@ struct DeviceLoginTests {
     func declinedAndExpired() async throws {
         try await Harness.with { h in
             let first = try await start(h)
-            #expect(try await h.admin(.post, "device/deny", .object(["user_code": .string(first.userCode)])).status == 200)
+            #expect(
+                try await h.admin(.post, "device/deny", .object(["user_code": .string(first.userCode)])).status == 200)
             let declined = try await poll(h, first.code)
             #expect(declined.subcode == 1_349_173)
 
@@ -133,7 +134,8 @@ struct TestUserTests {
             #expect(uninstalled.json?["access_token"] == nil)
             let list = try await h.get(path, token: h.appToken)
             let ids = list.json?["data"]?.arrayValue?.compactMap { $0["id"]?.stringValue }
-            #expect(ids == [installed.json?["id"]?.stringValue, uninstalled.json?["id"]?.stringValue].compactMap { $0 })
+            #expect(
+                ids == [installed.json?["id"]?.stringValue, uninstalled.json?["id"]?.stringValue].compactMap { $0 })
             #expect(list.json?["data"]?[0]?["access_token"] != nil)
             #expect(list.json?["data"]?[1]?["access_token"] == nil)
 
@@ -157,7 +159,8 @@ struct TestUserTests {
     @Test("the login_url page makes the dialog act as that test user")
     func loginURL() async throws {
         try await Harness.with { h in
-            let created = try await h.post("/\(h.app.id)/accounts/test-users", token: h.appToken, [("name", "Cookie Person")])
+            let created = try await h.post(
+                "/\(h.app.id)/accounts/test-users", token: h.appToken, [("name", "Cookie Person")])
             let id = try #require(created.json?["id"]?.stringValue)
             let login = try await h.get("/test-user-login/\(id)")
             let cookie = try #require(login.headers["Set-Cookie"])

@@ -110,7 +110,8 @@ struct FeedTests {
     func deletePost() async throws {
         try await Harness.with { h in
             let token = try await h.token(["publish_actions"])
-            let id = try #require(try await h.post("/me/feed", token: token, [("message", "bye")]).json?["id"]?.stringValue)
+            let id = try #require(
+                try await h.post("/me/feed", token: token, [("message", "bye")]).json?["id"]?.stringValue)
             #expect(try await h.delete("/\(id)", token: token).json == .object(["success": .bool(true)]))
             #expect(try await h.get("/\(id)", token: token).subcode == 33)
         }
@@ -158,11 +159,13 @@ struct BatchTests {
     func limits() async throws {
         try await Harness.with { h in
             let token = try await h.token()
-            let many = batch(Array(repeating: .object(["method": .string("GET"), "relative_url": .string("me")]), count: 51))
+            let many = batch(
+                Array(repeating: .object(["method": .string("GET"), "relative_url": .string("me")]), count: 51))
             let tooMany = try await h.post("/", token: token, [("batch", many)])
             #expect(tooMany.code == 100)
             #expect(tooMany.error?["message"]?.stringValue?.contains("50") == true)
-            let fifty = batch(Array(repeating: .object(["method": .string("GET"), "relative_url": .string("me")]), count: 50))
+            let fifty = batch(
+                Array(repeating: .object(["method": .string("GET"), "relative_url": .string("me")]), count: 50))
             #expect(try await h.post("/", token: token, [("batch", fifty)]).json?.arrayValue?.count == 50)
             let notArray = try await h.post("/", token: token, [("batch", "{}")])
             #expect(notArray.code == 100)

@@ -5,7 +5,9 @@ import Testing
 
 @Suite("Graph API: me, permissions, debug_token, errors")
 struct GraphAPITests {
-    @Test("GET /me answers id and name by default, under any version prefix", arguments: ["", "/v2.0", "/v19.0", "/v24.0"])
+    @Test(
+        "GET /me answers id and name by default, under any version prefix",
+        arguments: ["", "/v2.0", "/v19.0", "/v24.0"])
     func meDefaultFields(prefix: String) async throws {
         try await Harness.with { h in
             let token = try await h.token()
@@ -66,7 +68,8 @@ struct GraphAPITests {
             #expect(bogus.status == 400)
             #expect(bogus.code == 190)
             #expect(bogus.error?["type"] == .string("OAuthException"))
-            #expect(bogus.headers["WWW-Authenticate"]?.hasPrefix("OAuth \"Facebook Platform\" \"invalid_token\"") == true)
+            #expect(
+                bogus.headers["WWW-Authenticate"]?.hasPrefix("OAuth \"Facebook Platform\" \"invalid_token\"") == true)
             let appOnMe = try await h.get("/me", token: h.appToken)
             #expect(appOnMe.code == 2500)
         }
@@ -99,7 +102,9 @@ struct GraphAPITests {
             let before = try await h.get("/me", token: token).headers["X-App-Usage"]
             for _ in 0..<4 { _ = try await h.get("/me", token: token) }
             let after = try await h.get("/me", token: token).headers["X-App-Usage"]
-            let count = { (text: String?) in JSONValue(parsing: Data((text ?? "").utf8))?["call_count"]?.lenientInt ?? -1 }
+            let count = { (text: String?) in
+                JSONValue(parsing: Data((text ?? "").utf8))?["call_count"]?.lenientInt ?? -1
+            }
             #expect(count(after) > count(before))
         }
     }
@@ -243,7 +248,8 @@ struct GraphAPITests {
             if !body.isEmpty {
                 request.body = Data(body.utf8)
                 request.headers["Content-Type"] =
-                    body.hasPrefix("{") || body.hasPrefix("[") ? "application/json" : "application/x-www-form-urlencoded"
+                    body.hasPrefix("{") || body.hasPrefix("[")
+                    ? "application/json" : "application/x-www-form-urlencoded"
             }
             let response = try await h.transport.send(request)
             #expect((400..<500).contains(response.status))

@@ -45,7 +45,9 @@ struct LoginDialogTests {
 
     @Test("everything on the page is escaped")
     func escaping() async throws {
-        try await Harness.with({ $0.apps = [EmulatedApp(id: "42", name: "<b>Evil & Co</b>", secret: "s", clientToken: "c")] }) {
+        try await Harness.with({
+            $0.apps = [EmulatedApp(id: "42", name: "<b>Evil & Co</b>", secret: "s", clientToken: "c")]
+        }) {
             h in
             let page = try await h.get(
                 "/dialog/oauth",
@@ -105,7 +107,8 @@ struct LoginDialogTests {
         try await Harness.with { h in
             let pkce = try PKCE.generate()
             func freshCode() async throws -> String {
-                let location = try await h.emulator.approveDialog(url: h.url("/v19.0/dialog/oauth", dialogQuery(h, pkce: pkce)))
+                let location = try await h.emulator.approveDialog(
+                    url: h.url("/v19.0/dialog/oauth", dialogQuery(h, pkce: pkce)))
                 return try #require(parameters(of: location)["code"])
             }
             let code = try await freshCode()
@@ -223,7 +226,8 @@ struct LoginDialogTests {
             #expect(reply.location.map { parameters(of: $0)["error"] } == "invalid_request")
             let method = try await h.get(
                 "/dialog/oauth",
-                dialogQuery(h, extra: [("code_challenge", try PKCE.generate().challenge), ("code_challenge_method", "S512")]))
+                dialogQuery(
+                    h, extra: [("code_challenge", try PKCE.generate().challenge), ("code_challenge_method", "S512")]))
             #expect(method.location.map { parameters(of: $0)["error"] } == "invalid_request")
         }
     }
@@ -254,7 +258,9 @@ struct LoginDialogTests {
 
             let byState = try await h.admin(
                 .post, "dialog/approve",
-                .object(["state": .string("by-state"), "user": .string(h.userID), "decline": .array([.string("email")])]))
+                .object([
+                    "state": .string("by-state"), "user": .string(h.userID), "decline": .array([.string("email")]),
+                ]))
             #expect(byState.status == 200)
             let redirect = try #require(byState.json?["redirect"]?.stringValue.flatMap(URL.init(string:)))
             #expect(parameters(of: redirect)["code"] != nil)
@@ -297,7 +303,8 @@ struct LoginDialogTests {
                     ("fb_exchange_token", short),
                 ])
             #expect(wrong.code == 1)
-            let unknownApp = try await h.get("/oauth/access_token", [("grant_type", "fb_exchange_token"), ("client_id", "7")])
+            let unknownApp = try await h.get(
+                "/oauth/access_token", [("grant_type", "fb_exchange_token"), ("client_id", "7")])
             #expect(unknownApp.code == 101)
             let noApp = try await h.get("/oauth/access_token", [("grant_type", "fb_exchange_token")])
             #expect(noApp.code == 101)

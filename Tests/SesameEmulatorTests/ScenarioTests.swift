@@ -48,11 +48,14 @@ struct ScenarioCase: Sendable, CustomTestStringConvertible {
 
 @Suite("Scenarios: each answers exactly as Facebook would")
 struct ScenarioTests {
-    @Test("each error scenario answers its envelope, status and headers, and clearing it restores service", arguments: ScenarioCase.all)
+    @Test(
+        "each error scenario answers its envelope, status and headers, and clearing it restores service",
+        arguments: ScenarioCase.all)
     func envelope(_ expected: ScenarioCase) async throws {
         try await Harness.with { h in
             let token = try await h.token(["publish_actions"])
-            let activated = try await h.admin(.post, "scenarios", .object(["scenario": .string(expected.scenario.rawValue)]))
+            let activated = try await h.admin(
+                .post, "scenarios", .object(["scenario": .string(expected.scenario.rawValue)]))
             #expect(activated.status == 201)
             #expect(activated.json?["scenario"] == .string(expected.scenario.rawValue))
 
@@ -112,7 +115,8 @@ struct ScenarioTests {
             let mine = try await h.token()
             let theirs = try await h.token(user: "100000000000002")
             _ = try await h.admin(
-                .post, "scenarios", .object(["scenario": .string("user-throttled"), "user": .string("100000000000002")]))
+                .post, "scenarios",
+                .object(["scenario": .string("user-throttled"), "user": .string("100000000000002")]))
             #expect(try await h.get("/me", token: mine).status == 200)
             #expect(try await h.get("/me", token: theirs).code == 17)
         }
@@ -141,7 +145,8 @@ struct ScenarioTests {
     func permissionRevoked() async throws {
         try await Harness.with { h in
             let token = try await h.token(["publish_actions"])
-            _ = try await h.admin(.post, "scenarios", .object(["scenario": .string("permission-revoked"), "count": .int(1)]))
+            _ = try await h.admin(
+                .post, "scenarios", .object(["scenario": .string("permission-revoked"), "count": .int(1)]))
             let permissions = try await h.get("/me/permissions/publish_actions", token: token)
             #expect(permissions.json?["data"]?[0]?["status"] == .string("declined"))
             #expect(try await h.post("/me/feed", token: token, [("message", "one")]).code == 200)
@@ -154,10 +159,12 @@ struct ScenarioTests {
         try await Harness.with { h in
             let token = try await h.token()
             try await h.emulator.activate(ScenarioSetting(.slow, count: 1, delayMs: 250))
-            let outcome = await h.emulator.respond(to: EmulatorRequest(method: .get, path: "/me", query: [("access_token", token)]))
+            let outcome = await h.emulator.respond(
+                to: EmulatorRequest(method: .get, path: "/me", query: [("access_token", token)]))
             #expect(outcome.delay == .milliseconds(250))
             #expect(outcome.response?.status == 200)
-            let next = await h.emulator.respond(to: EmulatorRequest(method: .get, path: "/me", query: [("access_token", token)]))
+            let next = await h.emulator.respond(
+                to: EmulatorRequest(method: .get, path: "/me", query: [("access_token", token)]))
             #expect(next.delay == .zero)
         }
     }
@@ -217,15 +224,19 @@ struct ScenarioTests {
             ("app-removed", ScenarioSetting(.appRemoved)),
             ("transient,count=2", ScenarioSetting(.transient, count: 2)),
             ("slow, delayMs=250", ScenarioSetting(.slow, delayMs: 250)),
-            ("user-throttled,user=100000000000001,regainAccessMinutes=9",
-             ScenarioSetting(.userThrottled, user: "100000000000001", regainAccessMinutes: 9)),
+            (
+                "user-throttled,user=100000000000001,regainAccessMinutes=9",
+                ScenarioSetting(.userThrottled, user: "100000000000001", regainAccessMinutes: 9)
+            ),
             ("permission-revoked,permission=email", ScenarioSetting(.permissionRevoked, permission: "email")),
         ])
     func parseArgument(text: String, expected: ScenarioSetting) throws {
         #expect(try ScenarioSetting(argument: text) == expected)
     }
 
-    @Test("bad --scenario values are refused", arguments: ["nope", "slow,delayMs", "slow,delayMs=-1", "slow,speed=3", "transient,count=0"])
+    @Test(
+        "bad --scenario values are refused",
+        arguments: ["nope", "slow,delayMs", "slow,delayMs=-1", "slow,speed=3", "transient,count=0"])
     func parseBadArgument(text: String) {
         #expect(throws: EmulatorError.self) { try ScenarioSetting(argument: text) }
     }
