@@ -1,7 +1,14 @@
+import Dispatch
 import Foundation
 import Sesame
 import SesameHTTPServer
 import Synchronization
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Musl)
+    import Musl
+#endif
 
 /// Where a running emulator answers.
 ///
@@ -114,6 +121,56 @@ public final class Emulator: Sendable {
         }
         await server?.stop()
         await engine.saveNow()
+    }
+
+    /// Starts, hands the endpoints to `ready`, and serves until one of `signals` arrives; then
+    /// stops cleanly (answering the requests in flight and writing the state file) and returns the
+    /// signal. This is `sesame emulator`'s main loop.
+    ///
+    /// The signals are ignored by their default action while it serves (a `DispatchSource` takes
+    /// them), and their previous dispositions are restored afterwards.
+    ///
+    /// - Throws: ``EmulatorError`` when it cannot start.
+    @discardableResult
+    public func serve(
+        untilSignals signals: [Int32] = [SIGINT, SIGTERM], ready: @Sendable (EmulatorEndpoints) -> Void
+    ) async throws -> Int32 {
+        let queue = DispatchQueue(label: "sesame.emulator.signals")
+        let received = Mutex<(signal: Int32?, waiter: CheckedContinuation<Int32, Never>?)>((nil, nil))
+        func deliver(_ signal: Int32) {
+            let waiter = received.withLock { state -> CheckedContinuation<Int32, Never>? in
+                guard state.signal == nil else { return nil }
+                state.signal = signal
+                defer { state.waiter = nil }
+                return state.waiter
+            }
+            waiter?.resume(returning: signal)
+        }
+        var previous: [(Int32, sighandler_t?)] = []
+        var sources: [any DispatchSourceSignal] = []
+        for number in signals {
+            previous.append((number, signal(number, SIG_IGN)))
+            let source = DispatchSource.makeSignalSource(signal: number, queue: queue)
+            source.setEventHandler { deliver(number) }
+            source.resume()
+            sources.append(source)
+        }
+        defer {
+            for source in sources { source.cancel() }
+            for (number, handler) in previous { signal(number, handler) }
+        }
+        let endpoints = try await start()
+        ready(endpoints)
+        let signal = await withCheckedContinuation { (continuation: CheckedContinuation<Int32, Never>) in
+            let already = received.withLock { state -> Int32? in
+                if let signal = state.signal { return signal }
+                state.waiter = continuation
+                return nil
+            }
+            if let already { continuation.resume(returning: already) }
+        }
+        await stop()
+        return signal
     }
 
     /// Where it answers, while it runs.

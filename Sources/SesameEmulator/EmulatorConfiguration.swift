@@ -40,6 +40,14 @@ public struct EmulatedApp: Sendable, Hashable, Codable {
         id: "1234567890123456", name: "Sesame Emulator App", secret: "sesame-emulator-app-secret",
         clientToken: "sesame-emulator-client-token")
 
+    /// The default app under another id (`sesame emulator --app-id ID`), with the same name,
+    /// secret and client token.
+    public static func sesameDefault(id: String) -> EmulatedApp {
+        var app = sesameDefault
+        app.id = id
+        return app
+    }
+
     /// Whether `uri` may receive this app's login redirect.
     func allowsRedirect(to uri: String) -> Bool {
         guard let components = URLComponents(string: uri), let scheme = components.scheme?.lowercased(),

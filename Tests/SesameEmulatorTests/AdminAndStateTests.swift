@@ -119,3 +119,24 @@ struct StateFileTests {
                 == "/home/u/.local/state/sesame/emulator.json")
     }
 }
+
+@Suite("Serving until a signal")
+struct ServeTests {
+    @Test("serve(untilSignals:) answers until the signal, then stops and returns it")
+    func untilSignal() async throws {
+        let emulator = try Emulator()
+        let (stream, continuation) = AsyncStream.makeStream(of: EmulatorEndpoints.self)
+        let serving = Task { try await emulator.serve(untilSignals: [SIGUSR2]) { continuation.yield($0) } }
+        var iterator = stream.makeAsyncIterator()
+        let endpoints = try #require(await iterator.next())
+        let reply = try await LoopbackTransport().send(
+            HTTPRequest(url: endpoints.adminURL.appendingPathComponent("health")))
+        #expect(reply.status == 200)
+        kill(getpid(), SIGUSR2)
+        #expect(try await serving.value == SIGUSR2)
+        #expect(emulator.endpoints == nil)
+        await #expect(throws: TransportError.self) {
+            try await LoopbackTransport().send(HTTPRequest(url: endpoints.adminURL.appendingPathComponent("health")))
+        }
+    }
+}
