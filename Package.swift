@@ -9,6 +9,7 @@ let package = Package(
         .library(name: "SesameTesting", targets: ["SesameTesting"]),
         .library(name: "SesameHTTPServer", targets: ["SesameHTTPServer"]),
         .library(name: "SesameCurl", targets: ["SesameCurl"]),
+        .library(name: "SesameEmulator", targets: ["SesameEmulator"]),
     ],
     targets: [
         // System libraries: a module map and a header of static inline shims each.
@@ -47,11 +48,14 @@ let package = Package(
         .target(name: "SesameHTTPServer", dependencies: ["Sesame", "CMicroHTTPD"]),
         .testTarget(
             name: "SesameHTTPServerTests", dependencies: ["SesameHTTPServer", "Sesame", "SesameTesting"]),
+        // A local Facebook: login dialog, Graph API, device login, scenarios (fault injection).
+        .target(name: "SesameEmulator", dependencies: ["Sesame", "SesameHTTPServer"]),
+        .testTarget(name: "SesameEmulatorTests", dependencies: ["SesameEmulator", "Sesame"]),
 
         // Side-by-side measurements: `swift run -c release sesame-bench <name> [--json]`.
         .executableTarget(
             name: "sesame-bench",
-            dependencies: ["Sesame", "SesameHTTPServer", "SesameCurl", "CCurl"],
+            dependencies: ["Sesame", "SesameHTTPServer", "SesameCurl", "CCurl", "SesameEmulator"],
             path: "Benchmarks/SesameBench"
         ),
         // A thousand requests through CurlTransport, to run under valgrind (Benchmarks/README.md).

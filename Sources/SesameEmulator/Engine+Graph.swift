@@ -1,0 +1,509 @@
+import Foundation
+import Sesame
+
+/// The permissions the emulator's dialog knows, with the words it shows for each.
+enum PermissionCatalogue {
+    static let descriptions: [String: String] = [
+        "public_profile": "your name and profile picture",
+        "email": "your email address",
+        "user_friends": "your friends list",
+        "user_birthday": "your birthday",
+        "user_hometown": "your hometown",
+        "user_location": "your current city",
+        "user_likes": "the Pages you like",
+        "user_photos": "your photos",
+        "user_videos": "your videos",
+        "user_posts": "the posts on your timeline",
+        "user_gender": "your gender",
+        "user_link": "your profile link",
+        "user_age_range": "your age range",
+        "user_events": "your events",
+        "publish_actions": "post to Facebook as you",
+        "publish_to_groups": "post to groups as you",
+        "pages_show_list": "the list of Pages you manage",
+        "pages_read_engagement": "the content of Pages you manage",
+        "pages_manage_posts": "create and manage posts on Pages you manage",
+        "read_insights": "the Insights of Pages you manage",
+    ]
+
+    /// Permissions that let the app act for the person; the dialog asks for an audience with them.
+    static let publish: Set<String> = ["publish_actions", "publish_to_groups", "pages_manage_posts"]
+
+    /// The permission `POST /me/feed` needs.
+    static let publishPermission = "publish_actions"
+
+    static func isKnown(_ name: String) -> Bool { descriptions[name] != nil }
+
+    /// The requested names, checked: `public_profile` first, repeats removed.
+    ///
+    /// - Throws: ``GraphError`` naming the permissions the emulator does not know.
+    static func checked(_ names: [String]) throws -> [String] {
+        let unknown = names.filter { !isKnown($0) }
+        guard unknown.isEmpty else {
+            throw GraphError.invalidParameter("Invalid Scopes: \(unknown.joined(separator: ", "))")
+        }
+        var result = ["public_profile"]
+        for name in names where !result.contains(name) { result.append(name) }
+        return result
+    }
+}
+
+/// One entry of a `fields` parameter: a name, with any `{…}` sub-fields or `.modifier(…)` dropped.
+struct FieldList {
+    var names: [String]
+
+    /// Parses `fields`, splitting at top-level commas only.
+    static func parse(_ text: String?, defaults: [String], limit: Int) throws -> FieldList {
+        guard let text, !text.trimmedASCII.isEmpty else { return FieldList(names: defaults) }
+        var names: [String] = []
+        var depth = 0
+        var start = text.utf8.startIndex
+        // The name ends at the first `{`, `.` or `(` of its entry.
+        var nameEnd: String.Index?
+        func finish(_ end: String.Index) {
+            let name = String(text[start..<(nameEnd ?? end)]).trimmedASCII
+            if !name.isEmpty { names.append(name) }
+        }
+        var index = text.utf8.startIndex
+        while index < text.utf8.endIndex {
+            let byte = text.utf8[index]
+            switch byte {
+            case UInt8(ascii: "{"), UInt8(ascii: "("):
+                if depth == 0, nameEnd == nil { nameEnd = index }
+                depth += 1
+            case UInt8(ascii: "}"), UInt8(ascii: ")"):
+                depth -= 1
+                guard depth >= 0 else { throw GraphError.invalidParameter("Syntax error in the fields parameter.") }
+            case UInt8(ascii: ".") where depth == 0:
+                if nameEnd == nil { nameEnd = index }
+            case UInt8(ascii: ",") where depth == 0:
+                finish(index)
+                start = text.utf8.index(after: index)
+                nameEnd = nil
+            default: break
+            }
+            index = text.utf8.index(after: index)
+        }
+        guard depth == 0 else { throw GraphError.invalidParameter("Syntax error in the fields parameter.") }
+        finish(text.utf8.endIndex)
+        guard names.count <= limit else {
+            throw GraphError.invalidParameter("Too many fields (the emulator accepts \(limit)).")
+        }
+        return FieldList(names: names)
+    }
+}
+
+extension EmulatorEngine {
+    // MARK: - Routing
+
+    func route(_ context: inout GraphContext) throws -> GraphAnswer {
+        let segments = context.segments
+        let method = context.method
+        guard let first = segments.first else {
+            if method == .post, context.parameters["batch"] != nil { return try batch(context) }
+            if method == .post { throw GraphError.invalidParameter("The parameter batch is required") }
+            throw GraphError.unsupported(method, id: "")
+        }
+        switch first {
+        case "oauth":
+            guard segments == ["oauth", "access_token"] else {
+                throw GraphError.unknownPath(pathText(segments.dropFirst()))
+            }
+            guard method != .delete else { throw GraphError.unsupportedMethod(method) }
+            return try tokenEndpoint(context)
+        case "debug_token":
+            guard segments.count == 1 else { throw GraphError.unknownPath(pathText(segments.dropFirst())) }
+            guard method == .get else { throw GraphError.unsupportedMethod(method) }
+            return try debugToken(context)
+        case "device" where segments.count == 2 && segments[1] == "login":
+            guard method == .post else { throw GraphError.unsupportedMethod(method) }
+            return try deviceLogin(context)
+        case "device" where segments.count == 2 && segments[1] == "login_status":
+            guard method == .post else { throw GraphError.unsupportedMethod(method) }
+            return try deviceLoginStatus(context)
+        case "me":
+            let caller = try requireCaller(context, forMe: true)
+            guard caller.kind == .user, let userID = caller.userID else { throw GraphError.activeTokenRequired }
+            return try userRoute(context, userID: userID, rest: Array(segments.dropFirst()), pathName: "me")
+        case "app":
+            guard segments.count == 1, method == .get else { throw GraphError.unsupported(method, id: "app") }
+            let caller = try requireCaller(context, forMe: false)
+            return try appNode(context, appID: caller.appID)
+        default:
+            if apps[first] != nil { return try appRoute(context, appID: first, rest: Array(segments.dropFirst())) }
+            if users[first] != nil {
+                return try userRoute(context, userID: first, rest: Array(segments.dropFirst()), pathName: first)
+            }
+            if segments.count == 1, let post = findPost(first) { return try postRoute(context, post: post) }
+            throw GraphError.unsupported(method, id: first)
+        }
+    }
+
+    func pathText(_ rest: some Collection<String>) -> String { "/" + rest.joined(separator: "/") }
+
+    /// The caller, or the error that stands for its token: the token's refusal, or a missing token.
+    func requireCaller(_ context: GraphContext, forMe: Bool) throws -> Caller {
+        if let error = context.tokenError { throw error }
+        guard let caller = context.caller else {
+            throw forMe ? GraphError.activeTokenRequired : GraphError.tokenRequired
+        }
+        return caller
+    }
+
+    /// How much of a person's data the caller may see.
+    enum Access { case own, app, publicOnly }
+
+    func access(of caller: Caller, to userID: String) -> Access {
+        switch caller.kind {
+        case .user: return caller.userID == userID ? .own : .publicOnly
+        case .app:
+            let installed = grant(appID: caller.appID, userID: userID)?.isInstalled ?? false
+            return installed || users[userID]?.testUserAppID == caller.appID ? .app : .publicOnly
+        case .client: return .publicOnly
+        }
+    }
+
+    // MARK: - People
+
+    func userRoute(_ context: GraphContext, userID: String, rest: [String], pathName: String) throws -> GraphAnswer {
+        let caller = try requireCaller(context, forMe: false)
+        let access = access(of: caller, to: userID)
+        let method = context.method
+        guard let edge = rest.first else {
+            switch method {
+            case .get: return GraphAnswer(body: try userNode(context, userID: userID, caller: caller, access: access))
+            case .delete: return try deleteTestUser(context, userID: userID, caller: caller)
+            default: throw GraphError.unsupported(method, id: userID)
+            }
+        }
+        switch (edge, rest.count) {
+        case ("permissions", 1), ("permissions", 2):
+            guard access != .publicOnly else { throw GraphError.unsupported(method, id: userID) }
+            return try permissionsEdge(
+                context, userID: userID, appID: caller.appID, name: rest.count == 2 ? rest[1] : nil)
+        case ("feed", 1):
+            switch method {
+            case .get:
+                guard access != .publicOnly else { throw GraphError.unsupported(method, id: userID) }
+                return try feed(context, userID: userID, appID: caller.appID, pathName: pathName)
+            case .post:
+                guard access == .own else { throw GraphError.notAuthorizedToPublish }
+                return try publish(context, userID: userID, appID: caller.appID)
+            default: throw GraphError.unsupportedMethod(method)
+            }
+        case ("picture", 1):
+            guard method == .get else { throw GraphError.unsupportedMethod(method) }
+            return picture(userID: userID)
+        default:
+            throw GraphError.unknownPath(pathText(rest))
+        }
+    }
+
+    func userNode(_ context: GraphContext, userID: String, caller: Caller, access: Access) throws -> JSONValue {
+        guard let user = users[userID] else { throw GraphError.unsupported(.get, id: userID) }
+        let fields = try FieldList.parse(
+            context.parameters["fields"], defaults: ["id", "name"], limit: limits.maxFields)
+        let granted = Set(effectivePermissions(appID: caller.appID, userID: userID).granted)
+        var node: [String: JSONValue] = [:]
+        for field in fields.names {
+            switch field {
+            case "id": node["id"] = .string(user.id)
+            case "name": node["name"] = .string(user.name)
+            case "first_name": node["first_name"] = .string(user.firstName)
+            case "last_name": node["last_name"] = .string(user.lastName)
+            case "short_name": node["short_name"] = .string(user.firstName)
+            case "name_format": node["name_format"] = .string("{first} {last}")
+            case "email":
+                if access != .publicOnly, granted.contains("email") { node["email"] = .string(user.email) }
+            case "birthday":
+                if access != .publicOnly, granted.contains("user_birthday"), let birthday = user.birthday {
+                    node["birthday"] = .string(birthday)
+                }
+            case "installed":
+                if access != .publicOnly {
+                    node["installed"] = .bool(grant(appID: caller.appID, userID: userID)?.isInstalled ?? false)
+                }
+            case "picture":
+                node["picture"] = .object([
+                    "data": .object([
+                        "height": .int(50), "width": .int(50), "is_silhouette": .bool(true),
+                        "url": .string("\(origin(for: context.request))\(context.versionPrefix)/\(user.id)/picture"),
+                    ])
+                ])
+            case "permissions":
+                if access != .publicOnly {
+                    node["permissions"] = .object([
+                        "data": .array(permissionEntries(appID: caller.appID, userID: userID))
+                    ])
+                }
+            default: throw GraphError.nonexistingField(field, node: "User")
+            }
+        }
+        return .object(node)
+    }
+
+    /// A small SVG with the person's initials, so `picture.url` leads somewhere on loopback.
+    func picture(userID: String) -> GraphAnswer {
+        let user = users[userID]
+        let initials = [user?.firstName.first, user?.lastName.first].compactMap { $0 }.map(String.init).joined()
+        let svg = """
+            <svg xmlns="http://www.w3.org/2000/svg" width="50" height="50"><rect width="50" height="50" fill="#4267b2"/>\
+            <text x="25" y="32" font-family="sans-serif" font-size="20" fill="#fff" text-anchor="middle">\
+            \(HTML.escape(initials))</text></svg>
+            """
+        // The answer's body is JSON everywhere else; a picture is the one exception.
+        return GraphAnswer(body: .null, headers: ["Content-Type": "image/svg+xml"], rawBody: Data(svg.utf8))
+    }
+
+    // MARK: - Permissions
+
+    func permissionEntries(appID: String, userID: String, only name: String? = nil) -> [JSONValue] {
+        let (granted, declined) = effectivePermissions(appID: appID, userID: userID)
+        let entries =
+            granted.map { ($0, "granted") } + declined.filter { !granted.contains($0) }.map { ($0, "declined") }
+        return entries.filter { name == nil || $0.0 == name }.map {
+            .object(["permission": .string($0.0), "status": .string($0.1)])
+        }
+    }
+
+    func permissionsEdge(_ context: GraphContext, userID: String, appID: String, name: String?) throws -> GraphAnswer {
+        switch context.method {
+        case .get:
+            return GraphAnswer(
+                body: .object(["data": .array(permissionEntries(appID: appID, userID: userID, only: name))]))
+        case .delete:
+            if let name {
+                guard name != "public_profile" else {
+                    throw GraphError.invalidParameter(
+                        "public_profile cannot be revoked on its own; DELETE /me/permissions removes the app.")
+                }
+                guard PermissionCatalogue.isKnown(name) else {
+                    throw GraphError.invalidParameter("Invalid permission: \(name)")
+                }
+                let key = GrantKey(appID: appID, userID: userID)
+                if var record = grants[key], record.isInstalled {
+                    record.decline([name])
+                    grants[key] = record
+                    markDirty()
+                }
+            } else {
+                removeApp(appID: appID, userID: userID)
+            }
+            return GraphAnswer(body: .object(["success": .bool(true)]))
+        default:
+            throw GraphError.unsupportedMethod(context.method)
+        }
+    }
+
+    // MARK: - Posts
+
+    func findPost(_ id: String) -> PostRecord? {
+        guard let underscore = id.firstIndex(of: "_") else { return nil }
+        let userID = String(id[..<underscore])
+        guard let number = Int(id[id.index(after: underscore)...]), let list = posts[userID] else { return nil }
+        return binarySearch(list, number: number).flatMap { list[$0].id == id ? list[$0] : nil }
+    }
+
+    func binarySearch(_ list: [PostRecord], number: Int) -> Int? {
+        var low = 0
+        var high = list.count - 1
+        while low <= high {
+            let middle = (low + high) / 2
+            if list[middle].number == number { return middle }
+            if list[middle].number < number { low = middle + 1 } else { high = middle - 1 }
+        }
+        return nil
+    }
+
+    func publish(_ context: GraphContext, userID: String, appID: String) throws -> GraphAnswer {
+        let publishPermission = PermissionCatalogue.publishPermission
+        let (granted, _) = effectivePermissions(appID: appID, userID: userID)
+        guard granted.contains(publishPermission) else {
+            if grant(appID: appID, userID: userID)?.granted.contains(publishPermission) == true {
+                consumeRevocation(of: publishPermission, userID: userID)
+            }
+            throw GraphError.notAuthorizedToPublish
+        }
+        let parameters = context.parameters
+        let message = parameters["message"] ?? ""
+        let link = parameters.nonEmpty("link")
+        guard !message.trimmedASCII.isEmpty || link != nil else {
+            throw GraphError.missingMessage
+        }
+        guard message.count <= limits.maxMessageCharacters else {
+            throw GraphError.invalidParameter("The message is longer than \(limits.maxMessageCharacters) characters.")
+        }
+        if let link {
+            guard link.count <= 2048, let url = URL(string: link),
+                ["http", "https"].contains(url.scheme?.lowercased() ?? ""),
+                url.host != nil
+            else { throw GraphError.invalidParameter("The parameter link must be an http or https URL.") }
+        }
+        let allowed = grant(appID: appID, userID: userID)?.audience ?? .allFriends
+        var audience = allowed
+        if let privacy = parameters.nonEmpty("privacy") {
+            guard let value = JSONValue(parsing: Data(privacy.utf8))?["value"]?.stringValue,
+                let requested = Audience(rawValue: value.uppercased())
+            else {
+                throw GraphError.invalidParameter(
+                    "privacy must be a JSON object such as {\"value\":\"SELF\"}; value is one of EVERYONE, "
+                        + "FRIENDS_OF_FRIENDS, ALL_FRIENDS, SELF.")
+            }
+            audience = min(requested, allowed)
+        }
+        if let last = posts[userID]?.last, last.message == message, last.link == link { throw GraphError.duplicatePost }
+        let number = nextPostNumber
+        nextPostNumber += 1
+        let post = PostRecord(
+            id: "\(userID)_\(number)", number: number, userID: userID, appID: appID, message: message, link: link,
+            audience: audience, createdAt: now)
+        posts[userID, default: []].append(post)
+        if let count = posts[userID]?.count, count > limits.maxPostsPerUser {
+            posts[userID]?.removeFirst(count - limits.maxPostsPerUser)
+        }
+        markDirty()
+        return GraphAnswer(body: .object(["id": .string(post.id)]))
+    }
+
+    func postFields(_ post: PostRecord, fields: FieldList) throws -> JSONValue {
+        var node: [String: JSONValue] = [:]
+        for field in fields.names {
+            switch field {
+            case "id": node["id"] = .string(post.id)
+            case "message": if !post.message.isEmpty { node["message"] = .string(post.message) }
+            case "created_time": node["created_time"] = .string(Self.graphTime(post.createdAt))
+            case "updated_time": node["updated_time"] = .string(Self.graphTime(post.createdAt))
+            case "link": if let link = post.link { node["link"] = .string(link) }
+            case "privacy":
+                node["privacy"] = .object([
+                    "value": .string(post.audience.rawValue), "description": .string(post.audience.description),
+                    "friends": .string(""), "allow": .string(""), "deny": .string(""),
+                ])
+            case "from":
+                node["from"] = .object(["id": .string(post.userID), "name": .string(users[post.userID]?.name ?? "")])
+            case "application":
+                node["application"] = .object([
+                    "id": .string(post.appID), "name": .string(apps[post.appID]?.name ?? ""),
+                ])
+            default: throw GraphError.nonexistingField(field, node: "Post")
+            }
+        }
+        return .object(node)
+    }
+
+    static func graphTime(_ date: Date) -> String {
+        var calendar = Calendar(identifier: .gregorian)
+        calendar.timeZone = TimeZone(identifier: "UTC")!
+        let c = calendar.dateComponents([.year, .month, .day, .hour, .minute, .second], from: date)
+        func two(_ value: Int?) -> String { String(value ?? 0).leftPadded(2) }
+        return "\(c.year ?? 1970)-\(two(c.month))-\(two(c.day))T\(two(c.hour)):\(two(c.minute)):\(two(c.second))+0000"
+    }
+
+    func feed(_ context: GraphContext, userID: String, appID: String, pathName: String) throws -> GraphAnswer {
+        let parameters = context.parameters
+        let fields = try FieldList.parse(
+            parameters["fields"], defaults: ["created_time", "message", "id"], limit: limits.maxFields)
+        var limit = 25
+        if let text = parameters.nonEmpty("limit") {
+            guard let value = Int(text), value >= 1 else {
+                throw GraphError.invalidParameter("The parameter limit must be a positive whole number.")
+            }
+            limit = min(value, 100)
+        }
+        func cursor(_ name: String) throws -> Int? {
+            guard let text = parameters.nonEmpty(name) else { return nil }
+            guard let data = Base64URL.decode(text), let number = Int(String(decoding: data, as: UTF8.self)) else {
+                throw GraphError.invalidParameter("The \(name) cursor is not valid.")
+            }
+            return number
+        }
+        let after = try cursor("after")
+        let before = try cursor("before")
+        let seesAll = effectivePermissions(appID: appID, userID: userID).granted.contains("user_posts")
+        // Newest first.
+        let visible = (posts[userID] ?? []).reversed().filter { seesAll || $0.appID == appID }
+        let page: [PostRecord]
+        if let after {
+            page = Array(visible.lazy.filter { $0.number < after }.prefix(limit))
+        } else if let before {
+            page = Array(visible.filter { $0.number > before }.suffix(limit))
+        } else {
+            page = Array(visible.prefix(limit))
+        }
+        var body: [String: JSONValue] = ["data": .array(try page.map { try postFields($0, fields: fields) })]
+        if let first = page.first, let last = page.last {
+            let beforeCursor = Base64URL.encode(Data(String(first.number).utf8))
+            let afterCursor = Base64URL.encode(Data(String(last.number).utf8))
+            var paging: [String: JSONValue] = [
+                "cursors": .object(["before": .string(beforeCursor), "after": .string(afterCursor)])
+            ]
+            var common: [(String, String)] = []
+            if let token = context.caller?.token, parameters["access_token"] != nil {
+                common.append(("access_token", token))
+            }
+            if let text = parameters.nonEmpty("fields") { common.append(("fields", text)) }
+            common.append(("limit", String(limit)))
+            let base = "\(origin(for: context.request))\(context.versionPrefix)/\(pathName)/feed"
+            if visible.contains(where: { $0.number < last.number }) {
+                paging["next"] = .string(FormWriter.appending(common + [("after", afterCursor)], to: base))
+            }
+            if visible.contains(where: { $0.number > first.number }) {
+                paging["previous"] = .string(FormWriter.appending(common + [("before", beforeCursor)], to: base))
+            }
+            body["paging"] = .object(paging)
+        }
+        return GraphAnswer(body: .object(body))
+    }
+
+    func postRoute(_ context: GraphContext, post: PostRecord) throws -> GraphAnswer {
+        let caller = try requireCaller(context, forMe: false)
+        let mayRead =
+            (caller.kind == .user && caller.userID == post.userID)
+            || (caller.kind == .app && caller.appID == post.appID)
+        guard mayRead else { throw GraphError.unsupported(context.method, id: post.id) }
+        switch context.method {
+        case .get:
+            let fields = try FieldList.parse(
+                context.parameters["fields"], defaults: ["created_time", "message", "id"], limit: limits.maxFields)
+            return GraphAnswer(body: try postFields(post, fields: fields))
+        case .delete:
+            guard caller.appID == post.appID else { throw GraphError.permissionRequired("publish_actions") }
+            if let index = posts[post.userID].flatMap({ binarySearch($0, number: post.number) }) {
+                posts[post.userID]?.remove(at: index)
+                markDirty()
+            }
+            return GraphAnswer(body: .object(["success": .bool(true)]))
+        default:
+            throw GraphError.unsupportedMethod(context.method)
+        }
+    }
+
+    // MARK: - Apps
+
+    func appRoute(_ context: GraphContext, appID: String, rest: [String]) throws -> GraphAnswer {
+        if rest.isEmpty {
+            guard context.method == .get else { throw GraphError.unsupported(context.method, id: appID) }
+            _ = try requireCaller(context, forMe: false)
+            return try appNode(context, appID: appID)
+        }
+        if rest == ["accounts", "test-users"] { return try testUsers(context, appID: appID) }
+        throw GraphError.unknownPath(pathText(rest))
+    }
+
+    func appNode(_ context: GraphContext, appID: String) throws -> GraphAnswer {
+        guard let app = apps[appID] else { throw GraphError.unsupported(.get, id: appID) }
+        let fields = try FieldList.parse(
+            context.parameters["fields"], defaults: ["id", "name"], limit: limits.maxFields)
+        var node: [String: JSONValue] = [:]
+        for field in fields.names {
+            switch field {
+            case "id": node["id"] = .string(app.id)
+            case "name": node["name"] = .string(app.name)
+            case "link": node["link"] = .string("\(origin(for: context.request))/\(app.id)")
+            case "category": node["category"] = .string("Utilities")
+            default: throw GraphError.nonexistingField(field, node: "Application")
+            }
+        }
+        return GraphAnswer(body: .object(node))
+    }
+}

@@ -1,0 +1,154 @@
+import Foundation
+import Sesame
+
+/// A request as the emulator's engine sees it, whichever way it arrived (the HTTP server, the
+/// in-process transport, or a batch item).
+package struct EmulatorRequest: Sendable {
+    package var method: HTTPMethod
+    /// The path, percent-decoded, without the query.
+    package var path: String
+    package var query: [(String, String)]
+    package var headers: HTTPHeaders
+    package var body: Data
+
+    package init(
+        method: HTTPMethod, path: String, query: [(String, String)] = [], headers: HTTPHeaders = [:],
+        body: Data = Data()
+    ) {
+        self.method = method
+        self.path = path
+        self.query = query
+        self.headers = headers
+        self.body = body
+    }
+
+    /// Reads a request from a URL, as the in-process transport and batch items have it.
+    package init(method: HTTPMethod, url: URL, headers: HTTPHeaders = [:], body: Data = Data()) {
+        let components = URLComponents(url: url, resolvingAgainstBaseURL: false)
+        let path = components?.path ?? "/"
+        self.init(
+            method: method, path: path.isEmpty ? "/" : path,
+            query: FormEncoding.decode(components?.percentEncodedQuery ?? ""), headers: headers, body: body)
+    }
+
+    /// The media type of the body, lower case, without parameters.
+    var contentType: String {
+        let raw = headers["Content-Type"] ?? ""
+        let type = raw.split(separator: ";", maxSplits: 1).first.map(String.init) ?? raw
+        return type.trimmedASCII.lowercased()
+    }
+}
+
+/// What the engine answers: a response, or closing the connection without one, after an optional
+/// delay (the `slow` scenario).
+package struct EmulatorOutcome: Sendable {
+    /// The response; `nil` closes the connection without answering.
+    package var response: HTTPResponse?
+    /// How long to wait before answering.
+    package var delay: Duration = .zero
+
+    package init(response: HTTPResponse?, delay: Duration = .zero) {
+        self.response = response
+        self.delay = delay
+    }
+
+    package static func respond(_ response: HTTPResponse) -> EmulatorOutcome { EmulatorOutcome(response: response) }
+}
+
+/// Request parameters: the query, then a form or JSON body, in order, repeats kept.
+package struct Parameters: Sendable {
+    package var pairs: [(String, String)]
+
+    package init(_ pairs: [(String, String)] = []) { self.pairs = pairs }
+
+    /// The first value of `name`.
+    package subscript(name: String) -> String? { pairs.first { $0.0 == name }?.1 }
+
+    /// Every value of `name`, in order.
+    package func all(_ name: String) -> [String] { pairs.filter { $0.0 == name }.map(\.1) }
+
+    /// The first value of `name`, trimmed, or `nil` when missing or empty.
+    func nonEmpty(_ name: String) -> String? {
+        guard let value = self[name]?.trimmedASCII, !value.isEmpty else {
+            return nil
+        }
+        return value
+    }
+
+    /// A Facebook-style boolean (`true`, `1`), or `defaultValue` when absent.
+    func bool(_ name: String, default defaultValue: Bool) -> Bool {
+        guard let value = self[name]?.lowercased() else { return defaultValue }
+        return ["true", "1", "yes", "on"].contains(value)
+    }
+
+    /// The parameters of `request`: its query, then its body when the body is a form or a JSON object.
+    static func of(_ request: EmulatorRequest) throws(GraphError) -> Parameters {
+        var pairs = request.query
+        if !request.body.isEmpty {
+            switch request.contentType {
+            case "application/json":
+                guard case .object(let members)? = JSONValue(parsing: request.body) else {
+                    throw GraphError.invalidParameter("The request body is not a JSON object.")
+                }
+                for (name, value) in members.sorted(by: { $0.key < $1.key }) {
+                    pairs.append((name, value.stringValue ?? JSONWriter.string(value)))
+                }
+            case "multipart/form-data":
+                throw GraphError.invalidParameter("multipart/form-data bodies are not supported by the emulator.")
+            default:
+                // Facebook reads a body without a content type as a form, as curl sends it.
+                guard let text = String(data: request.body, encoding: .utf8) else {
+                    throw GraphError.invalidParameter("The request body is not UTF-8 text.")
+                }
+                pairs.append(contentsOf: FormEncoding.decode(text))
+            }
+        }
+        return Parameters(pairs)
+    }
+}
+
+/// Splits a comma- or space-separated list (`scope`, `permissions`, `fields`), dropping empties.
+func splitList(_ text: String?) -> [String] {
+    guard let text else { return [] }
+    return text.split(whereSeparator: { $0 == "," || $0 == " " }).map {
+        $0.trimmedASCII
+    }.filter { !$0.isEmpty }
+}
+
+/// Form encoding with `+` for spaces, as Facebook writes its redirect parameters
+/// (`error_description=Permissions+error`).
+enum FormWriter {
+    private static let unreserved = CharacterSet(
+        charactersIn: "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~ ")
+
+    static func encode(_ items: [(String, String)]) -> String {
+        items.map { "\(escape($0.0))=\(escape($0.1))" }.joined(separator: "&")
+    }
+
+    static func escape(_ text: String) -> String {
+        (text.addingPercentEncoding(withAllowedCharacters: unreserved) ?? "").replacingOccurrences(of: " ", with: "+")
+    }
+
+    /// `base` with `items` added to its query (or its fragment when `inFragment`).
+    static func appending(_ items: [(String, String)], to base: String, inFragment: Bool = false) -> String {
+        var text = base
+        if let hash = text.firstIndex(of: "#") { text = String(text[..<hash]) }
+        let encoded = encode(items)
+        if inFragment { return text + "#" + encoded }
+        let separator = text.contains("?") ? (text.hasSuffix("?") || text.hasSuffix("&") ? "" : "&") : "?"
+        return text + separator + encoded
+    }
+}
+
+extension StringProtocol {
+    /// The text without leading and trailing ASCII spaces, tabs and line breaks. Much cheaper than
+    /// Foundation's `trimmingCharacters(in:)` on Linux, and enough for HTTP and form values.
+    var trimmedASCII: String {
+        func isSpace(_ byte: UInt8) -> Bool { byte == 0x20 || byte == 0x09 || byte == 0x0A || byte == 0x0D }
+        let bytes = Array(utf8)
+        guard let first = bytes.firstIndex(where: { !isSpace($0) }) else { return "" }
+        let last = bytes.lastIndex(where: { !isSpace($0) })!
+        if first == 0 && last == bytes.count - 1 { return String(self) }
+        return String(decoding: bytes[first...last], as: UTF8.self)
+    }
+}

@@ -1,0 +1,67 @@
+import Foundation
+
+/// Counts each app's calls and handler time per minute over a rolling hour, for `X-App-Usage`.
+///
+/// Memory is fixed: sixty one-minute buckets per app, however many calls arrive.
+struct UsageMeter: Sendable {
+    private struct Bucket: Sendable {
+        var minute: Int64 = .min
+        var calls = 0
+        var seconds: Double = 0
+    }
+
+    private var buckets: [String: [Bucket]] = [:]
+    /// The app of the call being handled, so its time is added to the right bucket.
+    private var currentAppID: String?
+
+    private static func minute(of date: Date) -> Int64 { Int64((date.timeIntervalSince1970 / 60).rounded(.down)) }
+
+    /// Counts one call of `appID`.
+    mutating func count(appID: String, at date: Date) {
+        let minute = Self.minute(of: date)
+        let slot = Int(((minute % 60) + 60) % 60)
+        if buckets[appID] == nil { buckets[appID] = Array(repeating: Bucket(), count: 60) }
+        // Mutated in place: no copy of the app's buckets per call.
+        if buckets[appID]![slot].minute != minute { buckets[appID]![slot] = Bucket(minute: minute) }
+        buckets[appID]![slot].calls += 1
+        currentAppID = appID
+    }
+
+    /// Adds the time the current call took to its app's usage.
+    mutating func addTime(_ duration: Duration, at date: Date) {
+        guard let appID = currentAppID else { return }
+        currentAppID = nil
+        let minute = Self.minute(of: date)
+        let slot = Int(((minute % 60) + 60) % 60)
+        guard buckets[appID]?[slot].minute == minute else { return }
+        let seconds = Double(duration.components.seconds) + Double(duration.components.attoseconds) * 1e-18
+        buckets[appID]?[slot].seconds += seconds
+    }
+
+    /// Calls and seconds of handler time in the last sixty minutes.
+    func lastHour(appID: String, at date: Date) -> (calls: Int, seconds: Double) {
+        guard let appBuckets = buckets[appID] else { return (0, 0) }
+        let minute = Self.minute(of: date)
+        var calls = 0
+        var seconds: Double = 0
+        for bucket in appBuckets where bucket.minute > minute - 60 && bucket.minute <= minute {
+            calls += bucket.calls
+            seconds += bucket.seconds
+        }
+        return (calls, seconds)
+    }
+
+    /// Whole minutes until the app's calls in the last hour fall to `allowance` or below.
+    func minutesUntilBelow(_ allowance: Int, appID: String, at date: Date) -> Int {
+        guard let appBuckets = buckets[appID] else { return 0 }
+        let minute = Self.minute(of: date)
+        let live = appBuckets.filter { $0.minute > minute - 60 && $0.minute <= minute }.sorted { $0.minute < $1.minute }
+        var remaining = live.reduce(0) { $0 + $1.calls }
+        for bucket in live {
+            if remaining <= allowance { break }
+            remaining -= bucket.calls
+            if remaining <= allowance { return Int(bucket.minute + 60 - minute) }
+        }
+        return remaining <= allowance ? 0 : 60
+    }
+}

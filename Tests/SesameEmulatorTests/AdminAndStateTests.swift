@@ -1,0 +1,142 @@
+import Foundation
+import Sesame
+import SesameEmulator
+import Testing
+
+@Suite("Admin API")
+struct AdminAPITests {
+    @Test("users, tokens, clock, apps and health")
+    func endpoints() async throws {
+        try await Harness.with { h in
+            #expect(try await h.admin(.get, "health").json == .object(["ok": .bool(true)]))
+            let index = try await h.admin(.get, "")
+            #expect(index.json?["endpoints"]?.arrayValue?.isEmpty == false)
+
+            let created = try await h.admin(
+                .post, "users", .object(["name": .string("Ada Lovelace"), "email": .string("ada@example.com")]))
+            #expect(created.status == 201)
+            let id = try #require(created.json?["id"]?.stringValue)
+            #expect(id.allSatisfy { $0.isNumber })
+            let users = try await h.admin(.get, "users")
+            #expect(users.json?["data"]?.arrayValue?.map { $0["id"] }.contains(.string(id)) == true)
+
+            let token = try await h.admin(
+                .post, "tokens", .object(["user": .string(id), "permissions": .array([.string("email")])]))
+            let accessToken = try #require(token.json?["access_token"]?.stringValue)
+            let me = try await h.get("/me", token: accessToken, [("fields", "name,email")])
+            #expect(me.json == .object(["name": .string("Ada Lovelace"), "email": .string("ada@example.com")]))
+
+            let clock = try await h.admin(.post, "clock", .object(["advance_seconds": .int(7200)]))
+            #expect(clock.json?["offset_seconds"]?.doubleValue == 7200)
+            #expect(try await h.get("/me", token: accessToken).subcode == 463)
+
+            let apps = try await h.admin(.get, "apps")
+            #expect(apps.json?["data"]?[0]?["secret"] == .string(h.app.secret))
+
+            #expect(try await h.admin(.get, "nowhere").status == 404)
+            #expect(try await h.admin(.post, "users", .object(["name": .string("")])).status == 400)
+            #expect(try await h.admin(.post, "tokens", .object(["user": .string("404")])).status == 404)
+        }
+    }
+
+    @Test("reset forgets people, tokens and scenarios but keeps the configuration")
+    func reset() async throws {
+        try await Harness.with { h in
+            let token = try await h.token()
+            _ = try await h.admin(.post, "scenarios", .object(["scenario": .string("transient")]))
+            #expect(try await h.admin(.post, "reset").status == 200)
+            #expect(try await h.get("/me", token: token).code == 190)
+            #expect(try await h.admin(.get, "scenarios").json?["data"] == .array([]))
+            #expect(try await h.get("/me", token: try await h.token()).status == 200)
+        }
+    }
+}
+
+@Suite("State file")
+struct StateFileTests {
+    func temporaryDirectory() throws -> URL {
+        let url = FileManager.default.temporaryDirectory.appendingPathComponent("sesame-emulator-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+        return url
+    }
+
+    @Test("a token obtained in one run is still valid in the next; the file is 0600")
+    func persists() async throws {
+        let directory = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let file = directory.appendingPathComponent("sesame/emulator.json")
+        let (token, postID) = try await Harness.with({ $0.stateFileURL = file }) { h in
+            let token = try await h.token(["publish_actions", "email"])
+            let post = try await h.post("/me/feed", token: token, [("message", "kept")])
+            return (token, try #require(post.json?["id"]?.stringValue))
+        }
+        let attributes = try FileManager.default.attributesOfItem(atPath: file.path)
+        #expect((attributes[.posixPermissions] as? Int).map { $0 & 0o777 } == 0o600)
+        #expect(!(try String(contentsOf: file, encoding: .utf8)).isEmpty)
+
+        try await Harness.with({ $0.stateFileURL = file }) { h in
+            let me = try await h.get("/me", token: token, [("fields", "id,email")])
+            #expect(me.status == 200)
+            #expect(me.json?["email"] == .string("sam.sesame@example.com"))
+            #expect(try await h.get("/\(postID)", token: token).json?["message"] == .string("kept"))
+        }
+    }
+
+    @Test("a corrupt state file is reported and left as it is")
+    func corrupt() throws {
+        let directory = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let file = directory.appendingPathComponent("emulator.json")
+        try Data("{not json".utf8).write(to: file)
+        chmod(file.path, 0o600)
+        var configuration = EmulatorConfiguration()
+        configuration.stateFileURL = file
+        #expect(throws: EmulatorError.self) { try Emulator(configuration: configuration) }
+        #expect(try String(contentsOf: file, encoding: .utf8) == "{not json")
+    }
+
+    @Test("a state file others can read is refused with the chmod that fixes it")
+    func insecure() throws {
+        let directory = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let file = directory.appendingPathComponent("emulator.json")
+        try Data("{}".utf8).write(to: file)
+        chmod(file.path, 0o644)
+        var configuration = EmulatorConfiguration()
+        configuration.stateFileURL = file
+        #expect { try Emulator(configuration: configuration) } throws: { error in
+            (error as? EmulatorError)?.message.contains("chmod 600") == true
+        }
+    }
+
+    @Test("the default state file is under XDG_STATE_HOME, else ~/.local/state")
+    func defaultLocation() {
+        #expect(
+            EmulatorConfiguration.defaultStateFileURL(environment: ["XDG_STATE_HOME": "/x/state"]).path
+                == "/x/state/sesame/emulator.json")
+        #expect(
+            EmulatorConfiguration.defaultStateFileURL(environment: ["HOME": "/home/u"]).path
+                == "/home/u/.local/state/sesame/emulator.json")
+    }
+}
+
+@Suite("Serving until a signal")
+struct ServeTests {
+    @Test("serve(untilSignals:) answers until the signal, then stops and returns it")
+    func untilSignal() async throws {
+        let emulator = try Emulator()
+        let (stream, continuation) = AsyncStream.makeStream(of: EmulatorEndpoints.self)
+        let serving = Task { try await emulator.serve(untilSignals: [SIGUSR2]) { continuation.yield($0) } }
+        var iterator = stream.makeAsyncIterator()
+        let endpoints = try #require(await iterator.next())
+        let reply = try await LoopbackTransport().send(
+            HTTPRequest(url: endpoints.adminURL.appendingPathComponent("health")))
+        #expect(reply.status == 200)
+        kill(getpid(), SIGUSR2)
+        #expect(try await serving.value == SIGUSR2)
+        #expect(emulator.endpoints == nil)
+        await #expect(throws: TransportError.self) {
+            try await LoopbackTransport().send(HTTPRequest(url: endpoints.adminURL.appendingPathComponent("health")))
+        }
+    }
+}

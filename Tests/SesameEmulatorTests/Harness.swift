@@ -1,0 +1,163 @@
+import Foundation
+import Sesame
+import SesameEmulator
+import Testing
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+/// An answer from the emulator, with helpers to read Facebook's shapes.
+struct Reply: Sendable {
+    var status: Int
+    var headers: HTTPHeaders
+    var body: Data
+
+    var json: JSONValue? { JSONValue(parsing: body) }
+    var text: String { String(decoding: body, as: UTF8.self) }
+    /// The `error` object of a Graph error envelope.
+    var error: JSONValue? { json?["error"] }
+    var code: Int? { error?["code"]?.lenientInt }
+    var subcode: Int? { error?["error_subcode"]?.lenientInt }
+    /// The `Location` of a redirect.
+    var location: URL? { headers["Location"].flatMap(URL.init(string:)) }
+}
+
+/// A started emulator and a client for it, over real HTTP on 127.0.0.1.
+struct Harness: Sendable {
+    let emulator: Emulator
+    let base: URL
+    let transport: any HTTPTransport
+    var app: EmulatedApp { emulator.configuration.defaultApp }
+    var userID: String { emulator.configuration.users.first!.id }
+
+    static func start(_ configure: (inout EmulatorConfiguration) -> Void = { _ in }) async throws -> Harness {
+        var configuration = EmulatorConfiguration()
+        configure(&configuration)
+        let emulator = try Emulator(configuration: configuration)
+        let endpoints = try await emulator.start()
+        return Harness(emulator: emulator, base: endpoints.baseURL, transport: LoopbackTransport())
+    }
+
+    func stop() async { await emulator.stop() }
+
+    func url(_ path: String, _ query: [(String, String)] = []) -> URL {
+        let text = base.absoluteString + path
+        return query.isEmpty ? URL(string: text)! : OAuth.appendingQuery(query, to: URL(string: text)!)
+    }
+
+    func send(
+        _ method: HTTPMethod, _ path: String, query: [(String, String)] = [], form: [(String, String)]? = nil,
+        json: JSONValue? = nil, headers: HTTPHeaders = [:]
+    ) async throws -> Reply {
+        var request = HTTPRequest(method: method, url: url(path, query), headers: headers)
+        if let form {
+            request.headers["Content-Type"] = "application/x-www-form-urlencoded"
+            request.body = Data(FormEncoding.encode(form).utf8)
+        } else if let json {
+            request.headers["Content-Type"] = "application/json"
+            request.body = Data(json.jsonText.utf8)
+        }
+        let response = try await transport.send(request)
+        return Reply(status: response.status, headers: response.headers, body: response.body)
+    }
+
+    func get(_ path: String, token: String? = nil, _ query: [(String, String)] = []) async throws -> Reply {
+        try await send(.get, path, query: query + (token.map { [("access_token", $0)] } ?? []))
+    }
+
+    func post(_ path: String, token: String? = nil, _ form: [(String, String)] = []) async throws -> Reply {
+        try await send(.post, path, form: form + (token.map { [("access_token", $0)] } ?? []))
+    }
+
+    func post(_ path: String, _ token: String?, _ form: [(String, String)]) async throws -> Reply {
+        try await post(path, token: token, form)
+    }
+
+    func delete(_ path: String, token: String? = nil, _ query: [(String, String)] = []) async throws -> Reply {
+        try await send(.delete, path, query: query + (token.map { [("access_token", $0)] } ?? []))
+    }
+
+    func admin(_ method: HTTPMethod, _ path: String, _ body: JSONValue? = nil) async throws -> Reply {
+        try await send(method, "/__sesame/" + path, json: body)
+    }
+
+    /// A user token for the default person with `permissions`.
+    func token(_ permissions: [String] = [], user: String? = nil) async throws -> String {
+        try await emulator.issueToken(user: user, permissions: permissions)
+    }
+
+    /// The app token `{app-id}|{secret}`.
+    var appToken: String { "\(app.id)|\(app.secret)" }
+    /// The client token `{app-id}|{client-token}` for device login.
+    var clientToken: String { "\(app.id)|\(app.clientToken)" }
+
+    /// Runs `body` with a started emulator and stops it afterwards, whatever happens.
+    static func with<T: Sendable>(
+        _ configure: (inout EmulatorConfiguration) -> Void = { _ in }, _ body: (Harness) async throws -> T
+    ) async throws -> T {
+        let harness = try await start(configure)
+        do {
+            let result = try await body(harness)
+            await harness.stop()
+            return result
+        } catch {
+            await harness.stop()
+            throw error
+        }
+    }
+}
+
+/// A loopback-only HTTP client on URLSession that does not follow redirects, so tests see the
+/// dialog's 302s. Tests only; the library's transport is `CurlTransport`.
+final class LoopbackTransport: NSObject, HTTPTransport, URLSessionTaskDelegate, @unchecked Sendable {
+    // Immutable after init; URLSession is thread-safe.
+    private var session: URLSession!
+
+    override init() {
+        super.init()
+        let configuration = URLSessionConfiguration.ephemeral
+        configuration.httpShouldSetCookies = false
+        configuration.urlCache = nil
+        configuration.timeoutIntervalForRequest = 60
+        session = URLSession(configuration: configuration, delegate: self, delegateQueue: nil)
+    }
+
+    func send(_ request: HTTPRequest) async throws -> HTTPResponse {
+        precondition(["127.0.0.1", "localhost"].contains(request.url.host ?? ""), "tests talk to loopback only")
+        var urlRequest = URLRequest(url: request.url)
+        urlRequest.httpMethod = request.method.rawValue
+        for field in request.headers { urlRequest.addValue(field.value, forHTTPHeaderField: field.name) }
+        urlRequest.httpBody = request.body
+        let (data, response): (Data, URLResponse)
+        do {
+            (data, response) = try await session.data(for: urlRequest)
+        } catch {
+            throw TransportError(kind: .connectionLost, message: "\(error)", host: request.url.host)
+        }
+        guard let http = response as? HTTPURLResponse else {
+            throw TransportError(kind: .other, message: "not an HTTP response", host: request.url.host)
+        }
+        var headers = HTTPHeaders()
+        for (name, value) in http.allHeaderFields {
+            headers.add(name: "\(name)", value: "\(value)")
+        }
+        return HTTPResponse(status: http.statusCode, headers: headers, body: data)
+    }
+
+    func urlSession(
+        _ session: URLSession, task: URLSessionTask, willPerformHTTPRedirection response: HTTPURLResponse,
+        newRequest request: URLRequest, completionHandler: @escaping @Sendable (URLRequest?) -> Void
+    ) {
+        completionHandler(nil)
+    }
+}
+
+/// Parses a URL's query (or fragment) into a dictionary of first values.
+func parameters(of url: URL, fragment: Bool = false) -> [String: String] {
+    let components = URLComponents(url: url, resolvingAgainstBaseURL: false)
+    let text = (fragment ? components?.percentEncodedFragment : components?.percentEncodedQuery) ?? ""
+    var result: [String: String] = [:]
+    for (name, value) in FormEncoding.decode(text) where result[name] == nil { result[name] = value }
+    return result
+}

@@ -1,0 +1,122 @@
+import Foundation
+import Sesame
+import Testing
+
+@testable import SesameEmulator
+
+@Suite("Emulator internals")
+struct EmulatorUnitTests {
+    @Test(
+        "JSON output escapes what it must and round-trips",
+        arguments: [
+            JSONValue.string("quote \" backslash \\ newline \n tab \t bell \u{07} line-sep \u{2028} é 😀"),
+            .object(["b": .int(2), "a": .array([.null, .bool(true), .number(1.5), .int(-7)])]),
+            .number(1e20),
+            .object([:]),
+        ])
+    func jsonRoundTrip(value: JSONValue) throws {
+        let text = JSONWriter.string(value)
+        #expect(!text.contains("\n"))
+        #expect(JSONValue(parsing: Data(text.utf8)) == value)
+    }
+
+    @Test("JSON objects come out with sorted keys and whole numbers without a decimal point")
+    func jsonShape() {
+        #expect(JSONWriter.string(.object(["b": .int(2), "a": .number(1)])) == #"{"a":1,"b":2}"#)
+    }
+
+    @Test("HTML escaping covers the five characters that matter")
+    func htmlEscape() {
+        #expect(
+            HTML.escape(#"<a href="x" onclick='y'>&</a>"#)
+                == "&lt;a href=&quot;x&quot; onclick=&#39;y&#39;&gt;&amp;&lt;/a&gt;")
+    }
+
+    @Test("Facebook's redirect parameters use + for spaces")
+    func formWriter() {
+        #expect(
+            FormWriter.encode([("error_description", "Permissions error"), ("s", "a&b=c")])
+                == "error_description=Permissions+error&s=a%26b%3Dc")
+        #expect(FormWriter.appending([("a", "1")], to: "http://x/cb?z=2#frag") == "http://x/cb?z=2&a=1")
+        #expect(FormWriter.appending([("a", "1")], to: "http://x/cb", inFragment: true) == "http://x/cb#a=1")
+    }
+
+    @Test(
+        "fields lists split at top-level commas and drop modifiers",
+        arguments: [
+            ("id,name", ["id", "name"]),
+            ("id, picture.type(large){url,width},permissions{status}", ["id", "picture", "permissions"]),
+            ("", ["id", "name"]),
+        ])
+    func fields(text: String, expected: [String]) throws {
+        #expect(try FieldList.parse(text, defaults: ["id", "name"], limit: 10).names == expected)
+    }
+
+    @Test("too many fields or unbalanced braces are refused", arguments: ["a{b", "a}b", "a,b,c,d"])
+    func badFields(text: String) {
+        #expect(throws: GraphError.self) { try FieldList.parse(text, defaults: [], limit: 3) }
+    }
+
+    @Test(
+        "version prefixes",
+        arguments: [
+            ("v19.0", true), ("v2", true), ("v2.12", true), ("me", false), ("v", false), ("v1.2.3", false),
+            ("vx.0", false),
+        ])
+    func versions(segment: String, isVersion: Bool) {
+        #expect(EmulatorEngine.isVersion(segment) == isVersion)
+    }
+
+    @Test(
+        "only loopback Host headers are trusted for absolute URLs",
+        arguments: [
+            ("127.0.0.1:8080", true), ("localhost:1", true), ("[::1]:9", true), ("localhost", true),
+            ("evil.example", false), ("127.0.0.1.evil.example:80", false), ("127.0.0.1:80x", false), ("[::2]:1", false),
+        ])
+    func loopbackHost(host: String, trusted: Bool) {
+        #expect(EmulatorEngine.isLoopbackHost(host) == trusted)
+    }
+
+    @Test(
+        "redirect URIs: any loopback port, registered ones exactly, nothing else",
+        arguments: [
+            ("http://127.0.0.1:53682/callback", true), ("http://localhost:1/", true), ("http://[::1]:2/cb", true),
+            ("https://app.example/cb", true), ("https://app.example/cb?x=1", true),
+            ("https://app.example/other", false),
+            ("https://127.0.0.1:5/cb", false), ("http://127.0.0.1:5/cb#frag", false), ("not a url", false),
+        ])
+    func redirects(uri: String, allowed: Bool) {
+        let app = EmulatedApp(
+            id: "1", name: "A", secret: "s", clientToken: "c", redirectURIs: ["https://app.example/cb"])
+        #expect(app.allowsRedirect(to: uri) == allowed)
+    }
+
+    @Test("the usage meter counts a rolling hour")
+    func usageMeter() {
+        var meter = UsageMeter()
+        let start = Date(timeIntervalSince1970: 1_700_000_000)
+        for minute in 0..<90 {
+            meter.count(appID: "1", at: start.addingTimeInterval(Double(minute) * 60))
+            meter.addTime(.milliseconds(10), at: start.addingTimeInterval(Double(minute) * 60))
+        }
+        let usage = meter.lastHour(appID: "1", at: start.addingTimeInterval(89 * 60))
+        #expect(usage.calls == 60)
+        #expect(abs(usage.seconds - 0.6) < 0.001)
+        #expect(meter.lastHour(appID: "2", at: start).calls == 0)
+    }
+
+    @Test("batch result references pick values by JSONPath")
+    func resultReferences() throws {
+        let named: [String: JSONValue] = [
+            "feed": .object(["data": .array([.object(["id": .string("1_2")]), .object(["id": .string("1_3")])])])
+        ]
+        #expect(
+            try EmulatorEngine.substituteResults(in: "?ids={result=feed:$.data.*.id}", named: named, encode: true)
+                == "?ids=1_2,1_3")
+        #expect(
+            try EmulatorEngine.substituteResults(in: "{result=feed:$.data.1.id}", named: named, encode: false) == "1_3")
+        #expect(throws: GraphError.self) {
+            try EmulatorEngine.substituteResults(in: "{result=nope:$.id}", named: named, encode: true)
+        }
+    }
+}
