@@ -9,6 +9,10 @@ let package = Package(
         .library(name: "SesameTesting", targets: ["SesameTesting"]),
         .library(name: "SesameHTTPServer", targets: ["SesameHTTPServer"]),
         .library(name: "SesameCurl", targets: ["SesameCurl"]),
+        .library(name: "SesameFacebook", targets: ["SesameFacebook"]),
+        .executable(name: "sesame", targets: ["sesame"]),
+        // Turns a provider's `*Errors.json` table into Swift at build time; usable by any provider.
+        .plugin(name: "ErrorTableGeneratorPlugin", targets: ["ErrorTableGeneratorPlugin"]),
     ],
     targets: [
         // System libraries: a module map and a header of static inline shims each.
@@ -48,10 +52,37 @@ let package = Package(
         .testTarget(
             name: "SesameHTTPServerTests", dependencies: ["SesameHTTPServer", "Sesame", "SesameTesting"]),
 
+        // Error tables as data: the generator (Foundation only, provider-neutral), its
+        // command-line wrapper, and the build-tool plugin that runs it on `*Errors.json` files.
+        .target(name: "SesameErrorTableGen"),
+        .executableTarget(name: "sesame-error-table-gen", dependencies: ["SesameErrorTableGen"]),
+        .plugin(
+            name: "ErrorTableGeneratorPlugin",
+            capability: .buildTool(),
+            dependencies: ["sesame-error-table-gen"]
+        ),
+        .testTarget(
+            name: "SesameErrorTableGenTests",
+            dependencies: ["SesameErrorTableGen", "Sesame", "sesame-error-table-gen"]
+        ),
+
+        // The Facebook provider. Its error taxonomy is generated from GraphErrors.json.
+        .target(name: "SesameFacebook", dependencies: ["Sesame"], plugins: ["ErrorTableGeneratorPlugin"]),
+        .testTarget(name: "SesameFacebookTests", dependencies: ["SesameFacebook", "Sesame", "SesameTesting"]),
+
+        // The `sesame` command line: parsing and commands in a library the tests call directly,
+        // and a thin executable.
+        .target(name: "SesameCommandLine", dependencies: ["Sesame", "SesameFacebook"]),
+        .executableTarget(name: "sesame", dependencies: ["SesameCommandLine"]),
+        .testTarget(
+            name: "SesameCommandLineTests",
+            dependencies: ["SesameCommandLine", "SesameFacebook", "Sesame", "sesame"]
+        ),
+
         // Side-by-side measurements: `swift run -c release sesame-bench <name> [--json]`.
         .executableTarget(
             name: "sesame-bench",
-            dependencies: ["Sesame", "SesameHTTPServer", "SesameCurl", "CCurl"],
+            dependencies: ["Sesame", "SesameHTTPServer", "SesameCurl", "CCurl", "SesameFacebook"],
             path: "Benchmarks/SesameBench"
         ),
         // A thousand requests through CurlTransport, to run under valgrind (Benchmarks/README.md).
