@@ -17,6 +17,7 @@ let benchmarks: [Benchmark] = [
     // Registered by the files beside this one, one line each.
     httpServerBenchmark,
     TransportBenchmark.benchmark,
+    taxonomyBenchmark,
 ]
 
 func usage() -> String {

@@ -70,11 +70,12 @@ public struct GraphErrorBody: Sendable, Hashable {
             kind = .tooLarge
             return
         }
-        guard let first = data.first(where: { !Self.isWhitespace($0) }) else {
+        let content = data.starts(with: [0xEF, 0xBB, 0xBF]) ? data.dropFirst(3) : data[...]
+        guard let first = content.first(where: { !Self.isWhitespace($0) }) else {
             kind = .empty
             return
         }
-        guard let json = JSONValue(parsing: data) else {
+        guard let json = ResponseJSON.parse(data) else {
             switch first {
             case UInt8(ascii: "<"): kind = .html
             case UInt8(ascii: "{"), UInt8(ascii: "["), UInt8(ascii: "\""): kind = .malformedJSON
@@ -148,6 +149,11 @@ public struct GraphErrorBody: Sendable, Hashable {
     /// A string from the body, fit to show: not blank, at most ``maximumTextLength``
     /// characters, with anything that looks like an access token redacted.
     static func text(_ raw: String) -> String? {
+        var raw = Substring(raw)
+        if raw.utf8.count > 4 * maximumTextLength + 64 {
+            // Only the start can be kept; do not walk megabytes of characters to find that out.
+            raw = raw.drop { $0.isWhitespace }.prefix(maximumTextLength + 8)
+        }
         let trimmed = raw.trimmingCharacters(in: .whitespacesAndNewlines)
         guard !trimmed.isEmpty else { return nil }
         var text = trimmed.count > maximumTextLength ? String(trimmed.prefix(maximumTextLength)) + "…" : trimmed
