@@ -6,8 +6,8 @@ extension ProviderID {
     public static let facebook: ProviderID = "facebook"
 }
 
-/// Keys of ``Sesame/AuthError/providerInfo`` that ``FacebookErrorTaxonomy`` fills in, beside
-/// those of ``Sesame/ErrorRuleInfoKey``.
+/// Keys of `AuthError.providerInfo` that ``FacebookErrorTaxonomy`` fills in, beside
+/// those of `ErrorRuleInfoKey`.
 public enum FacebookErrorInfoKey {
     /// The rate-limit usage read from the response's headers (see ``GraphUsage/json``).
     public static let usage = "usage"
@@ -21,16 +21,16 @@ public enum FacebookErrorInfoKey {
 /// The mapping is the table in `GraphErrors.json` (``table``), turned into Swift at build time;
 /// this type reads the response, asks the table, and adds what only the response can say:
 ///
-/// - a non-blank `error_user_msg` becomes the user message and sets ``Sesame/AuthError/shouldNotifyUser``;
+/// - a non-blank `error_user_msg` becomes the user message and sets `AuthError.shouldNotifyUser`;
 ///   `error_user_title` becomes the user title;
 /// - `is_transient`, `type` and `fbtrace_id` are kept on the error;
-/// - the rate-limit usage headers go into ``Sesame/AuthError/graphUsage``, and a throttling error
+/// - the rate-limit usage headers go into `AuthError.graphUsage`, and a throttling error
 ///   waits at least the usage's `estimated_time_to_regain_access` (or a `Retry-After` header).
 ///
 /// It is total: any status, headers and bytes give a classified error, never a trap or a throw.
 /// See <doc:SesameFacebook#Odd-bodies> for what each unusual body becomes.
 public struct FacebookErrorTaxonomy: ErrorTaxonomy {
-    /// Always ``Sesame/ProviderID/facebook``.
+    /// Always `ProviderID.facebook`.
     public var provider: ProviderID { .facebook }
 
     /// Bodies larger than this many bytes are classified by their status alone.
@@ -97,11 +97,11 @@ public struct FacebookErrorTaxonomy: ErrorTaxonomy {
     /// `error_reason`, `error_code` and `error_description`), as the SDK 3.x's `FBSession` did.
     ///
     /// - `access_denied` (the person pressed Cancel or declined, `error_reason=user_denied`) is
-    ///   ``Sesame/ErrorCategory/userCancelled`` with no message: there is nothing to tell the
+    ///   `ErrorCategory.userCancelled` with no message: there is nothing to tell the
     ///   person, who chose it.
-    /// - `error_code=14` (the SDK's restricted-treatment code) is also ``Sesame/ErrorCategory/userCancelled``.
-    /// - Anything else is a failed login (``Sesame/LoginFailedReason/providerError``) in the
-    ///   ``Sesame/ErrorCategory/retry`` category: the person can start the login again.
+    /// - `error_code=14` (the SDK's restricted-treatment code) is also `ErrorCategory.userCancelled`.
+    /// - Anything else is a failed login (`LoginFailedReason.providerError`) in the
+    ///   `ErrorCategory.retry` category: the person can start the login again.
     public func classifyLoginError(_ error: OAuthErrorResponse) -> AuthError {
         let summary = GraphErrorBody.text(error.summary) ?? error.error
         if error.error == "access_denied" || error.errorCode == 14 {

@@ -44,6 +44,17 @@ public struct ReauthenticationReason: Sendable, CustomStringConvertible {
     /// Whether the processor has already shown ``message`` through the delegate.
     public var messageShown: Bool
 
+    /// Creates a reason (the processor makes these; tests of a delegate may too).
+    public init(
+        error: AuthError, title: String, message: String, allowsSilentReauthentication: Bool, messageShown: Bool
+    ) {
+        self.error = error
+        self.title = title
+        self.message = message
+        self.allowsSilentReauthentication = allowsSilentReauthentication
+        self.messageShown = messageShown
+    }
+
     public var description: String {
         "\(title): \(message)" + (allowsSilentReauthentication ? "" : " (the person must take part)")
     }
@@ -62,7 +73,7 @@ public struct ReauthenticationReason: Sendable, CustomStringConvertible {
 /// ```
 ///
 /// For an error, the first of these that exists is used: ``subcodes``, ``messageKeys``, the
-/// error's own message when ``Sesame/AuthError/shouldNotifyUser`` (Facebook's
+/// error's own message when `AuthError.shouldNotifyUser` (Facebook's
 /// `error_user_msg`, or the table's), ``categories``, the table's message for the error, and
 /// ``generic``. A title comes from the same place, or else ``categoryTitles``.
 public struct RecoveryTexts: Sendable, Hashable {
@@ -163,13 +174,13 @@ public enum RecoveryOutcome: Sendable, Hashable, CustomStringConvertible {
 ///
 /// | error | what happens |
 /// |---|---|
-/// | `retry`, `throttling` (tactic `retry`/`retryAfterBackoff`) | retried up to ``Sesame/RecoveryPolicy/maxAttempts`` times, waiting at least the server's hint, then a message |
+/// | `retry`, `throttling` (tactic `retry`/`retryAfterBackoff`) | retried up to `RecoveryPolicy.maxAttempts` times, waiting at least the server's hint, then a message |
 /// | `permissions` | the delegate re-requests the permissions, then the call is replayed (once) |
 /// | `authenticationReopenSession` | the session is closed and cleared, the delegate asks the person to log in again, then the call is replayed (once); for 458 and 464 the message is shown first and the login must not be silent |
 /// | `userCancelled` | nothing |
 /// | anything else | the error's message when it should be shown, a generic one otherwise |
 ///
-/// With a ``Sesame/Session``, every error goes through ``Sesame/Session/handle(_:)``, which closes
+/// With a `Session`, every error goes through `Session.handle(_:)`, which closes
 /// the session and clears its token when the error says so (but not for 459, which keeps it).
 /// Waits use the injected clock.
 public struct FacebookRecoveryProcessor: Sendable {
@@ -210,12 +221,13 @@ public struct FacebookRecoveryProcessor: Sendable {
         self.clock = clock
     }
 
-    /// Runs `operation`, recovering from its ``Sesame/AuthError``s (and ``Sesame/TransportError``s)
+    /// Runs `operation`, recovering from its `AuthError`s (and `TransportError`s)
     /// until it succeeds or recovery is over.
     ///
-    /// - Parameter permissions: the permissions the call needs, re-requested after a
-    ///   permissions error.
-    /// - Throws: the last ``Sesame/AuthError`` when the processor could not recover (the person
+    /// - Parameters:
+    ///   - permissions: the permissions the call needs, re-requested after a permissions error.
+    ///   - operation: the call; it is made again for each retry and replay.
+    /// - Throws: the last `AuthError` when the processor could not recover (the person
     ///   has already been shown whatever message applies), `CancellationError`, or any other
     ///   error of the operation, unchanged.
     public func run<T: Sendable>(permissions: [Permission] = [], _ operation: () async throws -> T) async throws -> T {
@@ -248,12 +260,13 @@ public struct FacebookRecoveryProcessor: Sendable {
     /// asks the delegate to re-request permissions or to log the person in again, or shows a
     /// message. A retry is returned, not waited for.
     ///
-    /// - Parameter attempt: the number of the call that failed (1 for the first).
+    /// - Parameters:
+    ///   - error: the error the call failed with.
+    ///   - attempt: the number of the call that failed (1 for the first).
+    ///   - permissions: the permissions the call needs, re-requested after a permissions error.
     public func recover(
         from error: AuthError, attempt: Int = 1, permissions: [Permission] = []
-    ) async throws
-        -> RecoveryOutcome
-    {
+    ) async throws -> RecoveryOutcome {
         var budget = Budget(permissionRequests: maxPermissionRequests, reauthentications: maxReauthentications)
         return try await recover(from: error, attempt: attempt, permissions: permissions, budget: &budget)
     }

@@ -1,7 +1,7 @@
 import Foundation
 import Sesame
 
-/// A fast JSON reader for response bodies, giving the same ``Sesame/JSONValue`` as
+/// A fast JSON reader for response bodies, giving the same `JSONValue` as
 /// `JSONValue(parsing:)`: a leading byte-order mark, a top-level fragment and a trailing comma
 /// are accepted, a repeated member keeps its first value; invalid UTF-8, unescaped control
 /// characters, lone surrogates and numbers out of `Double`'s range are not JSON.
