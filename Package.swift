@@ -10,6 +10,10 @@ let package = Package(
         .library(name: "SesameHTTPServer", targets: ["SesameHTTPServer"]),
         .library(name: "SesameCurl", targets: ["SesameCurl"]),
         .library(name: "SesameEmulator", targets: ["SesameEmulator"]),
+        .library(name: "SesameFacebook", targets: ["SesameFacebook"]),
+        .executable(name: "sesame", targets: ["sesame"]),
+        // Turns a provider's `*Errors.json` table into Swift at build time; usable by any provider.
+        .plugin(name: "ErrorTableGeneratorPlugin", targets: ["ErrorTableGeneratorPlugin"]),
     ],
     targets: [
         // System libraries: a module map and a header of static inline shims each.
@@ -52,10 +56,37 @@ let package = Package(
         .target(name: "SesameEmulator", dependencies: ["Sesame", "SesameHTTPServer"]),
         .testTarget(name: "SesameEmulatorTests", dependencies: ["SesameEmulator", "Sesame"]),
 
+        // Error tables as data: the generator (Foundation only, provider-neutral), its
+        // command-line wrapper, and the build-tool plugin that runs it on `*Errors.json` files.
+        .target(name: "SesameErrorTableGen"),
+        .executableTarget(name: "sesame-error-table-gen", dependencies: ["SesameErrorTableGen"]),
+        .plugin(
+            name: "ErrorTableGeneratorPlugin",
+            capability: .buildTool(),
+            dependencies: ["sesame-error-table-gen"]
+        ),
+        .testTarget(
+            name: "SesameErrorTableGenTests",
+            dependencies: ["SesameErrorTableGen", "Sesame", "sesame-error-table-gen"]
+        ),
+
+        // The Facebook provider. Its error taxonomy is generated from GraphErrors.json.
+        .target(name: "SesameFacebook", dependencies: ["Sesame"], plugins: ["ErrorTableGeneratorPlugin"]),
+        .testTarget(name: "SesameFacebookTests", dependencies: ["SesameFacebook", "Sesame", "SesameTesting"]),
+
+        // The `sesame` command line: parsing and commands in a library the tests call directly,
+        // and a thin executable.
+        .target(name: "SesameCommandLine", dependencies: ["Sesame", "SesameFacebook"]),
+        .executableTarget(name: "sesame", dependencies: ["SesameCommandLine"]),
+        .testTarget(
+            name: "SesameCommandLineTests",
+            dependencies: ["SesameCommandLine", "SesameFacebook", "Sesame", "sesame"]
+        ),
+
         // Side-by-side measurements: `swift run -c release sesame-bench <name> [--json]`.
         .executableTarget(
             name: "sesame-bench",
-            dependencies: ["Sesame", "SesameHTTPServer", "SesameCurl", "CCurl", "SesameEmulator"],
+            dependencies: ["Sesame", "SesameHTTPServer", "SesameCurl", "CCurl", "SesameEmulator", "SesameFacebook"],
             path: "Benchmarks/SesameBench"
         ),
         // A thousand requests through CurlTransport, to run under valgrind (Benchmarks/README.md).

@@ -18,6 +18,7 @@ let benchmarks: [Benchmark] = [
     httpServerBenchmark,
     TransportBenchmark.benchmark,
     emulatorBenchmark,
+    taxonomyBenchmark,
 ]
 
 func usage() -> String {

@@ -1,0 +1,151 @@
+import Foundation
+import Sesame
+
+/// What a `sesame` command line asks for: the result of ``SesameCLI/parse(_:)``, a
+/// value that tests compare directly.
+package enum Command: Sendable, Equatable {
+    /// Print help: for the whole tool (an empty path) or for one command.
+    case help(command: String?)
+    /// `sesame explain-error`.
+    case explainError(ExplainError)
+}
+
+/// One command of the tree: its spec, and how to turn its parsed arguments into a ``Command``.
+///
+/// Adding a command is adding one file with a spec and a builder, a case to ``Command``, and a
+/// line to ``SesameCLI/commands``.
+package struct CommandDefinition: Sendable {
+    package var spec: CommandSpec
+    package var build: @Sendable (ParsedArguments) throws(UsageError) -> Command
+}
+
+/// Exit statuses, from sysexits(3).
+package enum ExitStatus {
+    package static let success: Int32 = 0
+    /// A command failed at what it was asked to do.
+    package static let failure: Int32 = 1
+    /// EX_USAGE: the command line was wrong.
+    package static let usage: Int32 = 64
+    /// EX_DATAERR: the input data was wrong.
+    package static let dataError: Int32 = 65
+    /// EX_NOINPUT: an input file could not be read.
+    package static let noInput: Int32 = 66
+    /// EX_UNAVAILABLE: a service the command needs is missing.
+    package static let unavailable: Int32 = 69
+}
+
+/// The `sesame` command line: the command tree, the parser and the runner.
+package enum SesameCLI {
+    /// Every command, in the order help lists them.
+    package static let commands: [CommandDefinition] = [
+        ExplainError.definition
+    ]
+
+    /// The top-level help.
+    package static var help: String {
+        var text = """
+            sesame: sign in with identity providers from a Linux desktop or terminal, and
+            understand what their errors mean.
+
+            USAGE
+              sesame <command> [options]
+              sesame help [<command>]
+
+            COMMANDS
+
+            """
+        text += HelpFormatter.table(commands.map { ($0.spec.name, $0.spec.summary) })
+        text += "\nRun 'sesame <command> --help' for a command's options.\n"
+        return text
+    }
+
+    /// The usage printed with a usage error: the command's synopsis, or the command list.
+    package static func usage(for command: String?) -> String {
+        if let command, let spec = commands.first(where: { $0.spec.name == command })?.spec {
+            return "USAGE\n\(spec.usage)\n\nRun 'sesame \(command) --help' for more.\n"
+        }
+        return "USAGE\n  sesame <command> [options]\n\nCOMMANDS\n"
+            + HelpFormatter.table(commands.map { ($0.spec.name, $0.spec.summary) })
+            + "\nRun 'sesame help' for more.\n"
+    }
+
+    /// Reads a command line (without the program name). Pure: no I/O, so tests call it directly.
+    package static func parse(_ arguments: [String]) throws(UsageError) -> Command {
+        guard let first = arguments.first else {
+            throw UsageError("no command given; name one of: \(commandNames)", command: nil)
+        }
+        if first == "-h" || first == "--help" { return .help(command: nil) }
+        if first == "help" {
+            guard arguments.count <= 2 else {
+                throw UsageError("'help' takes at most one command name", command: nil)
+            }
+            guard let topic = arguments.dropFirst().first else { return .help(command: nil) }
+            guard let definition = definition(named: topic) else { throw unknownCommand(topic) }
+            return .help(command: definition.spec.name)
+        }
+        if first.hasPrefix("-") {
+            throw UsageError(
+                "unknown option '\(first)'; a command comes first, as in 'sesame explain-error ...'", command: nil)
+        }
+        guard let definition = definition(named: first) else { throw unknownCommand(first) }
+        let parsed = try ArgumentParser.parse(Array(arguments.dropFirst()), for: definition.spec)
+        if parsed.helpRequested { return .help(command: definition.spec.name) }
+        return try definition.build(parsed)
+    }
+
+    private static var commandNames: String { commands.map(\.spec.name).joined(separator: ", ") }
+
+    private static func definition(named name: String) -> CommandDefinition? {
+        commands.first { $0.spec.name == name }
+    }
+
+    private static func unknownCommand(_ name: String) -> UsageError {
+        let near = Suggestion.closest(to: name, in: commands.map(\.spec.name)).map { " Did you mean '\($0)'?" } ?? ""
+        return UsageError("unknown command '\(name)'.\(near) Commands: \(commandNames)", command: nil)
+    }
+
+    /// Parses and runs a command line, printing through `io`; returns the exit status.
+    package static func main(_ arguments: [String], io: CommandIO = .standard) async -> Int32 {
+        let command: Command
+        do {
+            command = try parse(arguments)
+        } catch {
+            let prefix = error.command.map { "sesame \($0)" } ?? "sesame"
+            io.writeError("\(prefix): \(error.message)\n\n\(usage(for: error.command))")
+            return ExitStatus.usage
+        }
+        switch command {
+        case .help(let name):
+            io.write(name.flatMap { name in definition(named: name)?.spec.help } ?? help)
+            return ExitStatus.success
+        case .explainError(let explain):
+            return await explain.run(io: io)
+        }
+    }
+}
+
+/// Where a command reads and writes. Tests substitute buffers.
+package struct CommandIO: Sendable {
+    /// Reads all of standard input.
+    package var readStandardInput: @Sendable () -> Data
+    /// Writes to standard output.
+    package var write: @Sendable (String) -> Void
+    /// Writes to standard error.
+    package var writeError: @Sendable (String) -> Void
+
+    package init(
+        readStandardInput: @escaping @Sendable () -> Data, write: @escaping @Sendable (String) -> Void,
+        writeError: @escaping @Sendable (String) -> Void
+    ) {
+        self.readStandardInput = readStandardInput
+        self.write = write
+        self.writeError = writeError
+    }
+
+    /// The process's standard streams.
+    package static let standard = CommandIO(
+        readStandardInput: { FileHandle.standardInput.readDataToEndOfFile() },
+        write: { FileHandle.standardOutput.write(Data($0.utf8)) },
+        writeError: { FileHandle.standardError.write(Data($0.utf8)) }
+    )
+}

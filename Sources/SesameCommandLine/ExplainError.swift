@@ -1,0 +1,286 @@
+import Foundation
+import Sesame
+import SesameFacebook
+
+/// `sesame explain-error`: says what a provider's error response means and what to do.
+package struct ExplainError: Sendable, Equatable {
+    /// Where the response body comes from.
+    package enum BodySource: Sendable, Equatable {
+        /// Given on the command line (`--body`).
+        case inline(String)
+        /// A file (`--body-file PATH`).
+        case file(String)
+        /// Standard input (`--body-file -`).
+        case standardInput
+    }
+
+    /// The provider whose error it is.
+    package var provider: ProviderID
+    /// The response's HTTP status.
+    package var status: Int
+    /// The response's headers (`--header 'Name: value'`, in order).
+    package var headers: HTTPHeaders
+    /// The body.
+    package var body: BodySource
+    /// Whether to print one JSON object instead of words.
+    package var json: Bool
+
+    package init(provider: ProviderID, status: Int, headers: HTTPHeaders = [:], body: BodySource, json: Bool = false) {
+        self.provider = provider
+        self.status = status
+        self.headers = headers
+        self.body = body
+        self.json = json
+    }
+
+    /// The command's spec: its options and help.
+    package static let spec = CommandSpec(
+        name: "explain-error",
+        summary: "Say what a provider's error response means and what to do about it.",
+        synopses: [
+            "--provider NAME --status CODE [--header 'NAME: VALUE']...",
+            " (--body JSON | --body-file PATH | --body-file -) [--json]",
+        ],
+        discussion: """
+            Classifies the response the way Sesame's recovery does: its category, whether the
+            person must be told and what, the recovery tactic, whether the session closes, and
+            how long to wait before retrying. Any body is accepted (HTML, empty, truncated).
+
+            With --json it prints exactly one JSON object with the keys category,
+            shouldNotifyUser, userTitle, userMessage, code, subcode, isTransient, recoveryTactic,
+            retryAfterSeconds and closesSession (null where unknown).
+            """,
+        options: [
+            OptionSpec(
+                "provider", value: "NAME", required: true, "The provider that answered: \(ErrorProviderSupport.names)."),
+            OptionSpec("status", value: "CODE", required: true, "The response's HTTP status, such as 400."),
+            OptionSpec(
+                "header", value: "'NAME: VALUE'", repeatable: true,
+                "A response header, such as 'X-App-Usage: {\"call_count\":100}'. Repeatable."),
+            OptionSpec("body", value: "JSON", "The response body, as text."),
+            OptionSpec("body-file", value: "PATH", "A file holding the response body; '-' reads standard input."),
+            OptionSpec("json", "Print one JSON object instead of an explanation in words."),
+        ],
+        examples: [
+            (
+                "sesame explain-error --provider facebook --status 400 \\\n"
+                    + "      --body '{\"error\":{\"code\":190,\"error_subcode\":458,\"type\":\"OAuthException\"}}'",
+                "The person removed the app"
+            ),
+            (
+                "sesame explain-error --provider facebook --status 503 --body-file - --json < response.html",
+                "A body from standard input, answered in JSON"
+            ),
+        ]
+    )
+
+    /// The command's place in the tree.
+    package static let definition = CommandDefinition(spec: spec) { parsed throws(UsageError) in
+        .explainError(try ExplainError(parsed))
+    }
+
+    /// Checks the parsed arguments.
+    package init(_ parsed: ParsedArguments) throws(UsageError) {
+        func fail(_ message: String) -> UsageError { UsageError(message, command: Self.spec.name) }
+        if let extra = parsed.positionals.first {
+            throw fail("unexpected argument '\(extra)'; the body goes after --body, or in a file named by --body-file")
+        }
+        guard let providerName = parsed.value("provider") else {
+            throw fail("--provider is required (the provider that answered: \(ErrorProviderSupport.names))")
+        }
+        guard ErrorProviderSupport.named(providerName) != nil else {
+            let near =
+                Suggestion.closest(to: providerName, in: ErrorProviderSupport.all.map(\.id.rawValue))
+                .map { " (did you mean '\($0)'?)" } ?? ""
+            throw fail("unknown provider '\(providerName)'\(near); known providers: \(ErrorProviderSupport.names)")
+        }
+        guard let statusText = parsed.value("status") else {
+            throw fail("--status is required (the response's HTTP status, such as --status 400)")
+        }
+        guard let status = Int(statusText), (100...599).contains(status) else {
+            throw fail("--status must be an HTTP status from 100 to 599; '\(statusText)' is not one")
+        }
+        var headers = HTTPHeaders()
+        for header in parsed.values["header"] ?? [] {
+            guard let colon = header.firstIndex(of: ":") else {
+                throw fail("--header '\(header)' has no ':'; write it as 'Name: value'")
+            }
+            let name = header[..<colon].trimmingCharacters(in: .whitespaces)
+            guard !name.isEmpty, name.allSatisfy(\.isHeaderNameCharacter) else {
+                throw fail("--header '\(header)' does not start with a header name; write it as 'Name: value'")
+            }
+            headers.add(name: name, value: header[header.index(after: colon)...].trimmingCharacters(in: .whitespaces))
+        }
+        let body: BodySource
+        switch (parsed.value("body"), parsed.value("body-file")) {
+        case (let text?, nil): body = .inline(text)
+        case (nil, "-"?): body = .standardInput
+        case (nil, let path?): body = .file(path)
+        case (nil, nil):
+            throw fail("give the response body with --body JSON, --body-file PATH, or --body-file - for standard input")
+        case (_?, _?):
+            throw fail("--body and --body-file both give the body; use one of them")
+        }
+        self.init(
+            provider: ProviderID(providerName), status: status, headers: headers, body: body,
+            json: parsed.flags.contains("json"))
+    }
+
+    /// Reads the body, classifies the response and prints the explanation.
+    package func run(io: CommandIO) async -> Int32 {
+        guard let support = ErrorProviderSupport.named(provider.rawValue) else {
+            io.writeError(
+                "sesame explain-error: unknown provider '\(provider)'; known providers: \(ErrorProviderSupport.names)\n"
+            )
+            return ExitStatus.usage
+        }
+        let data: Data
+        switch body {
+        case .inline(let text): data = Data(text.utf8)
+        case .standardInput: data = io.readStandardInput()
+        case .file(let path):
+            guard let contents = FileManager.default.contents(atPath: path) else {
+                let reason =
+                    FileManager.default.fileExists(atPath: path) ? "it cannot be read" : "there is no such file"
+                io.writeError(
+                    "sesame explain-error: cannot read the body file '\(path)': \(reason). Check the path, or give the "
+                        + "body with --body, or on standard input with --body-file -.\n")
+                return ExitStatus.noInput
+            }
+            data = contents
+        }
+        let error = support.taxonomy.classify(status: status, headers: headers, body: data)
+        io.write(json ? Self.json(for: error) + "\n" : Self.explanation(of: error, support: support))
+        return ExitStatus.success
+    }
+
+    // MARK: Output
+
+    /// The `--json` object: exactly the documented keys, in order, `null` where unknown.
+    package static func json(for error: AuthError) -> String {
+        func string(_ text: String?) -> String {
+            guard let text else { return "null" }
+            return JSONValue.string(text).jsonText
+        }
+        func number(_ value: Int?) -> String { value.map(String.init) ?? "null" }
+        func bool(_ value: Bool?) -> String { value.map { $0 ? "true" : "false" } ?? "null" }
+        let retryAfter: String =
+            error.retryAfter.map { duration in
+                let seconds = duration.inSeconds
+                return seconds.rounded() == seconds ? String(Int(seconds)) : String(seconds)
+            } ?? "null"
+        let members: [(String, String)] = [
+            ("category", string(error.category.rawValue)),
+            ("shouldNotifyUser", bool(error.shouldNotifyUser)),
+            ("userTitle", string(error.userTitle)),
+            ("userMessage", string(error.userMessage)),
+            ("code", number(error.code)),
+            ("subcode", number(error.subcode)),
+            ("isTransient", bool(error.isTransient)),
+            ("recoveryTactic", string(error.recoveryTactic.rawValue)),
+            ("retryAfterSeconds", retryAfter),
+            ("closesSession", bool(error.closesSession)),
+        ]
+        return "{" + members.map { "\(string($0.0)):\($0.1)" }.joined(separator: ",") + "}"
+    }
+
+    /// The explanation in words.
+    package static func explanation(of error: AuthError, support: ErrorProviderSupport) -> String {
+        var heading = support.displayName
+        if let code = error.code {
+            heading += " error \(code)" + (error.subcode.map { "/\($0)" } ?? "")
+            if let type = error.errorType { heading += " (\(type))" }
+        }
+        if let status = error.httpStatus { heading += ", HTTP \(status)" }
+        var text = "\(heading)\n\n\(error.message)\n\nWhat to do: \(whatToDo(error))\n"
+        if error.shouldNotifyUser, let message = error.userMessage {
+            text += "Tell the person: \(error.userTitle.map { "\($0): " } ?? "")\(message)\n"
+        } else if let message = error.userMessage {
+            text += "Nothing needs to be shown to the person. If the app shows something, this fits: \(message)\n"
+        } else {
+            text += "Nothing needs to be shown to the person.\n"
+        }
+        var rows: [(String, String)] = [
+            ("category", error.category.rawValue),
+            ("recovery tactic", error.recoveryTactic.rawValue),
+            ("notify the person", error.shouldNotifyUser ? "yes" : "no"),
+            ("closes the session", error.closesSession ? "yes, and clears its stored token" : "no"),
+            ("retry after", error.retryAfter?.formattedSeconds ?? "no hint"),
+            ("is_transient", error.isTransient.map { $0 ? "true" : "false" } ?? "not sent"),
+        ]
+        if let trace = error.traceID { rows.append(("trace id", trace)) }
+        if let usage = error.graphUsage { rows.append(("rate-limit usage", usage.description)) }
+        if let ruleID = error.ruleID, let table = support.table,
+            let index = table.rules.firstIndex(where: { $0.id == ruleID })
+        {
+            rows.append(("rule", "\(ruleID) (\(table.name).json, row \(index + 1))"))
+            rows.append(("source", table.rules[index].source))
+        }
+        text += "\n" + HelpFormatter.table(rows)
+        return text
+    }
+
+    private static func whatToDo(_ error: AuthError) -> String {
+        let wait = error.retryAfter.map { " The server asks to wait at least \($0.formattedSeconds)." } ?? ""
+        switch error.recoveryTactic {
+        case .none:
+            return "nothing; the person chose this. Offer the action again when they ask for it."
+        case .retry:
+            return "make the same call again; if it keeps failing, wait longer each time and give up after a few tries."
+                + wait
+        case .retryAfterBackoff:
+            return "wait, then make the same call again, waiting longer after each failure and giving up after a few "
+                + "tries." + wait
+        case .reauthenticate:
+            var text =
+                error.closesSession
+                ? "close the session, clear its stored token, and ask the person to log in again."
+                : "ask the person to log in again."
+            if !error.allowsSilentReauthentication {
+                text += " Do not reconnect silently: tell the person why first, and let them log in themselves."
+            }
+            return text
+        case .requestPermissions:
+            return
+                "ask the person again for the permission the call needs (a login with auth_type=rerequest), then make "
+                + "the call again."
+        case .showMessage:
+            return error.shouldNotifyUser
+                ? "show the person the message below; making the same call again as it is will not help."
+                : "show the person a message (the one below, or a generic one); making the same call again as it is "
+                    + "will not help."
+        }
+    }
+}
+
+/// A provider whose errors `sesame explain-error` can read.
+package struct ErrorProviderSupport: Sendable {
+    /// The provider's id, as typed on the command line.
+    package var id: ProviderID
+    /// Its name in words.
+    package var displayName: String
+    /// Its taxonomy.
+    package var taxonomy: any ErrorTaxonomy
+    /// Its error table, when it has one, to name the rule that classified an error.
+    package var table: ErrorRuleTable?
+
+    /// Every provider the command line knows.
+    package static let all: [ErrorProviderSupport] = [
+        ErrorProviderSupport(
+            id: .facebook, displayName: "Facebook", taxonomy: FacebookErrorTaxonomy(),
+            table: FacebookErrorTaxonomy.table)
+    ]
+
+    /// The provider named `name`.
+    package static func named(_ name: String) -> ErrorProviderSupport? { all.first { $0.id.rawValue == name } }
+
+    /// The names, for messages.
+    package static var names: String { all.map(\.id.rawValue).joined(separator: ", ") }
+}
+
+extension Character {
+    /// Whether the character may appear in an HTTP header name (RFC 9110 token).
+    var isHeaderNameCharacter: Bool {
+        isASCII && (isLetter || isNumber || "!#$%&'*+-.^_`|~".contains(self))
+    }
+}

@@ -1,0 +1,53 @@
+// sesame-error-table-gen: turns a provider's error table (JSON) into Swift. Run by the
+// ErrorTableGeneratorPlugin at build time; see Generator.usage.
+
+import Foundation
+import SesameErrorTableGen
+
+func fail(_ message: String, code: Int32) -> Never {
+    FileHandle.standardError.write(Data(message.utf8))
+    exit(code)
+}
+
+let invocation: Generator.Invocation
+switch Generator.parse(Array(CommandLine.arguments.dropFirst())) {
+case .success(let parsed): invocation = parsed
+case .failure(let failure): fail("sesame-error-table-gen: \(failure.message)\n\n\(Generator.usage)", code: 64)
+}
+
+let input: String
+switch invocation {
+case .help:
+    FileHandle.standardOutput.write(Data(Generator.usage.utf8))
+    exit(0)
+case .check(let path): input = path
+case .generate(let path, _, _): input = path
+}
+
+guard let data = FileManager.default.contents(atPath: input) else {
+    fail("sesame-error-table-gen: cannot read the error table '\(input)'; check the path.\n", code: 66)
+}
+
+let source: String
+do {
+    switch invocation {
+    case .generate(_, _, let access): source = try Generator.generate(Array(data), file: input, access: access)
+    default: source = try Generator.generate(Array(data), file: input)
+    }
+} catch {
+    let count = error.diagnostics.count
+    fail(
+        "\(error.description)\nsesame-error-table-gen: \(input) has \(count) problem\(count == 1 ? "" : "s"); "
+            + "no Swift was generated.\n", code: 65)
+}
+
+if case .generate(_, let output, _) = invocation {
+    let bytes = Data(source.utf8)
+    if FileManager.default.contents(atPath: output) != bytes {
+        do {
+            try bytes.write(to: URL(fileURLWithPath: output), options: .atomic)
+        } catch {
+            fail("sesame-error-table-gen: cannot write '\(output)': \(error.localizedDescription)\n", code: 73)
+        }
+    }
+}

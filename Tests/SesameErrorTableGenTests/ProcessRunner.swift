@@ -1,0 +1,85 @@
+import Foundation
+import Synchronization
+
+/// What a finished process printed and returned.
+struct ProcessResult: Sendable {
+    var status: Int32
+    var standardOutput: String
+    var standardError: String
+}
+
+/// Runs built executables of this package as processes, off the cooperative thread pool.
+enum ProcessRunner {
+    /// The executable `name` built next to this test bundle (for example `.build/debug/sesame`).
+    ///
+    /// - Throws: when it is not there, saying how to build it.
+    static func builtExecutable(_ name: String) throws -> URL {
+        var directories = [Bundle.main.bundleURL, Bundle.main.bundleURL.deletingLastPathComponent()]
+        if let executable = Bundle.main.executableURL { directories.append(executable.deletingLastPathComponent()) }
+        let packageRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent()
+        directories.append(packageRoot.appending(path: ".build/debug"))
+        for directory in directories {
+            let candidate = directory.appending(path: name)
+            if FileManager.default.isExecutableFile(atPath: candidate.path) { return candidate }
+        }
+        throw MissingExecutable(
+            description: "The executable '\(name)' was not found in \(directories.map(\.path)); build it with "
+                + "'swift build' (swift test builds it too) and run the tests again.")
+    }
+
+    struct MissingExecutable: Error, CustomStringConvertible { var description: String }
+
+    /// Runs `executable` with `arguments`, feeding `input` to its standard input, and returns
+    /// once it has exited. Both output pipes are read to the end before waiting for the exit.
+    static func run(_ executable: URL, _ arguments: [String], input: Data = Data()) async throws -> ProcessResult {
+        try await withCheckedThrowingContinuation { continuation in
+            let thread = Thread {
+                do {
+                    continuation.resume(returning: try runBlocking(executable, arguments, input: input))
+                } catch {
+                    continuation.resume(throwing: error)
+                }
+            }
+            thread.start()
+        }
+    }
+
+    private static func runBlocking(_ executable: URL, _ arguments: [String], input: Data) throws -> ProcessResult {
+        let process = Process()
+        process.executableURL = executable
+        process.arguments = arguments
+        let output = Pipe()
+        let error = Pipe()
+        let standardInput = Pipe()
+        process.standardOutput = output
+        process.standardError = error
+        process.standardInput = standardInput
+        try process.run()
+        let writer = Thread {
+            standardInput.fileHandleForWriting.write(input)
+            try? standardInput.fileHandleForWriting.close()
+        }
+        writer.start()
+        let errorData = LockedData()
+        let errorDone = DispatchSemaphore(value: 0)
+        let errorReader = Thread {
+            errorData.set(error.fileHandleForReading.readDataToEndOfFile())
+            errorDone.signal()
+        }
+        errorReader.start()
+        let outputData = output.fileHandleForReading.readDataToEndOfFile()
+        errorDone.wait()
+        process.waitUntilExit()
+        return ProcessResult(
+            status: process.terminationStatus, standardOutput: String(decoding: outputData, as: UTF8.self),
+            standardError: String(decoding: errorData.get(), as: UTF8.self))
+    }
+
+    /// Data handed over from the reader thread.
+    private final class LockedData: Sendable {
+        private let data = Mutex(Data())
+        func set(_ value: Data) { data.withLock { $0 = value } }
+        func get() -> Data { data.withLock { $0 } }
+    }
+}
