@@ -1,0 +1,393 @@
+import Foundation
+import Sesame
+
+/// Reading what Facebook says about a new token, as the SDK did after a login: the answer's
+/// `expires_in`/`expires_at` and `data_access_expiration_time`, then `GET me?fields=id,permissions`
+/// for the user id and the granted and declined permissions.
+struct FacebookTokenReader: Sendable {
+    var provider: FacebookProvider
+    var transport: any HTTPTransport
+    var now: @Sendable () -> Date
+
+    /// The token from a token answer (`oauth/access_token`, `device/login_status`).
+    func token(fromAnswer json: JSONValue?, for request: LoginRequest) async throws -> AccessToken {
+        guard let answer = OAuthTokenResponse(json: json) else {
+            throw AuthError.unreadableLoginAnswer("token answer (it has no access_token)", provider: .facebook)
+        }
+        let issued = now()
+        var expiry = answer.expiresIn.flatMap { $0 > 0 ? issued.addingTimeInterval(TimeInterval($0)) : nil }
+        if expiry == nil, let at = answer.raw["expires_at"]?.lenientInt, at > 0 {
+            expiry = Date(timeIntervalSince1970: TimeInterval(at))
+        }
+        let dataAccess = answer.raw["data_access_expiration_time"]?.lenientInt.flatMap {
+            $0 > 0 ? Date(timeIntervalSince1970: TimeInterval($0)) : nil
+        }
+        let token = AccessToken(
+            tokenString: answer.accessToken, provider: .facebook, appID: provider.appID, userID: nil,
+            expirationDate: expiry, dataAccessExpirationDate: dataAccess, refreshDate: issued)
+        return try await completed(token, for: request)
+    }
+
+    /// `token` with its user id and permissions read from `me?fields=id,permissions`.
+    ///
+    /// - Throws: ``Sesame/AuthError`` when Facebook refuses the token, and for a re-request
+    ///   that came back for another person (the SDK's `ReauthorizeFailedReasonWrongUser`).
+    func completed(_ token: AccessToken, for request: LoginRequest?) async throws -> AccessToken {
+        var token = token
+        let me = try await FacebookHTTP.get(
+            "me", query: [("fields", "id,permissions")], token: token.tokenString, provider: provider,
+            transport: transport)
+        token.userID = me["id"]?.stringValue
+        if let permissions = me["permissions"] { token.permissions = PermissionSet(graphPermissions: permissions) }
+        if let expected = request?.currentToken?.userID, let actual = token.userID, expected != actual {
+            throw AuthError(
+                category: .retry,
+                message: "The permission request was answered by a different Facebook account than the one this "
+                    + "session belongs to, so its token was not used. Ask the person to log in as themselves.",
+                loginFailedReason: LoginFailedReason(rawValue: "wrongUser"), recoveryTactic: .showMessage,
+                provider: .facebook)
+        }
+        return token
+    }
+}
+
+extension PermissionSet {
+    /// Reads Graph's permission list, `{"data": [{"permission": "email", "status": "granted"}]}`
+    /// (or the bare array): `granted` is granted; `declined` and `expired` count as declined.
+    public init(graphPermissions json: JSONValue) {
+        var granted: [String] = []
+        var declined: [String] = []
+        for entry in (json["data"] ?? json).arrayValue ?? [] {
+            guard let name = entry["permission"]?.stringValue else { continue }
+            switch entry["status"]?.stringValue {
+            case "granted": granted.append(name)
+            case "declined", "expired": declined.append(name)
+            default: break
+            }
+        }
+        self.init(granted: granted, declined: declined)
+    }
+}
+
+/// Small Graph calls for the login flows and the session, with errors classified.
+enum FacebookHTTP {
+    static func get(
+        _ path: String, query: [(String, String)] = [], token: String?, provider: FacebookProvider,
+        transport: any HTTPTransport
+    ) async throws -> JSONValue {
+        try await send(.get, path, parameters: query, token: token, provider: provider, transport: transport)
+    }
+
+    static func send(
+        _ method: HTTPMethod, _ path: String, parameters: [(String, String)] = [], token: String?,
+        provider: FacebookProvider, transport: any HTTPTransport
+    ) async throws -> JSONValue {
+        var parameters = parameters
+        if let token, let proof = provider.appSecretProof(for: token) { parameters.append(("appsecret_proof", proof)) }
+        var request: HTTPRequest
+        if method == .post {
+            request = HTTPRequest(
+                method: .post, url: try provider.graphURL(path),
+                headers: ["Content-Type": "application/x-www-form-urlencoded"],
+                body: Data(FormEncoding.encode(parameters).utf8))
+        } else {
+            request = HTTPRequest(method: method, url: try provider.graphURL(path, query: parameters))
+        }
+        request.headers["Accept"] = "application/json"
+        if let token { request.headers["Authorization"] = "Bearer \(token)" }
+        let response: HTTPResponse
+        do {
+            response = try await transport.send(request)
+        } catch let error as TransportError {
+            throw provider.taxonomy.classify(error)
+        }
+        guard response.isSuccess else { throw provider.taxonomy.classify(response) }
+        return response.json ?? .null
+    }
+}
+
+/// Facebook's login dialog for ``Sesame/BrowserLoginFlow``: comma-separated scopes, PKCE S256,
+/// `return_scopes=true`, `auth_type=rerequest` when asking again, `default_audience` for
+/// publish permissions, and the code exchanged at `oauth/access_token` without any secret.
+///
+/// ```swift
+/// let login = BrowserLoginFlow(
+///     dialect: FacebookBrowserDialect(provider: facebook, transport: transport),
+///     receiver: LoopbackRedirectReceiver(), opener: SystemBrowserOpener(), transport: transport)
+/// ```
+///
+/// Facebook restricts desktop redirect URIs; the loopback redirect works where the app's
+/// settings allow it (and always against the emulator). Device login is the default otherwise.
+public struct FacebookBrowserDialect: BrowserLoginDialect {
+    /// The app.
+    public var facebook: FacebookProvider
+    /// Used after the exchange to read the user id and permissions.
+    public var transport: any HTTPTransport
+    /// The wall clock, for expiry dates.
+    public var now: @Sendable () -> Date
+
+    /// Creates a dialect.
+    public init(provider: FacebookProvider, transport: any HTTPTransport, now: @escaping @Sendable () -> Date = { Date() })
+    {
+        self.facebook = provider
+        self.transport = transport
+        self.now = now
+    }
+
+    public var provider: ProviderID { .facebook }
+    public var errorTaxonomy: any ErrorTaxonomy { facebook.taxonomy }
+
+    public func authorizationURL(for request: LoginRequest, redirectURI: URL, state: String, pkce: PKCE) throws -> URL {
+        var extra: [(String, String)] = [("return_scopes", "true")]
+        if request.isRerequest { extra.append(("auth_type", "rerequest")) }
+        if let audience = request.defaultAudience.facebookValue { extra.append(("default_audience", audience)) }
+        return OAuth.authorizationURL(
+            endpoint: try facebook.dialogURL(), clientID: facebook.appID, redirectURI: redirectURI,
+            scopes: request.permissions.map(\.name), state: state, pkce: pkce, scopeSeparator: ",",
+            extraParameters: extra)
+    }
+
+    public func tokenRequest(code: String, redirectURI: URL, pkce: PKCE, for request: LoginRequest) throws
+        -> HTTPRequest
+    {
+        // Exactly what the iOS SDK sends for a PKCE exchange: no client secret.
+        let form = [
+            ("client_id", facebook.appID), ("redirect_uri", redirectURI.absoluteString),
+            ("code_verifier", pkce.verifier), ("code", code),
+        ]
+        return HTTPRequest(
+            method: .post, url: try facebook.tokenURL(),
+            headers: ["Content-Type": "application/x-www-form-urlencoded", "Accept": "application/json"],
+            body: Data(FormEncoding.encode(form).utf8))
+    }
+
+    public func token(from response: HTTPResponse, for request: LoginRequest) async throws -> AccessToken {
+        try await FacebookTokenReader(provider: facebook, transport: transport, now: now)
+            .token(fromAnswer: response.json, for: request)
+    }
+}
+
+/// Facebook Login for Devices for ``Sesame/DeviceLoginFlow``: `POST device/login` and
+/// `POST device/login_status` with the client access token (`{app-id}|{client-token}`).
+///
+/// Poll answers are read by subcode: 1349174 pending, 1349172 slow down (the interval doubles,
+/// as the SDK did), 1349152 expired, 1349173 declined (the person's choice:
+/// ``Sesame/ErrorCategory/userCancelled``). The error-shaped pending answers carry
+/// `error_user_msg`, which is never shown: they are not errors.
+public struct FacebookDeviceDialect: DeviceLoginDialect {
+    /// The app; its ``FacebookProvider/clientToken`` is required.
+    public var facebook: FacebookProvider
+    /// Used after approval to read the user id and permissions.
+    public var transport: any HTTPTransport
+    /// The wall clock, for expiry dates.
+    public var now: @Sendable () -> Date
+
+    /// Creates a dialect.
+    public init(provider: FacebookProvider, transport: any HTTPTransport, now: @escaping @Sendable () -> Date = { Date() })
+    {
+        self.facebook = provider
+        self.transport = transport
+        self.now = now
+    }
+
+    public var provider: ProviderID { .facebook }
+    public var errorTaxonomy: any ErrorTaxonomy { facebook.taxonomy }
+
+    /// Device login subcodes.
+    public enum Subcode {
+        /// The person has not finished yet.
+        public static let pending = 1_349_174
+        /// Polling too often.
+        public static let slowDown = 1_349_172
+        /// The code expired.
+        public static let expired = 1_349_152
+        /// The person declined.
+        public static let declined = 1_349_173
+    }
+
+    private func clientAccessToken() throws -> String {
+        guard let token = facebook.clientAccessToken else {
+            throw AuthError(
+                category: .invalid,
+                message: "Facebook device login needs the app's client token (App Dashboard → Settings → Advanced → "
+                    + "Client token); set FacebookProvider.clientToken.",
+                recoveryTactic: .showMessage, provider: .facebook)
+        }
+        return token
+    }
+
+    private func form(_ path: String, _ items: [(String, String)]) throws -> HTTPRequest {
+        HTTPRequest(
+            method: .post, url: try facebook.graphURL(path),
+            headers: ["Content-Type": "application/x-www-form-urlencoded", "Accept": "application/json"],
+            body: Data(FormEncoding.encode(items).utf8))
+    }
+
+    public func startRequest(for request: LoginRequest) throws -> HTTPRequest {
+        var items = [("access_token", try clientAccessToken())]
+        if !request.permissions.isEmpty { items.append(("scope", request.permissions.map(\.name).joined(separator: ","))) }
+        return try form("device/login", items)
+    }
+
+    public func authorization(from response: HTTPResponse, for request: LoginRequest) throws -> DeviceAuthorization {
+        try RFC8628DeviceDialect.readAuthorization(response.json, deviceCodeField: "code", provider: .facebook)
+    }
+
+    public func pollRequest(_ context: DevicePollContext) throws -> HTTPRequest {
+        try form("device/login_status", [("access_token", try clientAccessToken()), ("code", context.authorization.deviceCode)])
+    }
+
+    public func readPoll(_ response: HTTPResponse, context: DevicePollContext) async throws -> DevicePollAnswer {
+        if response.isSuccess {
+            guard OAuthTokenResponse(json: response.json) != nil else { return .unrecognized }
+            return .authorized(
+                try await FacebookTokenReader(provider: facebook, transport: transport, now: now)
+                    .token(fromAnswer: response.json, for: context.request))
+        }
+        let body = GraphErrorBody(response.body)
+        switch body.subcode {
+        case Subcode.pending: return .pending
+        case Subcode.slowDown: return .slowDown(interval: context.interval * 2)
+        case Subcode.expired: return .expired
+        case Subcode.declined:
+            return .denied(
+                OAuthErrorResponse(
+                    error: "access_denied", errorDescription: body.message, errorReason: "user_denied",
+                    errorCode: body.code))
+        default: return .unrecognized
+        }
+    }
+}
+
+/// A login with a token the person already has (from the Graph API Explorer, say), checked
+/// with Facebook before it is stored: `debug_token` must call it valid and for this app, then
+/// `me?fields=id,permissions` gives the user id and permissions.
+///
+/// The token is read by `readToken`, which should take it from standard input or the
+/// environment, never from the command line (argv is visible to every user in `ps`).
+public struct ExistingTokenLogin: LoginUI {
+    /// The app.
+    public var facebook: FacebookProvider
+    /// What sends the checks.
+    public var transport: any HTTPTransport
+    /// Supplies the token.
+    public var readToken: @Sendable () async throws -> String
+    /// The wall clock.
+    public var now: @Sendable () -> Date
+
+    /// Creates a login.
+    public init(
+        provider: FacebookProvider, transport: any HTTPTransport, now: @escaping @Sendable () -> Date = { Date() },
+        readToken: @escaping @Sendable () async throws -> String
+    ) {
+        self.facebook = provider
+        self.transport = transport
+        self.now = now
+        self.readToken = readToken
+    }
+
+    /// Reads one line from standard input on its own thread (the token is not echoed by Sesame;
+    /// pipe it in or type it).
+    public static func standardInputLine() async throws -> String {
+        try await withCheckedThrowingContinuation { continuation in
+            Thread.detachNewThread {
+                if let line = readLine(strippingNewline: true) {
+                    continuation.resume(returning: line)
+                } else {
+                    continuation.resume(
+                        throwing: AuthError(
+                            category: .userCancelled, message: "No token was given on standard input.",
+                            loginFailedReason: .userCancelled, provider: .facebook))
+                }
+            }
+        }
+    }
+
+    private func rejected(_ why: String, underlying: AuthError? = nil) -> AuthError {
+        AuthError(
+            category: .invalid,
+            message: "The access token you supplied was not accepted: \(why). Get a new user token for this app and "
+                + "try again.",
+            shouldNotifyUser: true, userMessage: "The access token you supplied was not accepted: \(why).",
+            code: underlying?.code, subcode: underlying?.subcode, httpStatus: underlying?.httpStatus,
+            loginFailedReason: .invalidSuppliedToken, recoveryTactic: .showMessage, provider: .facebook,
+            underlyingError: underlying)
+    }
+
+    public func logIn(_ request: LoginRequest) async throws -> AccessToken {
+        let text = try await readToken().trimmingCharacters(in: .whitespacesAndNewlines)
+        guard !text.isEmpty, !text.contains(where: { $0.isWhitespace }) else {
+            throw rejected("it is empty or has spaces in it")
+        }
+        let debug: JSONValue
+        do {
+            let checker = facebook.appSecret.map { "\(facebook.appID)|\($0.value)" } ?? text
+            debug = try await FacebookHTTP.get(
+                "debug_token", query: [("input_token", text)], token: checker, provider: facebook, transport: transport)
+        } catch let error as AuthError where error.category != .retry && error.category != .server {
+            throw rejected("Facebook refused it (\(error.message))", underlying: error)
+        }
+        let data = debug["data"] ?? .null
+        guard data["is_valid"]?.boolValue == true else {
+            throw rejected(data["error"]?["message"]?.stringValue ?? "debug_token says it is not valid")
+        }
+        guard data["app_id"]?.stringValue == facebook.appID else {
+            throw rejected("it belongs to another app (\(data["app_id"]?.stringValue ?? "unknown"))")
+        }
+        guard data["type"]?.stringValue == nil || data["type"]?.stringValue == "USER" else {
+            throw rejected("it is not a user access token")
+        }
+        let info = TokenIntrospection(debugTokenData: data)
+        var token = AccessToken(
+            tokenString: text, provider: .facebook, appID: facebook.appID, userID: info.userID,
+            permissions: PermissionSet(granted: info.scopes), expirationDate: info.expirationDate,
+            dataAccessExpirationDate: info.dataAccessExpirationDate, refreshDate: info.issuedAt ?? now())
+        token = try await FacebookTokenReader(provider: facebook, transport: transport, now: now)
+            .completed(token, for: nil)
+        return token
+    }
+}
+
+/// What `debug_token` says about a token.
+public struct TokenIntrospection: Sendable, Hashable {
+    /// Whether Facebook accepts the token now.
+    public var isValid: Bool
+    /// The app it was issued to.
+    public var appID: String?
+    /// `USER`, `APP`, `PAGE`.
+    public var type: String?
+    /// The person.
+    public var userID: String?
+    /// When it expires; `nil` for never (`expires_at: 0`).
+    public var expirationDate: Date?
+    /// When the app loses access to the person's data.
+    public var dataAccessExpirationDate: Date?
+    /// When it was issued (long-lived tokens only).
+    public var issuedAt: Date?
+    /// The granted scopes.
+    public var scopes: [String]
+    /// Facebook's error for an invalid token.
+    public var errorCode: Int?
+    /// Facebook's error subcode for an invalid token.
+    public var errorSubcode: Int?
+    /// Facebook's message for an invalid token.
+    public var errorMessage: String?
+
+    /// Reads `debug_token`'s `data` object.
+    public init(debugTokenData data: JSONValue) {
+        func date(_ name: String) -> Date? {
+            data[name]?.lenientInt.flatMap { $0 > 0 ? Date(timeIntervalSince1970: TimeInterval($0)) : nil }
+        }
+        isValid = data["is_valid"]?.boolValue ?? false
+        appID = data["app_id"]?.stringValue
+        type = data["type"]?.stringValue
+        userID = data["user_id"]?.stringValue
+        expirationDate = date("expires_at")
+        dataAccessExpirationDate = date("data_access_expires_at")
+        issuedAt = date("issued_at")
+        scopes = data["scopes"]?.arrayValue?.compactMap(\.stringValue) ?? []
+        errorCode = data["error"]?["code"]?.lenientInt
+        errorSubcode = data["error"]?["subcode"]?.lenientInt
+        errorMessage = data["error"]?["message"]?.stringValue
+    }
+}

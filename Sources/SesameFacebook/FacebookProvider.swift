@@ -1,0 +1,174 @@
+import Foundation
+import Sesame
+
+/// An app's Facebook configuration: its id, the Graph API version it is pinned to, where the
+/// login dialog and the Graph API answer, and its client token.
+///
+/// ```swift
+/// let facebook = FacebookProvider(appID: "1234567890", clientToken: "abc123")
+/// // Against the emulator:
+/// let local = FacebookProvider(appID: "1234567890", clientToken: "abc123",
+///     dialogBaseURL: endpoints.baseURL, graphBaseURL: endpoints.graphURL)
+/// ```
+///
+/// A desktop app needs only the app id and, for device login, the client token. The app
+/// secret is for server-side code only: Facebook says never to ship it in a desktop or mobile
+/// app, because anything in the binary can be read. Nothing on the desktop path uses it; when
+/// one is set, the Graph client signs its calls with `appsecret_proof` and token extension uses
+/// `fb_exchange_token`.
+public struct FacebookProvider: AuthProvider {
+    /// The Graph API version Sesame is tested against, used when none is given.
+    public static let defaultGraphVersion = "v19.0"
+    /// Facebook's login dialog origin.
+    public static let facebookDialogBaseURL = URL(string: "https://www.facebook.com")!
+    /// Facebook's Graph API origin.
+    public static let facebookGraphBaseURL = URL(string: "https://graph.facebook.com")!
+
+    /// The app id.
+    public var appID: String
+    /// The Graph API version every call uses unless it names its own, such as `v19.0`.
+    public var graphVersion: String
+    /// Where the login dialog is (`https://www.facebook.com`, or the emulator).
+    public var dialogBaseURL: URL
+    /// Where the Graph API is (`https://graph.facebook.com`, or the emulator).
+    public var graphBaseURL: URL
+    /// The app's client token (App Dashboard → Settings → Advanced), needed for device login.
+    /// It identifies the app and is meant to be embedded; it is not the app secret.
+    public var clientToken: String?
+    /// The app secret, for server-side use only. Never set this in a desktop app.
+    public var appSecret: FacebookAppSecret?
+    /// The mapping from Graph errors to ``Sesame/AuthError``.
+    public var taxonomy: FacebookErrorTaxonomy
+
+    /// Creates a configuration.
+    ///
+    /// - Parameters:
+    ///   - appID: the app id.
+    ///   - graphVersion: the pinned Graph API version, `v` then digits (`v19.0`).
+    ///   - clientToken: the client token, for device login.
+    ///   - dialogBaseURL: the login dialog origin.
+    ///   - graphBaseURL: the Graph API origin.
+    ///   - appSecret: server-side code only; see ``FacebookAppSecret``.
+    public init(
+        appID: String, graphVersion: String = FacebookProvider.defaultGraphVersion, clientToken: String? = nil,
+        dialogBaseURL: URL = FacebookProvider.facebookDialogBaseURL,
+        graphBaseURL: URL = FacebookProvider.facebookGraphBaseURL, appSecret: FacebookAppSecret? = nil,
+        taxonomy: FacebookErrorTaxonomy = FacebookErrorTaxonomy()
+    ) {
+        self.appID = appID
+        self.graphVersion = graphVersion
+        self.clientToken = clientToken
+        self.dialogBaseURL = dialogBaseURL
+        self.graphBaseURL = graphBaseURL
+        self.appSecret = appSecret
+        self.taxonomy = taxonomy
+    }
+
+    // MARK: AuthProvider
+
+    public var id: ProviderID { .facebook }
+    public var displayName: String { "Facebook" }
+    public var supportedLoginFlows: Set<LoginFlowKind> { [.device, .browser, .existingToken] }
+    public var supportedPermissionKinds: Set<Permission.Kind> { [.read, .publish] }
+    public var errorTaxonomy: any ErrorTaxonomy { taxonomy }
+
+    // MARK: Addresses
+
+    /// Whether `version` looks like a Graph API version (`v2`, `v19.0`).
+    public static func isValidVersion(_ version: String) -> Bool {
+        guard version.count >= 2, version.count <= 8, version.first == "v" else { return false }
+        let parts = version.dropFirst().split(separator: ".", omittingEmptySubsequences: false)
+        return parts.count <= 2 && parts.allSatisfy { !$0.isEmpty && $0.allSatisfy { $0.isASCII && $0.isNumber } }
+    }
+
+    /// The version to use: `override` when given, else ``graphVersion``.
+    ///
+    /// - Throws: ``Sesame/AuthError`` (``Sesame/ErrorCategory/invalid``) when it is not a version.
+    public func version(_ override: String? = nil) throws -> String {
+        let version = override ?? graphVersion
+        guard Self.isValidVersion(version) else {
+            throw AuthError(
+                category: .invalid,
+                message: "'\(version)' is not a Graph API version; write it as 'v' and a number, such as 'v19.0'.",
+                provider: .facebook)
+        }
+        return version
+    }
+
+    /// The URL of a Graph path (`me`, `/me/feed`) at `version` (the pinned one when `nil`),
+    /// with `query` appended.
+    public func graphURL(_ path: String, version: String? = nil, query: [(String, String)] = []) throws -> URL {
+        let trimmed = path.drop { $0 == "/" }
+        let base = graphBaseURL.absoluteString.hasSuffix("/")
+            ? String(graphBaseURL.absoluteString.dropLast()) : graphBaseURL.absoluteString
+        guard let url = URL(string: "\(base)/\(try self.version(version))/\(trimmed)") else {
+            throw AuthError(
+                category: .invalid, message: "The Graph path '\(path)' does not make a valid URL.", provider: .facebook)
+        }
+        return OAuth.appendingQuery(query, to: url)
+    }
+
+    /// The login dialog, `…/{version}/dialog/oauth`.
+    public func dialogURL(version: String? = nil) throws -> URL {
+        let base = dialogBaseURL.absoluteString.hasSuffix("/")
+            ? String(dialogBaseURL.absoluteString.dropLast()) : dialogBaseURL.absoluteString
+        return URL(string: "\(base)/\(try self.version(version))/dialog/oauth")!
+    }
+
+    /// The token endpoint, `…/{version}/oauth/access_token` on the Graph origin.
+    public func tokenURL(version: String? = nil) throws -> URL { try graphURL("oauth/access_token", version: version) }
+
+    /// The client access token, `{app-id}|{client-token}`, when a client token is set.
+    public var clientAccessToken: String? { clientToken.map { "\(appID)|\($0)" } }
+
+    /// `appsecret_proof` for `accessToken`: lowercase hex HMAC-SHA256 of the token under the app
+    /// secret; `nil` without a secret.
+    public func appSecretProof(for accessToken: String) -> String? {
+        appSecret.map { $0.proof(for: accessToken) }
+    }
+
+    /// Whether `url` is on the Graph origin (scheme, host and port), so it may be sent a token.
+    func isGraphOrigin(_ url: URL) -> Bool {
+        url.scheme?.lowercased() == graphBaseURL.scheme?.lowercased()
+            && url.host?.lowercased() == graphBaseURL.host?.lowercased() && url.port == graphBaseURL.port
+    }
+}
+
+/// An app secret, kept out of every description.
+///
+/// Facebook: "the App Secret or an App Access token should never be included in any code" that
+/// runs on people's machines. Use this only in code that runs on your own server.
+public struct FacebookAppSecret: Sendable, Hashable, CustomStringConvertible, CustomDebugStringConvertible,
+    CustomReflectable
+{
+    /// The secret itself.
+    public let value: String
+
+    /// Wraps a secret.
+    public init(_ value: String) { self.value = value }
+
+    /// `appsecret_proof` for `accessToken`.
+    public func proof(for accessToken: String) -> String {
+        Crypto.hmacSHA256(key: Data(value.utf8), data: Data(accessToken.utf8)).map { byte in
+            let hex = String(byte, radix: 16)
+            return byte < 16 ? "0" + hex : hex
+        }.joined()
+    }
+
+    public var description: String { "FacebookAppSecret(\(Redaction.placeholder))" }
+    public var debugDescription: String { description }
+    public var customMirror: Mirror { Mirror(self, children: ["value": Redaction.placeholder]) }
+}
+
+extension DefaultAudience {
+    /// The login dialog's `default_audience` value (`only_me`, `friends`, `everyone`); `nil`
+    /// for ``none``.
+    public var facebookValue: String? {
+        switch self {
+        case .none: nil
+        case .onlyMe: "only_me"
+        case .friends: "friends"
+        case .everyone: "everyone"
+        }
+    }
+}

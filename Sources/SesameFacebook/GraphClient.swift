@@ -1,0 +1,367 @@
+import Foundation
+import Sesame
+
+/// Calls the Graph API: `get`, `post` and `delete` of a path, `batch` of up to 50 calls, and
+/// cursor paging as an `AsyncSequence`.
+///
+/// ```swift
+/// let me: Me = try await session.graph.get("me", parameters: ["fields": "id,name"], as: Me.self)
+/// try await session.graph.post("me/feed", parameters: ["message": "Hello"],
+///     requiredPermissions: [.publish("publish_actions")])
+/// for try await page in session.graph.pages("me/feed", parameters: ["limit": "100"]) { ... }
+/// ```
+///
+/// Every failure is classified by ``FacebookErrorTaxonomy``. A client made by a
+/// ``FacebookSession`` hands each error to the session first, which closes and clears itself
+/// when the error invalidates it (190/458, 460, 463, 464; not 459), and then, when a
+/// ``recovery`` processor is set, to the processor, which retries with back-off, re-requests a
+/// permission, asks for a new login, or shows the message. The token is sent in an
+/// `Authorization` header, never in a URL; `appsecret_proof` is added when the provider has a
+/// secret (server-side use only). Rate-limit usage headers slow calls down before the app
+/// reaches its limit (see ``GraphUsageGovernor``).
+public struct GraphClient: Sendable {
+    /// The app.
+    public let provider: FacebookProvider
+    /// What sends the requests.
+    public let transport: any HTTPTransport
+    /// The Graph API version for calls that name none; the provider's when `nil`.
+    public var version: String?
+    /// Recovers from errors; `nil` leaves every error to the caller.
+    public var recovery: FacebookRecoveryProcessor?
+    /// Paces calls by the usage headers.
+    public var governor: GraphUsageGovernor
+    /// What waits are measured on.
+    public var clock: any Clock<Duration>
+    let credential: Credential
+
+    enum Credential: Sendable {
+        case none
+        case token(String)
+        case session(FacebookSession)
+    }
+
+    /// A client that calls with a fixed token (or none, for public data and app calls).
+    public init(
+        provider: FacebookProvider, transport: any HTTPTransport, accessToken: String? = nil, version: String? = nil,
+        recovery: FacebookRecoveryProcessor? = nil, governor: GraphUsageGovernor = GraphUsageGovernor(),
+        clock: any Clock<Duration> = ContinuousClock()
+    ) {
+        self.init(
+            provider: provider, transport: transport, credential: accessToken.map { .token($0) } ?? .none,
+            version: version, recovery: recovery, governor: governor, clock: clock)
+    }
+
+    init(
+        provider: FacebookProvider, transport: any HTTPTransport, credential: Credential, version: String?,
+        recovery: FacebookRecoveryProcessor?, governor: GraphUsageGovernor, clock: any Clock<Duration>
+    ) {
+        self.provider = provider
+        self.transport = transport
+        self.credential = credential
+        self.version = version
+        self.recovery = recovery
+        self.governor = governor
+        self.clock = clock
+    }
+
+    /// This client with another default version.
+    public func withVersion(_ version: String?) -> GraphClient {
+        var copy = self
+        copy.version = version
+        return copy
+    }
+
+    /// This client with a recovery processor (or none).
+    public func withRecovery(_ recovery: FacebookRecoveryProcessor?) -> GraphClient {
+        var copy = self
+        copy.recovery = recovery
+        return copy
+    }
+
+    // MARK: Calls
+
+    /// Sends `request`, recovering from errors when ``recovery`` is set.
+    ///
+    /// - Throws: the classified ``Sesame/AuthError``.
+    public func send(_ request: GraphRequest) async throws -> GraphResponse {
+        let version = try provider.version(request.version ?? self.version)
+        let url = try provider.graphURL(request.path, version: version)
+        return try await recovering(request.requiredPermissions) {
+            try await exchange(request.method, url, parameters: request.pairs)
+        }
+    }
+
+    /// `GET path` as JSON.
+    public func get(_ path: String, parameters: [String: String] = [:], version: String? = nil) async throws
+        -> JSONValue
+    {
+        try await send(GraphRequest(.get, path, parameters: parameters, version: version)).json
+    }
+
+    /// `GET path` decoded as `T`.
+    public func get<T: Decodable & Sendable>(
+        _ path: String, parameters: [String: String] = [:], version: String? = nil, as type: T.Type
+    ) async throws -> T {
+        try await send(GraphRequest(.get, path, parameters: parameters, version: version)).decode(T.self)
+    }
+
+    /// `POST path` with form parameters, as JSON.
+    @discardableResult
+    public func post(
+        _ path: String, parameters: [String: String] = [:], version: String? = nil,
+        requiredPermissions: [Permission] = []
+    ) async throws -> JSONValue {
+        try await send(
+            GraphRequest(.post, path, parameters: parameters, version: version, requiredPermissions: requiredPermissions)
+        ).json
+    }
+
+    /// `POST path` decoded as `T`.
+    public func post<T: Decodable & Sendable>(
+        _ path: String, parameters: [String: String] = [:], version: String? = nil,
+        requiredPermissions: [Permission] = [], as type: T.Type
+    ) async throws -> T {
+        try await send(
+            GraphRequest(.post, path, parameters: parameters, version: version, requiredPermissions: requiredPermissions)
+        ).decode(T.self)
+    }
+
+    /// `DELETE path`, as JSON (`{"success": true}` for the bare `true` of older versions).
+    @discardableResult
+    public func delete(_ path: String, parameters: [String: String] = [:], version: String? = nil) async throws
+        -> JSONValue
+    {
+        try await send(GraphRequest(.delete, path, parameters: parameters, version: version)).json
+    }
+
+    // MARK: Batch
+
+    /// The most calls one batch may carry (Facebook's limit).
+    public static let maximumBatchSize = 50
+
+    /// Sends up to 50 calls in one request (`POST /` with `batch=`), and returns one result per
+    /// call, in order: the answer, or that call's own classified error.
+    ///
+    /// An item's error is handed to the session like any other (an invalid token closes it)
+    /// but is not retried; the batch request itself goes through ``recovery``. Calls in a
+    /// batch use the batch's version unless they name their own.
+    ///
+    /// - Throws: ``Sesame/AuthError`` for an empty or oversized batch, or when the whole batch
+    ///   failed (for example its token was refused).
+    public func batch(_ requests: [GraphRequest], version: String? = nil) async throws
+        -> [Result<GraphResponse, AuthError>]
+    {
+        guard !requests.isEmpty, requests.count <= Self.maximumBatchSize else {
+            throw AuthError(
+                category: .invalid,
+                message: "A Graph batch carries 1 to \(Self.maximumBatchSize) calls; this one has \(requests.count). "
+                    + "Split it.",
+                provider: .facebook)
+        }
+        let items: [JSONValue] = try requests.map { request in
+            var path = String(request.path.drop { $0 == "/" })
+            if let version = request.version { path = "\(try provider.version(version))/\(path)" }
+            var item: [String: JSONValue] = ["method": .string(request.method.rawValue)]
+            if request.method == .post {
+                item["relative_url"] = .string(path)
+                if !request.parameters.isEmpty { item["body"] = .string(FormEncoding.encode(request.pairs)) }
+            } else {
+                item["relative_url"] = .string(
+                    request.parameters.isEmpty ? path : "\(path)?\(FormEncoding.encode(request.pairs))")
+            }
+            return .object(item)
+        }
+        let url = try provider.graphURL("", version: try provider.version(version ?? self.version))
+        let response = try await recovering(requests.flatMap(\.requiredPermissions)) {
+            try await exchange(.post, url, parameters: [("batch", JSONValue.array(items).jsonText)])
+        }
+        guard let answers = JSONValue(parsing: response.body)?.arrayValue, answers.count == requests.count else {
+            throw AuthError.unreadableGraphAnswer("batch answer (it is not a list of \(requests.count) results)")
+        }
+        var results: [Result<GraphResponse, AuthError>] = []
+        results.reserveCapacity(answers.count)
+        for answer in answers {
+            guard let status = answer["code"]?.lenientInt else {
+                results.append(
+                    .failure(
+                        AuthError(
+                            category: .providerOther,
+                            message: "Facebook did not run this call of the batch (its answer is empty); send it "
+                                + "again on its own.",
+                            provider: .facebook)))
+                continue
+            }
+            var headers = HTTPHeaders()
+            for field in answer["headers"]?.arrayValue ?? [] {
+                if let name = field["name"]?.stringValue, let value = field["value"]?.stringValue {
+                    headers.add(name: name, value: value)
+                }
+            }
+            let body = Data((answer["body"]?.stringValue ?? "").utf8)
+            if (200..<300).contains(status) {
+                results.append(.success(GraphResponse(status: status, headers: headers, body: body)))
+            } else {
+                let error = provider.taxonomy.classify(status: status, headers: headers, body: body)
+                await report(error)
+                results.append(.failure(error))
+            }
+        }
+        return results
+    }
+
+    // MARK: Paging
+
+    /// The pages of a Graph list, fetched one by one as they are iterated; the sequence ends
+    /// when a page has no `next` link (short or empty pages do not end it). Each page is
+    /// fetched with the current token; a `next` link that leaves the Graph origin is refused.
+    public func pages(_ path: String, parameters: [String: String] = [:], version: String? = nil) -> GraphPages {
+        GraphPages(client: self, first: GraphRequest(.get, path, parameters: parameters, version: version))
+    }
+
+    /// The items of every page of a Graph list, in order.
+    public func items(_ path: String, parameters: [String: String] = [:], version: String? = nil) -> GraphItems {
+        GraphItems(pages: pages(path, parameters: parameters, version: version))
+    }
+
+    func page(after url: URL) async throws -> GraphPage {
+        guard provider.isGraphOrigin(url), var components = URLComponents(url: url, resolvingAgainstBaseURL: false)
+        else {
+            throw AuthError(
+                category: .invalid,
+                message: "A paging link points away from the Graph API (\(url.host ?? "no host")); it was not "
+                    + "followed, so the token is not sent there.",
+                provider: .facebook)
+        }
+        let query = FormEncoding.decode(components.percentEncodedQuery ?? "").filter {
+            $0.0 != "access_token" && $0.0 != "appsecret_proof"
+        }
+        components.percentEncodedQuery = nil
+        guard let base = components.url else {
+            throw AuthError.unreadableGraphAnswer("paging link")
+        }
+        let response = try await recovering([]) { try await exchange(.get, base, parameters: query) }
+        return GraphPage(json: response.json)
+    }
+
+    // MARK: The exchange
+
+    private func recovering(
+        _ permissions: [Permission], _ operation: () async throws -> GraphResponse
+    ) async throws -> GraphResponse {
+        guard let recovery else { return try await operation() }
+        return try await recovery.run(permissions: permissions, operation)
+    }
+
+    /// One HTTP exchange: pace, token, proof, send, record usage, classify.
+    func exchange(_ method: HTTPMethod, _ url: URL, parameters: [(String, String)]) async throws -> GraphResponse {
+        try await governor.pace(on: clock)
+        let token: String?
+        switch credential {
+        case .none: token = nil
+        case .token(let value): token = value
+        case .session(let session): token = try await session.validToken().tokenString
+        }
+        var parameters = parameters
+        if let token, let proof = provider.appSecretProof(for: token) { parameters.append(("appsecret_proof", proof)) }
+        var request: HTTPRequest
+        if method == .post {
+            request = HTTPRequest(
+                method: .post, url: url, headers: ["Content-Type": "application/x-www-form-urlencoded"],
+                body: Data(FormEncoding.encode(parameters).utf8))
+        } else {
+            request = HTTPRequest(method: method, url: OAuth.appendingQuery(parameters, to: url))
+        }
+        request.headers.add(name: "Accept", value: "application/json")
+        if let token { request.headers.add(name: "Authorization", value: "Bearer \(token)") }
+        let response: HTTPResponse
+        do {
+            response = try await transport.send(request)
+        } catch let error as TransportError {
+            let classified = provider.taxonomy.classify(error)
+            await report(classified)
+            throw classified
+        }
+        governor.record(response.headers)
+        guard response.isSuccess else {
+            let error = provider.taxonomy.classify(response)
+            await report(error)
+            throw error
+        }
+        return GraphResponse(status: response.status, headers: response.headers, body: response.body)
+    }
+
+    private func report(_ error: AuthError) async {
+        if case .session(let session) = credential { await session.handleGraphError(error) }
+    }
+}
+
+/// The pages of a Graph list; see ``GraphClient/pages(_:parameters:version:)``.
+public struct GraphPages: AsyncSequence, Sendable {
+    public typealias Element = GraphPage
+    let client: GraphClient
+    let first: GraphRequest
+
+    public func makeAsyncIterator() -> Iterator { Iterator(client: client, first: first) }
+
+    /// Fetches the next page when asked.
+    public struct Iterator: AsyncIteratorProtocol {
+        let client: GraphClient
+        var first: GraphRequest?
+        var next: URL?
+
+        init(client: GraphClient, first: GraphRequest) {
+            self.client = client
+            self.first = first
+        }
+
+        public mutating func next() async throws -> GraphPage? {
+            let page: GraphPage
+            if let request = first {
+                first = nil
+                page = GraphPage(json: try await client.send(request).json)
+            } else if let url = next {
+                page = try await client.page(after: url)
+            } else {
+                return nil
+            }
+            next = page.next
+            return page
+        }
+    }
+}
+
+/// The items of every page of a Graph list; see ``GraphClient/items(_:parameters:version:)``.
+public struct GraphItems: AsyncSequence, Sendable {
+    public typealias Element = JSONValue
+    let pages: GraphPages
+
+    public func makeAsyncIterator() -> Iterator { Iterator(pages: pages.makeAsyncIterator()) }
+
+    /// Yields each page's items, fetching pages as needed.
+    public struct Iterator: AsyncIteratorProtocol {
+        var pages: GraphPages.Iterator
+        var buffer: [JSONValue] = []
+        var index = 0
+
+        public mutating func next() async throws -> JSONValue? {
+            while index == buffer.count {
+                guard let page = try await pages.next() else { return nil }
+                buffer = page.data
+                index = 0
+            }
+            defer { index += 1 }
+            return buffer[index]
+        }
+    }
+}
+
+extension AuthError {
+    /// A 2xx Graph answer that does not have the shape it should.
+    static func unreadableGraphAnswer(_ what: String) -> AuthError {
+        AuthError(
+            category: .providerOther,
+            message: "The Graph API's \(what) could not be read. Try again; if it keeps happening, check the "
+                + "Graph base URL and version.",
+            provider: .facebook)
+    }
+}

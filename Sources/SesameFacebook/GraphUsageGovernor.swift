@@ -1,0 +1,56 @@
+import Foundation
+import Sesame
+import Synchronization
+
+/// Slows Graph calls down as the app's rate-limit usage nears 100%, instead of waiting for a
+/// throttling error.
+///
+/// Every answer's usage headers (`X-App-Usage`, `X-Page-Usage`, `X-Business-Use-Case-Usage`)
+/// are recorded. Below ``threshold`` percent nothing waits; above it each call first waits in
+/// proportion: `maxDelay × (usage − threshold) / (100 − threshold)`. At 100% or more the wait
+/// is the longer of ``maxDelay`` and Facebook's `estimated_time_to_regain_access`, up to
+/// ``maxWait``. Waits are on the injected clock.
+public final class GraphUsageGovernor: Sendable {
+    /// Usage, in percent, below which calls go at full speed.
+    public let threshold: Double
+    /// The wait just before 100%.
+    public let maxDelay: Duration
+    /// The longest wait, whatever Facebook estimates.
+    public let maxWait: Duration
+    private let last = Mutex<GraphUsage?>(nil)
+
+    /// Creates a governor.
+    public init(threshold: Double = 75, maxDelay: Duration = .seconds(10), maxWait: Duration = .seconds(300)) {
+        precondition(threshold >= 0 && threshold < 100, "GraphUsageGovernor's threshold must be in 0..<100")
+        self.threshold = threshold
+        self.maxDelay = maxDelay
+        self.maxWait = maxWait
+    }
+
+    /// Records the usage in `headers`, if they carry any.
+    public func record(_ headers: HTTPHeaders) {
+        guard headers.contains("X-App-Usage") || headers.contains("X-Page-Usage")
+            || headers.contains("X-Business-Use-Case-Usage"),
+            let usage = GraphUsage(headers: headers)
+        else { return }
+        last.withLock { $0 = usage }
+    }
+
+    /// The usage last recorded.
+    public var lastUsage: GraphUsage? { last.withLock { $0 } }
+
+    /// How long the next call should wait.
+    public var delay: Duration {
+        guard let usage = lastUsage, let percent = usage.highestPercentage, percent > threshold else { return .zero }
+        if percent >= 100 {
+            return min(max(maxDelay, usage.estimatedTimeToRegainAccess ?? .zero), maxWait)
+        }
+        return min(maxDelay * ((percent - threshold) / (100 - threshold)), maxWait)
+    }
+
+    /// Waits ``delay`` on `clock` (nothing at low usage).
+    public func pace(on clock: any Clock<Duration>) async throws {
+        let delay = self.delay
+        if delay > .zero { try await clock.sleep(for: delay) }
+    }
+}
