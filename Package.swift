@@ -83,6 +83,14 @@ let package = Package(
             dependencies: ["SesameCommandLine", "SesameFacebook", "Sesame", "sesame"]
         ),
 
+        // Sessions, login, permissions, token lifecycle and the Graph client, end to end against
+        // the emulator over CurlTransport, plus unit tests on a recording transport.
+        .testTarget(
+            name: "SesameFacebookProviderTests",
+            dependencies: [
+                "SesameFacebook", "Sesame", "SesameTesting", "SesameEmulator", "SesameCurl", "SesameHTTPServer",
+            ]),
+
         // Side-by-side measurements: `swift run -c release sesame-bench <name> [--json]`.
         .executableTarget(
             name: "sesame-bench",

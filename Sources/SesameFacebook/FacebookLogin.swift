@@ -127,8 +127,9 @@ public struct FacebookBrowserDialect: BrowserLoginDialect {
     public var now: @Sendable () -> Date
 
     /// Creates a dialect.
-    public init(provider: FacebookProvider, transport: any HTTPTransport, now: @escaping @Sendable () -> Date = { Date() })
-    {
+    public init(
+        provider: FacebookProvider, transport: any HTTPTransport, now: @escaping @Sendable () -> Date = { Date() }
+    ) {
         self.facebook = provider
         self.transport = transport
         self.now = now
@@ -147,7 +148,9 @@ public struct FacebookBrowserDialect: BrowserLoginDialect {
             extraParameters: extra)
     }
 
-    public func tokenRequest(code: String, redirectURI: URL, pkce: PKCE, for request: LoginRequest) throws
+    public func tokenRequest(
+        code: String, redirectURI: URL, pkce: PKCE, for request: LoginRequest
+    ) throws
         -> HTTPRequest
     {
         // Exactly what the iOS SDK sends for a PKCE exchange: no client secret.
@@ -183,8 +186,9 @@ public struct FacebookDeviceDialect: DeviceLoginDialect {
     public var now: @Sendable () -> Date
 
     /// Creates a dialect.
-    public init(provider: FacebookProvider, transport: any HTTPTransport, now: @escaping @Sendable () -> Date = { Date() })
-    {
+    public init(
+        provider: FacebookProvider, transport: any HTTPTransport, now: @escaping @Sendable () -> Date = { Date() }
+    ) {
         self.facebook = provider
         self.transport = transport
         self.now = now
@@ -225,7 +229,9 @@ public struct FacebookDeviceDialect: DeviceLoginDialect {
 
     public func startRequest(for request: LoginRequest) throws -> HTTPRequest {
         var items = [("access_token", try clientAccessToken())]
-        if !request.permissions.isEmpty { items.append(("scope", request.permissions.map(\.name).joined(separator: ","))) }
+        if !request.permissions.isEmpty {
+            items.append(("scope", request.permissions.map(\.name).joined(separator: ",")))
+        }
         return try form("device/login", items)
     }
 
@@ -234,7 +240,9 @@ public struct FacebookDeviceDialect: DeviceLoginDialect {
     }
 
     public func pollRequest(_ context: DevicePollContext) throws -> HTTPRequest {
-        try form("device/login_status", [("access_token", try clientAccessToken()), ("code", context.authorization.deviceCode)])
+        try form(
+            "device/login_status",
+            [("access_token", try clientAccessToken()), ("code", context.authorization.deviceCode)])
     }
 
     public func readPoll(_ response: HTTPResponse, context: DevicePollContext) async throws -> DevicePollAnswer {

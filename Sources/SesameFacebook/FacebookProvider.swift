@@ -99,7 +99,8 @@ public struct FacebookProvider: AuthProvider {
     /// with `query` appended.
     public func graphURL(_ path: String, version: String? = nil, query: [(String, String)] = []) throws -> URL {
         let trimmed = path.drop { $0 == "/" }
-        let base = graphBaseURL.absoluteString.hasSuffix("/")
+        let base =
+            graphBaseURL.absoluteString.hasSuffix("/")
             ? String(graphBaseURL.absoluteString.dropLast()) : graphBaseURL.absoluteString
         guard let url = URL(string: "\(base)/\(try self.version(version))/\(trimmed)") else {
             throw AuthError(
@@ -110,7 +111,8 @@ public struct FacebookProvider: AuthProvider {
 
     /// The login dialog, `…/{version}/dialog/oauth`.
     public func dialogURL(version: String? = nil) throws -> URL {
-        let base = dialogBaseURL.absoluteString.hasSuffix("/")
+        let base =
+            dialogBaseURL.absoluteString.hasSuffix("/")
             ? String(dialogBaseURL.absoluteString.dropLast()) : dialogBaseURL.absoluteString
         return URL(string: "\(base)/\(try self.version(version))/dialog/oauth")!
     }

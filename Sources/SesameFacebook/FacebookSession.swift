@@ -179,13 +179,17 @@ public final class FacebookSession: Sendable {
     ///   declined every one: an outcome for the app to handle (do not publish), not a failure
     ///   of the session, which stays open.
     @discardableResult
-    public func requestNewPublishPermissions(_ names: [String], defaultAudience: DefaultAudience) async throws
+    public func requestNewPublishPermissions(
+        _ names: [String], defaultAudience: DefaultAudience
+    ) async throws
         -> PermissionRequestOutcome
     {
         try await requestPermissions(names.map(Permission.publish), defaultAudience: defaultAudience)
     }
 
-    private func requestPermissions(_ permissions: [Permission], defaultAudience: DefaultAudience) async throws
+    private func requestPermissions(
+        _ permissions: [Permission], defaultAudience: DefaultAudience
+    ) async throws
         -> PermissionRequestOutcome
     {
         guard let loginUI else {
@@ -240,8 +244,9 @@ public final class FacebookSession: Sendable {
             "debug_token", query: [("input_token", token.tokenString)], token: checker, provider: provider,
             transport: transport)
         let info = TokenIntrospection(debugTokenData: json["data"] ?? .null)
-        if info.isValid, info.expirationDate != token.expirationDate
-            || info.dataAccessExpirationDate != token.dataAccessExpirationDate, await session.state.isOpen
+        if info.isValid,
+            info.expirationDate != token.expirationDate
+                || info.dataAccessExpirationDate != token.dataAccessExpirationDate, await session.state.isOpen
         {
             var updated = token
             updated.expirationDate = info.expirationDate
@@ -286,7 +291,8 @@ public final class FacebookSession: Sendable {
         } catch let error as AuthError where error.closesSession {
             await session.handle(error)
             outcome = .failed(error)
-        } catch let error as AuthError where error.category == .retry || error.category == .server
+        } catch let error as AuthError
+            where error.category == .retry || error.category == .server
             || error.category == .throttling
         {
             outcome = .failed(error)

@@ -92,7 +92,9 @@ public struct GraphClient: Sendable {
     }
 
     /// `GET path` as JSON.
-    public func get(_ path: String, parameters: [String: String] = [:], version: String? = nil) async throws
+    public func get(
+        _ path: String, parameters: [String: String] = [:], version: String? = nil
+    ) async throws
         -> JSONValue
     {
         try await send(GraphRequest(.get, path, parameters: parameters, version: version)).json
@@ -112,7 +114,8 @@ public struct GraphClient: Sendable {
         requiredPermissions: [Permission] = []
     ) async throws -> JSONValue {
         try await send(
-            GraphRequest(.post, path, parameters: parameters, version: version, requiredPermissions: requiredPermissions)
+            GraphRequest(
+                .post, path, parameters: parameters, version: version, requiredPermissions: requiredPermissions)
         ).json
     }
 
@@ -122,13 +125,16 @@ public struct GraphClient: Sendable {
         requiredPermissions: [Permission] = [], as type: T.Type
     ) async throws -> T {
         try await send(
-            GraphRequest(.post, path, parameters: parameters, version: version, requiredPermissions: requiredPermissions)
+            GraphRequest(
+                .post, path, parameters: parameters, version: version, requiredPermissions: requiredPermissions)
         ).decode(T.self)
     }
 
     /// `DELETE path`, as JSON (`{"success": true}` for the bare `true` of older versions).
     @discardableResult
-    public func delete(_ path: String, parameters: [String: String] = [:], version: String? = nil) async throws
+    public func delete(
+        _ path: String, parameters: [String: String] = [:], version: String? = nil
+    ) async throws
         -> JSONValue
     {
         try await send(GraphRequest(.delete, path, parameters: parameters, version: version)).json
@@ -148,7 +154,9 @@ public struct GraphClient: Sendable {
     ///
     /// - Throws: ``Sesame/AuthError`` for an empty or oversized batch, or when the whole batch
     ///   failed (for example its token was refused).
-    public func batch(_ requests: [GraphRequest], version: String? = nil) async throws
+    public func batch(
+        _ requests: [GraphRequest], version: String? = nil
+    ) async throws
         -> [Result<GraphResponse, AuthError>]
     {
         guard !requests.isEmpty, requests.count <= Self.maximumBatchSize else {

@@ -29,8 +29,9 @@ public final class GraphUsageGovernor: Sendable {
 
     /// Records the usage in `headers`, if they carry any.
     public func record(_ headers: HTTPHeaders) {
-        guard headers.contains("X-App-Usage") || headers.contains("X-Page-Usage")
-            || headers.contains("X-Business-Use-Case-Usage"),
+        guard
+            headers.contains("X-App-Usage") || headers.contains("X-Page-Usage")
+                || headers.contains("X-Business-Use-Case-Usage"),
             let usage = GraphUsage(headers: headers)
         else { return }
         last.withLock { $0 = usage }

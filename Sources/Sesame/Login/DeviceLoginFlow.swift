@@ -29,6 +29,13 @@ public struct DevicePollContext: Sendable {
     public var interval: Duration
     /// The login request.
     public var request: LoginRequest
+
+    /// Creates a context (dialects' tests build one to read a poll answer).
+    public init(authorization: DeviceAuthorization, interval: Duration, request: LoginRequest) {
+        self.authorization = authorization
+        self.interval = interval
+        self.request = request
+    }
 }
 
 /// How one provider runs a device login: how to start it, how to poll, how to read a poll
