@@ -19,6 +19,7 @@ let benchmarks: [Benchmark] = [
     TransportBenchmark.benchmark,
     emulatorBenchmark,
     taxonomyBenchmark,
+    graphBenchmark,
 ]
 
 func usage() -> String {

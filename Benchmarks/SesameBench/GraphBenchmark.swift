@@ -1,0 +1,182 @@
+import Foundation
+import Sesame
+import SesameCurl
+import SesameEmulator
+import SesameFacebook
+import Synchronization
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+// sesame-bench graph: `GET /me` through the whole provider stack (FacebookSession → GraphClient
+// → CurlTransport) beside a raw libcurl loop and URLSession, all against one emulator on
+// loopback in the same run; then a batch of 50 against 50 sequential calls. See
+// Benchmarks/README.md.
+
+let graphBenchmark = Benchmark(
+    name: "graph",
+    summary: "GET /me via FacebookSession+GraphClient vs raw libcurl vs URLSession; batch of 50 vs 50 calls"
+) { arguments in
+    var seconds = 3.0
+    var rounds = 3
+    var concurrency = 8
+    var batches = 20
+    var json = false
+    var rest = arguments[...]
+    while let argument = rest.popFirst() {
+        switch argument {
+        case "--seconds": seconds = Double(rest.popFirst() ?? "") ?? seconds
+        case "--rounds": rounds = Int(rest.popFirst() ?? "") ?? rounds
+        case "--concurrency": concurrency = Int(rest.popFirst() ?? "") ?? concurrency
+        case "--batches": batches = Int(rest.popFirst() ?? "") ?? batches
+        case "--json": json = true
+        default:
+            throw BenchmarkError(
+                "unknown option \(argument); options: --seconds N --rounds N --concurrency N --batches N --json")
+        }
+    }
+    try await GraphBenchmark(
+        seconds: seconds, rounds: rounds, concurrency: concurrency, batches: batches, json: json
+    ).run()
+}
+
+struct GraphBenchmark {
+    let seconds: Double
+    let rounds: Int
+    let concurrency: Int
+    let batches: Int
+    let json: Bool
+
+    func run() async throws {
+        var configuration = EmulatorConfiguration()
+        configuration.hourlyCallsPerUser = 1_000_000_000
+        let emulator = try Emulator(configuration: configuration)
+        let endpoints = try await emulator.start()
+        defer { Task { await emulator.stop() } }
+        let app = configuration.defaultApp
+        let tokenString = try await emulator.issueToken(permissions: ["email"], longLived: true)
+        let provider = FacebookProvider(
+            appID: app.id, graphVersion: configuration.graphVersion, clientToken: app.clientToken,
+            dialogBaseURL: endpoints.baseURL, graphBaseURL: endpoints.graphURL)
+
+        let store = InMemoryCredentialStore()
+        let key = CredentialKey(provider: .facebook, appID: app.id, account: "default")
+        try await store.save(
+            StoredCredential(
+                key: key,
+                token: AccessToken(
+                    tokenString: tokenString, provider: .facebook, appID: app.id,
+                    expirationDate: Date().addingTimeInterval(50 * 86_400))))
+        let transport = CurlTransport()
+        let session = FacebookSession(provider: provider, transport: transport, store: store, refreshLock: .some(nil))
+        guard try await session.openActiveSession(allowLoginUI: false).isOpen else {
+            throw BenchmarkError("the benchmark session did not open from its stored token")
+        }
+        let graph = session.graph
+        let meURL = try provider.graphURL("me", query: [("fields", "id"), ("access_token", tokenString)])
+        let expected = try await transport.send(HTTPRequest(url: meURL)).body.count
+
+        let urlSession = URLSession(configuration: .ephemeral)
+        var figures: [String: [Double]] = [:]
+        for round in 1...rounds {
+            progress("round \(round)/\(rounds)")
+            let raw = try await RawCurlLoop.run(
+                url: meURL, workers: concurrency, duration: UInt64(seconds * 1e9), expectedBytes: expected)
+            figures["rawCurl", default: []].append(raw.rps)
+            figures["provider", default: []].append(
+                try await loop(seconds: seconds) {
+                    let me = try await graph.get("me", parameters: ["fields": "id"])
+                    guard me["id"] != nil else { throw BenchmarkError("GET /me via the provider had no id") }
+                })
+            figures["curlTransport", default: []].append(
+                try await loop(seconds: seconds) {
+                    let response = try await transport.send(HTTPRequest(url: meURL))
+                    guard response.body.count == expected else {
+                        throw BenchmarkError("CurlTransport got a short body")
+                    }
+                })
+            figures["urlSession", default: []].append(
+                try await loop(seconds: seconds) {
+                    let (data, _) = try await urlSession.data(from: meURL)
+                    guard data.count == expected else { throw BenchmarkError("URLSession got \(data.count) bytes") }
+                })
+        }
+
+        // A batch of 50 against 50 sequential calls, through the same stack.
+        var batchTimes: [Double] = []
+        var sequentialTimes: [Double] = []
+        let requests = (0..<50).map { _ in GraphRequest(.get, "me", parameters: ["fields": "id"]) }
+        for _ in 0..<batches {
+            var start = monotonicNanoseconds()
+            let results = try await graph.batch(requests)
+            guard results.allSatisfy({ (try? $0.get()) != nil }) else { throw BenchmarkError("a batch item failed") }
+            batchTimes.append(Double(monotonicNanoseconds() - start) / 1e6)
+            start = monotonicNanoseconds()
+            for request in requests { _ = try await graph.send(request) }
+            sequentialTimes.append(Double(monotonicNanoseconds() - start) / 1e6)
+        }
+
+        let median = { (values: [Double]) -> Double in values.sorted()[values.count / 2] }
+        let raw = median(figures["rawCurl"]!)
+        let stack = median(figures["provider"]!)
+        let foundation = median(figures["urlSession"]!)
+        let curl = median(figures["curlTransport"]!)
+        let batch = median(batchTimes)
+        let sequential = median(sequentialTimes)
+        if json {
+            let report: JSONValue = .object([
+                "benchmark": .string("graph"),
+                "concurrency": .number(Double(concurrency)), "seconds": .number(seconds),
+                "rounds": .number(Double(rounds)),
+                "rawCurl.rps": .number(raw.rounded()), "provider.rps": .number(stack.rounded()),
+                "urlSession.rps": .number(foundation.rounded()), "curlTransport.rps": .number(curl.rounded()),
+                "provider.vsRaw": .number((stack / raw * 100).rounded() / 100),
+                "provider.vsURLSession": .number((stack / foundation * 100).rounded() / 100),
+                "batch50.ms": .number((batch * 100).rounded() / 100),
+                "sequential50.ms": .number((sequential * 100).rounded() / 100),
+                "batch.speedup": .number((sequential / batch * 100).rounded() / 100),
+            ])
+            print(report.jsonText)
+        } else {
+            print("graph: GET /me?fields=id against the emulator on 127.0.0.1, \(concurrency) concurrent callers,")
+            print("       median of \(rounds) rounds of \(seconds) s each (requests per second)")
+            print("  raw libcurl loop                 \(Int(raw)) req/s")
+            print(
+                "  FacebookSession + GraphClient    \(Int(stack)) req/s  "
+                    + "(\(String(format: "%.2f", stack / raw))× raw, \(String(format: "%.1f", stack / foundation))× URLSession)"
+            )
+            print("  CurlTransport alone (no session) \(Int(curl)) req/s")
+            print("  URLSession                       \(Int(foundation)) req/s")
+            print("batch: 50 × GET /me, median of \(batches)")
+            print("  one batch request                \(String(format: "%.2f", batch)) ms")
+            print(
+                "  50 sequential calls              \(String(format: "%.2f", sequential)) ms  "
+                    + "(batch \(String(format: "%.1f", sequential / batch))× faster)")
+        }
+    }
+
+    /// Runs `body` in `concurrency` loops for `seconds`; returns calls per second.
+    private func loop(seconds: Double, _ body: @escaping @Sendable () async throws -> Void) async throws -> Double {
+        let start = monotonicNanoseconds()
+        let deadline = start + UInt64(seconds * 1e9)
+        let count = try await withThrowingTaskGroup(of: Int.self) { group in
+            for _ in 0..<concurrency {
+                group.addTask {
+                    var calls = 0
+                    while monotonicNanoseconds() < deadline {
+                        try await body()
+                        calls += 1
+                    }
+                    return calls
+                }
+            }
+            return try await group.reduce(0, +)
+        }
+        return Double(count) / (Double(monotonicNanoseconds() - start) / 1e9)
+    }
+
+    private func progress(_ line: String) {
+        FileHandle.standardError.write(Data("graph: \(line)\n".utf8))
+    }
+}
