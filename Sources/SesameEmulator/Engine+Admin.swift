@@ -5,6 +5,7 @@ extension EmulatorEngine {
     /// The admin API under `/__sesame/`: JSON in, JSON out. See <doc:AdminAPI>.
     func admin(_ request: EmulatorRequest, segments: [String]) -> HTTPResponse {
         do {
+            try checkAdminOrigin(request)
             let body = try adminRoute(request, segments: segments)
             return adminResponse(body.value, status: body.status)
         } catch let error as GraphError {
@@ -96,6 +97,19 @@ extension EmulatorEngine {
             throw GraphError.admin(
                 "The admin API has no \(method.rawValue) /__sesame/\(segments.joined(separator: "/")). "
                     + "GET /__sesame/ lists what it has.", status: 404)
+        }
+    }
+
+    /// Refuses what a web page could send: a `Host` that is not loopback (DNS rebinding), and a
+    /// change without a JSON content type (a cross-site form post, which needs no CORS preflight).
+    func checkAdminOrigin(_ request: EmulatorRequest) throws {
+        if let host = request.headers["Host"], !Self.isLoopbackHost(host) {
+            throw GraphError.admin("The admin API answers only requests to 127.0.0.1 or localhost.", status: 403)
+        }
+        if request.method != .get, request.method != .head, request.contentType != "application/json" {
+            throw GraphError.admin(
+                "Admin requests that change something need Content-Type: application/json (even with no body).",
+                status: 415)
         }
     }
 

@@ -120,16 +120,18 @@ package final class EmulatorEngine: @unchecked Sendable {  // All mutable state 
 
     /// Answers one request.
     package func handle(_ request: EmulatorRequest) -> EmulatorOutcome {
-        lock.withLock { _ in handleLocked(request) }
+        let outcome = lock.withLock { _ in handleLocked(request) }
+        // Outside the lock: the log is the caller's code.
+        if let log = configuration.requestLog {
+            let status = outcome.response.map { String($0.status) } ?? "dropped"
+            log("\(request.method.rawValue) \(String(request.path.prefix(200))) \(status)")
+        }
+        return outcome
     }
 
     private func handleLocked(_ request: EmulatorRequest) -> EmulatorOutcome {
         let started = ContinuousClock.now
         let outcome = dispatch(request)
-        if let log = configuration.requestLog {
-            let status = outcome.response.map { String($0.status) } ?? "dropped"
-            log("\(request.method.rawValue) \(String(request.path.prefix(200))) \(status)")
-        }
         usage.addTime(ContinuousClock.now - started, at: now)
         return outcome
     }

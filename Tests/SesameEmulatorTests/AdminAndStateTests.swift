@@ -39,6 +39,18 @@ struct AdminAPITests {
         }
     }
 
+    @Test("changes need a JSON content type and a loopback Host, so a web page cannot make them")
+    func crossSiteRefused() async throws {
+        try await Harness.with { h in
+            let form = try await h.send(.post, "/__sesame/reset", headers: ["Content-Type": "text/plain"])
+            #expect(form.status == 415)
+            let rebound = try await h.send(
+                .post, "/__sesame/reset", headers: ["Content-Type": "application/json", "Host": "evil.example:80"])
+            #expect(rebound.status == 403)
+            #expect(try await h.admin(.post, "reset").status == 200)
+        }
+    }
+
     @Test("reset forgets people, tokens and scenarios but keeps the configuration")
     func reset() async throws {
         try await Harness.with { h in

@@ -79,7 +79,10 @@ struct Harness: Sendable {
     }
 
     func admin(_ method: HTTPMethod, _ path: String, _ body: JSONValue? = nil) async throws -> Reply {
-        try await send(method, "/__sesame/" + path, json: body)
+        if body == nil, method != .get {
+            return try await send(method, "/__sesame/" + path, headers: ["Content-Type": "application/json"])
+        }
+        return try await send(method, "/__sesame/" + path, json: body)
     }
 
     /// A user token for the default person with `permissions`.
