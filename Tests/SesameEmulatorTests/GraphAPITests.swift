@@ -260,4 +260,40 @@ struct GraphAPITests {
             #expect(try await h.get("/me", token: token).status == 200)
         }
     }
+
+    @Test("with rate limits enforced, going over the hourly allowance answers (#4) with the usage headers")
+    func enforcedRateLimit() async throws {
+        try await Harness.with({
+            $0.hourlyCallsPerUser = 3
+            $0.enforcesRateLimits = true
+        }) { h in
+            let token = try await h.token()
+            for _ in 0..<3 { #expect(try await h.get("/me", token: token).status == 200) }
+            let throttled = try await h.get("/me", token: token)
+            #expect(throttled.status == 400)
+            #expect(throttled.code == 4)
+            let usage = JSONValue(parsing: Data((throttled.headers["X-App-Usage"] ?? "").utf8))
+            #expect((usage?["call_count"]?.lenientInt ?? 0) > 100)
+            let business = JSONValue(parsing: Data((throttled.headers["X-Business-Use-Case-Usage"] ?? "").utf8))
+            #expect(business?[h.app.id]?[0]?["estimated_time_to_regain_access"]?.lenientInt == 60)
+            // An hour later the allowance is back.
+            await h.emulator.advanceClock(by: 3600)
+            #expect(try await h.get("/me", token: token).status == 200)
+        }
+    }
+
+    @Test("limits: too many parameters, a body over the limit, a non-object batch item")
+    func limits() async throws {
+        try await Harness.with({ $0.limits.maxParameters = 10 }) { h in
+            let token = try await h.token()
+            let many = (0..<20).map { ("p\($0)", "v") }
+            #expect(try await h.get("/me", token: token, many).code == 100)
+            let big = try await h.post(
+                "/me/feed", token: token, [("message", String(repeating: "x", count: 2_000_000))])
+            #expect((400..<500).contains(big.status))
+            let batch = try await h.post("/", token: token, [("batch", "[1]")])
+            #expect(batch.json?[0]?["code"] == .int(400))
+            #expect(try await h.get("/me", token: token).status == 200)
+        }
+    }
 }
