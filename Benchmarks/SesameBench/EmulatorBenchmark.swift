@@ -2,10 +2,6 @@ import Foundation
 import SesameEmulator
 import SesameHTTPServer
 
-#if canImport(Glibc)
-    import Glibc
-#endif
-
 /// `sesame-bench emulator [--seconds N] [--connections N] [--nginx-workers N|auto] [--json]`:
 /// an authenticated `GET /v19.0/me` on the emulator under `wrk`, with the process's resident
 /// memory before and after, beside nginx serving a static file of the same size in the same run.
@@ -80,10 +76,10 @@ let emulatorBenchmark = Benchmark(
     let bareFigures = try load(bare.url("/me").absoluteString, seconds: seconds, headers: [])
     await bare.stop()
 
-    let nginx = try BenchNginx.start(body: Data(sample.utf8), workers: nginxWorkers)
+    let nginx = try NginxServer.start(body: sampleBody, workers: nginxWorkers)
     defer { nginx.stop() }
-    _ = try load(nginx.url, seconds: 2, headers: [])
-    let nginxFigures = try load(nginx.url, seconds: seconds, headers: [])
+    _ = try load(nginx.url.absoluteString, seconds: 2, headers: [])
+    let nginxFigures = try load(nginx.url.absoluteString, seconds: seconds, headers: [])
 
     let ratio =
         nginxFigures.requestsPerSecond > 0 ? emulatorFigures.requestsPerSecond / nginxFigures.requestsPerSecond : 0
@@ -131,97 +127,4 @@ private func residentKilobytes() -> Int {
         return Int(line.split(separator: " ", omittingEmptySubsequences: true).dropFirst().first ?? "") ?? 0
     }
     return 0
-}
-
-/// nginx serving one file on 127.0.0.1 from a temporary directory, as a child process.
-private struct BenchNginx {
-    let process: Process
-    let directory: URL
-    let url: String
-
-    static func start(body: Data, workers: String) throws -> BenchNginx {
-        guard
-            let nginx = ["/usr/sbin/nginx", "/usr/local/sbin/nginx"].first(where: FileManager.default.isExecutableFile)
-                ?? findExecutable("nginx")
-        else {
-            throw BenchmarkError("nginx is not installed (apt-get install nginx-light); it is the comparison")
-        }
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
-            "sesame-bench-emulator-nginx-\(getpid())")
-        try? FileManager.default.removeItem(at: directory)
-        let root = directory.appendingPathComponent("www")
-        try FileManager.default.createDirectory(at: root, withIntermediateDirectories: true)
-        try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: directory.path)
-        try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: root.path)
-        let file = root.appendingPathComponent("me.json")
-        try body.write(to: file)
-        try FileManager.default.setAttributes([.posixPermissions: 0o644], ofItemAtPath: file.path)
-        let port = try freeLoopbackPort()
-        let configuration = """
-            worker_processes \(workers);
-            daemon off;
-            pid \(directory.path)/nginx.pid;
-            error_log \(directory.path)/error.log warn;
-            events { worker_connections 1024; }
-            http {
-                access_log off;
-                default_type application/json;
-                keepalive_requests 10000000;
-                client_body_temp_path \(directory.path)/body;
-                proxy_temp_path \(directory.path)/proxy;
-                fastcgi_temp_path \(directory.path)/fastcgi;
-                uwsgi_temp_path \(directory.path)/uwsgi;
-                scgi_temp_path \(directory.path)/scgi;
-                server { listen 127.0.0.1:\(port); root \(root.path); }
-            }
-
-            """
-        try Data(configuration.utf8).write(to: directory.appendingPathComponent("nginx.conf"))
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: nginx)
-        process.arguments = [
-            "-e", directory.appendingPathComponent("error.log").path, "-p", directory.path, "-c", "nginx.conf",
-        ]
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        let server = BenchNginx(process: process, directory: directory, url: "http://127.0.0.1:\(port)/me.json")
-        // Wait until it answers.
-        for _ in 0..<100 {
-            if (try? runCommand(["/usr/bin/curl", "-sf", "-o", "/dev/null", server.url])) != nil { return server }
-            guard process.isRunning else { break }
-            usleep(50_000)
-        }
-        server.stop()
-        let log = (try? String(contentsOf: directory.appendingPathComponent("error.log"), encoding: .utf8)) ?? ""
-        throw BenchmarkError("nginx did not start: \(log)")
-    }
-
-    func stop() {
-        if process.isRunning {
-            process.terminate()
-            process.waitUntilExit()
-        }
-        try? FileManager.default.removeItem(at: directory)
-    }
-}
-
-/// A TCP port free on 127.0.0.1 now (bound to port 0, read back, released).
-private func freeLoopbackPort() throws -> Int {
-    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-    guard fd >= 0 else { throw BenchmarkError("socket() failed") }
-    defer { close(fd) }
-    var address = sockaddr_in()
-    address.sin_family = sa_family_t(AF_INET)
-    address.sin_addr.s_addr = inet_addr("127.0.0.1")
-    address.sin_port = 0
-    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-    let bound = withUnsafePointer(to: &address) {
-        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) }
-    }
-    guard bound == 0 else { throw BenchmarkError("bind() failed") }
-    _ = withUnsafeMutablePointer(to: &address) {
-        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
-    }
-    return Int(UInt16(bigEndian: address.sin_port))
 }

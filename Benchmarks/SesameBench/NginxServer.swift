@@ -32,7 +32,9 @@ struct NginxServer {
         return found
     }
 
-    static func start() throws -> NginxServer {
+    /// Starts nginx serving `body` as `/me.json` with `workers` worker processes (`1`, or `auto`
+    /// for one per core).
+    static func start(body: Data = NginxServer.body, workers: String = "1") throws -> NginxServer {
         let nginx = try executable()
         let directory = FileManager.default.temporaryDirectory
             .appendingPathComponent("sesame-bench-nginx-\(ProcessInfo.processInfo.processIdentifier)")
@@ -50,7 +52,7 @@ struct NginxServer {
         for _ in 0..<5 {
             let port = try freePort()
             let configuration = """
-                worker_processes 1;
+                worker_processes \(workers);
                 daemon off;
                 pid \(directory.path)/nginx.pid;
                 error_log \(directory.path)/error.log warn;
