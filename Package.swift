@@ -54,7 +54,7 @@ let package = Package(
             name: "SesameHTTPServerTests", dependencies: ["SesameHTTPServer", "Sesame", "SesameTesting"]),
         // A local Facebook: login dialog, Graph API, device login, scenarios (fault injection).
         .target(name: "SesameEmulator", dependencies: ["Sesame", "SesameHTTPServer"]),
-        .testTarget(name: "SesameEmulatorTests", dependencies: ["SesameEmulator", "Sesame"]),
+        .testTarget(name: "SesameEmulatorTests", dependencies: ["SesameEmulator", "Sesame", "SesameCurl"]),
 
         // Error tables as data: the generator (Foundation only, provider-neutral), its
         // command-line wrapper, and the build-tool plugin that runs it on `*Errors.json` files.

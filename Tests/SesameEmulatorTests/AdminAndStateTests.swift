@@ -141,14 +141,14 @@ struct ServeTests {
         let serving = Task { try await emulator.serve(untilSignals: [SIGUSR2]) { continuation.yield($0) } }
         var iterator = stream.makeAsyncIterator()
         let endpoints = try #require(await iterator.next())
-        let reply = try await LoopbackTransport().send(
+        let reply = try await loopbackTransport().send(
             HTTPRequest(url: endpoints.adminURL.appendingPathComponent("health")))
         #expect(reply.status == 200)
         kill(getpid(), SIGUSR2)
         #expect(try await serving.value == SIGUSR2)
         #expect(emulator.endpoints == nil)
         await #expect(throws: TransportError.self) {
-            try await LoopbackTransport().send(HTTPRequest(url: endpoints.adminURL.appendingPathComponent("health")))
+            try await loopbackTransport().send(HTTPRequest(url: endpoints.adminURL.appendingPathComponent("health")))
         }
     }
 }

@@ -1,11 +1,8 @@
 import Foundation
 import Sesame
+import SesameCurl
 import SesameEmulator
 import Testing
-
-#if canImport(FoundationNetworking)
-    import FoundationNetworking
-#endif
 
 /// An answer from the emulator, with helpers to read Facebook's shapes.
 struct Reply: Sendable {
@@ -36,7 +33,7 @@ struct Harness: Sendable {
         configure(&configuration)
         let emulator = try Emulator(configuration: configuration)
         let endpoints = try await emulator.start()
-        return Harness(emulator: emulator, base: endpoints.baseURL, transport: LoopbackTransport())
+        return Harness(emulator: emulator, base: endpoints.baseURL, transport: loopbackTransport())
     }
 
     func stop() async { await emulator.stop() }
@@ -111,49 +108,10 @@ struct Harness: Sendable {
     }
 }
 
-/// A loopback-only HTTP client on URLSession that does not follow redirects, so tests see the
-/// dialog's 302s. Tests only; the library's transport is `CurlTransport`.
-final class LoopbackTransport: NSObject, HTTPTransport, URLSessionTaskDelegate, @unchecked Sendable {
-    // Immutable after init; URLSession is thread-safe.
-    private var session: URLSession!
-
-    override init() {
-        super.init()
-        let configuration = URLSessionConfiguration.ephemeral
-        configuration.httpShouldSetCookies = false
-        configuration.urlCache = nil
-        configuration.timeoutIntervalForRequest = 60
-        session = URLSession(configuration: configuration, delegate: self, delegateQueue: nil)
-    }
-
-    func send(_ request: HTTPRequest) async throws -> HTTPResponse {
-        precondition(["127.0.0.1", "localhost"].contains(request.url.host ?? ""), "tests talk to loopback only")
-        var urlRequest = URLRequest(url: request.url)
-        urlRequest.httpMethod = request.method.rawValue
-        for field in request.headers { urlRequest.addValue(field.value, forHTTPHeaderField: field.name) }
-        urlRequest.httpBody = request.body
-        let (data, response): (Data, URLResponse)
-        do {
-            (data, response) = try await session.data(for: urlRequest)
-        } catch {
-            throw TransportError(kind: .connectionLost, message: "\(error)", host: request.url.host)
-        }
-        guard let http = response as? HTTPURLResponse else {
-            throw TransportError(kind: .other, message: "not an HTTP response", host: request.url.host)
-        }
-        var headers = HTTPHeaders()
-        for (name, value) in http.allHeaderFields {
-            headers.add(name: "\(name)", value: "\(value)")
-        }
-        return HTTPResponse(status: http.statusCode, headers: headers, body: data)
-    }
-
-    func urlSession(
-        _ session: URLSession, task: URLSessionTask, willPerformHTTPRedirection response: HTTPURLResponse,
-        newRequest request: URLRequest, completionHandler: @escaping @Sendable (URLRequest?) -> Void
-    ) {
-        completionHandler(nil)
-    }
+/// The library's own transport, not following redirects so that tests see the dialog's 302s,
+/// and ignoring any proxy in the environment (the emulator is on loopback).
+func loopbackTransport() -> CurlTransport {
+    CurlTransport(configuration: .init(timeout: .seconds(60), redirects: .never, proxy: .direct))
 }
 
 /// Parses a URL's query (or fragment) into a dictionary of first values.
