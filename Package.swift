@@ -76,11 +76,11 @@ let package = Package(
 
         // The `sesame` command line: parsing and commands in a library the tests call directly,
         // and a thin executable.
-        .target(name: "SesameCommandLine", dependencies: ["Sesame", "SesameFacebook"]),
+        .target(name: "SesameCommandLine", dependencies: ["Sesame", "SesameFacebook", "SesameEmulator"]),
         .executableTarget(name: "sesame", dependencies: ["SesameCommandLine"]),
         .testTarget(
             name: "SesameCommandLineTests",
-            dependencies: ["SesameCommandLine", "SesameFacebook", "Sesame", "sesame"]
+            dependencies: ["SesameCommandLine", "SesameFacebook", "Sesame", "sesame", "SesameEmulator", "SesameCurl"]
         ),
 
         // Sessions, login, permissions, token lifecycle and the Graph client, end to end against

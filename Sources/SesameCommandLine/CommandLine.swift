@@ -8,6 +8,8 @@ package enum Command: Sendable, Equatable {
     case help(command: String?)
     /// `sesame explain-error`.
     case explainError(ExplainError)
+    /// `sesame emulator`.
+    case emulator(EmulatorCommand)
 }
 
 /// One command of the tree: its spec, and how to turn its parsed arguments into a ``Command``.
@@ -38,7 +40,8 @@ package enum ExitStatus {
 package enum SesameCLI {
     /// Every command, in the order help lists them.
     package static let commands: [CommandDefinition] = [
-        ExplainError.definition
+        ExplainError.definition,
+        EmulatorCommand.definition,
     ]
 
     /// The top-level help.
@@ -120,6 +123,8 @@ package enum SesameCLI {
             return ExitStatus.success
         case .explainError(let explain):
             return await explain.run(io: io)
+        case .emulator(let emulator):
+            return await emulator.run(io: io)
         }
     }
 }

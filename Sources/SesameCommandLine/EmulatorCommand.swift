@@ -1,0 +1,176 @@
+import Foundation
+import Sesame
+import SesameEmulator
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Musl)
+    import Musl
+#endif
+
+/// `sesame emulator`: runs the local Facebook until interrupted.
+package struct EmulatorCommand: Sendable, Equatable {
+    /// The port on 127.0.0.1; 0 picks a free one.
+    package var port: Int
+    /// The app id to serve instead of the default one.
+    package var appID: String?
+    /// Scenarios active from the start.
+    package var scenarios: [ScenarioSetting]
+    /// Where to keep the emulator's state; `nil` keeps it in memory only.
+    package var stateFile: String?
+    /// Whether to print a line per request on standard error.
+    package var logsRequests: Bool
+
+    package init(
+        port: Int = 0, appID: String? = nil, scenarios: [ScenarioSetting] = [], stateFile: String?,
+        logsRequests: Bool = false
+    ) {
+        self.port = port
+        self.appID = appID
+        self.scenarios = scenarios
+        self.stateFile = stateFile
+        self.logsRequests = logsRequests
+    }
+
+    /// The command's spec: its options and help.
+    package static let spec = CommandSpec(
+        name: "emulator",
+        summary: "Run a local Facebook (login dialog, Graph API, scenarios) until interrupted.",
+        synopses: [
+            "[--port N] [--app-id ID] [--scenario NAME[,key=value...]]...",
+            " [--state-file PATH | --in-memory] [--log]",
+        ],
+        discussion: """
+            Serves Facebook's login dialog, Graph API, device login and test-user API on
+            127.0.0.1, prints their URLs, and runs until Ctrl-C (SIGINT) or SIGTERM; then it
+            answers the requests in flight, saves its state and exits 0.
+
+            People, tokens, grants and posts are kept in $XDG_STATE_HOME/sesame/emulator.json
+            (~/.local/state/sesame/emulator.json), so a token from one run still works in the
+            next; --in-memory forgets them at exit. The admin API under /__sesame/ sets
+            scenarios, approves logins without a browser and moves time.
+
+            \(wrapped("Scenarios: " + EmulatorScenario.allCases.map(\.rawValue).joined(separator: ", ") + "."))
+            Options after the name: user=ID, count=N, delayMs=N, permission=NAME,
+            regainAccessMinutes=N.
+            """,
+        options: [
+            OptionSpec("port", value: "N", "The port on 127.0.0.1 (default 0: any free port)."),
+            OptionSpec("app-id", value: "ID", "Serve this app id (digits) instead of the default 1234567890123456."),
+            OptionSpec(
+                "scenario", value: "NAME", repeatable: true,
+                "Activate a scenario from the start, such as transient,count=2. Repeatable."),
+            OptionSpec("state-file", value: "PATH", "Keep the state in this file instead of the default one."),
+            OptionSpec("in-memory", "Keep the state in memory only."),
+            OptionSpec("log", "Print a line per request (method, path, status; never the query) on stderr."),
+        ],
+        examples: [
+            ("sesame emulator", "A local Facebook on a free port"),
+            (
+                "sesame emulator --port 8765 --scenario app-throttled,count=3 --scenario slow,delayMs=200",
+                "Throttle the next three calls, and answer everything slowly"
+            ),
+        ]
+    )
+
+    /// The command's place in the tree.
+    package static let definition = CommandDefinition(spec: spec) { parsed throws(UsageError) in
+        .emulator(try EmulatorCommand(parsed))
+    }
+
+    /// Checks the parsed arguments.
+    package init(
+        _ parsed: ParsedArguments, environment: [String: String] = ProcessInfo.processInfo.environment
+    )
+        throws(UsageError)
+    {
+        func fail(_ message: String) -> UsageError { UsageError(message, command: Self.spec.name) }
+        if let extra = parsed.positionals.first { throw fail("unexpected argument '\(extra)'") }
+        var port = 0
+        if let text = parsed.value("port") {
+            guard let value = Int(text), (0...65_535).contains(value) else {
+                throw fail("--port must be a port number from 0 to 65535; '\(text)' is not one")
+            }
+            port = value
+        }
+        let appID = parsed.value("app-id")
+        if let appID, appID.isEmpty || appID.count > 20 || !appID.allSatisfy({ $0.isASCII && $0.isNumber }) {
+            throw fail("--app-id must be a Facebook app id: 1 to 20 digits; '\(appID)' is not one")
+        }
+        var scenarios: [ScenarioSetting] = []
+        for text in parsed.values["scenario"] ?? [] {
+            do { scenarios.append(try ScenarioSetting(argument: text)) } catch {
+                throw fail("--scenario \(text): \(error)")
+            }
+        }
+        let inMemory = parsed.flags.contains("in-memory")
+        if inMemory, parsed.value("state-file") != nil {
+            throw fail("--state-file and --in-memory contradict each other; give one of them")
+        }
+        let stateFile =
+            inMemory
+            ? nil
+            : parsed.value("state-file") ?? EmulatorConfiguration.defaultStateFileURL(environment: environment).path
+        self.init(
+            port: port, appID: appID, scenarios: scenarios, stateFile: stateFile,
+            logsRequests: parsed.flags.contains("log"))
+    }
+
+    /// The emulator's configuration.
+    package func configuration(io: CommandIO) -> EmulatorConfiguration {
+        var configuration = EmulatorConfiguration()
+        configuration.port = port
+        if let appID { configuration.apps = [.sesameDefault(id: appID)] }
+        configuration.scenarios = scenarios
+        configuration.stateFileURL = stateFile.map { URL(fileURLWithPath: $0) }
+        if logsRequests { configuration.requestLog = { io.writeError("\($0)\n") } }
+        return configuration
+    }
+
+    /// Runs the emulator until SIGINT or SIGTERM.
+    package func run(io: CommandIO, signals: [Int32] = [SIGINT, SIGTERM]) async -> Int32 {
+        let configuration = configuration(io: io)
+        let emulator: Emulator
+        do { emulator = try Emulator(configuration: configuration) } catch {
+            io.writeError("sesame emulator: \(error)\n")
+            return ExitStatus.failure
+        }
+        let app = configuration.defaultApp
+        let scenarios = scenarios
+        let stateFile = stateFile
+        do {
+            let signal = try await emulator.serve(untilSignals: signals) { endpoints in
+                var text =
+                    "Sesame emulator (a local Facebook, not the real one) on \(endpoints.baseURL.absoluteString)\n"
+                text += endpoints.description.split(separator: "\n").map { "  \($0)\n" }.joined()
+                text += "  App id:       \(app.id) (its secret and client token: GET /__sesame/apps)\n"
+                if !scenarios.isEmpty {
+                    text += "  Scenarios:    \(scenarios.map(\.scenario.rawValue).joined(separator: ", "))\n"
+                }
+                text += "  State:        \(stateFile ?? "in memory only")\n"
+                text += "Press Ctrl-C to stop.\n"
+                io.write(text)
+            }
+            io.write("Stopped (\(signal == SIGINT ? "SIGINT" : signal == SIGTERM ? "SIGTERM" : "signal \(signal)")).\n")
+            return ExitStatus.success
+        } catch {
+            io.writeError("sesame emulator: \(error)\n")
+            return ExitStatus.failure
+        }
+    }
+}
+
+/// `text` broken at spaces into lines of at most `width` characters.
+private func wrapped(_ text: String, width: Int = 80) -> String {
+    var lines: [String] = []
+    var line = ""
+    for word in text.split(separator: " ") {
+        if !line.isEmpty, line.count + 1 + word.count > width {
+            lines.append(line)
+            line = ""
+        }
+        line += (line.isEmpty ? "" : " ") + word
+    }
+    if !line.isEmpty { lines.append(line) }
+    return lines.joined(separator: "\n")
+}

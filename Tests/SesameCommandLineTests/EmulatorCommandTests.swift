@@ -1,0 +1,120 @@
+import Foundation
+import Sesame
+import SesameCurl
+import SesameEmulator
+import Synchronization
+import Testing
+
+@testable import SesameCommandLine
+
+@Suite("sesame emulator")
+struct EmulatorCommandTests {
+    static let environment = ["XDG_STATE_HOME": "/tmp/state"]
+
+    func parse(_ arguments: [String]) throws(UsageError) -> EmulatorCommand {
+        let parsed = try ArgumentParser.parse(arguments, for: EmulatorCommand.spec)
+        return try EmulatorCommand(parsed, environment: Self.environment)
+    }
+
+    @Test("options: port, app id, repeated scenarios with their options, state file, log")
+    func options() throws {
+        #expect(
+            try parse([]) == EmulatorCommand(stateFile: "/tmp/state/sesame/emulator.json"))
+        #expect(
+            try parse([
+                "--port", "8765", "--app-id=42", "--scenario", "transient,count=2", "--scenario", "slow,delayMs=5",
+                "--in-memory", "--log",
+            ])
+                == EmulatorCommand(
+                    port: 8765, appID: "42",
+                    scenarios: [ScenarioSetting(.transient, count: 2), ScenarioSetting(.slow, delayMs: 5)],
+                    stateFile: nil, logsRequests: true))
+        #expect(try parse(["--state-file", "/x/e.json"]).stateFile == "/x/e.json")
+        let command = try SesameCLI.parse(["emulator", "--port", "0", "--in-memory"])
+        #expect(command == .emulator(EmulatorCommand(stateFile: nil)))
+    }
+
+    @Test(
+        "bad values are usage errors naming the option",
+        arguments: [
+            (["--port", "70000"], "--port"), (["--port", "x"], "--port"), (["--app-id", "abc"], "--app-id"),
+            (["--scenario", "meteor"], "meteor"), (["--scenario", "slow,delayMs=-1"], "delayMs"),
+            (["--in-memory", "--state-file", "/x"], "contradict"), (["extra"], "extra"),
+        ])
+    func badValues(arguments: [String], mention: String) {
+        #expect {
+            try parse(arguments)
+        } throws: { error in
+            (error as? UsageError)?.message.contains(mention) == true
+        }
+    }
+
+    @Test("the configuration carries the app id, scenarios and state file")
+    func configuration() throws {
+        let configuration = try parse(["--app-id", "42", "--scenario", "transient", "--state-file", "/x/e.json"])
+            .configuration(io: CommandIO(readStandardInput: { Data() }, write: { _ in }, writeError: { _ in }))
+        #expect(configuration.defaultApp.id == "42")
+        #expect(configuration.defaultApp.secret == EmulatedApp.sesameDefault.secret)
+        #expect(configuration.scenarios == [ScenarioSetting(.transient)])
+        #expect(configuration.stateFileURL?.path == "/x/e.json")
+    }
+
+    @Test("as a process: prints its URLs, answers with the scenario, and stops cleanly on SIGTERM")
+    func process() async throws {
+        let executable = try ProcessRunner.builtExecutable("sesame")
+        let process = Process()
+        process.executableURL = executable
+        process.arguments = ["emulator", "--in-memory", "--app-id", "777", "--scenario", "unknown-error,count=1"]
+        let output = Pipe()
+        let error = Pipe()
+        process.standardOutput = output
+        process.standardError = error
+        try process.run()
+        defer { if process.isRunning { process.terminate() } }
+
+        // Read standard output off the cooperative pool until the URLs are printed.
+        let printed = Mutex("")
+        let banner = try await withCheckedThrowingContinuation {
+            (continuation: CheckedContinuation<String, any Error>) in
+            Thread {
+                while true {
+                    let chunk = output.fileHandleForReading.availableData
+                    let text = printed.withLock { text -> String in
+                        text += String(decoding: chunk, as: UTF8.self)
+                        return text
+                    }
+                    if text.contains("Press Ctrl-C to stop.") || chunk.isEmpty {
+                        continuation.resume(returning: text)
+                        return
+                    }
+                }
+            }.start()
+        }
+        #expect(banner.contains("App id:       777"))
+        #expect(banner.contains("State:        in memory only"))
+        let base = try #require(
+            banner.split(separator: "\n").first?.split(separator: " ").last.flatMap { URL(string: String($0)) })
+        #expect(base.host == "127.0.0.1")
+
+        let transport = CurlTransport(configuration: .init(redirects: .never, proxy: .direct))
+        let tokenReply = try await transport.send(
+            HTTPRequest(
+                method: .post, url: base.appendingPathComponent("__sesame/tokens"),
+                headers: ["Content-Type": "application/json"], body: Data("{}".utf8)))
+        let token = try #require(tokenReply.json?["access_token"]?.stringValue)
+        let me = HTTPRequest(
+            url: base.appendingPathComponent("v19.0/me"), headers: ["Authorization": "Bearer \(token)"])
+        let first = try await transport.send(me)
+        #expect(first.status == 500)
+        #expect(first.json?["error"]?["code"] == .number(1))
+        #expect(try await transport.send(me).json?["id"] == .string(EmulatedUser.sesameDefault.id))
+
+        process.terminate()  // SIGTERM
+        let rest = output.fileHandleForReading.readDataToEndOfFile()
+        let errors = error.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        #expect(process.terminationStatus == 0, "\(String(decoding: errors, as: UTF8.self))")
+        #expect(String(decoding: rest, as: UTF8.self).contains("Stopped (SIGTERM)."))
+        await #expect(throws: TransportError.self) { try await transport.send(me) }
+    }
+}
