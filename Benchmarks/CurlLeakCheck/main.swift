@@ -119,7 +119,9 @@ final class TinyServer: Sendable {
             default: answer = Array(#"{"id":"1","name":"Ada"}"#.utf8)
             }
             let response =
-                Array("HTTP/1.1 \(status)\r\nContent-Type: application/json\r\n\(extra)Content-Length: \(answer.count)\r\n\r\n".utf8)
+                Array(
+                    "HTTP/1.1 \(status)\r\nContent-Type: application/json\r\n\(extra)Content-Length: \(answer.count)\r\n\r\n"
+                        .utf8)
                 + answer
             var offset = 0
             while offset < response.count {
@@ -184,16 +186,18 @@ func exercise(server: TinyServer) async -> Tally {
     for index in 0..<500 { tally.add(await send(transport, HTTPRequest(url: URL(string: "\(base)/ok?i=\(index)")!))) }
     // 200 GETs, 20 at a time.
     for _ in 0..<10 {
-        tally = tally + (await withTaskGroup(of: Tally.self) { group in
-            for index in 0..<20 {
-                group.addTask {
-                    var tally = Tally()
-                    tally.add(await send(transport, HTTPRequest(url: URL(string: "\(base)/ok?c=\(index)")!)))
-                    return tally
+        tally =
+            tally
+            + (await withTaskGroup(of: Tally.self) { group in
+                for index in 0..<20 {
+                    group.addTask {
+                        var tally = Tally()
+                        tally.add(await send(transport, HTTPRequest(url: URL(string: "\(base)/ok?c=\(index)")!)))
+                        return tally
+                    }
                 }
-            }
-            return await group.reduce(Tally(), +)
-        })
+                return await group.reduce(Tally(), +)
+            })
     }
     // 100 POSTs and DELETEs with bodies and headers.
     for index in 0..<100 {

@@ -5,7 +5,7 @@ import SesameCurl
 import Synchronization
 
 #if canImport(FoundationNetworking)
-import FoundationNetworking
+    import FoundationNetworking
 #endif
 
 // sesame-bench transport: CurlTransport against URLSession and a raw libcurl loop, all talking
@@ -108,7 +108,8 @@ struct TransportBenchmark {
                 throw UsageError(
                     description: "unknown option \(argument)\n"
                         + "usage: sesame-bench transport [--json] [--seconds S (3)] [--rounds R (3)] "
-                        + "[--concurrency N (32)] [--clients rawCurl,curlTransport,urlSession] [--modes sequential,concurrent]")
+                        + "[--concurrency N (32)] [--clients rawCurl,curlTransport,urlSession] [--modes sequential,concurrent]"
+                )
             }
         }
         self.options = options
@@ -166,7 +167,9 @@ struct TransportBenchmark {
         return run
     }
 
-    private func measureWallClock(_ client: Client, _ mode: Mode, seconds: Double, fetchers: Fetchers)
+    private func measureWallClock(
+        _ client: Client, _ mode: Mode, seconds: Double, fetchers: Fetchers
+    )
         async throws -> Run
     {
         let workers = mode == .sequential ? 1 : options.concurrency
@@ -241,7 +244,9 @@ struct TransportBenchmark {
             "\n\(options.rounds) rounds of \(formatted(options.seconds)) s per client and mode, interleaved; "
                 + "rps is the median round, latencies are over all rounds.")
         for mode in options.modes {
-            let title = mode == .sequential ? "sequential (one at a time, keep-alive)" : "concurrent (\(options.concurrency) in flight)"
+            let title =
+                mode == .sequential
+                ? "sequential (one at a time, keep-alive)" : "concurrent (\(options.concurrency) in flight)"
             print("\n\(title)")
             print(
                 "  \("client".padded(16)) \("rps".leftPadded(9)) \("p50 ms".leftPadded(9)) \("p99 ms".leftPadded(9)) "
@@ -313,7 +318,9 @@ enum RawCurlLoop {
         var failure: String?
     }
 
-    static func run(url: URL, workers count: Int, duration: UInt64, expectedBytes: Int) async throws
+    static func run(
+        url: URL, workers count: Int, duration: UInt64, expectedBytes: Int
+    ) async throws
         -> TransportBenchmark.Run
     {
         let workers = (0..<count).map { _ in Worker() }
@@ -322,7 +329,9 @@ enum RawCurlLoop {
         await withTaskGroup(of: Void.self) { group in
             for worker in workers {
                 group.addTask {
-                    await onThread { loop(worker, url: url.absoluteString, until: deadline, expectedBytes: expectedBytes) }
+                    await onThread {
+                        loop(worker, url: url.absoluteString, until: deadline, expectedBytes: expectedBytes)
+                    }
                 }
             }
         }

@@ -313,7 +313,9 @@ final class CurlEngine: @unchecked Sendable {  // `inbox` is a Mutex; every othe
         // Redirects: never from https down to http.
         set(CURLOPT_FOLLOWLOCATION, transfer.followsRedirects ? 1 : 0)
         if transfer.followsRedirects {
-            check(sesame_easy_setopt_string(handle, CURLOPT_REDIR_PROTOCOLS_STR, transfer.isHTTPS ? "https" : "http,https"))
+            check(
+                sesame_easy_setopt_string(
+                    handle, CURLOPT_REDIR_PROTOCOLS_STR, transfer.isHTTPS ? "https" : "http,https"))
         }
         return result
     }

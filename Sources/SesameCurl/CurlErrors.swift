@@ -1,7 +1,7 @@
 internal import CCurl
 import Sesame
 
-/// Turns a libcurl result into a ``Sesame/TransportError`` that names the request (without its
+/// Turns a libcurl result into a `TransportError` that names the request (without its
 /// query, where tokens travel), carries libcurl's own message, and says what to do.
 enum CurlErrors {
     static func error(for code: CURLcode, message curlMessage: String?, transfer: CurlTransfer) -> TransportError {
@@ -32,7 +32,7 @@ enum CurlErrors {
     /// The kind for a libcurl result given as its number (for tests, which do not see CCurl).
     static func kind(ofCode code: Int) -> TransportError.Kind { kind(of: CURLcode(UInt32(code))) }
 
-    /// The ``Sesame/TransportError/Kind`` of a libcurl result.
+    /// The `TransportError.Kind` of a libcurl result.
     static func kind(of code: CURLcode) -> TransportError.Kind {
         switch code {
         case CURLE_COULDNT_RESOLVE_HOST, CURLE_COULDNT_RESOLVE_PROXY:

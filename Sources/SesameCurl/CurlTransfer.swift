@@ -102,7 +102,9 @@ final class CurlTransfer: @unchecked Sendable {  // handed over through CurlEngi
         if let requestBody { requestBody.deallocate() }
     }
 
-    private static func append(_ line: String, to list: UnsafeMutablePointer<curl_slist>?)
+    private static func append(
+        _ line: String, to list: UnsafeMutablePointer<curl_slist>?
+    )
         -> UnsafeMutablePointer<curl_slist>?
     {
         guard let appended = curl_slist_append(list, line) else {
@@ -124,14 +126,16 @@ final class CurlTransfer: @unchecked Sendable {  // handed over through CurlEngi
         guard nameIsToken else {
             throw TransportError(
                 kind: .invalidRequest,
-                message: "\(request.method) \(redact(request.url)): the header name \"\(field.name)\" is not a valid HTTP field name "
+                message:
+                    "\(request.method) \(redact(request.url)): the header name \"\(field.name)\" is not a valid HTTP field name "
                     + "(letters, digits and !#$%&'*+-.^_`|~ only); fix the header.",
                 host: request.url.host())
         }
         guard !field.value.utf8.contains(where: { $0 == 0x0D || $0 == 0x0A || $0 == 0 }) else {
             throw TransportError(
                 kind: .invalidRequest,
-                message: "\(request.method) \(redact(request.url)): the value of header \"\(field.name)\" contains a line break or NUL, "
+                message:
+                    "\(request.method) \(redact(request.url)): the value of header \"\(field.name)\" contains a line break or NUL, "
                     + "which would inject extra headers; remove it from the value.",
                 host: request.url.host())
         }

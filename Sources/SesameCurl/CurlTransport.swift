@@ -1,7 +1,7 @@
 import Foundation
 import Sesame
 
-/// Sesame's default ``Sesame/HTTPTransport``, built on libcurl.
+/// Sesame's default `HTTPTransport`, built on libcurl.
 ///
 /// One `CurlTransport` owns one thread that drives a libcurl multi handle: requests from any
 /// number of tasks are added to it, run side by side, and resume their callers when they finish,
@@ -21,7 +21,7 @@ import Sesame
 /// reads it.
 ///
 /// Cancelling the calling task aborts the transfer and `send` throws `CancellationError`.
-/// Failures below HTTP throw ``Sesame/TransportError`` carrying libcurl's own message; any HTTP
+/// Failures below HTTP throw `TransportError` carrying libcurl's own message; any HTTP
 /// status, 4xx and 5xx included, is returned as a response.
 public final class CurlTransport: HTTPTransport {
     /// The settings every request of this transport uses.
@@ -41,7 +41,7 @@ public final class CurlTransport: HTTPTransport {
     /// Sends `request` and returns the response; see ``CurlTransport`` for the rules.
     ///
     /// - Throws: `CancellationError` when the calling task is cancelled;
-    ///   ``Sesame/TransportError`` when no full response arrived (DNS, connect, TLS, timeouts,
+    ///   `TransportError` when no full response arrived (DNS, connect, TLS, timeouts,
     ///   a body over ``Configuration/maximumResponseBodySize``, an invalid request).
     public func send(_ request: HTTPRequest) async throws -> HTTPResponse {
         try Task.checkCancellation()
@@ -77,15 +77,15 @@ extension CurlTransport {
         public var connectTimeout: Duration
 
         /// The longest a whole request may take, from start to the last byte of the body, when
-        /// ``Sesame/HTTPRequest/timeout`` is `nil`. Default: 60 s. A server that accepts and
-        /// never answers gets a ``Sesame/TransportError/Kind/timedOut`` error after this long.
+        /// `HTTPRequest.timeout` is `nil`. Default: 60 s. A server that accepts and
+        /// never answers gets a `TransportError.Kind.timedOut` error after this long.
         public var timeout: Duration
 
         /// The largest response body accepted, in bytes, after decompression. Default: 16 MiB.
         ///
         /// A larger body stops the transfer (as soon as the `Content-Length` says so, or when
         /// the limit is crossed while reading) and `send` throws a
-        /// ``Sesame/TransportError/Kind/bodyTooLarge`` error.
+        /// `TransportError.Kind.bodyTooLarge` error.
         public var maximumResponseBodySize: Int
 
         /// Which redirects are followed. Default: ``RedirectPolicy/safeMethodsOnly``.
@@ -144,7 +144,7 @@ extension CurlTransport {
         let methods: Methods
 
         /// The most redirects followed for one request; one more fails the request with a
-        /// ``Sesame/TransportError/Kind/other`` error that says so.
+        /// `TransportError.Kind.other` error that says so.
         public var maximumRedirects: Int
 
         /// Follows no redirect.
