@@ -232,8 +232,8 @@ extension CurlTransport {
         /// `http_proxy` (lower case only: libcurl ignores `HTTP_PROXY`, which a CGI
         /// environment lets a client set), `https_proxy` or `HTTPS_PROXY`, and `all_proxy` or
         /// `ALL_PROXY` name the proxy for each scheme; `no_proxy` or `NO_PROXY` lists hosts,
-        /// domains (`.example.com`) or `*` that go direct. With none of them set, requests go
-        /// direct.
+        /// domains (`.example.com`) or `*` that go direct; loopback addresses are not exempt
+        /// unless listed there. With none of them set, requests go direct.
         public static let environment = ProxyPolicy(mode: .environment)
 
         /// Never uses a proxy, whatever the environment says.
