@@ -46,6 +46,9 @@ let package = Package(
         .target(name: "SesameCurl", dependencies: ["Sesame", "CCurl"]),
 
         .testTarget(name: "SesameTests", dependencies: ["Sesame", "SesameTesting"]),
+
+        // Helpers shared by test targets (running built executables as processes). Not a product.
+        .target(name: "SesameTestSupport", path: "Tests/SesameTestSupport"),
         .testTarget(name: "SesameCurlTests", dependencies: ["SesameCurl", "Sesame", "SesameHTTPServer"]),
 
         // An embedded HTTP server on libmicrohttpd, and the loopback redirect receiver on it.
@@ -67,7 +70,7 @@ let package = Package(
         ),
         .testTarget(
             name: "SesameErrorTableGenTests",
-            dependencies: ["SesameErrorTableGen", "Sesame", "sesame-error-table-gen"]
+            dependencies: ["SesameErrorTableGen", "Sesame", "sesame-error-table-gen", "SesameTestSupport"]
         ),
 
         // The Facebook provider. Its error taxonomy is generated from GraphErrors.json.
@@ -80,7 +83,10 @@ let package = Package(
         .executableTarget(name: "sesame", dependencies: ["SesameCommandLine"]),
         .testTarget(
             name: "SesameCommandLineTests",
-            dependencies: ["SesameCommandLine", "SesameFacebook", "Sesame", "sesame", "SesameEmulator", "SesameCurl"]
+            dependencies: [
+                "SesameCommandLine", "SesameFacebook", "Sesame", "sesame", "SesameEmulator", "SesameCurl",
+                "SesameTestSupport",
+            ]
         ),
 
         // Sessions, login, permissions, token lifecycle and the Graph client, end to end against

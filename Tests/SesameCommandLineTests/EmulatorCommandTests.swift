@@ -1,4 +1,5 @@
 import Foundation
+import SesameTestSupport
 import Sesame
 import SesameCurl
 import SesameEmulator

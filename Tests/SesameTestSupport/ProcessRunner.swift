@@ -1,19 +1,24 @@
+// Shared by the test targets that run this package's built executables as processes
+// (STYLE.md: end-to-end tests start the binary and check stdout, stderr and the exit code).
 import Foundation
 import Synchronization
 
 /// What a finished process printed and returned.
-struct ProcessResult: Sendable {
-    var status: Int32
-    var standardOutput: String
-    var standardError: String
+public struct ProcessResult: Sendable {
+    /// The exit status.
+    public var status: Int32
+    /// Everything written to standard output.
+    public var standardOutput: String
+    /// Everything written to standard error.
+    public var standardError: String
 }
 
 /// Runs built executables of this package as processes, off the cooperative thread pool.
-enum ProcessRunner {
+public enum ProcessRunner {
     /// The executable `name` built next to this test bundle (for example `.build/debug/sesame`).
     ///
     /// - Throws: when it is not there, saying how to build it.
-    static func builtExecutable(_ name: String) throws -> URL {
+    public static func builtExecutable(_ name: String) throws -> URL {
         var directories = [Bundle.main.bundleURL, Bundle.main.bundleURL.deletingLastPathComponent()]
         if let executable = Bundle.main.executableURL { directories.append(executable.deletingLastPathComponent()) }
         let packageRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
@@ -28,15 +33,20 @@ enum ProcessRunner {
                 + "'swift build' (swift test builds it too) and run the tests again.")
     }
 
-    struct MissingExecutable: Error, CustomStringConvertible { var description: String }
+    public struct MissingExecutable: Error, CustomStringConvertible { public var description: String }
 
     /// Runs `executable` with `arguments`, feeding `input` to its standard input, and returns
     /// once it has exited. Both output pipes are read to the end before waiting for the exit.
-    static func run(_ executable: URL, _ arguments: [String], input: Data = Data()) async throws -> ProcessResult {
+    ///
+    /// - Parameter environment: the child's whole environment; `nil` inherits this process's.
+    public static func run(
+        _ executable: URL, _ arguments: [String], input: Data = Data(), environment: [String: String]? = nil
+    ) async throws -> ProcessResult {
         try await withCheckedThrowingContinuation { continuation in
             let thread = Thread {
                 do {
-                    continuation.resume(returning: try runBlocking(executable, arguments, input: input))
+                    continuation.resume(
+                        returning: try runBlocking(executable, arguments, input: input, environment: environment))
                 } catch {
                     continuation.resume(throwing: error)
                 }
@@ -45,10 +55,13 @@ enum ProcessRunner {
         }
     }
 
-    private static func runBlocking(_ executable: URL, _ arguments: [String], input: Data) throws -> ProcessResult {
+    private static func runBlocking(
+        _ executable: URL, _ arguments: [String], input: Data, environment: [String: String]?
+    ) throws -> ProcessResult {
         let process = Process()
         process.executableURL = executable
         process.arguments = arguments
+        if let environment { process.environment = environment }
         let output = Pipe()
         let error = Pipe()
         let standardInput = Pipe()
