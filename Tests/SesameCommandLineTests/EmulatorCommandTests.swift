@@ -1,8 +1,8 @@
 import Foundation
-import SesameTestSupport
 import Sesame
 import SesameCurl
 import SesameEmulator
+import SesameTestSupport
 import Synchronization
 import Testing
 

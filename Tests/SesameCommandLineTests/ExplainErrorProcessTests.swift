@@ -1,6 +1,6 @@
 import Foundation
-import SesameTestSupport
 import Sesame
+import SesameTestSupport
 import Testing
 
 /// `sesame explain-error` run as the built executable.
