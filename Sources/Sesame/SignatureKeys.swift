@@ -32,57 +32,28 @@ package final class SignatureVerificationKey: @unchecked Sendable {  // Immutabl
         guard !exponent.isEmpty, exponent.count <= 8 else {
             throw CryptoError(message: "The RSA key's exponent is not usable.")
         }
-        return try build(type: "RSA", algorithm: .rs256) { builder in
-            let n = try BigNumber(modulus)
-            let e = try BigNumber(exponent)
-            guard OSSL_PARAM_BLD_push_BN(builder, OSSL_PKEY_PARAM_RSA_N, n.pointer) == 1,
-                OSSL_PARAM_BLD_push_BN(builder, OSSL_PKEY_PARAM_RSA_E, e.pointer) == 1
-            else { throw CryptoError(message: "The RSA key could not be built: \(Crypto.lastOpenSSLError())") }
-            return [n, e]
+        let made = Array(modulus).withUnsafeBufferPointer { n in
+            Array(exponent).withUnsafeBufferPointer { e in
+                sesame_rsa_public_key(n.baseAddress, n.count, e.baseAddress, e.count)
+            }
         }
+        guard let made else {
+            throw CryptoError(message: "The RSA public key is not valid: \(Crypto.lastOpenSSLError())")
+        }
+        return SignatureVerificationKey(key: made, algorithm: .rs256)
     }
 
     /// An EC public key on P-256 from its point's coordinates (32 bytes each).
     package static func p256(x: Data, y: Data) throws -> SignatureVerificationKey {
         guard x.count == 32, y.count == 32 else {
-            throw CryptoError(message: "A P-256 key's x and y must be 32 bytes each; they are \(x.count) and \(y.count).")
+            throw CryptoError(
+                message: "A P-256 key's x and y must be 32 bytes each; they are \(x.count) and \(y.count).")
         }
         let point = [UInt8]([0x04]) + Array(x) + Array(y)
-        return try build(type: "EC", algorithm: .es256) { builder in
-            let pushed = point.withUnsafeBytes { bytes in
-                OSSL_PARAM_BLD_push_utf8_string(builder, OSSL_PKEY_PARAM_GROUP_NAME, "prime256v1", 0) == 1
-                    && OSSL_PARAM_BLD_push_octet_string(
-                        builder, OSSL_PKEY_PARAM_PUB_KEY, bytes.baseAddress, bytes.count) == 1
-            }
-            guard pushed else {
-                throw CryptoError(message: "The P-256 key could not be built: \(Crypto.lastOpenSSLError())")
-            }
-            return []
+        guard let made = point.withUnsafeBufferPointer({ sesame_p256_public_key($0.baseAddress, $0.count) }) else {
+            throw CryptoError(message: "The P-256 public key is not valid: \(Crypto.lastOpenSSLError())")
         }
-    }
-
-    private static func build(
-        type: String, algorithm: SignatureAlgorithm, push: (OpaquePointer) throws -> [BigNumber]
-    ) throws -> SignatureVerificationKey {
-        guard let builder = OSSL_PARAM_BLD_new() else { throw CryptoError(message: "Out of memory building a key.") }
-        defer { OSSL_PARAM_BLD_free(builder) }
-        let keep = try push(builder)
-        defer { withExtendedLifetime(keep) {} }
-        guard let params = OSSL_PARAM_BLD_to_param(builder) else {
-            throw CryptoError(message: "The \(type) key's parameters could not be built: \(Crypto.lastOpenSSLError())")
-        }
-        defer { OSSL_PARAM_free(params) }
-        guard let context = EVP_PKEY_CTX_new_from_name(nil, type, nil) else {
-            throw CryptoError(message: "libcrypto has no \(type) support: \(Crypto.lastOpenSSLError())")
-        }
-        defer { EVP_PKEY_CTX_free(context) }
-        var key: OpaquePointer?
-        guard EVP_PKEY_fromdata_init(context) == 1,
-            EVP_PKEY_fromdata(context, &key, sesame_evp_pkey_public_key_selection(), params) == 1, let key
-        else {
-            throw CryptoError(message: "The \(type) public key is not valid: \(Crypto.lastOpenSSLError())")
-        }
-        return SignatureVerificationKey(key: key, algorithm: algorithm)
+        return SignatureVerificationKey(key: made, algorithm: .es256)
     }
 
     /// Whether `signature` (in JWS form) is this key's signature of `message` under `algorithm`.
@@ -119,7 +90,8 @@ package final class SignatureSigningKey: @unchecked Sendable {  // Immutable aft
             case .es256: sesame_p256_generate()
             }
         guard let made else {
-            throw CryptoError(message: "A \(algorithm.rawValue) key could not be generated: \(Crypto.lastOpenSSLError())")
+            throw CryptoError(
+                message: "A \(algorithm.rawValue) key could not be generated: \(Crypto.lastOpenSSLError())")
         }
         self.key = made
         self.algorithm = algorithm
@@ -221,17 +193,4 @@ enum ECDSASignature {
         guard wroteS == 32 else { return nil }
         return Data(raw)
     }
-}
-
-/// A BIGNUM owned here.
-private final class BigNumber {
-    let pointer: OpaquePointer
-    init(_ bytes: Data) throws {
-        let array = Array(bytes)
-        guard let number = BN_bin2bn(array, Int32(array.count), nil) else {
-            throw CryptoError(message: "Out of memory reading a number.")
-        }
-        pointer = number
-    }
-    deinit { BN_free(pointer) }
 }

@@ -105,7 +105,8 @@ public final class OIDCEmulator: Sendable {
             try server.start()
             state = server
         }
-        let issuer = server.baseURL.absoluteString.hasSuffix("/")
+        let issuer =
+            server.baseURL.absoluteString.hasSuffix("/")
             ? String(server.baseURL.absoluteString.dropLast()) : server.baseURL.absoluteString
         engine.setIssuer(issuer)
         return OIDCEmulatorEndpoints(issuer: issuer, adminURL: URL(string: issuer + "/__sesame")!)
@@ -132,8 +133,10 @@ public final class OIDCEmulator: Sendable {
     public func denyDevice(userCode: String) async throws {
         try engine.answerDevice(userCode: userCode, user: nil, approve: false)
     }
-    /// Revokes every refresh token of `user`'s grants, as an administrator would.
+    /// Revokes every refresh token, as an administrator would.
     public func revokeGrants() async { engine.locked { $0.refreshTokens.removeAll() } }
+    /// Makes every access token issued so far invalid, as a provider that revoked them would.
+    public func invalidateAccessTokens() async { engine.locked { $0.accessTokens.removeAll() } }
     /// Moves the emulator's clock forward.
     public func advanceClock(by seconds: TimeInterval) async { engine.locked { $0.clockOffset += seconds } }
     /// Tokens revoked through the revocation endpoint so far (how many).

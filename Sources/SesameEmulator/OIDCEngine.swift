@@ -117,7 +117,9 @@ final class OIDCEngine: Sendable {
 
     // MARK: Dispatch
 
-    func handle(method: HTTPMethod, path: String, query: [(String, String)], headers: HTTPHeaders, body: Data)
+    func handle(
+        method: HTTPMethod, path: String, query: [(String, String)], headers: HTTPHeaders, body: Data
+    )
         -> HTTPResponse
     {
         let isForm = (headers["Content-Type"] ?? "").lowercased().hasPrefix("application/x-www-form-urlencoded")
@@ -159,12 +161,16 @@ final class OIDCEngine: Sendable {
                         + "<div class=\"buttons\"><button class=\"primary\" name=\"action\" value=\"allow\">Allow</button>"
                         + "<button name=\"action\" value=\"deny\">Deny</button></div></form>"))
         case (.post, "/device"):
-            guard let code = request["user_code"] else { return Self.html(page(title: "No code", body: "No code."), status: 400) }
+            guard let code = request["user_code"] else {
+                return Self.html(page(title: "No code", body: "No code."), status: 400)
+            }
             let approve = request["action"] != "deny"
             guard let deviceCode = state.devices.first(where: { $0.value.userCode == code })?.key else {
                 return Self.html(page(title: "Unknown code", body: "<p>That code is not valid.</p>"), status: 400)
             }
-            if approve { state.devices[deviceCode]?.approvedFor = state.people[0].sub } else {
+            if approve {
+                state.devices[deviceCode]?.approvedFor = state.people[0].sub
+            } else {
                 state.devices[deviceCode]?.denied = true
             }
             return Self.html(page(title: "Done", body: "<p>You can return to the app.</p>"))
@@ -216,7 +222,8 @@ final class OIDCEngine: Sendable {
 
     private func authorize(_ request: Request, _ state: inout State) -> HTTPResponse {
         guard let clientID = request["client_id"], let clientSecret = state.clients[clientID] else {
-            return Self.html(page(title: "Unknown client", body: "<p>The client_id is not registered.</p>"), status: 400)
+            return Self.html(
+                page(title: "Unknown client", body: "<p>The client_id is not registered.</p>"), status: 400)
         }
         guard let redirect = request["redirect_uri"], let url = URL(string: redirect),
             url.scheme == "http", ["127.0.0.1", "localhost", "[::1]", "::1"].contains(url.host ?? "")
@@ -232,7 +239,9 @@ final class OIDCEngine: Sendable {
         }
         guard request["response_type"] == "code" else { return fail("unsupported_response_type", "Only code.") }
         let scope = request["scope"] ?? ""
-        guard scope.split(separator: " ").contains("openid") else { return fail("invalid_scope", "openid is required.") }
+        guard scope.split(separator: " ").contains("openid") else {
+            return fail("invalid_scope", "openid is required.")
+        }
         let challenge = request["code_challenge"]
         if clientSecret == nil {
             guard challenge != nil, request["code_challenge_method"] == "S256" else {
@@ -261,7 +270,8 @@ final class OIDCEngine: Sendable {
         guard let id = request["request"], let pending = state.pending.removeValue(forKey: id),
             let url = URL(string: pending.redirectURI)
         else {
-            return Self.html(page(title: "Expired", body: "<p>This sign-in request is no longer valid.</p>"), status: 400)
+            return Self.html(
+                page(title: "Expired", body: "<p>This sign-in request is no longer valid.</p>"), status: 400)
         }
         var items: [(String, String)]
         if request["action"] == "cancel" {
@@ -512,7 +522,11 @@ final class OIDCEngine: Sendable {
         guard let index = state.scenarios.firstIndex(where: { $0.setting.scenario == scenario }) else { return nil }
         let setting = state.scenarios[index].setting
         if let remaining = state.scenarios[index].remaining {
-            if remaining <= 1 { state.scenarios.remove(at: index) } else { state.scenarios[index].remaining = remaining - 1 }
+            if remaining <= 1 {
+                state.scenarios.remove(at: index)
+            } else {
+                state.scenarios[index].remaining = remaining - 1
+            }
         }
         return setting
     }

@@ -93,7 +93,8 @@ public struct IDTokenValidator: Sendable {
         let key = try await keys.key(id: jwt.keyID, algorithm: algorithm)
         guard key.verify(jwt.signature, of: jwt.signingInput, algorithm: algorithm) else {
             throw IDTokenError(
-                check: .signature, detail: "the \(algorithm.rawValue) signature does not verify with key '\(jwt.keyID ?? "-")'")
+                check: .signature,
+                detail: "the \(algorithm.rawValue) signature does not verify with key '\(jwt.keyID ?? "-")'")
         }
         let claims = jwt.claims
         let iss = claims["iss"]?.stringValue
@@ -104,7 +105,8 @@ public struct IDTokenValidator: Sendable {
             claims["aud"]?.stringValue.map { [$0] } ?? claims["aud"]?.arrayValue?.compactMap(\.stringValue) ?? []
         guard audiences.contains(clientID) else {
             throw IDTokenError(
-                check: .audience, detail: "aud is [\(audiences.joined(separator: ", "))], which lacks client '\(clientID)'")
+                check: .audience,
+                detail: "aud is [\(audiences.joined(separator: ", "))], which lacks client '\(clientID)'")
         }
         let azp = claims["azp"]?.stringValue
         if audiences.count > 1 || azp != nil, azp != clientID {
@@ -129,13 +131,15 @@ public struct IDTokenValidator: Sendable {
         guard issuedAt.timeIntervalSince(now) <= leeway else {
             throw IDTokenError(
                 check: .issuedAt,
-                detail: "it was issued at \(issuedAt.ISO8601Format()), in the future (it is now \(now.ISO8601Format()))")
+                detail: "it was issued at \(issuedAt.ISO8601Format()), in the future (it is now \(now.ISO8601Format()))"
+            )
         }
         let tokenNonce = claims["nonce"]?.stringValue
         if let nonce {
             guard let tokenNonce, OAuthCompare.constantTimeEquals(tokenNonce, nonce) else {
                 throw IDTokenError(
-                    check: .nonce, detail: tokenNonce == nil ? "it has no nonce" : "its nonce is not the one this login sent")
+                    check: .nonce,
+                    detail: tokenNonce == nil ? "it has no nonce" : "its nonce is not the one this login sent")
             }
         }
         guard let subject = claims["sub"]?.stringValue, !subject.isEmpty else {
@@ -187,7 +191,8 @@ public actor JWKSCache {
         if let found = lookup(id: id, algorithm: algorithm) { return found }
         throw IDTokenError(
             check: .unknownKey,
-            detail: "no \(algorithm.rawValue) key '\(id ?? "(no kid)")' is in the issuer's key set at \(url.absoluteString), "
+            detail:
+                "no \(algorithm.rawValue) key '\(id ?? "(no kid)")' is in the issuer's key set at \(url.absoluteString), "
                 + "even after fetching it again")
     }
 

@@ -29,8 +29,9 @@ public struct OIDCErrorTaxonomy: ErrorTaxonomy {
     public static var table: ErrorRuleTable { OAuthErrors.table }
 
     /// Creates the taxonomy.
-    public init(provider: ProviderID = .oidc, displayName: String? = nil, now: @escaping @Sendable () -> Date = { Date() })
-    {
+    public init(
+        provider: ProviderID = .oidc, displayName: String? = nil, now: @escaping @Sendable () -> Date = { Date() }
+    ) {
         self.provider = provider
         self.displayName = displayName ?? "the OpenID provider '\(provider)'"
         self.now = now
@@ -41,9 +42,11 @@ public struct OIDCErrorTaxonomy: ErrorTaxonomy {
         let json = body.count <= 1 << 20 ? JSONValue(parsing: body) : nil
         var oauth = OAuthErrorResponse(json: json)
         var source = oauth == nil ? "none" : "body"
-        if oauth == nil, let challenge = headers.values(for: "WWW-Authenticate").lazy.compactMap(
-            BearerChallenge.init(header:)
-        ).first, let error = challenge.error {
+        if oauth == nil,
+            let challenge = headers.values(for: "WWW-Authenticate").lazy.compactMap(
+                BearerChallenge.init(header:)
+            ).first, let error = challenge.error
+        {
             oauth = OAuthErrorResponse(error: error, errorDescription: challenge.errorDescription)
             source = "www-authenticate"
         }

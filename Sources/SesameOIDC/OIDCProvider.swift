@@ -51,8 +51,12 @@ public struct OIDCEndpoints: Sendable, Hashable {
                 if required { throw OIDCConfigurationError.discovery("it has no \(name)", provider: provider) }
                 return nil
             }
-            guard let url = URL(string: text), let scheme = url.scheme?.lowercased(), ["https", "http"].contains(scheme)
-            else { throw OIDCConfigurationError.discovery("its \(name) '\(text)' is not an http(s) URL", provider: provider) }
+            guard let url = URL(string: text), let scheme = url.scheme?.lowercased(),
+                ["https", "http"].contains(scheme)
+            else {
+                throw OIDCConfigurationError.discovery(
+                    "its \(name) '\(text)' is not an http(s) URL", provider: provider)
+            }
             return url
         }
         guard let issuer = json?["issuer"]?.stringValue, !issuer.isEmpty else {

@@ -88,7 +88,8 @@ public final class OIDCSession: Sendable {
         guard let refreshToken = current.refreshToken else {
             throw AuthError(
                 category: .authenticationReopenSession,
-                message: "The token of '\(provider.id)' expired and there is no refresh token to renew it. Log in again.",
+                message:
+                    "The token of '\(provider.id)' expired and there is no refresh token to renew it. Log in again.",
                 recoveryTactic: .reauthenticate, closesSession: false, provider: provider.id)
         }
         var form = [("grant_type", "refresh_token"), ("refresh_token", refreshToken)]
