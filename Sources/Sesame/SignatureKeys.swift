@@ -12,7 +12,8 @@ package enum SignatureAlgorithm: String, Sendable, Hashable, CaseIterable {
 /// A public key for checking signatures, owned here and freed in `deinit`.
 ///
 /// Built from a JWK's parts: RSA from its modulus and exponent, EC P-256 from its point.
-package final class SignatureVerificationKey: @unchecked Sendable {  // Immutable after init; libcrypto's EVP_PKEY is safe to read from many threads.
+// Immutable after init (no lock needed); libcrypto's EVP_PKEY is safe to read from many threads.
+package final class SignatureVerificationKey: @unchecked Sendable {
     private let key: OpaquePointer
     /// The algorithm family the key serves.
     package let algorithm: SignatureAlgorithm
@@ -77,7 +78,8 @@ package final class SignatureVerificationKey: @unchecked Sendable {  // Immutabl
 }
 
 /// A private key for signing JWS, for the emulator and tests (Sesame itself never signs).
-package final class SignatureSigningKey: @unchecked Sendable {  // Immutable after init; EVP_PKEY is safe to read concurrently.
+// Immutable after init (no lock needed); libcrypto's EVP_PKEY is safe to read concurrently.
+package final class SignatureSigningKey: @unchecked Sendable {
     private let key: OpaquePointer
     /// The algorithm it signs with.
     package let algorithm: SignatureAlgorithm
