@@ -3,7 +3,7 @@ import Sesame
 import SesameHTTPServer
 import Synchronization
 
-/// A situation the OIDC emulator can be put in. See <doc:ScenarioCatalogue>.
+/// A situation the OIDC emulator can be put in. See <doc:OIDCMode>.
 public enum OIDCScenario: String, Sendable, Hashable, CaseIterable, Codable {
     /// The next refresh is refused with `invalid_grant` (the grant was revoked).
     case refreshRevoked = "refresh-revoked"
