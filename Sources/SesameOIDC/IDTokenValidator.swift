@@ -40,7 +40,7 @@ public struct IDTokenError: Error, Sendable, Hashable, CustomStringConvertible {
 
     public var description: String { "The ID token failed the \(check) check: \(detail)." }
 
-    /// The error as an ``Sesame/AuthError``: ``Sesame/ErrorCategory/invalid``, a failed login.
+    /// The error as an `AuthError`: `ErrorCategory.invalid`, a failed login.
     public func authError(provider: ProviderID) -> AuthError {
         AuthError(
             category: .invalid,
@@ -80,8 +80,10 @@ public struct IDTokenValidator: Sendable {
 
     /// The claims of `token` once every check passed.
     ///
-    /// - Parameter nonce: the nonce the login sent, or `nil` when it sent none.
-    /// - Throws: ``IDTokenError`` naming the first check that failed, or the ``Sesame/AuthError``
+    /// - Parameters:
+    ///   - token: the compact ID token.
+    ///   - nonce: the nonce the login sent, or `nil` when it sent none.
+    /// - Throws: ``IDTokenError`` naming the first check that failed, or the `AuthError`
     ///   of fetching the JWKS.
     public func validate(_ token: String, nonce: String?) async throws -> IDTokenClaims {
         let jwt = try JSONWebToken(compact: token)

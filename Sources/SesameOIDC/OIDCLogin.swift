@@ -50,7 +50,7 @@ public struct OIDCDeviceDialect: DeviceLoginDialect {
 
     /// Creates a dialect.
     ///
-    /// - Throws: ``Sesame/AuthError`` when the provider advertises no device endpoint.
+    /// - Throws: `AuthError` when the provider advertises no device endpoint.
     public init(oidc: OIDCProvider) throws {
         guard let endpoint = oidc.endpoints.deviceAuthorizationEndpoint else {
             throw OIDCConfigurationError.unsupported(
@@ -119,7 +119,7 @@ public struct OIDCBrowserLogin: LoginUI {
 extension OIDCProvider {
     /// The token in a successful token answer, its ID token checked.
     ///
-    /// - Throws: ``Sesame/AuthError`` for an answer without an access token, a missing ID token
+    /// - Throws: `AuthError` for an answer without an access token, a missing ID token
     ///   when one is required, or one that fails a check (naming the check).
     func acceptToken(
         _ response: HTTPResponse, for request: LoginRequest, nonce: String?, requireIDToken: Bool,

@@ -44,7 +44,7 @@ public struct OIDCEndpoints: Sendable, Hashable {
 
     /// Reads a discovery document (OpenID Connect Discovery 1.0 §3).
     ///
-    /// - Throws: ``Sesame/AuthError`` naming the missing or unusable member.
+    /// - Throws: `AuthError` naming the missing or unusable member.
     public init(discoveryDocument json: JSONValue?, provider: ProviderID) throws {
         func url(_ name: String, required: Bool) throws -> URL? {
             guard let text = json?[name]?.stringValue else {
@@ -234,7 +234,7 @@ public struct OIDCProvider: AuthProvider {
 
     /// The validator for ID tokens from this issuer to this client.
     ///
-    /// - Throws: ``Sesame/AuthError`` when the provider has no JWKS.
+    /// - Throws: `AuthError` when the provider has no JWKS.
     public func idTokenValidator() throws -> IDTokenValidator {
         guard let keys else {
             throw OIDCConfigurationError.unsupported("ID token checks", endpoint: "jwks_uri", provider: id)
