@@ -11,6 +11,7 @@ let package = Package(
         .library(name: "SesameCurl", targets: ["SesameCurl"]),
         .library(name: "SesameEmulator", targets: ["SesameEmulator"]),
         .library(name: "SesameFacebook", targets: ["SesameFacebook"]),
+        .library(name: "SesameOIDC", targets: ["SesameOIDC"]),
         .executable(name: "sesame", targets: ["sesame"]),
         // Turns a provider's `*Errors.json` table into Swift at build time; usable by any provider.
         .plugin(name: "ErrorTableGeneratorPlugin", targets: ["ErrorTableGeneratorPlugin"]),
@@ -76,6 +77,15 @@ let package = Package(
         // The Facebook provider. Its error taxonomy is generated from GraphErrors.json.
         .target(name: "SesameFacebook", dependencies: ["Sesame"], plugins: ["ErrorTableGeneratorPlugin"]),
         .testTarget(name: "SesameFacebookTests", dependencies: ["SesameFacebook", "Sesame", "SesameTesting"]),
+
+        // The generic OAuth 2.0 / OpenID Connect provider. Its error taxonomy is generated from
+        // OAuthErrors.json.
+        .target(name: "SesameOIDC", dependencies: ["Sesame"], plugins: ["ErrorTableGeneratorPlugin"]),
+        // End to end against the emulator's OIDC mode over CurlTransport, plus the error table rows.
+        .testTarget(
+            name: "SesameOIDCTests",
+            dependencies: ["SesameOIDC", "Sesame", "SesameTesting", "SesameEmulator", "SesameCurl", "SesameHTTPServer"]
+        ),
 
         // The `sesame` command line: parsing and commands in a library the tests call directly,
         // and a thin executable.

@@ -1,0 +1,146 @@
+import Foundation
+import Sesame
+import SesameHTTPServer
+import Synchronization
+
+/// A situation the OIDC emulator can be put in. See <doc:OIDCMode>.
+public enum OIDCScenario: String, Sendable, Hashable, CaseIterable, Codable {
+    /// The next refresh is refused with `invalid_grant` (the grant was revoked).
+    case refreshRevoked = "refresh-revoked"
+    /// Device polls answer `slow_down`.
+    case slowDown = "slow-down"
+    /// The token endpoint answers 500 with `server_error`.
+    case serverError = "server-error"
+    /// The token endpoint answers 429 with `Retry-After: 7`.
+    case tooManyRequests = "too-many-requests"
+    /// The signing key is replaced by a new one with a new `kid` (the JWKS then has both).
+    case keyRotated = "key-rotated"
+    /// ID tokens are issued with `iat` and `exp` moved by ``OIDCScenarioSetting/seconds``.
+    case clockSkew = "clock-skew"
+    /// The next ID token's signature is corrupted.
+    case badSignature = "id-token-bad-signature"
+    /// The next ID token names another issuer.
+    case wrongIssuer = "id-token-wrong-issuer"
+    /// The next ID token is for another audience.
+    case wrongAudience = "id-token-wrong-audience"
+    /// The next ID token has already expired.
+    case expiredIDToken = "id-token-expired"
+    /// The next ID token carries another nonce.
+    case wrongNonce = "id-token-wrong-nonce"
+    /// The next ID token is signed with a key the JWKS does not have.
+    case unknownKey = "id-token-unknown-key"
+}
+
+/// A scenario and its parameters.
+public struct OIDCScenarioSetting: Sendable, Hashable {
+    /// The scenario.
+    public var scenario: OIDCScenario
+    /// How many requests it affects; `nil` until cleared (one-shot ID-token faults default to 1).
+    public var count: Int?
+    /// For ``OIDCScenario/clockSkew``: how far the issuer's clock is ahead (negative: behind).
+    public var seconds: Int
+
+    /// Creates a setting.
+    public init(_ scenario: OIDCScenario, count: Int? = nil, seconds: Int = 0) {
+        self.scenario = scenario
+        self.count = count
+        self.seconds = seconds
+    }
+}
+
+/// Where a running OIDC emulator answers.
+public struct OIDCEmulatorEndpoints: Sendable, Hashable {
+    /// The issuer, `http://127.0.0.1:<port>`; discovery is at `issuer/.well-known/openid-configuration`.
+    public var issuer: String
+    /// The admin API, `…/__sesame`.
+    public var adminURL: URL
+}
+
+/// A local OpenID provider for tests and offline development: discovery, JWKS with rotation,
+/// a consent page, the token endpoint (code with PKCE, refresh with rotation, device code),
+/// userinfo, revocation, and scenarios that make it fail as real providers do.
+///
+/// ```swift
+/// let emulator = try OIDCEmulator()
+/// let endpoints = try await emulator.start()
+/// // OIDCConfiguration(issuer: endpoints.issuer, clientID: OIDCEmulator.defaultClientID)
+/// await emulator.activate(OIDCScenarioSetting(.refreshRevoked))
+/// await emulator.stop()
+/// ```
+public final class OIDCEmulator: Sendable {
+    /// The public client every emulator knows.
+    public static let defaultClientID = "sesame-desktop"
+    let engine: OIDCEngine
+    private let running = Mutex<HTTPServer?>(nil)
+
+    /// Creates an emulator signing ID tokens with `algorithm` (`RS256` or `ES256`).
+    ///
+    /// - Parameters:
+    ///   - algorithm: the signing algorithm.
+    ///   - clients: extra client ids; a value is that client's secret (confidential), or `nil`.
+    ///   - accessTokenLifetime: seconds.
+    public init(
+        algorithm: String = "RS256", clients: [String: String?] = [:], accessTokenLifetime: TimeInterval = 3600
+    ) throws {
+        guard let algorithm = SignatureAlgorithm(rawValue: algorithm) else {
+            throw EmulatorError(message: "The OIDC emulator signs with RS256 or ES256, not \(algorithm).")
+        }
+        engine = try OIDCEngine(algorithm: algorithm, clients: clients, accessTokenLifetime: accessTokenLifetime)
+    }
+
+    /// Starts listening on 127.0.0.1 (`port` 0 picks a free one).
+    @discardableResult
+    public func start(port: Int = 0) async throws -> OIDCEmulatorEndpoints {
+        let engine = engine
+        let server = HTTPServer(
+            configuration: HTTPServer.Configuration(host: "127.0.0.1", port: port, stopGracePeriod: .seconds(2))
+        ) { request in
+            let response = engine.handle(
+                method: request.method, path: request.path, query: request.query, headers: request.headers,
+                body: request.body)
+            return HTTPServerResponse(status: response.status, headers: response.headers, body: response.body)
+        }
+        try running.withLock { state in
+            guard state == nil else { throw EmulatorError(message: "The OIDC emulator is already running.") }
+            try server.start()
+            state = server
+        }
+        let issuer =
+            server.baseURL.absoluteString.hasSuffix("/")
+            ? String(server.baseURL.absoluteString.dropLast()) : server.baseURL.absoluteString
+        engine.setIssuer(issuer)
+        return OIDCEmulatorEndpoints(issuer: issuer, adminURL: URL(string: issuer + "/__sesame")!)
+    }
+
+    /// Stops listening.
+    public func stop() async {
+        let server = running.withLock { state -> HTTPServer? in
+            defer { state = nil }
+            return state
+        }
+        await server?.stop()
+    }
+
+    /// Activates a scenario.
+    public func activate(_ setting: OIDCScenarioSetting) async throws { try engine.activate(setting) }
+    /// Ends every scenario.
+    public func clearScenarios() async { engine.locked { $0.scenarios.removeAll() } }
+    /// Approves a pending device login as `user` (the first person when `nil`).
+    public func approveDevice(userCode: String, user: String? = nil) async throws {
+        try engine.answerDevice(userCode: userCode, user: user, approve: true)
+    }
+    /// Declines a pending device login.
+    public func denyDevice(userCode: String) async throws {
+        try engine.answerDevice(userCode: userCode, user: nil, approve: false)
+    }
+    /// Revokes every refresh token, as an administrator would.
+    public func revokeGrants() async { engine.locked { $0.refreshTokens.removeAll() } }
+    /// Makes every access token issued so far invalid, as a provider that revoked them would.
+    public func invalidateAccessTokens() async { engine.locked { $0.accessTokens.removeAll() } }
+    /// Moves the emulator's clock forward.
+    public func advanceClock(by seconds: TimeInterval) async { engine.locked { $0.clockOffset += seconds } }
+    /// Tokens revoked through the revocation endpoint so far (how many).
+    public var revokedCount: Int { engine.locked { $0.revokedCount } }
+    /// Requests per path so far.
+    public func requestCount(path: String) -> Int { engine.locked { $0.requestCounts[path] ?? 0 } }
+}

@@ -1,0 +1,562 @@
+import Foundation
+import Sesame
+import Synchronization
+
+/// The OIDC emulator's state and request handling. Every request is handled under one lock,
+/// start to finish, without suspending.
+final class OIDCEngine: Sendable {
+    struct Person: Sendable {
+        var sub: String
+        var name: String
+        var email: String
+    }
+    struct Pending: Sendable {
+        var clientID: String
+        var redirectURI: String
+        var state: String?
+        var nonce: String?
+        var scope: String
+        var challenge: String?
+    }
+    struct Code: Sendable {
+        var pending: Pending
+        var sub: String
+        var expiresAt: Date
+    }
+    struct Grant: Sendable {
+        var clientID: String
+        var sub: String
+        var scope: String
+    }
+    struct Device: Sendable {
+        var clientID: String
+        var userCode: String
+        var scope: String
+        var expiresAt: Date
+        var approvedFor: String?
+        var denied = false
+    }
+    struct Scenario: Sendable {
+        var setting: OIDCScenarioSetting
+        var remaining: Int?
+    }
+    struct State: Sendable {
+        var issuer = "http://127.0.0.1"
+        var clients: [String: String?]
+        var people: [Person]
+        var keys: [(kid: String, key: SignatureSigningKey)]
+        var pending: [String: Pending] = [:]
+        var codes: [String: Code] = [:]
+        var accessTokens: [String: (grant: Grant, expiresAt: Date)] = [:]
+        var refreshTokens: [String: Grant] = [:]
+        var devices: [String: Device] = [:]
+        var scenarios: [Scenario] = []
+        var clockOffset: TimeInterval = 0
+        var revokedCount = 0
+        var requestCounts: [String: Int] = [:]
+        var nextKeyNumber = 2
+    }
+
+    let algorithm: SignatureAlgorithm
+    let accessTokenLifetime: TimeInterval
+    private let state: Mutex<State>
+
+    init(algorithm: SignatureAlgorithm, clients: [String: String?], accessTokenLifetime: TimeInterval) throws {
+        self.algorithm = algorithm
+        self.accessTokenLifetime = accessTokenLifetime
+        var all = clients
+        all[OIDCEmulator.defaultClientID] = .some(nil)
+        state = Mutex(
+            State(
+                clients: all,
+                people: [
+                    Person(sub: "248289761001", name: "Alice Example", email: "alice@example.com"),
+                    Person(sub: "248289761002", name: "Bob Example", email: "bob@example.com"),
+                ],
+                keys: [(kid: "key-1", key: try SignatureSigningKey(generating: algorithm))]))
+    }
+
+    func locked<T>(_ body: (inout State) throws -> T) rethrows -> T { try state.withLock { try body(&$0) } }
+
+    func setIssuer(_ issuer: String) { locked { $0.issuer = issuer } }
+
+    func activate(_ setting: OIDCScenarioSetting) throws {
+        let fresh: SignatureSigningKey? =
+            setting.scenario == .keyRotated ? try SignatureSigningKey(generating: algorithm) : nil
+        locked { state in
+            if let fresh {
+                state.keys.insert((kid: "key-\(state.nextKeyNumber)", key: fresh), at: 0)
+                state.nextKeyNumber += 1
+                return
+            }
+            let oneShot: Set<OIDCScenario> = [
+                .badSignature, .wrongIssuer, .wrongAudience, .expiredIDToken, .wrongNonce, .unknownKey, .refreshRevoked,
+            ]
+            let remaining = setting.count ?? (oneShot.contains(setting.scenario) ? 1 : nil)
+            state.scenarios.append(Scenario(setting: setting, remaining: remaining))
+        }
+    }
+
+    func answerDevice(userCode: String, user: String?, approve: Bool) throws {
+        try locked { state in
+            guard let code = state.devices.first(where: { $0.value.userCode == userCode })?.key else {
+                throw EmulatorError(message: "No device login is waiting with the code \(userCode).")
+            }
+            let person = try Self.person(user, in: state)
+            if approve { state.devices[code]?.approvedFor = person.sub } else { state.devices[code]?.denied = true }
+        }
+    }
+
+    static func person(_ id: String?, in state: State) throws -> Person {
+        guard let id else { return state.people[0] }
+        guard let person = state.people.first(where: { $0.sub == id || $0.email == id || $0.name == id }) else {
+            throw EmulatorError(message: "No person '\(id)' is known to the OIDC emulator.")
+        }
+        return person
+    }
+
+    // MARK: Dispatch
+
+    func handle(
+        method: HTTPMethod, path: String, query: [(String, String)], headers: HTTPHeaders, body: Data
+    )
+        -> HTTPResponse
+    {
+        let isForm = (headers["Content-Type"] ?? "").lowercased().hasPrefix("application/x-www-form-urlencoded")
+        let parameters = query + (isForm ? FormEncoding.decode(body) : [])
+        return locked { state in
+            state.requestCounts[path, default: 0] += 1
+            let request = Request(method: method, path: path, parameters: parameters, headers: headers, body: body)
+            return route(request, &state)
+        }
+    }
+
+    struct Request {
+        var method: HTTPMethod
+        var path: String
+        var parameters: [(String, String)]
+        var headers: HTTPHeaders
+        var body: Data
+        subscript(name: String) -> String? {
+            parameters.first { $0.0 == name }.map(\.1).flatMap { $0.isEmpty ? nil : $0 }
+        }
+    }
+
+    private func route(_ request: Request, _ state: inout State) -> HTTPResponse {
+        switch (request.method, request.path) {
+        case (.get, "/.well-known/openid-configuration"): return Self.json(discovery(state))
+        case (.get, "/jwks"): return Self.json(jwks(state))
+        case (.get, "/authorize"): return authorize(request, &state)
+        case (.post, "/authorize"): return decide(request, &state)
+        case (.post, "/token"): return token(request, &state)
+        case (.post, "/device_authorization"): return deviceAuthorization(request, &state)
+        case (.get, "/userinfo"), (.post, "/userinfo"): return userinfo(request, state)
+        case (.post, "/revoke"): return revoke(request, &state)
+        case (.get, "/device"):
+            return Self.html(
+                page(
+                    title: "Enter your code",
+                    body: "<h1>Sign in on another device</h1><p>Enter the code shown by the app.</p>"
+                        + "<form method=\"post\" action=\"/device\"><input name=\"user_code\">"
+                        + "<div class=\"buttons\"><button class=\"primary\" name=\"action\" value=\"allow\">Allow</button>"
+                        + "<button name=\"action\" value=\"deny\">Deny</button></div></form>"))
+        case (.post, "/device"):
+            guard let code = request["user_code"] else {
+                return Self.html(page(title: "No code", body: "No code."), status: 400)
+            }
+            let approve = request["action"] != "deny"
+            guard let deviceCode = state.devices.first(where: { $0.value.userCode == code })?.key else {
+                return Self.html(page(title: "Unknown code", body: "<p>That code is not valid.</p>"), status: 400)
+            }
+            if approve {
+                state.devices[deviceCode]?.approvedFor = state.people[0].sub
+            } else {
+                state.devices[deviceCode]?.denied = true
+            }
+            return Self.html(page(title: "Done", body: "<p>You can return to the app.</p>"))
+        default:
+            if request.path.hasPrefix("/__sesame") { return admin(request, &state) }
+            return Self.oauthError("invalid_request", "No such endpoint: \(request.path)", status: 404)
+        }
+    }
+
+    // MARK: Discovery and keys
+
+    private func discovery(_ state: State) -> JSONValue {
+        let issuer = state.issuer
+        return .object([
+            "issuer": .string(issuer),
+            "authorization_endpoint": .string(issuer + "/authorize"),
+            "token_endpoint": .string(issuer + "/token"),
+            "userinfo_endpoint": .string(issuer + "/userinfo"),
+            "jwks_uri": .string(issuer + "/jwks"),
+            "revocation_endpoint": .string(issuer + "/revoke"),
+            "device_authorization_endpoint": .string(issuer + "/device_authorization"),
+            "response_types_supported": .array([.string("code")]),
+            "grant_types_supported": .array(
+                ["authorization_code", "refresh_token", "urn:ietf:params:oauth:grant-type:device_code"].map {
+                    .string($0)
+                }),
+            "subject_types_supported": .array([.string("public")]),
+            "id_token_signing_alg_values_supported": .array([.string(algorithm.rawValue)]),
+            "code_challenge_methods_supported": .array([.string("S256")]),
+            "scopes_supported": .array(["openid", "profile", "email", "offline_access"].map { .string($0) }),
+            "token_endpoint_auth_methods_supported": .array([.string("none"), .string("client_secret_post")]),
+        ])
+    }
+
+    private func jwks(_ state: State) -> JSONValue {
+        .object([
+            "keys": .array(
+                state.keys.map { entry in
+                    var members: [String: JSONValue] = [
+                        "kid": .string(entry.kid), "use": .string("sig"), "alg": .string(algorithm.rawValue),
+                    ]
+                    for (name, value) in entry.key.publicJWKMembers { members[name] = .string(value) }
+                    return .object(members)
+                })
+        ])
+    }
+
+    // MARK: Authorization
+
+    private func authorize(_ request: Request, _ state: inout State) -> HTTPResponse {
+        guard let clientID = request["client_id"], let clientSecret = state.clients[clientID] else {
+            return Self.html(
+                page(title: "Unknown client", body: "<p>The client_id is not registered.</p>"), status: 400)
+        }
+        guard let redirect = request["redirect_uri"], let url = URL(string: redirect),
+            url.scheme == "http", ["127.0.0.1", "localhost", "[::1]", "::1"].contains(url.host ?? "")
+        else {
+            return Self.html(
+                page(title: "Bad redirect", body: "<p>redirect_uri must be a loopback http URL (RFC 8252).</p>"),
+                status: 400)
+        }
+        func fail(_ error: String, _ description: String) -> HTTPResponse {
+            var items = [("error", error), ("error_description", description)]
+            if let state = request["state"] { items.append(("state", state)) }
+            return Self.redirect(OAuth.appendingQuery(items, to: url).absoluteString)
+        }
+        guard request["response_type"] == "code" else { return fail("unsupported_response_type", "Only code.") }
+        let scope = request["scope"] ?? ""
+        guard scope.split(separator: " ").contains("openid") else {
+            return fail("invalid_scope", "openid is required.")
+        }
+        let challenge = request["code_challenge"]
+        if clientSecret == nil {
+            guard challenge != nil, request["code_challenge_method"] == "S256" else {
+                return fail("invalid_request", "Public clients must send a PKCE S256 code_challenge.")
+            }
+        }
+        let id = (try? Crypto.randomURLSafeString(byteCount: 12)) ?? UUID().uuidString
+        state.pending[id] = Pending(
+            clientID: clientID, redirectURI: redirect, state: request["state"], nonce: request["nonce"], scope: scope,
+            challenge: challenge)
+        var body = "<h1>Sign in to \(HTML.escape(clientID))</h1>\n<form method=\"post\" action=\"/authorize\">\n"
+        body += "<input type=\"hidden\" name=\"request\" value=\"\(HTML.escape(id))\">\n"
+        body += "<p><label for=\"user\">Continue as</label> <select id=\"user\" name=\"user\">\n"
+        for person in state.people {
+            body += "<option value=\"\(HTML.escape(person.sub))\">\(HTML.escape(person.name))</option>\n"
+        }
+        body += "</select></p>\n<p>\(HTML.escape(clientID)) is requesting access to:</p>\n<ul>\n"
+        for name in scope.split(separator: " ") { body += "<li><code>\(HTML.escape(String(name)))</code></li>\n" }
+        body += "</ul>\n<div class=\"buttons\">\n"
+        body += "<button class=\"primary\" type=\"submit\" name=\"action\" value=\"allow\">Allow</button>\n"
+        body += "<button type=\"submit\" name=\"action\" value=\"cancel\">Cancel</button>\n</div>\n</form>\n"
+        return Self.html(page(title: "Sign in to \(clientID)", body: body))
+    }
+
+    private func decide(_ request: Request, _ state: inout State) -> HTTPResponse {
+        guard let id = request["request"], let pending = state.pending.removeValue(forKey: id),
+            let url = URL(string: pending.redirectURI)
+        else {
+            return Self.html(
+                page(title: "Expired", body: "<p>This sign-in request is no longer valid.</p>"), status: 400)
+        }
+        var items: [(String, String)]
+        if request["action"] == "cancel" {
+            items = [("error", "access_denied"), ("error_description", "The person cancelled.")]
+        } else {
+            guard let person = try? Self.person(request["user"], in: state) else {
+                return Self.html(page(title: "Unknown person", body: "<p>No such person.</p>"), status: 400)
+            }
+            let code = (try? Crypto.randomURLSafeString(byteCount: 24)) ?? UUID().uuidString
+            state.codes[code] = Code(pending: pending, sub: person.sub, expiresAt: now(state).addingTimeInterval(600))
+            items = [("code", code)]
+        }
+        if let value = pending.state { items.append(("state", value)) }
+        items.append(("iss", state.issuer))
+        return Self.redirect(OAuth.appendingQuery(items, to: url).absoluteString)
+    }
+
+    // MARK: Token endpoint
+
+    private func token(_ request: Request, _ state: inout State) -> HTTPResponse {
+        if let failure = scenarioFailure(at: .serverError, &state) { return failure }
+        if consume(.tooManyRequests, &state) != nil {
+            var response = Self.oauthError("temporarily_unavailable", "Too many requests.", status: 429)
+            response.headers["Retry-After"] = "7"
+            response.body = Data("{\"message\":\"rate limited\"}".utf8)
+            return response
+        }
+        guard let clientID = request["client_id"], let secret = state.clients[clientID] else {
+            return Self.oauthError("invalid_client", "Unknown client.", status: 401)
+        }
+        if let secret, request["client_secret"] != secret {
+            return Self.oauthError("invalid_client", "The client secret is wrong.", status: 401)
+        }
+        switch request["grant_type"] {
+        case "authorization_code": return codeGrant(request, clientID: clientID, &state)
+        case "refresh_token": return refreshGrant(request, clientID: clientID, &state)
+        case "urn:ietf:params:oauth:grant-type:device_code": return deviceGrant(request, clientID: clientID, &state)
+        default: return Self.oauthError("unsupported_grant_type", "Unsupported grant_type.")
+        }
+    }
+
+    private func codeGrant(_ request: Request, clientID: String, _ state: inout State) -> HTTPResponse {
+        guard let code = request["code"], let record = state.codes.removeValue(forKey: code),
+            record.pending.clientID == clientID, record.expiresAt > now(state)
+        else { return Self.oauthError("invalid_grant", "The code is invalid, used or expired.") }
+        guard request["redirect_uri"] == record.pending.redirectURI else {
+            return Self.oauthError("invalid_grant", "redirect_uri does not match the authorization request.")
+        }
+        if let challenge = record.pending.challenge {
+            guard let verifier = request["code_verifier"], PKCE.challenge(for: verifier) == challenge else {
+                return Self.oauthError("invalid_grant", "The PKCE code_verifier does not match.")
+            }
+        }
+        let grant = Grant(clientID: clientID, sub: record.sub, scope: record.pending.scope)
+        return issue(grant, nonce: record.pending.nonce, withIDToken: true, &state)
+    }
+
+    private func refreshGrant(_ request: Request, clientID: String, _ state: inout State) -> HTTPResponse {
+        guard let token = request["refresh_token"], let grant = state.refreshTokens[token], grant.clientID == clientID
+        else { return Self.oauthError("invalid_grant", "The refresh token is invalid or was revoked.") }
+        if consume(.refreshRevoked, &state) != nil {
+            state.refreshTokens[token] = nil
+            return Self.oauthError("invalid_grant", "The refresh token was revoked.")
+        }
+        state.refreshTokens[token] = nil  // Rotation: each refresh token works once.
+        return issue(grant, nonce: nil, withIDToken: true, &state)
+    }
+
+    private func deviceGrant(_ request: Request, clientID: String, _ state: inout State) -> HTTPResponse {
+        guard let code = request["device_code"], let device = state.devices[code], device.clientID == clientID else {
+            return Self.oauthError("invalid_grant", "Unknown device_code.")
+        }
+        if device.expiresAt <= now(state) { return Self.oauthError("expired_token", "The device code expired.") }
+        if consume(.slowDown, &state) != nil { return Self.oauthError("slow_down", "Poll more slowly.") }
+        if device.denied {
+            state.devices[code] = nil
+            return Self.oauthError("access_denied", "The person declined.")
+        }
+        guard let sub = device.approvedFor else {
+            return Self.oauthError("authorization_pending", "The person has not finished yet.")
+        }
+        state.devices[code] = nil
+        return issue(Grant(clientID: clientID, sub: sub, scope: device.scope), nonce: nil, withIDToken: true, &state)
+    }
+
+    private func deviceAuthorization(_ request: Request, _ state: inout State) -> HTTPResponse {
+        guard let clientID = request["client_id"], state.clients[clientID] != nil else {
+            return Self.oauthError("invalid_client", "Unknown client.", status: 401)
+        }
+        let deviceCode = (try? Crypto.randomURLSafeString(byteCount: 24)) ?? UUID().uuidString
+        let letters = Array("BCDFGHJKLMNPQRSTVWXZ")
+        let userCode = String((0..<8).map { _ in letters.randomElement()! }).enumerated().map {
+            $0.offset == 4 ? "-\($0.element)" : "\($0.element)"
+        }.joined()
+        state.devices[deviceCode] = Device(
+            clientID: clientID, userCode: userCode, scope: request["scope"] ?? "openid",
+            expiresAt: now(state).addingTimeInterval(600))
+        return Self.json(
+            .object([
+                "device_code": .string(deviceCode), "user_code": .string(userCode),
+                "verification_uri": .string(state.issuer + "/device"),
+                "verification_uri_complete": .string(state.issuer + "/device?user_code=" + userCode),
+                "expires_in": .number(600), "interval": .number(5),
+            ]))
+    }
+
+    private func issue(_ grant: Grant, nonce: String?, withIDToken: Bool, _ state: inout State) -> HTTPResponse {
+        let access = "at-" + ((try? Crypto.randomURLSafeString(byteCount: 32)) ?? UUID().uuidString)
+        let refresh = "rt-" + ((try? Crypto.randomURLSafeString(byteCount: 32)) ?? UUID().uuidString)
+        state.accessTokens[access] = (grant, now(state).addingTimeInterval(accessTokenLifetime))
+        state.refreshTokens[refresh] = grant
+        var body: [String: JSONValue] = [
+            "access_token": .string(access), "token_type": .string("Bearer"),
+            "expires_in": .number(accessTokenLifetime), "refresh_token": .string(refresh),
+            "scope": .string(grant.scope),
+        ]
+        if withIDToken, grant.scope.split(separator: " ").contains("openid") {
+            do {
+                body["id_token"] = .string(try idToken(for: grant, nonce: nonce, &state))
+            } catch {
+                return Self.oauthError("server_error", "The ID token could not be signed.", status: 500)
+            }
+        }
+        return Self.json(.object(body))
+    }
+
+    private func idToken(for grant: Grant, nonce: String?, _ state: inout State) throws -> String {
+        let person = state.people.first { $0.sub == grant.sub } ?? state.people[0]
+        let skew = TimeInterval(state.scenarios.first { $0.setting.scenario == .clockSkew }?.setting.seconds ?? 0)
+        let issuedAt = now(state).addingTimeInterval(skew)
+        var expiresAt = issuedAt.addingTimeInterval(3600)
+        var claims: [String: JSONValue] = [
+            "iss": .string(state.issuer), "sub": .string(person.sub), "aud": .string(grant.clientID),
+            "iat": .number(issuedAt.timeIntervalSince1970.rounded()), "name": .string(person.name),
+            "email": .string(person.email),
+        ]
+        if let nonce { claims["nonce"] = .string(nonce) }
+        if consume(.wrongIssuer, &state) != nil { claims["iss"] = .string("https://impostor.example") }
+        if consume(.wrongAudience, &state) != nil { claims["aud"] = .string("someone-else") }
+        if consume(.expiredIDToken, &state) != nil { expiresAt = issuedAt.addingTimeInterval(-3600) }
+        if consume(.wrongNonce, &state) != nil { claims["nonce"] = .string("not-the-nonce-you-sent") }
+        claims["exp"] = .number(expiresAt.timeIntervalSince1970.rounded())
+        var signer = state.keys[0]
+        if consume(.unknownKey, &state) != nil {
+            signer = (kid: "key-not-published", key: try SignatureSigningKey(generating: algorithm))
+        }
+        let header: JSONValue = .object([
+            "alg": .string(algorithm.rawValue), "kid": .string(signer.kid), "typ": .string("JWT"),
+        ])
+        let input = Base64URL.encode(JSONWriter.data(header)) + "." + Base64URL.encode(JSONWriter.data(.object(claims)))
+        var signature = try signer.key.sign(Data(input.utf8))
+        if consume(.badSignature, &state) != nil { signature[signature.startIndex] ^= 0x01 }
+        return input + "." + Base64URL.encode(signature)
+    }
+
+    // MARK: Userinfo and revocation
+
+    private func userinfo(_ request: Request, _ state: State) -> HTTPResponse {
+        let header = request.headers["Authorization"] ?? ""
+        guard header.lowercased().hasPrefix("bearer "), let record = state.accessTokens[String(header.dropFirst(7))],
+            record.expiresAt > now(state)
+        else {
+            return HTTPResponse(
+                status: 401,
+                headers: [
+                    "WWW-Authenticate":
+                        "Bearer realm=\"sesame\", error=\"invalid_token\", error_description=\"The access token is invalid or expired\""
+                ])
+        }
+        let person = state.people.first { $0.sub == record.grant.sub } ?? state.people[0]
+        var claims: [String: JSONValue] = ["sub": .string(person.sub)]
+        let scopes = record.grant.scope.split(separator: " ")
+        if scopes.contains("profile") { claims["name"] = .string(person.name) }
+        if scopes.contains("email") {
+            claims["email"] = .string(person.email)
+            claims["email_verified"] = .bool(true)
+        }
+        return Self.json(.object(claims))
+    }
+
+    private func revoke(_ request: Request, _ state: inout State) -> HTTPResponse {
+        guard let clientID = request["client_id"], state.clients[clientID] != nil else {
+            return Self.oauthError("invalid_client", "Unknown client.", status: 401)
+        }
+        guard let token = request["token"] else { return Self.oauthError("invalid_request", "token is required.") }
+        if state.refreshTokens.removeValue(forKey: token) != nil || state.accessTokens.removeValue(forKey: token) != nil
+        {
+            state.revokedCount += 1
+        }
+        return HTTPResponse(status: 200)
+    }
+
+    // MARK: Admin
+
+    private func admin(_ request: Request, _ state: inout State) -> HTTPResponse {
+        let json = JSONValue(parsing: request.body)
+        switch (request.method, request.path) {
+        case (.post, "/__sesame/scenarios"):
+            guard let name = json?["scenario"]?.stringValue, let scenario = OIDCScenario(rawValue: name) else {
+                return Self.json(
+                    .object([
+                        "error": .string(
+                            "Name a scenario: " + OIDCScenario.allCases.map(\.rawValue).joined(separator: ", "))
+                    ]), status: 400)
+            }
+            let setting = OIDCScenarioSetting(
+                scenario, count: json?["count"]?.lenientInt, seconds: json?["seconds"]?.lenientInt ?? 0)
+            if scenario == .keyRotated {
+                guard let key = try? SignatureSigningKey(generating: algorithm) else {
+                    return Self.json(.object(["error": .string("Key generation failed.")]), status: 500)
+                }
+                state.keys.insert((kid: "key-\(state.nextKeyNumber)", key: key), at: 0)
+                state.nextKeyNumber += 1
+            } else {
+                state.scenarios.append(Scenario(setting: setting, remaining: setting.count ?? 1))
+            }
+            return Self.json(.object(["scenario": .string(name)]), status: 201)
+        case (.delete, "/__sesame/scenarios"):
+            state.scenarios.removeAll()
+            return Self.json(.object(["cleared": .bool(true)]))
+        case (.post, "/__sesame/device"):
+            guard let userCode = json?["user_code"]?.stringValue,
+                let code = state.devices.first(where: { $0.value.userCode == userCode })?.key
+            else { return Self.json(.object(["error": .string("No device login has that user_code.")]), status: 404) }
+            guard let person = try? Self.person(json?["user"]?.stringValue, in: state) else {
+                return Self.json(.object(["error": .string("No such person.")]), status: 404)
+            }
+            if json?["action"]?.stringValue == "deny" {
+                state.devices[code]?.denied = true
+            } else {
+                state.devices[code]?.approvedFor = person.sub
+            }
+            return Self.json(.object(["user_code": .string(userCode)]))
+        case (.post, "/__sesame/clock"):
+            state.clockOffset += json?["advance"]?.doubleValue ?? 0
+            return Self.json(.object(["offset": .number(state.clockOffset)]))
+        default:
+            return Self.json(.object(["error": .string("No such admin endpoint.")]), status: 404)
+        }
+    }
+
+    // MARK: Helpers
+
+    private func now(_ state: State) -> Date { Date().addingTimeInterval(state.clockOffset) }
+
+    /// Takes one use of the first active `scenario`; `nil` when none is active.
+    private func consume(_ scenario: OIDCScenario, _ state: inout State) -> OIDCScenarioSetting? {
+        guard let index = state.scenarios.firstIndex(where: { $0.setting.scenario == scenario }) else { return nil }
+        let setting = state.scenarios[index].setting
+        if let remaining = state.scenarios[index].remaining {
+            if remaining <= 1 {
+                state.scenarios.remove(at: index)
+            } else {
+                state.scenarios[index].remaining = remaining - 1
+            }
+        }
+        return setting
+    }
+
+    private func scenarioFailure(at scenario: OIDCScenario, _ state: inout State) -> HTTPResponse? {
+        guard consume(scenario, &state) != nil else { return nil }
+        return Self.oauthError("server_error", "The emulator was told to fail.", status: 500)
+    }
+
+    static func json(_ value: JSONValue, status: Int = 200) -> HTTPResponse {
+        HTTPResponse(
+            status: status, headers: ["Content-Type": "application/json", "Cache-Control": "no-store"],
+            body: JSONWriter.data(value))
+    }
+
+    static func oauthError(_ error: String, _ description: String, status: Int = 400) -> HTTPResponse {
+        json(.object(["error": .string(error), "error_description": .string(description)]), status: status)
+    }
+
+    static func html(_ text: String, status: Int = 200) -> HTTPResponse {
+        HTTPResponse(status: status, headers: ["Content-Type": "text/html; charset=utf-8"], body: Data(text.utf8))
+    }
+
+    static func redirect(_ location: String) -> HTTPResponse {
+        HTTPResponse(status: 302, headers: ["Location": location, "Cache-Control": "no-store"])
+    }
+
+    private func page(title: String, body: String) -> String {
+        HTML.page(title: title, body: body).replacingOccurrences(
+            of: "<header>facebook <small>Sesame emulator: not the real Facebook</small></header>",
+            with: "<header>OpenID <small>Sesame emulator: not a real identity provider</small></header>")
+    }
+}

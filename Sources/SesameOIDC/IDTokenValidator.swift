@@ -1,0 +1,260 @@
+import Foundation
+import Sesame
+
+/// An ID token that failed a check; ``check`` names which one.
+public struct IDTokenError: Error, Sendable, Hashable, CustomStringConvertible {
+    /// The check that failed.
+    public struct Check: RawRepresentable, Sendable, Hashable, CustomStringConvertible {
+        public var rawValue: String
+        public init(rawValue: String) { self.rawValue = rawValue }
+        /// The token could not be split or decoded.
+        public static let malformed = Check(rawValue: "malformed")
+        /// The `alg` is not RS256 or ES256 (or is `none`).
+        public static let algorithm = Check(rawValue: "algorithm")
+        /// No key in the JWKS has the token's `kid`, even after fetching it again.
+        public static let unknownKey = Check(rawValue: "unknownKey")
+        /// The signature does not verify.
+        public static let signature = Check(rawValue: "signature")
+        /// `iss` is not the configured issuer.
+        public static let issuer = Check(rawValue: "issuer")
+        /// `aud` does not contain the client id.
+        public static let audience = Check(rawValue: "audience")
+        /// Several audiences and `azp` is not the client id.
+        public static let authorizedParty = Check(rawValue: "authorizedParty")
+        /// `exp` has passed.
+        public static let expired = Check(rawValue: "expired")
+        /// `iat` is in the future.
+        public static let issuedAt = Check(rawValue: "issuedAt")
+        /// `nonce` is not the one the login sent.
+        public static let nonce = Check(rawValue: "nonce")
+        public var description: String { rawValue }
+    }
+
+    /// The check that failed.
+    public var check: Check
+    /// What was wrong, without the token.
+    public var detail: String
+
+    /// A token that could not be read.
+    public static func malformed(_ detail: String) -> IDTokenError { IDTokenError(check: .malformed, detail: detail) }
+
+    public var description: String { "The ID token failed the \(check) check: \(detail)." }
+
+    /// The error as an `AuthError`: `ErrorCategory.invalid`, a failed login.
+    public func authError(provider: ProviderID) -> AuthError {
+        AuthError(
+            category: .invalid,
+            message: "\(description) The login was refused; if it keeps happening, check the issuer and client id "
+                + "configuration and the machine's clock.",
+            loginFailedReason: .providerError, recoveryTactic: .showMessage, provider: provider,
+            providerInfo: ["idTokenCheck": .string(check.rawValue)], underlyingError: self)
+    }
+}
+
+/// Checks ID tokens (OpenID Connect Core §3.1.3.7): the signature with a key from the issuer's
+/// JWKS, then `iss`, `aud` (and `azp` when there are several audiences), `exp` and `iat` with
+/// a small leeway, and `nonce` when the login sent one.
+public struct IDTokenValidator: Sendable {
+    /// The issuer `iss` must equal.
+    public var issuer: String
+    /// The client id `aud` must contain.
+    public var clientID: String
+    /// The issuer's keys.
+    public var keys: JWKSCache
+    /// How far clocks may disagree, in seconds.
+    public var leeway: TimeInterval
+    /// The wall clock.
+    public var now: @Sendable () -> Date
+
+    /// Creates a validator.
+    public init(
+        issuer: String, clientID: String, keys: JWKSCache, leeway: TimeInterval = 60,
+        now: @escaping @Sendable () -> Date = { Date() }
+    ) {
+        self.issuer = issuer
+        self.clientID = clientID
+        self.keys = keys
+        self.leeway = leeway
+        self.now = now
+    }
+
+    /// The claims of `token` once every check passed.
+    ///
+    /// - Parameters:
+    ///   - token: the compact ID token.
+    ///   - nonce: the nonce the login sent, or `nil` when it sent none.
+    /// - Throws: ``IDTokenError`` naming the first check that failed, or the `AuthError`
+    ///   of fetching the JWKS.
+    public func validate(_ token: String, nonce: String?) async throws -> IDTokenClaims {
+        let jwt = try JSONWebToken(compact: token)
+        guard let name = jwt.algorithm, let algorithm = SignatureAlgorithm(rawValue: name) else {
+            throw IDTokenError(
+                check: .algorithm,
+                detail: "its alg is '\(jwt.algorithm ?? "missing")'; only RS256 and ES256 are accepted")
+        }
+        let key = try await keys.key(id: jwt.keyID, algorithm: algorithm)
+        guard key.verify(jwt.signature, of: jwt.signingInput, algorithm: algorithm) else {
+            throw IDTokenError(
+                check: .signature,
+                detail: "the \(algorithm.rawValue) signature does not verify with key '\(jwt.keyID ?? "-")'")
+        }
+        let claims = jwt.claims
+        let iss = claims["iss"]?.stringValue
+        guard iss == issuer else {
+            throw IDTokenError(check: .issuer, detail: "iss is '\(iss ?? "missing")', expected '\(issuer)'")
+        }
+        let audiences: [String] =
+            claims["aud"]?.stringValue.map { [$0] } ?? claims["aud"]?.arrayValue?.compactMap(\.stringValue) ?? []
+        guard audiences.contains(clientID) else {
+            throw IDTokenError(
+                check: .audience,
+                detail: "aud is [\(audiences.joined(separator: ", "))], which lacks client '\(clientID)'")
+        }
+        let azp = claims["azp"]?.stringValue
+        if audiences.count > 1 || azp != nil, azp != clientID {
+            throw IDTokenError(
+                check: .authorizedParty,
+                detail: "azp is '\(azp ?? "missing")' with \(audiences.count) audiences; expected '\(clientID)'")
+        }
+        let now = self.now()
+        guard let exp = claims["exp"]?.doubleValue else {
+            throw IDTokenError(check: .expired, detail: "it has no exp claim")
+        }
+        let expiresAt = Date(timeIntervalSince1970: exp)
+        guard expiresAt.timeIntervalSince(now) > -leeway else {
+            throw IDTokenError(
+                check: .expired,
+                detail: "it expired at \(expiresAt.ISO8601Format()), and it is now \(now.ISO8601Format())")
+        }
+        guard let iat = claims["iat"]?.doubleValue else {
+            throw IDTokenError(check: .issuedAt, detail: "it has no iat claim")
+        }
+        let issuedAt = Date(timeIntervalSince1970: iat)
+        guard issuedAt.timeIntervalSince(now) <= leeway else {
+            throw IDTokenError(
+                check: .issuedAt,
+                detail: "it was issued at \(issuedAt.ISO8601Format()), in the future (it is now \(now.ISO8601Format()))"
+            )
+        }
+        let tokenNonce = claims["nonce"]?.stringValue
+        if let nonce {
+            guard let tokenNonce, OAuthCompare.constantTimeEquals(tokenNonce, nonce) else {
+                throw IDTokenError(
+                    check: .nonce,
+                    detail: tokenNonce == nil ? "it has no nonce" : "its nonce is not the one this login sent")
+            }
+        }
+        guard let subject = claims["sub"]?.stringValue, !subject.isEmpty else {
+            throw IDTokenError.malformed("it has no sub claim")
+        }
+        return IDTokenClaims(
+            issuer: issuer, subject: subject, audiences: audiences, expiresAt: expiresAt, issuedAt: issuedAt,
+            nonce: tokenNonce, authorizedParty: azp, email: claims["email"]?.stringValue,
+            name: claims["name"]?.stringValue, raw: claims)
+    }
+}
+
+enum OAuthCompare {
+    static func constantTimeEquals(_ a: String, _ b: String) -> Bool {
+        let x = Array(a.utf8)
+        let y = Array(b.utf8)
+        guard x.count == y.count else { return false }
+        var difference: UInt8 = 0
+        for i in x.indices { difference |= x[i] ^ y[i] }
+        return difference == 0
+    }
+}
+
+/// An issuer's JSON Web Key Set, fetched once and kept; fetched again, once per token, when a
+/// token names a key it does not have (the provider rotated its keys).
+public actor JWKSCache {
+    /// Where the keys are.
+    public nonisolated let url: URL
+    private let transport: any HTTPTransport
+    private let taxonomy: any ErrorTaxonomy
+    private var keys: [String: SignatureVerificationKey]?
+    private var anonymous: [SignatureVerificationKey] = []
+    private var inFlight: Task<Void, any Error>?
+    /// How many times the set was fetched, for tests and diagnostics.
+    public private(set) var fetchCount = 0
+
+    /// Creates a cache for the set at `url`.
+    public init(url: URL, transport: any HTTPTransport, taxonomy: any ErrorTaxonomy) {
+        self.url = url
+        self.transport = transport
+        self.taxonomy = taxonomy
+    }
+
+    /// The key with `id` for `algorithm`, fetching the set when it is not cached or does not hold it.
+    func key(id: String?, algorithm: SignatureAlgorithm) async throws -> SignatureVerificationKey {
+        if keys == nil { try await refresh() }
+        if let found = lookup(id: id, algorithm: algorithm) { return found }
+        try await refresh()
+        if let found = lookup(id: id, algorithm: algorithm) { return found }
+        throw IDTokenError(
+            check: .unknownKey,
+            detail:
+                "no \(algorithm.rawValue) key '\(id ?? "(no kid)")' is in the issuer's key set at \(url.absoluteString), "
+                + "even after fetching it again")
+    }
+
+    private func lookup(id: String?, algorithm: SignatureAlgorithm) -> SignatureVerificationKey? {
+        if let id { return keys?[id].flatMap { $0.algorithm == algorithm ? $0 : nil } }
+        let candidates = (Array(keys?.values ?? [:].values) + anonymous).filter { $0.algorithm == algorithm }
+        return candidates.count == 1 ? candidates[0] : nil
+    }
+
+    /// Fetches the set now; concurrent callers share one fetch.
+    public func refresh() async throws {
+        if let inFlight { return try await inFlight.value }
+        let task = Task { try await self.fetch() }
+        inFlight = task
+        defer { inFlight = nil }
+        try await task.value
+    }
+
+    private func fetch() async throws {
+        fetchCount += 1
+        let response: HTTPResponse
+        do {
+            response = try await transport.send(
+                HTTPRequest(method: .get, url: url, headers: ["Accept": "application/json"]))
+        } catch let error as TransportError {
+            throw taxonomy.classify(error)
+        }
+        guard response.isSuccess else { throw taxonomy.classify(response) }
+        guard let set = response.json?["keys"]?.arrayValue else {
+            throw AuthError(
+                category: .server, message: "The key set at \(url.absoluteString) is not a JWKS (no \"keys\" array).",
+                httpStatus: response.status, provider: taxonomy.provider)
+        }
+        var byID: [String: SignatureVerificationKey] = [:]
+        var unnamed: [SignatureVerificationKey] = []
+        for entry in set {
+            guard let key = Self.key(from: entry) else { continue }
+            if let kid = entry["kid"]?.stringValue { byID[kid] = key } else { unnamed.append(key) }
+        }
+        keys = byID
+        anonymous = unnamed
+    }
+
+    /// A verification key from one JWK; `nil` for keys Sesame does not use (encryption keys,
+    /// other curves, private parts are ignored).
+    static func key(from jwk: JSONValue) -> SignatureVerificationKey? {
+        if let use = jwk["use"]?.stringValue, use != "sig" { return nil }
+        switch jwk["kty"]?.stringValue {
+        case "RSA":
+            guard let n = jwk["n"]?.stringValue.flatMap(Base64URL.decode),
+                let e = jwk["e"]?.stringValue.flatMap(Base64URL.decode)
+            else { return nil }
+            return try? .rsa(modulus: n, exponent: e)
+        case "EC":
+            guard jwk["crv"]?.stringValue == "P-256", let x = jwk["x"]?.stringValue.flatMap(Base64URL.decode),
+                let y = jwk["y"]?.stringValue.flatMap(Base64URL.decode)
+            else { return nil }
+            return try? .p256(x: x, y: y)
+        default:
+            return nil
+        }
+    }
+}

@@ -1,0 +1,264 @@
+import Foundation
+import Sesame
+
+extension ProviderID {
+    /// A generic OpenID Connect provider. Several issuers side by side use their own ids
+    /// (`work`, `gitlab`) through ``OIDCConfiguration/providerID``.
+    public static let oidc: ProviderID = "oidc"
+}
+
+/// The endpoints of an OpenID provider: read from its discovery document or given one by one.
+public struct OIDCEndpoints: Sendable, Hashable {
+    /// `issuer`: what ID tokens' `iss` must equal.
+    public var issuer: String
+    /// Where the person is sent to sign in.
+    public var authorizationEndpoint: URL
+    /// Where codes, refresh tokens and device codes are exchanged.
+    public var tokenEndpoint: URL
+    /// The ID tokens' signing keys.
+    public var jwksURI: URL?
+    /// The person's claims, with an access token.
+    public var userinfoEndpoint: URL?
+    /// RFC 7009 revocation, when the provider has it.
+    public var revocationEndpoint: URL?
+    /// RFC 8628 device authorization, when the provider has it.
+    public var deviceAuthorizationEndpoint: URL?
+    /// Scopes the provider says it supports, when it says.
+    public var scopesSupported: [String]?
+
+    /// Creates endpoints.
+    public init(
+        issuer: String, authorizationEndpoint: URL, tokenEndpoint: URL, jwksURI: URL? = nil,
+        userinfoEndpoint: URL? = nil, revocationEndpoint: URL? = nil, deviceAuthorizationEndpoint: URL? = nil,
+        scopesSupported: [String]? = nil
+    ) {
+        self.issuer = issuer
+        self.authorizationEndpoint = authorizationEndpoint
+        self.tokenEndpoint = tokenEndpoint
+        self.jwksURI = jwksURI
+        self.userinfoEndpoint = userinfoEndpoint
+        self.revocationEndpoint = revocationEndpoint
+        self.deviceAuthorizationEndpoint = deviceAuthorizationEndpoint
+        self.scopesSupported = scopesSupported
+    }
+
+    /// Reads a discovery document (OpenID Connect Discovery 1.0 §3).
+    ///
+    /// - Throws: `AuthError` naming the missing or unusable member.
+    public init(discoveryDocument json: JSONValue?, provider: ProviderID) throws {
+        func url(_ name: String, required: Bool) throws -> URL? {
+            guard let text = json?[name]?.stringValue else {
+                if required { throw OIDCConfigurationError.discovery("it has no \(name)", provider: provider) }
+                return nil
+            }
+            guard let url = URL(string: text), let scheme = url.scheme?.lowercased(),
+                ["https", "http"].contains(scheme)
+            else {
+                throw OIDCConfigurationError.discovery(
+                    "its \(name) '\(text)' is not an http(s) URL", provider: provider)
+            }
+            return url
+        }
+        guard let issuer = json?["issuer"]?.stringValue, !issuer.isEmpty else {
+            throw OIDCConfigurationError.discovery("it has no issuer", provider: provider)
+        }
+        self.init(
+            issuer: issuer, authorizationEndpoint: try url("authorization_endpoint", required: true)!,
+            tokenEndpoint: try url("token_endpoint", required: true)!, jwksURI: try url("jwks_uri", required: false),
+            userinfoEndpoint: try url("userinfo_endpoint", required: false),
+            revocationEndpoint: try url("revocation_endpoint", required: false),
+            deviceAuthorizationEndpoint: try url("device_authorization_endpoint", required: false),
+            scopesSupported: json?["scopes_supported"]?.arrayValue?.compactMap(\.stringValue))
+    }
+
+    /// Fetches `issuer/.well-known/openid-configuration` and checks that its `issuer` is `issuer`
+    /// exactly (Discovery §4.3), so one provider cannot speak for another.
+    public static func discover(
+        issuer: String, transport: any HTTPTransport, provider: ProviderID = .oidc
+    ) async throws -> OIDCEndpoints {
+        let trimmed = issuer.hasSuffix("/") ? String(issuer.dropLast()) : issuer
+        guard let url = URL(string: trimmed + "/.well-known/openid-configuration"), url.host != nil else {
+            throw OIDCConfigurationError.discovery("the issuer '\(issuer)' is not a URL", provider: provider)
+        }
+        let taxonomy = OIDCErrorTaxonomy(provider: provider)
+        let response: HTTPResponse
+        do {
+            response = try await transport.send(HTTPRequest(url: url, headers: ["Accept": "application/json"]))
+        } catch let error as TransportError {
+            throw taxonomy.classify(error)
+        }
+        guard response.isSuccess else { throw taxonomy.classify(response) }
+        let endpoints = try OIDCEndpoints(discoveryDocument: response.json, provider: provider)
+        guard endpoints.issuer == issuer else {
+            throw OIDCConfigurationError.discovery(
+                "its issuer is '\(endpoints.issuer)', not '\(issuer)' as configured", provider: provider)
+        }
+        return endpoints
+    }
+}
+
+/// A configuration problem: a discovery document that cannot be used, a flow the provider lacks.
+public enum OIDCConfigurationError {
+    /// The discovery document at the issuer is missing or wrong.
+    public static func discovery(_ detail: String, provider: ProviderID) -> AuthError {
+        AuthError(
+            category: .invalid,
+            message: "The OpenID discovery document of '\(provider)' cannot be used: \(detail). Check the issuer URL.",
+            recoveryTactic: .showMessage, provider: provider)
+    }
+
+    /// The provider does not advertise an endpoint a feature needs.
+    public static func unsupported(_ feature: String, endpoint: String, provider: ProviderID) -> AuthError {
+        AuthError(
+            category: .invalid,
+            message: "'\(provider)' does not support \(feature): its configuration has no \(endpoint).",
+            recoveryTactic: .showMessage, provider: provider)
+    }
+}
+
+/// A client secret, kept out of every description. Only confidential clients have one; a
+/// desktop app is a public client and uses PKCE alone.
+public struct OIDCClientSecret: Sendable, Hashable, CustomStringConvertible, CustomDebugStringConvertible,
+    CustomReflectable
+{
+    /// The secret itself.
+    public let value: String
+    /// Wraps a secret.
+    public init(_ value: String) { self.value = value }
+    public var description: String { "OIDCClientSecret(\(Redaction.placeholder))" }
+    public var debugDescription: String { description }
+    public var customMirror: Mirror { Mirror(self, children: ["value": Redaction.placeholder]) }
+}
+
+/// How to reach an OpenID provider as one client.
+public struct OIDCConfiguration: Sendable {
+    /// The id the provider is known by here (`oidc`, or a name such as `work`).
+    public var providerID: ProviderID
+    /// A human name.
+    public var displayName: String
+    /// The issuer URL; endpoints are discovered from it unless ``endpoints`` is set.
+    public var issuer: String
+    /// Explicit endpoints, for providers without discovery.
+    public var endpoints: OIDCEndpoints?
+    /// The client id.
+    public var clientID: String
+    /// The client secret, for confidential clients only.
+    public var clientSecret: OIDCClientSecret?
+    /// Scopes asked for when a login names none; `openid` is always added.
+    public var scopes: [String]
+    /// Added to every authorization URL, in order (`prompt`, `login_hint`, `acr_values`...).
+    public var extraAuthorizationParameters: [(String, String)]
+    /// How far clocks may disagree when checking ID tokens, in seconds.
+    public var clockLeeway: TimeInterval
+
+    /// Creates a configuration.
+    public init(
+        providerID: ProviderID = .oidc, displayName: String? = nil, issuer: String, endpoints: OIDCEndpoints? = nil,
+        clientID: String, clientSecret: OIDCClientSecret? = nil, scopes: [String] = ["openid", "profile", "email"],
+        extraAuthorizationParameters: [(String, String)] = [], clockLeeway: TimeInterval = 60
+    ) {
+        self.providerID = providerID
+        self.displayName = displayName ?? (providerID == .oidc ? "OpenID Connect" : providerID.rawValue)
+        self.issuer = issuer
+        self.endpoints = endpoints
+        self.clientID = clientID
+        self.clientSecret = clientSecret
+        self.scopes = scopes
+        self.extraAuthorizationParameters = extraAuthorizationParameters
+        self.clockLeeway = clockLeeway
+    }
+}
+
+/// A generic OAuth 2.0 / OpenID Connect provider: one issuer, one client.
+///
+/// ```swift
+/// let provider = try await OIDCProvider.discover(
+///     OIDCConfiguration(issuer: "https://accounts.example.com", clientID: "desktop-app"),
+///     transport: CurlTransport())
+/// let session = OIDCSession(provider: provider, transport: transport, store: store, loginUI: ...)
+/// ```
+///
+/// Discovery happens once, in ``discover(_:transport:now:)``; the JWKS is fetched on the first
+/// ID token and kept in ``keys``.
+public struct OIDCProvider: AuthProvider {
+    /// The configuration.
+    public var configuration: OIDCConfiguration
+    /// The endpoints in use.
+    public var endpoints: OIDCEndpoints
+    /// The error mapping.
+    public var taxonomy: OIDCErrorTaxonomy
+    /// The issuer's signing keys, shared by every copy of this provider.
+    public let keys: JWKSCache?
+    /// The wall clock.
+    public var now: @Sendable () -> Date
+
+    /// A provider with known endpoints.
+    public init(
+        configuration: OIDCConfiguration, endpoints: OIDCEndpoints, transport: any HTTPTransport,
+        now: @escaping @Sendable () -> Date = { Date() }
+    ) {
+        self.configuration = configuration
+        self.endpoints = endpoints
+        self.now = now
+        let taxonomy = OIDCErrorTaxonomy(
+            provider: configuration.providerID, displayName: "the OpenID provider '\(configuration.providerID)'",
+            now: now)
+        self.taxonomy = taxonomy
+        self.keys = endpoints.jwksURI.map { JWKSCache(url: $0, transport: transport, taxonomy: taxonomy) }
+    }
+
+    /// A provider whose endpoints come from ``OIDCConfiguration/endpoints`` or else from discovery.
+    public static func discover(
+        _ configuration: OIDCConfiguration, transport: any HTTPTransport,
+        now: @escaping @Sendable () -> Date = { Date() }
+    ) async throws -> OIDCProvider {
+        let endpoints =
+            if let explicit = configuration.endpoints {
+                explicit
+            } else {
+                try await OIDCEndpoints.discover(
+                    issuer: configuration.issuer, transport: transport, provider: configuration.providerID)
+            }
+        return OIDCProvider(configuration: configuration, endpoints: endpoints, transport: transport, now: now)
+    }
+
+    // MARK: AuthProvider
+
+    public var id: ProviderID { configuration.providerID }
+    public var displayName: String { configuration.displayName }
+    public var supportedLoginFlows: Set<LoginFlowKind> {
+        endpoints.deviceAuthorizationEndpoint == nil ? [.browser] : [.browser, .device]
+    }
+    public var supportedPermissionKinds: Set<Permission.Kind> { [.read] }
+    public var errorTaxonomy: any ErrorTaxonomy { taxonomy }
+
+    /// The validator for ID tokens from this issuer to this client.
+    ///
+    /// - Throws: `AuthError` when the provider has no JWKS.
+    public func idTokenValidator() throws -> IDTokenValidator {
+        guard let keys else {
+            throw OIDCConfigurationError.unsupported("ID token checks", endpoint: "jwks_uri", provider: id)
+        }
+        return IDTokenValidator(
+            issuer: endpoints.issuer, clientID: configuration.clientID, keys: keys, leeway: configuration.clockLeeway,
+            now: now)
+    }
+
+    /// The scopes for a login: the request's, or the configured ones, with `openid` first.
+    func scopes(for request: LoginRequest) -> [String] {
+        let asked = request.permissions.isEmpty ? configuration.scopes : request.permissions.map(\.name)
+        return ["openid"] + asked.filter { $0 != "openid" }
+    }
+
+    /// A form POST to `url` with client authentication (`client_id`, and the secret for a
+    /// confidential client).
+    func formRequest(_ url: URL, _ form: [(String, String)]) -> HTTPRequest {
+        var form = form
+        form.append(("client_id", configuration.clientID))
+        if let secret = configuration.clientSecret { form.append(("client_secret", secret.value)) }
+        return HTTPRequest(
+            method: .post, url: url,
+            headers: ["Content-Type": "application/x-www-form-urlencoded", "Accept": "application/json"],
+            body: Data(FormEncoding.encode(form).utf8))
+    }
+}

@@ -1,0 +1,192 @@
+import Foundation
+import Sesame
+
+/// One account's session with an OpenID provider: login, refresh with rotation, userinfo,
+/// logout with revocation, on top of the core `Session` state machine.
+///
+/// ```swift
+/// let session = OIDCSession(provider: provider, transport: transport, store: store,
+///     loginUI: OIDCBrowserLogin(oidc: provider, receiver: LoopbackRedirectReceiver(),
+///                               opener: SystemBrowserOpener(), transport: transport))
+/// try await session.open(allowLoginUI: true)
+/// let claims = try await session.userInfo()
+/// ```
+///
+/// Refresh: the new token, with the rotated refresh token, replaces the stored one in one save
+/// before the session uses it. A refresh refused with `invalid_grant` keeps the stored
+/// credential, marks it `needsLogin` so that `sesame status` can show it, and closes the
+/// session; the next ``open(scopes:allowLoginUI:)`` logs in again.
+public final class OIDCSession: Sendable {
+    /// The provider.
+    public let provider: OIDCProvider
+    /// The state machine and the token.
+    public let session: Session
+    /// What sends the requests.
+    public let transport: any HTTPTransport
+    /// How the person logs in.
+    public let loginUI: (any LoginUI)?
+    /// A token that expires within this many seconds is refreshed before use.
+    public let refreshLeeway: TimeInterval
+
+    /// Creates a session.
+    public init(
+        provider: OIDCProvider, transport: any HTTPTransport, store: any CredentialStore, account: String = "default",
+        loginUI: (any LoginUI)? = nil, refreshLeeway: TimeInterval = 60
+    ) {
+        self.provider = provider
+        self.transport = transport
+        self.loginUI = loginUI
+        self.refreshLeeway = refreshLeeway
+        self.session = Session(
+            provider: provider.id, appID: provider.configuration.clientID, account: account, store: store,
+            now: provider.now)
+    }
+
+    /// Where the token is kept.
+    public var key: CredentialKey { session.key }
+    /// The current state.
+    public var state: SessionState { get async { await session.state } }
+    /// The current token, if any.
+    public var token: AccessToken? { get async { await session.token } }
+
+    /// Opens the session: from a usable stored token without UI, or by a login when allowed.
+    /// A stored credential marked `needsLogin` is not used.
+    @discardableResult
+    public func open(scopes: [String] = [], allowLoginUI: Bool) async throws -> SessionState {
+        try await session.open(
+            permissions: scopes.map { Permission.read($0) }, allowLoginUI: allowLoginUI, loginUI: loginUI)
+    }
+
+    /// Closes the session and keeps the token.
+    public func close() async { await session.close() }
+
+    /// An access token that is valid for at least ``refreshLeeway`` seconds, refreshed first
+    /// when needed; concurrent callers share one refresh.
+    public func validToken() async throws -> AccessToken {
+        try await refreshing(leeway: refreshLeeway)
+    }
+
+    /// Refreshes the token now (a token with no expiry date is returned as it is).
+    @discardableResult
+    public func refresh() async throws -> AccessToken {
+        try await refreshing(leeway: .infinity)
+    }
+
+    private func refreshing(leeway: TimeInterval) async throws -> AccessToken {
+        do {
+            return try await session.freshToken(leeway: leeway) { [self] current in
+                try await self.refreshGrant(current)
+            }
+        } catch let error as AuthError where error.category == .authenticationReopenSession {
+            await session.close()
+            throw error
+        }
+    }
+
+    /// The refresh token grant (RFC 6749 §6).
+    private func refreshGrant(_ current: AccessToken) async throws -> AccessToken {
+        guard let refreshToken = current.refreshToken else {
+            throw AuthError(
+                category: .authenticationReopenSession,
+                message:
+                    "The token of '\(provider.id)' expired and there is no refresh token to renew it. Log in again.",
+                recoveryTactic: .reauthenticate, closesSession: false, provider: provider.id)
+        }
+        var form = [("grant_type", "refresh_token"), ("refresh_token", refreshToken)]
+        if !current.permissions.granted.isEmpty {
+            form.append(("scope", current.permissions.granted.sorted().joined(separator: " ")))
+        }
+        let response = try await send(provider.formRequest(provider.endpoints.tokenEndpoint, form))
+        guard response.isSuccess else {
+            let error = provider.taxonomy.classify(response)
+            if error.category == .authenticationReopenSession { await markNeedsLogin(refreshToken: refreshToken) }
+            throw error
+        }
+        let request = LoginRequest(
+            provider: provider.id, appID: provider.configuration.clientID,
+            permissions: current.permissions.granted.sorted().map { Permission.read($0) })
+        return try await provider.acceptToken(
+            response, for: request, nonce: nil, requireIDToken: false, previous: current)
+    }
+
+    /// Keeps the stored credential but marks it as needing a login, unless another process has
+    /// already replaced it with a newer one.
+    private func markNeedsLogin(refreshToken: String) async {
+        guard var stored = try? await session.store.load(session.key), stored.token.refreshToken == refreshToken,
+            !stored.needsLogin
+        else { return }
+        stored.needsLogin = true
+        try? await session.store.save(stored)
+    }
+
+    /// The person's claims from the userinfo endpoint. A refused token is refreshed once and
+    /// the call made again.
+    public func userInfo() async throws -> JSONValue {
+        guard let endpoint = provider.endpoints.userinfoEndpoint else {
+            throw OIDCConfigurationError.unsupported("userinfo", endpoint: "userinfo_endpoint", provider: provider.id)
+        }
+        var token = try await validToken()
+        for attempt in 0..<2 {
+            let response = try await send(
+                HTTPRequest(
+                    method: .get, url: endpoint,
+                    headers: ["Authorization": "Bearer \(token.tokenString)", "Accept": "application/json"]))
+            if response.isSuccess {
+                guard let json = response.json, json.objectValue != nil else {
+                    throw AuthError(
+                        category: .server, message: "The userinfo answer of '\(provider.id)' is not a JSON object.",
+                        httpStatus: response.status, provider: provider.id)
+                }
+                if let subject = json["sub"]?.stringValue, let expected = token.userID, subject != expected {
+                    throw AuthError(
+                        category: .invalid,
+                        message: "The userinfo answer of '\(provider.id)' names another subject than the ID token; "
+                            + "it was refused (OpenID Connect Core §5.3.2).", provider: provider.id)
+                }
+                return json
+            }
+            let error = provider.taxonomy.classify(response)
+            guard attempt == 0, error.category == .authenticationReopenSession, token.refreshToken != nil else {
+                throw error
+            }
+            token = try await refresh()
+        }
+        throw AuthError(category: .providerOther, message: "unreachable", provider: provider.id)
+    }
+
+    /// Logs out: with `revoke`, first revokes the refresh and access tokens (RFC 7009) when the
+    /// provider has a revocation endpoint; then closes the session and deletes the stored token.
+    ///
+    /// When revocation fails (no network, say), the token is deleted here all the same and the
+    /// error is thrown, so the app can tell the person the grant may still be active.
+    public func logout(revoke: Bool = true) async throws {
+        let token = await session.token
+        var failure: (any Error)?
+        if revoke, let token, let endpoint = provider.endpoints.revocationEndpoint {
+            do {
+                if let refresh = token.refreshToken {
+                    try await revokeToken(refresh, hint: "refresh_token", endpoint: endpoint)
+                }
+                try await revokeToken(token.tokenString, hint: "access_token", endpoint: endpoint)
+            } catch {
+                failure = error
+            }
+        }
+        try await session.closeAndClearTokenInformation()
+        if let failure { throw failure }
+    }
+
+    private func revokeToken(_ value: String, hint: String, endpoint: URL) async throws {
+        let response = try await send(provider.formRequest(endpoint, [("token", value), ("token_type_hint", hint)]))
+        // RFC 7009 §2.2: 200 whether or not the token was valid.
+        guard response.isSuccess else { throw provider.taxonomy.classify(response) }
+    }
+
+    private func send(_ request: HTTPRequest) async throws -> HTTPResponse {
+        do {
+            return try await transport.send(request)
+        } catch let error as TransportError {
+            throw provider.taxonomy.classify(error)
+        }
+    }
+}
