@@ -46,10 +46,11 @@ let package = Package(
         // The default HTTPTransport, on libcurl.
         .target(name: "SesameCurl", dependencies: ["Sesame", "CCurl"]),
 
-        .testTarget(name: "SesameTests", dependencies: ["Sesame", "SesameTesting"]),
+        .testTarget(name: "SesameTests", dependencies: ["Sesame", "SesameTesting", "SesameTestSupport"]),
 
-        // Helpers shared by test targets (running built executables as processes). Not a product.
-        .target(name: "SesameTestSupport", path: "Tests/SesameTestSupport"),
+        // Helpers shared by test targets (running built executables as processes, holding a
+        // request while a lock is checked). Not a product.
+        .target(name: "SesameTestSupport", dependencies: ["Sesame"], path: "Tests/SesameTestSupport"),
         .testTarget(name: "SesameCurlTests", dependencies: ["SesameCurl", "Sesame", "SesameHTTPServer"]),
 
         // An embedded HTTP server on libmicrohttpd, and the loopback redirect receiver on it.
@@ -84,7 +85,10 @@ let package = Package(
         // End to end against the emulator's OIDC mode over CurlTransport, plus the error table rows.
         .testTarget(
             name: "SesameOIDCTests",
-            dependencies: ["SesameOIDC", "Sesame", "SesameTesting", "SesameEmulator", "SesameCurl", "SesameHTTPServer"]
+            dependencies: [
+                "SesameOIDC", "Sesame", "SesameTesting", "SesameEmulator", "SesameCurl", "SesameHTTPServer",
+                "SesameTestSupport",
+            ]
         ),
 
         // The `sesame` command line: parsing and commands in a library the tests call directly,
@@ -105,6 +109,7 @@ let package = Package(
             name: "SesameFacebookProviderTests",
             dependencies: [
                 "SesameFacebook", "Sesame", "SesameTesting", "SesameEmulator", "SesameCurl", "SesameHTTPServer",
+                "SesameTestSupport",
             ]),
 
         // Side-by-side measurements: `swift run -c release sesame-bench <name> [--json]`.

@@ -20,7 +20,7 @@ import Synchronization
 ///
 /// Token refresh is single-flight twice over: concurrent calls in this process wait on one
 /// refresh (``Sesame/Session/freshToken(leeway:refresh:)``), and a lock file beside the
-/// per-user state (``TokenRefreshLock``) keeps two processes from refreshing the same token at
+/// per-user state (``Sesame/RefreshLock``) keeps two processes from refreshing the same token at
 /// once; the second one finds the first one's token in the store and uses it. The refreshed
 /// token is saved before it is used.
 public final class FacebookSession: Sendable {
@@ -33,7 +33,7 @@ public final class FacebookSession: Sendable {
     /// How the person logs in (and grants more permissions).
     public let loginUI: (any LoginUI)?
     /// The cross-process refresh lock; `nil` disables it (one process only).
-    public let refreshLock: TokenRefreshLock?
+    public let refreshLock: RefreshLock?
     /// A token that expires within this many seconds is refreshed before use.
     public let refreshLeeway: TimeInterval
     /// Token extension: only for tokens older than this (the SDK's 24 hours)...
@@ -63,14 +63,14 @@ public final class FacebookSession: Sendable {
     ///   - loginUI: how the person logs in; Facebook device login with the code shown on
     ///     standard error when `nil`.
     ///   - refreshLock: the cross-process lock; by default a file in
-    ///     ``TokenRefreshLock/defaultDirectory(environment:)``.
+    ///     ``Sesame/RefreshLock/defaultDirectory(environment:)``.
     ///   - recoveryDelegate: when given, ``graph`` recovers from errors through a
     ///     ``FacebookRecoveryProcessor`` with this delegate and `recoveryPolicy`.
     ///   - clock: what waits (back-off, pacing, device polling) are measured on.
     ///   - now: the wall clock.
     public init(
         provider: FacebookProvider, transport: any HTTPTransport, store: any CredentialStore,
-        account: String = "default", loginUI: (any LoginUI)? = nil, refreshLock: TokenRefreshLock?? = nil,
+        account: String = "default", loginUI: (any LoginUI)? = nil, refreshLock: RefreshLock?? = nil,
         refreshLeeway: TimeInterval = 300, extensionAge: TimeInterval = 86_400,
         extensionRetryInterval: TimeInterval = 3_600, recoveryDelegate: (any FacebookRecoveryDelegate)? = nil,
         recoveryPolicy: RecoveryPolicy = RecoveryPolicy(), governor: GraphUsageGovernor = GraphUsageGovernor(),
@@ -85,7 +85,7 @@ public final class FacebookSession: Sendable {
             ?? DeviceLoginFlow(
                 dialect: FacebookDeviceDialect(provider: provider, transport: transport, now: now),
                 presenter: TerminalDeviceCodePresenter(providerName: "Facebook"), transport: transport, clock: clock)
-        self.refreshLock = refreshLock ?? TokenRefreshLock(key: session.key)
+        self.refreshLock = refreshLock ?? RefreshLock(key: session.key)
         self.refreshLeeway = refreshLeeway
         self.extensionAge = extensionAge
         self.extensionRetryInterval = extensionRetryInterval

@@ -16,6 +16,12 @@ import Sesame
 /// before the session uses it. A refresh refused with `invalid_grant` keeps the stored
 /// credential, marks it `needsLogin` so that `sesame status` can show it, and closes the
 /// session; the next ``open(scopes:allowLoginUI:)`` logs in again.
+///
+/// Refresh is single-flight twice over: concurrent calls in this process share one refresh,
+/// and a lock file beside the per-user state (`Sesame.RefreshLock`) keeps two processes from
+/// refreshing the same token at once. After taking the lock the session reads the store
+/// again: when another process has already refreshed, its token is used, and the refresh
+/// token in memory (used up by that rotation) is never sent.
 public final class OIDCSession: Sendable {
     /// The provider.
     public let provider: OIDCProvider
@@ -27,19 +33,33 @@ public final class OIDCSession: Sendable {
     public let loginUI: (any LoginUI)?
     /// A token that expires within this many seconds is refreshed before use.
     public let refreshLeeway: TimeInterval
+    /// The cross-process refresh lock; `nil` disables it (one process only).
+    public let refreshLock: RefreshLock?
 
     /// Creates a session.
+    ///
+    /// - Parameters:
+    ///   - provider: the issuer and client.
+    ///   - transport: what sends requests (`CurlTransport` on the desktop).
+    ///   - store: where the token is kept (the keyring on the desktop).
+    ///   - account: the name the token is stored under.
+    ///   - loginUI: how the person logs in; without one the session opens only from the store.
+    ///   - refreshLeeway: a token that expires within this many seconds is refreshed before use.
+    ///   - refreshLock: the cross-process lock; by default a file in
+    ///     `RefreshLock.defaultDirectory(environment:)`; `.some(nil)` turns it off.
     public init(
         provider: OIDCProvider, transport: any HTTPTransport, store: any CredentialStore, account: String = "default",
-        loginUI: (any LoginUI)? = nil, refreshLeeway: TimeInterval = 60
+        loginUI: (any LoginUI)? = nil, refreshLeeway: TimeInterval = 60, refreshLock: RefreshLock?? = nil
     ) {
         self.provider = provider
         self.transport = transport
         self.loginUI = loginUI
         self.refreshLeeway = refreshLeeway
-        self.session = Session(
+        let session = Session(
             provider: provider.id, appID: provider.configuration.clientID, account: account, store: store,
             now: provider.now)
+        self.session = session
+        self.refreshLock = refreshLock ?? RefreshLock(key: session.key)
     }
 
     /// Where the token is kept.
@@ -83,8 +103,39 @@ public final class OIDCSession: Sendable {
         }
     }
 
-    /// The refresh token grant (RFC 6749 §6).
+    /// Refreshes `current` under the cross-process lock, unless another process already did.
     private func refreshGrant(_ current: AccessToken) async throws -> AccessToken {
+        guard let refreshLock else { return try await refreshStored(current) }
+        return try await refreshLock.withLock { try await self.refreshStored(current) }
+    }
+
+    /// Reads the store again, then refreshes what needs it and saves the result: run while
+    /// holding the lock, so the read and the save see no other process's refresh in between.
+    private func refreshStored(_ current: AccessToken) async throws -> AccessToken {
+        var base = current
+        if let stored = try await session.store.load(session.key), stored.token.userID == current.userID {
+            // Another process found the refresh token refused while this one waited: the
+            // credential stays for the person to see, and only a new login helps.
+            if stored.needsLogin {
+                throw AuthError(
+                    category: .authenticationReopenSession,
+                    message: "Another program found the refresh token of '\(provider.id)' refused; log in again.",
+                    recoveryTactic: .reauthenticate, closesSession: false, provider: provider.id)
+            }
+            // Another process refreshed (and rotated the refresh token) while this one waited.
+            if stored.token.tokenString != current.tokenString || stored.token.refreshToken != current.refreshToken {
+                if !stored.token.isExpired(at: provider.now(), leeway: refreshLeeway) { return stored.token }
+                base = stored.token
+            }
+        }
+        let refreshed = try await refreshRequest(base)
+        // Saved before it is used, and before the lock is released.
+        try await session.store.save(StoredCredential(key: session.key, token: refreshed, savedAt: provider.now()))
+        return refreshed
+    }
+
+    /// The refresh token grant (RFC 6749 §6).
+    private func refreshRequest(_ current: AccessToken) async throws -> AccessToken {
         guard let refreshToken = current.refreshToken else {
             throw AuthError(
                 category: .authenticationReopenSession,

@@ -2,6 +2,7 @@ import Foundation
 import Sesame
 import SesameEmulator
 import SesameFacebook
+import SesameTestSupport
 import SesameTesting
 import Testing
 
@@ -112,17 +113,29 @@ struct GraphEndToEndTests {
             "sesame-fb-\(UUID().uuidString)/credentials.json")
         try await harness.storeIssuedToken(
             in: FileCredentialStore(url: storeURL), expiresAt: Date().addingTimeInterval(120))
-        let first = harness.session(store: FileCredentialStore(url: storeURL))
-        let second = harness.session(store: FileCredentialStore(url: storeURL))
+        let gate = GatedTransport(harness.transport, holding: "/oauth/access_token")
+        let first = harness.session(store: FileCredentialStore(url: storeURL), transport: gate)
+        let second = harness.session(store: FileCredentialStore(url: storeURL), transport: gate)
         try await first.openActiveSession(allowLoginUI: false)
         try await second.openActiveSession(allowLoginUI: false)
+        gate.arm()
 
+        // The first refresh is held at the token endpoint, inside the lock...
         async let a = first.graph.get("me", parameters: ["fields": "id"])
+        #expect(await waitUntil { gate.heldCount == 1 }, "the first refresh never reached the token endpoint")
+        // ... while the second waits for the lock file (or, without a lock, sends its own refresh).
         async let b = second.graph.get("me", parameters: ["fields": "id"])
+        let lockFile = harness.refreshLock.url
+        let settled = await waitUntil { gate.matchedCount >= 2 || (FileLocks.waiters(on: lockFile) ?? 0) >= 1 }
+        #expect(settled, "the second session neither waited for the lock nor sent a refresh")
+        #expect(gate.matchedCount == 1, "the second process refreshed while the first one held the lock")
+        gate.release()
+
         let (one, two) = try await (a, b)
         #expect(one["id"] == two["id"])
+        #expect(gate.matchedCount == 1)
         #expect(harness.transport.count(endingWith: "/oauth/access_token") == 1)
-        #expect(await first.token?.expirationDate == second.token?.expirationDate)
+        #expect(await first.token?.tokenString == second.token?.tokenString)
     }
 
     @Test("a token older than a day is extended once, and not again within the hour")

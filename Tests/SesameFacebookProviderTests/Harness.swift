@@ -44,8 +44,10 @@ struct FacebookHarness: Sendable {
         store: any CredentialStore, answer: DeviceAnswer = .approve(), loginUI: (any LoginUI)? = nil,
         recoveryDelegate: (any FacebookRecoveryDelegate)? = nil,
         clock: any Clock<Duration> = ManualClock(autoAdvance: true),
-        now: @escaping @Sendable () -> Date = { Date() }, refreshLeeway: TimeInterval = 300
+        now: @escaping @Sendable () -> Date = { Date() }, refreshLeeway: TimeInterval = 300,
+        transport: (any HTTPTransport)? = nil
     ) -> FacebookSession {
+        let transport = transport ?? self.transport
         let login =
             loginUI
             ?? FacebookSession.deviceLogin(
@@ -53,11 +55,14 @@ struct FacebookHarness: Sendable {
                 clock: ManualClock(autoAdvance: true))
         return FacebookSession(
             provider: provider, transport: transport, store: store, loginUI: login,
-            refreshLock: TokenRefreshLock(key: key, directory: lockDirectory), refreshLeeway: refreshLeeway,
+            refreshLock: refreshLock, refreshLeeway: refreshLeeway,
             recoveryDelegate: recoveryDelegate, recoveryPolicy: RecoveryPolicy(jitter: .none), clock: clock, now: now)
     }
 
     var key: CredentialKey { CredentialKey(provider: .facebook, appID: provider.appID, account: "default") }
+
+    /// The refresh lock of the default account, in ``lockDirectory``.
+    var refreshLock: TokenRefreshLock { TokenRefreshLock(key: key, directory: lockDirectory) }
 
     /// A token the emulator issued, saved in `store` as a session would have saved it.
     @discardableResult

@@ -16,9 +16,7 @@ struct OIDCEndToEndTests {
         defer { Task { await harness.stop() } }
         let store = InMemoryCredentialStore()
         let browser = harness.browser()
-        let session = OIDCSession(
-            provider: harness.provider, transport: harness.transport, store: store,
-            loginUI: harness.browserLogin(browser))
+        let session = harness.session(store: store, loginUI: harness.browserLogin(browser))
         let state = try await session.open(allowLoginUI: true)
         #expect(state == .open)
         let token = try #require(await session.token)
@@ -40,9 +38,7 @@ struct OIDCEndToEndTests {
         defer { Task { await harness.stop() } }
         #expect(harness.provider.supportedLoginFlows == [.browser, .device])
         try await harness.activate(.slowDown, count: 1)
-        let session = OIDCSession(
-            provider: harness.provider, transport: harness.transport, store: InMemoryCredentialStore(),
-            loginUI: try harness.deviceLogin())
+        let session = harness.session(store: InMemoryCredentialStore(), loginUI: try harness.deviceLogin())
         #expect(try await session.open(allowLoginUI: true) == .open)
         #expect(await session.token?.userID == "248289761001")
         #expect(harness.emulator.requestCount(path: "/token") >= 2)
@@ -52,9 +48,8 @@ struct OIDCEndToEndTests {
     func cancelled() async throws {
         let harness = try await OIDCHarness.start()
         defer { Task { await harness.stop() } }
-        let session = OIDCSession(
-            provider: harness.provider, transport: harness.transport, store: InMemoryCredentialStore(),
-            loginUI: harness.browserLogin(harness.browser(action: "cancel")))
+        let session = harness.session(
+            store: InMemoryCredentialStore(), loginUI: harness.browserLogin(harness.browser(action: "cancel")))
         let error = try await #require(throws: AuthError.self) { try await session.open(allowLoginUI: true) }
         #expect(error.category == .userCancelled)
         #expect(await session.state == .closedLoginFailed)
@@ -72,9 +67,7 @@ struct OIDCEndToEndTests {
         defer { Task { await harness.stop() } }
         try await harness.activate(scenario, seconds: seconds)
         let store = InMemoryCredentialStore()
-        let session = OIDCSession(
-            provider: harness.provider, transport: harness.transport, store: store,
-            loginUI: harness.browserLogin(harness.browser()))
+        let session = harness.session(store: store, loginUI: harness.browserLogin(harness.browser()))
         let error = try await #require(throws: AuthError.self) { try await session.open(allowLoginUI: true) }
         #expect(error.providerInfo["idTokenCheck"]?.stringValue == check)
         #expect(error.message.contains("\(check) check"))
@@ -91,9 +84,8 @@ struct OIDCEndToEndTests {
         let harness = try await OIDCHarness.start()
         defer { Task { await harness.stop() } }
         try await harness.activate(.clockSkew, seconds: 30)
-        let session = OIDCSession(
-            provider: harness.provider, transport: harness.transport, store: InMemoryCredentialStore(),
-            loginUI: harness.browserLogin(harness.browser()))
+        let session = harness.session(
+            store: InMemoryCredentialStore(), loginUI: harness.browserLogin(harness.browser()))
         #expect(try await session.open(allowLoginUI: true) == .open)
     }
 
@@ -101,9 +93,8 @@ struct OIDCEndToEndTests {
     func keyRotation() async throws {
         let harness = try await OIDCHarness.start(algorithm: "ES256")
         defer { Task { await harness.stop() } }
-        let session = OIDCSession(
-            provider: harness.provider, transport: harness.transport, store: InMemoryCredentialStore(),
-            loginUI: harness.browserLogin(harness.browser()))
+        let session = harness.session(
+            store: InMemoryCredentialStore(), loginUI: harness.browserLogin(harness.browser()))
         try await session.open(allowLoginUI: true)
         #expect(await harness.provider.keys?.fetchCount == 1)
         try await harness.activate(.keyRotated)
@@ -118,9 +109,7 @@ struct OIDCEndToEndTests {
         let harness = try await OIDCHarness.start()
         defer { Task { await harness.stop() } }
         let store = OIDCHarness.persistentStore()
-        let session = OIDCSession(
-            provider: harness.provider, transport: harness.transport, store: store,
-            loginUI: harness.browserLogin(harness.browser()))
+        let session = harness.session(store: store, loginUI: harness.browserLogin(harness.browser()))
         try await session.open(allowLoginUI: true)
         let first = try #require(await session.token)
         let refreshed = try await session.refresh()
@@ -148,9 +137,7 @@ struct OIDCEndToEndTests {
         let harness = try await OIDCHarness.start()
         defer { Task { await harness.stop() } }
         let store = OIDCHarness.persistentStore()
-        let session = OIDCSession(
-            provider: harness.provider, transport: harness.transport, store: store,
-            loginUI: harness.browserLogin(harness.browser()))
+        let session = harness.session(store: store, loginUI: harness.browserLogin(harness.browser()))
         try await session.open(allowLoginUI: true)
         let before = try #require(await session.token)
         try await harness.activate(.refreshRevoked)
@@ -175,9 +162,7 @@ struct OIDCEndToEndTests {
         let harness = try await OIDCHarness.start()
         defer { Task { await harness.stop() } }
         let store = InMemoryCredentialStore()
-        let session = OIDCSession(
-            provider: harness.provider, transport: harness.transport, store: store,
-            loginUI: harness.browserLogin(harness.browser()))
+        let session = harness.session(store: store, loginUI: harness.browserLogin(harness.browser()))
         try await session.open(allowLoginUI: true)
         let before = try #require(try await store.load(session.key))
         try await harness.activate(.serverError, count: 1)
@@ -192,9 +177,8 @@ struct OIDCEndToEndTests {
     func userInfo() async throws {
         let harness = try await OIDCHarness.start()
         defer { Task { await harness.stop() } }
-        let session = OIDCSession(
-            provider: harness.provider, transport: harness.transport, store: InMemoryCredentialStore(),
-            loginUI: harness.browserLogin(harness.browser()))
+        let session = harness.session(
+            store: InMemoryCredentialStore(), loginUI: harness.browserLogin(harness.browser()))
         try await session.open(allowLoginUI: true)
         let claims = try await session.userInfo()
         #expect(claims["email"]?.stringValue == "alice@example.com")
@@ -210,9 +194,7 @@ struct OIDCEndToEndTests {
         let harness = try await OIDCHarness.start()
         defer { Task { await harness.stop() } }
         let store = InMemoryCredentialStore()
-        let session = OIDCSession(
-            provider: harness.provider, transport: harness.transport, store: store,
-            loginUI: harness.browserLogin(harness.browser()))
+        let session = harness.session(store: store, loginUI: harness.browserLogin(harness.browser()))
         try await session.open(allowLoginUI: true)
         try await session.logout(revoke: true)
         #expect(harness.emulator.revokedCount == 2)
@@ -231,9 +213,7 @@ struct OIDCEndToEndTests {
         }
         let store = InMemoryCredentialStore()
         for harness in [work, gitlab] {
-            let session = OIDCSession(
-                provider: harness.provider, transport: harness.transport, store: store,
-                loginUI: harness.browserLogin(harness.browser()))
+            let session = harness.session(store: store, loginUI: harness.browserLogin(harness.browser()))
             try await session.open(allowLoginUI: true)
         }
         let keys = try await store.list().map(\.key.provider)

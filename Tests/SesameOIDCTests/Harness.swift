@@ -14,6 +14,8 @@ struct OIDCHarness: Sendable {
     let endpoints: OIDCEmulatorEndpoints
     let transport: CurlTransport
     let provider: OIDCProvider
+    /// Where this harness's sessions keep their refresh lock files (never the person's own).
+    let lockDirectory: URL
 
     static func start(algorithm: String = "RS256", providerID: ProviderID = .oidc) async throws -> OIDCHarness {
         let emulator = try OIDCEmulator(algorithm: algorithm)
@@ -22,10 +24,33 @@ struct OIDCHarness: Sendable {
         let provider = try await OIDCProvider.discover(
             OIDCConfiguration(providerID: providerID, issuer: endpoints.issuer, clientID: OIDCEmulator.defaultClientID),
             transport: transport)
-        return OIDCHarness(emulator: emulator, endpoints: endpoints, transport: transport, provider: provider)
+        let lockDirectory = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "sesame-oidc-locks-\(UUID().uuidString)", isDirectory: true)
+        return OIDCHarness(
+            emulator: emulator, endpoints: endpoints, transport: transport, provider: provider,
+            lockDirectory: lockDirectory)
     }
 
-    func stop() async { await emulator.stop() }
+    func stop() async {
+        await emulator.stop()
+        try? FileManager.default.removeItem(at: lockDirectory)
+    }
+
+    /// The refresh lock of the default account, in ``lockDirectory``.
+    var refreshLock: RefreshLock {
+        RefreshLock(
+            key: CredentialKey(provider: provider.id, appID: provider.configuration.clientID, account: "default"),
+            directory: lockDirectory)
+    }
+
+    /// A session of the default account on `store`, its refresh lock in ``lockDirectory``.
+    func session(
+        store: any CredentialStore, loginUI: (any LoginUI)? = nil, transport: (any HTTPTransport)? = nil
+    ) -> OIDCSession {
+        OIDCSession(
+            provider: provider, transport: transport ?? self.transport, store: store, loginUI: loginUI,
+            refreshLock: refreshLock)
+    }
 
     func browserLogin(_ browser: EmulatorBrowser) -> OIDCBrowserLogin {
         OIDCBrowserLogin(
