@@ -165,30 +165,76 @@ enum OAuthCompare {
     }
 }
 
-/// An issuer's JSON Web Key Set, fetched once and kept; fetched again, once per token, when a
-/// token names a key it does not have (the provider rotated its keys).
+/// An issuer's JSON Web Key Set, fetched once and kept; fetched again when a token names a key
+/// it does not have (the provider rotated its keys), but not on every such token.
+///
+/// A stream of forged tokens with made-up `kid`s must not make the client hammer the issuer's
+/// JWKS endpoint, so an unknown key id sends the set to be fetched again at most once per
+/// ``refetchInterval`` for that key id, and at most once per ``minimumRefetchSpacing`` whatever
+/// the key id. Both are measured on the injected wall clock (``now``). A token whose key is
+/// still unknown inside those windows is refused with the `unknownKey` check at once.
 public actor JWKSCache {
     /// Where the keys are.
     public nonisolated let url: URL
+    /// How long an unknown key id waits before it can make the set be fetched again (60 s).
+    public nonisolated let refetchInterval: TimeInterval
+    /// How long any unknown key id waits after the last such fetch (10 s), so made-up key ids
+    /// cannot fetch the set more than a few times a minute.
+    public nonisolated let minimumRefetchSpacing: TimeInterval
+    /// The wall clock the windows are measured on.
+    public nonisolated let now: @Sendable () -> Date
     private let transport: any HTTPTransport
     private let taxonomy: any ErrorTaxonomy
     private var keys: [String: SignatureVerificationKey]?
     private var anonymous: [SignatureVerificationKey] = []
     private var inFlight: Task<Void, any Error>?
+    /// When an unknown key id last made the set be fetched again, by key id ("" for none).
+    private var refetchedFor: [String: Date] = [:]
+    private var lastUnknownKeyRefetch: Date?
     /// How many times the set was fetched, for tests and diagnostics.
     public private(set) var fetchCount = 0
 
     /// Creates a cache for the set at `url`.
-    public init(url: URL, transport: any HTTPTransport, taxonomy: any ErrorTaxonomy) {
+    ///
+    /// - Parameters:
+    ///   - refetchInterval: an unknown key id fetches the set again at most once in this many seconds.
+    ///   - minimumRefetchSpacing: unknown key ids together fetch it at most once in this many seconds.
+    ///   - now: the wall clock.
+    public init(
+        url: URL, transport: any HTTPTransport, taxonomy: any ErrorTaxonomy, refetchInterval: TimeInterval = 60,
+        minimumRefetchSpacing: TimeInterval = 10, now: @escaping @Sendable () -> Date = { Date() }
+    ) {
         self.url = url
         self.transport = transport
         self.taxonomy = taxonomy
+        self.refetchInterval = refetchInterval
+        self.minimumRefetchSpacing = minimumRefetchSpacing
+        self.now = now
     }
 
-    /// The key with `id` for `algorithm`, fetching the set when it is not cached or does not hold it.
+    /// The key with `id` for `algorithm`, fetching the set when it is not cached, or when it
+    /// does not hold the key and the refetch windows allow it.
     func key(id: String?, algorithm: SignatureAlgorithm) async throws -> SignatureVerificationKey {
         if keys == nil { try await refresh() }
         if let found = lookup(id: id, algorithm: algorithm) { return found }
+        // A fetch already on its way (another token's) may bring the key.
+        if let inFlight {
+            try await inFlight.value
+            if let found = lookup(id: id, algorithm: algorithm) { return found }
+        }
+        let name = id ?? ""
+        let now = now()
+        if let waitingFor = refetchWait(for: name, at: now) {
+            throw IDTokenError(
+                check: .unknownKey,
+                detail:
+                    "no \(algorithm.rawValue) key '\(id ?? "(no kid)")' is in the issuer's key set at "
+                    + "\(url.absoluteString); it was not fetched again because it was fetched for an unknown key "
+                    + "\(Int(waitingFor.rounded(.up))) s too recently")
+        }
+        refetchedFor = refetchedFor.filter { now.timeIntervalSince($0.value) < refetchInterval }
+        refetchedFor[name] = now
+        lastUnknownKeyRefetch = now
         try await refresh()
         if let found = lookup(id: id, algorithm: algorithm) { return found }
         throw IDTokenError(
@@ -196,6 +242,15 @@ public actor JWKSCache {
             detail:
                 "no \(algorithm.rawValue) key '\(id ?? "(no kid)")' is in the issuer's key set at \(url.absoluteString), "
                 + "even after fetching it again")
+    }
+
+    /// How much longer an unknown `keyID` must wait before it may fetch the set again; `nil`
+    /// when it may now.
+    private func refetchWait(for keyID: String, at now: Date) -> TimeInterval? {
+        var wait: TimeInterval = 0
+        if let last = refetchedFor[keyID] { wait = max(wait, refetchInterval - now.timeIntervalSince(last)) }
+        if let last = lastUnknownKeyRefetch { wait = max(wait, minimumRefetchSpacing - now.timeIntervalSince(last)) }
+        return wait > 0 ? wait : nil
     }
 
     private func lookup(id: String?, algorithm: SignatureAlgorithm) -> SignatureVerificationKey? {

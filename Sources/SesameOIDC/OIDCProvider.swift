@@ -204,7 +204,7 @@ public struct OIDCProvider: AuthProvider {
             provider: configuration.providerID, displayName: "the OpenID provider '\(configuration.providerID)'",
             now: now)
         self.taxonomy = taxonomy
-        self.keys = endpoints.jwksURI.map { JWKSCache(url: $0, transport: transport, taxonomy: taxonomy) }
+        self.keys = endpoints.jwksURI.map { JWKSCache(url: $0, transport: transport, taxonomy: taxonomy, now: now) }
     }
 
     /// A provider whose endpoints come from ``OIDCConfiguration/endpoints`` or else from discovery.
