@@ -52,6 +52,9 @@ public struct LoginFailedReason: RawRepresentable, Hashable, Sendable, Codable, 
     public static let userDenied = LoginFailedReason(rawValue: "userDenied")
     /// The redirect's `state` was missing or did not match: a possible cross-site request forgery.
     public static let stateMismatch = LoginFailedReason(rawValue: "stateMismatch")
+    /// The redirect's `iss` was not the configured issuer, or was missing where the provider
+    /// promises it (RFC 9207): a possible mix-up attack.
+    public static let issuerMismatch = LoginFailedReason(rawValue: "issuerMismatch")
     /// No answer came back from the browser or device in time.
     public static let timedOut = LoginFailedReason(rawValue: "timedOut")
     /// The device code expired before the person approved it.
@@ -203,6 +206,31 @@ extension AuthError {
             loginFailedReason: .stateMismatch,
             recoveryTactic: RecoveryTactic.none,
             provider: provider
+        )
+    }
+
+    /// A login redirect whose `iss` parameter is not the configured issuer, or is missing
+    /// although the provider says it always sends one: the RFC 9207 issuer check failed. The
+    /// answer may come from another provider the app also uses (a mix-up attack), so it is
+    /// refused before its code is used.
+    ///
+    /// - Parameters:
+    ///   - expected: the configured issuer.
+    ///   - received: the redirect's `iss`, or `nil` when it had none.
+    public static func issuerMismatch(expected: String, received: String?, provider: ProviderID? = nil) -> AuthError {
+        AuthError(
+            category: .invalid,
+            message: received.map {
+                "The login redirect's issuer is '\($0)', not '\(expected)' as configured, so it failed the RFC 9207 "
+                    + "issuer check and was refused (it may come from another provider: a mix-up attack). "
+                    + "Check the issuer configuration, then start the login again."
+            }
+                ?? "The login redirect carried no 'iss' parameter although '\(expected)' says it always sends one, "
+                + "so it failed the RFC 9207 issuer check and was refused. Start the login again.",
+            loginFailedReason: .issuerMismatch,
+            recoveryTactic: .showMessage,
+            provider: provider,
+            providerInfo: ["check": .string("issuer"), "expectedIssuer": .string(expected)]
         )
     }
 

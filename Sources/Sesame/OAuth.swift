@@ -95,7 +95,8 @@ public enum OAuth {
     /// - Throws: ``AuthError`` for a missing or mismatched state, or a redirect with neither a
     ///   code nor an error.
     public static func parseRedirect(
-        _ url: URL, expectedState: String, provider: ProviderID? = nil
+        _ url: URL, expectedState: String, expectedIssuer: AuthorizationResponseIssuer? = nil,
+        provider: ProviderID? = nil
     ) throws
         -> RedirectOutcome
     {
@@ -107,12 +108,15 @@ public enum OAuth {
         if let fragment = components.percentEncodedFragment, parameters.isEmpty {
             parameters = FormEncoding.decode(fragment)
         }
-        return try parseRedirectParameters(parameters, expectedState: expectedState, provider: provider)
+        return try parseRedirectParameters(
+            parameters, expectedState: expectedState, expectedIssuer: expectedIssuer, provider: provider)
     }
 
-    /// Like ``parseRedirect(_:expectedState:provider:)``, from already decoded parameters.
+    /// Like ``parseRedirect(_:expectedState:expectedIssuer:provider:)``, from already decoded
+    /// parameters.
     public static func parseRedirectParameters(
-        _ parameters: [(String, String)], expectedState: String, provider: ProviderID? = nil
+        _ parameters: [(String, String)], expectedState: String, expectedIssuer: AuthorizationResponseIssuer? = nil,
+        provider: ProviderID? = nil
     ) throws -> RedirectOutcome {
         func value(_ name: String) -> String? { parameters.first { $0.0 == name }?.1 }
         guard let state = value("state"), !state.isEmpty else {
@@ -120,6 +124,16 @@ public enum OAuth {
         }
         guard constantTimeEquals(state, expectedState) else {
             throw AuthError.stateMismatch(provider: provider, missing: false)
+        }
+        // RFC 9207 §2.4: checked on error answers too, before anything else is used.
+        if let expectedIssuer {
+            let iss = value("iss")
+            if let iss, iss != expectedIssuer.issuer {
+                throw AuthError.issuerMismatch(expected: expectedIssuer.issuer, received: iss, provider: provider)
+            }
+            if iss == nil, expectedIssuer.required {
+                throw AuthError.issuerMismatch(expected: expectedIssuer.issuer, received: nil, provider: provider)
+            }
         }
         if let error = value("error"), !error.isEmpty {
             return .error(
@@ -143,6 +157,22 @@ public enum OAuth {
         var difference: UInt8 = 0
         for i in x.indices { difference |= x[i] ^ y[i] }
         return difference == 0
+    }
+}
+
+/// What RFC 9207 (OAuth 2.0 Authorization Server Issuer Identification) asks of a login
+/// redirect's `iss` parameter: when present it must be the configured issuer; when the provider
+/// advertises `authorization_response_iss_parameter_supported`, it must be present.
+public struct AuthorizationResponseIssuer: Sendable, Hashable {
+    /// The issuer `iss` must equal, compared as a string without normalisation (RFC 9207 §2.4).
+    public var issuer: String
+    /// Whether a redirect without `iss` is refused.
+    public var required: Bool
+
+    /// Creates the expectation.
+    public init(issuer: String, required: Bool) {
+        self.issuer = issuer
+        self.required = required
     }
 }
 

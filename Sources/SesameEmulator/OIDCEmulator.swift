@@ -29,6 +29,10 @@ public enum OIDCScenario: String, Sendable, Hashable, CaseIterable, Codable {
     case wrongNonce = "id-token-wrong-nonce"
     /// The next ID token is signed with a key the JWKS does not have.
     case unknownKey = "id-token-unknown-key"
+    /// The next authorization response names another issuer in its `iss` (RFC 9207).
+    case redirectWrongIssuer = "redirect-wrong-issuer"
+    /// The next authorization response has no `iss`, although discovery promises it (RFC 9207).
+    case redirectNoIssuer = "redirect-no-issuer"
 }
 
 /// A scenario and its parameters.

@@ -91,6 +91,7 @@ final class OIDCEngine: Sendable {
             }
             let oneShot: Set<OIDCScenario> = [
                 .badSignature, .wrongIssuer, .wrongAudience, .expiredIDToken, .wrongNonce, .unknownKey, .refreshRevoked,
+                .redirectWrongIssuer, .redirectNoIssuer,
             ]
             let remaining = setting.count ?? (oneShot.contains(setting.scenario) ? 1 : nil)
             state.scenarios.append(Scenario(setting: setting, remaining: remaining))
@@ -198,6 +199,7 @@ final class OIDCEngine: Sendable {
                     .string($0)
                 }),
             "subject_types_supported": .array([.string("public")]),
+            "authorization_response_iss_parameter_supported": .bool(true),
             "id_token_signing_alg_values_supported": .array([.string(algorithm.rawValue)]),
             "code_challenge_methods_supported": .array([.string("S256")]),
             "scopes_supported": .array(["openid", "profile", "email", "offline_access"].map { .string($0) }),
@@ -285,7 +287,11 @@ final class OIDCEngine: Sendable {
             items = [("code", code)]
         }
         if let value = pending.state { items.append(("state", value)) }
-        items.append(("iss", state.issuer))
+        // RFC 9207: the issuer identifies itself in every authorization response.
+        if consume(.redirectNoIssuer, &state) == nil {
+            let wrong = consume(.redirectWrongIssuer, &state) != nil
+            items.append(("iss", wrong ? "https://another-issuer.example" : state.issuer))
+        }
         return Self.redirect(OAuth.appendingQuery(items, to: url).absoluteString)
     }
 

@@ -8,7 +8,8 @@ import Synchronization
 /// Each login gets its own listener on a random port of `127.0.0.1`; the redirect URI is
 /// `http://127.0.0.1:<port>/callback`. Exactly one redirect is accepted:
 /// - one whose `state` is missing or wrong is refused and fails the login with
-///   `AuthError.stateMismatch(provider:missing:)` (a possible forgery);
+///   `AuthError.stateMismatch(provider:missing:)` (a possible forgery); one whose `iss` fails
+///   the RFC 9207 check, when the login asks for it, with `AuthError.issuerMismatch`;
 /// - another path gets 404; a hit after the login ended gets a "you can close this window"
 ///   page and delivers nothing;
 /// - no redirect within ``timeout`` (5 minutes by default) fails the login with
@@ -56,8 +57,22 @@ public struct LoopbackRedirectReceiver: RedirectReceiver {
         open: (_ redirectURI: URL) async throws -> Void,
         complete: (_ outcome: RedirectOutcome, _ redirectURI: URL) async throws -> Result
     ) async throws -> Result {
+        try await receiveRedirect(
+            expectedState: expectedState, expectedIssuer: nil, provider: provider, open: open, complete: complete)
+    }
+
+    /// Runs one login's redirect round trip, refusing a redirect whose `iss` fails the RFC 9207
+    /// check against `expectedIssuer` as it refuses one with the wrong `state`.
+    public func receiveRedirect<Result: Sendable>(
+        expectedState: String,
+        expectedIssuer: AuthorizationResponseIssuer?,
+        provider: ProviderID?,
+        open: (_ redirectURI: URL) async throws -> Void,
+        complete: (_ outcome: RedirectOutcome, _ redirectURI: URL) async throws -> Result
+    ) async throws -> Result {
         let exchange = RedirectExchange(
-            expectedState: expectedState, provider: provider, callbackPath: callbackPath, appName: appName)
+            expectedState: expectedState, expectedIssuer: expectedIssuer, provider: provider,
+            callbackPath: callbackPath, appName: appName)
         let server = HTTPServer(
             configuration: .init(
                 host: host, port: port, alsoListenOnIPv6Loopback: redirectURIHost == "localhost",
@@ -125,13 +140,18 @@ final class RedirectExchange: Sendable {
     }
 
     let expectedState: String
+    let expectedIssuer: AuthorizationResponseIssuer?
     let provider: ProviderID?
     let callbackPath: String
     let appName: String?
     private let state = Mutex(State())
 
-    init(expectedState: String, provider: ProviderID?, callbackPath: String, appName: String?) {
+    init(
+        expectedState: String, expectedIssuer: AuthorizationResponseIssuer?, provider: ProviderID?,
+        callbackPath: String, appName: String?
+    ) {
         self.expectedState = expectedState
+        self.expectedIssuer = expectedIssuer
         self.provider = provider
         self.callbackPath = callbackPath
         self.appName = appName
@@ -218,7 +238,8 @@ final class RedirectExchange: Sendable {
         let parameters = request.query + request.form
         let outcome: RedirectOutcome
         do {
-            outcome = try OAuth.parseRedirectParameters(parameters, expectedState: expectedState, provider: provider)
+            outcome = try OAuth.parseRedirectParameters(
+                parameters, expectedState: expectedState, expectedIssuer: expectedIssuer, provider: provider)
         } catch let error as AuthError {
             guard deliver(.failure(error)) else { return LoginPage.alreadyFinished() }
             return LoginPage.render(

@@ -40,6 +40,13 @@ public struct OIDCBrowserDialect: BrowserLoginDialect {
     public func token(from response: HTTPResponse, for request: LoginRequest) async throws -> AccessToken {
         try await oidc.acceptToken(response, for: request, nonce: nonce, requireIDToken: true)
     }
+
+    /// RFC 9207: the redirect's `iss`, when present, must be the issuer; when discovery says
+    /// `authorization_response_iss_parameter_supported`, it must be present.
+    public var authorizationResponseIssuer: AuthorizationResponseIssuer? {
+        AuthorizationResponseIssuer(
+            issuer: oidc.endpoints.issuer, required: oidc.endpoints.authorizationResponseIssParameterSupported)
+    }
 }
 
 /// The device login of an OpenID provider (RFC 8628), with the ID token checked when one comes.

@@ -25,12 +25,15 @@ public struct OIDCEndpoints: Sendable, Hashable {
     public var deviceAuthorizationEndpoint: URL?
     /// Scopes the provider says it supports, when it says.
     public var scopesSupported: [String]?
+    /// Whether every authorization response carries `iss` (RFC 9207
+    /// `authorization_response_iss_parameter_supported`); a response without it is then refused.
+    public var authorizationResponseIssParameterSupported: Bool
 
     /// Creates endpoints.
     public init(
         issuer: String, authorizationEndpoint: URL, tokenEndpoint: URL, jwksURI: URL? = nil,
         userinfoEndpoint: URL? = nil, revocationEndpoint: URL? = nil, deviceAuthorizationEndpoint: URL? = nil,
-        scopesSupported: [String]? = nil
+        scopesSupported: [String]? = nil, authorizationResponseIssParameterSupported: Bool = false
     ) {
         self.issuer = issuer
         self.authorizationEndpoint = authorizationEndpoint
@@ -40,6 +43,7 @@ public struct OIDCEndpoints: Sendable, Hashable {
         self.revocationEndpoint = revocationEndpoint
         self.deviceAuthorizationEndpoint = deviceAuthorizationEndpoint
         self.scopesSupported = scopesSupported
+        self.authorizationResponseIssParameterSupported = authorizationResponseIssParameterSupported
     }
 
     /// Reads a discovery document (OpenID Connect Discovery 1.0 §3).
@@ -68,7 +72,9 @@ public struct OIDCEndpoints: Sendable, Hashable {
             userinfoEndpoint: try url("userinfo_endpoint", required: false),
             revocationEndpoint: try url("revocation_endpoint", required: false),
             deviceAuthorizationEndpoint: try url("device_authorization_endpoint", required: false),
-            scopesSupported: json?["scopes_supported"]?.arrayValue?.compactMap(\.stringValue))
+            scopesSupported: json?["scopes_supported"]?.arrayValue?.compactMap(\.stringValue),
+            authorizationResponseIssParameterSupported:
+                json?["authorization_response_iss_parameter_supported"]?.boolValue ?? false)
     }
 
     /// Fetches `issuer/.well-known/openid-configuration` and checks that its `issuer` is `issuer`

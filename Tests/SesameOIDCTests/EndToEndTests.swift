@@ -2,6 +2,7 @@ import Foundation
 import Sesame
 import SesameCurl
 import SesameEmulator
+import SesameHTTPServer
 import SesameOIDC
 import SesameTesting
 import Testing
@@ -77,6 +78,44 @@ struct OIDCEndToEndTests {
             // The unknown kid made the cache fetch the set once more, and only once.
             #expect(await harness.provider.keys?.fetchCount == 2)
         }
+    }
+
+    @Test(
+        "an authorization response with another iss, or none where discovery promises one, is refused (RFC 9207)",
+        arguments: [OIDCScenario.redirectWrongIssuer, .redirectNoIssuer])
+    func responseIssuer(scenario: OIDCScenario) async throws {
+        let harness = try await OIDCHarness.start()
+        defer { Task { await harness.stop() } }
+        #expect(harness.provider.endpoints.authorizationResponseIssParameterSupported)
+        try await harness.activate(scenario)
+        let store = InMemoryCredentialStore()
+        let session = harness.session(store: store, loginUI: harness.browserLogin(harness.browser()))
+        let error = try await #require(throws: AuthError.self) { try await session.open(allowLoginUI: true) }
+        #expect(error.loginFailedReason == .issuerMismatch)
+        #expect(error.message.contains("RFC 9207 issuer check"))
+        #expect(error.message.contains(scenario == .redirectNoIssuer ? "no 'iss'" : "another-issuer.example"))
+        #expect(await session.state == .closedLoginFailed)
+        #expect(try await store.list().isEmpty)
+        // The code was never exchanged.
+        #expect(harness.emulator.requestCount(path: "/token") == 0)
+    }
+
+    @Test("an authorization response without iss is accepted from a provider that does not promise one")
+    func responseIssuerOptional() async throws {
+        let harness = try await OIDCHarness.start()
+        defer { Task { await harness.stop() } }
+        var endpoints = harness.provider.endpoints
+        endpoints.authorizationResponseIssParameterSupported = false
+        let provider = OIDCProvider(
+            configuration: harness.provider.configuration, endpoints: endpoints, transport: harness.transport)
+        try await harness.activate(.redirectNoIssuer)
+        let session = OIDCSession(
+            provider: provider, transport: harness.transport, store: InMemoryCredentialStore(),
+            loginUI: OIDCBrowserLogin(
+                oidc: provider, receiver: LoopbackRedirectReceiver(timeout: .seconds(30)), opener: harness.browser(),
+                transport: harness.transport),
+            refreshLock: harness.refreshLock)
+        #expect(try await session.open(allowLoginUI: true) == .open)
     }
 
     @Test("a small clock skew is within the leeway")

@@ -111,6 +111,44 @@ struct OAuthTests {
         #expect(error?.message.contains("did not match") == true)
     }
 
+    /// (query, iss required, accepted): the RFC 9207 issuer check on a login redirect.
+    static let issuerCases: [(String, Bool, Bool)] = [
+        ("code=abc&state=xyz&iss=https%3A%2F%2Fid.example", false, true),
+        ("code=abc&state=xyz&iss=https%3A%2F%2Fid.example", true, true),
+        ("code=abc&state=xyz&iss=https%3A%2F%2Fevil.example", false, false),
+        ("code=abc&state=xyz&iss=https%3A%2F%2Fid.example%2F", false, false),  // compared without normalising
+        ("code=abc&state=xyz", false, true),
+        ("code=abc&state=xyz", true, false),
+        ("error=access_denied&state=xyz&iss=https%3A%2F%2Fevil.example", false, false),  // errors are checked too
+    ]
+
+    @Test(
+        "a redirect's iss must be the issuer when present, and present when the provider promises it",
+        arguments: issuerCases)
+    func redirectIssuer(query: String, required: Bool, accepted: Bool) throws {
+        let url = try #require(URL(string: "http://127.0.0.1/callback?" + query))
+        let expected = AuthorizationResponseIssuer(issuer: "https://id.example", required: required)
+        if accepted {
+            #expect(throws: Never.self) {
+                try OAuth.parseRedirect(url, expectedState: "xyz", expectedIssuer: expected, provider: "oidc")
+            }
+        } else {
+            let error = #expect(throws: AuthError.self) {
+                try OAuth.parseRedirect(url, expectedState: "xyz", expectedIssuer: expected, provider: "oidc")
+            }
+            #expect(error?.loginFailedReason == .issuerMismatch)
+            #expect(error?.message.contains("RFC 9207 issuer check") == true)
+            #expect(error?.providerInfo["check"]?.stringValue == "issuer")
+        }
+    }
+
+    @Test("without an expected issuer, iss is not looked at")
+    func redirectIssuerUnchecked() throws {
+        let url = try #require(
+            URL(string: "http://127.0.0.1/callback?code=abc&state=xyz&iss=https%3A%2F%2Fevil.example"))
+        #expect(try OAuth.parseRedirect(url, expectedState: "xyz") == .code("abc"))
+    }
+
     @Test(
         "garbage redirects are errors, never codes",
         arguments: [

@@ -21,6 +21,14 @@ public protocol BrowserLoginDialect: Sendable {
     /// - Throws: ``AuthError`` when the answer has no usable token. Failed answers never get
     ///   here: the flow classifies them with ``errorTaxonomy``.
     func token(from response: HTTPResponse, for request: LoginRequest) async throws -> AccessToken
+
+    /// What the redirect's `iss` must be (RFC 9207), when the provider has an issuer
+    /// identifier; `nil` (the default) checks nothing.
+    var authorizationResponseIssuer: AuthorizationResponseIssuer? { get }
+}
+
+extension BrowserLoginDialect {
+    public var authorizationResponseIssuer: AuthorizationResponseIssuer? { nil }
 }
 
 /// A browser login by RFC 6749's authorization code grant with PKCE (RFC 7636), as any
@@ -137,7 +145,7 @@ public struct BrowserLoginFlow: LoginUI {
         let opener = opener
         let transport = transport
         return try await receiver.receiveRedirect(
-            expectedState: state, provider: dialect.provider,
+            expectedState: state, expectedIssuer: dialect.authorizationResponseIssuer, provider: dialect.provider,
             open: { redirectURI in
                 let url = try dialect.authorizationURL(for: request, redirectURI: redirectURI, state: state, pkce: pkce)
                 try await opener.open(url)

@@ -27,6 +27,34 @@ public protocol RedirectReceiver: Sendable {
         open: (_ redirectURI: URL) async throws -> Void,
         complete: (_ outcome: RedirectOutcome, _ redirectURI: URL) async throws -> Result
     ) async throws -> Result
+
+    /// Runs one login's redirect round trip, also checking the redirect's `iss` (RFC 9207)
+    /// against `expectedIssuer` before `complete` sees it.
+    ///
+    /// A redirect that fails the check is refused with
+    /// ``AuthError/issuerMismatch(expected:received:provider:)``. The default implementation,
+    /// for receivers written before this check existed, runs
+    /// ``receiveRedirect(expectedState:provider:open:complete:)`` and does not check `iss`;
+    /// `LoopbackRedirectReceiver` checks it.
+    func receiveRedirect<Result: Sendable>(
+        expectedState: String,
+        expectedIssuer: AuthorizationResponseIssuer?,
+        provider: ProviderID?,
+        open: (_ redirectURI: URL) async throws -> Void,
+        complete: (_ outcome: RedirectOutcome, _ redirectURI: URL) async throws -> Result
+    ) async throws -> Result
+}
+
+extension RedirectReceiver {
+    public func receiveRedirect<Result: Sendable>(
+        expectedState: String,
+        expectedIssuer: AuthorizationResponseIssuer?,
+        provider: ProviderID?,
+        open: (_ redirectURI: URL) async throws -> Void,
+        complete: (_ outcome: RedirectOutcome, _ redirectURI: URL) async throws -> Result
+    ) async throws -> Result {
+        try await receiveRedirect(expectedState: expectedState, provider: provider, open: open, complete: complete)
+    }
 }
 
 /// Shows the person a web page, normally by opening their browser.
