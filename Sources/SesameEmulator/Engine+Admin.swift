@@ -160,7 +160,9 @@ extension EmulatorEngine {
         guard let scenario = EmulatorScenario(rawValue: name) else {
             throw GraphError.admin(EmulatorError.unknownScenario(name).message)
         }
-        let known: Set<String> = ["scenario", "user", "count", "delayMs", "permission", "regainAccessMinutes"]
+        let known: Set<String> = [
+            "scenario", "user", "count", "delayMs", "permission", "regainAccessMinutes", "path",
+        ]
         if let unknown = body.keys.sorted().first(where: { !known.contains($0) }) {
             throw GraphError.admin(
                 "Unknown scenario option '\(unknown)'; known: \(known.sorted().joined(separator: ", ")).")
@@ -178,7 +180,8 @@ extension EmulatorEngine {
         }
         let setting = ScenarioSetting(
             scenario, user: try text("user"), count: try integer("count"), delayMs: try integer("delayMs"),
-            permission: try text("permission"), regainAccessMinutes: try integer("regainAccessMinutes"))
+            permission: try text("permission"), regainAccessMinutes: try integer("regainAccessMinutes"),
+            path: try text("path"))
         try setting.validate()
         return setting
     }
@@ -193,6 +196,7 @@ extension EmulatorEngine {
         if let delay = active.setting.delayMs { object["delayMs"] = .int(delay) }
         if let permission = active.setting.permission { object["permission"] = .string(permission) }
         if let minutes = active.setting.regainAccessMinutes { object["regainAccessMinutes"] = .int(minutes) }
+        if let path = active.setting.path { object["path"] = .string(path) }
         return .object(object)
     }
 

@@ -117,6 +117,11 @@ extension EmulatorEngine {
                 request, segments: segments, versionPrefix: versionPrefix, isBatchItem: true)
             let itemAppID = self.appID(for: itemContext)
             usage.count(appID: itemAppID, at: now)
+            // Error scenarios act on the calls inside a batch as on calls on their own.
+            if let error = scenarioEffects(for: itemContext).error {
+                return OperationOutcome(
+                    response: graphErrorResponse(error, appID: itemAppID), name: name, omitOnSuccess: omitOnSuccess)
+            }
             return OperationOutcome(
                 response: answer(itemContext, appID: itemAppID), name: name, omitOnSuccess: omitOnSuccess)
         } catch let error as GraphError {

@@ -493,7 +493,8 @@ package final class EmulatorEngine: @unchecked Sendable {  // All mutable state 
     }
 
     /// What the active scenarios do to this Graph request (token scenarios act when the token is
-    /// resolved instead).
+    /// resolved instead). A call inside a batch gets only the error scenarios: delays and dropped
+    /// connections belong to the batch's own request.
     func scenarioEffects(for context: GraphContext) -> ScenarioEffects {
         var effects = ScenarioEffects()
         var consumed: [Int] = []
@@ -503,6 +504,8 @@ package final class EmulatorEngine: @unchecked Sendable {  // All mutable state 
             let scenario = active.setting.scenario
             if scenario.isTokenScenario || scenario == .permissionRevoked { continue }
             if let user = active.setting.user, user != userID { continue }
+            if let path = active.setting.path, path != context.segments.joined(separator: "/") { continue }
+            if context.isBatchItem, scenario == .slow || scenario == .dropConnection { continue }
             switch scenario {
             case .slow:
                 effects.delay += .milliseconds(active.setting.delayMs ?? 1000)

@@ -111,11 +111,14 @@ public struct ScenarioSetting: Sendable, Hashable, Codable {
     public var permission: String?
     /// For the throttling scenarios: `estimated_time_to_regain_access`, in minutes (default 5).
     public var regainAccessMinutes: Int?
+    /// Only Graph calls to this path (`me/feed`, without version or leading slash), including
+    /// the calls inside a batch; `nil` for every path. Token scenarios ignore it.
+    public var path: String?
 
     /// Creates a setting.
     public init(
         _ scenario: EmulatorScenario, user: String? = nil, count: Int? = nil, delayMs: Int? = nil,
-        permission: String? = nil, regainAccessMinutes: Int? = nil
+        permission: String? = nil, regainAccessMinutes: Int? = nil, path: String? = nil
     ) {
         self.scenario = scenario
         self.user = user
@@ -123,10 +126,12 @@ public struct ScenarioSetting: Sendable, Hashable, Codable {
         self.delayMs = delayMs
         self.permission = permission
         self.regainAccessMinutes = regainAccessMinutes
+        self.path = path.map { String($0.drop { $0 == "/" }) }
     }
 
     /// Reads a command-line value: a name, optionally followed by `,key=value` options, for
-    /// example `transient,count=2` or `slow,delayMs=250` or `app-removed,user=100000000000001`.
+    /// example `transient,count=2` or `slow,delayMs=250` or `app-removed,user=100000000000001`
+    /// or `transient,count=2,path=me/feed`.
     ///
     /// - Throws: ``EmulatorError`` naming the unknown scenario or option, or the bad number.
     public init(argument: String) throws {
@@ -153,9 +158,10 @@ public struct ScenarioSetting: Sendable, Hashable, Codable {
             case "delayMs": delayMs = try number()
             case "permission": permission = pair[1]
             case "regainAccessMinutes": regainAccessMinutes = try number()
+            case "path": path = String(pair[1].drop { $0 == "/" })
             default:
                 throw EmulatorError.invalidScenarioOption(
-                    option, reason: "known options are user, count, delayMs, permission, regainAccessMinutes")
+                    option, reason: "known options are user, count, delayMs, permission, regainAccessMinutes, path")
             }
         }
         try validate()
@@ -175,6 +181,9 @@ public struct ScenarioSetting: Sendable, Hashable, Codable {
         }
         if let user, user.isEmpty || user.count > 64 {
             throw EmulatorError.invalidScenarioOption("user", reason: "user must be a user id")
+        }
+        if let path, path.isEmpty || path.utf8.count > 256 {
+            throw EmulatorError.invalidScenarioOption("path", reason: "path must be a Graph path such as me/feed")
         }
         if let permission, permission.isEmpty || permission.count > 64 {
             throw EmulatorError.invalidScenarioOption("permission", reason: "permission must be a permission name")

@@ -149,7 +149,8 @@ public struct GraphClient: Sendable {
     /// call, in order: the answer, or that call's own classified error.
     ///
     /// An item's error is handed to the session like any other (an invalid token closes it)
-    /// but is not retried; the batch request itself goes through ``recovery``. Calls in a
+    /// but is not retried (``batchRetryingFailedItems(_:version:policy:)`` retries the passing
+    /// ones); the batch request itself goes through ``recovery``. Calls in a
     /// batch use the batch's version unless they name their own.
     ///
     /// - Throws: ``Sesame/AuthError`` for an empty or oversized batch, or when the whole batch
@@ -215,6 +216,62 @@ public struct GraphClient: Sendable {
             }
         }
         return results
+    }
+
+    /// Sends a batch like ``batch(_:version:)``, then sends again, in a new batch of just
+    /// those, the calls whose own errors say to retry, until they succeed or `policy` stops.
+    ///
+    /// Those are the errors whose recovery tactic is ``Sesame/RecoveryTactic/retry`` or
+    /// ``Sesame/RecoveryTactic/retryAfterBackoff``: passing (`is_transient`) and throttling
+    /// errors, and Facebook's temporary server failures (1, 2). A checkpointed account (459) is
+    /// a retry-category error that only the person can fix, so it is not sent again.
+    ///
+    /// `policy` decides per call, from its error and how many times it was sent: at most
+    /// ``Sesame/RecoveryPolicy/maxAttempts`` sends, back-off with jitter, never shorter than a
+    /// server hint, and no wait longer than ``Sesame/RecoveryPolicy/maxServerHint``. A round
+    /// waits the longest delay among the calls it sends again, on ``clock``. Answers that
+    /// succeeded and errors of other kinds (a duplicate post, a missing permission) are kept as
+    /// they came and never sent twice. When a whole retry batch fails, its calls get that error.
+    ///
+    /// - Parameters:
+    ///   - requests: 1 to 50 calls.
+    ///   - version: the batch's version, the client's when `nil`.
+    ///   - policy: the retry rules; the ``recovery`` processor's, or the default, when `nil`.
+    /// - Returns: one result per call, in order.
+    /// - Throws: ``Sesame/AuthError`` for an empty or oversized batch, or when the first batch
+    ///   failed as a whole; `CancellationError`.
+    public func batchRetryingFailedItems(
+        _ requests: [GraphRequest], version: String? = nil, policy: RecoveryPolicy? = nil
+    ) async throws -> [Result<GraphResponse, AuthError>] {
+        let policy = policy ?? recovery?.policy ?? RecoveryPolicy()
+        var results = try await batch(requests, version: version)
+        var sends = Array(repeating: 1, count: requests.count)
+        while true {
+            var again: [Int] = []
+            var wait = Duration.zero
+            for (index, result) in results.enumerated() {
+                guard case .failure(let error) = result,
+                    error.recoveryTactic == .retry || error.recoveryTactic == .retryAfterBackoff,
+                    case .retry(let delay) = policy.decide(for: error, attempt: sends[index])
+                else { continue }
+                again.append(index)
+                wait = max(wait, delay)
+            }
+            guard !again.isEmpty else { return results }
+            if let recovery, case .failure(let error) = results[again[0]] {
+                await recovery.delegate.willRetry(after: wait, attempt: sends[again[0]] + 1, error: error)
+            }
+            if wait > .zero { try await clock.sleep(for: wait) }
+            try Task.checkCancellation()
+            for index in again { sends[index] += 1 }
+            do {
+                let answers = try await batch(again.map { requests[$0] }, version: version)
+                for (position, index) in again.enumerated() { results[index] = answers[position] }
+            } catch let error as AuthError {
+                for index in again { results[index] = .failure(error) }
+                return results
+            }
+        }
     }
 
     // MARK: Paging

@@ -229,6 +229,7 @@ struct ScenarioTests {
                 ScenarioSetting(.userThrottled, user: "100000000000001", regainAccessMinutes: 9)
             ),
             ("permission-revoked,permission=email", ScenarioSetting(.permissionRevoked, permission: "email")),
+            ("transient,count=2,path=/me/feed", ScenarioSetting(.transient, count: 2, path: "me/feed")),
         ])
     func parseArgument(text: String, expected: ScenarioSetting) throws {
         #expect(try ScenarioSetting(argument: text) == expected)
@@ -236,7 +237,7 @@ struct ScenarioTests {
 
     @Test(
         "bad --scenario values are refused",
-        arguments: ["nope", "slow,delayMs", "slow,delayMs=-1", "slow,speed=3", "transient,count=0"])
+        arguments: ["nope", "slow,delayMs", "slow,delayMs=-1", "slow,speed=3", "transient,count=0", "transient,path="])
     func parseBadArgument(text: String) {
         #expect(throws: EmulatorError.self) { try ScenarioSetting(argument: text) }
     }
