@@ -12,6 +12,7 @@ let package = Package(
         .library(name: "SesameEmulator", targets: ["SesameEmulator"]),
         .library(name: "SesameFacebook", targets: ["SesameFacebook"]),
         .library(name: "SesameOIDC", targets: ["SesameOIDC"]),
+        .library(name: "SesameDesktop", targets: ["SesameDesktop"]),
         .executable(name: "sesame", targets: ["sesame"]),
         // Turns a provider's `*Errors.json` table into Swift at build time; usable by any provider.
         .plugin(name: "ErrorTableGeneratorPlugin", targets: ["ErrorTableGeneratorPlugin"]),
@@ -93,15 +94,34 @@ let package = Package(
 
         // The `sesame` command line: parsing and commands in a library the tests call directly,
         // and a thin executable.
-        .target(name: "SesameCommandLine", dependencies: ["Sesame", "SesameFacebook", "SesameEmulator"]),
+        .target(
+            name: "SesameCommandLine",
+            dependencies: ["Sesame", "SesameFacebook", "SesameDesktop", "SesameEmulator", "SesameCurl"]),
         .executableTarget(name: "sesame", dependencies: ["SesameCommandLine"]),
         .testTarget(
             name: "SesameCommandLineTests",
             dependencies: [
-                "SesameCommandLine", "SesameFacebook", "Sesame", "sesame", "SesameEmulator", "SesameCurl",
-                "SesameTestSupport",
+                "SesameCommandLine", "SesameFacebook", "Sesame", "SesameDesktop", "SesameEmulator", "SesameCurl",
+                "SesameTestSupport", "sesame", "fb-login", "fb-publish", "fb-errors",
             ]
         ),
+
+        // The desktop defaults in one call: libcurl, the keyring (a file only when opted in), the
+        // loopback receiver, the system browser, terminal presenters, configuration from flags,
+        // environment and config file, and the built-in emulator when no app is configured.
+        .target(
+            name: "SesameDesktop",
+            dependencies: ["Sesame", "SesameFacebook", "SesameCurl", "SesameHTTPServer", "SesameEmulator"]),
+
+        // The seed's sample app on a terminal: log in, publish, show the right message for each error.
+        .executableTarget(
+            name: "fb-login", dependencies: ["Sesame", "SesameFacebook", "SesameDesktop"], path: "Examples/fb-login"),
+        .executableTarget(
+            name: "fb-publish", dependencies: ["Sesame", "SesameFacebook", "SesameDesktop"],
+            path: "Examples/fb-publish"),
+        .executableTarget(
+            name: "fb-errors", dependencies: ["Sesame", "SesameFacebook", "SesameDesktop", "SesameEmulator"],
+            path: "Examples/fb-errors"),
 
         // Sessions, login, permissions, token lifecycle and the Graph client, end to end against
         // the emulator over CurlTransport, plus unit tests on a recording transport.
