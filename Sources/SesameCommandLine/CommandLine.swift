@@ -1,5 +1,6 @@
 import Foundation
 import Sesame
+import SesameDesktop
 
 /// What a `sesame` command line asks for: the result of ``SesameCLI/parse(_:)``, a
 /// value that tests compare directly.
@@ -8,8 +9,16 @@ package enum Command: Sendable, Equatable {
     case help(command: String?)
     /// `sesame explain-error`.
     case explainError(ExplainError)
+    /// `sesame login|token|logout|switch|permissions PROVIDER ...`.
+    case provider(ProviderCommand)
+    /// `sesame status`.
+    case status(StatusCommand)
+    /// `sesame doctor`.
+    case doctor(DoctorCommand)
     /// `sesame emulator`.
     case emulator(EmulatorCommand)
+    /// `sesame providers`.
+    case providers
 }
 
 /// One command of the tree: its spec, and how to turn its parsed arguments into a ``Command``.
@@ -34,21 +43,28 @@ package enum ExitStatus {
     package static let noInput: Int32 = 66
     /// EX_UNAVAILABLE: a service the command needs is missing.
     package static let unavailable: Int32 = 69
+    /// EX_IOERR: reading or writing failed.
+    package static let ioError: Int32 = 74
+    /// EX_TEMPFAIL: a passing failure; try again later.
+    package static let temporaryFailure: Int32 = 75
+    /// EX_NOPERM: not logged in, or a permission is missing.
+    package static let permission: Int32 = 77
 }
 
 /// The `sesame` command line: the command tree, the parser and the runner.
 package enum SesameCLI {
     /// Every command, in the order help lists them.
     package static let commands: [CommandDefinition] = [
-        ExplainError.definition,
-        EmulatorCommand.definition,
+        ProviderCommands.login, StatusCommand.definition, ProviderCommands.token, ProviderCommands.logout,
+        ProviderCommands.switchAccount, ProviderCommands.permissions, DoctorCommand.definition,
+        EmulatorCommand.definition, ExplainError.definition, ProvidersCommand.definition,
     ]
 
     /// The top-level help.
     package static var help: String {
         var text = """
-            sesame: sign in with identity providers from a Linux desktop or terminal, and
-            understand what their errors mean.
+            sesame: sign in with identity providers from a Linux desktop or terminal, keep the
+            logins in the keyring, and understand what the providers' errors mean.
 
             USAGE
               sesame <command> [options]
@@ -58,7 +74,15 @@ package enum SesameCLI {
 
             """
         text += HelpFormatter.table(commands.map { ($0.spec.name, $0.spec.summary) })
-        text += "\nRun 'sesame <command> --help' for a command's options.\n"
+        text += """
+
+            With no app id configured, commands use Sesame's built-in Facebook emulator, whose state
+            is kept under $XDG_STATE_HOME/sesame/. Exit statuses follow sysexits(3): 64 usage,
+            69 unavailable, 75 try again later, 77 not logged in or missing permission.
+
+            Run 'sesame <command> --help' for a command's options.
+
+            """
         return text
     }
 
@@ -108,7 +132,11 @@ package enum SesameCLI {
     }
 
     /// Parses and runs a command line, printing through `io`; returns the exit status.
-    package static func main(_ arguments: [String], io: CommandIO = .standard) async -> Int32 {
+    package static func main(
+        _ arguments: [String], io: CommandIO = .standard,
+        environment: [String: String] = ProcessInfo.processInfo.environment,
+        keyring: DesktopStorage.KeyringFactory? = nil
+    ) async -> Int32 {
         let command: Command
         do {
             command = try parse(arguments)
@@ -123,8 +151,33 @@ package enum SesameCLI {
             return ExitStatus.success
         case .explainError(let explain):
             return await explain.run(io: io)
-        case .emulator(let emulator):
-            return await emulator.run(io: io)
+        case .providers:
+            return ProvidersCommand.run(io: io)
+        default:
+            break
+        }
+        let context = CommandContext(
+            io: io, environment: environment, terminal: .current(environment: environment), keyring: keyring)
+        var providerName = "facebook"
+        do {
+            switch command {
+            case .provider(let providerCommand):
+                providerName = providerCommand.provider
+                guard let adapter = ProviderTable.named(providerCommand.provider) else { return ExitStatus.usage }
+                return try await adapter.run(providerCommand, context: context)
+            case .status(let status):
+                return try await status.run(context: context)
+            case .doctor(let doctor):
+                return await doctor.run(context: context)
+            case .emulator(let emulator):
+                return await emulator.run(io: io)
+            default:
+                return ExitStatus.success
+            }
+        } catch {
+            let failure = CommandFailure.from(error, provider: providerName)
+            io.writeError("sesame: \(failure.message)\n")
+            return failure.status
         }
     }
 }

@@ -76,7 +76,8 @@ public struct DesktopConfiguration: Sendable, Hashable {
     public init(
         facebookAppID: Sourced<String>? = nil, facebookClientToken: Sourced<String>? = nil,
         facebookGraphURL: Sourced<URL>? = nil, facebookDialogURL: Sourced<URL>? = nil,
-        facebookGraphVersion: Sourced<String>? = nil, storage: Sourced<StorageMode> = Sourced(.keyring, source: "default"),
+        facebookGraphVersion: Sourced<String>? = nil,
+        storage: Sourced<StorageMode> = Sourced(.keyring, source: "default"),
         configFile: URL? = nil
     ) {
         self.facebookAppID = facebookAppID

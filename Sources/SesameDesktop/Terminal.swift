@@ -115,7 +115,8 @@ public struct TerminalLoginPresenter: DeviceCodePresenter {
             "To sign in to \(providerName), open \(authorization.verificationURL.absoluteString) and enter the code\n\n"
                 + "    \(terminal.bold(authorization.userCode))\n\n")
         if let emulatorApproval { await emulatorApproval.offer(.device(userCode: authorization.userCode)) }
-        let message = "Waiting for you to finish (the code expires in \(Int(authorization.expiresIn.components.seconds / 60)) min)..."
+        let message =
+            "Waiting for you to finish (the code expires in \(Int(authorization.expiresIn.components.seconds / 60)) min)..."
         spinner.value.withLock { $0 = Spinner(message, terminal: terminal) }
     }
 
@@ -125,7 +126,8 @@ public struct TerminalLoginPresenter: DeviceCodePresenter {
         case .succeeded: result = terminal.green("✓") + " Signed in."
         case .cancelled: result = "Cancelled."
         case .failed(let error) where error.category == .userCancelled: result = "The sign-in was declined."
-        case .failed(let error): result = terminal.red("✗") + " The sign-in failed: \(error.userMessage ?? error.message)"
+        case .failed(let error):
+            result = terminal.red("✗") + " The sign-in failed: \(error.userMessage ?? error.message)"
         }
         let current = spinner.value.withLock { state -> Spinner? in
             defer { state = nil }
