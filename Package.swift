@@ -120,7 +120,8 @@ let package = Package(
             name: "fb-publish", dependencies: ["Sesame", "SesameFacebook", "SesameDesktop"],
             path: "Examples/fb-publish"),
         .executableTarget(
-            name: "fb-errors", dependencies: ["Sesame", "SesameFacebook", "SesameDesktop", "SesameEmulator"],
+            name: "fb-errors",
+            dependencies: ["Sesame", "SesameFacebook", "SesameDesktop", "SesameEmulator", "SesameCurl"],
             path: "Examples/fb-errors"),
 
         // Sessions, login, permissions, token lifecycle and the Graph client, end to end against
