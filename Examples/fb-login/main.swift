@@ -30,8 +30,9 @@ let session = facebook.session()
 let changes = await session.stateChanges()
 let observer = Task {
     for await change in changes {
-        print("session: \(change.previousState) → \(change.state)"
-            + (change.error.map { " (\($0.category.rawValue))" } ?? ""))
+        print(
+            "session: \(change.previousState) → \(change.state)"
+                + (change.error.map { " (\($0.category.rawValue))" } ?? ""))
         if change.state.isOpen || change.state.isClosed { break }
     }
 }

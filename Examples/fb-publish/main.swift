@@ -32,7 +32,7 @@ final class Recovery: FacebookRecoveryDelegate {
 
     func reauthenticate(reason: ReauthenticationReason) async throws -> Bool {
         guard let session = session.withLock({ $0 }) else { return false }
-        print("\(reason.title): \(reason.message)")
+        if !reason.messageShown { print("\(reason.title): \(reason.message)") }
         try await session.openActiveSession(readPermissions: ["public_profile"], allowLoginUI: true)
         return true
     }

@@ -1,0 +1,186 @@
+import Foundation
+import Sesame
+import SesameCurl
+import Synchronization
+import Testing
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// A throw-away home for the `sesame` programs: temporary XDG directories, file (or memory)
+/// storage, and a record of everything every run printed, for the check that no token leaks.
+final class CLIHarness: Sendable {
+    let root: URL
+    let environment: [String: String]
+    private let outputs = Mutex<[(command: String, text: String)]>([])
+
+    init(storage: String = "file") throws {
+        root = FileManager.default.temporaryDirectory.appending(path: "sesame-cli-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: root, withIntermediateDirectories: true)
+        var environment = ProcessInfo.processInfo.environment
+        for name in environment.keys where name.hasPrefix("SESAME_") && name != "SESAME_TEST_KEYRING" {
+            environment[name] = nil
+        }
+        environment["XDG_STATE_HOME"] = root.appending(path: "state").path
+        environment["XDG_CONFIG_HOME"] = root.appending(path: "config").path
+        environment["HOME"] = root.appending(path: "home").path
+        environment["SESAME_STORAGE"] = storage
+        environment["NO_COLOR"] = "1"
+        self.environment = environment
+    }
+
+    deinit { try? FileManager.default.removeItem(at: root) }
+
+    /// Runs a built program to the end, reading both pipes before waiting.
+    @discardableResult
+    func run(
+        _ program: String, _ arguments: [String], input: Data = Data(), environment extra: [String: String] = [:]
+    ) async throws -> ProcessResult {
+        let running = try LiveProcess(
+            try ProcessRunner.builtExecutable(program), arguments, environment: environment.merging(extra) { $1 },
+            input: input)
+        let result = await running.finish()
+        outputs.withLock {
+            $0.append(("\(program) \(arguments.joined(separator: " "))", result.standardOutput + result.standardError))
+        }
+        return result
+    }
+
+    /// Starts a program and returns it running (for a login to approve through the admin API).
+    func start(
+        _ program: String, _ arguments: [String], environment extra: [String: String] = [:]
+    ) throws -> LiveProcess {
+        try LiveProcess(
+            try ProcessRunner.builtExecutable(program), arguments, environment: environment.merging(extra) { $1 },
+            input: Data())
+    }
+
+    func record(_ command: String, _ result: ProcessResult) {
+        outputs.withLock { $0.append((command, result.standardOutput + result.standardError)) }
+    }
+
+    /// The access tokens in the credential file now.
+    func storedTokens() async throws -> [String] {
+        let store = FileCredentialStore(url: root.appending(path: "state/sesame/credentials.json"))
+        return try await store.list(provider: nil).map(\.token.tokenString)
+    }
+
+    /// Checks that none of `tokens` appears in any output except `sesame token`'s.
+    func expectNoTokenLeaks(_ tokens: [String]) {
+        let all = outputs.withLock { $0 }
+        #expect(!all.isEmpty)
+        for token in Set(tokens) where token.count >= 8 {
+            for (command, text) in all where !command.hasPrefix("sesame token") {
+                #expect(!text.contains(token), "a token appeared in the output of '\(command)'")
+            }
+        }
+    }
+
+    /// Approves a device login through the emulator's admin API, reading the emulator's address
+    /// and the code from what the program printed.
+    func approveDevice(of process: LiveProcess, grant: [String]? = nil) async throws {
+        let printed = try await process.waitForError(matching: #"enter the code\n\n\s+[A-Z0-9]{4,}\n"#)
+        let base = try #require(
+            printed.firstMatch(of: #/open (http://127\.0\.0\.1:\d+)/device/#).map { String($0.1) })
+        let code = try #require(printed.firstMatch(of: #/\n\s+([A-Z0-9]{4,})\s*\n/#).map { String($0.1) })
+        var body: [String: JSONValue] = ["user_code": .string(code)]
+        if let grant { body["grant"] = .array(grant.map { .string($0) }) }
+        let response = try await CurlTransport().send(
+            HTTPRequest(
+                method: .post, url: URL(string: "\(base)/__sesame/device/approve")!,
+                headers: ["Content-Type": "application/json"], body: Data(JSONValue.object(body).jsonText.utf8)))
+        #expect(response.status == 200, "admin approve: \(String(decoding: response.body, as: UTF8.self))")
+    }
+}
+
+/// A program running in the background whose standard error is read as it comes.
+final class LiveProcess: Sendable {
+    private let process: Process
+    private let output = Mutex(Data())
+    private let error = Mutex(Data())
+    private let done = Mutex<ProcessResult?>(nil)
+    private let finished = DispatchSemaphore(value: 0)
+
+    init(_ executable: URL, _ arguments: [String], environment: [String: String], input: Data) throws {
+        let process = Process()
+        process.executableURL = executable
+        process.arguments = arguments
+        process.environment = environment
+        let outputPipe = Pipe()
+        let errorPipe = Pipe()
+        let inputPipe = Pipe()
+        process.standardOutput = outputPipe
+        process.standardError = errorPipe
+        process.standardInput = inputPipe
+        self.process = process
+        try process.run()
+        Thread.detachNewThread {
+            inputPipe.fileHandleForWriting.write(input)
+            try? inputPipe.fileHandleForWriting.close()
+        }
+        let errorDone = DispatchSemaphore(value: 0)
+        Thread.detachNewThread { [self] in
+            // read(2) returns what has arrived, so the test sees each line as it is printed.
+            let descriptor = errorPipe.fileHandleForReading.fileDescriptor
+            var buffer = [UInt8](repeating: 0, count: 4096)
+            while true {
+                let count = buffer.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) }
+                if count < 0 && errno == EINTR { continue }
+                if count <= 0 { break }
+                self.error.withLock { $0.append(contentsOf: buffer[0..<count]) }
+            }
+            errorDone.signal()
+        }
+        Thread.detachNewThread { [self] in
+            let data = outputPipe.fileHandleForReading.readDataToEndOfFile()
+            self.output.withLock { $0 = data }
+            errorDone.wait()
+            process.waitUntilExit()
+            done.withLock {
+                $0 = ProcessResult(
+                    status: process.terminationStatus, standardOutput: String(decoding: data, as: UTF8.self),
+                    standardError: String(decoding: error.withLock { $0 }, as: UTF8.self))
+            }
+            finished.signal()
+        }
+    }
+
+    /// Standard error so far.
+    var standardError: String { String(decoding: error.withLock { $0 }, as: UTF8.self) }
+
+    /// Waits until standard error contains `text` (or the program exits without it).
+    func waitForError(containing text: String) async throws -> String {
+        try await waitForError { $0.contains(text) }
+    }
+
+    /// Waits until standard error matches `pattern`.
+    func waitForError(matching pattern: String) async throws -> String {
+        let regex = try Regex(pattern)
+        return try await waitForError { $0.firstMatch(of: regex) != nil }
+    }
+
+    private func waitForError(_ ready: (String) -> Bool) async throws -> String {
+        while true {
+            let text = standardError
+            if ready(text) { return text }
+            if done.withLock({ $0 != nil }) {
+                throw ProcessEnded(description: "the program exited first; it printed: \(text)")
+            }
+            try await Task.sleep(for: .milliseconds(20))  // polling for output, not timing anything
+        }
+    }
+
+    struct ProcessEnded: Error, CustomStringConvertible { var description: String }
+
+    /// Waits for the exit.
+    func finish() async -> ProcessResult {
+        await withCheckedContinuation { continuation in
+            Thread.detachNewThread { [self] in
+                finished.wait()
+                finished.signal()
+                continuation.resume(returning: done.withLock { $0! })
+            }
+        }
+    }
+}

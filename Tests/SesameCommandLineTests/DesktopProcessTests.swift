@@ -1,0 +1,271 @@
+import Foundation
+import Sesame
+import SesameEmulator
+import Testing
+
+/// `sesame` and the examples run as processes against the built-in emulator, each test in its
+/// own temporary XDG directories with file storage.
+@Suite("sesame and the examples as processes")
+struct DesktopProcessTests {
+    @Test("device login approved through the admin API; the next run opens silently; status, token, logout")
+    func deviceLoginLifecycle() async throws {
+        let cli = try CLIHarness()
+        let login = try cli.start("sesame", ["login", "facebook", "--scopes", "email"])
+        try await cli.approveDevice(of: login)
+        let result = await login.finish()
+        cli.record("sesame login facebook", result)
+        #expect(result.status == 0, "\(result.standardError)")
+        #expect(result.standardError.contains("Using Sesame's built-in Facebook emulator at http://127.0.0.1:"))
+        #expect(result.standardOutput.contains("Logged in to the Facebook emulator as Sam Sesame (100000000000001)"))
+        #expect(result.standardOutput.contains("email"))
+
+        // A second start: the cached token opens the session without any login UI.
+        let again = try await cli.run("fb-login", [])
+        #expect(again.status == 0)
+        #expect(again.standardOutput.contains("session: created → createdTokenLoaded"))
+        #expect(again.standardOutput.contains("Welcome back, Sam Sesame"))
+        #expect(!again.standardError.contains("enter the code"))
+
+        let status = try await cli.run("sesame", ["status", "--json"])
+        #expect(status.status == 0)
+        let document = try #require(JSONValue(parsing: Data(status.standardOutput.utf8)))
+        try Self.expectStatusSchema(document)
+        let account = try #require(document["providers"]?[0]?["accounts"]?[0])
+        #expect(account["user_id"]?.stringValue == "100000000000001")
+        #expect(account["user_name"]?.stringValue == "Sam Sesame")
+        #expect(account["granted"]?.arrayValue?.contains(.string("email")) == true)
+        #expect(account["active"]?.boolValue == true)
+        #expect(account["token_valid"]?.boolValue == true)
+        #expect(document["providers"]?[0]?["storage"]?["reason"]?.stringValue?.contains("SESAME_STORAGE") == true)
+
+        let token = try await cli.run("sesame", ["token", "facebook"])
+        #expect(token.status == 0)
+        let stored = try await cli.storedTokens()
+        #expect(stored == [token.standardOutput.trimmingCharacters(in: .newlines)])
+
+        let logout = try await cli.run("sesame", ["logout", "facebook"])
+        #expect(logout.status == 0)
+        #expect(try await cli.storedTokens().isEmpty)
+        let after = try await cli.run("sesame", ["token", "facebook"])
+        #expect(after.status == 77)
+        #expect(after.standardError.contains("sesame login facebook"))
+        // No token: the login screen and a device login again.
+        let relogin = try cli.start("fb-login", [])
+        try await cli.approveDevice(of: relogin)
+        let fresh = await relogin.finish()
+        cli.record("fb-login", fresh)
+        #expect(fresh.standardOutput.contains("Log in with Facebook"))
+        #expect(fresh.standardOutput.contains("session: created → opening"))
+        #expect(fresh.standardOutput.contains("Logged in as Sam Sesame."))
+        cli.expectNoTokenLeaks(stored + (try await cli.storedTokens()))
+    }
+
+    /// The documented `status --json` schema: these keys, these types.
+    static func expectStatusSchema(_ document: JSONValue) throws {
+        #expect(document["version"]?.lenientInt == 1)
+        let providers = try #require(document["providers"]?.arrayValue)
+        for provider in providers {
+            #expect(provider["provider"]?.stringValue != nil)
+            #expect(provider["app_id"]?.stringValue != nil)
+            #expect(provider["emulator"] != nil)
+            #expect(provider["storage"]?["backend"]?.stringValue != nil)
+            #expect(provider["storage"]?["reason"]?.stringValue != nil)
+            for account in try #require(provider["accounts"]?.arrayValue) {
+                let keys = Set(try #require(account.objectValue).keys)
+                #expect(
+                    keys == [
+                        "account", "active", "user_id", "user_name", "granted", "declined", "expires_at",
+                        "data_access_expires_at", "needs_login", "token_valid", "problem", "last_usage",
+                    ])
+                #expect(account["granted"]?.arrayValue != nil && account["declined"]?.arrayValue != nil)
+                if let expiry = account["expires_at"]?.stringValue {
+                    #expect(ISO8601DateFormatter().date(from: expiry) != nil)
+                }
+            }
+        }
+    }
+
+    @Test("--with-token reads standard input, checks the token, and refuses a bad one without echoing it")
+    func withToken() async throws {
+        let cli = try CLIHarness()
+        try await cli.run("sesame", ["login", "facebook"], environment: ["SESAME_EMULATOR_APPROVE": "auto"])
+        let token = try await cli.run("sesame", ["token", "facebook"])
+        let secret = token.standardOutput.trimmingCharacters(in: .newlines)
+        try await cli.run("sesame", ["logout", "facebook"])  // forgets it here; the emulator still accepts it
+
+        let login = try await cli.run(
+            "sesame", ["login", "facebook", "--with-token"], input: Data((secret + "\n").utf8))
+        #expect(login.status == 0, "\(login.standardError)")
+        #expect(try await cli.storedTokens() == [secret])
+
+        let bogus = "EAAbogus0token0that0facebook0never0issued"
+        let refused = try await cli.run(
+            "sesame", ["login", "facebook", "--with-token", "--account", "other"], input: Data(bogus.utf8))
+        #expect(refused.status == 65)
+        #expect(refused.standardError.contains("not accepted"))
+        #expect(!(refused.standardOutput + refused.standardError).contains(bogus))
+        #expect(try await cli.storedTokens() == [secret])
+        cli.expectNoTokenLeaks([secret, bogus])
+    }
+
+    @Test("accounts: a second login under another name, switch, and status marks the active one")
+    func accounts() async throws {
+        let cli = try CLIHarness()
+        let approve = ["SESAME_EMULATOR_APPROVE": "auto"]
+        try await cli.run("sesame", ["login", "facebook"], environment: approve)
+        try await cli.run("sesame", ["login", "facebook", "--account", "work"], environment: approve)
+        let unknown = try await cli.run("sesame", ["switch", "facebook", "nobody"])
+        #expect(unknown.status == 64)
+        #expect(unknown.standardError.contains("default, work"))
+        #expect(try await cli.run("sesame", ["switch", "facebook", "default"]).status == 0)
+        let status = try await cli.run("sesame", ["status", "--json"])
+        let accounts = try #require(JSONValue(parsing: Data(status.standardOutput.utf8))?["providers"]?[0]?["accounts"])
+        let active = (accounts.arrayValue ?? []).filter { $0["active"]?.boolValue == true }.map { $0["account"] }
+        #expect(active == [.string("default")])
+        cli.expectNoTokenLeaks(try await cli.storedTokens())
+    }
+
+    /// A scenario for `fb-publish`, and what its output must show.
+    struct PublishCase: Sendable, CustomTestStringConvertible {
+        var scenario: String
+        var status: Int32
+        var shows: [String]
+        var testDescription: String { scenario }
+    }
+
+    @Test(
+        "fb-publish under each relevant scenario",
+        arguments: [
+            PublishCase(scenario: "", status: 0, shows: ["Posted: 100000000000001_"]),
+            PublishCase(
+                scenario: "transient,count=1", status: 0, shows: ["before attempt 2", "Posted: 100000000000001_"]),
+            PublishCase(
+                scenario: "app-throttled,count=1,regainAccessMinutes=0", status: 0,
+                shows: ["(#4) Application request limit", "before attempt 2", "Posted:"]),
+            PublishCase(
+                scenario: "permission-revoked,count=1", status: 0,
+                shows: ["Facebook needs your permission again to publish", "Posted:"]),
+            PublishCase(scenario: "app-removed", status: 0, shows: ["Session Error", "removed", "Posted:"]),
+            PublishCase(
+                scenario: "duplicate-post", status: 1,
+                shows: ["Something Went Wrong: You already posted this."]),
+            PublishCase(
+                scenario: "unknown-error", status: 1,
+                shows: ["Unable to post to open graph. Please try again later."]),
+        ])
+    func publish(_ example: PublishCase) async throws {
+        let cli = try CLIHarness()
+        let approve = ["SESAME_EMULATOR_APPROVE": "auto"]
+        // Logged in with publish_actions granted first, so the scenario meets the post itself.
+        let first = try await cli.run("fb-publish", ["first post"], environment: approve)
+        #expect(first.status == 0, "\(first.standardOutput)\(first.standardError)")
+        #expect(first.standardOutput.contains("Asking for permission to publish"))
+        let result = try await cli.run(
+            "fb-publish", ["hello, \(example.scenario)"],
+            environment: approve.merging(["SESAME_EMULATOR_SCENARIO": example.scenario]) { $1 })
+        #expect(result.status == example.status, "\(result.standardOutput)\(result.standardError)")
+        for text in example.shows { #expect(result.standardOutput.contains(text), "\(result.standardOutput)") }
+        #expect(!result.standardOutput.contains("Asking for permission to publish"))  // granted already
+        cli.expectNoTokenLeaks(try await cli.storedTokens())
+    }
+
+    /// What `fb-errors NAME` must show for a scenario: the alert's title and message, or none.
+    static let alerts: [(String, String?, String?)] = [
+        ("app-removed", "Session Error", "The app was removed. Please log in again."),
+        ("password-changed", "Session Error", "Your current session is no longer valid. Please log in again."),
+        ("token-expired", "Session Error", "Your current session is no longer valid. Please log in again."),
+        ("invalid-session", "Session Error", "Your current session is no longer valid. Please log in again."),
+        ("checkpointed", "Something Went Wrong", "Log in at www.facebook.com to unlock it"),
+        ("unconfirmed-user", "Something Went Wrong", "Your Facebook account is not confirmed yet."),
+        ("permission-revoked", "Permission Error", "It will ask you for it again."),
+        ("duplicate-post", "Something Went Wrong", "You already posted this."),
+        ("user-message", "Something Went Wrong", "You've been temporarily blocked"),
+        ("app-throttled", "Unknown Error", "Error. Please try again later."),
+        ("user-throttled", "Unknown Error", "Error. Please try again later."),
+        ("page-throttled", "Unknown Error", "Error. Please try again later."),
+        ("rate-limited", "Unknown Error", "Error. Please try again later."),
+        ("transient", "Unknown Error", "Error. Please try again later."),
+        ("unknown-error", "Unknown Error", "Error. Please try again later."),
+        ("drop-connection", "Unknown Error", "Error. Please try again later."),
+        ("slow", nil, nil),
+    ]
+
+    @Test("the table above covers every emulator scenario")
+    func everyScenarioIsCovered() {
+        #expect(Set(Self.alerts.map(\.0)) == Set(EmulatorScenario.allCases.map(\.rawValue)))
+    }
+
+    @Test("fb-errors shows the seed's alert for each scenario", arguments: Self.alerts)
+    func errorAlert(_ scenario: String, _ title: String?, _ message: String?) async throws {
+        let cli = try CLIHarness(storage: "memory")
+        let result = try await cli.run("fb-errors", [scenario])
+        #expect(result.status == 0, "\(result.standardError)")
+        // The box joins wrapped lines with "│ ... │"; unwrap it to read the message.
+        let text = result.standardOutput.split(separator: "\n").map {
+            $0.trimmingCharacters(in: CharacterSet(charactersIn: "│ "))
+        }.joined(separator: " ")
+        if let title, let message {
+            #expect(result.standardOutput.contains("│ \(title) "))
+            #expect(text.contains(message), "\(result.standardOutput)")
+            #expect(result.standardOutput.contains("[ OK ]"))
+        } else {
+            #expect(!result.standardOutput.contains("[ OK ]"))
+            #expect(result.standardOutput.contains("no error"))
+        }
+    }
+
+    @Test("fb-errors reads an error body from standard input; a cancelled login shows nothing")
+    func errorFromStandardInput() async throws {
+        let cli = try CLIHarness(storage: "memory")
+        let removed = try await cli.run(
+            "fb-errors", ["-"], input: Data(#"{"error":{"code":190,"error_subcode":458,"type":"OAuthException"}}"#.utf8)
+        )
+        #expect(removed.standardOutput.contains("The app was removed. Please log in again."))
+        let all = try await cli.run("fb-errors", ["--all"])
+        #expect(all.status == 0)
+        #expect(all.standardOutput.components(separatedBy: "== ").count - 1 == EmulatorScenario.allCases.count)
+    }
+
+    @Test(
+        "usage errors exit 64 with a sentence and the usage",
+        arguments: [
+            ["login"], ["login", "myspace"], ["login", "facebook", "--device", "--web"],
+            ["login", "facebook", "--with-token", "--web"], ["status", "--jsn"], ["token"],
+            ["switch", "facebook"], ["permissions", "facebook", "request"],
+            ["permissions", "facebook", "request", "publish_actions", "--audience", "nobody"],
+            ["permissions", "facebook", "frobnicate"], ["logout", "facebook", "extra"], ["nonsense"],
+            ["login", "facebook", "--storage", "cloud"], ["emulator", "--port", "99999"],
+        ])
+    func usageErrors(_ arguments: [String]) async throws {
+        let cli = try CLIHarness()
+        let result = try await cli.run("sesame", arguments)
+        #expect(result.status == 64)
+        #expect(result.standardOutput.isEmpty)
+        #expect(result.standardError.contains("USAGE"))
+    }
+
+    @Test("--help on every command, from the tree, exits 0")
+    func help() async throws {
+        let cli = try CLIHarness()
+        for command in [
+            "login", "status", "token", "logout", "switch", "permissions", "doctor", "emulator", "explain-error",
+            "providers",
+        ] {
+            let result = try await cli.run("sesame", [command, "--help"])
+            #expect(result.status == 0)
+            #expect(result.standardOutput.hasPrefix("sesame \(command): "))
+        }
+    }
+
+    @Test("the keyring is never silently replaced by a file")
+    func noSilentDowngrade() async throws {
+        let cli = try CLIHarness(storage: "keyring")
+        let result = try await cli.run("sesame", ["status"])
+        if ProcessInfo.processInfo.environment["SESAME_TEST_KEYRING"] == "1" {
+            print("SESAME_TEST_KEYRING=1, but this build has no keyring backend yet: checking the refusal")
+        }
+        #expect(result.status == 69)
+        #expect(result.standardError.contains("--storage file"))
+        #expect(!FileManager.default.fileExists(atPath: cli.root.appending(path: "state/sesame/credentials.json").path))
+    }
+}
