@@ -1,6 +1,7 @@
 import Foundation
 import Sesame
 import SesameEmulator
+import SesameTestSupport
 import Testing
 
 /// `sesame` and the examples run as processes against the built-in emulator, each test in its

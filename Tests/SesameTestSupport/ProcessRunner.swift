@@ -11,6 +11,13 @@ public struct ProcessResult: Sendable {
     public var standardOutput: String
     /// Everything written to standard error.
     public var standardError: String
+
+    /// A result (for runners that read the process themselves, as it prints).
+    public init(status: Int32, standardOutput: String, standardError: String) {
+        self.status = status
+        self.standardOutput = standardOutput
+        self.standardError = standardError
+    }
 }
 
 /// Runs built executables of this package as processes, off the cooperative thread pool.
