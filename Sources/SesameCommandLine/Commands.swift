@@ -368,6 +368,14 @@ package struct DoctorCommand: Sendable, Equatable {
         do {
             let configuration = try DesktopConfiguration.resolve(
                 overrides: .init(storage: storage), environment: environment)
+            if configuration.storage.value == .file || configuration.storage.value == .memory {
+                // The keyring is not in use, so its absence is worth knowing but not a failure.
+                lines = lines.map { line in
+                    var line = line
+                    if line.level == .problem { line.level = .warning }
+                    return line
+                }
+            }
             if let file = configuration.configFile { lines.append(DoctorLine(.ok, "Config file: \(file.path).")) }
             do {
                 let selection = try await DesktopStorage.select(
@@ -397,7 +405,8 @@ package struct DoctorCommand: Sendable, Equatable {
                 mark = terminal.red("✗")
                 if status == ExitStatus.success { status = ExitStatus.unavailable }
             }
-            context.io.write("\(mark) \(line.text)" + (line.fix.map { " To fix: \($0)." } ?? "") + "\n")
+            let fix = line.fix.map { line.level == .info ? "; \($0)." : " To fix: \($0)." } ?? ""
+            context.io.write("\(mark) \(line.text)\(fix)\n")
         }
         return status
     }

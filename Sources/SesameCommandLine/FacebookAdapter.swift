@@ -254,8 +254,8 @@ struct FacebookAdapter: ProviderAdapter {
                 DoctorLine(
                     .info,
                     "Facebook: no app id is configured, so commands use the built-in emulator (state in "
-                        + "\(context.environment["XDG_STATE_HOME"] ?? "~/.local/state")/sesame/).",
-                    fix: "set SESAME_FACEBOOK_APP_ID (or facebook.app_id in the config file) to use a real app")
+                        + "\(context.environment["XDG_STATE_HOME"] ?? "~/.local/state")/sesame/)",
+                    fix: "to use a real app, set SESAME_FACEBOOK_APP_ID (or facebook.app_id in the config file)")
             ]
         }
         var lines = [DoctorLine(.ok, "Facebook app id \(appID.value), from \(appID.source).")]
