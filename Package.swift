@@ -96,7 +96,10 @@ let package = Package(
         // and a thin executable.
         .target(
             name: "SesameCommandLine",
-            dependencies: ["Sesame", "SesameFacebook", "SesameDesktop", "SesameEmulator", "SesameCurl"]),
+            dependencies: [
+                "Sesame", "SesameFacebook", "SesameOIDC", "SesameDesktop", "SesameEmulator", "SesameCurl",
+                "SesameHTTPServer",
+            ]),
         .executableTarget(name: "sesame", dependencies: ["SesameCommandLine"]),
         .testTarget(
             name: "SesameCommandLineTests",

@@ -163,7 +163,14 @@ package enum SesameCLI {
             switch command {
             case .provider(let providerCommand):
                 providerName = providerCommand.provider
-                guard let adapter = ProviderTable.named(providerCommand.provider) else { return ExitStatus.usage }
+                let adapter: any ProviderAdapter
+                do {
+                    adapter = try ProviderTable.resolve(
+                        providerCommand.provider, environment: environment, command: providerCommand.commandName)
+                } catch {
+                    io.writeError("sesame \(providerCommand.commandName): \(error.message)\n\n\(usage(for: error.command))")
+                    return ExitStatus.usage
+                }
                 return try await adapter.run(providerCommand, context: context)
             case .status(let status):
                 return try await status.run(context: context)
@@ -176,6 +183,10 @@ package enum SesameCLI {
             }
         } catch {
             let failure = CommandFailure.from(error, provider: providerName)
+            if failure.status == ExitStatus.usage, case .provider(let providerCommand) = command {
+                io.writeError("sesame: \(failure.message)\n\n\(usage(for: providerCommand.commandName))")
+                return failure.status
+            }
             io.writeError("sesame: \(failure.message)\n")
             return failure.status
         }

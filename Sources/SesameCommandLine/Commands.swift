@@ -32,6 +32,9 @@ enum ProviderCommands {
             synopses: [
                 "facebook [--app-id ID] [--scopes a,b] [--device | --web] [--no-browser]",
                 " [--with-token] [--account NAME] [--storage MODE]",
+                "oidc --issuer URL --client-id ID [--scopes a,b] [--device | --web] [--no-browser]",
+                " [--account NAME] [--storage MODE]",
+                "NAME [--scopes a,b] [--device | --web] [--no-browser] [--account NAME]",
             ],
             discussion: """
                 Device login is the default: a code to enter at an address, on any device. --web logs in
@@ -42,6 +45,17 @@ enum ProviderCommands {
                 With no app id configured (--app-id, SESAME_FACEBOOK_APP_ID or the config file), the
                 login goes to Sesame's built-in Facebook emulator. Its approval step is offered on the
                 terminal; SESAME_EMULATOR_APPROVE=auto approves at once (for scripts).
+
+                OpenID Connect: 'oidc' takes the issuer (discovery at /.well-known/openid-configuration)
+                and a public client id; device login when the issuer offers it, else the browser.
+                Several issuers side by side get names in $XDG_CONFIG_HOME/sesame/config.json:
+                  {"oidc": {"work":   {"issuer": "https://id.example.com", "clientID": "desktop",
+                                       "scopes": ["openid", "email"]},
+                            "gitlab": {"issuer": "https://gitlab.com", "clientID": "..."}}}
+                then 'sesame login work'. Flags win over SESAME_OIDC_<NAME>_ISSUER, _CLIENT_ID and
+                _SCOPES (SESAME_OIDC_ISSUER... for 'oidc'), which win over the file. Each name's
+                tokens are kept apart; token, logout [--revoke], switch and status take the name.
+                Try it offline against 'sesame emulator --oidc'.
                 """,
             options: [
                 OptionSpec("app-id", value: "ID", "The Facebook app id (overrides SESAME_FACEBOOK_APP_ID)."),
@@ -50,6 +64,8 @@ enum ProviderCommands {
                 OptionSpec("web", "Browser login with a loopback redirect."),
                 OptionSpec("no-browser", "Print the login address instead of opening a browser."),
                 OptionSpec("with-token", "Read an access token from standard input."),
+                OptionSpec("issuer", value: "URL", "An OpenID issuer (overrides the environment and config file)."),
+                OptionSpec("client-id", value: "ID", "The OpenID client id, a public client (PKCE, no secret)."),
                 accountOption, storageOption,
             ],
             examples: [
@@ -58,6 +74,11 @@ enum ProviderCommands {
                     "Log in with device login (the built-in emulator when nothing is configured)"
                 ),
                 ("pbpaste | sesame login facebook --with-token", "Store a token you already have"),
+                (
+                    "sesame login oidc --issuer http://127.0.0.1:8765 --client-id sesame-desktop",
+                    "Log in to the OIDC emulator started by 'sesame emulator --oidc --port 8765'"
+                ),
+                ("sesame login work --web", "Log in to the issuer named 'work' in the config file, in the browser"),
             ])
     ) { parsed throws(UsageError) in
         let provider = try ProviderTable.provider(in: parsed, command: "login")
@@ -77,6 +98,14 @@ enum ProviderCommands {
         login.web = parsed.flags.contains("web")
         login.noBrowser = parsed.flags.contains("no-browser")
         login.withToken = parsed.flags.contains("with-token")
+        login.device = parsed.flags.contains("device")
+        login.issuer = parsed.value("issuer")
+        login.clientID = parsed.value("client-id")
+        if provider == "facebook", login.issuer != nil || login.clientID != nil {
+            throw UsageError(
+                "--issuer and --client-id are for OpenID providers, as in 'sesame login oidc --issuer URL "
+                    + "--client-id ID'; Facebook takes --app-id", command: "login")
+        }
         return .provider(
             ProviderCommand(
                 provider: provider, action: .login(login), account: parsed.value("account"),
@@ -86,7 +115,7 @@ enum ProviderCommands {
     static let token = CommandDefinition(
         spec: CommandSpec(
             name: "token", summary: "Print the access token (the only command that prints a secret).",
-            synopses: ["facebook [--account NAME] [--storage MODE]"],
+            synopses: ["PROVIDER [--account NAME] [--storage MODE]"],
             discussion: "Refreshes it first when it is about to expire. Keep the output out of logs.",
             options: [accountOption, storageOption],
             examples: [("curl -H \"Authorization: Bearer $(sesame token facebook)\" ...", "Use it in a script")])
@@ -102,10 +131,13 @@ enum ProviderCommands {
     static let logout = CommandDefinition(
         spec: CommandSpec(
             name: "logout", summary: "Remove a stored login (and with --revoke, the app's access).",
-            synopses: ["facebook [--account NAME] [--revoke] [--storage MODE]"],
+            synopses: ["PROVIDER [--account NAME] [--revoke] [--storage MODE]"],
             options: [
                 accountOption,
-                OptionSpec("revoke", "Also revoke the app's access on the provider (DELETE me/permissions)."),
+                OptionSpec(
+                    "revoke",
+                    "Also revoke the access at the provider (Facebook: DELETE me/permissions; OpenID: RFC 7009 "
+                        + "when the issuer advertises it)."),
                 storageOption,
             ])
     ) { parsed throws(UsageError) in
@@ -120,7 +152,7 @@ enum ProviderCommands {
     static let switchAccount = CommandDefinition(
         spec: CommandSpec(
             name: "switch", summary: "Make another stored login the active one.",
-            synopses: ["facebook ACCOUNT [--storage MODE]"], options: [storageOption])
+            synopses: ["PROVIDER ACCOUNT [--storage MODE]"], options: [storageOption])
     ) { parsed throws(UsageError) in
         let provider = try ProviderTable.provider(in: parsed, command: "switch")
         guard parsed.positionals.count >= 2 else {
@@ -223,8 +255,9 @@ package struct StatusCommand: Sendable, Equatable {
 
     func run(context: CommandContext) async throws -> Int32 {
         var providers: [JSONValue] = []
-        for adapter in ProviderTable.all {
-            providers.append(try await adapter.status(storage: storage, context: context))
+        for adapter in ProviderTable.adapters(environment: context.environment) {
+            let status = try await adapter.status(storage: storage, context: context)
+            if status != .null { providers.append(status) }
         }
         if json {
             context.io.write(

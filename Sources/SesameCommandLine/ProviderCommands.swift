@@ -16,6 +16,12 @@ package struct ProviderCommand: Sendable, Equatable {
         package var noBrowser = false
         /// `--with-token`: read a token from standard input.
         package var withToken = false
+        /// `--device`, given explicitly.
+        package var device = false
+        /// `--issuer URL` (OpenID Connect).
+        package var issuer: String?
+        /// `--client-id ID` (OpenID Connect).
+        package var clientID: String?
     }
 
     /// What `sesame permissions PROVIDER` does.
@@ -45,6 +51,17 @@ package struct ProviderCommand: Sendable, Equatable {
     package var account: String?
     /// `--storage MODE`.
     package var storage: StorageMode?
+
+    /// The command's name (`login`, `token`...), for messages.
+    package var commandName: String {
+        switch action {
+        case .login: "login"
+        case .token: "token"
+        case .logout: "logout"
+        case .switchAccount: "switch"
+        case .permissions: "permissions"
+        }
+    }
 }
 
 /// What a command needs from its surroundings.
@@ -75,19 +92,43 @@ package protocol ProviderAdapter: Sendable {
 
 /// Every provider the command line knows, by name.
 package enum ProviderTable {
-    package static let all: [any ProviderAdapter] = [FacebookAdapter()]
+    package static let all: [any ProviderAdapter] = [FacebookAdapter(), OIDCAdapter(name: "oidc")]
 
     package static func named(_ name: String) -> (any ProviderAdapter)? { all.first { $0.name == name } }
 
     package static var names: String { all.map(\.name).joined(separator: ", ") }
 
-    /// The provider named by the first positional argument, or a usage error saying which exist.
+    /// Every provider in `environment`: the built-in ones and the OpenID issuers configured by name.
+    package static func adapters(environment: [String: String]) -> [any ProviderAdapter] {
+        all + OIDCSettings.configuredNames(environment: environment).filter { named($0) == nil }.map {
+            OIDCAdapter(name: $0)
+        }
+    }
+
+    /// The provider called `name` in `environment`, or a usage error saying which exist.
+    static func resolve(_ name: String, environment: [String: String], command: String) throws(UsageError)
+        -> any ProviderAdapter
+    {
+        if let adapter = named(name) { return adapter }
+        let configured = OIDCSettings.configuredNames(environment: environment)
+        if configured.contains(name) { return OIDCAdapter(name: name) }
+        let known = all.map(\.name) + configured
+        let near = Suggestion.closest(to: name, in: known).map { " (did you mean '\($0)'?)" } ?? ""
+        throw UsageError(
+            "unknown provider '\(name)'\(near); known providers: \(known.joined(separator: ", ")). "
+                + "An OpenID issuer gets a name in the config file: "
+                + #"{"oidc": {"\#(name)": {"issuer": "https://...", "clientID": "..."}}}"#, command: command)
+    }
+
+    /// The provider named by the first positional argument, or a usage error. Names of OpenID
+    /// issuers from the config file are checked when the command runs (parsing reads no files).
     static func provider(in parsed: ParsedArguments, command: String) throws(UsageError) -> String {
         guard let name = parsed.positionals.first else {
             throw UsageError(
-                "name the provider, as in 'sesame \(command) facebook' (known: \(names))", command: command)
+                "name the provider, as in 'sesame \(command) facebook' (known: \(names), or an OpenID issuer's "
+                    + "name from the config file)", command: command)
         }
-        guard named(name) != nil else {
+        guard named(name) != nil || OIDCSettings.isValidName(name) else {
             let near = Suggestion.closest(to: name, in: all.map(\.name)).map { " (did you mean '\($0)'?)" } ?? ""
             throw UsageError("unknown provider '\(name)'\(near); known providers: \(names)", command: command)
         }

@@ -83,13 +83,17 @@ public final class OIDCEmulator: Sendable {
     ///   - algorithm: the signing algorithm.
     ///   - clients: extra client ids; a value is that client's secret (confidential), or `nil`.
     ///   - accessTokenLifetime: seconds.
+    ///   - devicePollInterval: the `interval` a device authorization asks clients to wait between
+    ///     polls, in seconds (RFC 8628 §3.2; 5 by default, as most providers).
     public init(
-        algorithm: String = "RS256", clients: [String: String?] = [:], accessTokenLifetime: TimeInterval = 3600
+        algorithm: String = "RS256", clients: [String: String?] = [:], accessTokenLifetime: TimeInterval = 3600,
+        devicePollInterval: Int = 5
     ) throws {
         guard let algorithm = SignatureAlgorithm(rawValue: algorithm) else {
             throw EmulatorError(message: "The OIDC emulator signs with RS256 or ES256, not \(algorithm).")
         }
         engine = try OIDCEngine(algorithm: algorithm, clients: clients, accessTokenLifetime: accessTokenLifetime)
+        engine.locked { $0.devicePollInterval = max(1, devicePollInterval) }
     }
 
     /// Starts listening on 127.0.0.1 (`port` 0 picks a free one).

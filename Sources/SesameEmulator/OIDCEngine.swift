@@ -53,6 +53,8 @@ final class OIDCEngine: Sendable {
         var scenarios: [Scenario] = []
         var clockOffset: TimeInterval = 0
         var revokedCount = 0
+        /// Seconds a device authorization asks clients to wait between polls.
+        var devicePollInterval = 5
         var requestCounts: [String: Int] = [:]
         var nextKeyNumber = 2
     }
@@ -380,7 +382,7 @@ final class OIDCEngine: Sendable {
                 "device_code": .string(deviceCode), "user_code": .string(userCode),
                 "verification_uri": .string(state.issuer + "/device"),
                 "verification_uri_complete": .string(state.issuer + "/device?user_code=" + userCode),
-                "expires_in": .number(600), "interval": .number(5),
+                "expires_in": .number(600), "interval": .number(Double(state.devicePollInterval)),
             ]))
     }
 
