@@ -1,6 +1,7 @@
 import Foundation
 import Sesame
 import SesameEmulator
+import Synchronization
 
 #if canImport(Glibc)
     import Glibc
@@ -20,11 +21,14 @@ package struct EmulatorCommand: Sendable, Equatable {
     package var stateFile: String?
     /// Whether to print a line per request on standard error.
     package var logsRequests: Bool
+    /// `--oidc`: run a local OpenID provider instead of the Facebook one.
+    package var oidc: Bool
 
     package init(
         port: Int = 0, appID: String? = nil, scenarios: [ScenarioSetting] = [], stateFile: String?,
-        logsRequests: Bool = false
+        logsRequests: Bool = false, oidc: Bool = false
     ) {
+        self.oidc = oidc
         self.port = port
         self.appID = appID
         self.scenarios = scenarios
@@ -39,6 +43,7 @@ package struct EmulatorCommand: Sendable, Equatable {
         synopses: [
             "[--port N] [--app-id ID] [--scenario NAME[,key=value...]]...",
             " [--state-file PATH | --in-memory] [--log]",
+            "--oidc [--port N]",
         ],
         discussion: """
             Serves Facebook's login dialog, Graph API, device login and test-user API on
@@ -53,6 +58,12 @@ package struct EmulatorCommand: Sendable, Equatable {
             \(wrapped("Scenarios: " + EmulatorScenario.allCases.map(\.rawValue).joined(separator: ", ") + "."))
             Options after the name: user=ID, count=N, delayMs=N, permission=NAME,
             regainAccessMinutes=N.
+
+            --oidc runs a local OpenID provider instead (discovery, JWKS, consent page, device
+            login, refresh with rotation, userinfo, RFC 7009 revocation), in memory only, and
+            prints its issuer and public client id for 'sesame login oidc --issuer URL
+            --client-id ID'. Its device page approves a code in the browser; POST
+            {"user_code": "..."} to ISSUER/__sesame/device approves one without it.
             """,
         options: [
             OptionSpec("port", value: "N", "The port on 127.0.0.1 (default 0: any free port)."),
@@ -63,6 +74,7 @@ package struct EmulatorCommand: Sendable, Equatable {
             OptionSpec("state-file", value: "PATH", "Keep the state in this file instead of the default one."),
             OptionSpec("in-memory", "Keep the state in memory only."),
             OptionSpec("log", "Print a line per request (method, path, status; never the query) on stderr."),
+            OptionSpec("oidc", "Run a local OpenID Connect provider instead of Facebook."),
         ],
         examples: [
             ("sesame emulator", "A local Facebook on a free port"),
@@ -70,6 +82,7 @@ package struct EmulatorCommand: Sendable, Equatable {
                 "sesame emulator --port 8765 --scenario app-throttled,count=3 --scenario slow,delayMs=200",
                 "Throttle the next three calls, and answer everything slowly"
             ),
+            ("sesame emulator --oidc --port 8765", "A local OpenID provider at http://127.0.0.1:8765"),
         ]
     )
 
@@ -86,6 +99,14 @@ package struct EmulatorCommand: Sendable, Equatable {
     {
         func fail(_ message: String) -> UsageError { UsageError(message, command: Self.spec.name) }
         if let extra = parsed.positionals.first { throw fail("unexpected argument '\(extra)'") }
+        if parsed.flags.contains("oidc") {
+            for option in ["app-id", "scenario", "state-file"] where parsed.values[option] != nil {
+                throw fail("--\(option) is for the Facebook emulator; with --oidc give only --port")
+            }
+            for flag in ["in-memory", "log"] where parsed.flags.contains(flag) {
+                throw fail("--\(flag) is for the Facebook emulator; with --oidc give only --port")
+            }
+        }
         var port = 0
         if let text = parsed.value("port") {
             guard let value = Int(text), (0...65_535).contains(value) else {
@@ -111,9 +132,10 @@ package struct EmulatorCommand: Sendable, Equatable {
             inMemory
             ? nil
             : parsed.value("state-file") ?? EmulatorConfiguration.defaultStateFileURL(environment: environment).path
+        let oidc = parsed.flags.contains("oidc")
         self.init(
-            port: port, appID: appID, scenarios: scenarios, stateFile: stateFile,
-            logsRequests: parsed.flags.contains("log"))
+            port: port, appID: appID, scenarios: scenarios, stateFile: oidc ? nil : stateFile,
+            logsRequests: parsed.flags.contains("log"), oidc: oidc)
     }
 
     /// The emulator's configuration.
@@ -129,6 +151,7 @@ package struct EmulatorCommand: Sendable, Equatable {
 
     /// Runs the emulator until SIGINT or SIGTERM.
     package func run(io: CommandIO, signals: [Int32] = [SIGINT, SIGTERM]) async -> Int32 {
+        if oidc { return await runOIDC(io: io, signals: signals) }
         let configuration = configuration(io: io)
         let emulator: Emulator
         do { emulator = try Emulator(configuration: configuration) } catch {
@@ -157,6 +180,88 @@ package struct EmulatorCommand: Sendable, Equatable {
             io.writeError("sesame emulator: \(error)\n")
             return ExitStatus.failure
         }
+    }
+}
+
+extension EmulatorCommand {
+    /// Runs the OpenID emulator until one of `signals`.
+    func runOIDC(io: CommandIO, signals: [Int32]) async -> Int32 {
+        let waiter = SignalWaiter(signals)
+        defer { waiter.cancel() }
+        do {
+            // Two seconds between device polls: a person trying it by hand should not wait five.
+            let emulator = try OIDCEmulator(devicePollInterval: 2)
+            let endpoints = try await emulator.start(port: port)
+            io.write(
+                """
+                Sesame OIDC emulator (a local OpenID provider, not a real one) on \(endpoints.issuer)
+                  Issuer:       \(endpoints.issuer)
+                  Discovery:    \(endpoints.issuer)/.well-known/openid-configuration
+                  Client id:    \(OIDCEmulator.defaultClientID) (public: PKCE, no secret)
+                  People:       Alice Example (248289761001), Bob Example (248289761002)
+                  Admin API:    \(endpoints.adminURL.absoluteString) (POST /device {"user_code": "..."} approves)
+                  State:        in memory only
+                Try: sesame login oidc --issuer \(endpoints.issuer) --client-id \(OIDCEmulator.defaultClientID)
+                Press Ctrl-C to stop.
+
+                """)
+            let signal = await waiter.wait()
+            await emulator.stop()
+            io.write("Stopped (\(signal == SIGINT ? "SIGINT" : signal == SIGTERM ? "SIGTERM" : "signal \(signal)")).\n")
+            return ExitStatus.success
+        } catch {
+            io.writeError("sesame emulator: \(error)\n")
+            return ExitStatus.failure
+        }
+    }
+}
+
+/// Waits for one of a few signals, delivered on a dispatch queue instead of a handler.
+private final class SignalWaiter: Sendable {
+    private let state = Mutex<(signal: Int32?, waiter: CheckedContinuation<Int32, Never>?)>((nil, nil))
+    private let sources: Mutex<[any DispatchSourceSignal]>
+    private let previous: Mutex<[(Int32, sighandler_t?)]>
+
+    init(_ signals: [Int32]) {
+        var previous: [(Int32, sighandler_t?)] = []
+        for number in signals { previous.append((number, signal(number, SIG_IGN))) }
+        self.previous = Mutex(previous)
+        sources = Mutex([])
+        let queue = DispatchQueue(label: "sesame.emulator.oidc.signals")
+        for number in signals {
+            sources.withLock { sources in
+                let source = DispatchSource.makeSignalSource(signal: number, queue: queue)
+                source.setEventHandler { [weak self] in self?.deliver(number) }
+                source.resume()
+                sources.append(source)
+            }
+        }
+    }
+
+    private func deliver(_ signal: Int32) {
+        let waiter = state.withLock { state -> CheckedContinuation<Int32, Never>? in
+            guard state.signal == nil else { return nil }
+            state.signal = signal
+            defer { state.waiter = nil }
+            return state.waiter
+        }
+        waiter?.resume(returning: signal)
+    }
+
+    func wait() async -> Int32 {
+        await withCheckedContinuation { continuation in
+            let already = state.withLock { state -> Int32? in
+                if let signal = state.signal { return signal }
+                state.waiter = continuation
+                return nil
+            }
+            if let already { continuation.resume(returning: already) }
+        }
+    }
+
+    func cancel() {
+        for source in sources.withLock({ $0 }) { source.cancel() }
+        for (number, handler) in previous.withLock({ $0 }) { signal(number, handler) }
     }
 }
 

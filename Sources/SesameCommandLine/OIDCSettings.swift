@@ -87,10 +87,14 @@ struct OIDCSettings: Sendable, Equatable {
             return nil
         }
         func missing(_ what: String, flag: String, _ variable: String, _ key: String) -> CommandFailure {
-            CommandFailure(
-                "sesame \(command) \(name): no \(what) is configured for '\(name)'; give \(flag) on 'sesame login "
-                    + "\(name)', set \(Self.variable(variable, name: name)), or add it to \(path) as "
-                    + "{\"oidc\": {\"\(name)\": {\"\(key)\": ...}}}.", status: ExitStatus.usage)
+            let elsewhere =
+                name == "oidc"
+                ? "set \(Self.variable(variable, name: name)), as in 'sesame login oidc --issuer https://id.example.com "
+                    + "--client-id ID'"
+                : "set \(Self.variable(variable, name: name)), or add \"\(key)\" to oidc.\(name) in \(path)"
+            return CommandFailure(
+                "no \(what) is configured for '\(name)', so 'sesame \(command) \(name)' cannot reach it; give \(flag) "
+                    + "to 'sesame login \(name)' or \(elsewhere).", status: ExitStatus.usage)
         }
         guard let issuer = setting(flagIssuer, flagName: "--issuer", "ISSUER", "issuer") else {
             throw missing("issuer URL", flag: "--issuer URL", "ISSUER", "issuer")
