@@ -31,6 +31,7 @@ struct EmulatorCommandTests {
                     scenarios: [ScenarioSetting(.transient, count: 2), ScenarioSetting(.slow, delayMs: 5)],
                     stateFile: nil, logsRequests: true))
         #expect(try parse(["--state-file", "/x/e.json"]).stateFile == "/x/e.json")
+        #expect(try parse(["--oidc", "--port", "8765"]) == EmulatorCommand(port: 8765, stateFile: nil, oidc: true))
         let command = try SesameCLI.parse(["emulator", "--port", "0", "--in-memory"])
         #expect(command == .emulator(EmulatorCommand(stateFile: nil)))
     }
@@ -41,6 +42,8 @@ struct EmulatorCommandTests {
             (["--port", "70000"], "--port"), (["--port", "x"], "--port"), (["--app-id", "abc"], "--app-id"),
             (["--scenario", "meteor"], "meteor"), (["--scenario", "slow,delayMs=-1"], "delayMs"),
             (["--in-memory", "--state-file", "/x"], "contradict"), (["extra"], "extra"),
+            (["--oidc", "--app-id", "42"], "--app-id"), (["--oidc", "--scenario", "slow"], "--scenario"),
+            (["--oidc", "--in-memory"], "--in-memory"),
         ])
     func badValues(arguments: [String], mention: String) {
         #expect {

@@ -3,6 +3,7 @@ import Sesame
 import SesameCurl
 import SesameEmulator
 import SesameTestSupport
+import Synchronization
 import Testing
 
 /// `sesame` as a process against an in-test OIDC emulator: login by device code approved over
@@ -170,5 +171,52 @@ struct OIDCProcessTests {
         #expect(result.standardError.contains(says), "\(result.standardError)")
         #expect(result.standardError.contains("USAGE"))
         #expect(result.standardOutput.isEmpty)
+    }
+
+    @Test("sesame emulator --oidc prints an issuer that 'sesame login oidc' logs in to, and stops on SIGTERM")
+    func emulatorCommand() async throws {
+        let process = Process()
+        process.executableURL = try ProcessRunner.builtExecutable("sesame")
+        process.arguments = ["emulator", "--oidc"]
+        let output = Pipe()
+        let error = Pipe()
+        process.standardOutput = output
+        process.standardError = error
+        try process.run()
+        defer { if process.isRunning { process.terminate() } }
+        // Read standard output off the cooperative pool until the banner is printed.
+        let printed = Mutex("")
+        let banner = try await withCheckedThrowingContinuation {
+            (continuation: CheckedContinuation<String, any Error>) in
+            Thread {
+                while true {
+                    let chunk = output.fileHandleForReading.availableData
+                    let text = printed.withLock { text -> String in
+                        text += String(decoding: chunk, as: UTF8.self)
+                        return text
+                    }
+                    if text.contains("Press Ctrl-C to stop.") || chunk.isEmpty {
+                        continuation.resume(returning: text)
+                        return
+                    }
+                }
+            }.start()
+        }
+        let issuer = try #require(banner.firstMatch(of: #/Issuer:\s+(http://127\.0\.0\.1:\d+)\n/#).map { String($0.1) })
+        #expect(banner.contains("Client id:    \(OIDCEmulator.defaultClientID)"))
+        #expect(banner.contains("sesame login oidc --issuer \(issuer) --client-id \(OIDCEmulator.defaultClientID)"))
+
+        let cli = try CLIHarness()
+        let login = try await Self.login(
+            cli, ["oidc", "--issuer", issuer, "--client-id", OIDCEmulator.defaultClientID], issuer: issuer)
+        #expect(login.status == 0, "\(login.standardError)")
+        #expect(login.standardOutput.contains("as Alice Example (248289761001)"))
+
+        process.terminate()  // SIGTERM
+        let rest = output.fileHandleForReading.readDataToEndOfFile()
+        let errors = error.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        #expect(process.terminationStatus == 0, "\(String(decoding: errors, as: UTF8.self))")
+        #expect(String(decoding: rest, as: UTF8.self).contains("Stopped (SIGTERM)."))
     }
 }
