@@ -168,7 +168,8 @@ package enum SesameCLI {
                     adapter = try ProviderTable.resolve(
                         providerCommand.provider, environment: environment, command: providerCommand.commandName)
                 } catch {
-                    io.writeError("sesame \(providerCommand.commandName): \(error.message)\n\n\(usage(for: error.command))")
+                    io.writeError(
+                        "sesame \(providerCommand.commandName): \(error.message)\n\n\(usage(for: error.command))")
                     return ExitStatus.usage
                 }
                 return try await adapter.run(providerCommand, context: context)

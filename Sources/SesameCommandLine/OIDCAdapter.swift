@@ -102,7 +102,10 @@ struct OIDCAdapter: ProviderAdapter {
             }
             let note =
                 !revoke
-                ? "" : canRevoke ? "; its tokens were revoked" : "; the issuer has no revocation endpoint, so nothing was revoked there"
+                ? ""
+                : canRevoke
+                    ? "; its tokens were revoked"
+                    : "; the issuer has no revocation endpoint, so nothing was revoked there"
             io.write("Logged out of \(name) account '\(account)' (subject \(who))\(note).\n")
             return ExitStatus.success
         case .switchAccount(let target):
@@ -208,7 +211,8 @@ struct OIDCAdapter: ProviderAdapter {
             let expired = token.isExpired(at: Date())
             // Read from the store alone: an expired token with a refresh token is still usable.
             let valid: JSONValue =
-                credential.needsLogin ? .bool(false) : expired ? (token.refreshToken == nil ? .bool(false) : .null) : .bool(true)
+                credential.needsLogin
+                ? .bool(false) : expired ? (token.refreshToken == nil ? .bool(false) : .null) : .bool(true)
             let problem: JSONValue =
                 credential.needsLogin
                 ? .string("The issuer refused the stored login.")
@@ -246,11 +250,15 @@ struct OIDCAdapter: ProviderAdapter {
         var lines: [DoctorLine] = []
         for issuer in ["oidc"] + names {
             do {
-                let settings = try OIDCSettings.resolve(name: issuer, environment: context.environment, command: "doctor")
+                let settings = try OIDCSettings.resolve(
+                    name: issuer, environment: context.environment, command: "doctor")
                 let url = URL(string: settings.issuer.value + "/.well-known/openid-configuration")!
                 lines.append(
-                    DoctorLine(.ok, "OpenID issuer '\(issuer)': \(settings.issuer.value), from \(settings.issuer.source)."))
-                lines.append(await DoctorProbe.answers(label: "'\(issuer)' discovery", url: url, transport: DoctorProbe.transport))
+                    DoctorLine(
+                        .ok, "OpenID issuer '\(issuer)': \(settings.issuer.value), from \(settings.issuer.source)."))
+                lines.append(
+                    await DoctorProbe.answers(
+                        label: "'\(issuer)' discovery", url: url, transport: DoctorProbe.transport))
             } catch let failure as CommandFailure where issuer != "oidc" || failure.status != ExitStatus.usage {
                 lines.append(DoctorLine(.problem, "OpenID issuer '\(issuer)': \(failure.message)"))
             } catch {

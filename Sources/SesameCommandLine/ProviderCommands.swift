@@ -100,13 +100,16 @@ package enum ProviderTable {
 
     /// Every provider in `environment`: the built-in ones and the OpenID issuers configured by name.
     package static func adapters(environment: [String: String]) -> [any ProviderAdapter] {
-        all + OIDCSettings.configuredNames(environment: environment).filter { named($0) == nil }.map {
-            OIDCAdapter(name: $0)
-        }
+        all
+            + OIDCSettings.configuredNames(environment: environment).filter { named($0) == nil }.map {
+                OIDCAdapter(name: $0)
+            }
     }
 
     /// The provider called `name` in `environment`, or a usage error saying which exist.
-    static func resolve(_ name: String, environment: [String: String], command: String) throws(UsageError)
+    static func resolve(
+        _ name: String, environment: [String: String], command: String
+    ) throws(UsageError)
         -> any ProviderAdapter
     {
         if let adapter = named(name) { return adapter }
