@@ -39,7 +39,9 @@ let package = Package(
         ),
 
         // The provider-neutral core.
-        .target(name: "Sesame", dependencies: ["CCrypto"]),
+        .target(name: "Sesame", dependencies: ["CCrypto", "CSesameSystem"]),
+        // The few libc calls Swift's Glibc module does not import (posix_spawn's closefrom).
+        .target(name: "CSesameSystem"),
 
         // Test doubles that people building on Sesame need in their own tests.
         .target(name: "SesameTesting", dependencies: ["Sesame"]),

@@ -448,14 +448,11 @@ package struct DoctorCommand: Sendable, Equatable {
 /// Asks the session bus with `dbus-send`, so that doctor works in a build without libsecret.
 enum DBusProbe {
     private static func dbusSend(_ arguments: [String], environment: [String: String]) -> String? {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["dbus-send", "--session", "--print-reply", "--reply-timeout=2000"] + arguments
-        process.environment = environment
         let output = Pipe()
-        process.standardOutput = output
-        process.standardError = FileHandle.nullDevice
-        process.standardInput = FileHandle.nullDevice
+        let process = ChildProcess(
+            executableURL: URL(fileURLWithPath: "/usr/bin/env"),
+            arguments: ["dbus-send", "--session", "--print-reply", "--reply-timeout=2000"] + arguments,
+            environment: environment, standardInput: .null, standardOutput: .pipe(output), standardError: .null)
         guard (try? process.run()) != nil else { return nil }
         let data = output.fileHandleForReading.readDataToEndOfFile()
         process.waitUntilExit()

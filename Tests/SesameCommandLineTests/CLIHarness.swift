@@ -97,23 +97,19 @@ final class CLIHarness: Sendable {
 
 /// A program running in the background whose standard error is read as it comes.
 final class LiveProcess: Sendable {
-    private let process: Process
+    private let process: ChildProcess
     private let output = Mutex(Data())
     private let error = Mutex(Data())
     private let done = Mutex<ProcessResult?>(nil)
     private let finished = DispatchSemaphore(value: 0)
 
     init(_ executable: URL, _ arguments: [String], environment: [String: String], input: Data) throws {
-        let process = Process()
-        process.executableURL = executable
-        process.arguments = arguments
-        process.environment = environment
         let outputPipe = Pipe()
         let errorPipe = Pipe()
         let inputPipe = Pipe()
-        process.standardOutput = outputPipe
-        process.standardError = errorPipe
-        process.standardInput = inputPipe
+        let process = ChildProcess(
+            executableURL: executable, arguments: arguments, environment: environment,
+            standardInput: .pipe(inputPipe), standardOutput: .pipe(outputPipe), standardError: .pipe(errorPipe))
         self.process = process
         try process.run()
         Thread.detachNewThread {
@@ -140,7 +136,7 @@ final class LiveProcess: Sendable {
             process.waitUntilExit()
             done.withLock {
                 $0 = ProcessResult(
-                    status: process.terminationStatus, standardOutput: String(decoding: data, as: UTF8.self),
+                    status: process.terminationStatus ?? -1, standardOutput: String(decoding: data, as: UTF8.self),
                     standardError: String(decoding: error.withLock { $0 }, as: UTF8.self))
             }
             finished.signal()

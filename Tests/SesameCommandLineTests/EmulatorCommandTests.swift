@@ -66,13 +66,12 @@ struct EmulatorCommandTests {
     @Test("as a process: prints its URLs, answers with the scenario, and stops cleanly on SIGTERM")
     func process() async throws {
         let executable = try ProcessRunner.builtExecutable("sesame")
-        let process = Process()
-        process.executableURL = executable
-        process.arguments = ["emulator", "--in-memory", "--app-id", "777", "--scenario", "unknown-error,count=1"]
         let output = Pipe()
         let error = Pipe()
-        process.standardOutput = output
-        process.standardError = error
+        let process = ChildProcess(
+            executableURL: executable,
+            arguments: ["emulator", "--in-memory", "--app-id", "777", "--scenario", "unknown-error,count=1"],
+            standardOutput: .pipe(output), standardError: .pipe(error))
         try process.run()
         defer { if process.isRunning { process.terminate() } }
 
@@ -116,7 +115,7 @@ struct EmulatorCommandTests {
         process.terminate()  // SIGTERM
         let rest = output.fileHandleForReading.readDataToEndOfFile()
         let errors = error.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
+        _ = await process.exitStatus()
         #expect(process.terminationStatus == 0, "\(String(decoding: errors, as: UTF8.self))")
         #expect(String(decoding: rest, as: UTF8.self).contains("Stopped (SIGTERM)."))
         await #expect(throws: TransportError.self) { try await transport.send(me) }

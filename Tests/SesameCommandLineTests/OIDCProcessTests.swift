@@ -175,13 +175,11 @@ struct OIDCProcessTests {
 
     @Test("sesame emulator --oidc prints an issuer that 'sesame login oidc' logs in to, and stops on SIGTERM")
     func emulatorCommand() async throws {
-        let process = Process()
-        process.executableURL = try ProcessRunner.builtExecutable("sesame")
-        process.arguments = ["emulator", "--oidc"]
         let output = Pipe()
         let error = Pipe()
-        process.standardOutput = output
-        process.standardError = error
+        let process = ChildProcess(
+            executableURL: try ProcessRunner.builtExecutable("sesame"), arguments: ["emulator", "--oidc"],
+            standardOutput: .pipe(output), standardError: .pipe(error))
         try process.run()
         defer { if process.isRunning { process.terminate() } }
         // Read standard output off the cooperative pool until the banner is printed.
@@ -215,7 +213,7 @@ struct OIDCProcessTests {
         process.terminate()  // SIGTERM
         let rest = output.fileHandleForReading.readDataToEndOfFile()
         let errors = error.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
+        _ = await process.exitStatus()
         #expect(process.terminationStatus == 0, "\(String(decoding: errors, as: UTF8.self))")
         #expect(String(decoding: rest, as: UTF8.self).contains("Stopped (SIGTERM)."))
     }

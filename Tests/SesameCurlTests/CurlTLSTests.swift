@@ -13,7 +13,7 @@ final class OpenSSLServer: Sendable {
     let port: Int
     let certificatePath: String
     private let directory: URL
-    private let process: Process
+    private let process: ChildProcess
 
     init() throws {
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("sesame-tls-\(UUID().uuidString)")
@@ -26,14 +26,12 @@ final class OpenSSLServer: Sendable {
             certificatePath,
         ])
         port = try RawListener.unusedPort()
-        process = Process()
-        process.executableURL = URL(fileURLWithPath: Self.executable)
-        process.arguments = [
-            "s_server", "-accept", "127.0.0.1:\(port)", "-cert", certificatePath, "-key", keyPath, "-www", "-quiet",
-        ]
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        process.standardInput = FileHandle.nullDevice
+        process = ChildProcess(
+            executableURL: URL(fileURLWithPath: Self.executable),
+            arguments: [
+                "s_server", "-accept", "127.0.0.1:\(port)", "-cert", certificatePath, "-key", keyPath, "-www",
+                "-quiet",
+            ], standardInput: .null, standardOutput: .null, standardError: .null)
         try process.run()
         // Ready when it accepts a connection (it shrugs off the aborted handshake).
         for _ in 0..<300 {
@@ -47,22 +45,17 @@ final class OpenSSLServer: Sendable {
     var url: URL { URL(string: "https://127.0.0.1:\(port)/")! }
 
     func stop() {
-        // SIGKILL: the child inherits a signal mask with SIGTERM blocked from the test
-        // process's threads, and openssl does not reset it.
-        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+        process.terminate()
         process.waitUntilExit()
         try? FileManager.default.removeItem(at: directory)
     }
 
     private static func run(_ arguments: [String]) throws {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = arguments
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
+        let process = ChildProcess(
+            executableURL: URL(fileURLWithPath: executable), arguments: arguments, standardOutput: .null,
+            standardError: .null)
         try process.run()
-        process.waitUntilExit()
-        guard process.terminationStatus == 0 else { throw POSIXError(.EINVAL) }
+        guard process.waitUntilExit() == 0 else { throw POSIXError(.EINVAL) }
     }
 
     private static func accepts(port: Int) -> Bool {

@@ -85,10 +85,11 @@ struct HTTPServerLifecycleTests {
 
     @Test("an idle connection is closed after the idle timeout")
     func idleTimeout() async throws {
-        try await withServer(.init(connectionIdleTimeout: .seconds(3)), handler: { _ in .text("x") }) { server in
+        try await withServer(.init(connectionIdleTimeout: .seconds(10)), handler: { _ in .text("x") }) { server in
             let connection = try await RawHTTPConnection.connect(port: server.port, readTimeout: 20)
             #expect(try await connection.request("GET", "/").status == 200)
-            // The read gives up after 20 s; the server must close well before.
+            // The idle timeout is long enough that a loaded machine still sends the first request in
+            // time; the read gives up after 20 s, and the server must close before that.
             #expect(try await connection.waitForClose())
         }
     }
@@ -239,7 +240,9 @@ struct HTTPServerLifecycleTests {
         await server.stop()
         await server.stop()
         #expect(server.port == port)
-        #expect(throws: (any Error).self) { _ = try RawHTTPConnection.connectBlocking(port: port) }
+        // Not "connecting to the port fails": once closed, the port may be handed to a server of
+        // another test running at the same time.
+        #expect(!server.isRunning)
     }
 
     @Test("a server dropped without stop() stops itself")

@@ -1,6 +1,7 @@
 // Shared by the test targets that run this package's built executables as processes
 // (STYLE.md: end-to-end tests start the binary and check stdout, stderr and the exit code).
 import Foundation
+import Sesame
 import Synchronization
 
 /// What a finished process printed and returned.
@@ -65,16 +66,12 @@ public enum ProcessRunner {
     private static func runBlocking(
         _ executable: URL, _ arguments: [String], input: Data, environment: [String: String]?
     ) throws -> ProcessResult {
-        let process = Process()
-        process.executableURL = executable
-        process.arguments = arguments
-        if let environment { process.environment = environment }
         let output = Pipe()
         let error = Pipe()
         let standardInput = Pipe()
-        process.standardOutput = output
-        process.standardError = error
-        process.standardInput = standardInput
+        let process = ChildProcess(
+            executableURL: executable, arguments: arguments, environment: environment,
+            standardInput: .pipe(standardInput), standardOutput: .pipe(output), standardError: .pipe(error))
         try process.run()
         let writer = Thread {
             standardInput.fileHandleForWriting.write(input)
@@ -92,7 +89,7 @@ public enum ProcessRunner {
         errorDone.wait()
         process.waitUntilExit()
         return ProcessResult(
-            status: process.terminationStatus, standardOutput: String(decoding: outputData, as: UTF8.self),
+            status: process.terminationStatus ?? -1, standardOutput: String(decoding: outputData, as: UTF8.self),
             standardError: String(decoding: errorData.get(), as: UTF8.self))
     }
 

@@ -85,15 +85,10 @@ public struct SystemBrowserOpener: BrowserOpener {
 
     private func launch(_ url: URL) async -> LaunchOutcome {
         guard !command.isEmpty else { return .launchFailed("no command is configured") }
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = command + [url.absoluteString]
-        process.environment = environment
-        process.standardInput = FileHandle.nullDevice
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
         let clock = clock
         let launchWait = launchWait
+        let command = command
+        let environment = environment
         return await withCheckedContinuation { (continuation: CheckedContinuation<LaunchOutcome, Never>) in
             let pending = Mutex<(CheckedContinuation<LaunchOutcome, Never>?, Task<Void, Never>?)>((continuation, nil))
             @Sendable func finish(_ outcome: LaunchOutcome) {
@@ -104,15 +99,17 @@ public struct SystemBrowserOpener: BrowserOpener {
                 timer?.cancel()
                 waiter?.resume(returning: outcome)
             }
-            process.terminationHandler = { process in
+            let process = ChildProcess(
+                executableURL: URL(fileURLWithPath: "/usr/bin/env"), arguments: command + [url.absoluteString],
+                environment: environment, standardInput: .null, standardOutput: .null, standardError: .null
+            ) { status in
                 // `env` exits 127 when the command is not found.
-                let status = process.terminationStatus
                 finish(status == 127 ? .launchFailed("command not found") : .exited(status))
             }
             do {
                 try process.run()
             } catch {
-                finish(.launchFailed("\(error.localizedDescription)"))
+                finish(.launchFailed("\(error)"))
                 return
             }
             let timer = Task {
