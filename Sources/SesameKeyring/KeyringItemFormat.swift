@@ -79,11 +79,11 @@ enum KeyringItemFormat {
         return .success(CredentialKey(provider: ProviderID(provider), appID: appID, account: account))
     }
 
-    /// The credential an item holds, or a ``CredentialStoreError/Kind-swift.struct/corrupt``
+    /// The credential an item holds, or a `CredentialStoreError.Kind.corrupt`
     /// error that names the item and how to remove it. Never deletes anything.
     ///
-    /// Besides the JSON Sesame writes (a ``StoredCredential``), the secret may be an
-    /// ``AccessToken``'s JSON or a bare token string, so that an item made by hand with
+    /// Besides the JSON Sesame writes (a `StoredCredential`), the secret may be an
+    /// `AccessToken`'s JSON or a bare token string, so that an item made by hand with
     /// `secret-tool store` is read too; dates in hand-written JSON may be ISO 8601 strings.
     static func credential(from item: KeyringItem) -> Result<StoredCredential, CredentialStoreError> {
         let key: CredentialKey

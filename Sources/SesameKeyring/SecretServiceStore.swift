@@ -19,12 +19,12 @@ import Sesame
 ///
 /// Every call runs on a dedicated thread, never on Swift's cooperative pool, and is bounded
 /// by ``timeout``: a keyring or bus that never answers becomes a
-/// ``CredentialStoreError/Kind-swift.struct/timedOut`` error, not a hang. Failures say which
+/// `CredentialStoreError.Kind.timedOut` error, not a hang. Failures say which
 /// case it is and what to do: no session bus
-/// (``CredentialStoreError/Kind-swift.struct/noSessionBus``), no Secret Service on the bus
-/// (``CredentialStoreError/Kind-swift.struct/noSecretService``), a locked collection that was
-/// not unlocked (``CredentialStoreError/Kind-swift.struct/locked``), a timeout, or an item
-/// whose secret is not a credential (``CredentialStoreError/Kind-swift.struct/corrupt``;
+/// (`CredentialStoreError.Kind.noSessionBus`), no Secret Service on the bus
+/// (`CredentialStoreError.Kind.noSecretService`), a locked collection that was
+/// not unlocked (`CredentialStoreError.Kind.locked`), a timeout, or an item
+/// whose secret is not a credential (`CredentialStoreError.Kind.corrupt`;
 /// such an item is reported and left in place, never deleted by a read).
 ///
 /// ```swift
@@ -36,17 +36,17 @@ public final class SecretServiceStore: CredentialStore {
     /// Whether the store may ask the person to unlock a locked keyring.
     public enum Unlocking: Sendable, Hashable {
         /// A locked keyring is reported at once as
-        /// ``CredentialStoreError/Kind-swift.struct/locked``, without a prompt. For programs
+        /// `CredentialStoreError.Kind.locked`, without a prompt. For programs
         /// that must not wait for a person.
         case never
         /// The keyring shows its unlock prompt and Sesame waits up to `timeout` for the
         /// person's answer; a dismissed or unanswered prompt is reported as
-        /// ``CredentialStoreError/Kind-swift.struct/locked``.
+        /// `CredentialStoreError.Kind.locked`.
         case prompt(timeout: Duration)
     }
 
     /// The longest any one keyring call may take before it fails with
-    /// ``CredentialStoreError/Kind-swift.struct/timedOut``. An unlock prompt has its own
+    /// `CredentialStoreError.Kind.timedOut`. An unlock prompt has its own
     /// limit, in ``unlocking``.
     public let timeout: Duration
     /// Whether, and for how long, a locked keyring may prompt the person to unlock it.
@@ -282,7 +282,7 @@ public final class SecretServiceStore: CredentialStore {
     }
 
     /// Runs `body` with a connected client on the keyring worker, bounded by `timeout`, and
-    /// turns libsecret's failures into ``CredentialStoreError``s.
+    /// turns libsecret's failures into `CredentialStoreError`s.
     private func call<T: Sendable>(
         _ operation: String, timeout: Duration? = nil, _ body: @escaping @Sendable (LibSecretClient) throws -> T
     ) async throws -> T {

@@ -10,7 +10,7 @@ import Sesame
 /// ```swift
 /// let storage = try await StoragePolicy.keyringOrFile.resolve()
 /// if let warning = storage.warning { print("warning: \(warning)") }
-/// let session = Session(provider: provider, store: storage.store, ...)
+/// let session = Session(provider: "facebook", appID: "1234", store: storage.store)
 /// ```
 public enum StoragePolicy: String, Sendable, Hashable, CaseIterable, Codable, CustomStringConvertible {
     /// The desktop keyring (the default on a desktop). When it cannot be reached, resolving
@@ -21,9 +21,9 @@ public enum StoragePolicy: String, Sendable, Hashable, CaseIterable, Codable, Cu
     /// bus, no Secret Service) falls back: a locked or hung keyring is an error, since the
     /// credentials are probably in it.
     case keyringOrFile = "keyring-or-file"
-    /// A ``FileCredentialStore``, chosen explicitly, for machines without a keyring.
+    /// A `FileCredentialStore`, chosen explicitly, for machines without a keyring.
     case file
-    /// An ``InMemoryCredentialStore``: nothing outlives the process.
+    /// An `InMemoryCredentialStore`: nothing outlives the process.
     case memory
 
     /// The policy a desktop program uses unless told otherwise.
@@ -50,7 +50,7 @@ public enum StoragePolicy: String, Sendable, Hashable, CaseIterable, Codable, Cu
     ///   - fileURL: the file for ``file``, and for ``keyringOrFile`` when it falls back.
     ///   - keyring: the keyring store to use and check.
     /// - Returns: the store, the backend in use, and a warning when the policy fell back.
-    /// - Throws: ``CredentialStoreError`` when ``keyring`` cannot be reached, or when the
+    /// - Throws: `CredentialStoreError` when ``keyring`` cannot be reached, or when the
     ///   keyring of ``keyringOrFile`` is present but does not answer.
     public func resolve(
         fileURL: URL = FileCredentialStore.defaultURL(),
@@ -103,9 +103,9 @@ public struct ResolvedStorage: Sendable, CustomStringConvertible {
     public enum Backend: String, Sendable, Hashable, CaseIterable {
         /// ``SecretServiceStore``.
         case keyring
-        /// ``FileCredentialStore``.
+        /// `FileCredentialStore`.
         case file
-        /// ``InMemoryCredentialStore``.
+        /// `InMemoryCredentialStore`.
         case memory
     }
 
