@@ -58,9 +58,14 @@ final class KeyringWorker: Sendable {
                 DispatchQueue.global(qos: .userInitiated).asyncAfter(deadline: .now() + Self.dispatchInterval(timeout))
                 {
                     [weak self] in
-                    guard call.finish(.failure(timeoutError(cancellation.stage))) else { return }
+                    let outcome = Result<T, any Error>.failure(timeoutError(cancellation.stage))
+                    let (claimed, waiting) = call.claim(outcome)
+                    guard claimed else { return }
                     cancellation.cancel()
+                    // Later calls must not queue behind a call that may never return; the
+                    // queue is replaced before the caller hears of the timeout.
                     if call.isRunning { self?.abandon(generation: generation) }
+                    waiting?.resume(with: outcome)
                 }
                 queue.async {
                     // A call whose caller has already been answered (it timed out behind a
@@ -130,18 +135,24 @@ private final class PendingCall<T: Sendable>: Sendable {
     /// Marks the body as returned.
     func bodyReturned() { state.withLock { $0.returned = true } }
 
-    /// Records `outcome` and resumes the caller, unless an outcome was recorded before.
-    /// Returns whether this outcome was the one delivered.
-    @discardableResult func finish(_ outcome: Result<T, any Error>) -> Bool {
-        let (delivered, waiting) = state.withLock { state -> (Bool, CheckedContinuation<T, any Error>?) in
+    /// Records `outcome` unless an outcome was recorded before. Returns whether it was
+    /// recorded, and the caller waiting for it, who must then be resumed with it.
+    func claim(_ outcome: Result<T, any Error>) -> (claimed: Bool, waiting: CheckedContinuation<T, any Error>?) {
+        state.withLock { state in
             guard state.outcome == nil else { return (false, nil) }
             state.outcome = outcome
             let waiting = state.continuation
             state.continuation = nil
             return (true, waiting)
         }
+    }
+
+    /// Records `outcome` and resumes the caller, unless an outcome was recorded before.
+    /// Returns whether this outcome was the one delivered.
+    @discardableResult func finish(_ outcome: Result<T, any Error>) -> Bool {
+        let (claimed, waiting) = claim(outcome)
         waiting?.resume(with: outcome)
-        return delivered
+        return claimed
     }
 }
 

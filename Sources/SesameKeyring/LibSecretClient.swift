@@ -225,12 +225,44 @@ struct LibSecretClient {
 
     /// The collection that the `default` alias names (the login keyring on GNOME), or nil when
     /// the alias is not set.
-    func defaultCollection() throws(LibSecretError) -> GObjectReference<SecretCollection>? {
+    ///
+    /// gnome-keyring has been seen to answer, for a moment while other clients write to it,
+    /// that the login collection does not exist; such an answer is checked again (after 20,
+    /// 40, 80 and 160 ms, within the call's deadline) before it is believed.
+    func defaultCollection() throws -> GObjectReference<SecretCollection>? {
+        try retryingVanishedObjects { try collectionForDefaultAlias() }
+    }
+
+    /// The collection that the `default` alias names, asked once; a missing one is a
+    /// `noSuchObject` failure.
+    func collectionForDefaultAlias() throws(LibSecretError) -> GObjectReference<SecretCollection> {
         var error: UnsafeMutablePointer<GError>?
         let collection = secret_collection_for_alias_sync(
             service.pointer, "default", SECRET_COLLECTION_NONE, cancellation.pointer, &error)
         if let error { throw LibSecretError(taking: error, stage: .call) }
-        return collection.map { GObjectReference(taking: $0) }
+        guard let collection else {
+            throw LibSecretError(stage: .call, failure: .noSuchObject, message: "no default collection")
+        }
+        return GObjectReference(taking: collection)
+    }
+
+    /// Runs `body` again when it fails because an object does not exist, up to four more
+    /// times with growing pauses; then returns nil.
+    func retryingVanishedObjects<T>(_ body: () throws -> T) throws -> T? {
+        var pause: useconds_t = 20_000
+        for attempt in 0..<5 {
+            if attempt > 0 {
+                guard !cancellation.isCancelled else { break }
+                usleep(pause)
+                pause *= 2
+            }
+            do {
+                return try body()
+            } catch let error as LibSecretError where error.failure == .noSuchObject {
+                continue
+            }
+        }
+        return nil
     }
 
     /// The collection's label, for messages.

@@ -207,12 +207,24 @@ public final class SecretServiceStore: CredentialStore {
     ) throws
         -> SaveOutcome
     {
-        guard let collection = try client.defaultCollection() else { return .noDefaultCollection }
-        if client.isLocked(collection) {
-            guard unlock, try client.unlock(collection) else { return .locked }
+        // The collection is looked up again if it vanishes between the lookup and the write
+        // (see LibSecretClient.defaultCollection).
+        let path: String?
+        do {
+            path = try client.retryingVanishedObjects { () throws -> String in
+                let collection = try client.collectionForDefaultAlias()
+                if client.isLocked(collection) {
+                    guard unlock, try client.unlock(collection) else {
+                        throw LibSecretError(stage: .call, failure: .locked, message: "the collection is locked")
+                    }
+                }
+                return try client.create(
+                    in: collection, attributes: request.attributes, label: request.label, secret: request.secret)
+            }
+        } catch let error as LibSecretError where error.failure == .locked {
+            return .locked
         }
-        let path = try client.create(
-            in: collection, attributes: request.attributes, label: request.label, secret: request.secret)
+        guard let path else { return .noDefaultCollection }
         // One item per credential: copies of it elsewhere (another collection, or written with
         // other attributes, for example by hand) are replaced by the one just saved. A copy in a
         // locked collection stays; the newest item is the one read.

@@ -1,6 +1,6 @@
 import Foundation
 import Sesame
-import Synchronization
+import SesameTestSupport
 import Testing
 
 #if canImport(Glibc)
@@ -53,17 +53,27 @@ enum KeyringTestSupport {
     }
 
     /// The test helper that makes one keyring call in its own process.
-    static func probe(sourceLocation: SourceLocation = #_sourceLocation) throws -> String {
-        let directory = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().deletingLastPathComponent()
-        let path = directory.appendingPathComponent("sesame-keyring-probe").path
-        guard access(path, X_OK) == 0 else {
-            let message = "The helper \(path) was not built; build it with `swift build --build-tests` (the test "
-            Issue.record(
-                Comment(rawValue: message + "target depends on it, so `swift test` builds it too)."),
-                sourceLocation: sourceLocation)
-            throw MissingPrerequisite(name: "sesame-keyring-probe")
+    static func probe(sourceLocation: SourceLocation = #_sourceLocation) throws -> URL {
+        do {
+            return try ProcessRunner.builtExecutable("sesame-keyring-probe")
+        } catch {
+            Issue.record(Comment(rawValue: "\(error)"), sourceLocation: sourceLocation)
+            throw error
         }
-        return path
+    }
+
+    /// Runs a tool (secret-tool, gdbus) to completion; one that hangs is killed after a minute
+    /// and the test fails.
+    static func run(
+        _ tool: String, _ arguments: [String], input: Data = Data(), environment: [String: String]? = nil,
+        sourceLocation: SourceLocation = #_sourceLocation
+    ) async throws -> ProcessResult {
+        let path = try requireExecutable(tool, sourceLocation: sourceLocation)
+        let result = try await ProcessRunner.run(
+            URL(fileURLWithPath: path), arguments, input: input, environment: environment, killAfter: .seconds(60))
+        #expect(
+            !result.wasKilled, "\(tool) \(arguments.first ?? "") hung and was killed", sourceLocation: sourceLocation)
+        return result
     }
 
     /// A directory for one test, removed by `remove()`.
@@ -80,82 +90,6 @@ enum KeyringTestSupport {
 struct MissingPrerequisite: Error, CustomStringConvertible {
     var name: String
     var description: String { "missing \(name)" }
-}
-
-/// What a finished process printed.
-struct ProcessOutput: Sendable {
-    var status: Int32
-    var stdout: Data
-    var stderr: String
-    /// Whether the watchdog had to kill it.
-    var wasKilled: Bool
-
-    var text: String { String(decoding: stdout, as: UTF8.self) }
-}
-
-/// Runs `executable` to completion, feeding it `input` and reading both pipes before waiting
-/// for it. A process still running after `watchdog` is killed and reported as such.
-func runProcess(
-    _ executable: String, _ arguments: [String], environment: [String: String]? = nil, input: Data? = nil,
-    watchdog: Duration = .seconds(60)
-) async throws -> ProcessOutput {
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: executable)
-    process.arguments = arguments
-    if let environment { process.environment = environment }
-    let stdin = Pipe()
-    let stdout = Pipe()
-    let stderr = Pipe()
-    process.standardInput = stdin
-    process.standardOutput = stdout
-    process.standardError = stderr
-    let exited = AsyncStream<Void>.makeStream()
-    process.terminationHandler = { _ in
-        exited.continuation.yield()
-        exited.continuation.finish()
-    }
-    try process.run()
-    if let input { stdin.fileHandleForWriting.write(input) }
-    try stdin.fileHandleForWriting.close()
-
-    let killed = Watchdog(process: process, after: watchdog)
-    async let out = readToEnd(stdout.fileHandleForReading)
-    async let err = readToEnd(stderr.fileHandleForReading)
-    let (outData, errData) = await (out, err)
-    for await _ in exited.stream {}
-    killed.cancel()
-    return ProcessOutput(
-        status: process.terminationStatus, stdout: outData, stderr: String(decoding: errData, as: UTF8.self),
-        wasKilled: killed.fired)
-}
-
-private func readToEnd(_ handle: FileHandle) async -> Data {
-    await withCheckedContinuation { continuation in
-        DispatchQueue.global().async { continuation.resume(returning: handle.readDataToEndOfFile()) }
-    }
-}
-
-/// Kills a process that outlives its time.
-private final class Watchdog: Sendable {
-    private let state = Mutex<(fired: Bool, cancelled: Bool)>((false, false))
-
-    init(process: Process, after limit: Duration) {
-        let pid = process.processIdentifier
-        let (seconds, attoseconds) = limit.components
-        let delay = Double(seconds) + Double(attoseconds) / 1e18
-        DispatchQueue.global().asyncAfter(deadline: .now() + delay) { [self] in
-            let fire = self.state.withLock { state -> Bool in
-                guard !state.cancelled else { return false }
-                state.fired = true
-                return true
-            }
-            if fire { kill(pid, SIGKILL) }
-        }
-    }
-
-    var fired: Bool { state.withLock { $0.fired } }
-
-    func cancel() { state.withLock { $0.cancelled = true } }
 }
 
 /// What `sesame-keyring-probe` printed.
@@ -180,13 +114,14 @@ func runProbe(
     environment["DBUS_SESSION_BUS_ADDRESS"] = busAddress
     for name in removing { environment[name] = nil }
     environment.merge(extraEnvironment) { _, new in new }
-    let output = try await runProcess(try KeyringTestSupport.probe(), arguments, environment: environment)
-    #expect(!output.wasKilled, "the probe hung and was killed", sourceLocation: sourceLocation)
+    let result = try await ProcessRunner.run(
+        try KeyringTestSupport.probe(), arguments, environment: environment, killAfter: .seconds(60))
+    #expect(!result.wasKilled, "the probe hung and was killed", sourceLocation: sourceLocation)
     do {
-        return try JSONDecoder().decode(ProbeResult.self, from: output.stdout)
+        return try JSONDecoder().decode(ProbeResult.self, from: Data(result.standardOutput.utf8))
     } catch {
         Issue.record(
-            "the probe printed no result (exit \(output.status)): \(output.text) \(output.stderr)",
+            "the probe printed no result (exit \(result.status)): \(result.standardOutput) \(result.standardError)",
             sourceLocation: sourceLocation)
         throw error
     }

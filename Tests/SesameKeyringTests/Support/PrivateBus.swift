@@ -115,17 +115,16 @@ final class PrivateKeyring {
     /// Locks the login collection, as `secret-tool lock --collection=login` does (that command
     /// crashes after locking in libsecret 0.20, so the D-Bus call is made with `gdbus`).
     func lock() async throws {
-        let gdbus = try KeyringTestSupport.requireExecutable("gdbus")
         var environment = ProcessInfo.processInfo.environment
         environment["DBUS_SESSION_BUS_ADDRESS"] = bus.address
-        let output = try await runProcess(
-            gdbus,
+        let output = try await KeyringTestSupport.run(
+            "gdbus",
             [
                 "call", "--session", "--dest", "org.freedesktop.secrets", "--object-path", "/org/freedesktop/secrets",
                 "--method", "org.freedesktop.Secret.Service.Lock", "['/org/freedesktop/secrets/collection/login']",
             ],
             environment: environment)
-        #expect(output.status == 0, "gdbus could not lock the login collection: \(output.stderr)")
+        #expect(output.status == 0, "gdbus could not lock the login collection: \(output.standardError)")
     }
 
     /// Stops the keyring and its bus.
