@@ -157,7 +157,8 @@ let package = Package(
         .executableTarget(
             name: "sesame-bench",
             dependencies: [
-                "Sesame", "SesameHTTPServer", "SesameCurl", "CCurl", "SesameEmulator", "SesameFacebook", "SesameKeyring",
+                "Sesame", "SesameHTTPServer", "SesameCurl", "CCurl", "SesameEmulator", "SesameFacebook",
+                "SesameKeyring",
             ],
             path: "Benchmarks/SesameBench"
         ),
