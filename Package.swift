@@ -12,6 +12,7 @@ let package = Package(
         .library(name: "SesameEmulator", targets: ["SesameEmulator"]),
         .library(name: "SesameFacebook", targets: ["SesameFacebook"]),
         .library(name: "SesameOIDC", targets: ["SesameOIDC"]),
+        .library(name: "SesameKeyring", targets: ["SesameKeyring"]),
         .library(name: "SesameDesktop", targets: ["SesameDesktop"]),
         .executable(name: "sesame", targets: ["sesame"]),
         // Turns a provider's `*Errors.json` table into Swift at build time; usable by any provider.
@@ -36,6 +37,12 @@ let package = Package(
             path: "Sources/CCurl",
             pkgConfig: "libcurl",
             providers: [.apt(["libcurl4-openssl-dev"])]
+        ),
+        .systemLibrary(
+            name: "CLibSecret",
+            path: "Sources/CLibSecret",
+            pkgConfig: "libsecret-1",
+            providers: [.apt(["libsecret-1-dev"])]
         ),
 
         // The provider-neutral core.
@@ -138,10 +145,23 @@ let package = Package(
                 "SesameTestSupport",
             ]),
 
+        // The desktop keyring (Secret Service over D-Bus, through libsecret) and the storage policy.
+        .target(name: "SesameKeyring", dependencies: ["Sesame", "CLibSecret"]),
+        .testTarget(
+            name: "SesameKeyringTests",
+            dependencies: ["SesameKeyring", "Sesame", "sesame-keyring-probe", "SesameTestSupport"]),
+        // Runs one keyring call in its own process, so tests can give it a different D-Bus
+        // environment (libsecret keeps one bus connection per process).
+        .executableTarget(
+            name: "sesame-keyring-probe", dependencies: ["SesameKeyring", "Sesame"], path: "Tests/SesameKeyringProbe"),
+
         // Side-by-side measurements: `swift run -c release sesame-bench <name> [--json]`.
         .executableTarget(
             name: "sesame-bench",
-            dependencies: ["Sesame", "SesameHTTPServer", "SesameCurl", "CCurl", "SesameEmulator", "SesameFacebook"],
+            dependencies: [
+                "Sesame", "SesameHTTPServer", "SesameCurl", "CCurl", "SesameEmulator", "SesameFacebook",
+                "SesameKeyring",
+            ],
             path: "Benchmarks/SesameBench"
         ),
         // A thousand requests through CurlTransport, to run under valgrind (Benchmarks/README.md).

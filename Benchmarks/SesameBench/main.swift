@@ -20,6 +20,7 @@ let benchmarks: [Benchmark] = [
     emulatorBenchmark,
     taxonomyBenchmark,
     graphBenchmark,
+    KeyringBenchmark.benchmark,
 ]
 
 func usage() -> String {

@@ -80,8 +80,14 @@ public struct CredentialStoreError: Error, Sendable, Hashable, CustomStringConve
         public var rawValue: String
         public init(rawValue: String) { self.rawValue = rawValue }
 
-        /// The store could not be reached (no D-Bus session, no Secret Service, ...).
+        /// The store could not be reached, for a reason no more specific kind names.
         public static let unavailable = Kind(rawValue: "unavailable")
+        /// There is no D-Bus session bus to reach the desktop keyring on: `DBUS_SESSION_BUS_ADDRESS`
+        /// is unset, or names a bus that is gone.
+        public static let noSessionBus = Kind(rawValue: "noSessionBus")
+        /// The session bus works but no Secret Service provider (a keyring daemon such as
+        /// gnome-keyring or KeePassXC) is running on it or can be started.
+        public static let noSecretService = Kind(rawValue: "noSecretService")
         /// The keyring collection is locked and was not unlocked.
         public static let locked = Kind(rawValue: "locked")
         /// The store did not answer in time.
@@ -98,6 +104,10 @@ public struct CredentialStoreError: Error, Sendable, Hashable, CustomStringConve
 
     /// The kind of failure.
     public var kind: Kind
+    /// Whether the store is absent rather than failing: ``Kind/unavailable``,
+    /// ``Kind/noSessionBus`` or ``Kind/noSecretService``. A locked keyring, a timeout or a
+    /// corrupt item are not absences: the credentials may well be there.
+    public var isUnavailable: Bool { [.unavailable, .noSessionBus, .noSecretService].contains(kind) }
     /// What happened and what to do, in one or two sentences. Contains no secret.
     public var message: String
 

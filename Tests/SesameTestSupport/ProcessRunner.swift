@@ -12,12 +12,15 @@ public struct ProcessResult: Sendable {
     public var standardOutput: String
     /// Everything written to standard error.
     public var standardError: String
+    /// Whether the process outlived its `killAfter` limit and was killed.
+    public var wasKilled = false
 
     /// A result (for runners that read the process themselves, as it prints).
-    public init(status: Int32, standardOutput: String, standardError: String) {
+    public init(status: Int32, standardOutput: String, standardError: String, wasKilled: Bool = false) {
         self.status = status
         self.standardOutput = standardOutput
         self.standardError = standardError
+        self.wasKilled = wasKilled
     }
 }
 
@@ -46,15 +49,20 @@ public enum ProcessRunner {
     /// Runs `executable` with `arguments`, feeding `input` to its standard input, and returns
     /// once it has exited. Both output pipes are read to the end before waiting for the exit.
     ///
-    /// - Parameter environment: the child's whole environment; `nil` inherits this process's.
+    /// - Parameters:
+    ///   - environment: the child's whole environment; `nil` inherits this process's.
+    ///   - killAfter: when set, a child still running after this long is killed (SIGKILL) and the
+    ///     result says so, so that a test of something that must not hang fails instead of hanging.
     public static func run(
-        _ executable: URL, _ arguments: [String], input: Data = Data(), environment: [String: String]? = nil
+        _ executable: URL, _ arguments: [String], input: Data = Data(), environment: [String: String]? = nil,
+        killAfter: Duration? = nil
     ) async throws -> ProcessResult {
         try await withCheckedThrowingContinuation { continuation in
             let thread = Thread {
                 do {
                     continuation.resume(
-                        returning: try runBlocking(executable, arguments, input: input, environment: environment))
+                        returning: try runBlocking(
+                            executable, arguments, input: input, environment: environment, killAfter: killAfter))
                 } catch {
                     continuation.resume(throwing: error)
                 }
@@ -64,7 +72,7 @@ public enum ProcessRunner {
     }
 
     private static func runBlocking(
-        _ executable: URL, _ arguments: [String], input: Data, environment: [String: String]?
+        _ executable: URL, _ arguments: [String], input: Data, environment: [String: String]?, killAfter: Duration?
     ) throws -> ProcessResult {
         let output = Pipe()
         let error = Pipe()
@@ -73,6 +81,14 @@ public enum ProcessRunner {
             executableURL: executable, arguments: arguments, environment: environment,
             standardInput: .pipe(standardInput), standardOutput: .pipe(output), standardError: .pipe(error))
         try process.run()
+        let watchdog = Watchdog()
+        if let killAfter {
+            let pid = process.processIdentifier
+            let (seconds, attoseconds) = killAfter.components
+            DispatchQueue.global().asyncAfter(deadline: .now() + Double(seconds) + Double(attoseconds) / 1e18) {
+                if watchdog.fire() { kill(pid, SIGKILL) }
+            }
+        }
         let writer = Thread {
             standardInput.fileHandleForWriting.write(input)
             try? standardInput.fileHandleForWriting.close()
@@ -90,7 +106,29 @@ public enum ProcessRunner {
         process.waitUntilExit()
         return ProcessResult(
             status: process.terminationStatus ?? -1, standardOutput: String(decoding: outputData, as: UTF8.self),
-            standardError: String(decoding: errorData.get(), as: UTF8.self))
+            standardError: String(decoding: errorData.get(), as: UTF8.self), wasKilled: watchdog.finish())
+    }
+
+    /// Decides once between "killed" and "finished in time".
+    private final class Watchdog: Sendable {
+        private let state = Mutex<(fired: Bool, finished: Bool)>((false, false))
+
+        /// Called at the deadline: whether to kill (the process had not finished).
+        func fire() -> Bool {
+            state.withLock { state in
+                guard !state.finished else { return false }
+                state.fired = true
+                return true
+            }
+        }
+
+        /// Called after the exit: whether the watchdog had killed the process.
+        func finish() -> Bool {
+            state.withLock { state in
+                state.finished = true
+                return state.fired
+            }
+        }
     }
 
     /// Data handed over from the reader thread.

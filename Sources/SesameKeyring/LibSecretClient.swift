@@ -1,0 +1,357 @@
+internal import CLibSecret
+import Foundation
+import Synchronization
+
+/// A failure reported by GIO or libsecret, copied out of its `GError`.
+struct LibSecretError: Error, Sendable {
+    /// What the failure means.
+    enum Failure: Sendable {
+        case other, cancelled, noService, disconnected, noReply, locked, noSuchObject, accessDenied
+    }
+
+    /// The step that failed.
+    var stage: KeyringStage
+    /// What the failure means.
+    var failure: Failure
+    /// GLib's message, which never contains a secret.
+    var message: String
+
+    init(stage: KeyringStage, failure: Failure, message: String) {
+        self.stage = stage
+        self.failure = failure
+        self.message = message
+    }
+
+    /// Copies and frees `error`.
+    init(taking error: UnsafeMutablePointer<GError>, stage: KeyringStage) {
+        self.stage = stage
+        message = error.pointee.message.map { String(cString: $0) } ?? "unknown error"
+        let classification = sesame_classify_error(error).rawValue
+        failure =
+            switch classification {
+            case SESAME_FAILURE_CANCELLED.rawValue: .cancelled
+            case SESAME_FAILURE_NO_SERVICE.rawValue: .noService
+            case SESAME_FAILURE_DISCONNECTED.rawValue: .disconnected
+            case SESAME_FAILURE_NO_REPLY.rawValue: .noReply
+            case SESAME_FAILURE_LOCKED.rawValue: .locked
+            case SESAME_FAILURE_NO_SUCH_OBJECT.rawValue: .noSuchObject
+            case SESAME_FAILURE_ACCESS_DENIED.rawValue: .accessDenied
+            default: .other
+            }
+        g_error_free(error)
+    }
+}
+
+/// How far a keyring call got, so that a timeout can say what did not answer.
+enum KeyringStage: UInt8, Sendable {
+    /// Connecting to the D-Bus session bus.
+    case bus
+    /// Reaching the Secret Service on the bus and opening a session with it.
+    case service
+    /// Searching, reading, writing or deleting items.
+    case call
+    /// Waiting for the person to answer an unlock prompt.
+    case unlockPrompt
+}
+
+/// A reference to a GObject, released when the Swift value goes away. Used only within one
+/// call on the keyring worker's queue, so it is not `Sendable`.
+final class GObjectReference<Pointee> {
+    let pointer: UnsafeMutablePointer<Pointee>
+
+    /// Takes over a reference the caller owns.
+    init(taking pointer: UnsafeMutablePointer<Pointee>) { self.pointer = pointer }
+
+    deinit { g_object_unref(pointer) }
+}
+
+/// The process's D-Bus session bus connection, kept open between calls.
+///
+/// GIO shares one session bus connection per process and, by default, raises SIGTERM in the
+/// process when that connection closes. A library must not kill its host because a keyring
+/// went away, so Sesame turns that off for the connection it uses.
+private let sessionBus = Mutex<HeldConnection?>(nil)
+
+/// A `GDBusConnection` reference kept in `sessionBus`.
+///
+/// `@unchecked Sendable`: it is only read and replaced under the `sessionBus` mutex, and GDBus
+/// connections are themselves safe to use from any thread.
+private struct HeldConnection: @unchecked Sendable {
+    let pointer: OpaquePointer
+}
+
+/// Synchronous libsecret calls for one keyring operation. Every method blocks, so a client
+/// is made and used only inside a ``KeyringWorker`` call, with that call's cancellation.
+struct LibSecretClient {
+    let service: GObjectReference<SecretService>
+    let cancellation: Cancellation
+
+    /// Connects to the session bus and to the Secret Service on it, with an open session.
+    init(_ cancellation: Cancellation) throws(LibSecretError) {
+        self.cancellation = cancellation
+        // Registers libsecret's D-Bus error names (IsLocked, NoSuchObject) before any reply.
+        _ = secret_error_get_quark()
+
+        cancellation.stage = .bus
+        // A connection closed under us (the bus went away) is dropped, along with libsecret's
+        // cached service on it, so the next call connects afresh.
+        sessionBus.withLock { held in
+            if let connection = held?.pointer, g_dbus_connection_is_closed(connection) != 0 {
+                secret_service_disconnect()
+                g_object_unref(UnsafeMutableRawPointer(connection))
+                held = nil
+            }
+        }
+        var error: UnsafeMutablePointer<GError>?
+        guard let connection = g_bus_get_sync(G_BUS_TYPE_SESSION, cancellation.pointer, &error) else {
+            throw Self.failure(error, stage: .bus)
+        }
+        g_dbus_connection_set_exit_on_close(connection, 0)
+        let fresh = HeldConnection(pointer: connection)
+        sessionBus.withLock { held in
+            if held?.pointer == fresh.pointer {
+                g_object_unref(UnsafeMutableRawPointer(fresh.pointer))
+            } else {
+                if let old = held?.pointer { g_object_unref(UnsafeMutableRawPointer(old)) }
+                held = fresh
+            }
+        }
+
+        cancellation.stage = .service
+        guard let service = secret_service_get_sync(SECRET_SERVICE_OPEN_SESSION, cancellation.pointer, &error) else {
+            throw Self.failure(error, stage: .service)
+        }
+        self.service = GObjectReference(taking: service)
+        cancellation.stage = .call
+    }
+
+    /// Items with Sesame's schema whose attributes include `attributes`, in every collection,
+    /// without their secrets. With `unlock`, locked items are unlocked first, which may show
+    /// the person a prompt (libsecret ignores a failed unlock; the items then stay locked).
+    func search(
+        _ attributes: [String: String], unlock: Bool = false
+    ) throws(LibSecretError)
+        -> [GObjectReference<SecretItem>]
+    {
+        let table = Self.attributeTable(attributes)
+        defer { g_hash_table_unref(table) }
+        var flags = SECRET_SEARCH_ALL.rawValue
+        if unlock {
+            flags |= SECRET_SEARCH_UNLOCK.rawValue
+            cancellation.stage = .unlockPrompt
+        }
+        defer { cancellation.stage = .call }
+        var attempt = 0
+        while true {
+            var error: UnsafeMutablePointer<GError>?
+            let list = secret_service_search_sync(
+                service.pointer, sesame_credential_schema(), table, SecretSearchFlags(rawValue: flags),
+                cancellation.pointer, &error)
+            guard let error else { return Self.takeObjects(list) }
+            let failure = LibSecretError(taking: error, stage: .call)
+            // An item deleted between the search and reading its properties fails the whole
+            // search; searching again no longer finds it.
+            attempt += 1
+            guard failure.failure == .noSuchObject, attempt < 3 else { throw failure }
+        }
+    }
+
+    /// The items matching `attributes` with the secrets of those not locked, read into Swift
+    /// values. Items deleted meanwhile (by another program) are left out.
+    ///
+    /// libsecret's own `SECRET_SEARCH_LOAD_SECRETS` drops every secret when one item of the
+    /// batch has gone, and says nothing, so the secrets are loaded here, where failures show.
+    func items(_ attributes: [String: String], unlock: Bool = false) throws(LibSecretError) -> [KeyringItem] {
+        let found = try search(attributes, unlock: unlock)
+        let unlocked = found.filter { secret_item_get_locked($0.pointer) == 0 }
+        if !unlocked.isEmpty {
+            var list: UnsafeMutablePointer<GList>?
+            for item in unlocked.reversed() { list = g_list_prepend(list, UnsafeMutableRawPointer(item.pointer)) }
+            defer { g_list_free(list) }
+            var error: UnsafeMutablePointer<GError>?
+            if secret_item_load_secrets_sync(list, cancellation.pointer, &error) == 0 {
+                let failure = Self.failure(error, stage: .call)
+                // One item has gone: the others are loaded one by one below.
+                guard failure.failure == .noSuchObject else { throw failure }
+            }
+        }
+        var items: [KeyringItem] = []
+        for item in found {
+            if secret_item_get_locked(item.pointer) == 0 && !Self.hasSecret(item) {
+                var error: UnsafeMutablePointer<GError>?
+                if secret_item_load_secret_sync(item.pointer, cancellation.pointer, &error) == 0 {
+                    let failure = Self.failure(error, stage: .call)
+                    if failure.failure == .noSuchObject { continue }
+                    throw failure
+                }
+            }
+            items.append(read(item))
+        }
+        return items
+    }
+
+    /// Copies what Sesame needs from `item` into Swift values.
+    func read(_ item: GObjectReference<SecretItem>) -> KeyringItem {
+        let pointer = item.pointer
+        let label = secret_item_get_label(pointer)
+        defer { g_free(label) }
+        var attributes: [String: String] = [:]
+        if let table = secret_item_get_attributes(pointer) {
+            defer { g_hash_table_unref(table) }
+            for name in [
+                KeyringItemFormat.Attribute.schema, KeyringItemFormat.Attribute.provider,
+                KeyringItemFormat.Attribute.appID, KeyringItemFormat.Attribute.account,
+                KeyringItemFormat.Attribute.schemaVersion,
+            ] {
+                if let value = sesame_attributes_get(table, name) { attributes[name] = String(cString: value) }
+            }
+        }
+        var secret: [UInt8]?
+        if let value = secret_item_get_secret(pointer) {
+            var length = 0
+            if let bytes = secret_value_get(value, &length) {
+                secret = Array(UnsafeRawBufferPointer(start: bytes, count: length))
+            }
+            secret_value_unref(UnsafeMutableRawPointer(value))
+        }
+        return KeyringItem(
+            path: String(cString: sesame_object_path(pointer)),
+            label: label.map { String(cString: $0) } ?? "",
+            attributes: attributes,
+            isLocked: secret_item_get_locked(pointer) != 0,
+            modified: Date(timeIntervalSince1970: TimeInterval(secret_item_get_modified(pointer))),
+            secret: secret)
+    }
+
+    /// The collection that the `default` alias names (the login keyring on GNOME), or nil when
+    /// the alias is not set.
+    ///
+    /// gnome-keyring has been seen to answer, for a moment while other clients write to it,
+    /// that the login collection does not exist; such an answer is checked again (after 20,
+    /// 40, 80 and 160 ms, within the call's deadline) before it is believed.
+    func defaultCollection() throws -> GObjectReference<SecretCollection>? {
+        try retryingVanishedObjects { try collectionForDefaultAlias() }
+    }
+
+    /// The collection that the `default` alias names, asked once; a missing one is a
+    /// `noSuchObject` failure.
+    func collectionForDefaultAlias() throws(LibSecretError) -> GObjectReference<SecretCollection> {
+        var error: UnsafeMutablePointer<GError>?
+        let collection = secret_collection_for_alias_sync(
+            service.pointer, "default", SECRET_COLLECTION_NONE, cancellation.pointer, &error)
+        if let error { throw LibSecretError(taking: error, stage: .call) }
+        guard let collection else {
+            throw LibSecretError(stage: .call, failure: .noSuchObject, message: "no default collection")
+        }
+        return GObjectReference(taking: collection)
+    }
+
+    /// Runs `body` again when it fails because an object does not exist, up to four more
+    /// times with growing pauses; then returns nil.
+    func retryingVanishedObjects<T>(_ body: () throws -> T) throws -> T? {
+        var pause: useconds_t = 20_000
+        for attempt in 0..<5 {
+            if attempt > 0 {
+                guard !cancellation.isCancelled else { break }
+                usleep(pause)
+                pause *= 2
+            }
+            do {
+                return try body()
+            } catch let error as LibSecretError where error.failure == .noSuchObject {
+                continue
+            }
+        }
+        return nil
+    }
+
+    /// The collection's label, for messages.
+    func label(of collection: GObjectReference<SecretCollection>) -> String {
+        guard let label = secret_collection_get_label(collection.pointer) else { return "" }
+        defer { g_free(label) }
+        return String(cString: label)
+    }
+
+    /// Whether the collection is locked.
+    func isLocked(_ collection: GObjectReference<SecretCollection>) -> Bool {
+        secret_collection_get_locked(collection.pointer) != 0
+    }
+
+    /// Asks the service to unlock `collection`, which may show the person a prompt; returns
+    /// whether it was unlocked (false when the prompt was dismissed or could not be shown).
+    func unlock(_ collection: GObjectReference<SecretCollection>) throws(LibSecretError) -> Bool {
+        cancellation.stage = .unlockPrompt
+        defer { cancellation.stage = .call }
+        let objects = g_list_append(nil, UnsafeMutableRawPointer(collection.pointer))
+        defer { g_list_free(objects) }
+        var unlocked: UnsafeMutablePointer<GList>?
+        var error: UnsafeMutablePointer<GError>?
+        let count = secret_service_unlock_sync(service.pointer, objects, cancellation.pointer, &unlocked, &error)
+        sesame_object_list_free(unlocked)
+        if let error { throw LibSecretError(taking: error, stage: .call) }
+        return count > 0
+    }
+
+    /// Stores `secret` in `collection` under `attributes`, replacing an item with exactly
+    /// those attributes; returns the item's object path.
+    func create(
+        in collection: GObjectReference<SecretCollection>, attributes: [String: String], label: String,
+        secret: [UInt8]
+    ) throws(LibSecretError) -> String {
+        let table = Self.attributeTable(attributes)
+        defer { g_hash_table_unref(table) }
+        let value = secret.withUnsafeBufferPointer { buffer in
+            buffer.withMemoryRebound(to: CChar.self) { secret_value_new($0.baseAddress, $0.count, "text/plain") }
+        }
+        defer { secret_value_unref(UnsafeMutableRawPointer(value)) }
+        var error: UnsafeMutablePointer<GError>?
+        let item = secret_item_create_sync(
+            collection.pointer, sesame_credential_schema(), table, label, value, SECRET_ITEM_CREATE_REPLACE,
+            cancellation.pointer, &error)
+        if let error { throw LibSecretError(taking: error, stage: .call) }
+        guard let item else {
+            throw LibSecretError(stage: .call, failure: .other, message: "the service created no item")
+        }
+        let reference = GObjectReference(taking: item)
+        return String(cString: sesame_object_path(reference.pointer))
+    }
+
+    /// Deletes `item`.
+    func delete(_ item: GObjectReference<SecretItem>) throws(LibSecretError) {
+        var error: UnsafeMutablePointer<GError>?
+        if secret_item_delete_sync(item.pointer, cancellation.pointer, &error) == 0 {
+            throw Self.failure(error, stage: .call)
+        }
+    }
+
+    private static func hasSecret(_ item: GObjectReference<SecretItem>) -> Bool {
+        guard let value = secret_item_get_secret(item.pointer) else { return false }
+        secret_value_unref(UnsafeMutableRawPointer(value))
+        return true
+    }
+
+    private static func attributeTable(_ attributes: [String: String]) -> OpaquePointer {
+        let table = sesame_attributes_new()!
+        for (name, value) in attributes { sesame_attributes_set(table, name, value) }
+        return table
+    }
+
+    private static func takeObjects<Pointee>(_ list: UnsafeMutablePointer<GList>?) -> [GObjectReference<Pointee>] {
+        var objects: [GObjectReference<Pointee>] = []
+        var node = list
+        while let current = node {
+            if let data = current.pointee.data {
+                g_object_ref(data)
+                objects.append(GObjectReference(taking: data.assumingMemoryBound(to: Pointee.self)))
+            }
+            node = current.pointee.next
+        }
+        sesame_object_list_free(list)
+        return objects
+    }
+
+    private static func failure(_ error: UnsafeMutablePointer<GError>?, stage: KeyringStage) -> LibSecretError {
+        guard let error else { return LibSecretError(stage: stage, failure: .other, message: "no reason given") }
+        return LibSecretError(taking: error, stage: stage)
+    }
+}

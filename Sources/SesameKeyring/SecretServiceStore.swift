@@ -1,0 +1,445 @@
+import Foundation
+import Sesame
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Musl)
+    import Musl
+#endif
+
+/// Credentials in the desktop keyring: GNOME Keyring, KeePassXC, KWallet or any other
+/// provider of the freedesktop.org Secret Service API, reached over D-Bus through libsecret.
+///
+/// Each credential is one keyring item in the default collection (the “Login” keyring on
+/// GNOME), labelled like `Sesame: facebook (app 1234) — alice`, with the attributes
+/// `xdg:schema` = `org.sesame.Credential`, `provider`, `app_id`, `account` and
+/// `schema_version`, and the credential's JSON as its secret. Nothing secret goes into the
+/// attributes, which the Secret Service stores unencrypted. `secret-tool` reads and writes the
+/// same items; see <doc:SesameKeyring#Working-with-secret-tool>.
+///
+/// Every call runs on a dedicated thread, never on Swift's cooperative pool, and is bounded
+/// by ``timeout``: a keyring or bus that never answers becomes a
+/// `CredentialStoreError.Kind.timedOut` error, not a hang. Failures say which
+/// case it is and what to do: no session bus
+/// (`CredentialStoreError.Kind.noSessionBus`), no Secret Service on the bus
+/// (`CredentialStoreError.Kind.noSecretService`), a locked collection that was
+/// not unlocked (`CredentialStoreError.Kind.locked`), a timeout, or an item
+/// whose secret is not a credential (`CredentialStoreError.Kind.corrupt`;
+/// such an item is reported and left in place, never deleted by a read).
+///
+/// ```swift
+/// let store = SecretServiceStore()
+/// try await store.save(StoredCredential(key: key, token: token))
+/// let saved = try await store.load(key)
+/// ```
+public final class SecretServiceStore: CredentialStore {
+    /// Whether the store may ask the person to unlock a locked keyring.
+    public enum Unlocking: Sendable, Hashable {
+        /// A locked keyring is reported at once as
+        /// `CredentialStoreError.Kind.locked`, without a prompt. For programs
+        /// that must not wait for a person.
+        case never
+        /// The keyring shows its unlock prompt and Sesame waits up to `timeout` for the
+        /// person's answer; a dismissed or unanswered prompt is reported as
+        /// `CredentialStoreError.Kind.locked`.
+        case prompt(timeout: Duration)
+    }
+
+    /// The longest any one keyring call may take before it fails with
+    /// `CredentialStoreError.Kind.timedOut`. An unlock prompt has its own
+    /// limit, in ``unlocking``.
+    public let timeout: Duration
+    /// Whether, and for how long, a locked keyring may prompt the person to unlock it.
+    public let unlocking: Unlocking
+    private let worker: KeyringWorker
+
+    /// Creates a store on the session bus's Secret Service. Nothing is contacted until the
+    /// first call.
+    ///
+    /// - Parameters:
+    ///   - timeout: the longest one keyring call may take; 3 seconds by default.
+    ///   - unlocking: whether a locked keyring may prompt the person, and how long to wait for
+    ///     them; by default it may, for up to a minute.
+    public convenience init(timeout: Duration = .seconds(3), unlocking: Unlocking = .prompt(timeout: .seconds(60))) {
+        self.init(timeout: timeout, unlocking: unlocking, worker: .shared)
+    }
+
+    init(timeout: Duration, unlocking: Unlocking, worker: KeyringWorker) {
+        self.timeout = timeout
+        self.unlocking = unlocking
+        self.worker = worker
+    }
+
+    public var backendDescription: String { "keyring (Secret Service)" }
+
+    // MARK: - CredentialStore
+
+    public func save(_ credential: StoredCredential) async throws {
+        let key = credential.key
+        let operation = "saving the credential for \(key)"
+        let request = SaveRequest(
+            attributes: KeyringItemFormat.attributes(for: key),
+            search: KeyringItemFormat.searchAttributes(for: key),
+            label: KeyringItemFormat.label(for: key),
+            secret: try KeyringItemFormat.secret(for: credential))
+
+        var outcome = try await call(operation) { client in try Self.store(request, with: client, unlock: false) }
+        if outcome == .locked {
+            let promptTimeout = try promptTimeout(operation)
+            outcome = try await call(operation, timeout: promptTimeout) { client in
+                try Self.store(request, with: client, unlock: true)
+            }
+            if outcome == .locked { throw KeyringMessages.unlockDeclined(operation) }
+        }
+        if outcome == .noDefaultCollection { throw KeyringMessages.noDefaultCollection(key) }
+    }
+
+    public func load(_ key: CredentialKey) async throws -> StoredCredential? {
+        let operation = "reading the credential for \(key)"
+        let items = try await readItems(
+            KeyringItemFormat.searchAttributes(for: key), everyItem: false, operation: operation)
+        let newest = items.filter { !$0.isLocked }.max { Self.isOlder($0, than: $1) }
+        guard let newest else { return nil }
+        return try KeyringItemFormat.credential(from: newest).get()
+    }
+
+    @discardableResult public func delete(_ key: CredentialKey) async throws -> Bool {
+        let operation = "deleting the credential for \(key)"
+        let search = KeyringItemFormat.searchAttributes(for: key)
+
+        var result = try await call(operation) { client in try Self.remove(search, with: client, unlock: false) }
+        if result.locked > 0 {
+            let promptTimeout = try promptTimeout(operation)
+            let retry = try await call(operation, timeout: promptTimeout) { client in
+                try Self.remove(search, with: client, unlock: true)
+            }
+            if retry.locked > 0 { throw KeyringMessages.unlockDeclined(operation) }
+            result.deleted += retry.deleted
+        }
+        return result.deleted > 0
+    }
+
+    public func list(provider: ProviderID?) async throws -> [StoredCredential] {
+        var operation = "listing the credentials"
+        var search: [String: String] = [:]
+        if let provider {
+            operation += " for \(provider)"
+            search[KeyringItemFormat.Attribute.provider] = provider.rawValue
+        }
+        let items = try await readItems(search, everyItem: true, operation: operation)
+
+        var newest: [CredentialKey: KeyringItem] = [:]
+        var problems: [CredentialStoreError] = []
+        for item in items {
+            switch KeyringItemFormat.key(of: item) {
+            case .failure(let error): problems.append(error)
+            case .success(let key):
+                if let other = newest[key], !Self.isOlder(other, than: item) { continue }
+                newest[key] = item
+            }
+        }
+        var credentials: [StoredCredential] = []
+        for item in newest.values {
+            switch KeyringItemFormat.credential(from: item) {
+            case .success(let credential): credentials.append(credential)
+            case .failure(let error): problems.append(error)
+            }
+        }
+        if let first = problems.first {
+            guard problems.count > 1 else { throw first }
+            let lines: [String] = problems.map { "- \($0.message)" }
+            let message =
+                "\(problems.count) keyring items cannot be read as Sesame credentials:\n"
+                + lines.joined(separator: "\n")
+            throw CredentialStoreError(kind: .corrupt, message: message)
+        }
+        return credentials.sorted { $0.key < $1.key }
+    }
+
+    // MARK: - Status
+
+    /// What the keyring looks like now, for status and diagnostic output.
+    public struct Status: Sendable, Hashable, CustomStringConvertible {
+        /// The label of the collection new credentials are saved in (the one the `default`
+        /// alias names, “Login” on GNOME), or nil when there is no default collection.
+        public var defaultCollection: String?
+        /// Whether that collection is locked (using it will ask for it to be unlocked).
+        public var isLocked: Bool
+
+        /// Creates a status.
+        public init(defaultCollection: String?, isLocked: Bool) {
+            self.defaultCollection = defaultCollection
+            self.isLocked = isLocked
+        }
+
+        public var description: String {
+            guard let defaultCollection else { return "Secret Service, no default collection" }
+            return "Secret Service, collection “\(defaultCollection)”\(isLocked ? " (locked)" : "")"
+        }
+    }
+
+    /// Connects to the Secret Service and describes its default collection, without unlocking
+    /// anything. Throws the error that any other call would meet: no session bus, no Secret
+    /// Service, or a timeout.
+    public func status() async throws -> Status {
+        try await call("checking the keyring") { client in
+            guard let collection = try client.defaultCollection() else {
+                return Status(defaultCollection: nil, isLocked: false)
+            }
+            return Status(defaultCollection: client.label(of: collection), isLocked: client.isLocked(collection))
+        }
+    }
+
+    // MARK: - Calls
+
+    private struct SaveRequest: Sendable {
+        var attributes: [String: String]
+        var search: [String: String]
+        var label: String
+        var secret: [UInt8]
+    }
+
+    private enum SaveOutcome: Sendable { case saved, locked, noDefaultCollection }
+
+    /// Writes the item (in the worker). Does not prompt unless `unlock` is set.
+    private static func store(
+        _ request: SaveRequest, with client: LibSecretClient, unlock: Bool
+    ) throws
+        -> SaveOutcome
+    {
+        // The collection is looked up again if it vanishes between the lookup and the write
+        // (see LibSecretClient.defaultCollection).
+        let path: String?
+        do {
+            path = try client.retryingVanishedObjects { () throws -> String in
+                let collection = try client.collectionForDefaultAlias()
+                if client.isLocked(collection) {
+                    guard unlock, try client.unlock(collection) else {
+                        throw LibSecretError(stage: .call, failure: .locked, message: "the collection is locked")
+                    }
+                }
+                return try client.create(
+                    in: collection, attributes: request.attributes, label: request.label, secret: request.secret)
+            }
+        } catch let error as LibSecretError where error.failure == .locked {
+            return .locked
+        }
+        guard let path else { return .noDefaultCollection }
+        // One item per credential: copies of it elsewhere (another collection, or written with
+        // other attributes, for example by hand) are replaced by the one just saved. A copy in a
+        // locked collection stays; the newest item is the one read.
+        var cleanup = DeleteOutcome()
+        for item in try client.search(request.search) where client.read(item).path != path {
+            try cleanup.record(Result { () throws(LibSecretError) in try client.delete(item) })
+        }
+        return .saved
+    }
+
+    /// Deletes the items matching `search` (in the worker). Does not prompt unless `unlock`
+    /// is set.
+    private static func remove(
+        _ search: [String: String], with client: LibSecretClient, unlock: Bool
+    ) throws
+        -> DeleteOutcome
+    {
+        if unlock { _ = try client.search(search, unlock: true) }
+        var outcome = DeleteOutcome()
+        for item in try client.search(search) {
+            try outcome.record(Result { () throws(LibSecretError) in try client.delete(item) })
+        }
+        return outcome
+    }
+
+    private struct DeleteOutcome: Sendable {
+        var deleted = 0
+        var locked = 0
+
+        /// Counts one deletion; an item deleted meanwhile by someone else is not an error.
+        mutating func record(_ result: Result<Void, LibSecretError>) throws {
+            switch result {
+            case .success: deleted += 1
+            case .failure(let error) where error.failure == .locked: locked += 1
+            case .failure(let error) where error.failure == .noSuchObject: break
+            case .failure(let error): throw error
+            }
+        }
+    }
+
+    /// The items matching `search`. Locked ones are unlocked first (when allowed): when
+    /// `everyItem` is set, if any is locked; otherwise only if no unlocked one matches.
+    private func readItems(
+        _ search: [String: String], everyItem: Bool, operation: String
+    ) async throws
+        -> [KeyringItem]
+    {
+        let items = try await call(operation) { client in try client.items(search) }
+        let needsUnlock =
+            everyItem ? items.contains(where: \.isLocked) : !items.isEmpty && items.allSatisfy(\.isLocked)
+        guard needsUnlock else { return items }
+        let promptTimeout = try promptTimeout(operation)
+        let unlocked = try await call(operation, timeout: promptTimeout) { client in
+            _ = try client.search(search, unlock: true)
+            // Searched again so that the items' locked state and secrets are read afresh.
+            return try client.items(search)
+        }
+        if unlocked.contains(where: \.isLocked) { throw KeyringMessages.unlockDeclined(operation) }
+        return unlocked
+    }
+
+    private func promptTimeout(_ operation: String) throws -> Duration {
+        switch unlocking {
+        case .never: throw KeyringMessages.lockedWithoutPrompt(operation)
+        case .prompt(let timeout): return timeout
+        }
+    }
+
+    /// Runs `body` with a connected client on the keyring worker, bounded by `timeout`, and
+    /// turns libsecret's failures into `CredentialStoreError`s.
+    private func call<T: Sendable>(
+        _ operation: String, timeout: Duration? = nil, _ body: @escaping @Sendable (LibSecretClient) throws -> T
+    ) async throws -> T {
+        let limit = timeout ?? self.timeout
+        do {
+            return try await worker.run(
+                timeout: limit, timeoutError: { stage in KeyringMessages.timedOut(stage: stage, operation, limit) }
+            ) { cancellation in
+                try body(try LibSecretClient(cancellation))
+            }
+        } catch let error as LibSecretError {
+            throw KeyringMessages.storeError(error, operation, limit)
+        }
+    }
+
+    private static func isOlder(_ item: KeyringItem, than other: KeyringItem) -> Bool {
+        if item.modified != other.modified { return item.modified < other.modified }
+        // On a tie, the item Sesame wrote (it has schema_version) wins over a hand-written one.
+        let name = KeyringItemFormat.Attribute.schemaVersion
+        return item.attributes[name] == nil && other.attributes[name] != nil
+    }
+}
+
+/// The messages of the store's errors: what happened, to what, and what to do.
+enum KeyringMessages {
+    static let fileStoreHint = text(
+        "on a machine without a desktop keyring, choose the file store instead (storage policy `file`, or ",
+        "`keyring-or-file`)")
+    static let unlockHint = text(
+        "Unlock the keyring (in Passwords and Keys, or with `secret-tool search --unlock xdg:schema ",
+        "org.sesame.Credential`) and try again.")
+
+    static func storeError(_ error: LibSecretError, _ operation: String, _ timeout: Duration) -> CredentialStoreError {
+        let detail = error.message
+        switch (error.stage, error.failure) {
+        case (_, .cancelled), (_, .noReply): return timedOut(stage: error.stage, operation, timeout)
+        case (.bus, _), (_, .disconnected): return noSessionBus(operation, detail: detail)
+        case (_, .noService): return noSecretService(operation, detail: detail)
+        case (_, .locked): return unlockDeclined(operation)
+        case (.service, _):
+            let message = text(
+                "The desktop keyring's Secret Service refused to open a session for Sesame (\(detail)), so ",
+                "\(operation) failed. Restart the keyring daemon and try again; \(fileStoreHint).")
+            return CredentialStoreError(kind: .unavailable, message: message)
+        case (_, .accessDenied):
+            let message = text(
+                "The desktop keyring refused \(operation) (\(detail)). Check that it lets this program use it (a ",
+                "sandbox or the keyring's own settings may block it).")
+            return CredentialStoreError(kind: .ioFailure, message: message)
+        default:
+            let message = text(
+                "The desktop keyring failed while \(operation) (\(detail)). Try again; if it keeps failing, restart ",
+                "the keyring daemon.")
+            return CredentialStoreError(kind: .ioFailure, message: message)
+        }
+    }
+
+    static func noSessionBus(_ operation: String, detail: String) -> CredentialStoreError {
+        let situation: String
+        if let address = busAddress {
+            situation = text(
+                "the D-Bus session bus at \(address) cannot be reached (\(detail)); DBUS_SESSION_BUS_ADDRESS may be ",
+                "left over from a session that has ended, for example in ssh, tmux or screen")
+        } else {
+            situation = "there is no D-Bus session bus (DBUS_SESSION_BUS_ADDRESS is not set; \(detail))"
+        }
+        let message = text(
+            "Sesame could not reach the desktop keyring while \(operation): \(situation). Run the program inside ",
+            "your desktop session, or give it a bus with `dbus-run-session -- <command>`; \(fileStoreHint).")
+        return CredentialStoreError(kind: .noSessionBus, message: message)
+    }
+
+    static func noSecretService(_ operation: String, detail: String) -> CredentialStoreError {
+        let message = text(
+            "Sesame could not reach the desktop keyring while \(operation): no Secret Service is running on the ",
+            "session bus, and none can be started (\(detail)). Start a keyring that provides it (GNOME Keyring: ",
+            "`gnome-keyring-daemon --start --components=secrets`, or KeePassXC with its Secret Service ",
+            "integration turned on); \(fileStoreHint).")
+        return CredentialStoreError(kind: .noSecretService, message: message)
+    }
+
+    static func lockedWithoutPrompt(_ operation: String) -> CredentialStoreError {
+        let message = text(
+            "The keyring is locked and this store may not ask to unlock it (unlocking: .never), so \(operation) was ",
+            "not done. \(unlockHint)")
+        return CredentialStoreError(kind: .locked, message: message)
+    }
+
+    static func unlockDeclined(_ operation: String) -> CredentialStoreError {
+        let message = text(
+            "The keyring is locked and was not unlocked: the unlock prompt was dismissed or could not be shown, so ",
+            "\(operation) was not done. \(unlockHint)")
+        return CredentialStoreError(kind: .locked, message: message)
+    }
+
+    static func noDefaultCollection(_ key: CredentialKey) -> CredentialStoreError {
+        let message = text(
+            "The desktop keyring has no default collection to save the credential for \(key) in. Create one (a ",
+            "“Login” keyring in Passwords and Keys), or make an existing keyring the default, and try again.")
+        return CredentialStoreError(kind: .unavailable, message: message)
+    }
+
+    static func timedOut(stage: KeyringStage, _ operation: String, _ timeout: Duration) -> CredentialStoreError {
+        let limit = describe(timeout)
+        switch stage {
+        case .bus:
+            let bus = busAddress.map { "The D-Bus session bus at \($0)" } ?? "The D-Bus session bus"
+            let message = text(
+                "\(bus) did not answer within \(limit), so \(operation) was not done. The bus may be hung, or ",
+                "DBUS_SESSION_BUS_ADDRESS may point at something that is not a bus; check it, or log in again.")
+            return CredentialStoreError(kind: .timedOut, message: message)
+        case .service:
+            let message = text(
+                "The Secret Service on the session bus did not answer within \(limit), so \(operation) was not done. ",
+                "The keyring daemon may be hung; restart it (or log in again) and try again.")
+            return CredentialStoreError(kind: .timedOut, message: message)
+        case .call:
+            let message = text(
+                "The desktop keyring did not answer within \(limit) while \(operation). It may be busy, hung, or ",
+                "waiting on a prompt nobody can see; try again, and restart the keyring daemon if it keeps happening.")
+            return CredentialStoreError(kind: .timedOut, message: message)
+        case .unlockPrompt:
+            let message = text(
+                "The keyring is locked and its unlock prompt was not answered within \(limit), so \(operation) was ",
+                "not done. \(unlockHint)")
+            return CredentialStoreError(kind: .locked, message: message)
+        }
+    }
+
+    /// The session bus address from the environment, when set.
+    static var busAddress: String? {
+        guard let value = getenv("DBUS_SESSION_BUS_ADDRESS") else { return nil }
+        let address = String(cString: value)
+        return address.isEmpty ? nil : address
+    }
+
+    /// `3 s`, `1.5 s`, `250 ms`.
+    static func describe(_ duration: Duration) -> String {
+        let (seconds, attoseconds) = duration.components
+        let milliseconds: Int64 = seconds * 1000 + attoseconds / 1_000_000_000_000_000
+        if milliseconds < 1000 { return "\(milliseconds) ms" }
+        if milliseconds % 1000 == 0 { return "\(milliseconds / 1000) s" }
+        return "\(Double(milliseconds) / 1000) s"
+    }
+
+    /// The parts, joined: long messages without a chain of `+` for the type checker.
+    static func text(_ parts: String...) -> String { parts.joined() }
+}

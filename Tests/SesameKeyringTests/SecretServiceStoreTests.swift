@@ -1,0 +1,300 @@
+import Foundation
+import Sesame
+import SesameKeyring
+import SesameTestSupport
+import Testing
+
+/// The store against the keyring of the session the tests run in (scripts/with-keyring gives
+/// them a private, unlocked gnome-keyring). Each test uses a provider name of its own, so tests
+/// running in parallel never see each other's items.
+@Suite(
+    "SecretServiceStore against the session's keyring",
+    .enabled(if: KeyringTestSupport.keyringPromised, KeyringTestSupport.keyringSkipReason))
+struct SecretServiceStoreTests {
+    let store = SecretServiceStore(timeout: .seconds(10), unlocking: .never)
+    let provider = ProviderID("test-\(UUID().uuidString.prefix(8).lowercased())")
+
+    init() async throws {
+        do {
+            _ = try await store.status()
+        } catch {
+            Issue.record("SESAME_TEST_KEYRING=1 promises a Secret Service, but it cannot be reached: \(error)")
+            throw error
+        }
+    }
+
+    func key(_ account: String, app: String = "1234") -> CredentialKey {
+        CredentialKey(provider: provider, appID: app, account: account)
+    }
+
+    func credential(_ account: String, token: String = "token-\(UUID().uuidString)") -> StoredCredential {
+        let key = key(account)
+        return StoredCredential(key: key, token: AccessToken(tokenString: token, provider: provider, appID: key.appID))
+    }
+
+    func secretTool(_ arguments: [String], input: Data = Data()) async throws -> ProcessResult {
+        try await KeyringTestSupport.run("secret-tool", arguments, input: input)
+    }
+
+    /// Stores `secret` with Sesame's attributes for `key`, as a person would with secret-tool.
+    func storeByHand(_ secret: String, for key: CredentialKey, schemaVersion: String? = "1") async throws {
+        var arguments = [
+            "store", "--label=Sesame: \(key)", "xdg:schema", "org.sesame.Credential", "provider", key.provider.rawValue,
+            "app_id", key.appID, "account", key.account,
+        ]
+        if let schemaVersion { arguments += ["schema_version", schemaVersion] }
+        var output = try await secretTool(arguments, input: Data(secret.utf8))
+        // gnome-keyring answers, for a moment while other clients write, that the login
+        // collection does not exist; secret-tool does not ask again, so the test does.
+        for _ in 0..<4 where output.status != 0 && output.standardError.contains("does not exist") {
+            try await Task.sleep(for: .milliseconds(100))
+            output = try await secretTool(arguments, input: Data(secret.utf8))
+        }
+        try #require(output.status == 0, "secret-tool store failed: \(output.standardError)")
+    }
+
+    /// Removes what the test saved (the keyring is a throw-away one, but other tests list it).
+    func cleanUp() async {
+        _ = try? await secretTool(["clear", "provider", provider.rawValue])
+    }
+
+    @Test("every field of a token survives a save and a load")
+    func everyFieldRoundTrips() async throws {
+        let key = key("alice")
+        let token = AccessToken(
+            tokenString: "EAAB-\(UUID().uuidString)",
+            provider: provider,
+            appID: key.appID,
+            userID: "10001",
+            permissions: PermissionSet(granted: ["email", "public_profile"], declined: ["user_friends"]),
+            expirationDate: Date(timeIntervalSinceNow: 3600.125),
+            dataAccessExpirationDate: Date(timeIntervalSinceNow: 90 * 86400),
+            refreshDate: Date(timeIntervalSinceNow: -60.5),
+            refreshToken: "refresh-\(UUID().uuidString)",
+            idToken: "header.payload.signature")
+        let saved = StoredCredential(key: key, token: token, savedAt: Date(), needsLogin: true)
+
+        try await store.save(saved)
+        let loaded = try #require(try await store.load(key))
+
+        #expect(loaded.key == saved.key)
+        #expect(loaded.token.tokenString == token.tokenString)
+        #expect(loaded.token.userID == token.userID)
+        #expect(loaded.token.permissions == token.permissions)
+        #expect(loaded.token.expirationDate == token.expirationDate)
+        #expect(loaded.token.dataAccessExpirationDate == token.dataAccessExpirationDate)
+        #expect(loaded.token.refreshDate == token.refreshDate)
+        #expect(loaded.token.refreshToken == token.refreshToken)
+        #expect(loaded.token.idToken == token.idToken)
+        #expect(loaded.savedAt == saved.savedAt)
+        #expect(loaded.needsLogin)
+        #expect(loaded == saved)
+        await cleanUp()
+    }
+
+    @Test("a credential that was never saved loads as nil")
+    func missingIsNil() async throws {
+        #expect(try await store.load(key("nobody")) == nil)
+    }
+
+    @Test("several accounts are listed, sorted, and filtered by provider")
+    func severalAccountsListed() async throws {
+        let other = ProviderID("\(provider.rawValue)-other")
+        for account in ["carol", "alice", "bob"] { try await store.save(credential(account)) }
+        let elsewhere = StoredCredential(
+            key: CredentialKey(provider: other, appID: "1", account: "alice"),
+            token: AccessToken(tokenString: "t", provider: other, appID: "1"))
+        try await store.save(elsewhere)
+
+        let listed = try await store.list(provider: provider)
+        #expect(listed.map(\.key) == [key("alice"), key("bob"), key("carol")])
+
+        let everything = try await store.list().map(\.key)
+        #expect(Set(everything).isSuperset(of: [key("alice"), key("bob"), key("carol"), elsewhere.key]))
+        #expect(everything == everything.sorted())
+
+        try await store.delete(elsewhere.key)
+        await cleanUp()
+    }
+
+    @Test("saving a credential again replaces it instead of adding an item")
+    func overwriteReplaces() async throws {
+        let first = credential("alice", token: "first-\(UUID().uuidString)")
+        let second = credential("alice", token: "second-\(UUID().uuidString)")
+        try await store.save(first)
+        try await store.save(second)
+
+        #expect(try await store.load(first.key)?.token.tokenString == second.token.tokenString)
+        #expect(try await store.list(provider: provider).count == 1)
+        let search = try await secretTool(["search", "--all", "provider", provider.rawValue])
+        #expect(
+            search.standardOutput.components(separatedBy: "\nlabel = ").count - 1 == 1,
+            "items: \(search.standardOutput)")
+        await cleanUp()
+    }
+
+    @Test("saving replaces a copy written by hand with other attributes")
+    func saveReplacesHandWrittenCopy() async throws {
+        let key = key("alice")
+        try await storeByHand("hand-written-token", for: key, schemaVersion: nil)
+        let saved = credential("alice")
+        try await store.save(saved)
+
+        #expect(try await store.load(key) == saved)
+        let search = try await secretTool(["search", "--all", "provider", provider.rawValue])
+        #expect(
+            search.standardOutput.components(separatedBy: "\nlabel = ").count - 1 == 1,
+            "items: \(search.standardOutput)")
+        await cleanUp()
+    }
+
+    @Test("delete removes one credential and says whether there was one")
+    func deleteRemovesOne() async throws {
+        try await store.save(credential("alice"))
+        try await store.save(credential("bob"))
+
+        #expect(try await store.delete(key("alice")))
+        #expect(try await store.load(key("alice")) == nil)
+        #expect(try await store.delete(key("alice")) == false)
+        #expect(try await store.load(key("bob")) != nil)
+        await cleanUp()
+    }
+
+    @Test("secret-tool finds what Sesame saved, under a readable label")
+    func secretToolFindsSesameItems() async throws {
+        let saved = credential("alice")
+        try await store.save(saved)
+
+        let search = try await secretTool(["search", "provider", provider.rawValue])
+        #expect(search.status == 0)
+        #expect(search.standardOutput.contains("label = Sesame: \(provider) (app 1234) — alice"))
+        #expect(search.standardOutput.contains("schema = org.sesame.Credential"))
+        // secret-tool prints the attributes on standard error.
+        #expect(search.standardError.contains("attribute.schema_version = 1"))
+        #expect(search.standardError.contains("attribute.app_id = 1234"))
+
+        let lookup = try await secretTool([
+            "lookup", "provider", provider.rawValue, "app_id", "1234", "account", "alice",
+        ])
+        #expect(lookup.status == 0)
+        #expect(try JSONDecoder().decode(StoredCredential.self, from: Data(lookup.standardOutput.utf8)) == saved)
+        await cleanUp()
+    }
+
+    /// Secrets a person might store by hand with `secret-tool store`.
+    enum HandWritten: String, CaseIterable, CustomTestStringConvertible {
+        case bareToken, accessTokenJSON, accessTokenJSONWithISODates, storedCredentialJSON
+
+        var testDescription: String { rawValue }
+
+        func secret(token: String, key: CredentialKey) throws -> String {
+            switch self {
+            case .bareToken:
+                return token + "\n"
+            case .accessTokenJSON:
+                let value = AccessToken(tokenString: token, provider: key.provider, appID: key.appID, userID: "42")
+                return String(decoding: try JSONEncoder().encode(value), as: UTF8.self)
+            case .accessTokenJSONWithISODates:
+                return """
+                    {"tokenString": "\(token)", "provider": "\(key.provider)", "appID": "\(key.appID)", "userID": "42",
+                     "permissions": {"granted": ["email"], "declined": []},
+                     "refreshDate": "2026-01-02T03:04:05Z", "expirationDate": "2026-03-04T05:06:07.250Z"}
+                    """
+            case .storedCredentialJSON:
+                let value = StoredCredential(
+                    key: key, token: AccessToken(tokenString: token, provider: key.provider, appID: key.appID))
+                return String(decoding: try JSONEncoder().encode(value), as: UTF8.self)
+            }
+        }
+    }
+
+    @Test("Sesame reads an item stored by hand with secret-tool", arguments: HandWritten.allCases)
+    func sesameReadsSecretToolItems(_ form: HandWritten) async throws {
+        let key = key("bob")
+        let token = "EAAB-\(UUID().uuidString)"
+        try await storeByHand(try form.secret(token: token, key: key), for: key)
+
+        let loaded = try #require(try await store.load(key))
+        #expect(loaded.key == key)
+        #expect(loaded.token.tokenString == token)
+        #expect(loaded.token.provider == provider)
+        #expect(loaded.token.appID == key.appID)
+        if form == .accessTokenJSONWithISODates {
+            #expect(loaded.token.expirationDate == Date(timeIntervalSince1970: 1_772_600_767.25))
+        }
+        #expect(try await store.list(provider: provider).map(\.key) == [key])
+        await cleanUp()
+    }
+
+    @Test("an item whose secret is not a credential is reported, and left in place")
+    func corruptItemReportedNotDeleted() async throws {
+        let key = key("mallory")
+        let marker = "SECRET-\(UUID().uuidString)"
+        let secret = "{\"tokenString\": \"\(marker)\", "
+        try await storeByHand(secret, for: key)
+
+        let error = await #expect(throws: CredentialStoreError.self) { try await store.load(key) }
+        #expect(error?.kind == .corrupt)
+        #expect(error?.message.contains("Sesame: \(key)") == true)
+        #expect(error?.message.contains("secret-tool clear") == true)
+        #expect(error?.message.contains(marker) == false, "the message must not quote the secret")
+
+        let listError = await #expect(throws: CredentialStoreError.self) { try await store.list(provider: provider) }
+        #expect(listError?.kind == .corrupt)
+
+        let lookup = try await secretTool([
+            "lookup", "provider", provider.rawValue, "app_id", key.appID, "account", key.account,
+        ])
+        #expect(lookup.standardOutput == secret, "the item must still be there, unchanged")
+        await cleanUp()
+    }
+
+    @Test("an item written by a newer Sesame is reported, not misread")
+    func newerSchemaReported() async throws {
+        let key = key("future")
+        try await storeByHand("{\"from\": \"the future\"}", for: key, schemaVersion: "2")
+        let error = await #expect(throws: CredentialStoreError.self) { try await store.load(key) }
+        #expect(error?.kind == .corrupt)
+        #expect(error?.message.contains("newer Sesame") == true)
+        await cleanUp()
+    }
+
+    @Test("many tasks saving and loading at once all get their own credential back")
+    func concurrentCallsComplete() async throws {
+        let accounts = (0..<16).map { "user\($0)" }
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for account in accounts {
+                group.addTask {
+                    let saved = credential(account)
+                    try await store.save(saved)
+                    #expect(try await store.load(saved.key) == saved)
+                }
+            }
+            try await group.waitForAll()
+        }
+        #expect(try await store.list(provider: provider).map(\.key.account) == accounts.sorted())
+        await cleanUp()
+    }
+
+    @Test("status names the default collection and says it is unlocked")
+    func statusNamesCollection() async throws {
+        let status = try await store.status()
+        #expect(status.defaultCollection == "Login")
+        #expect(status.isLocked == false)
+    }
+
+    @Test(
+        "both keyring policies resolve to the keyring when there is one",
+        arguments: [
+            StoragePolicy.keyring, .keyringOrFile,
+        ])
+    func policiesResolveToKeyring(_ policy: StoragePolicy) async throws {
+        let file = URL(fileURLWithPath: "/nonexistent/sesame/credentials.json")
+        let resolved = try await policy.resolve(fileURL: file, keyring: store)
+        #expect(resolved.backend == .keyring)
+        #expect(resolved.warning == nil)
+        #expect(resolved.fallbackReason == nil)
+        #expect(resolved.detail.contains("Login"))
+        #expect(resolved.store.backendDescription == store.backendDescription)
+    }
+}

@@ -1,0 +1,176 @@
+import Foundation
+import Sesame
+import Testing
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// A D-Bus session bus of the test's own: a `dbus-daemon` with no service files, so nothing
+/// can be started on it unless the test starts it. Stopped by `stop()`.
+final class PrivateBus {
+    let directory: URL
+    let address: String
+    private let daemon: ChildProcess
+
+    init() async throws {
+        let dbusDaemon = try KeyringTestSupport.requireExecutable("dbus-daemon")
+        directory = try KeyringTestSupport.scratchDirectory()
+        let socket = directory.appendingPathComponent("bus").path
+        address = "unix:path=\(socket)"
+        let configuration = """
+            <!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"
+              "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
+            <busconfig>
+              <type>session</type>
+              <listen>\(address)</listen>
+              <auth>EXTERNAL</auth>
+              <policy context="default">
+                <allow send_destination="*" eavesdrop="true"/>
+                <allow eavesdrop="true"/>
+                <allow own="*"/>
+              </policy>
+            </busconfig>
+            """
+        let configurationFile = directory.appendingPathComponent("bus.conf")
+        try configuration.write(to: configurationFile, atomically: true, encoding: .utf8)
+        daemon = ChildProcess(
+            executableURL: URL(fileURLWithPath: dbusDaemon),
+            arguments: ["--nofork", "--config-file=\(configurationFile.path)"], standardInput: .null,
+            standardOutput: .null, standardError: .null)
+        try daemon.run()
+        // The daemon is up once its socket exists.
+        var attempts = 0
+        while access(socket, F_OK) != 0 && daemon.isRunning && attempts < 100 {
+            try await Task.sleep(for: .milliseconds(50))
+            attempts += 1
+        }
+        guard access(socket, F_OK) == 0 else {
+            stop()
+            Issue.record("dbus-daemon did not start a bus at \(socket)")
+            throw MissingPrerequisite(name: "a private D-Bus bus")
+        }
+    }
+
+    /// Stops the bus and removes its files.
+    func stop() {
+        stopProcess(daemon)
+        try? FileManager.default.removeItem(at: directory)
+    }
+}
+
+/// A gnome-keyring of the test's own, with a fresh, unlocked “Login” collection, on a
+/// ``PrivateBus``. Stopped by `stop()`.
+final class PrivateKeyring {
+    let bus: PrivateBus
+    private let daemon: ChildProcess
+
+    /// The password of the login collection.
+    static let password = "sesame-test-password"
+
+    init() async throws {
+        let keyringDaemon = try KeyringTestSupport.requireExecutable("gnome-keyring-daemon")
+        bus = try await PrivateBus()
+        let home = bus.directory.appendingPathComponent("home")
+        let data = bus.directory.appendingPathComponent("data")
+        let runtime = bus.directory.appendingPathComponent("runtime")
+        for directory in [home, data, runtime] {
+            try FileManager.default.createDirectory(
+                at: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        }
+        var environment = ProcessInfo.processInfo.environment
+        environment["DBUS_SESSION_BUS_ADDRESS"] = bus.address
+        environment["HOME"] = home.path
+        environment["XDG_DATA_HOME"] = data.path
+        environment["XDG_RUNTIME_DIR"] = runtime.path
+        let input = Pipe()
+        daemon = ChildProcess(
+            executableURL: URL(fileURLWithPath: keyringDaemon),
+            arguments: ["--foreground", "--unlock", "--components=secrets"],
+            environment: environment, standardInput: .pipe(input), standardOutput: .null, standardError: .null)
+        do { try daemon.run() } catch {
+            bus.stop()
+            throw error
+        }
+        // --unlock reads the password up to end of file; it creates the login collection.
+        input.fileHandleForWriting.write(Data(Self.password.utf8))
+        try input.fileHandleForWriting.close()
+
+        // The Secret Service registers on the bus asynchronously.
+        var last: ProbeResult?
+        for _ in 0..<50 {
+            last = try await runProbe(["status"], busAddress: bus.address)
+            if last?.ok == true { return }
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        stop()
+        Issue.record("gnome-keyring did not come up on the private bus: \(last?.message ?? "no answer")")
+        throw MissingPrerequisite(name: "a private gnome-keyring")
+    }
+
+    /// Locks the login collection, as `secret-tool lock --collection=login` does (that command
+    /// crashes after locking in libsecret 0.20, so the D-Bus call is made with `gdbus`).
+    func lock() async throws {
+        var environment = ProcessInfo.processInfo.environment
+        environment["DBUS_SESSION_BUS_ADDRESS"] = bus.address
+        let output = try await KeyringTestSupport.run(
+            "gdbus",
+            [
+                "call", "--session", "--dest", "org.freedesktop.secrets", "--object-path", "/org/freedesktop/secrets",
+                "--method", "org.freedesktop.Secret.Service.Lock", "['/org/freedesktop/secrets/collection/login']",
+            ],
+            environment: environment)
+        #expect(output.status == 0, "gdbus could not lock the login collection: \(output.standardError)")
+    }
+
+    /// Stops the keyring and its bus.
+    func stop() {
+        stopProcess(daemon)
+        bus.stop()
+    }
+}
+
+/// A Unix socket that accepts connections (the kernel completes them) and never says a word:
+/// a bus that never answers.
+final class SilentSocket {
+    let directory: URL
+    let address: String
+    private let descriptor: Int32
+
+    init() throws {
+        directory = try KeyringTestSupport.scratchDirectory()
+        let path = directory.appendingPathComponent("silent").path
+        address = "unix:path=\(path)"
+        descriptor = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+        var name = sockaddr_un()
+        name.sun_family = sa_family_t(AF_UNIX)
+        withUnsafeMutableBytes(of: &name.sun_path) { buffer in
+            for (index, byte) in path.utf8.prefix(buffer.count - 1).enumerated() { buffer[index] = byte }
+        }
+        let bound = withUnsafePointer(to: &name) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(descriptor, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+            }
+        }
+        guard descriptor >= 0, bound == 0, listen(descriptor, 16) == 0 else {
+            Issue.record("could not listen on \(path): \(String(cString: strerror(errno)))")
+            throw MissingPrerequisite(name: "a listening Unix socket")
+        }
+    }
+
+    /// Closes the socket and removes it.
+    func stop() {
+        close(descriptor)
+        try? FileManager.default.removeItem(at: directory)
+    }
+}
+
+/// Kills a daemon the test started and waits for it.
+///
+/// SIGKILL, because a process started from a Dispatch worker thread inherits that thread's
+/// signal mask, in which SIGTERM is blocked.
+func stopProcess(_ process: ChildProcess) {
+    guard process.isRunning else { return }
+    process.terminate(signal: SIGKILL)
+    process.waitUntilExit()
+}
