@@ -123,7 +123,9 @@ let package = Package(
         // environment and config file, and the built-in emulator when no app is configured.
         .target(
             name: "SesameDesktop",
-            dependencies: ["Sesame", "SesameFacebook", "SesameCurl", "SesameHTTPServer", "SesameEmulator"]),
+            dependencies: [
+                "Sesame", "SesameFacebook", "SesameCurl", "SesameHTTPServer", "SesameEmulator", "SesameKeyring",
+            ]),
 
         // The seed's sample app on a terminal: log in, publish, show the right message for each error.
         .executableTarget(

@@ -261,12 +261,56 @@ struct DesktopProcessTests {
     @Test("the keyring is never silently replaced by a file")
     func noSilentDowngrade() async throws {
         let cli = try CLIHarness(storage: "keyring")
-        let result = try await cli.run("sesame", ["status"])
-        if ProcessInfo.processInfo.environment["SESAME_TEST_KEYRING"] == "1" {
-            print("SESAME_TEST_KEYRING=1, but this build has no keyring backend yet: checking the refusal")
-        }
-        #expect(result.status == 69)
-        #expect(result.standardError.contains("--storage file"))
+        // A session bus address where nothing listens: there is no keyring to be had.
+        let deadBus = ["DBUS_SESSION_BUS_ADDRESS": "unix:path=\(cli.root.path)/no-bus-here"]
+        let result = try await cli.run("sesame", ["status"], environment: deadBus)
+        #expect(result.status == 69, "\(result.standardError)")
+        #expect(result.standardError.contains("--storage file"), "\(result.standardError)")
         #expect(!FileManager.default.fileExists(atPath: cli.root.appending(path: "state/sesame/credentials.json").path))
+
+        // keyring-or-file does fall back, and says so.
+        let fallback = try await cli.run("sesame", ["status", "--storage", "keyring-or-file"], environment: deadBus)
+        #expect(fallback.status == 0, "\(fallback.standardError)")
+        #expect((fallback.standardOutput + fallback.standardError).contains("the keyring is not available"))
+    }
+
+    @Test(
+        "with the desktop keyring: the login is kept in the Secret Service, found by secret-tool, and reopens silently",
+        .enabled(
+            if: ProcessInfo.processInfo.environment["SESAME_TEST_KEYRING"] == "1",
+            "needs the private keyring that scripts/with-keyring starts (SESAME_TEST_KEYRING=1)"))
+    func keyringLifecycle() async throws {
+        let cli = try CLIHarness(storage: "keyring")
+        let account = "keyring-\(UUID().uuidString.prefix(8))"
+        let login = try cli.start("sesame", ["login", "facebook", "--account", account])
+        try await cli.approveDevice(of: login)
+        let result = await login.finish()
+        cli.record("sesame login facebook --account \(account)", result)
+        #expect(result.status == 0, "\(result.standardError)")
+
+        // The seed's second start: the cached token, now in the keyring, opens the session silently.
+        let again = try await cli.run("fb-login", [])
+        #expect(again.standardOutput.contains("session: created → createdTokenLoaded"), "\(again.standardOutput)")
+        #expect(!again.standardError.contains("enter the code"))
+
+        let status = try await cli.run("sesame", ["status", "--json"])
+        let document = try #require(JSONValue(parsing: Data(status.standardOutput.utf8)))
+        #expect(document["providers"]?[0]?["storage"]?["backend"]?.stringValue?.contains("keyring") == true)
+        #expect(!FileManager.default.fileExists(atPath: cli.root.appending(path: "state/sesame/credentials.json").path))
+
+        // Interoperable: secret-tool finds the item by its attributes; its secret holds the token.
+        let secretTool = URL(fileURLWithPath: "/usr/bin/secret-tool")
+        let found = try await ProcessRunner.run(secretTool, ["lookup", "provider", "facebook", "account", account])
+        #expect(found.status == 0, "\(found.standardError)")
+        let token = try await cli.run("sesame", ["token", "facebook", "--account", account])
+        #expect(token.status == 0)
+        let tokenString = token.standardOutput.trimmingCharacters(in: .newlines)
+        #expect(!tokenString.isEmpty && found.standardOutput.contains(tokenString))
+
+        let logout = try await cli.run("sesame", ["logout", "facebook", "--account", account])
+        #expect(logout.status == 0)
+        let gone = try await ProcessRunner.run(secretTool, ["lookup", "provider", "facebook", "account", account])
+        #expect(gone.standardOutput.isEmpty)
+        cli.expectNoTokenLeaks([tokenString])
     }
 }
