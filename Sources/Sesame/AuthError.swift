@@ -217,6 +217,7 @@ extension AuthError {
     /// - Parameters:
     ///   - expected: the configured issuer.
     ///   - received: the redirect's `iss`, or `nil` when it had none.
+    ///   - provider: the provider the login was with, when known.
     public static func issuerMismatch(expected: String, received: String?, provider: ProviderID? = nil) -> AuthError {
         AuthError(
             category: .invalid,

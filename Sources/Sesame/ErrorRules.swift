@@ -155,7 +155,7 @@ public struct ErrorFacts: Sendable, Hashable {
 /// A provider's error table: rules tried in order, the first that matches wins.
 ///
 /// Tables made by the `ErrorTableGeneratorPlugin` end with a rule that matches everything,
-/// so ``classify(_:)`` always finds one; the generator refuses a table that does not, or that
+/// so ``firstMatch(_:)`` always finds one; the generator refuses a table that does not, or that
 /// has a rule an earlier one hides.
 public struct ErrorRuleTable: Sendable {
     /// The table's name (its data file's base name, such as `GraphErrors`).

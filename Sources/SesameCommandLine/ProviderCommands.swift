@@ -166,7 +166,7 @@ package struct CommandFailure: Error, Sendable, CustomStringConvertible {
     package var description: String { message }
 
     /// The message and status for any error a command can meet. Messages never carry secrets
-    /// (``Sesame/AuthError`` and the stores keep them out).
+    /// (`AuthError` and the stores keep them out).
     package static func from(_ error: any Error, provider: String) -> CommandFailure {
         switch error {
         case let failure as CommandFailure:

@@ -30,7 +30,7 @@ struct FacebookTokenReader: Sendable {
 
     /// `token` with its user id and permissions read from `me?fields=id,permissions`.
     ///
-    /// - Throws: ``Sesame/AuthError`` when Facebook refuses the token, and for a re-request
+    /// - Throws: `AuthError` when Facebook refuses the token, and for a re-request
     ///   that came back for another person (the SDK's `ReauthorizeFailedReasonWrongUser`).
     func completed(_ token: AccessToken, for request: LoginRequest?) async throws -> AccessToken {
         var token = token
@@ -106,7 +106,7 @@ enum FacebookHTTP {
     }
 }
 
-/// Facebook's login dialog for ``Sesame/BrowserLoginFlow``: comma-separated scopes, PKCE S256,
+/// Facebook's login dialog for `BrowserLoginFlow`: comma-separated scopes, PKCE S256,
 /// `return_scopes=true`, `auth_type=rerequest` when asking again, `default_audience` for
 /// publish permissions, and the code exchanged at `oauth/access_token` without any secret.
 ///
@@ -170,12 +170,12 @@ public struct FacebookBrowserDialect: BrowserLoginDialect {
     }
 }
 
-/// Facebook Login for Devices for ``Sesame/DeviceLoginFlow``: `POST device/login` and
+/// Facebook Login for Devices for `DeviceLoginFlow`: `POST device/login` and
 /// `POST device/login_status` with the client access token (`{app-id}|{client-token}`).
 ///
 /// Poll answers are read by subcode: 1349174 pending, 1349172 slow down (the interval doubles,
 /// as the SDK did), 1349152 expired, 1349173 declined (the person's choice:
-/// ``Sesame/ErrorCategory/userCancelled``). The error-shaped pending answers carry
+/// `ErrorCategory.userCancelled`). The error-shaped pending answers carry
 /// `error_user_msg`, which is never shown: they are not errors.
 public struct FacebookDeviceDialect: DeviceLoginDialect {
     /// The app; its ``FacebookProvider/clientToken`` is required.

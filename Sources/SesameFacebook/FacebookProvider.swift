@@ -37,7 +37,7 @@ public struct FacebookProvider: AuthProvider {
     public var clientToken: String?
     /// The app secret, for server-side use only. Never set this in a desktop app.
     public var appSecret: FacebookAppSecret?
-    /// The mapping from Graph errors to ``Sesame/AuthError``.
+    /// The mapping from Graph errors to `AuthError`.
     public var taxonomy: FacebookErrorTaxonomy
 
     /// Creates a configuration.
@@ -49,6 +49,7 @@ public struct FacebookProvider: AuthProvider {
     ///   - dialogBaseURL: the login dialog origin.
     ///   - graphBaseURL: the Graph API origin.
     ///   - appSecret: server-side code only; see ``FacebookAppSecret``.
+    ///   - taxonomy: the mapping from Graph errors to `AuthError`; Facebook's own table by default.
     public init(
         appID: String, graphVersion: String = FacebookProvider.defaultGraphVersion, clientToken: String? = nil,
         dialogBaseURL: URL = FacebookProvider.facebookDialogBaseURL,
@@ -83,7 +84,7 @@ public struct FacebookProvider: AuthProvider {
 
     /// The version to use: `override` when given, else ``graphVersion``.
     ///
-    /// - Throws: ``Sesame/AuthError`` (``Sesame/ErrorCategory/invalid``) when it is not a version.
+    /// - Throws: `AuthError` (`ErrorCategory.invalid`) when it is not a version.
     public func version(_ override: String? = nil) throws -> String {
         let version = override ?? graphVersion
         guard Self.isValidVersion(version) else {

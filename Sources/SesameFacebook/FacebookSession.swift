@@ -12,15 +12,15 @@ import Synchronization
 /// try await session.logout(revoke: true)
 /// ```
 ///
-/// The state machine is the core ``Sesame/Session``'s (`created`, `createdTokenLoaded`,
+/// The state machine is the core `Session`'s (`created`, `createdTokenLoaded`,
 /// `opening`, `open`, `openTokenExtended`, `closedLoginFailed`, `closed`); this type adds what
 /// Facebook needs: its login flows (device login by default), permission requests with
 /// `auth_type=rerequest`, token extension, `debug_token`, server-side logout, and a Graph
 /// client whose errors close the session when Facebook says the token is no longer good.
 ///
 /// Token refresh is single-flight twice over: concurrent calls in this process wait on one
-/// refresh (``Sesame/Session/freshToken(leeway:refresh:)``), and a lock file beside the
-/// per-user state (``Sesame/RefreshLock``) keeps two processes from refreshing the same token at
+/// refresh (`Session.freshToken(leeway:refresh:)`), and a lock file beside the
+/// per-user state (`RefreshLock`) keeps two processes from refreshing the same token at
 /// once; the second one finds the first one's token in the store and uses it. The refreshed
 /// token is saved before it is used.
 public final class FacebookSession: Sendable {
@@ -63,9 +63,18 @@ public final class FacebookSession: Sendable {
     ///   - loginUI: how the person logs in; Facebook device login with the code shown on
     ///     standard error when `nil`.
     ///   - refreshLock: the cross-process lock; by default a file in
-    ///     ``Sesame/RefreshLock/defaultDirectory(environment:)``.
+    ///     `RefreshLock.defaultDirectory(environment:)`.
+    ///   - refreshLeeway: a token that expires within this many seconds is refreshed before
+    ///     use (five minutes by default).
+    ///   - extensionAge: token extension is tried only for tokens older than this many seconds
+    ///     (the SDK's 24 hours by default).
+    ///   - extensionRetryInterval: token extension is tried at most once in this many seconds
+    ///     (the SDK's one hour by default).
     ///   - recoveryDelegate: when given, ``graph`` recovers from errors through a
     ///     ``FacebookRecoveryProcessor`` with this delegate and `recoveryPolicy`.
+    ///   - recoveryPolicy: how often and how long that recovery retries; unused without a
+    ///     `recoveryDelegate`.
+    ///   - governor: paces ``graph``'s calls by Facebook's usage headers.
     ///   - clock: what waits (back-off, pacing, device polling) are measured on.
     ///   - now: the wall clock.
     public init(
@@ -164,7 +173,7 @@ public final class FacebookSession: Sendable {
     /// Asks for more read permissions (`auth_type=rerequest`).
     ///
     /// - Returns: what was granted and declined.
-    /// - Throws: ``Sesame/AuthError`` ``Sesame/ErrorCategory/userCancelled`` when the person
+    /// - Throws: `AuthError` `ErrorCategory.userCancelled` when the person
     ///   declined every one (the session stays open); the login's error otherwise.
     @discardableResult
     public func requestNewReadPermissions(_ names: [String]) async throws -> PermissionRequestOutcome {
@@ -175,7 +184,7 @@ public final class FacebookSession: Sendable {
     /// `default_audience`).
     ///
     /// - Returns: what was granted and declined.
-    /// - Throws: ``Sesame/AuthError`` ``Sesame/ErrorCategory/userCancelled`` when the person
+    /// - Throws: `AuthError` `ErrorCategory.userCancelled` when the person
     ///   declined every one: an outcome for the app to handle (do not publish), not a failure
     ///   of the session, which stays open.
     @discardableResult

@@ -82,7 +82,7 @@ public struct GraphClient: Sendable {
 
     /// Sends `request`, recovering from errors when ``recovery`` is set.
     ///
-    /// - Throws: the classified ``Sesame/AuthError``.
+    /// - Throws: the classified `AuthError`.
     public func send(_ request: GraphRequest) async throws -> GraphResponse {
         let version = try provider.version(request.version ?? self.version)
         let url = try provider.graphURL(request.path, version: version)
@@ -153,7 +153,7 @@ public struct GraphClient: Sendable {
     /// ones); the batch request itself goes through ``recovery``. Calls in a
     /// batch use the batch's version unless they name their own.
     ///
-    /// - Throws: ``Sesame/AuthError`` for an empty or oversized batch, or when the whole batch
+    /// - Throws: `AuthError` for an empty or oversized batch, or when the whole batch
     ///   failed (for example its token was refused).
     public func batch(
         _ requests: [GraphRequest], version: String? = nil
@@ -221,14 +221,14 @@ public struct GraphClient: Sendable {
     /// Sends a batch like ``batch(_:version:)``, then sends again, in a new batch of just
     /// those, the calls whose own errors say to retry, until they succeed or `policy` stops.
     ///
-    /// Those are the errors whose recovery tactic is ``Sesame/RecoveryTactic/retry`` or
-    /// ``Sesame/RecoveryTactic/retryAfterBackoff``: passing (`is_transient`) and throttling
+    /// Those are the errors whose recovery tactic is `RecoveryTactic.retry` or
+    /// `RecoveryTactic.retryAfterBackoff`: passing (`is_transient`) and throttling
     /// errors, and Facebook's temporary server failures (1, 2). A checkpointed account (459) is
     /// a retry-category error that only the person can fix, so it is not sent again.
     ///
     /// `policy` decides per call, from its error and how many times it was sent: at most
-    /// ``Sesame/RecoveryPolicy/maxAttempts`` sends, back-off with jitter, never shorter than a
-    /// server hint, and no wait longer than ``Sesame/RecoveryPolicy/maxServerHint``. A round
+    /// `RecoveryPolicy.maxAttempts` sends, back-off with jitter, never shorter than a
+    /// server hint, and no wait longer than `RecoveryPolicy.maxServerHint`. A round
     /// waits the longest delay among the calls it sends again, on ``clock``. Answers that
     /// succeeded and errors of other kinds (a duplicate post, a missing permission) are kept as
     /// they came and never sent twice. When a whole retry batch fails, its calls get that error.
@@ -238,7 +238,7 @@ public struct GraphClient: Sendable {
     ///   - version: the batch's version, the client's when `nil`.
     ///   - policy: the retry rules; the ``recovery`` processor's, or the default, when `nil`.
     /// - Returns: one result per call, in order.
-    /// - Throws: ``Sesame/AuthError`` for an empty or oversized batch, or when the first batch
+    /// - Throws: `AuthError` for an empty or oversized batch, or when the first batch
     ///   failed as a whole; `CancellationError`.
     public func batchRetryingFailedItems(
         _ requests: [GraphRequest], version: String? = nil, policy: RecoveryPolicy? = nil

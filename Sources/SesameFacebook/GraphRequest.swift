@@ -80,7 +80,7 @@ public struct GraphResponse: Sendable, Hashable {
 
     /// The body decoded as `T`.
     ///
-    /// - Throws: ``Sesame/AuthError`` (``Sesame/ErrorCategory/providerOther``) saying what did not fit.
+    /// - Throws: `AuthError` (`ErrorCategory.providerOther`) saying what did not fit.
     public func decode<T: Decodable>(_ type: T.Type = T.self, decoder: JSONDecoder = JSONDecoder()) throws -> T {
         do {
             return try decoder.decode(T.self, from: body)

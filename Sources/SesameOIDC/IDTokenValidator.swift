@@ -197,6 +197,9 @@ public actor JWKSCache {
     /// Creates a cache for the set at `url`.
     ///
     /// - Parameters:
+    ///   - url: the issuer's JWKS endpoint (its discovery document's `jwks_uri`).
+    ///   - transport: what fetches the set.
+    ///   - taxonomy: what a failed fetch is classified by (the issuer's error taxonomy).
     ///   - refetchInterval: an unknown key id fetches the set again at most once in this many seconds.
     ///   - minimumRefetchSpacing: unknown key ids together fetch it at most once in this many seconds.
     ///   - now: the wall clock.
