@@ -135,7 +135,7 @@ package enum SesameCLI {
     package static func main(
         _ arguments: [String], io: CommandIO = .standard,
         environment: [String: String] = ProcessInfo.processInfo.environment,
-        keyring: DesktopStorage.KeyringFactory? = DesktopStorage.secretService
+        keyring: @escaping DesktopStorage.KeyringFactory = DesktopStorage.secretService
     ) async -> Int32 {
         let command: Command
         do {

@@ -69,8 +69,8 @@ package struct CommandContext: Sendable {
     package var io: CommandIO
     package var environment: [String: String]
     package var terminal: Terminal
-    /// Makes the keyring store; `nil` in a build without a keyring backend.
-    package var keyring: DesktopStorage.KeyringFactory?
+    /// Opens the keyring store.
+    package var keyring: DesktopStorage.KeyringFactory
 }
 
 /// A provider as the command line sees it: a name and what each command does with it. Adding

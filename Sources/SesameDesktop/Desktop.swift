@@ -24,14 +24,14 @@ public enum Desktop {
     ///   - overrides: values from the command line.
     ///   - environment: the environment to read.
     ///   - terminal: the terminal to talk to.
-    ///   - keyring: makes the keyring store (default: the Secret Service); `nil` for none.
+    ///   - keyring: opens the keyring store (default: the Secret Service).
     ///   - announce: whether to print the one line about the built-in emulator.
     /// - Throws: ``DesktopError`` for a bad configuration, a missing keyring (unless the file is
     ///   opted in), or an emulator that cannot start.
     public static func facebook(
         overrides: DesktopConfiguration.Overrides = .init(),
         environment: [String: String] = ProcessInfo.processInfo.environment,
-        terminal: Terminal? = nil, keyring: DesktopStorage.KeyringFactory? = DesktopStorage.secretService,
+        terminal: Terminal? = nil, keyring: @escaping DesktopStorage.KeyringFactory = DesktopStorage.secretService,
         announce: Bool = true
     ) async throws -> DesktopFacebook {
         let terminal = terminal ?? .current(environment: environment)

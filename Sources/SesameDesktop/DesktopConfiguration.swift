@@ -1,19 +1,10 @@
 import Foundation
 import Sesame
+import SesameKeyring
 
-/// Where a desktop app keeps its logins.
-public enum StorageMode: String, Sendable, Hashable, CaseIterable, CustomStringConvertible {
-    /// The desktop keyring (Secret Service); fails when there is none. The default.
-    case keyring
-    /// The keyring, or the plain file when there is no keyring: an explicit opt-in to the file.
-    case keyringOrFile = "keyring-or-file"
-    /// A plain file, mode 0600, under `$XDG_STATE_HOME/sesame/`: only when asked for.
-    case file
-    /// Memory only: nothing outlives the process.
-    case memory
-
-    public var description: String { rawValue }
-}
+/// Where a desktop app keeps its logins: the keyring module's `StoragePolicy` (`keyring`, the
+/// default; `keyring-or-file`; `file`; `memory`), under the name this module has always used.
+public typealias StorageMode = StoragePolicy
 
 /// One setting and where it came from, so `sesame doctor` can say why.
 public struct Sourced<Value: Sendable & Hashable>: Sendable, Hashable {

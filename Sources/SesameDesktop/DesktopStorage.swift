@@ -1,5 +1,6 @@
 import Foundation
 import Sesame
+import SesameKeyring
 
 /// The store a desktop app keeps its logins in, and why that one.
 public struct StorageSelection: Sendable {
@@ -19,47 +20,53 @@ public struct StorageSelection: Sendable {
 }
 
 /// Picks the credential store for a ``StorageMode``: never a silent downgrade from the keyring
-/// to a file; the file is used only when the mode says so.
+/// to a file; the file is used only when the mode says so. What each mode means is decided
+/// once, by `StoragePolicy.resolve(fileURL:openKeyring:)` in SesameKeyring; this adds where the
+/// mode came from and the command-line advice.
 public enum DesktopStorage {
-    /// Makes the keyring store, or throws ``DesktopError`` saying why there is none. Set by the
-    /// keyring backend; `nil` in a build without one.
+    /// Opens and checks the keyring store, returning it and what it is in words. Throws a
+    /// `CredentialStoreError` whose `isUnavailable` is true when there is no keyring (no session
+    /// bus, no Secret Service); any other error (a locked or silent keyring) is passed on.
     public typealias KeyringFactory = @Sendable () async throws -> (store: any CredentialStore, backend: String)
 
     /// Selects the store for `mode`.
     ///
     /// - Parameters:
     ///   - mode: the mode and where it came from.
-    ///   - keyring: makes the keyring store; `nil` when this build has no keyring backend.
+    ///   - keyring: opens the keyring store (``secretService`` in a real program).
     ///   - environment: for the file store's location (`$XDG_STATE_HOME`).
-    /// - Throws: ``DesktopError`` (69, unavailable) when the keyring is needed and missing.
+    /// - Throws: ``DesktopError`` (69, unavailable) when the keyring is needed and missing; the
+    ///   keyring's own `CredentialStoreError` when it is there but locked or silent.
     public static func select(
-        _ mode: Sourced<StorageMode>, keyring: KeyringFactory?,
+        _ mode: Sourced<StorageMode>, keyring: KeyringFactory,
         environment: [String: String] = ProcessInfo.processInfo.environment
     ) async throws -> StorageSelection {
         let why = "storage mode '\(mode.value)' from \(mode.source)"
-        func file(_ reason: String) -> StorageSelection {
-            let url = FileCredentialStore.defaultURL(environment: environment)
-            return StorageSelection(
-                store: FileCredentialStore(url: url), backend: "file \(url.path) (0600)", reason: reason)
-        }
-        switch mode.value {
-        case .memory:
-            return StorageSelection(store: InMemoryCredentialStore(), backend: "memory", reason: why)
-        case .file:
-            return file(why)
-        case .keyring, .keyringOrFile:
-            do {
-                guard let keyring else {
-                    throw DesktopError(
-                        "This build of Sesame has no keyring backend, so logins cannot be kept in the keyring; opt in "
-                            + "to a plain file with --storage file or SESAME_STORAGE=file.", status: .unavailable)
-                }
+        let url = FileCredentialStore.defaultURL(environment: environment)
+        let resolved: ResolvedStorage
+        do {
+            resolved = try await mode.value.resolve(fileURL: url) {
                 let made = try await keyring()
-                return StorageSelection(store: made.store, backend: made.backend, reason: why)
-            } catch let error as DesktopError where mode.value == .keyringOrFile {
-                return file("\(why): the keyring is not available (\(error.message))")
+                return (made.store, made.backend)
             }
+        } catch let error as CredentialStoreError where error.isUnavailable {
+            throw unavailable(error)
         }
+        let backend =
+            switch resolved.backend {
+            case .keyring: resolved.detail
+            case .file: "file \(url.path) (0600)"
+            case .memory: "memory"
+            }
+        let reason = resolved.fallbackReason.map { "\(why): the keyring is not available (\(unavailable($0).message))" }
+        return StorageSelection(store: resolved.store, backend: backend, reason: reason ?? why)
+    }
+
+    /// The error for a keyring that is needed and absent, with the command-line way out.
+    private static func unavailable(_ error: CredentialStoreError) -> DesktopError {
+        DesktopError(
+            error.message + " (For sesame and the examples: --storage file or --storage keyring-or-file, or "
+                + "SESAME_STORAGE.)", status: .unavailable)
     }
 }
 

@@ -3,18 +3,11 @@ import SesameKeyring
 
 extension DesktopStorage {
     /// The desktop keyring through the Secret Service (`SecretServiceStore`), checked before it
-    /// is used: no session bus or no Secret Service is "unavailable" (so `keyring-or-file` may
-    /// fall back to the file, saying so); a locked or silent keyring is an error, never a reason
-    /// to write tokens to a file instead.
+    /// is used. Whether a failure lets `keyring-or-file` fall back to the file is the policy's
+    /// decision (`StoragePolicy`): only an absent keyring does; a locked or silent one is an error.
     public static let secretService: KeyringFactory = {
         let store = SecretServiceStore()
-        do {
-            _ = try await store.status()
-        } catch let error as CredentialStoreError where error.isUnavailable {
-            throw DesktopError(
-                error.message + " (For sesame and the examples: --storage file or --storage keyring-or-file, or "
-                    + "SESAME_STORAGE.)", status: .unavailable)
-        }
+        _ = try await store.status()
         return (store, "keyring (Secret Service)")
     }
 }

@@ -56,6 +56,28 @@ public enum StoragePolicy: String, Sendable, Hashable, CaseIterable, Codable, Cu
         fileURL: URL = FileCredentialStore.defaultURL(),
         keyring: SecretServiceStore = SecretServiceStore()
     ) async throws -> ResolvedStorage {
+        try await resolve(fileURL: fileURL) {
+            let status = try await keyring.status()
+            return (keyring, "keyring (\(status))")
+        }
+    }
+
+    /// Makes the store this policy calls for, with the keyring opened by `openKeyring`: the one
+    /// place that says what each policy means, for programs that open the keyring their own way.
+    ///
+    /// - Parameters:
+    ///   - fileURL: the file for ``file``, and for ``keyringOrFile`` when it falls back.
+    ///   - openKeyring: opens and checks the keyring, returning the store and the backend in
+    ///     words (the resolved ``ResolvedStorage/detail``). It throws a `CredentialStoreError`
+    ///     whose `isUnavailable` is true when there is no keyring (no session bus, no Secret
+    ///     Service); only that lets ``keyringOrFile`` fall back to the file.
+    /// - Returns: the store, the backend in use, and a warning when the policy fell back.
+    /// - Throws: what `openKeyring` throws for ``keyring``, and for ``keyringOrFile`` anything
+    ///   but an absent keyring: a locked or silent keyring is an error, never a fallback.
+    public func resolve(
+        fileURL: URL,
+        openKeyring: () async throws -> (store: any CredentialStore, detail: String)
+    ) async throws -> ResolvedStorage {
         switch self {
         case .memory:
             return ResolvedStorage(
@@ -67,15 +89,15 @@ public enum StoragePolicy: String, Sendable, Hashable, CaseIterable, Codable, Cu
                 policy: self, backend: .file, store: store, detail: store.backendDescription, warning: nil,
                 fallbackReason: nil)
         case .keyring:
-            let status = try await keyring.status()
+            let opened = try await openKeyring()
             return ResolvedStorage(
-                policy: self, backend: .keyring, store: keyring, detail: "keyring (\(status))", warning: nil,
+                policy: self, backend: .keyring, store: opened.store, detail: opened.detail, warning: nil,
                 fallbackReason: nil)
         case .keyringOrFile:
             do {
-                let status = try await keyring.status()
+                let opened = try await openKeyring()
                 return ResolvedStorage(
-                    policy: self, backend: .keyring, store: keyring, detail: "keyring (\(status))", warning: nil,
+                    policy: self, backend: .keyring, store: opened.store, detail: opened.detail, warning: nil,
                     fallbackReason: nil)
             } catch let error as CredentialStoreError where error.isUnavailable {
                 let store = FileCredentialStore(url: fileURL)
