@@ -286,7 +286,14 @@ final class ServerCore: Sendable {
             if let declared = headers["Content-Length"].flatMap({ Int($0.trimmingCharacters(in: .whitespaces)) }),
                 declared > maxBodyBytes
             {
-                return answer(connection, context, tooLarge(), close: true)
+                // A client that waits for "100 Continue" gets the 413 at once and sends nothing. One
+                // that is already sending would see its connection reset mid-upload (a broken pipe,
+                // not the 413), so a body of reasonable size is read and dropped first.
+                let waitsForContinue = headers["Expect"]?.lowercased().contains("100-continue") == true
+                if waitsForContinue || declared > Self.discardLimit(maxBodyBytes) {
+                    return answer(connection, context, tooLarge(), close: true)
+                }
+                context.state.withLock { $0.bodyTooLarge = true }
             }
             return .YES
 
@@ -398,6 +405,11 @@ final class ServerCore: Sendable {
             return "the request has both Content-Length and Transfer-Encoding"
         }
         return nil
+    }
+
+    /// The largest over-limit body read and dropped so that its sender gets the 413.
+    static func discardLimit(_ maxBodyBytes: Int) -> Int {
+        max(maxBodyBytes.multipliedReportingOverflow(by: 4).partialValue, 16 << 20)
     }
 
     private func tooLarge() -> HTTPServerResponse {

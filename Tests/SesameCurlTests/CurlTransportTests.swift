@@ -111,6 +111,21 @@ struct CurlTransportTests {
         }
     }
 
+    @Test("a body over the server's limit gets the server's 413, not a broken pipe")
+    func oversizedUploadGets413() async throws {
+        // 12 MiB is more than loopback's socket buffers hold, so the upload is still being written
+        // when the server decides: it must read and drop the body rather than reset the connection.
+        let server = HTTPServer(configuration: .init(maxBodyBytes: 1 << 20)) { _ in .text("accepted") }
+        try server.start()
+        let response = try await transport.send(
+            HTTPRequest(
+                method: .post, url: server.baseURL.appendingPathComponent("upload"),
+                headers: ["Content-Type": "application/octet-stream"], body: Data(count: 12 << 20)))
+        await server.stop()
+        #expect(response.status == 413)
+        #expect(String(decoding: response.body, as: UTF8.self).contains("larger than this server accepts"))
+    }
+
     @Test("a body without a Content-Type goes without one, not as a form")
     func unlabelledBody() async throws {
         let server = try TestServer()
