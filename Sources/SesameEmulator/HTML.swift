@@ -1,24 +1,11 @@
 import Foundation
 import Sesame
+import SesameHTTPServer
 
 /// The emulator's pages: plain, readable HTML with every piece of text escaped.
 enum HTML {
     /// Escapes text for an HTML text node or a quoted attribute.
-    static func escape(_ text: String) -> String {
-        var output = ""
-        output.reserveCapacity(text.count)
-        for character in text {
-            switch character {
-            case "&": output += "&amp;"
-            case "<": output += "&lt;"
-            case ">": output += "&gt;"
-            case "\"": output += "&quot;"
-            case "'": output += "&#39;"
-            default: output.append(character)
-            }
-        }
-        return output
-    }
+    static func escape(_ text: String) -> String { HTMLEscaping.escape(text) }
 
     /// A whole page. `body` must already be escaped HTML.
     static func page(title: String, body: String) -> String {
