@@ -684,25 +684,34 @@ package final class EmulatorEngine: @unchecked Sendable {  // All mutable state 
         }
     }
 
-    /// Writes the state file now (on the writer's own queue) and waits for it.
+    /// Writes the state file now (on the writer's own queue) and waits for it, and for any write
+    /// queued before it: when this returns, the file holds everything done so far (what
+    /// `Emulator.stop()` relies on before a process exits).
     package func saveNow() async {
         guard let writer else { return }
-        let snapshot: PersistedState? = lock.withLock { _ in
-            saveScheduled = false
-            guard isDirty else { return nil }
-            isDirty = false
-            return PersistedState(
-                users: userOrder.compactMap { users[$0] }, tokens: tokens.values.sorted { $0.serial < $1.serial },
-                grants: grants.values.sorted { ($0.appID, $0.userID) < ($1.appID, $1.userID) },
-                posts: posts.values.flatMap { $0 }.sorted { $0.number < $1.number }, nextSerial: nextSerial,
-                nextPostNumber: nextPostNumber, clockOffset: clockOffset)
+        let failure: (any Error)? = await withCheckedContinuation { continuation in
+            lock.withLock { _ in
+                saveScheduled = false
+                guard isDirty else {
+                    // Nothing new, but a scheduled save may still be writing: wait for it.
+                    writer.afterQueuedWrites { continuation.resume(returning: nil) }
+                    return
+                }
+                isDirty = false
+                // Queued under the lock, so snapshots reach the file in the order they were taken.
+                writer.enqueue(
+                    PersistedState(
+                        users: userOrder.compactMap { users[$0] },
+                        tokens: tokens.values.sorted { $0.serial < $1.serial },
+                        grants: grants.values.sorted { ($0.appID, $0.userID) < ($1.appID, $1.userID) },
+                        posts: posts.values.flatMap { $0 }.sorted { $0.number < $1.number }, nextSerial: nextSerial,
+                        nextPostNumber: nextPostNumber, clockOffset: clockOffset)
+                ) { error in continuation.resume(returning: error) }
+            }
         }
-        guard let snapshot else { return }
-        do {
-            try await writer.write(snapshot)
-        } catch {
+        if let failure {
             lock.withLock { _ in isDirty = true }
-            configuration.requestLog?("emulator: could not save its state: \(error)")
+            configuration.requestLog?("emulator: could not save its state: \(failure)")
         }
     }
 

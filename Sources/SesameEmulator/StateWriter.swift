@@ -54,23 +54,27 @@ final class StateWriter: Sendable {
         return state
     }
 
-    /// Replaces the file with `state`.
-    func write(_ state: PersistedState) async throws {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
-        encoder.dateEncodingStrategy = .secondsSince1970
-        let data = try encoder.encode(state)
+    /// Queues a replacement of the file with `state` and returns at once; `completion` gets
+    /// the outcome. Writes happen in the order they are queued, so a caller that queues while
+    /// holding its own lock gets its snapshots written in the order it took them.
+    func enqueue(_ state: PersistedState, completion: @escaping @Sendable ((any Error)?) -> Void) {
         let url = self.url
-        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
-            queue.async {
-                do {
-                    try Self.replace(url, with: data)
-                    continuation.resume()
-                } catch {
-                    continuation.resume(throwing: error)
-                }
+        queue.async {
+            do {
+                let encoder = JSONEncoder()
+                encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
+                encoder.dateEncodingStrategy = .secondsSince1970
+                try Self.replace(url, with: try encoder.encode(state))
+                completion(nil)
+            } catch {
+                completion(error)
             }
         }
+    }
+
+    /// Calls `body` once every write queued before it has finished.
+    func afterQueuedWrites(_ body: @escaping @Sendable () -> Void) {
+        queue.async(execute: body)
     }
 
     private static func replace(_ url: URL, with data: Data) throws {

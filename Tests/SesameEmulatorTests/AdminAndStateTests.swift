@@ -94,6 +94,26 @@ struct StateFileTests {
         }
     }
 
+    @Test("stop() returns only once a save already under way has reached the file")
+    func stopWaitsForScheduledSave() async throws {
+        let directory = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let file = directory.appendingPathComponent("emulator.json")
+        var configuration = EmulatorConfiguration()
+        configuration.stateFileURL = file
+        let emulator = try Emulator(configuration: configuration)
+        _ = try await emulator.start()
+        // A large state, so that writing it takes a while; the save the last change scheduled
+        // (50 ms after it) is under way when stop() is called.
+        for _ in 0..<5_000 { _ = try await emulator.issueToken() }
+        try await Task.sleep(for: .milliseconds(55))
+        await emulator.stop()
+
+        // What a process exiting right after stop() leaves on disk: every token.
+        let saved = try #require(JSONValue(parsing: try Data(contentsOf: file)))
+        #expect((saved["tokens"]?.arrayValue?.count ?? 0) >= 5_000)
+    }
+
     @Test("a corrupt state file is reported and left as it is")
     func corrupt() throws {
         let directory = try temporaryDirectory()
