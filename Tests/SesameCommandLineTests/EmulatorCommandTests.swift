@@ -3,7 +3,6 @@ import Sesame
 import SesameCurl
 import SesameEmulator
 import SesameTestSupport
-import Synchronization
 import Testing
 
 @testable import SesameCommandLine
@@ -75,24 +74,7 @@ struct EmulatorCommandTests {
         try process.run()
         defer { if process.isRunning { process.terminate() } }
 
-        // Read standard output off the cooperative pool until the URLs are printed.
-        let printed = Mutex("")
-        let banner = try await withCheckedThrowingContinuation {
-            (continuation: CheckedContinuation<String, any Error>) in
-            Thread {
-                while true {
-                    let chunk = output.fileHandleForReading.availableData
-                    let text = printed.withLock { text -> String in
-                        text += String(decoding: chunk, as: UTF8.self)
-                        return text
-                    }
-                    if text.contains("Press Ctrl-C to stop.") || chunk.isEmpty {
-                        continuation.resume(returning: text)
-                        return
-                    }
-                }
-            }.start()
-        }
+        let banner = await readUntil(output.fileHandleForReading, contains: "Press Ctrl-C to stop.")
         #expect(banner.contains("App id:       777"))
         #expect(banner.contains("State:        in memory only"))
         let base = try #require(

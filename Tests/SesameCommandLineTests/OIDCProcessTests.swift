@@ -3,7 +3,6 @@ import Sesame
 import SesameCurl
 import SesameEmulator
 import SesameTestSupport
-import Synchronization
 import Testing
 
 /// `sesame` as a process against an in-test OIDC emulator: login by device code approved over
@@ -182,24 +181,7 @@ struct OIDCProcessTests {
             standardOutput: .pipe(output), standardError: .pipe(error))
         try process.run()
         defer { if process.isRunning { process.terminate() } }
-        // Read standard output off the cooperative pool until the banner is printed.
-        let printed = Mutex("")
-        let banner = try await withCheckedThrowingContinuation {
-            (continuation: CheckedContinuation<String, any Error>) in
-            Thread {
-                while true {
-                    let chunk = output.fileHandleForReading.availableData
-                    let text = printed.withLock { text -> String in
-                        text += String(decoding: chunk, as: UTF8.self)
-                        return text
-                    }
-                    if text.contains("Press Ctrl-C to stop.") || chunk.isEmpty {
-                        continuation.resume(returning: text)
-                        return
-                    }
-                }
-            }.start()
-        }
+        let banner = await readUntil(output.fileHandleForReading, contains: "Press Ctrl-C to stop.")
         let issuer = try #require(banner.firstMatch(of: #/Issuer:\s+(http://127\.0\.0\.1:\d+)\n/#).map { String($0.1) })
         #expect(banner.contains("Client id:    \(OIDCEmulator.defaultClientID)"))
         #expect(banner.contains("sesame login oidc --issuer \(issuer) --client-id \(OIDCEmulator.defaultClientID)"))

@@ -138,3 +138,21 @@ public enum ProcessRunner {
         func get() -> Data { data.withLock { $0 } }
     }
 }
+
+/// Reads `handle` on a thread of its own (never the cooperative pool) until what has arrived
+/// contains `marker` or the stream ends; returns all of it. For a program's start-up banner.
+public func readUntil(_ handle: FileHandle, contains marker: String) async -> String {
+    await withCheckedContinuation { (continuation: CheckedContinuation<String, Never>) in
+        Thread {
+            var text = ""
+            while true {
+                let chunk = handle.availableData
+                text += String(decoding: chunk, as: UTF8.self)
+                if text.contains(marker) || chunk.isEmpty {
+                    continuation.resume(returning: text)
+                    return
+                }
+            }
+        }.start()
+    }
+}
