@@ -59,6 +59,19 @@ struct FacebookHarness: Sendable {
             recoveryDelegate: recoveryDelegate, recoveryPolicy: RecoveryPolicy(jitter: .none), clock: clock, now: now)
     }
 
+    /// A session opened silently from a token the emulator issued and `store` holds: where most
+    /// of the seed's situations start.
+    func openedSession(
+        store: any CredentialStore, answer: DeviceAnswer = .approve(),
+        recoveryDelegate: (any FacebookRecoveryDelegate)? = nil,
+        clock: any Clock<Duration> = ManualClock(autoAdvance: true)
+    ) async throws -> FacebookSession {
+        try await storeIssuedToken(in: store)
+        let session = session(store: store, answer: answer, recoveryDelegate: recoveryDelegate, clock: clock)
+        try await session.openActiveSession(allowLoginUI: false)
+        return session
+    }
+
     var key: CredentialKey { CredentialKey(provider: .facebook, appID: provider.appID, account: "default") }
 
     /// The refresh lock of the default account, in ``lockDirectory``.

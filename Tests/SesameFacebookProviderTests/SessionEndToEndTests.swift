@@ -172,9 +172,7 @@ struct SessionEndToEndTests {
         let harness = try await FacebookHarness.start()
         defer { Task { await harness.stop() } }
         let store = InMemoryCredentialStore()
-        try await harness.storeIssuedToken(in: store)
-        let session = harness.session(store: store)
-        try await session.openActiveSession(allowLoginUI: false)
+        let session = try await harness.openedSession(store: store)
         let changes = await session.stateChanges()
         try await harness.emulator.activate(ScenarioSetting(scenario))
 
@@ -199,10 +197,8 @@ struct SessionEndToEndTests {
         let harness = try await FacebookHarness.start()
         defer { Task { await harness.stop() } }
         let store = InMemoryCredentialStore()
-        try await harness.storeIssuedToken(in: store)
         let delegate = RecordingRecoveryDelegate()
-        let session = harness.session(store: store, recoveryDelegate: delegate)
-        try await session.openActiveSession(allowLoginUI: false)
+        let session = try await harness.openedSession(store: store, recoveryDelegate: delegate)
         try await harness.emulator.activate(ScenarioSetting(.checkpointed))
 
         let error = try #require(await #expect(throws: AuthError.self) { try await session.graph.get("me") })
@@ -219,10 +215,8 @@ struct SessionEndToEndTests {
         let harness = try await FacebookHarness.start()
         defer { Task { await harness.stop() } }
         let store = InMemoryCredentialStore()
-        try await harness.storeIssuedToken(in: store)
         let delegate = RecordingRecoveryDelegate()
-        let session = harness.session(store: store, recoveryDelegate: delegate)
-        try await session.openActiveSession(allowLoginUI: false)
+        let session = try await harness.openedSession(store: store, recoveryDelegate: delegate)
         try await harness.emulator.activate(ScenarioSetting(.unconfirmedUser))
 
         let error = try #require(await #expect(throws: AuthError.self) { try await session.graph.get("me") })
@@ -239,10 +233,8 @@ struct SessionEndToEndTests {
         let harness = try await FacebookHarness.start()
         defer { Task { await harness.stop() } }
         let store = InMemoryCredentialStore()
-        try await harness.storeIssuedToken(in: store)
         let delegate = RecordingRecoveryDelegate()
-        let session = harness.session(store: store, recoveryDelegate: delegate)
-        try await session.openActiveSession(allowLoginUI: false)
+        let session = try await harness.openedSession(store: store, recoveryDelegate: delegate)
         try await harness.emulator.activate(ScenarioSetting(.transient, count: 2))
 
         let me = try await session.graph.get("me", parameters: ["fields": "id"])
@@ -256,11 +248,9 @@ struct SessionEndToEndTests {
         let harness = try await FacebookHarness.start()
         defer { Task { await harness.stop() } }
         let store = InMemoryCredentialStore()
-        try await harness.storeIssuedToken(in: store)
         let delegate = RecordingRecoveryDelegate()
         let clock = ManualClock(autoAdvance: true)
-        let session = harness.session(store: store, recoveryDelegate: delegate, clock: clock)
-        try await session.openActiveSession(allowLoginUI: false)
+        let session = try await harness.openedSession(store: store, recoveryDelegate: delegate, clock: clock)
         try await harness.emulator.activate(ScenarioSetting(.appThrottled, count: 1, regainAccessMinutes: 1))
 
         let me = try await session.graph.get("me", parameters: ["fields": "id"])
