@@ -54,7 +54,7 @@ let package = Package(
         .target(name: "SesameTesting", dependencies: ["Sesame"]),
 
         // The default HTTPTransport, on libcurl.
-        .target(name: "SesameCurl", dependencies: ["Sesame", "CCurl"]),
+        .target(name: "SesameCurl", dependencies: ["Sesame", "CCurl", "CSesameSystem"]),
 
         .testTarget(name: "SesameTests", dependencies: ["Sesame", "SesameTesting", "SesameTestSupport"]),
 

@@ -40,6 +40,14 @@ static inline CURLcode sesame_easy_setopt_data_callback(CURL *handle, CURLoption
     return curl_easy_setopt(handle, option, callback);
 }
 
+/// The C type of CURLOPT_CLOSESOCKETFUNCTION callbacks: close `socket` (return 0 on success).
+typedef int (*sesame_curl_close_socket_callback)(void *clientp, curl_socket_t socket);
+
+static inline CURLcode sesame_easy_setopt_close_socket_callback(CURL *handle,
+                                                                sesame_curl_close_socket_callback callback) {
+    return curl_easy_setopt(handle, CURLOPT_CLOSESOCKETFUNCTION, callback);
+}
+
 // MARK: curl_easy_getinfo
 
 static inline CURLcode sesame_easy_getinfo_long(CURL *handle, CURLINFO info, long *value) {
@@ -67,6 +75,23 @@ static inline CURLMcode sesame_multi_setopt_long(CURLM *handle, CURLMoption opti
 static inline CURLMcode sesame_multi_setopt_pointer(CURLM *handle, CURLMoption option, void *value) {
     return curl_multi_setopt(handle, option, value);
 }
+
+/// The C type of CURLMOPT_SOCKETFUNCTION callbacks: which events libcurl wants on a socket.
+typedef int (*sesame_curl_socket_callback)(CURL *easy, curl_socket_t socket, int what, void *userp, void *socketp);
+
+/// The C type of CURLMOPT_TIMERFUNCTION callbacks: when libcurl next needs a timeout action.
+typedef int (*sesame_curl_timer_callback)(CURLM *multi, long timeout_ms, void *userp);
+
+static inline CURLMcode sesame_multi_setopt_socket_callback(CURLM *handle, sesame_curl_socket_callback callback) {
+    return curl_multi_setopt(handle, CURLMOPT_SOCKETFUNCTION, callback);
+}
+
+static inline CURLMcode sesame_multi_setopt_timer_callback(CURLM *handle, sesame_curl_timer_callback callback) {
+    return curl_multi_setopt(handle, CURLMOPT_TIMERFUNCTION, callback);
+}
+
+/// CURL_SOCKET_TIMEOUT, for curl_multi_socket_action when a timeout (not a socket) is due.
+static inline curl_socket_t sesame_curl_socket_timeout(void) { return CURL_SOCKET_TIMEOUT; }
 
 // MARK: curl_share_setopt
 

@@ -1,4 +1,5 @@
 internal import CCurl
+internal import CSesameSystem
 import Foundation
 import Sesame
 import Synchronization
@@ -27,49 +28,146 @@ final class CurlEasyHandle {
     }
 }
 
-/// The thread that drives one libcurl multi handle for a ``CurlTransport``.
+/// The libcurl multi handle of a ``CurlTransport``, the thread that waits on its sockets, and
+/// the shortcut that lets a lone caller skip that thread.
 ///
-/// Callers hand transfers in through `inbox` and wake the thread with `curl_multi_wakeup`; the
-/// thread adds them to the multi handle, runs `curl_multi_perform` / `curl_multi_poll`, and
-/// resumes each caller when its transfer is done. Idle easy handles are kept for the next
-/// requests; the multi handle keeps the connections, and a share handle the DNS answers and
-/// TLS sessions.
-final class CurlEngine: @unchecked Sendable {  // `inbox` is a Mutex; every other var is engine-thread-only
-    private struct Inbox {
-        var additions: [CurlTransfer] = []
-        var cancellations: [CurlTransfer] = []
-        var stopping = false
-    }
+/// Threads. Every libcurl call on the multi handle, the share handle and the easy handles runs
+/// with `lock` held, on whichever thread holds it, and every variable below is guarded by it.
+/// libcurl's socket and timer callbacks (``socketChanged(easy:socket:what:)``,
+/// ``timerChanged(milliseconds:)``) and the transfers' data callbacks run inside those calls, so
+/// under the same lock. Continuations are resumed only after the lock is released.
+///
+/// - A caller adds its transfer and runs libcurl right away on its own thread (`start`): on a
+///   kept connection the request is written before `start` returns, with no thread hand-over.
+/// - The engine thread sleeps in `epoll_wait` on the sockets libcurl asks for (through
+///   `CURLMOPT_SOCKETFUNCTION`), a `timerfd` for libcurl's timeouts (`CURLMOPT_TIMERFUNCTION`)
+///   and an `eventfd` that only shutting down uses. Changing the epoll set or the timer from
+///   another thread takes effect at once, so nothing ever has to wake the thread to hand it work.
+///   When a socket is ready it runs libcurl, and resumes the callers whose transfers finished.
+/// - A lone caller (nothing else in flight) whose previous lone request was answered within
+///   ``inlineBudget`` waits for its answer on its own thread, in `ppoll` on its own sockets (kept
+///   out of the epoll set meanwhile), for at most ``inlineBudget``; then, or as soon as another
+///   request is started, it hands the sockets to the engine thread and suspends. On loopback and
+///   fast networks a sequential caller so gets its answer with no thread hand-over at all, as a
+///   blocking libcurl loop does, while a slow server never holds a pool thread longer than the
+///   budget, and never twice in a row.
+final class CurlEngine: @unchecked Sendable {  // every var is guarded by `lock`; see "Threads" above
+    private typealias Resumption = (UnsafeContinuation<Void, any Error>, Result<Void, any Error>)
 
-    private let inbox = Mutex(Inbox())
-    /// Set when the inbox gets work; cleared by the engine thread when it empties the inbox.
-    private let hasWork = Atomic<Bool>(false)
-    /// Set by the engine thread while it is (about to be) blocked in `curl_multi_poll`.
-    private let sleeping = Atomic<Bool>(false)
+    private let lock = Mutex<Void>(())
     private let configuration: CurlTransport.Configuration
     private let multi: UnsafeMutableRawPointer
     private let share: UnsafeMutableRawPointer
+    private let epollFD: Int32
+    private let shutdownFD: Int32
+    private let timerFD: Int32
     private var thread = pthread_t()
 
-    // Engine thread only.
+    // Guarded by `lock`.
+    private var stopping = false
     private var idleHandles: [CurlEasyHandle] = []
     private var running: [UnsafeMutableRawPointer: CurlTransfer] = [:]
+    /// libcurl asked (timeout 0) for `curl_multi_socket_action(CURL_SOCKET_TIMEOUT)` as soon as possible.
+    private var timeoutDue = false
+    /// The sockets in the epoll set, with the events asked for.
+    private var watched: [Int32: UInt32] = [:]
+    /// Sockets still in the epoll set that libcurl no longer needs (it keeps the connection for
+    /// reuse). They stay there, so that reusing the connection costs no `epoll_ctl`, until an
+    /// event shows up for one (the server closed it) or libcurl closes it
+    /// (``socketClosing(_:)``, through CURLOPT_CLOSESOCKETFUNCTION: the only way to learn that a
+    /// socket number is gone before the kernel can hand it out again).
+    private var dormant: Set<Int32> = []
+    /// The easy handle a lone caller is driving on its own thread, if any.
+    private var inlineHandle: UnsafeMutableRawPointer?
+    /// That transfer's sockets and what libcurl wants on them (`CURL_POLL_*`), kept out of the epoll set.
+    private var inlineSockets: [Int32: Int32] = [:]
+    /// How long the last lone request took, start to finish, in nanoseconds.
+    private var lastLoneLatency = UInt64.max
+    /// How many more lone requests go to the engine thread before one is waited for inline again,
+    /// and how many the next inline wait that runs out of budget adds: 1, 2, 4, … up to
+    /// ``maximumInlinePenalty``, back to 0 after an inline wait that is answered. A server that
+    /// is fast through the engine thread but slow when a pool thread waits for it (one in the
+    /// same process, whose handlers need that thread) so costs a budget only now and then.
+    private var inlineSkips = 0
+    private var inlinePenalty = 0
+    private static let maximumInlinePenalty = 1024
+    /// Callers to resume once the lock is released.
+    private var resumptions: [Resumption] = []
+    /// When the timer fires, in CLOCK_MONOTONIC nanoseconds (`.max`: not armed).
+    private var timerDeadline = UInt64.max
+
+    /// Transfers whose callers found the lock busy, for the next holder to start; see `start`.
+    private let delegated = Mutex<[CurlTransfer]>([])
+    private let delegatedCount = Atomic<Int>(0)
+    /// `running.count`, readable without the lock.
+    private let inFlight = Atomic<Int>(0)
+    /// Whether the engine thread is awake (not in, or about to enter, `epoll_wait`).
+    private let engineBusy = Atomic<Bool>(false)
 
     /// Idle easy handles kept for reuse; more than this in flight at once are freed when done.
     private static let idleHandleLimit = 64
 
-    init(configuration: CurlTransport.Configuration) {
+    /// The longest a lone caller waits for its answer on its own thread before handing the wait
+    /// to the engine thread, and the latency a lone request must have stayed within for the next
+    /// one to try, in nanoseconds.
+    let inlineBudget: UInt64
+
+    /// The default ``inlineBudget``: 500 µs, a few loopback or LAN round trips, and short enough
+    /// that holding a pool thread that long is like a small piece of work, not a blocking call.
+    static let defaultInlineBudget: Duration = .microseconds(500)
+
+    /// Wakes a lone caller's `ppoll` when another thread takes its transfer away (a second
+    /// request, a cancellation, a timeout the engine thread ran).
+    private let inlineWakeFD: Int32
+    /// Whether the lone caller is in `ppoll` now (guarded by `lock`).
+    private var inlinePolling = false
+
+    /// How transfers ended up being waited for; for tests and diagnostics.
+    let counters = Counters()
+
+    /// Counts of how transfers were waited for.
+    final class Counters: Sendable {
+        /// Transfers answered while their caller waited on its own thread.
+        let finishedInline = Atomic<Int>(0)
+        /// Inline waits that ran out of budget, or were interrupted, and went to the engine thread.
+        let handedOver = Atomic<Int>(0)
+    }
+
+    init(configuration: CurlTransport.Configuration, inlineBudget: Duration = CurlEngine.defaultInlineBudget) {
         CurlGlobal.initialize()
         self.configuration = configuration
+        let (seconds, attoseconds) = inlineBudget.components
+        self.inlineBudget = UInt64(max(0, seconds)) * 1_000_000_000 + UInt64(max(0, attoseconds) / 1_000_000_000)
         guard let multi = curl_multi_init(), let share = curl_share_init() else {
             fatalError("curl_multi_init or curl_share_init failed: out of memory")
         }
         self.multi = multi
         self.share = share
-        // Only the engine thread ever uses the share handle, so it needs no lock callbacks.
+        epollFD = epoll_create1(Int32(EPOLL_CLOEXEC))
+        shutdownFD = eventfd(0, Int32(EFD_CLOEXEC | EFD_NONBLOCK))
+        timerFD = timerfd_create(CLOCK_MONOTONIC, Int32(TFD_CLOEXEC | TFD_NONBLOCK))
+        inlineWakeFD = eventfd(0, Int32(EFD_CLOEXEC | EFD_NONBLOCK))
+        guard epollFD >= 0, shutdownFD >= 0, timerFD >= 0, inlineWakeFD >= 0 else {
+            fatalError(
+                "CurlTransport could not create its epoll, eventfds or timerfd: \(String(cString: strerror(errno)))")
+        }
+        for fd in [shutdownFD, timerFD] {
+            var event = epoll_event()
+            event.events = EPOLLIN.rawValue
+            event.data.fd = fd
+            _ = epoll_ctl(epollFD, EPOLL_CTL_ADD, fd, &event)
+        }
+
+        // Every use of the share handle happens under `lock`, so it needs no lock callbacks.
         _ = sesame_share_setopt_long(share, CURLSHOPT_SHARE, Int(CURL_LOCK_DATA_DNS.rawValue))
         _ = sesame_share_setopt_long(share, CURLSHOPT_SHARE, Int(CURL_LOCK_DATA_SSL_SESSION.rawValue))
         _ = sesame_multi_setopt_long(multi, CURLMOPT_PIPELINING, Int(CURLPIPE_MULTIPLEX))
+        // Unretained: the engine outlives the multi handle, which tearDown() frees.
+        let unretained = Unmanaged.passUnretained(self).toOpaque()
+        _ = sesame_multi_setopt_socket_callback(multi, Self.socketCallback)
+        _ = sesame_multi_setopt_pointer(multi, CURLMOPT_SOCKETDATA, unretained)
+        _ = sesame_multi_setopt_timer_callback(multi, Self.timerCallback)
+        _ = sesame_multi_setopt_pointer(multi, CURLMOPT_TIMERDATA, unretained)
 
         let context = Unmanaged.passRetained(self).toOpaque()
         let created = pthread_create(
@@ -86,44 +184,162 @@ final class CurlEngine: @unchecked Sendable {  // `inbox` is a Mutex; every othe
 
     // MARK: Any thread
 
-    /// Queues `transfer` for the engine thread, or fails it at once when its task is already cancelled.
-    func submit(_ transfer: CurlTransfer) {
-        let accepted = inbox.withLock { inbox in
-            if inbox.stopping || transfer.cancelRequested.load(ordering: .relaxed) { return false }
-            inbox.additions.append(transfer)
-            return true
+    /// Adds `transfer` to the multi handle and runs libcurl on the calling thread, which on a
+    /// kept connection writes the request. Returns whether the caller should now wait for the
+    /// answer itself with ``driveInline(_:)``; either way ``park(_:continuation:)`` picks up the
+    /// result, which may already be there (a request refused at once, or cancelled).
+    func start(_ transfer: CurlTransfer) -> Bool {
+        let startHere = { () -> (Bool, [Resumption]) in
+            let inline = self.startLocked(transfer, mayDriveInline: true)
+            self.runDueTimeouts()
+            self.collectFinished()
+            if inline && transfer.isFinished {
+                // Answered before libcurl even returned: the fastest inline wait there is.
+                self.inlinePenalty = 0
+                self.counters.finishedInline.add(1, ordering: .relaxed)
+            }
+            return (inline && !transfer.isFinished, self.takeResumptions())
         }
-        if accepted {
-            wake()
+        let started: (Bool, [Resumption])?
+        if inFlight.load(ordering: .relaxed) == 0 {
+            // Nothing in flight: whatever the engine thread is doing (a timer) is short, and this
+            // may be a lone caller that waits inline; take the lock.
+            started = lock.withLock { _ in startHere() }
+        } else if engineBusy.load(ordering: .sequentiallyConsistent) {
+            started = nil
         } else {
-            transfer.continuation?.resume(throwing: CancellationError())
+            started = lock.withLockIfAvailable { _ in startHere() }
+        }
+        guard let (inline, resumptions) = started else {
+            // The engine thread is awake, working through a batch of sockets (or someone holds
+            // the lock): leave the transfer to it, to start with the rest of its batch, rather
+            // than wait for the lock. An engine about to sleep sees it (the fences pair with the
+            // ones in `run`); one already asleep is not busy, so then we start it ourselves.
+            delegated.withLock { $0.append(transfer) }
+            delegatedCount.add(1, ordering: .sequentiallyConsistent)
+            atomicMemoryFence(ordering: .sequentiallyConsistent)
+            if !engineBusy.load(ordering: .sequentiallyConsistent) { startDelegated() }
+            return false
+        }
+        resume(resumptions)
+        startDelegated()
+        return inline
+    }
+
+    /// Starts the transfers callers left because the lock was busy, unless someone else holds
+    /// it now (who then does it). Everyone calls this after releasing the lock, so a transfer
+    /// left while the lock was held is always picked up.
+    private func startDelegated() {
+        atomicMemoryFence(ordering: .sequentiallyConsistent)
+        while delegatedCount.load(ordering: .sequentiallyConsistent) > 0 {
+            let resumptions = lock.withLockIfAvailable { _ in
+                startDelegatedLocked()
+                runDueTimeouts()
+                collectFinished()
+                return takeResumptions()
+            }
+            guard let resumptions else { return }
+            resume(resumptions)
         }
     }
 
-    /// Asks the engine thread to abort `transfer`; harmless if it has finished or not started.
+    /// Waits on the calling thread, for at most ``inlineBudget``, for the transfer ``start(_:)``
+    /// chose to drive inline; returns whether it finished. When it has not, its sockets are back
+    /// with the engine thread and the caller should ``park(_:continuation:)``.
+    func driveInline(_ transfer: CurlTransfer) -> Bool {
+        let deadline = Self.now() + inlineBudget
+        var fds: [pollfd] = []
+        while true {
+            let waits = lock.withLock { _ -> Bool in
+                guard !transfer.isFinished, let easy = transfer.easy, inlineHandle == easy.raw else { return false }
+                guard Self.now() < deadline else {
+                    // The server is slower than it was: back off before waiting inline again.
+                    inlinePenalty = min(max(1, inlinePenalty * 2), Self.maximumInlinePenalty)
+                    inlineSkips = inlinePenalty
+                    handOverInline()
+                    return false
+                }
+                guard !inlineSockets.isEmpty else {
+                    handOverInline()  // libcurl waits on a timer, not a socket (a name lookup, say)
+                    return false
+                }
+                fds.removeAll(keepingCapacity: true)
+                fds.append(pollfd(fd: inlineWakeFD, events: Int16(POLLIN), revents: 0))
+                for (socket, what) in inlineSockets {
+                    var events: Int16 = 0
+                    if what & CURL_POLL_IN != 0 { events |= Int16(POLLIN) }
+                    if what & CURL_POLL_OUT != 0 { events |= Int16(POLLOUT) }
+                    fds.append(pollfd(fd: socket, events: events, revents: 0))
+                }
+                inlinePolling = true
+                return true
+            }
+            guard waits else { break }
+            let now = Self.now()
+            let ready = sesame_poll_nanoseconds(&fds, nfds_t(fds.count), Int64(deadline > now ? deadline - now : 0))
+            if ready > 0 && fds[0].revents != 0 {
+                var count: UInt64 = 0
+                _ = read(inlineWakeFD, &count, MemoryLayout<UInt64>.size)
+            }
+            let resumptions = lock.withLock { _ in
+                inlinePolling = false
+                if ready > 0, !transfer.isFinished, let easy = transfer.easy, inlineHandle == easy.raw {
+                    for fd in fds.dropFirst() where fd.revents != 0 {
+                        var mask: Int32 = 0
+                        if fd.revents & Int16(POLLIN) != 0 { mask |= CURL_CSELECT_IN }
+                        if fd.revents & Int16(POLLOUT) != 0 { mask |= CURL_CSELECT_OUT }
+                        if fd.revents & Int16(POLLERR | POLLHUP | POLLNVAL) != 0 { mask |= CURL_CSELECT_ERR }
+                        socketAction(fd.fd, mask)
+                    }
+                    runDueTimeouts()
+                    collectFinished()
+                }
+                return takeResumptions()
+            }
+            resume(resumptions)
+            startDelegated()
+        }
+        startDelegated()
+        let finished = transfer.isFinished
+        if finished {
+            lock.withLock { _ in inlinePenalty = 0 }
+            counters.finishedInline.add(1, ordering: .relaxed)
+        } else {
+            counters.handedOver.add(1, ordering: .relaxed)
+        }
+        return finished
+    }
+
+    /// Resumes `continuation` when `transfer` finishes, or at once if it has.
+    func park(_ transfer: CurlTransfer, continuation: UnsafeContinuation<Void, any Error>) {
+        if !transfer.park(continuation), let result = transfer.result { continuation.resume(with: result) }
+    }
+
+    /// Aborts `transfer` (closing its connection) and fails it with `CancellationError`;
+    /// harmless if it has finished, and makes ``start(_:)`` refuse it if it has not started.
     func cancel(_ transfer: CurlTransfer) {
         transfer.cancelRequested.store(true, ordering: .relaxed)
-        let wake = inbox.withLock { inbox in
-            guard !inbox.stopping else { return false }
-            inbox.cancellations.append(transfer)
-            return true
+        let resumptions = lock.withLock { _ in
+            guard !stopping, !transfer.isFinished, let easy = transfer.easy,
+                running.removeValue(forKey: easy.raw) != nil
+            else { return takeResumptions() }
+            inFlight.store(running.count, ordering: .relaxed)
+            if inlineHandle == easy.raw { handOverInline() }
+            curl_multi_remove_handle(multi, easy.raw)
+            transfer.easy = nil
+            recycle(easy)
+            complete(transfer, with: .failure(CancellationError()))
+            return takeResumptions()
         }
-        if wake { self.wake() }
-    }
-
-    /// Tells the engine thread there is work: a flag it sees if it is awake (spinning or
-    /// running), and `curl_multi_wakeup` only if it is, or is about to be, asleep in
-    /// `curl_multi_poll`. The two sequentially consistent atomics make sure one side sees the
-    /// other, so no wake-up is lost.
-    private func wake() {
-        hasWork.store(true, ordering: .sequentiallyConsistent)
-        if sleeping.load(ordering: .sequentiallyConsistent) { curl_multi_wakeup(multi) }
+        resume(resumptions)
+        startDelegated()
     }
 
     /// Stops the thread, waits for it to free every handle, and returns.
     func shutDown() {
-        inbox.withLock { $0.stopping = true }
-        curl_multi_wakeup(multi)
+        lock.withLock { _ in stopping = true }
+        var one: UInt64 = 1
+        _ = write(shutdownFD, &one, MemoryLayout<UInt64>.size)
         if pthread_equal(thread, pthread_self()) != 0 {
             pthread_detach(thread)
         } else {
@@ -131,65 +347,236 @@ final class CurlEngine: @unchecked Sendable {  // `inbox` is a Mutex; every othe
         }
     }
 
+    private func resume(_ resumptions: [Resumption]) {
+        for (continuation, result) in resumptions { continuation.resume(with: result) }
+    }
+
+    /// CLOCK_MONOTONIC in nanoseconds, the clock of the timerfd.
+    private static func now() -> UInt64 {
+        var time = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &time)
+        return UInt64(time.tv_sec) * 1_000_000_000 + UInt64(time.tv_nsec)
+    }
+
+    private static let shutDownError = TransportError(
+        kind: .other, message: "The CurlTransport was shut down while this request was in flight.")
+
     // MARK: Engine thread
 
     private func run() {
         Thread.current.name = "sesame-curl"
+        let capacity = 64
+        let events = UnsafeMutablePointer<epoll_event>.allocate(capacity: capacity)
+        defer { events.deallocate() }
         while true {
-            hasWork.store(false, ordering: .sequentiallyConsistent)
-            let (additions, cancellations, stopping) = inbox.withLock { inbox in
-                var additions: [CurlTransfer] = []
-                var cancellations: [CurlTransfer] = []
-                swap(&additions, &inbox.additions)
-                swap(&cancellations, &inbox.cancellations)
-                return (additions, cancellations, inbox.stopping)
+            // Asleep from here: callers start their own transfers. Work left while the thread
+            // was busy is seen here (the fences pair with the ones in `start`).
+            engineBusy.store(false, ordering: .sequentiallyConsistent)
+            atomicMemoryFence(ordering: .sequentiallyConsistent)
+            let waitMilliseconds: Int32 = delegatedCount.load(ordering: .sequentiallyConsistent) > 0 ? 0 : -1
+            let count = epoll_wait(epollFD, events, Int32(capacity), waitMilliseconds)
+            engineBusy.store(true, ordering: .sequentiallyConsistent)
+            if count < 0 {
+                if errno == EINTR { continue }
+                fatalError("CurlTransport's epoll_wait failed: \(String(cString: strerror(errno)))")
             }
-            if stopping { break }
-            for transfer in additions { start(transfer) }
-            for transfer in cancellations { abort(transfer) }
-
-            var stillRunning: Int32 = 0
-            _ = curl_multi_perform(multi, &stillRunning)
-            var finished = 0
-            var queued: Int32 = 0
-            while let message = curl_multi_info_read(multi, &queued) {
-                guard sesame_multi_message_is_done(message) != 0 else { continue }
-                finish(sesame_multi_message_handle(message), result: sesame_multi_message_result(message))
-                finished += 1
+            let (stop, resumptions) = lock.withLock { _ in
+                if stopping { return (true, [Resumption]()) }
+                for index in 0..<Int(count) {
+                    let event = events[index]
+                    let fd = event.data.fd
+                    if fd == shutdownFD { continue }
+                    if fd == timerFD {
+                        var expirations: UInt64 = 0
+                        _ = read(timerFD, &expirations, MemoryLayout<UInt64>.size)
+                        timerDeadline = .max
+                        socketAction(sesame_curl_socket_timeout(), 0)
+                        continue
+                    }
+                    // libcurl may have dropped the socket while handling an earlier event of this batch.
+                    guard watched[fd] != nil else { continue }
+                    if dormant.contains(fd) {
+                        unwatch(fd)  // a kept connection the server closed, or sent something unasked
+                        continue
+                    }
+                    var mask: Int32 = 0
+                    if event.events & EPOLLIN.rawValue != 0 { mask |= CURL_CSELECT_IN }
+                    if event.events & EPOLLOUT.rawValue != 0 { mask |= CURL_CSELECT_OUT }
+                    if event.events & (EPOLLERR.rawValue | EPOLLHUP.rawValue) != 0 { mask |= CURL_CSELECT_ERR }
+                    socketAction(fd, mask)
+                }
+                startDelegatedLocked()
+                runDueTimeouts()
+                collectFinished()
+                return (false, takeResumptions())
             }
-
-            // A caller that just got its answer often sends the next request within
-            // microseconds; waiting briefly for it saves the engine a sleep and a wake-up.
-            if finished > 0 && running.isEmpty && awaitWork(forNanoseconds: Self.idleSpin) { continue }
-
-            sleeping.store(true, ordering: .sequentiallyConsistent)
-            if !hasWork.load(ordering: .sequentiallyConsistent) {
-                // libcurl shortens the wait to its own next timeout; curl_multi_wakeup ends it early.
-                _ = curl_multi_poll(multi, nil, 0, 10_000, nil)
-            }
-            sleeping.store(false, ordering: .sequentiallyConsistent)
+            // Done with libcurl for this round: a caller resumed below that sends its next
+            // request at once finds the lock free and the thread not busy, and runs it itself.
+            engineBusy.store(false, ordering: .sequentiallyConsistent)
+            resume(resumptions)
+            if stop { break }
         }
         tearDown()
     }
 
-    /// How long the idle engine waits for new work before it sleeps: 50 µs.
-    private static let idleSpin: UInt64 = 50_000
+    // MARK: Lock held
 
-    /// Yields the processor until work arrives or `nanoseconds` pass; whether work arrived.
-    private func awaitWork(forNanoseconds nanoseconds: UInt64) -> Bool {
-        let deadline = DispatchTime.now().uptimeNanoseconds + nanoseconds
-        repeat {
-            if hasWork.load(ordering: .sequentiallyConsistent) { return true }
-            sched_yield()
-        } while DispatchTime.now().uptimeNanoseconds < deadline
-        return hasWork.load(ordering: .sequentiallyConsistent)
+    private func socketAction(_ socket: Int32, _ mask: Int32) {
+        var stillRunning: Int32 = 0
+        _ = curl_multi_socket_action(multi, socket, mask, &stillRunning)
     }
 
-    private func start(_ transfer: CurlTransfer) {
+    /// Runs libcurl's timeouts for as long as it asks for one right away.
+    private func runDueTimeouts() {
+        var rounds = 0
+        while timeoutDue && rounds < 16 {
+            timeoutDue = false
+            rounds += 1
+            socketAction(sesame_curl_socket_timeout(), 0)
+        }
+        if timeoutDue {
+            // Still asking: let the engine thread go on with it rather than holding this caller.
+            timeoutDue = false
+            arm(at: Self.now())
+        }
+    }
+
+    private func collectFinished() {
+        var queued: Int32 = 0
+        while let message = curl_multi_info_read(multi, &queued) {
+            guard sesame_multi_message_is_done(message) != 0 else { continue }
+            finish(sesame_multi_message_handle(message), result: sesame_multi_message_result(message))
+        }
+    }
+
+    private func takeResumptions() -> [Resumption] {
+        guard !resumptions.isEmpty else { return [] }
+        defer { resumptions.removeAll() }
+        return resumptions
+    }
+
+    /// Gives the lone caller's sockets to the engine thread's epoll set, and wakes the caller if
+    /// it is waiting in `ppoll` (it then finds its transfer gone, and parks).
+    private func handOverInline() {
+        if inlinePolling {
+            var one: UInt64 = 1
+            _ = write(inlineWakeFD, &one, MemoryLayout<UInt64>.size)
+        }
+        inlineHandle = nil
+        for (socket, what) in inlineSockets { watch(socket, what: what) }
+        inlineSockets.removeAll()
+    }
+
+    /// CURLMOPT_SOCKETFUNCTION: what libcurl wants to hear about `socket` now.
+    fileprivate func socketChanged(easy: UnsafeMutableRawPointer?, socket: Int32, what: Int32) {
+        if what == CURL_POLL_REMOVE {
+            inlineSockets[socket] = nil
+            if watched[socket] != nil { dormant.insert(socket) }
+        } else if let inlineHandle, easy == inlineHandle {
+            unwatch(socket)  // the lone caller polls it itself
+            inlineSockets[socket] = what
+        } else {
+            inlineSockets[socket] = nil
+            watch(socket, what: what)
+        }
+    }
+
+    /// CURLMOPT_TIMERFUNCTION: when libcurl next needs `curl_multi_socket_action(CURL_SOCKET_TIMEOUT)`.
+    ///
+    /// The timer is only ever moved earlier: one that fires before libcurl needs it costs a
+    /// `curl_multi_socket_action` that finds nothing due (and sets the timer again), which is
+    /// cheaper than a system call for every request that moves the deadline later.
+    fileprivate func timerChanged(milliseconds: Int) {
+        if milliseconds < 0 {
+            timeoutDue = false
+        } else if milliseconds == 0 {
+            timeoutDue = true  // run by whoever holds the lock, before releasing it
+        } else {
+            timeoutDue = false
+            let deadline = Self.now() + UInt64(milliseconds) * 1_000_000
+            if deadline < timerDeadline { arm(at: deadline) }
+        }
+    }
+
+    /// Sets the timer to fire once at `deadline` (CLOCK_MONOTONIC nanoseconds).
+    private func arm(at deadline: UInt64) {
+        timerDeadline = deadline
+        var setting = itimerspec()
+        setting.it_value.tv_sec = Int(deadline / 1_000_000_000)
+        setting.it_value.tv_nsec = max(1, Int(deadline % 1_000_000_000))
+        _ = timerfd_settime(timerFD, Int32(TFD_TIMER_ABSTIME), &setting, nil)
+    }
+
+    private func watch(_ socket: Int32, what: Int32) {
+        var events: UInt32 = 0
+        if what & CURL_POLL_IN != 0 { events |= EPOLLIN.rawValue }
+        if what & CURL_POLL_OUT != 0 { events |= EPOLLOUT.rawValue }
+        dormant.remove(socket)
+        if watched[socket] == events { return }
+        var event = epoll_event()
+        event.events = events
+        event.data.fd = socket
+        let known = watched[socket] != nil
+        if epoll_ctl(epollFD, known ? EPOLL_CTL_MOD : EPOLL_CTL_ADD, socket, &event) != 0 {
+            // The kernel forgets a socket when it is closed, and a number can come back for a new
+            // one: whichever way the set and `watched` disagree, the other operation fixes it.
+            _ = epoll_ctl(epollFD, known ? EPOLL_CTL_ADD : EPOLL_CTL_MOD, socket, &event)
+        }
+        watched[socket] = events
+    }
+
+    private func unwatch(_ socket: Int32) {
+        dormant.remove(socket)
+        guard watched.removeValue(forKey: socket) != nil else { return }
+        _ = epoll_ctl(epollFD, EPOLL_CTL_DEL, socket, nil)
+    }
+
+    /// CURLOPT_CLOSESOCKETFUNCTION: forgets `socket` everywhere, then closes it.
+    fileprivate func socketClosing(_ socket: Int32) -> Int32 {
+        inlineSockets[socket] = nil
+        unwatch(socket)
+        return close(socket)
+    }
+
+    /// Adds `transfer` and decides whether its caller drives it inline; the caller then runs
+    /// libcurl's due timeouts, which writes the request.
+    private func startLocked(_ transfer: CurlTransfer, mayDriveInline: Bool) -> Bool {
+        if stopping {
+            complete(transfer, with: .failure(Self.shutDownError))
+            return false
+        }
         if transfer.cancelRequested.load(ordering: .relaxed) {
             complete(transfer, with: .failure(CancellationError()))
-            return
+            return false
         }
+        // A second request in flight: the lone caller's sockets go back to the engine thread.
+        if inlineHandle != nil { handOverInline() }
+        let lone = running.isEmpty && delegatedCount.load(ordering: .relaxed) == 0
+        transfer.isLone = lone
+        transfer.startedAt = Self.now()
+        guard add(transfer), let easy = transfer.easy else { return false }
+        guard mayDriveInline && lone && lastLoneLatency <= inlineBudget else { return false }
+        if inlineSkips > 0 {
+            inlineSkips -= 1
+            return false
+        }
+        inlineHandle = easy.raw
+        return true
+    }
+
+    private func startDelegatedLocked() {
+        let transfers = delegated.withLock { delegated in
+            defer { delegated.removeAll(keepingCapacity: true) }
+            return delegated
+        }
+        guard !transfers.isEmpty else { return }
+        delegatedCount.subtract(transfers.count, ordering: .sequentiallyConsistent)
+        for transfer in transfers { _ = startLocked(transfer, mayDriveInline: false) }
+    }
+
+    /// Adds `transfer` to the multi handle on a pooled easy handle; whether that worked (when it
+    /// did not, the transfer is completed with the error).
+    private func add(_ transfer: CurlTransfer) -> Bool {
         guard let easy = idleHandles.popLast() ?? makeHandle() else {
             complete(
                 transfer,
@@ -200,13 +587,13 @@ final class CurlEngine: @unchecked Sendable {  // `inbox` is a Mutex; every othe
                             + "(an option it does not support, or a malformed proxy or CA path); check the "
                             + "configuration.",
                         host: transfer.host)))
-            return
+            return false
         }
         let configured = configure(easy, for: transfer)
         guard configured == CURLE_OK else {
             recycle(easy)
             complete(transfer, with: .failure(CurlErrors.error(for: configured, message: nil, transfer: transfer)))
-            return
+            return false
         }
         let added = curl_multi_add_handle(multi, easy.raw)
         guard added == CURLM_OK else {
@@ -219,10 +606,12 @@ final class CurlEngine: @unchecked Sendable {  // `inbox` is a Mutex; every othe
                         kind: .other,
                         message: "\(transfer.method) \(transfer.redactedURL) could not start: \(message).",
                         host: transfer.host)))
-            return
+            return false
         }
         transfer.easy = easy
         running[easy.raw] = transfer
+        inFlight.store(running.count, ordering: .relaxed)
+        return true
     }
 
     /// A new easy handle with the options every request of this engine shares already set.
@@ -237,6 +626,8 @@ final class CurlEngine: @unchecked Sendable {  // `inbox` is a Mutex; every othe
         set(CURLOPT_PROTOCOLS_STR, "http,https")
         set(CURLOPT_NOSIGNAL, 1)
         check(sesame_easy_setopt_pointer(handle, CURLOPT_SHARE, share))
+        check(sesame_easy_setopt_close_socket_callback(handle, Self.closeSocketCallback))
+        check(sesame_easy_setopt_pointer(handle, CURLOPT_CLOSESOCKETDATA, Unmanaged.passUnretained(self).toOpaque()))
         check(sesame_easy_setopt_pointer(handle, CURLOPT_ERRORBUFFER, UnsafeMutableRawPointer(easy.errorBuffer)))
         check(sesame_easy_setopt_data_callback(handle, CURLOPT_WRITEFUNCTION, CurlTransfer.writeCallback))
         check(sesame_easy_setopt_data_callback(handle, CURLOPT_HEADERFUNCTION, CurlTransfer.headerCallback))
@@ -322,6 +713,8 @@ final class CurlEngine: @unchecked Sendable {  // `inbox` is a Mutex; every othe
 
     private func finish(_ handle: UnsafeMutableRawPointer?, result: CURLcode) {
         guard let handle, let transfer = running.removeValue(forKey: handle), let easy = transfer.easy else { return }
+        inFlight.store(running.count, ordering: .relaxed)
+        if inlineHandle == handle { handOverInline() }
         curl_multi_remove_handle(multi, handle)
         transfer.easy = nil
         if result == CURLE_OK {
@@ -337,22 +730,11 @@ final class CurlEngine: @unchecked Sendable {  // `inbox` is a Mutex; every othe
         }
     }
 
-    /// Removes a cancelled transfer from the multi handle (closing its connection) and resumes its caller.
-    private func abort(_ transfer: CurlTransfer) {
-        // A transfer that never started, or has finished, has no easy handle.
-        guard let easy = transfer.easy, running.removeValue(forKey: easy.raw) != nil else { return }
-        curl_multi_remove_handle(multi, easy.raw)
-        transfer.easy = nil
-        recycle(easy)
-        complete(transfer, with: .failure(CancellationError()))
-    }
-
+    /// Records the outcome, and queues the caller's resumption if it is already waiting.
     private func complete(_ transfer: CurlTransfer, with result: Result<Void, any Error>) {
         guard !transfer.isFinished else { return }
-        transfer.isFinished = true
-        let continuation = transfer.continuation
-        transfer.continuation = nil
-        continuation?.resume(with: result)
+        if transfer.isLone { lastLoneLatency = Self.now() - transfer.startedAt }
+        if let continuation = transfer.finish(with: result) { resumptions.append((continuation, result)) }
     }
 
     private func recycle(_ easy: CurlEasyHandle) {
@@ -362,21 +744,49 @@ final class CurlEngine: @unchecked Sendable {  // `inbox` is a Mutex; every othe
     /// Fails whatever is left (nothing, in practice: a caller keeps the transport alive while it
     /// waits) and frees the handles: easy handles first, then the multi, then the share handle.
     private func tearDown() {
-        let shutDownError = TransportError(
-            kind: .other, message: "The CurlTransport was shut down while this request was in flight.")
-        for (handle, transfer) in running {
-            curl_multi_remove_handle(multi, handle)
-            transfer.easy = nil
-            complete(transfer, with: .failure(shutDownError))
+        let resumptions = lock.withLock { _ in
+            for (handle, transfer) in running {
+                curl_multi_remove_handle(multi, handle)
+                transfer.easy = nil
+                complete(transfer, with: .failure(Self.shutDownError))
+            }
+            running.removeAll()
+            let leftovers = delegated.withLock { delegated in
+                defer { delegated.removeAll() }
+                return delegated
+            }
+            for transfer in leftovers { complete(transfer, with: .failure(Self.shutDownError)) }
+            inlineHandle = nil
+            idleHandles.removeAll()
+            curl_multi_cleanup(multi)
+            curl_share_cleanup(share)
+            return takeResumptions()
         }
-        running.removeAll()
-        let leftovers = inbox.withLock { inbox in
-            defer { inbox.additions.removeAll() }
-            return inbox.additions
-        }
-        for transfer in leftovers { complete(transfer, with: .failure(shutDownError)) }
-        idleHandles.removeAll()
-        curl_multi_cleanup(multi)
-        curl_share_cleanup(share)
+        resume(resumptions)
+        close(timerFD)
+        close(shutdownFD)
+        close(inlineWakeFD)
+        close(epollFD)
+    }
+}
+
+// MARK: libcurl's multi callbacks (run inside libcurl calls, so with the engine's lock held)
+
+extension CurlEngine {
+    fileprivate static let socketCallback: sesame_curl_socket_callback = { easy, socket, what, userp, _ in
+        let engine = Unmanaged<CurlEngine>.fromOpaque(userp!).takeUnretainedValue()
+        engine.socketChanged(easy: easy, socket: socket, what: what)
+        return 0
+    }
+
+    fileprivate static let closeSocketCallback: sesame_curl_close_socket_callback = { clientp, socket in
+        let engine = Unmanaged<CurlEngine>.fromOpaque(clientp!).takeUnretainedValue()
+        return engine.socketClosing(socket)
+    }
+
+    fileprivate static let timerCallback: sesame_curl_timer_callback = { _, milliseconds, userp in
+        let engine = Unmanaged<CurlEngine>.fromOpaque(userp!).takeUnretainedValue()
+        engine.timerChanged(milliseconds: milliseconds)
+        return 0
     }
 }

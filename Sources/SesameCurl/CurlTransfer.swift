@@ -6,11 +6,12 @@ import Synchronization
 /// One request on its way through the engine: the C strings and buffers libcurl reads, the bytes
 /// it writes back, and the continuation of the task waiting for it.
 ///
-/// Life cycle: built on the caller's thread, handed to the engine thread through the engine's
-/// `inbox` Mutex, touched only there until the continuation is resumed, then read by the caller.
-/// The Mutex hand-over and the continuation resume order those accesses; `cancelRequested` is
+/// Life cycle: built on the caller's thread; from ``CurlEngine/start(_:)`` until it is finished,
+/// its mutable state is touched only with the engine's lock held (by libcurl's callbacks on
+/// whichever thread runs libcurl, and by the engine); once finished, it is read by the caller.
+/// The lock, and the continuation's resumption, order those accesses; `cancelRequested` is
 /// atomic because the cancellation handler may set it at any time.
-final class CurlTransfer: @unchecked Sendable {  // handed over through CurlEngine.inbox (a Mutex), see above
+final class CurlTransfer: @unchecked Sendable {  // guarded by CurlEngine's lock, see above
     // Set on the caller's thread before submission; read-only afterwards.
     let method: HTTPMethod
     let requestURL: URL
@@ -24,17 +25,50 @@ final class CurlTransfer: @unchecked Sendable {  // handed over through CurlEngi
     /// The request body for CURLOPT_POSTFIELDS (`nil` when the method sends none), freed in deinit.
     private(set) var requestBody: UnsafeMutableRawBufferPointer?
 
-    var continuation: UnsafeContinuation<Void, any Error>?
     let cancelRequested = Atomic<Bool>(false)
 
-    // Engine thread only, until the continuation is resumed.
+    /// Who got there first, the outcome or the waiting caller: 0 neither, 1 the caller is parked
+    /// on `continuation`, 2 the outcome is in `result`. An atomic rather than the engine's lock,
+    /// so that a caller going to sleep never waits for the engine thread.
+    private let handoff = Atomic<Int>(0)
+    private var continuation: UnsafeContinuation<Void, any Error>?
+
+    // Guarded by the engine's lock until `isFinished`.
     var easy: CurlEasyHandle?
+    /// Whether nothing else was in flight when it started.
+    var isLone = false
+    /// When it started, in CLOCK_MONOTONIC nanoseconds.
+    var startedAt: UInt64 = 0
+    /// The outcome, once `isFinished`.
+    private(set) var result: Result<Void, any Error>?
     var responseHeaderBytes: [UInt8] = []
     var responseBody = Data()
     var status = 0
     var exceededBodyLimit = false
     var exceededHeaderLimit = false
-    var isFinished = false
+
+    /// Whether the outcome is in ``result``.
+    var isFinished: Bool { handoff.load(ordering: .acquiring) == 2 }
+
+    /// Records the outcome (once, with the engine's lock held) and returns the parked caller's
+    /// continuation to resume, if there is one.
+    func finish(with outcome: Result<Void, any Error>) -> UnsafeContinuation<Void, any Error>? {
+        result = outcome
+        guard handoff.exchange(2, ordering: .acquiringAndReleasing) == 1 else { return nil }
+        defer { continuation = nil }
+        return continuation
+    }
+
+    /// Parks the caller on `waiting` until ``finish(with:)``; `false` when the outcome is
+    /// already in ``result`` (and nothing was parked).
+    func park(_ waiting: UnsafeContinuation<Void, any Error>) -> Bool {
+        continuation = waiting
+        guard handoff.compareExchange(expected: 0, desired: 1, ordering: .acquiringAndReleasing).exchanged else {
+            continuation = nil
+            return false
+        }
+        return true
+    }
 
     /// Response headers above this size stop the transfer; libcurl's own per-line limit is 100 KiB.
     static let headerLimit = 1024 * 1024
@@ -200,7 +234,7 @@ final class CurlTransfer: @unchecked Sendable {  // handed over through CurlEngi
     }
 }
 
-// MARK: libcurl callbacks (engine thread)
+// MARK: libcurl callbacks (with the engine's lock held)
 
 extension CurlTransfer {
     /// CURLOPT_WRITEFUNCTION: appends body bytes, or stops the transfer past the limit.

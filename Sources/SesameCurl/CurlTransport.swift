@@ -26,12 +26,19 @@ import Sesame
 public final class CurlTransport: HTTPTransport {
     /// The settings every request of this transport uses.
     public let configuration: Configuration
-    private let engine: CurlEngine
+    let engine: CurlEngine
 
     /// Creates a transport and starts its libcurl thread.
     public init(configuration: Configuration = Configuration()) {
         self.configuration = configuration
         self.engine = CurlEngine(configuration: configuration)
+    }
+
+    /// A transport whose lone callers wait on their own thread for up to `inlineBudget` (tests
+    /// use a long one, so that a loaded machine cannot turn the path they test off).
+    init(configuration: Configuration = Configuration(), inlineBudget: Duration) {
+        self.configuration = configuration
+        self.engine = CurlEngine(configuration: configuration, inlineBudget: inlineBudget)
     }
 
     deinit {
@@ -48,9 +55,13 @@ public final class CurlTransport: HTTPTransport {
         let transfer = try CurlTransfer(request: request, configuration: configuration)
         let engine = self.engine
         try await withTaskCancellationHandler {
+            // A lone caller on a fast connection gets its answer here, on its own thread, within
+            // CurlEngine.inlineBudget; everyone else waits for the engine thread to resume them.
+            if engine.start(transfer) && engine.driveInline(transfer), let result = transfer.result {
+                return try result.get()
+            }
             try await withUnsafeThrowingContinuation { (continuation: UnsafeContinuation<Void, any Error>) in
-                transfer.continuation = continuation
-                engine.submit(transfer)
+                engine.park(transfer, continuation: continuation)
             }
         } onCancel: {
             engine.cancel(transfer)

@@ -50,6 +50,10 @@ final class TestServer: Sendable {
                 response.headers.add(name: "Set-Cookie", value: "a=1")
                 response.headers.add(name: "Set-Cookie", value: "b=2")
                 return response
+            case "delay":
+                // /delay/<ms>: the echo, that many milliseconds late.
+                try? await Task.sleep(for: .milliseconds(Int(parts[1]) ?? 0))
+                return .text(request.rawTarget)
             case "stall":
                 stalledContinuation.yield()
                 try? await Task.sleep(for: .seconds(60))

@@ -163,3 +163,127 @@ extension [UInt8] {
         return false
     }
 }
+
+/// A keep-alive HTTP/1.1 responder on 127.0.0.1 that serves on its own threads, never on
+/// Swift's cooperative pool, so that a test holding a pool thread cannot slow its answers.
+///
+/// Every `GET` is answered with its request target as a `text/plain` body, on the same
+/// connection; `/delay/<ms>…` answers that many milliseconds late; `/stall…` never answers.
+final class KeepAliveResponder: Sendable {
+    let port: Int
+    private let listenSocket: Int32
+    private let state = Mutex(State())
+
+    private struct State {
+        var stopped = false
+        var connections: [Int32] = []
+    }
+
+    init() throws {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &address) { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { socketAddress in
+                bind(fd, socketAddress, length) == 0 && getsockname(fd, socketAddress, &length) == 0
+            }
+        }
+        guard fd >= 0, bound, listen(fd, 64) == 0 else {
+            let error = errno
+            if fd >= 0 { close(fd) }
+            throw POSIXError(.init(rawValue: error) ?? .EIO)
+        }
+        listenSocket = fd
+        port = Int(UInt16(bigEndian: address.sin_port))
+        Thread { [self] in acceptLoop() }.start()
+    }
+
+    func url(_ pathAndQuery: String) -> URL { URL(string: "http://127.0.0.1:\(port)\(pathAndQuery)")! }
+
+    /// Stops accepting and closes every connection.
+    func stop() {
+        let connections = state.withLock { state in
+            state.stopped = true
+            defer { state.connections.removeAll() }
+            return state.connections
+        }
+        shutdown(listenSocket, Int32(SHUT_RDWR))
+        for connection in connections { shutdown(connection, Int32(SHUT_RDWR)) }
+    }
+
+    deinit {
+        stop()
+        close(listenSocket)
+    }
+
+    private func acceptLoop() {
+        while true {
+            let connection = accept(listenSocket, nil, nil)
+            guard connection >= 0 else { return }
+            let accepted = state.withLock { state in
+                guard !state.stopped else { return false }
+                state.connections.append(connection)
+                return true
+            }
+            guard accepted else {
+                close(connection)
+                return
+            }
+            Thread { [self] in serve(connection) }.start()
+        }
+    }
+
+    private func serve(_ connection: Int32) {
+        defer {
+            state.withLock { state in state.connections.removeAll { $0 == connection } }
+            close(connection)
+        }
+        var received: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        while true {
+            while received.headEnd == nil {
+                let count = buffer.withUnsafeMutableBytes { recv(connection, $0.baseAddress, $0.count, 0) }
+                guard count > 0 else { return }
+                received += buffer[0..<count]
+            }
+            let end = received.headEnd!
+            let head = String(decoding: received[0..<end], as: UTF8.self)
+            received.removeFirst(end + 4)
+            let target = head.split(separator: " ").dropFirst().first.map(String.init) ?? "/"
+            if target.hasPrefix("/stall") {
+                while recv(connection, &buffer, buffer.count, 0) > 0 {}
+                return
+            }
+            if target.hasPrefix("/delay/"),
+                let milliseconds = Int(target.dropFirst("/delay/".count).prefix { $0.isNumber })
+            {
+                usleep(useconds_t(milliseconds * 1000))
+            }
+            let response = Array(
+                "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: \(target.utf8.count)\r\n\r\n\(target)"
+                    .utf8)
+            var offset = 0
+            while offset < response.count {
+                let written = response[offset...].withUnsafeBytes {
+                    send(connection, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL))
+                }
+                guard written > 0 else { return }
+                offset += written
+            }
+        }
+    }
+}
+
+extension [UInt8] {
+    /// Where the blank line that ends a request head starts, if it has arrived.
+    fileprivate var headEnd: Int? {
+        guard count >= 4 else { return nil }
+        for start in 0...(count - 4)
+        where self[start] == 13 && self[start + 1] == 10 && self[start + 2] == 13 && self[start + 3] == 10 {
+            return start
+        }
+        return nil
+    }
+}

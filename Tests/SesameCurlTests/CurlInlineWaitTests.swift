@@ -1,0 +1,131 @@
+import Foundation
+import Sesame
+import Testing
+
+@testable import SesameCurl
+
+/// The lone-caller shortcut: a caller with nothing else in flight waits for a fast server's
+/// answer on its own thread, and hands the wait to the engine thread when the budget runs out
+/// or something else needs the transport. The budgets here are long, so that a loaded machine
+/// cannot turn the path off, and the server answers from its own threads, so that a caller
+/// waiting inline cannot starve it; the counters say which path each request took.
+@Suite(
+    "CurlTransport inline waits", .serialized,
+    .enabled(
+        if: ProcessInfo.processInfo.activeProcessorCount >= 2,
+        "needs two processors: a caller waiting inline holds one cooperative thread, and the test needs another"))
+struct CurlInlineWaitTests {
+    private func get(_ transport: CurlTransport, _ url: URL, timeout: Duration? = nil) async throws -> HTTPResponse {
+        try await transport.send(HTTPRequest(url: url, timeout: timeout))
+    }
+
+    private func counts(_ transport: CurlTransport) -> (inline: Int, handedOver: Int) {
+        (
+            transport.engine.counters.finishedInline.load(ordering: .relaxed),
+            transport.engine.counters.handedOver.load(ordering: .relaxed)
+        )
+    }
+
+    @Test("after the first, a lone caller's requests are answered on its own thread, each with its own answer")
+    func sequentialCallerWaitsInline() async throws {
+        let server = try KeepAliveResponder()
+        let transport = CurlTransport(inlineBudget: .seconds(5))
+        for index in 0..<30 {
+            let response = try await get(transport, server.url("/delay/0?i=\(index)"))
+            #expect(response.status == 200)
+            #expect(String(decoding: response.body, as: UTF8.self) == "/delay/0?i=\(index)")
+        }
+        // The first has no latency to go by, so the engine thread waits for it.
+        #expect(counts(transport) == (29, 0))
+        server.stop()
+    }
+
+    @Test("an inline wait that runs out of budget goes to the engine thread, and the answer still arrives")
+    func budgetRunsOut() async throws {
+        let server = try KeepAliveResponder()
+        let transport = CurlTransport(inlineBudget: .milliseconds(200))
+        _ = try await get(transport, server.url("/delay/0"))  // the engine thread's; now known to be fast
+        let slow = try await get(transport, server.url("/delay/1000?slow"))
+        #expect(String(decoding: slow.body, as: UTF8.self) == "/delay/1000?slow")
+        #expect(counts(transport) == (0, 1))
+        // The last lone request took longer than the budget: the next is not waited for inline;
+        _ = try await get(transport, server.url("/delay/0"))
+        #expect(counts(transport) == (0, 1))
+        // that one was fast, but one run-out costs one more turn with the engine thread;
+        _ = try await get(transport, server.url("/delay/0"))
+        #expect(counts(transport) == (0, 1))
+        // then the caller waits inline again.
+        _ = try await get(transport, server.url("/delay/0"))
+        #expect(counts(transport) == (1, 1))
+        server.stop()
+    }
+
+    @Test("a server slower than the budget is never waited for inline")
+    func slowServerStaysWithTheEngine() async throws {
+        let server = try KeepAliveResponder()
+        let transport = CurlTransport(inlineBudget: .milliseconds(100))
+        for index in 0..<4 {
+            let response = try await get(transport, server.url("/delay/300?i=\(index)"))
+            #expect(String(decoding: response.body, as: UTF8.self) == "/delay/300?i=\(index)")
+        }
+        #expect(counts(transport) == (0, 0))
+        server.stop()
+    }
+
+    @Test("a second request started during an inline wait takes the wait to the engine thread; both are answered")
+    func secondRequestEndsTheInlineWait() async throws {
+        let server = try KeepAliveResponder()
+        let transport = CurlTransport(inlineBudget: .seconds(10))
+        _ = try await get(transport, server.url("/delay/0"))
+        let clock = ContinuousClock()
+        let started = clock.now
+        async let first = get(transport, server.url("/delay/700?first"))
+        try await Task.sleep(for: .milliseconds(150))
+        let second = try await get(transport, server.url("/delay/0?second"))
+        let secondDone = clock.now
+        let firstResponse = try await first
+        let firstDone = clock.now
+        #expect(String(decoding: second.body, as: UTF8.self) == "/delay/0?second")
+        #expect(String(decoding: firstResponse.body, as: UTF8.self) == "/delay/700?first")
+        #expect(secondDone < firstDone, "the second request did not wait for the first")
+        #expect(firstDone - started < .seconds(5), "the first was not held for its whole inline budget")
+        #expect(counts(transport) == (0, 1))
+        server.stop()
+    }
+
+    @Test("cancelling a task waiting inline ends the wait at once with CancellationError")
+    func cancellationEndsTheInlineWait() async throws {
+        let server = try KeepAliveResponder()
+        let transport = CurlTransport(inlineBudget: .seconds(20))
+        _ = try await get(transport, server.url("/delay/0"))
+        let clock = ContinuousClock()
+        let started = clock.now
+        let task = Task { try await get(transport, server.url("/stall")) }
+        try await Task.sleep(for: .milliseconds(200))
+        task.cancel()
+        let result = await task.result
+        #expect(throws: CancellationError.self) { try result.get() }
+        #expect(clock.now - started < .seconds(5), "the inline wait outlived the cancellation")
+        // The transport goes on, inline again once a fast request has shown the way.
+        _ = try await get(transport, server.url("/delay/0"))
+        _ = try await get(transport, server.url("/delay/0"))
+        #expect(counts(transport).inline >= 1)
+        server.stop()
+    }
+
+    @Test("a request timeout during an inline wait ends it with timedOut, not at the end of the budget")
+    func timeoutEndsTheInlineWait() async throws {
+        let server = try KeepAliveResponder()
+        let transport = CurlTransport(inlineBudget: .seconds(20))
+        _ = try await get(transport, server.url("/delay/0"))
+        let clock = ContinuousClock()
+        let started = clock.now
+        let error = try await #require(throws: TransportError.self) {
+            try await get(transport, server.url("/stall"), timeout: .milliseconds(300))
+        }
+        #expect(error.kind == .timedOut)
+        #expect(clock.now - started < .seconds(5), "the inline wait outlived the request's timeout")
+        #expect(counts(transport) == (1, 0))  // it ended with the transfer, which the timeout finished
+        server.stop()
+    }
+}
