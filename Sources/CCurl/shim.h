@@ -40,14 +40,6 @@ static inline CURLcode sesame_easy_setopt_data_callback(CURL *handle, CURLoption
     return curl_easy_setopt(handle, option, callback);
 }
 
-/// The C type of CURLOPT_CLOSESOCKETFUNCTION callbacks: close `socket` (return 0 on success).
-typedef int (*sesame_curl_close_socket_callback)(void *clientp, curl_socket_t socket);
-
-static inline CURLcode sesame_easy_setopt_close_socket_callback(CURL *handle,
-                                                                sesame_curl_close_socket_callback callback) {
-    return curl_easy_setopt(handle, CURLOPT_CLOSESOCKETFUNCTION, callback);
-}
-
 // MARK: curl_easy_getinfo
 
 static inline CURLcode sesame_easy_getinfo_long(CURL *handle, CURLINFO info, long *value) {

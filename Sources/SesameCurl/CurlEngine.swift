@@ -71,11 +71,11 @@ final class CurlEngine: @unchecked Sendable {  // every var is guarded by `lock`
     private var timeoutDue = false
     /// The sockets in the epoll set, with the events asked for.
     private var watched: [Int32: UInt32] = [:]
-    /// Sockets still in the epoll set that libcurl no longer needs (it keeps the connection for
-    /// reuse). They stay there, so that reusing the connection costs no `epoll_ctl`, until an
-    /// event shows up for one (the server closed it) or libcurl closes it
-    /// (``socketClosing(_:)``, through CURLOPT_CLOSESOCKETFUNCTION: the only way to learn that a
-    /// socket number is gone before the kernel can hand it out again).
+    /// Sockets still in the epoll set that libcurl no longer needs (a connection kept for
+    /// reuse). They stay there, so that reusing the connection costs one `epoll_ctl` rather
+    /// than two, until an event shows up for one (the server closed it). libcurl may close one
+    /// meanwhile, and the kernel drop it from the set and hand the number out again, so a
+    /// dormant socket asked for again is always re-registered (see ``watch(_:what:)``).
     private var dormant: Set<Int32> = []
     /// The easy handle a lone caller is driving on its own thread, if any.
     private var inlineHandle: UnsafeMutableRawPointer?
@@ -511,8 +511,9 @@ final class CurlEngine: @unchecked Sendable {  // every var is guarded by `lock`
         var events: UInt32 = 0
         if what & CURL_POLL_IN != 0 { events |= EPOLLIN.rawValue }
         if what & CURL_POLL_OUT != 0 { events |= EPOLLOUT.rawValue }
-        dormant.remove(socket)
-        if watched[socket] == events { return }
+        // A dormant socket may have been closed and its number reused: register it again.
+        let wasDormant = dormant.remove(socket) != nil
+        if !wasDormant && watched[socket] == events { return }
         var event = epoll_event()
         event.events = events
         event.data.fd = socket
@@ -529,13 +530,6 @@ final class CurlEngine: @unchecked Sendable {  // every var is guarded by `lock`
         dormant.remove(socket)
         guard watched.removeValue(forKey: socket) != nil else { return }
         _ = epoll_ctl(epollFD, EPOLL_CTL_DEL, socket, nil)
-    }
-
-    /// CURLOPT_CLOSESOCKETFUNCTION: forgets `socket` everywhere, then closes it.
-    fileprivate func socketClosing(_ socket: Int32) -> Int32 {
-        inlineSockets[socket] = nil
-        unwatch(socket)
-        return close(socket)
     }
 
     /// Adds `transfer` and decides whether its caller drives it inline; the caller then runs
@@ -626,8 +620,6 @@ final class CurlEngine: @unchecked Sendable {  // every var is guarded by `lock`
         set(CURLOPT_PROTOCOLS_STR, "http,https")
         set(CURLOPT_NOSIGNAL, 1)
         check(sesame_easy_setopt_pointer(handle, CURLOPT_SHARE, share))
-        check(sesame_easy_setopt_close_socket_callback(handle, Self.closeSocketCallback))
-        check(sesame_easy_setopt_pointer(handle, CURLOPT_CLOSESOCKETDATA, Unmanaged.passUnretained(self).toOpaque()))
         check(sesame_easy_setopt_pointer(handle, CURLOPT_ERRORBUFFER, UnsafeMutableRawPointer(easy.errorBuffer)))
         check(sesame_easy_setopt_data_callback(handle, CURLOPT_WRITEFUNCTION, CurlTransfer.writeCallback))
         check(sesame_easy_setopt_data_callback(handle, CURLOPT_HEADERFUNCTION, CurlTransfer.headerCallback))
@@ -777,11 +769,6 @@ extension CurlEngine {
         let engine = Unmanaged<CurlEngine>.fromOpaque(userp!).takeUnretainedValue()
         engine.socketChanged(easy: easy, socket: socket, what: what)
         return 0
-    }
-
-    fileprivate static let closeSocketCallback: sesame_curl_close_socket_callback = { clientp, socket in
-        let engine = Unmanaged<CurlEngine>.fromOpaque(clientp!).takeUnretainedValue()
-        return engine.socketClosing(socket)
     }
 
     fileprivate static let timerCallback: sesame_curl_timer_callback = { _, milliseconds, userp in

@@ -128,4 +128,35 @@ struct CurlInlineWaitTests {
         #expect(counts(transport) == (1, 0))  // it ended with the transfer, which the timeout finished
         server.stop()
     }
+
+    @Test("connections the server closes are replaced, whichever thread waits, and no answer goes astray")
+    func closedConnectionsAreReplaced() async throws {
+        let server = try KeepAliveResponder()
+        for budget in [Duration.zero, .seconds(5)] {  // never inline, and inline after the first
+            let transport = CurlTransport(inlineBudget: budget)
+            for index in 0..<20 {
+                // Every third answer closes its connection; the socket number is soon reused.
+                let path = index % 3 == 2 ? "/close?i=\(index)" : "/delay/0?i=\(index)"
+                let response = try await get(transport, server.url(path))
+                #expect(String(decoding: response.body, as: UTF8.self) == path)
+            }
+            // Many at once over the same sockets too.
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for index in 0..<30 {
+                    group.addTask {
+                        let path = index % 4 == 0 ? "/close?c=\(index)" : "/delay/1?c=\(index)"
+                        let response = try await get(transport, server.url(path))
+                        #expect(String(decoding: response.body, as: UTF8.self) == path)
+                    }
+                }
+                try await group.waitForAll()
+            }
+            if budget == .zero {
+                #expect(counts(transport) == (0, 0))
+            } else {
+                #expect(counts(transport).inline >= 10)
+            }
+        }
+        server.stop()
+    }
 }

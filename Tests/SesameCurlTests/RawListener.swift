@@ -168,7 +168,8 @@ extension [UInt8] {
 /// Swift's cooperative pool, so that a test holding a pool thread cannot slow its answers.
 ///
 /// Every `GET` is answered with its request target as a `text/plain` body, on the same
-/// connection; `/delay/<ms>…` answers that many milliseconds late; `/stall…` never answers.
+/// connection; `/delay/<ms>…` answers that many milliseconds late; `/stall…` never answers;
+/// `/close…` answers with `Connection: close` and closes the connection.
 final class KeepAliveResponder: Sendable {
     let port: Int
     private let listenSocket: Int32
@@ -261,9 +262,10 @@ final class KeepAliveResponder: Sendable {
             {
                 usleep(useconds_t(milliseconds * 1000))
             }
+            let closes = target.hasPrefix("/close")
             let response = Array(
-                "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: \(target.utf8.count)\r\n\r\n\(target)"
-                    .utf8)
+                ("HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: \(target.utf8.count)\r\n"
+                    + (closes ? "Connection: close\r\n" : "") + "\r\n\(target)").utf8)
             var offset = 0
             while offset < response.count {
                 let written = response[offset...].withUnsafeBytes {
@@ -272,6 +274,7 @@ final class KeepAliveResponder: Sendable {
                 guard written > 0 else { return }
                 offset += written
             }
+            if closes { return }
         }
     }
 }
