@@ -37,20 +37,25 @@ final class CurlEasyHandle {
 /// ``timerChanged(milliseconds:)``) and the transfers' data callbacks run inside those calls, so
 /// under the same lock. Continuations are resumed only after the lock is released.
 ///
-/// - A caller adds its transfer and runs libcurl right away on its own thread (`start`): on a
-///   kept connection the request is written before `start` returns, with no thread hand-over.
 /// - The engine thread sleeps in `epoll_wait` on the sockets libcurl asks for (through
 ///   `CURLMOPT_SOCKETFUNCTION`), a `timerfd` for libcurl's timeouts (`CURLMOPT_TIMERFUNCTION`)
-///   and an `eventfd` that only shutting down uses. Changing the epoll set or the timer from
-///   another thread takes effect at once, so nothing ever has to wake the thread to hand it work.
-///   When a socket is ready it runs libcurl, and resumes the callers whose transfers finished.
-/// - A lone caller (nothing else in flight) whose previous lone request was answered within
-///   ``inlineBudget`` waits for its answer on its own thread, in `ppoll` on its own sockets (kept
-///   out of the epoll set meanwhile), for at most ``inlineBudget``; then, or as soon as another
-///   request is started, it hands the sockets to the engine thread and suspends. On loopback and
-///   fast networks a sequential caller so gets its answer with no thread hand-over at all, as a
-///   blocking libcurl loop does, while a slow server never holds a pool thread longer than the
-///   budget, and never twice in a row.
+///   and an `eventfd` to wake it. Changing the epoll set or the timer from another thread takes
+///   effect at once. When a socket is ready it runs libcurl, and resumes the callers whose
+///   transfers finished.
+/// - A caller with nothing else in flight adds its transfer and runs libcurl right away on its
+///   own thread (`start`): on a kept connection the request is written before `start` returns,
+///   with no thread hand-over. When others are in flight, the engine thread is busy with their
+///   sockets anyway, so the caller leaves the transfer to it (`delegated`), to start with the
+///   rest of its batch, and wakes it only if it is asleep: many callers never contend for the
+///   lock, and 32 requests in flight cost one thread's batches, as a multi loop's would.
+/// - A lone caller whose previous lone request was answered within ``inlineBudget`` waits for
+///   its answer on its own thread, in `ppoll` on its own sockets (kept out of the epoll set
+///   meanwhile), for at most ``inlineBudget``; then, or as soon as another request is started
+///   or its transfer is cancelled or timed out, it hands the sockets to the engine thread and
+///   suspends. On loopback and fast networks a sequential caller so gets its answer with no
+///   thread hand-over at all, as a blocking libcurl loop does, while a slow server never holds a
+///   pool thread longer than the budget, and a server that is slow only when a pool thread waits
+///   for it (one in the same process, whose handlers need that thread) makes the caller back off.
 final class CurlEngine: @unchecked Sendable {  // every var is guarded by `lock`; see "Threads" above
     private typealias Resumption = (UnsafeContinuation<Void, any Error>, Result<Void, any Error>)
 
@@ -59,7 +64,8 @@ final class CurlEngine: @unchecked Sendable {  // every var is guarded by `lock`
     private let multi: UnsafeMutableRawPointer
     private let share: UnsafeMutableRawPointer
     private let epollFD: Int32
-    private let shutdownFD: Int32
+    /// An eventfd in the epoll set that wakes the engine thread: for delegated work, and shutdown.
+    private let wakeFD: Int32
     private let timerFD: Int32
     private var thread = pthread_t()
 
@@ -144,14 +150,14 @@ final class CurlEngine: @unchecked Sendable {  // every var is guarded by `lock`
         self.multi = multi
         self.share = share
         epollFD = epoll_create1(Int32(EPOLL_CLOEXEC))
-        shutdownFD = eventfd(0, Int32(EFD_CLOEXEC | EFD_NONBLOCK))
+        wakeFD = eventfd(0, Int32(EFD_CLOEXEC | EFD_NONBLOCK))
         timerFD = timerfd_create(CLOCK_MONOTONIC, Int32(TFD_CLOEXEC | TFD_NONBLOCK))
         inlineWakeFD = eventfd(0, Int32(EFD_CLOEXEC | EFD_NONBLOCK))
-        guard epollFD >= 0, shutdownFD >= 0, timerFD >= 0, inlineWakeFD >= 0 else {
+        guard epollFD >= 0, wakeFD >= 0, timerFD >= 0, inlineWakeFD >= 0 else {
             fatalError(
                 "CurlTransport could not create its epoll, eventfds or timerfd: \(String(cString: strerror(errno)))")
         }
-        for fd in [shutdownFD, timerFD] {
+        for fd in [wakeFD, timerFD] {
             var event = epoll_event()
             event.events = EPOLLIN.rawValue
             event.data.fd = fd
@@ -189,46 +195,45 @@ final class CurlEngine: @unchecked Sendable {  // every var is guarded by `lock`
     /// answer itself with ``driveInline(_:)``; either way ``park(_:continuation:)`` picks up the
     /// result, which may already be there (a request refused at once, or cancelled).
     func start(_ transfer: CurlTransfer) -> Bool {
-        let startHere = { () -> (Bool, [Resumption]) in
-            let inline = self.startLocked(transfer, mayDriveInline: true)
-            self.runDueTimeouts()
-            self.collectFinished()
-            if inline && transfer.isFinished {
-                // Answered before libcurl even returned: the fastest inline wait there is.
-                self.inlinePenalty = 0
-                self.counters.finishedInline.add(1, ordering: .relaxed)
-            }
-            return (inline && !transfer.isFinished, self.takeResumptions())
-        }
-        let started: (Bool, [Resumption])?
-        if inFlight.load(ordering: .relaxed) == 0 {
-            // Nothing in flight: whatever the engine thread is doing (a timer) is short, and this
-            // may be a lone caller that waits inline; take the lock.
-            started = lock.withLock { _ in startHere() }
-        } else if engineBusy.load(ordering: .sequentiallyConsistent) {
-            started = nil
-        } else {
-            started = lock.withLockIfAvailable { _ in startHere() }
-        }
-        guard let (inline, resumptions) = started else {
-            // The engine thread is awake, working through a batch of sockets (or someone holds
-            // the lock): leave the transfer to it, to start with the rest of its batch, rather
-            // than wait for the lock. An engine about to sleep sees it (the fences pair with the
-            // ones in `run`); one already asleep is not busy, so then we start it ourselves.
+        guard inFlight.load(ordering: .relaxed) == 0 else {
+            // Others are in flight, so the engine thread has sockets to watch and is, or soon
+            // will be, busy with them: leave the transfer to it, to start with the rest of its
+            // batch, rather than contend for the lock. An engine about to sleep sees it (the
+            // fences pair with the ones in `run`); one asleep is woken.
             delegated.withLock { $0.append(transfer) }
             delegatedCount.add(1, ordering: .sequentiallyConsistent)
             atomicMemoryFence(ordering: .sequentiallyConsistent)
-            if !engineBusy.load(ordering: .sequentiallyConsistent) { startDelegated() }
+            if !engineBusy.load(ordering: .sequentiallyConsistent) { wakeEngine() }
             return false
+        }
+        // Nothing in flight: whatever the engine thread is doing (a timer) is short, and this
+        // may be a lone caller that waits inline; start it here.
+        let (inline, resumptions) = lock.withLock { _ in
+            let inline = startLocked(transfer, mayDriveInline: true)
+            runDueTimeouts()
+            collectFinished()
+            if inline && transfer.isFinished {
+                // Answered before libcurl even returned: the fastest inline wait there is.
+                inlinePenalty = 0
+                counters.finishedInline.add(1, ordering: .relaxed)
+            }
+            return (inline && !transfer.isFinished, takeResumptions())
         }
         resume(resumptions)
         startDelegated()
         return inline
     }
 
-    /// Starts the transfers callers left because the lock was busy, unless someone else holds
-    /// it now (who then does it). Everyone calls this after releasing the lock, so a transfer
-    /// left while the lock was held is always picked up.
+    /// Wakes the engine thread from `epoll_wait`.
+    private func wakeEngine() {
+        var one: UInt64 = 1
+        _ = write(wakeFD, &one, MemoryLayout<UInt64>.size)
+    }
+
+    /// Starts the transfers callers left for the engine thread, if the lock is free (whoever
+    /// holds it does it otherwise: everyone calls this after releasing the lock). The engine
+    /// thread gets to them first in practice; this only saves a caller that releases the lock
+    /// right after another left one from waiting for the engine thread's next round.
     private func startDelegated() {
         atomicMemoryFence(ordering: .sequentiallyConsistent)
         while delegatedCount.load(ordering: .sequentiallyConsistent) > 0 {
@@ -338,8 +343,7 @@ final class CurlEngine: @unchecked Sendable {  // every var is guarded by `lock`
     /// Stops the thread, waits for it to free every handle, and returns.
     func shutDown() {
         lock.withLock { _ in stopping = true }
-        var one: UInt64 = 1
-        _ = write(shutdownFD, &one, MemoryLayout<UInt64>.size)
+        wakeEngine()
         if pthread_equal(thread, pthread_self()) != 0 {
             pthread_detach(thread)
         } else {
@@ -385,7 +389,11 @@ final class CurlEngine: @unchecked Sendable {  // every var is guarded by `lock`
                 for index in 0..<Int(count) {
                     let event = events[index]
                     let fd = event.data.fd
-                    if fd == shutdownFD { continue }
+                    if fd == wakeFD {
+                        var count: UInt64 = 0
+                        _ = read(wakeFD, &count, MemoryLayout<UInt64>.size)
+                        continue
+                    }
                     if fd == timerFD {
                         var expirations: UInt64 = 0
                         _ = read(timerFD, &expirations, MemoryLayout<UInt64>.size)
@@ -410,9 +418,6 @@ final class CurlEngine: @unchecked Sendable {  // every var is guarded by `lock`
                 collectFinished()
                 return (false, takeResumptions())
             }
-            // Done with libcurl for this round: a caller resumed below that sends its next
-            // request at once finds the lock free and the thread not busy, and runs it itself.
-            engineBusy.store(false, ordering: .sequentiallyConsistent)
             resume(resumptions)
             if stop { break }
         }
@@ -756,7 +761,7 @@ final class CurlEngine: @unchecked Sendable {  // every var is guarded by `lock`
         }
         resume(resumptions)
         close(timerFD)
-        close(shutdownFD)
+        close(wakeFD)
         close(inlineWakeFD)
         close(epollFD)
     }
