@@ -77,6 +77,16 @@ struct GraphBenchmark {
         let meURL = try provider.graphURL("me", query: [("fields", "id"), ("access_token", tokenString)])
         let expected = try await transport.send(HTTPRequest(url: meURL)).body.count
 
+        // The provider stack's own cost: the same calls over a transport that hands back the
+        // emulator's answer at once (no network, no server).
+        let canned = CannedTransport(response: try await transport.send(HTTPRequest(url: meURL)))
+        let cannedSession = FacebookSession(
+            provider: provider, transport: canned, store: store, refreshLock: .some(nil))
+        guard try await cannedSession.openActiveSession(allowLoginUI: false).isOpen else {
+            throw BenchmarkError("the canned session did not open from its stored token")
+        }
+        let cannedGraph = cannedSession.graph
+
         let urlSession = URLSession(configuration: .ephemeral)
         var figures: [String: [Double]] = [:]
         for round in 1...rounds {
@@ -95,6 +105,11 @@ struct GraphBenchmark {
                     guard response.body.count == expected else {
                         throw BenchmarkError("CurlTransport got a short body")
                     }
+                })
+            figures["stackOnly", default: []].append(
+                try await loop(seconds: min(seconds, 1), concurrency: 1) {
+                    let me = try await cannedGraph.get("me", parameters: ["fields": "id"])
+                    guard me["id"] != nil else { throw BenchmarkError("GET /me via the canned stack had no id") }
                 })
             figures["urlSession", default: []].append(
                 try await loop(seconds: seconds) {
@@ -122,6 +137,7 @@ struct GraphBenchmark {
         let stack = median(figures["provider"]!)
         let foundation = median(figures["urlSession"]!)
         let curl = median(figures["curlTransport"]!)
+        let stackMicroseconds = 1e6 / median(figures["stackOnly"]!)
         let batch = median(batchTimes)
         let sequential = median(sequentialTimes)
         if json {
@@ -134,6 +150,7 @@ struct GraphBenchmark {
                 "provider.vsRaw": .number((stack / raw * 100).rounded() / 100),
                 "provider.vsURLSession": .number((stack / foundation * 100).rounded() / 100),
                 "batch50.ms": .number((batch * 100).rounded() / 100),
+                "providerOnly.microsecondsPerCall": .number((stackMicroseconds * 10).rounded() / 10),
                 "sequential50.ms": .number((sequential * 100).rounded() / 100),
                 "batch.speedup": .number((sequential / batch * 100).rounded() / 100),
             ])
@@ -148,6 +165,9 @@ struct GraphBenchmark {
             )
             print("  CurlTransport alone (no session) \(Int(curl)) req/s")
             print("  URLSession                       \(Int(foundation)) req/s")
+            print(
+                "  the provider stack alone, over canned answers (no network): "
+                    + "\(String(format: "%.1f", stackMicroseconds)) µs per call, one caller")
             print("batch: 50 × GET /me, median of \(batches)")
             print("  one batch request                \(String(format: "%.2f", batch)) ms")
             print(
@@ -157,7 +177,10 @@ struct GraphBenchmark {
     }
 
     /// Runs `body` in `concurrency` loops for `seconds`; returns calls per second.
-    private func loop(seconds: Double, _ body: @escaping @Sendable () async throws -> Void) async throws -> Double {
+    private func loop(
+        seconds: Double, concurrency: Int? = nil, _ body: @escaping @Sendable () async throws -> Void
+    ) async throws -> Double {
+        let concurrency = concurrency ?? self.concurrency
         let start = monotonicNanoseconds()
         let deadline = start + UInt64(seconds * 1e9)
         let count = try await withThrowingTaskGroup(of: Int.self) { group in
@@ -179,4 +202,11 @@ struct GraphBenchmark {
     private func progress(_ line: String) {
         FileHandle.standardError.write(Data("graph: \(line)\n".utf8))
     }
+}
+
+/// Hands back one response to every request, at once.
+private struct CannedTransport: HTTPTransport {
+    let response: HTTPResponse
+
+    func send(_ request: HTTPRequest) async throws -> HTTPResponse { response }
 }

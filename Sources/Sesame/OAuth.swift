@@ -78,11 +78,22 @@ public enum OAuth {
     /// `url` with `items` appended to its query, form-encoded.
     public static func appendingQuery(_ items: [(String, String)], to url: URL) -> URL {
         guard !items.isEmpty else { return url }
-        var text = url.absoluteString
-        let fragment = text.firstIndex(of: "#").map { String(text[$0...]) } ?? ""
-        if !fragment.isEmpty { text.removeLast(fragment.count) }
-        let separator = text.contains("?") ? (text.hasSuffix("?") || text.hasSuffix("&") ? "" : "&") : "?"
-        return URL(string: text + separator + FormEncoding.encode(items) + fragment) ?? url
+        // On UTF-8 bytes: String's `contains(_: String)` goes through Foundation's locale-aware
+        // search, which cost more than the rest of a Graph call.
+        let text = url.absoluteString
+        let bytes = text.utf8
+        let hash = bytes.firstIndex(of: UInt8(ascii: "#")) ?? bytes.endIndex
+        let base = text[..<hash]
+        let fragment = text[hash...]
+        let separator: String
+        if let question = base.utf8.firstIndex(of: UInt8(ascii: "?")) {
+            let last = base.utf8.last
+            separator =
+                base.utf8.index(after: question) == base.utf8.endIndex || last == UInt8(ascii: "&") ? "" : "&"
+        } else {
+            separator = "?"
+        }
+        return URL(string: base + separator + FormEncoding.encode(items) + fragment) ?? url
     }
 
     /// Reads a redirect that came back to the app: either an authorization code, or an OAuth
@@ -272,17 +283,42 @@ public struct OAuthTokenResponse: Sendable, Hashable {
 
 /// `application/x-www-form-urlencoded`, as OAuth uses it.
 public enum FormEncoding {
-    private static let unreserved = CharacterSet(
-        charactersIn: "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
-
     /// Encodes name-value pairs in order.
     public static func encode(_ items: [(String, String)]) -> String {
-        items.map { "\(escape($0.0))=\(escape($0.1))" }.joined(separator: "&")
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(items.reduce(0) { $0 + $1.0.utf8.count + $1.1.utf8.count + 2 })
+        for (index, item) in items.enumerated() {
+            if index > 0 { bytes.append(UInt8(ascii: "&")) }
+            append(item.0, to: &bytes)
+            bytes.append(UInt8(ascii: "="))
+            append(item.1, to: &bytes)
+        }
+        return String(decoding: bytes, as: UTF8.self)
     }
 
-    /// Percent-encodes everything but the unreserved characters.
+    /// Percent-encodes everything but the unreserved characters (`A–Z a–z 0–9 - . _ ~`), byte
+    /// by byte of the UTF-8, with upper-case hex digits.
     public static func escape(_ text: String) -> String {
-        text.addingPercentEncoding(withAllowedCharacters: unreserved) ?? ""
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(text.utf8.count)
+        append(text, to: &bytes)
+        return String(decoding: bytes, as: UTF8.self)
+    }
+
+    private static func append(_ text: String, to bytes: inout [UInt8]) {
+        let hex = Array("0123456789ABCDEF".utf8)
+        for byte in text.utf8 {
+            switch byte {
+            case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"),
+                UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"),
+                UInt8(ascii: "~"):
+                bytes.append(byte)
+            default:
+                bytes.append(UInt8(ascii: "%"))
+                bytes.append(hex[Int(byte >> 4)])
+                bytes.append(hex[Int(byte & 0x0F)])
+            }
+        }
     }
 
     /// Decodes a form body or query string; `+` is a space; pairs that do not decode are kept

@@ -77,9 +77,22 @@ public struct FacebookProvider: AuthProvider {
 
     /// Whether `version` looks like a Graph API version (`v2`, `v19.0`).
     public static func isValidVersion(_ version: String) -> Bool {
-        guard version.count >= 2, version.count <= 8, version.first == "v" else { return false }
-        let parts = version.dropFirst().split(separator: ".", omittingEmptySubsequences: false)
-        return parts.count <= 2 && parts.allSatisfy { !$0.isEmpty && $0.allSatisfy { $0.isASCII && $0.isNumber } }
+        // `v`, digits, and at most one `.` between digits; bytes, since it runs on every call.
+        let bytes = version.utf8
+        guard bytes.count >= 2, bytes.count <= 8, bytes.first == UInt8(ascii: "v") else { return false }
+        var dots = 0
+        var previousWasDigit = false
+        for byte in bytes.dropFirst() {
+            if byte >= UInt8(ascii: "0") && byte <= UInt8(ascii: "9") {
+                previousWasDigit = true
+            } else if byte == UInt8(ascii: "."), previousWasDigit, dots == 0 {
+                dots += 1
+                previousWasDigit = false
+            } else {
+                return false
+            }
+        }
+        return previousWasDigit
     }
 
     /// The version to use: `override` when given, else ``graphVersion``.

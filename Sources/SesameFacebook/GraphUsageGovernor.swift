@@ -17,7 +17,16 @@ public final class GraphUsageGovernor: Sendable {
     public let maxDelay: Duration
     /// The longest wait, whatever Facebook estimates.
     public let maxWait: Duration
-    private let last = Mutex<GraphUsage?>(nil)
+    private let last = Mutex<Recorded>(Recorded())
+
+    /// The usage last recorded, and the header values it was read from: an answer whose usage
+    /// headers are the same (most are, between one percent and the next) is not parsed again.
+    private struct Recorded {
+        var headerValues: [String?] = []
+        var usage: GraphUsage?
+    }
+
+    private static let usageHeaders = ["X-App-Usage", "X-Page-Usage", "X-Business-Use-Case-Usage"]
 
     /// Creates a governor.
     public init(threshold: Double = 75, maxDelay: Duration = .seconds(10), maxWait: Duration = .seconds(300)) {
@@ -29,16 +38,15 @@ public final class GraphUsageGovernor: Sendable {
 
     /// Records the usage in `headers`, if they carry any.
     public func record(_ headers: HTTPHeaders) {
-        guard
-            headers.contains("X-App-Usage") || headers.contains("X-Page-Usage")
-                || headers.contains("X-Business-Use-Case-Usage"),
-            let usage = GraphUsage(headers: headers)
-        else { return }
-        last.withLock { $0 = usage }
+        let values = Self.usageHeaders.map { headers[$0] }
+        guard values.contains(where: { $0 != nil }) else { return }
+        if last.withLock({ $0.usage != nil && $0.headerValues == values }) { return }
+        guard let usage = GraphUsage(headers: headers) else { return }
+        last.withLock { $0 = Recorded(headerValues: values, usage: usage) }
     }
 
     /// The usage last recorded.
-    public var lastUsage: GraphUsage? { last.withLock { $0 } }
+    public var lastUsage: GraphUsage? { last.withLock { $0.usage } }
 
     /// How long the next call should wait.
     public var delay: Duration {

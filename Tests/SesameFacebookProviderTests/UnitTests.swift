@@ -120,6 +120,36 @@ struct FacebookUnitTests {
         #expect(abs(waited.inSeconds - seconds) < 0.001)
     }
 
+    @Test(
+        "Graph API versions: 'v', a number, at most one dot between digits",
+        arguments: [
+            ("v19.0", true), ("v1", true), ("v2.12", true), ("v1234567", true), ("v", false), ("19.0", false),
+            ("v19.", false), ("v.19", false), ("v1.2.3", false), ("v1..2", false), ("v12345678", false),
+            ("v١٩", false), ("v19.0 ", false), ("V19.0", false), ("v-1", false),
+        ])
+    func graphVersions(version: String, valid: Bool) {
+        #expect(FacebookProvider.isValidVersion(version) == valid)
+    }
+
+    @Test("the governor keeps the newest usage, whether or not the headers repeat an earlier answer's")
+    func governorFollowsChangingHeaders() {
+        let governor = GraphUsageGovernor(threshold: 75, maxDelay: .seconds(10))
+        let low = #"{"call_count":10,"total_cputime":5,"total_time":5}"#
+        let high = #"{"call_count":90,"total_cputime":5,"total_time":5}"#
+        governor.record(["X-App-Usage": low])
+        #expect(governor.lastUsage?.highestPercentage == 10)
+        governor.record(["X-App-Usage": high])
+        #expect(governor.lastUsage?.highestPercentage == 90)
+        governor.record(["X-App-Usage": high])
+        #expect(governor.lastUsage?.highestPercentage == 90)
+        governor.record(["X-App-Usage": low])
+        #expect(governor.lastUsage?.highestPercentage == 10)
+        governor.record(["X-App-Usage": low, "X-Page-Usage": high])
+        #expect(governor.lastUsage?.highestPercentage == 90)
+        governor.record(["Content-Type": "application/json"])  // no usage headers: nothing changes
+        #expect(governor.lastUsage?.highestPercentage == 90)
+    }
+
     @Test("a batch item's error is classified on its own; a bare-null item is reported, not dropped")
     func batchParsing() async throws {
         let body = #"""

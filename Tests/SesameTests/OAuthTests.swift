@@ -167,6 +167,40 @@ struct OAuthTests {
         #expect(decoded.map(\.1) == items.map(\.1))
         #expect(FormEncoding.decode("a=1+2&b=%2B").map(\.1) == ["1 2", "+"])
     }
+
+    @Test(
+        "query items are appended after any query and before any fragment",
+        arguments: [
+            ("https://g.example/v19.0/me", "https://g.example/v19.0/me?a=1&b=x%20y"),
+            ("https://g.example/me?fields=id", "https://g.example/me?fields=id&a=1&b=x%20y"),
+            ("https://g.example/me?", "https://g.example/me?a=1&b=x%20y"),
+            ("https://g.example/me?x=1&", "https://g.example/me?x=1&a=1&b=x%20y"),
+            ("https://g.example/me#top", "https://g.example/me?a=1&b=x%20y#top"),
+            ("https://g.example/me?x=1#frag?ment", "https://g.example/me?x=1&a=1&b=x%20y#frag?ment"),
+            ("https://g.example/caf%C3%A9", "https://g.example/caf%C3%A9?a=1&b=x%20y"),
+        ])
+    func appendingQuery(base: String, expected: String) throws {
+        let url = try #require(URL(string: base))
+        #expect(OAuth.appendingQuery([("a", "1"), ("b", "x y")], to: url).absoluteString == expected)
+        #expect(OAuth.appendingQuery([], to: url) == url)
+    }
+
+    @Test("form escaping is Foundation's percent-encoding of all but the unreserved characters, byte for byte")
+    func formEscapingMatchesFoundation() {
+        let unreserved = CharacterSet(
+            charactersIn: "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
+        var generator = SystemRandomNumberGenerator()
+        let alphabet: [Character] = Array("aZ09-._~ !\"#$%&'()*+,/:;<=>?@[\\]^`{|}\n\t\u{0}é✓€𝄞👩‍👩‍👧ß")
+        var samples = ["", "plain", "a b&c=d", "100%", "é", "\u{7F}\u{80}", "👩‍👩‍👧"]
+        for _ in 0..<500 {
+            samples.append(
+                String((0..<Int.random(in: 0...24, using: &generator)).map { _ in alphabet.randomElement()! }))
+        }
+        for sample in samples {
+            #expect(FormEncoding.escape(sample) == sample.addingPercentEncoding(withAllowedCharacters: unreserved))
+        }
+        #expect(FormEncoding.encode([("k 1", "v/2"), ("", ""), ("x", "✓")]) == "k%201=v%2F2&=&x=%E2%9C%93")
+    }
 }
 
 /// The core's default taxonomy behaviour, with no provider rules.
