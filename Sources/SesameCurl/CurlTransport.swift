@@ -3,12 +3,15 @@ import Sesame
 
 /// Sesame's default `HTTPTransport`, built on libcurl.
 ///
-/// One `CurlTransport` owns one thread that drives a libcurl multi handle: requests from any
-/// number of tasks are added to it, run side by side, and resume their callers when they finish,
-/// so no blocking call ever runs on Swift's cooperative thread pool. Connections (and, for
-/// HTTPS, TLS sessions and DNS answers) are kept and reused across requests; HTTP/2 is used
-/// over TLS when the server offers it. Create one transport and share it; each one costs a
-/// thread and its own connection pool.
+/// One `CurlTransport` owns one libcurl multi handle and one thread that waits on its sockets:
+/// requests from any number of tasks run side by side and resume their callers when they
+/// finish, and no blocking call runs on Swift's cooperative thread pool, with one bounded
+/// exception that pays for itself: a lone caller (nothing else in flight) whose previous
+/// request was answered within 500 µs waits for the answer on its own thread for at most
+/// 500 µs, which spares a fast server's answers two thread hand-overs. A slow server is never
+/// waited for that way. Connections (and, for HTTPS, TLS sessions and DNS answers) are kept
+/// and reused across requests; HTTP/2 is used over TLS when the server offers it. Create one
+/// transport and share it; each one costs a thread and its own connection pool.
 ///
 /// ```swift
 /// let transport = CurlTransport()
