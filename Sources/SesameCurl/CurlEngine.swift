@@ -102,11 +102,20 @@ final class CurlEngine: @unchecked Sendable {  // every var is guarded by `lock`
     /// When the timer fires, in CLOCK_MONOTONIC nanoseconds (`.max`: not armed).
     private var timerDeadline = UInt64.max
 
-    /// Transfers whose callers found the lock busy, for the next holder to start; see `start`.
+    /// Transfers left for the engine thread to start; see `start`.
     private let delegated = Mutex<[CurlTransfer]>([])
     private let delegatedCount = Atomic<Int>(0)
-    /// `running.count`, readable without the lock.
-    private let inFlight = Atomic<Int>(0)
+    /// Transfers from the moment `start` takes them until they are finished, whether running,
+    /// left for the engine thread, or being started: a caller that finds none is alone.
+    private let outstanding = Atomic<Int>(0)
+    /// When a caller last found others in flight (CLOCK_MONOTONIC nanoseconds).
+    private let lastCrowded = Atomic<UInt64>(0)
+    /// How long a transport must have had one caller at a time before a lone caller waits
+    /// inline, in nanoseconds.
+    let quietPeriod: UInt64
+
+    /// The default ``quietPeriod``: 20 ms, many times a loopback request.
+    static let defaultQuietPeriod: Duration = .milliseconds(20)
     /// Whether the engine thread is awake (not in, or about to enter, `epoll_wait`).
     private let engineBusy = Atomic<Bool>(false)
 
@@ -139,11 +148,14 @@ final class CurlEngine: @unchecked Sendable {  // every var is guarded by `lock`
         let handedOver = Atomic<Int>(0)
     }
 
-    init(configuration: CurlTransport.Configuration, inlineBudget: Duration = CurlEngine.defaultInlineBudget) {
+    init(
+        configuration: CurlTransport.Configuration, inlineBudget: Duration = CurlEngine.defaultInlineBudget,
+        quietPeriod: Duration = CurlEngine.defaultQuietPeriod
+    ) {
         CurlGlobal.initialize()
         self.configuration = configuration
-        let (seconds, attoseconds) = inlineBudget.components
-        self.inlineBudget = UInt64(max(0, seconds)) * 1_000_000_000 + UInt64(max(0, attoseconds) / 1_000_000_000)
+        self.inlineBudget = Self.nanoseconds(inlineBudget)
+        self.quietPeriod = Self.nanoseconds(quietPeriod)
         guard let multi = curl_multi_init(), let share = curl_share_init() else {
             fatalError("curl_multi_init or curl_share_init failed: out of memory")
         }
@@ -195,21 +207,26 @@ final class CurlEngine: @unchecked Sendable {  // every var is guarded by `lock`
     /// answer itself with ``driveInline(_:)``; either way ``park(_:continuation:)`` picks up the
     /// result, which may already be there (a request refused at once, or cancelled).
     func start(_ transfer: CurlTransfer) -> Bool {
-        guard inFlight.load(ordering: .relaxed) == 0 else {
+        let alone = outstanding.wrappingAdd(1, ordering: .sequentiallyConsistent).oldValue == 0
+        guard alone else {
             // Others are in flight, so the engine thread has sockets to watch and is, or soon
             // will be, busy with them: leave the transfer to it, to start with the rest of its
             // batch, rather than contend for the lock. An engine about to sleep sees it (the
             // fences pair with the ones in `run`); one asleep is woken.
+            lastCrowded.store(Self.now(), ordering: .relaxed)
             delegated.withLock { $0.append(transfer) }
             delegatedCount.add(1, ordering: .sequentiallyConsistent)
             atomicMemoryFence(ordering: .sequentiallyConsistent)
             if !engineBusy.load(ordering: .sequentiallyConsistent) { wakeEngine() }
             return false
         }
-        // Nothing in flight: whatever the engine thread is doing (a timer) is short, and this
-        // may be a lone caller that waits inline; start it here.
+        // Nothing in flight: whatever the engine thread is doing (a timer) is short; start it
+        // here. Only a caller that has been alone for a while waits inline: many callers whose
+        // answers came back in one batch all find nothing in flight for a moment, and the first
+        // of them must not hold a pool thread the others need.
+        let quiet = Self.now() &- lastCrowded.load(ordering: .relaxed) > quietPeriod
         let (inline, resumptions) = lock.withLock { _ in
-            let inline = startLocked(transfer, mayDriveInline: true)
+            let inline = startLocked(transfer, mayDriveInline: quiet)
             runDueTimeouts()
             collectFinished()
             if inline && transfer.isFinished {
@@ -328,7 +345,6 @@ final class CurlEngine: @unchecked Sendable {  // every var is guarded by `lock`
             guard !stopping, !transfer.isFinished, let easy = transfer.easy,
                 running.removeValue(forKey: easy.raw) != nil
             else { return takeResumptions() }
-            inFlight.store(running.count, ordering: .relaxed)
             if inlineHandle == easy.raw { handOverInline() }
             curl_multi_remove_handle(multi, easy.raw)
             transfer.easy = nil
@@ -353,6 +369,11 @@ final class CurlEngine: @unchecked Sendable {  // every var is guarded by `lock`
 
     private func resume(_ resumptions: [Resumption]) {
         for (continuation, result) in resumptions { continuation.resume(with: result) }
+    }
+
+    private static func nanoseconds(_ duration: Duration) -> UInt64 {
+        let (seconds, attoseconds) = duration.components
+        return UInt64(max(0, seconds)) * 1_000_000_000 + UInt64(max(0, attoseconds) / 1_000_000_000)
     }
 
     /// CLOCK_MONOTONIC in nanoseconds, the clock of the timerfd.
@@ -550,11 +571,11 @@ final class CurlEngine: @unchecked Sendable {  // every var is guarded by `lock`
         }
         // A second request in flight: the lone caller's sockets go back to the engine thread.
         if inlineHandle != nil { handOverInline() }
-        let lone = running.isEmpty && delegatedCount.load(ordering: .relaxed) == 0
+        let lone = mayDriveInline && running.isEmpty
         transfer.isLone = lone
         transfer.startedAt = Self.now()
         guard add(transfer), let easy = transfer.easy else { return false }
-        guard mayDriveInline && lone && lastLoneLatency <= inlineBudget else { return false }
+        guard lone && lastLoneLatency <= inlineBudget else { return false }
         if inlineSkips > 0 {
             inlineSkips -= 1
             return false
@@ -609,7 +630,6 @@ final class CurlEngine: @unchecked Sendable {  // every var is guarded by `lock`
         }
         transfer.easy = easy
         running[easy.raw] = transfer
-        inFlight.store(running.count, ordering: .relaxed)
         return true
     }
 
@@ -710,7 +730,6 @@ final class CurlEngine: @unchecked Sendable {  // every var is guarded by `lock`
 
     private func finish(_ handle: UnsafeMutableRawPointer?, result: CURLcode) {
         guard let handle, let transfer = running.removeValue(forKey: handle), let easy = transfer.easy else { return }
-        inFlight.store(running.count, ordering: .relaxed)
         if inlineHandle == handle { handOverInline() }
         curl_multi_remove_handle(multi, handle)
         transfer.easy = nil
@@ -730,6 +749,7 @@ final class CurlEngine: @unchecked Sendable {  // every var is guarded by `lock`
     /// Records the outcome, and queues the caller's resumption if it is already waiting.
     private func complete(_ transfer: CurlTransfer, with result: Result<Void, any Error>) {
         guard !transfer.isFinished else { return }
+        outstanding.subtract(1, ordering: .sequentiallyConsistent)
         if transfer.isLone { lastLoneLatency = Self.now() - transfer.startedAt }
         if let continuation = transfer.finish(with: result) { resumptions.append((continuation, result)) }
     }

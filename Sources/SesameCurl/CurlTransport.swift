@@ -37,11 +37,15 @@ public final class CurlTransport: HTTPTransport {
         self.engine = CurlEngine(configuration: configuration)
     }
 
-    /// A transport whose lone callers wait on their own thread for up to `inlineBudget` (tests
-    /// use a long one, so that a loaded machine cannot turn the path they test off).
-    init(configuration: Configuration = Configuration(), inlineBudget: Duration) {
+    /// A transport whose lone callers wait on their own thread for up to `inlineBudget`, once it
+    /// has had one caller at a time for `quietPeriod` (tests use long ones, so that a loaded
+    /// machine cannot turn the path they test off, or on).
+    init(
+        configuration: Configuration = Configuration(), inlineBudget: Duration,
+        quietPeriod: Duration = CurlEngine.defaultQuietPeriod
+    ) {
         self.configuration = configuration
-        self.engine = CurlEngine(configuration: configuration, inlineBudget: inlineBudget)
+        self.engine = CurlEngine(configuration: configuration, inlineBudget: inlineBudget, quietPeriod: quietPeriod)
     }
 
     deinit {

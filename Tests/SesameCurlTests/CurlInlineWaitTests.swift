@@ -129,6 +129,29 @@ struct CurlInlineWaitTests {
         server.stop()
     }
 
+    @Test("after many callers at once, a lone caller waits inline only once the transport has been quiet")
+    func crowdsDelayInlineWaits() async throws {
+        let server = try KeepAliveResponder()
+        let transport = CurlTransport(inlineBudget: .seconds(5), quietPeriod: .seconds(2))
+        _ = try await get(transport, server.url("/delay/0"))
+        _ = try await get(transport, server.url("/delay/0"))
+        #expect(counts(transport) == (1, 0))
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for index in 0..<20 {
+                group.addTask { _ = try await get(transport, server.url("/delay/5?c=\(index)")) }
+            }
+            try await group.waitForAll()
+        }
+        let afterCrowd = counts(transport)
+        // Alone again, but right after a crowd: its callers may all be about to send again.
+        _ = try await get(transport, server.url("/delay/0?after"))
+        #expect(counts(transport) == afterCrowd)
+        try await Task.sleep(for: .milliseconds(2100))
+        _ = try await get(transport, server.url("/delay/0?quiet"))
+        #expect(counts(transport).inline == afterCrowd.inline + 1)
+        server.stop()
+    }
+
     @Test("connections the server closes are replaced, whichever thread waits, and no answer goes astray")
     func closedConnectionsAreReplaced() async throws {
         let server = try KeepAliveResponder()
