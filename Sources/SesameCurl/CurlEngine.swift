@@ -42,13 +42,14 @@ final class CurlEasyHandle {
 ///   and an `eventfd` to wake it. Changing the epoll set or the timer from another thread takes
 ///   effect at once. When a socket is ready it runs libcurl, and resumes the callers whose
 ///   transfers finished.
-/// - A caller with nothing else in flight adds its transfer and runs libcurl right away on its
+/// - A caller with nothing else outstanding adds its transfer and runs libcurl right away on its
 ///   own thread (`start`): on a kept connection the request is written before `start` returns,
 ///   with no thread hand-over. When others are in flight, the engine thread is busy with their
 ///   sockets anyway, so the caller leaves the transfer to it (`delegated`), to start with the
 ///   rest of its batch, and wakes it only if it is asleep: many callers never contend for the
 ///   lock, and 32 requests in flight cost one thread's batches, as a multi loop's would.
-/// - A lone caller whose previous lone request was answered within ``inlineBudget`` waits for
+/// - A lone caller whose previous lone request was answered within ``inlineBudget``, on a
+///   transport that has had one caller at a time for ``quietPeriod``, waits for
 ///   its answer on its own thread, in `ppoll` on its own sockets (kept out of the epoll set
 ///   meanwhile), for at most ``inlineBudget``; then, or as soon as another request is started
 ///   or its transfer is cancelled or timed out, it hands the sockets to the engine thread and
