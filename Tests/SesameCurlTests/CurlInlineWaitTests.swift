@@ -182,4 +182,48 @@ struct CurlInlineWaitTests {
         }
         server.stop()
     }
+
+    @Test(
+        "lone callers, crowds, cancellations and timeouts mixed on one transport: every answer to its caller, no hang")
+    func mixedTraffic() async throws {
+        let server = try KeepAliveResponder()
+        let transport = CurlTransport()  // the real budget and quiet period
+        let clock = ContinuousClock()
+        let started = clock.now
+        for round in 0..<6 {
+            for index in 0..<15 {
+                let path = "/delay/0?r=\(round)&s=\(index)"
+                let response = try await get(transport, server.url(path))
+                #expect(String(decoding: response.body, as: UTF8.self) == path)
+            }
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for index in 0..<40 {
+                    group.addTask {
+                        switch index % 8 {
+                        case 0:
+                            // Cancelled while it waits for an answer that never comes.
+                            let task = Task { try await get(transport, server.url("/stall?r=\(round)&c=\(index)")) }
+                            try await Task.sleep(for: .milliseconds(5))
+                            task.cancel()
+                            await #expect(throws: CancellationError.self) { try await task.value }
+                        case 1:
+                            let error = try await #require(throws: TransportError.self) {
+                                try await get(
+                                    transport, server.url("/stall?r=\(round)&t=\(index)"), timeout: .milliseconds(50))
+                            }
+                            #expect(error.kind == .timedOut)
+                        default:
+                            let path = "/delay/\(index % 3)?r=\(round)&c=\(index)"
+                            let response = try await get(transport, server.url(path))
+                            #expect(String(decoding: response.body, as: UTF8.self) == path)
+                        }
+                    }
+                }
+                try await group.waitForAll()
+            }
+        }
+        #expect(
+            clock.now - started < .seconds(30), "mixed traffic took too long: something waited for a budget or a hang")
+        server.stop()
+    }
 }
