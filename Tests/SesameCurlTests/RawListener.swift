@@ -68,7 +68,9 @@ final class RawListener: Sendable {
         return port
     }
 
-    private static func bindLoopback(listening: Bool = true) throws -> (Int32, Int) {
+    /// A TCP socket bound to 127.0.0.1 on a port the kernel picks (listening unless told not
+    /// to), and that port.
+    static func bindLoopback(listening: Bool = true) throws -> (Int32, Int) {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { throw POSIXError(.init(rawValue: errno) ?? .EIO) }
         var address = sockaddr_in()
@@ -146,21 +148,12 @@ final class RawListener: Sendable {
     private func readRequestHead(_ connection: Int32) -> Bool {
         var received: [UInt8] = []
         var buffer = [UInt8](repeating: 0, count: 4096)
-        while !received.containsHeadEnd {
+        while received.headEnd == nil {
             let count = buffer.withUnsafeMutableBytes { recv(connection, $0.baseAddress, $0.count, 0) }
             guard count > 0 else { return false }
             received += buffer[0..<count]
         }
         return true
-    }
-}
-
-extension [UInt8] {
-    fileprivate var containsHeadEnd: Bool {
-        let end: [UInt8] = [13, 10, 13, 10]
-        guard count >= 4 else { return false }
-        for start in 0...(count - 4) where self[start..<(start + 4)].elementsEqual(end) { return true }
-        return false
     }
 }
 
@@ -181,23 +174,7 @@ final class KeepAliveResponder: Sendable {
     }
 
     init() throws {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafeMutablePointer(to: &address) { pointer in
-            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { socketAddress in
-                bind(fd, socketAddress, length) == 0 && getsockname(fd, socketAddress, &length) == 0
-            }
-        }
-        guard fd >= 0, bound, listen(fd, 64) == 0 else {
-            let error = errno
-            if fd >= 0 { close(fd) }
-            throw POSIXError(.init(rawValue: error) ?? .EIO)
-        }
-        listenSocket = fd
-        port = Int(UInt16(bigEndian: address.sin_port))
+        (listenSocket, port) = try RawListener.bindLoopback()
         Thread { [self] in acceptLoop() }.start()
     }
 
