@@ -147,15 +147,17 @@ final class CurlTransfer: @unchecked Sendable {  // guarded by CurlEngine's lock
         return appended
     }
 
+    /// The punctuation allowed in an HTTP token (a header name), besides letters and digits.
+    private static let tokenPunctuation = Set("!#$%&'*+-.^_`|~".utf8)
+
     /// Header names are HTTP tokens; values carry no line breaks or NULs (which would smuggle
     /// extra headers). The message never includes the value, which may be a secret.
     private static func validate(_ field: HTTPHeaders.Field, request: HTTPRequest) throws(TransportError) {
-        let tokenPunctuation = Set("!#$%&'*+-.^_`|~".utf8)
         let nameIsToken =
             !field.name.isEmpty
             && field.name.utf8.allSatisfy { byte in
                 (byte >= 0x30 && byte <= 0x39) || (byte >= 0x41 && byte <= 0x5A) || (byte >= 0x61 && byte <= 0x7A)
-                    || tokenPunctuation.contains(byte)
+                    || Self.tokenPunctuation.contains(byte)
             }
         guard nameIsToken else {
             throw TransportError(
