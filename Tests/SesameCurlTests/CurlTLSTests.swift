@@ -20,11 +20,7 @@ final class OpenSSLServer: Sendable {
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         certificatePath = directory.appendingPathComponent("cert.pem").path
         let keyPath = directory.appendingPathComponent("key.pem").path
-        try Self.run([
-            "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-days", "1",
-            "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1", "-keyout", keyPath, "-out",
-            certificatePath,
-        ])
+        try Self.makeCertificate(certificatePath: certificatePath, keyPath: keyPath)
         port = try RawListener.unusedPort()
         process = ChildProcess(
             executableURL: URL(fileURLWithPath: Self.executable),
@@ -50,6 +46,15 @@ final class OpenSSLServer: Sendable {
         try? FileManager.default.removeItem(at: directory)
     }
 
+    /// Writes a throwaway self-signed EC certificate for 127.0.0.1, valid for a day, and its key.
+    static func makeCertificate(certificatePath: String, keyPath: String) throws {
+        try run([
+            "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-days", "1",
+            "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1", "-keyout", keyPath, "-out",
+            certificatePath,
+        ])
+    }
+
     private static func run(_ arguments: [String]) throws {
         let process = ChildProcess(
             executableURL: URL(fileURLWithPath: executable), arguments: arguments, standardOutput: .null,
@@ -58,7 +63,8 @@ final class OpenSSLServer: Sendable {
         guard process.waitUntilExit() == 0 else { throw POSIXError(.EINVAL) }
     }
 
-    private static func accepts(port: Int) -> Bool {
+    /// Whether something accepts TCP connections on 127.0.0.1:`port`.
+    static func accepts(port: Int) -> Bool {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         defer { close(fd) }
         var address = sockaddr_in()
