@@ -1,8 +1,13 @@
 import Foundation
 import Sesame
+import SesameCurl
 import SesameEmulator
 import SesameTestSupport
 import Testing
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 /// `sesame` and the examples run as processes against the built-in emulator, each test in its
 /// own temporary XDG directories with file storage.
@@ -59,6 +64,61 @@ struct DesktopProcessTests {
         #expect(fresh.standardOutput.contains("session: created → opening"))
         #expect(fresh.standardOutput.contains("Logged in as Sam Sesame."))
         cli.expectNoTokenLeaks(stored + (try await cli.storedTokens()))
+    }
+
+    @Test("--web opens the browser on the dialog; the person continues there and is sent back to the app")
+    func browserLogin() async throws {
+        let cli = try CLIHarness()
+        // A stand-in for xdg-open that records the address it was asked to open; the test then
+        // does what the person's browser would.
+        let bin = cli.root.appending(path: "bin")
+        try FileManager.default.createDirectory(at: bin, withIntermediateDirectories: true)
+        let opened = cli.root.appending(path: "opened.txt")
+        let script = bin.appending(path: "xdg-open")
+        try Data("#!/bin/sh\nprintf '%s\\n' \"$1\" >> '\(opened.path)'\n".utf8).write(to: script)
+        #expect(chmod(script.path, 0o755) == 0)
+        let login = try cli.start(
+            "sesame", ["login", "facebook", "--web", "--scopes", "email"],
+            environment: [
+                "PATH": bin.path + ":" + (cli.environment["PATH"] ?? "/usr/bin:/bin"), "DISPLAY": ":99",
+                "SESAME_EMULATOR_APPROVE": "off",
+            ])
+        let printed = try await login.waitForError(matching: #"If none appeared, open this address:\n\n\s+\S+\n"#)
+        let dialog = try #require(
+            printed.firstMatch(of: #/\n\s+(http://127\.0\.0\.1:\d+/v[\d.]+/dialog/oauth\?\S+)\n/#).map { String($0.1) })
+        #expect(try String(contentsOf: opened, encoding: .utf8) == dialog + "\n")
+
+        // The browser: the consent page, then Continue with what it offers.
+        let browser = CurlTransport()
+        let page = try await browser.send(HTTPRequest(url: try #require(URL(string: dialog))))
+        let html = String(decoding: page.body, as: UTF8.self)
+        #expect(page.status == 200)
+        #expect(html.contains(#"value="email""#))
+        let requestID = try #require(html.firstMatch(of: #/name="request_id" value="([^"]+)"/#).map { String($0.1) })
+        let user = try #require(html.firstMatch(of: #/name="user" value="([^"]+)"/#).map { String($0.1) })
+        let form = [
+            ("request_id", requestID), ("user", user), ("permission", "public_profile"), ("permission", "email"),
+            ("action", "continue"),
+        ]
+        let answer = try await browser.send(
+            HTTPRequest(
+                method: .post, url: try #require(URL(string: String(dialog.prefix { $0 != "?" }) + "/confirm")),
+                headers: ["Content-Type": "application/x-www-form-urlencoded"],
+                body: Data(FormEncoding.encode(form).utf8)))
+        #expect([302, 303].contains(answer.status))
+        let location = try #require(answer.headers["Location"])
+        #expect(location.hasPrefix("http://127.0.0.1:"))
+        let back = try await browser.send(HTTPRequest(url: try #require(URL(string: location))))
+        #expect(back.status == 200)
+        #expect(String(decoding: back.body, as: UTF8.self).contains("You can close this window"))
+
+        let result = await login.finish()
+        cli.record("sesame login facebook --web", result)
+        #expect(result.status == 0, "\(result.standardError)")
+        #expect(result.standardOutput.contains("Logged in to the Facebook emulator as Sam Sesame (100000000000001)"))
+        #expect(result.standardOutput.contains("email"))
+        #expect(!result.standardError.contains("[emulator]"), "the emulator approved it itself")
+        cli.expectNoTokenLeaks(try await cli.storedTokens())
     }
 
     /// The documented `status --json` schema: these keys, these types.
