@@ -152,6 +152,28 @@ struct CurlInlineWaitTests {
         server.stop()
     }
 
+    @Test("a host name (localhost) rather than an address, for a lone caller and for a crowd of new transports")
+    func hostNames() async throws {
+        let server = try KeepAliveResponder()
+        let transport = CurlTransport(inlineBudget: .seconds(5))
+        let base = "http://localhost:\(server.port)"
+        for index in 0..<5 {
+            let response = try await transport.send(HTTPRequest(url: URL(string: "\(base)/delay/0?i=\(index)")!))
+            #expect(String(decoding: response.body, as: UTF8.self) == "/delay/0?i=\(index)")
+        }
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for index in 0..<20 {
+                group.addTask {
+                    let fresh = CurlTransport(inlineBudget: .seconds(5))  // a name lookup each, at once
+                    let response = try await fresh.send(HTTPRequest(url: URL(string: "\(base)/delay/1?c=\(index)")!))
+                    #expect(String(decoding: response.body, as: UTF8.self) == "/delay/1?c=\(index)")
+                }
+            }
+            try await group.waitForAll()
+        }
+        server.stop()
+    }
+
     @Test("connections the server closes are replaced, whichever thread waits, and no answer goes astray")
     func closedConnectionsAreReplaced() async throws {
         let server = try KeepAliveResponder()
