@@ -25,8 +25,7 @@ static inline unsigned int sesame_mhd_flags(int ipv6)
 }
 
 /// Starts a daemon on an already bound and listening socket. `MHD_start_daemon` is variadic,
-/// which Swift cannot call, so every option Sesame uses is a typed parameter here; `extra`
-/// (terminated by `MHD_OPTION_END`, may be NULL) carries anything else through `MHD_OPTION_ARRAY`.
+/// which Swift cannot call, so every option Sesame uses is a typed parameter here.
 static inline struct MHD_Daemon *sesame_mhd_start_daemon(
     unsigned int flags,
     MHD_socket listen_socket,
@@ -36,10 +35,8 @@ static inline struct MHD_Daemon *sesame_mhd_start_daemon(
     void *cls,
     unsigned int connection_limit,
     size_t memory_limit,
-    unsigned int connection_timeout_seconds,
-    const struct MHD_OptionItem *extra)
+    unsigned int connection_timeout_seconds)
 {
-    static const struct MHD_OptionItem none[] = { { MHD_OPTION_END, 0, NULL } };
     return MHD_start_daemon(
         flags, 0, NULL, NULL, handler, cls,
         MHD_OPTION_LISTEN_SOCKET, listen_socket,
@@ -48,7 +45,6 @@ static inline struct MHD_Daemon *sesame_mhd_start_daemon(
         MHD_OPTION_CONNECTION_LIMIT, connection_limit,
         MHD_OPTION_CONNECTION_MEMORY_LIMIT, memory_limit,
         MHD_OPTION_CONNECTION_TIMEOUT, connection_timeout_seconds,
-        MHD_OPTION_ARRAY, extra != NULL ? extra : none,
         MHD_OPTION_END);
 }
 

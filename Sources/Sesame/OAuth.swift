@@ -160,8 +160,9 @@ public enum OAuth {
         throw AuthError.malformedRedirect("it has neither a 'code' nor an 'error' parameter", provider: provider)
     }
 
-    /// Compares two strings in time that depends only on their lengths.
-    static func constantTimeEquals(_ a: String, _ b: String) -> Bool {
+    /// Compares two strings in time that depends only on their lengths (for secrets: codes,
+    /// states, nonces, client secrets, PKCE challenges). Shared with the providers and the emulator.
+    package static func constantTimeEquals(_ a: String, _ b: String) -> Bool {
         let x = Array(a.utf8)
         let y = Array(b.utf8)
         guard x.count == y.count else { return false }
@@ -336,4 +337,43 @@ public enum FormEncoding {
 
     /// Decodes a form body.
     public static func decode(_ data: Data) -> [(String, String)] { decode(String(decoding: data, as: UTF8.self)) }
+}
+
+// MARK: - Renderings without secrets (`print`, `String(reflecting:)`, `dump`)
+
+extension PKCE: CustomReflectable {
+    public var customMirror: Mirror {
+        Mirror(self, children: ["challenge": challenge, "method": method, "verifier": Redaction.placeholder])
+    }
+}
+
+extension RedirectOutcome: CustomReflectable {
+    public var customMirror: Mirror {
+        switch self {
+        case .code: Mirror(self, children: ["code": Redaction.placeholder], displayStyle: .enum)
+        case .error(let error): Mirror(self, children: ["error": error], displayStyle: .enum)
+        }
+    }
+}
+
+extension OAuthTokenResponse: CustomStringConvertible, CustomDebugStringConvertible, CustomReflectable {
+    public var description: String {
+        "OAuthTokenResponse(accessToken: \(Redaction.placeholder), tokenType: \(tokenType ?? "nil"), "
+            + "expiresIn: \(expiresIn.map(String.init) ?? "nil"), refreshToken: "
+            + "\(refreshToken == nil ? "nil" : Redaction.placeholder), scope: \(scope?.joined(separator: " ") ?? "nil"), "
+            + "idToken: \(idToken == nil ? "nil" : Redaction.placeholder))"
+    }
+
+    public var debugDescription: String { description }
+
+    /// The same fields as ``description``; `raw`, which repeats the tokens, is left out.
+    public var customMirror: Mirror {
+        Mirror(
+            self,
+            children: [
+                "accessToken": Redaction.placeholder, "tokenType": tokenType as Any, "expiresIn": expiresIn as Any,
+                "refreshToken": (refreshToken == nil ? nil : Redaction.placeholder) as Any, "scope": scope as Any,
+                "idToken": (idToken == nil ? nil : Redaction.placeholder) as Any,
+            ])
+    }
 }

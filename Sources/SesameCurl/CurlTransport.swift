@@ -265,8 +265,17 @@ extension CurlTransport {
             switch mode {
             case .environment: "from the environment"
             case .direct: "none"
-            case .url(let url): url
+            case .url(let url): Self.withoutCredentials(url)
             }
+        }
+
+        /// `proxy` without a `user:password@` part, which may hold the proxy's password.
+        static func withoutCredentials(_ proxy: String) -> String {
+            guard var components = URLComponents(string: proxy), components.user != nil || components.password != nil
+            else { return proxy }
+            components.user = nil
+            components.password = nil
+            return components.string ?? Redaction.placeholder
         }
     }
 }

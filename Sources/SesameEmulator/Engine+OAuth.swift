@@ -13,7 +13,7 @@ extension EmulatorEngine {
         guard let clientID = parameters.nonEmpty("client_id") else { throw GraphError.missingClientID }
         guard let app = apps[clientID] else { throw GraphError.invalidClientID }
         let secret = parameters.nonEmpty("client_secret")
-        if let secret, !OAuthCompare.equal(secret, app.secret) { throw GraphError.invalidClientSecret }
+        if let secret, !OAuth.constantTimeEquals(secret, app.secret) { throw GraphError.invalidClientSecret }
         switch grantType {
         case "authorization_code":
             return try exchangeCode(context, app: app, secretChecked: secret != nil)
@@ -60,7 +60,7 @@ extension EmulatorEngine {
         if let challenge = record.challenge {
             if let verifier = parameters.nonEmpty("code_verifier") {
                 let computed = record.challengeMethod == "plain" ? verifier : PKCE.challenge(for: verifier)
-                guard (43...128).contains(verifier.count), OAuthCompare.equal(computed, challenge) else {
+                guard (43...128).contains(verifier.count), OAuth.constantTimeEquals(computed, challenge) else {
                     throw GraphError.verifierMismatch
                 }
             } else if !secretChecked {
@@ -141,16 +141,4 @@ extension EmulatorEngine {
 
     static let otherApp = GraphError.invalidParameter(
         "You must provide an app access token, or a user access token that is an owner or developer of the app")
-}
-
-/// Comparisons of secrets in time that depends only on their lengths.
-enum OAuthCompare {
-    static func equal(_ a: String, _ b: String) -> Bool {
-        let x = Array(a.utf8)
-        let y = Array(b.utf8)
-        guard x.count == y.count else { return false }
-        var difference: UInt8 = 0
-        for index in x.indices { difference |= x[index] ^ y[index] }
-        return difference == 0
-    }
 }

@@ -8,7 +8,11 @@ enum HTML {
     static func escape(_ text: String) -> String { HTMLEscaping.escape(text) }
 
     /// A whole page. `body` must already be escaped HTML.
-    static func page(title: String, body: String) -> String {
+    /// The Facebook emulator's page header.
+    static let facebookHeader = "facebook <small>Sesame emulator: not the real Facebook</small>"
+
+    /// A whole page; `header` is trusted HTML (the emulator's own banner).
+    static func page(title: String, body: String, header: String = facebookHeader) -> String {
         """
         <!DOCTYPE html>
         <html lang="en">
@@ -34,7 +38,7 @@ enum HTML {
         </style>
         </head>
         <body>
-        <header>facebook <small>Sesame emulator: not the real Facebook</small></header>
+        <header>\(header)</header>
         <main>
         \(body)
         </main>

@@ -63,19 +63,13 @@ enum JSONWriter {
             case "\u{2029}": output += "\\u2029"
             default:
                 if scalar.value < 0x20 {
-                    output += "\\u00" + String(scalar.value, radix: 16).leftPadded(to: 2)
+                    output += "\\u00" + String(scalar.value, radix: 16).leftPadded(2)
                 } else {
                     output.unicodeScalars.append(scalar)
                 }
             }
         }
         output += "\""
-    }
-}
-
-extension String {
-    fileprivate func leftPadded(to width: Int) -> String {
-        count >= width ? self : String(repeating: "0", count: width - count) + self
     }
 }
 

@@ -113,9 +113,7 @@ public final class OIDCEmulator: Sendable {
             try server.start()
             state = server
         }
-        let issuer =
-            server.baseURL.absoluteString.hasSuffix("/")
-            ? String(server.baseURL.absoluteString.dropLast()) : server.baseURL.absoluteString
+        let issuer = server.baseURL.absoluteString.trimmingSuffix("/")
         engine.setIssuer(issuer)
         return OIDCEmulatorEndpoints(issuer: issuer, adminURL: URL(string: issuer + "/__sesame")!)
     }

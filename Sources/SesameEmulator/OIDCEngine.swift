@@ -310,7 +310,7 @@ final class OIDCEngine: Sendable {
         guard let clientID = request["client_id"], let secret = state.clients[clientID] else {
             return Self.oauthError("invalid_client", "Unknown client.", status: 401)
         }
-        if let secret, request["client_secret"] != secret {
+        if let secret, !OAuth.constantTimeEquals(request["client_secret"] ?? "", secret) {
             return Self.oauthError("invalid_client", "The client secret is wrong.", status: 401)
         }
         switch request["grant_type"] {
@@ -329,7 +329,9 @@ final class OIDCEngine: Sendable {
             return Self.oauthError("invalid_grant", "redirect_uri does not match the authorization request.")
         }
         if let challenge = record.pending.challenge {
-            guard let verifier = request["code_verifier"], PKCE.challenge(for: verifier) == challenge else {
+            guard let verifier = request["code_verifier"],
+                OAuth.constantTimeEquals(PKCE.challenge(for: verifier), challenge)
+            else {
                 return Self.oauthError("invalid_grant", "The PKCE code_verifier does not match.")
             }
         }
@@ -563,8 +565,7 @@ final class OIDCEngine: Sendable {
     }
 
     private func page(title: String, body: String) -> String {
-        HTML.page(title: title, body: body).replacingOccurrences(
-            of: "<header>facebook <small>Sesame emulator: not the real Facebook</small></header>",
-            with: "<header>OpenID <small>Sesame emulator: not a real identity provider</small></header>")
+        HTML.page(
+            title: title, body: body, header: "OpenID <small>Sesame emulator: not a real identity provider</small>")
     }
 }

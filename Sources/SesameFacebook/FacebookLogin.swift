@@ -337,7 +337,9 @@ public struct ExistingTokenLogin: LoginUI {
         }
         let data = debug["data"] ?? .null
         guard data["is_valid"]?.boolValue == true else {
-            throw rejected(data["error"]?["message"]?.stringValue ?? "debug_token says it is not valid")
+            throw rejected(
+                data["error"]?["message"]?.stringValue.flatMap(GraphErrorBody.text)
+                    ?? "debug_token says it is not valid")
         }
         guard data["app_id"]?.stringValue == facebook.appID else {
             throw rejected("it belongs to another app (\(data["app_id"]?.stringValue ?? "unknown"))")

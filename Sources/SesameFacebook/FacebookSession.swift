@@ -323,9 +323,10 @@ public final class FacebookSession: Sendable {
     func requestExtension(of token: AccessToken) async throws -> AccessToken {
         let answer: JSONValue
         if let secret = provider.appSecret {
-            answer = try await FacebookHTTP.get(
-                "oauth/access_token",
-                query: [
+            // A POST form, not a query: the app secret and the token never travel in a URL.
+            answer = try await FacebookHTTP.send(
+                .post, "oauth/access_token",
+                parameters: [
                     ("grant_type", "fb_exchange_token"), ("client_id", provider.appID), ("client_secret", secret.value),
                     ("fb_exchange_token", token.tokenString),
                 ], token: nil, provider: provider, transport: transport)

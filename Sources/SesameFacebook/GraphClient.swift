@@ -34,10 +34,22 @@ public struct GraphClient: Sendable {
     public var clock: any Clock<Duration>
     let credential: Credential
 
-    enum Credential: Sendable {
+    enum Credential: Sendable, CustomStringConvertible, CustomDebugStringConvertible, CustomReflectable {
         case none
         case token(String)
         case session(FacebookSession)
+
+        var description: String {
+            switch self {
+            case .none: "none"
+            case .token: "token(\(Redaction.placeholder))"
+            case .session: "session"
+            }
+        }
+
+        var debugDescription: String { description }
+
+        var customMirror: Mirror { Mirror(self, children: ["credential": description], displayStyle: .enum) }
     }
 
     /// A client that calls with a fixed token (or none, for public data and app calls).

@@ -154,8 +154,7 @@ final class ServerCore: Sendable {
                 opaque,
                 UInt32(clamping: configuration.maxConnections),
                 max(4096, configuration.maxHeaderBytes * 2),
-                timeoutSeconds,
-                nil)
+                timeoutSeconds)
             guard let daemon else {
                 for started in daemons { MHD_stop_daemon(started) }
                 for unowned in sockets[index...] { close(unowned.descriptor) }
@@ -389,11 +388,17 @@ final class ServerCore: Sendable {
         }
     }
 
+    /// The bytes of an HTTP token (a method or header name).
+    private static let tokenCharacters = Set(
+        "!#$%&'*+-.^_`|~0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz".utf8)
+
+    /// The response headers libmicrohttpd writes itself.
+    private static let managedHeaders: Set<String> = ["content-length", "transfer-encoding", "connection"]
+
     /// What libmicrohttpd lets through but RFC 9112 says a server must refuse, because a proxy
     /// in front could read the request differently (request smuggling): a method that is not a
     /// token, differing `Content-Length` fields, or both `Content-Length` and `Transfer-Encoding`.
     static func framingProblem(method: String, headers: HTTPHeaders) -> String? {
-        let tokenCharacters = Set("!#$%&'*+-.^_`|~0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz".utf8)
         guard !method.isEmpty, method.utf8.allSatisfy(tokenCharacters.contains) else {
             return "the method is not an HTTP token"
         }
@@ -427,7 +432,6 @@ final class ServerCore: Sendable {
         }
         guard let made else { return .NO }
         defer { MHD_destroy_response(made) }
-        let managed: Set<String> = ["content-length", "transfer-encoding", "connection"]
         var closes = close
         for field in response.headers {
             let name = field.name.lowercased()
@@ -435,7 +439,7 @@ final class ServerCore: Sendable {
                 if field.value.lowercased().contains("close") { closes = true }
                 continue
             }
-            guard !managed.contains(name) else { continue }
+            guard !Self.managedHeaders.contains(name) else { continue }
             // libmicrohttpd refuses names and values with line breaks, which keeps a handler
             // from splitting the response; such a field is left out.
             _ = MHD_add_response_header(made, field.name, field.value)

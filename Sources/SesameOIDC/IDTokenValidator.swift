@@ -138,7 +138,7 @@ public struct IDTokenValidator: Sendable {
         }
         let tokenNonce = claims["nonce"]?.stringValue
         if let nonce {
-            guard let tokenNonce, OAuthCompare.constantTimeEquals(tokenNonce, nonce) else {
+            guard let tokenNonce, OAuth.constantTimeEquals(tokenNonce, nonce) else {
                 throw IDTokenError(
                     check: .nonce,
                     detail: tokenNonce == nil ? "it has no nonce" : "its nonce is not the one this login sent")
@@ -151,17 +151,6 @@ public struct IDTokenValidator: Sendable {
             issuer: issuer, subject: subject, audiences: audiences, expiresAt: expiresAt, issuedAt: issuedAt,
             nonce: tokenNonce, authorizedParty: azp, email: claims["email"]?.stringValue,
             name: claims["name"]?.stringValue, raw: claims)
-    }
-}
-
-enum OAuthCompare {
-    static func constantTimeEquals(_ a: String, _ b: String) -> Bool {
-        let x = Array(a.utf8)
-        let y = Array(b.utf8)
-        guard x.count == y.count else { return false }
-        var difference: UInt8 = 0
-        for i in x.indices { difference |= x[i] ^ y[i] }
-        return difference == 0
     }
 }
 

@@ -96,7 +96,7 @@ struct CurlHTTP2Tests {
 
     @Test("a lone caller waits inline on an HTTP/2 connection, and a crowd after it shares that connection")
     func inlineThenCrowdOverHTTP2() async throws {
-        let server = try NGHTTP2Server(files: ["me.json": Self.body, "missing-is-404": ""])
+        let server = try NGHTTP2Server(files: ["me.json": Self.body])
         defer { server.stop() }
         let transport = CurlTransport(
             configuration: .init(tlsVerification: .certificateAuthorities(file: server.certificatePath)),

@@ -6,7 +6,8 @@ private let secrets = ["EAAB-the-access-token", "the-refresh-token", "the-id-tok
 
 private let token = AccessToken(
     tokenString: secrets[0], provider: "facebook", appID: "1234", userID: "100001",
-    permissions: PermissionSet(granted: ["email"]), expirationDate: Date(), refreshToken: secrets[1],
+    permissions: PermissionSet(granted: ["email"]), expirationDate: Date().addingTimeInterval(3600),
+    refreshToken: secrets[1],
     idToken: secrets[2])
 
 /// Every way a value can end up as text.
@@ -31,6 +32,40 @@ struct RedactionTests {
                 for secret in secrets { #expect(!text.contains(secret), "\(type(of: value)) leaked a secret") }
             }
             #expect(renderings(value).first?.contains(Redaction.placeholder) == true)
+        }
+    }
+
+    @Test("no rendering of the OAuth values that carry codes, verifiers and client secrets contains one")
+    func noSecretsInOAuthValues() throws {
+        let verifier = "the-code-verifier-" + String(repeating: "v", count: 40)
+        let values: [Any] = [
+            try PKCE(verifier: verifier),
+            RedirectOutcome.code("the-authorization-code"),
+            try #require(
+                OAuthTokenResponse(
+                    json: .object([
+                        "access_token": .string(secrets[0]), "refresh_token": .string(secrets[1]),
+                        "id_token": .string(secrets[2]), "token_type": .string("bearer"),
+                    ]))),
+            DeviceAuthorization(
+                deviceCode: "the-device-code", userCode: "ABCD-EFGH",
+                verificationURL: URL(string: "https://example.com/device")!, expiresIn: .seconds(600)),
+            OAuth2BrowserDialect(
+                provider: "generic", errorTaxonomy: NeutralTaxonomy(),
+                authorizationEndpoint: URL(string: "https://example.com/authorize")!,
+                tokenEndpoint: URL(string: "https://example.com/token")!, clientID: "app",
+                clientSecret: "the-client-secret"),
+            RFC8628DeviceDialect(
+                provider: "generic", errorTaxonomy: NeutralTaxonomy(),
+                deviceAuthorizationEndpoint: URL(string: "https://example.com/device")!,
+                tokenEndpoint: URL(string: "https://example.com/token")!, clientID: "app",
+                clientSecret: "the-client-secret"),
+        ]
+        let hidden = secrets + [verifier, "the-authorization-code", "the-device-code", "the-client-secret"]
+        for value in values {
+            for text in renderings(value) {
+                for secret in hidden { #expect(!text.contains(secret), "\(type(of: value)) leaked \(secret)") }
+            }
         }
     }
 

@@ -182,3 +182,16 @@ enum LoginHTTP {
         }
     }
 }
+
+extension OAuth2BrowserDialect: CustomReflectable {
+    /// Every field but the client secret's value.
+    public var customMirror: Mirror {
+        Mirror(
+            self,
+            children: [
+                "provider": provider, "authorizationEndpoint": authorizationEndpoint, "tokenEndpoint": tokenEndpoint,
+                "clientID": clientID, "clientSecret": (clientSecret == nil ? nil : Redaction.placeholder) as Any,
+                "scopeSeparator": scopeSeparator,
+            ])
+    }
+}

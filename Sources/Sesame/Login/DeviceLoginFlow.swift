@@ -279,3 +279,17 @@ public struct DeviceLoginFlow: LoginUI {
         }
     }
 }
+
+extension RFC8628DeviceDialect: CustomReflectable {
+    /// Every field but the client secret's value.
+    public var customMirror: Mirror {
+        Mirror(
+            self,
+            children: [
+                "provider": provider, "deviceAuthorizationEndpoint": deviceAuthorizationEndpoint,
+                "tokenEndpoint": tokenEndpoint, "clientID": clientID,
+                "clientSecret": (clientSecret == nil ? nil : Redaction.placeholder) as Any,
+                "scopeSeparator": scopeSeparator,
+            ])
+    }
+}

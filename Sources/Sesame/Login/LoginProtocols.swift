@@ -184,3 +184,15 @@ extension AccessToken {
         )
     }
 }
+
+extension DeviceAuthorization: CustomReflectable {
+    public var customMirror: Mirror {
+        Mirror(
+            self,
+            children: [
+                "deviceCode": Redaction.placeholder, "userCode": userCode, "verificationURL": verificationURL,
+                "verificationURLComplete": verificationURLComplete as Any, "expiresIn": expiresIn,
+                "interval": interval,
+            ])
+    }
+}
