@@ -75,7 +75,17 @@ func run(_ scenario: EmulatorScenario) async throws {
     print("== \(scenario.rawValue): \(scenario.summary)")
     let emulator = try Emulator()
     let endpoints = try await emulator.start()
-    defer { Task { await emulator.stop() } }
+    do {
+        try await publish(against: emulator, endpoints: endpoints, scenario: scenario)
+    } catch {
+        await emulator.stop()
+        throw error
+    }
+    await emulator.stop()
+}
+
+/// Activates `scenario` and posts as a person with publish_actions.
+func publish(against emulator: Emulator, endpoints: EmulatorEndpoints, scenario: EmulatorScenario) async throws {
     let app = emulator.configuration.defaultApp
     let token = try await emulator.issueToken(permissions: ["publish_actions"])
     var setting = ScenarioSetting(scenario)
@@ -90,7 +100,6 @@ func run(_ scenario: EmulatorScenario) async throws {
     } catch let error as AuthError {
         handle(error)
     }
-    await emulator.stop()
 }
 
 let facebookTransport = CurlTransport()

@@ -40,7 +40,7 @@ final class Recovery: FacebookRecoveryDelegate {
     func showMessage(title: String, message: String) async { print("\(title): \(message)") }
 
     func willRetry(after delay: Duration, attempt: Int, error: AuthError) async {
-        let seconds = Double(delay.components.seconds) + Double(delay.components.attoseconds) / 1e18
+        let seconds = delay.inSeconds
         print("Facebook said: \(error.message) Waiting \(String(format: "%.1f", seconds)) s before attempt \(attempt).")
     }
 }

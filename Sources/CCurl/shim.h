@@ -46,18 +46,6 @@ static inline CURLcode sesame_easy_getinfo_long(CURL *handle, CURLINFO info, lon
     return curl_easy_getinfo(handle, info, value);
 }
 
-static inline CURLcode sesame_easy_getinfo_off_t(CURL *handle, CURLINFO info, curl_off_t *value) {
-    return curl_easy_getinfo(handle, info, value);
-}
-
-static inline CURLcode sesame_easy_getinfo_string(CURL *handle, CURLINFO info, char **value) {
-    return curl_easy_getinfo(handle, info, value);
-}
-
-static inline CURLcode sesame_easy_getinfo_pointer(CURL *handle, CURLINFO info, void **value) {
-    return curl_easy_getinfo(handle, info, value);
-}
-
 // MARK: curl_multi_setopt
 
 static inline CURLMcode sesame_multi_setopt_long(CURLM *handle, CURLMoption option, long value) {
@@ -89,10 +77,6 @@ static inline curl_socket_t sesame_curl_socket_timeout(void) { return CURL_SOCKE
 
 /// For CURLSHOPT_SHARE and CURLSHOPT_UNSHARE, whose argument is a curl_lock_data.
 static inline CURLSHcode sesame_share_setopt_long(CURLSH *handle, CURLSHoption option, long value) {
-    return curl_share_setopt(handle, option, value);
-}
-
-static inline CURLSHcode sesame_share_setopt_pointer(CURLSH *handle, CURLSHoption option, void *value) {
     return curl_share_setopt(handle, option, value);
 }
 

@@ -7,9 +7,6 @@
 #include "CSesameSystem.h"
 
 int sesame_poll_nanoseconds(struct pollfd *fds, nfds_t count, long long nanoseconds) {
-    if (nanoseconds < 0) {
-        return ppoll(fds, count, NULL, NULL);
-    }
     struct timespec timeout = {
         .tv_sec = (time_t)(nanoseconds / 1000000000LL),
         .tv_nsec = (long)(nanoseconds % 1000000000LL),

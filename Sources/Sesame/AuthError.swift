@@ -274,7 +274,7 @@ extension AuthError {
 extension Duration {
     /// The duration as seconds with up to three decimals, for messages ("2.5 s").
     public var formattedSeconds: String {
-        let seconds = Double(components.seconds) + Double(components.attoseconds) / 1e18
+        let seconds = inSeconds
         if seconds.rounded() == seconds { return "\(Int(seconds)) s" }
         return String(format: "%.3g s", seconds)
     }

@@ -20,9 +20,8 @@ public struct PKCE: Sendable, Hashable, CustomStringConvertible {
     ///
     /// - Throws: ``AuthError`` when the verifier is not 43–128 unreserved characters.
     public init(verifier: String) throws {
-        let allowed = CharacterSet(charactersIn: "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
         guard (43...128).contains(verifier.count),
-            verifier.unicodeScalars.allSatisfy(allowed.contains)
+            verifier.unicodeScalars.allSatisfy(Self.verifierCharacters.contains)
         else {
             throw AuthError(
                 category: .invalid,
@@ -31,6 +30,9 @@ public struct PKCE: Sendable, Hashable, CustomStringConvertible {
         self.verifier = verifier
         self.challenge = PKCE.challenge(for: verifier)
     }
+
+    private static let verifierCharacters = CharacterSet(
+        charactersIn: "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
 
     /// The S256 challenge of `verifier`.
     public static func challenge(for verifier: String) -> String {
@@ -306,8 +308,9 @@ public enum FormEncoding {
         return String(decoding: bytes, as: UTF8.self)
     }
 
+    private static let hexDigits = Array("0123456789ABCDEF".utf8)
+
     private static func append(_ text: String, to bytes: inout [UInt8]) {
-        let hex = Array("0123456789ABCDEF".utf8)
         for byte in text.utf8 {
             switch byte {
             case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"),
@@ -316,8 +319,8 @@ public enum FormEncoding {
                 bytes.append(byte)
             default:
                 bytes.append(UInt8(ascii: "%"))
-                bytes.append(hex[Int(byte >> 4)])
-                bytes.append(hex[Int(byte & 0x0F)])
+                bytes.append(hexDigits[Int(byte >> 4)])
+                bytes.append(hexDigits[Int(byte & 0x0F)])
             }
         }
     }

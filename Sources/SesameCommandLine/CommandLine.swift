@@ -197,14 +197,14 @@ package enum SesameCLI {
 /// Where a command reads and writes. Tests substitute buffers.
 package struct CommandIO: Sendable {
     /// Reads all of standard input.
-    package var readStandardInput: @Sendable () -> Data
+    package var readStandardInput: @Sendable () async -> Data
     /// Writes to standard output.
     package var write: @Sendable (String) -> Void
     /// Writes to standard error.
     package var writeError: @Sendable (String) -> Void
 
     package init(
-        readStandardInput: @escaping @Sendable () -> Data, write: @escaping @Sendable (String) -> Void,
+        readStandardInput: @escaping @Sendable () async -> Data, write: @escaping @Sendable (String) -> Void,
         writeError: @escaping @Sendable (String) -> Void
     ) {
         self.readStandardInput = readStandardInput
@@ -214,7 +214,14 @@ package struct CommandIO: Sendable {
 
     /// The process's standard streams.
     package static let standard = CommandIO(
-        readStandardInput: { FileHandle.standardInput.readDataToEndOfFile() },
+        readStandardInput: {
+            // On a thread of its own: reading may wait as long as the person takes to paste.
+            await withCheckedContinuation { continuation in
+                Thread.detachNewThread {
+                    continuation.resume(returning: FileHandle.standardInput.readDataToEndOfFile())
+                }
+            }
+        },
         write: { FileHandle.standardOutput.write(Data($0.utf8)) },
         writeError: { FileHandle.standardError.write(Data($0.utf8)) }
     )

@@ -366,11 +366,11 @@ package struct DoctorCommand: Sendable, Equatable {
         } else {
             let address = bus.split(separator: ",").first.map(String.init) ?? bus
             lines.append(DoctorLine(.ok, "D-Bus session bus: \(address)."))
-            secretService = DBusProbe.nameHasOwner("org.freedesktop.secrets", environment: environment)
+            secretService = await DBusProbe.nameHasOwner("org.freedesktop.secrets", environment: environment)
             switch secretService {
             case true?:
                 lines.append(DoctorLine(.ok, "Secret Service (org.freedesktop.secrets) is present."))
-                switch DBusProbe.defaultCollectionLocked(environment: environment) {
+                switch await DBusProbe.defaultCollectionLocked(environment: environment) {
                 case false?: lines.append(DoctorLine(.ok, "The default keyring collection is unlocked."))
                 case true?:
                     lines.append(
@@ -445,23 +445,32 @@ package struct DoctorCommand: Sendable, Equatable {
     }
 }
 
-/// Asks the session bus with `dbus-send`, so that doctor works in a build without libsecret.
+/// Asks the session bus with `dbus-send`: `NameHasOwner` tells whether a Secret Service is
+/// running without starting one, and the collection's `Locked` property without unlocking it.
 enum DBusProbe {
-    private static func dbusSend(_ arguments: [String], environment: [String: String]) -> String? {
-        let output = Pipe()
-        let process = ChildProcess(
-            executableURL: URL(fileURLWithPath: "/usr/bin/env"),
-            arguments: ["dbus-send", "--session", "--print-reply", "--reply-timeout=2000"] + arguments,
-            environment: environment, standardInput: .null, standardOutput: .pipe(output), standardError: .null)
-        guard (try? process.run()) != nil else { return nil }
-        let data = output.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return process.terminationStatus == 0 ? String(decoding: data, as: UTF8.self) : nil
+    /// Runs `dbus-send` on a thread of its own (it may wait for the reply timeout) and returns
+    /// its reply, or nil when it failed.
+    private static func dbusSend(_ arguments: [String], environment: [String: String]) async -> String? {
+        await withCheckedContinuation { continuation in
+            Thread.detachNewThread {
+                let output = Pipe()
+                let process = ChildProcess(
+                    executableURL: URL(fileURLWithPath: "/usr/bin/env"),
+                    arguments: ["dbus-send", "--session", "--print-reply", "--reply-timeout=2000"] + arguments,
+                    environment: environment, standardInput: .null, standardOutput: .pipe(output),
+                    standardError: .null)
+                guard (try? process.run()) != nil else { return continuation.resume(returning: nil) }
+                let data = output.fileHandleForReading.readDataToEndOfFile()
+                process.waitUntilExit()
+                continuation.resume(
+                    returning: process.terminationStatus == 0 ? String(decoding: data, as: UTF8.self) : nil)
+            }
+        }
     }
 
-    static func nameHasOwner(_ name: String, environment: [String: String]) -> Bool? {
+    static func nameHasOwner(_ name: String, environment: [String: String]) async -> Bool? {
         guard
-            let reply = dbusSend(
+            let reply = await dbusSend(
                 [
                     "--dest=org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus.NameHasOwner",
                     "string:\(name)",
@@ -470,9 +479,9 @@ enum DBusProbe {
         return reply.contains("boolean true")
     }
 
-    static func defaultCollectionLocked(environment: [String: String]) -> Bool? {
+    static func defaultCollectionLocked(environment: [String: String]) async -> Bool? {
         guard
-            let alias = dbusSend(
+            let alias = await dbusSend(
                 [
                     "--dest=org.freedesktop.secrets", "/org/freedesktop/secrets",
                     "org.freedesktop.Secret.Service.ReadAlias", "string:default",
@@ -480,7 +489,7 @@ enum DBusProbe {
             let path = alias.split(separator: "\"").dropFirst().first.map(String.init), path != "/"
         else { return nil }
         guard
-            let reply = dbusSend(
+            let reply = await dbusSend(
                 [
                     "--dest=org.freedesktop.secrets", path, "org.freedesktop.DBus.Properties.Get",
                     "string:org.freedesktop.Secret.Collection", "string:Locked",

@@ -137,7 +137,7 @@ package struct ExplainError: Sendable, Equatable {
         let data: Data
         switch body {
         case .inline(let text): data = Data(text.utf8)
-        case .standardInput: data = io.readStandardInput()
+        case .standardInput: data = await io.readStandardInput()
         case .file(let path):
             guard let contents = FileManager.default.contents(atPath: path) else {
                 let reason =

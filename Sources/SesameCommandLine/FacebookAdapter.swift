@@ -108,7 +108,7 @@ struct FacebookAdapter: ProviderAdapter {
             // Read from standard input, never argv (argv is visible to everyone in `ps`). Checked
             // with Facebook before anything stored is replaced.
             let ui = ExistingTokenLogin(provider: desktop.provider, transport: desktop.transport) {
-                String(decoding: io.readStandardInput(), as: UTF8.self)
+                String(decoding: await io.readStandardInput(), as: UTF8.self)
             }
             let token = try await ui.logIn(
                 LoginRequest(provider: .facebook, appID: desktop.provider.appID, permissions: []))
@@ -189,7 +189,18 @@ struct FacebookAdapter: ProviderAdapter {
 
     func status(storage: StorageMode?, context: CommandContext) async throws -> JSONValue {
         let desktop = try await desktop(context, storage: storage)
-        defer { Task { await desktop.shutdown() } }
+        // Shut down before returning, so that the emulator's state is saved before the process exits.
+        do {
+            let status = try await status(of: desktop)
+            await desktop.shutdown()
+            return status
+        } catch {
+            await desktop.shutdown()
+            throw error
+        }
+    }
+
+    private func status(of desktop: DesktopFacebook) async throws -> JSONValue {
         let active = desktop.accounts.activeAccount(for: .facebook)
         var accounts: [JSONValue] = []
         let stored = try await desktop.storage.store.list(provider: .facebook)

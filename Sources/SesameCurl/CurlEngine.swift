@@ -230,11 +230,8 @@ final class CurlEngine: @unchecked Sendable {  // every var is guarded by `lock`
             let inline = startLocked(transfer, mayDriveInline: quiet)
             runDueTimeouts()
             collectFinished()
-            if inline && transfer.isFinished {
-                // Answered before libcurl even returned: the fastest inline wait there is.
-                inlinePenalty = 0
-                counters.finishedInline.add(1, ordering: .relaxed)
-            }
+            // Answered before libcurl even returned: the fastest inline wait there is.
+            if inline && transfer.isFinished { inlineWaitAnswered() }
             return (inline && !transfer.isFinished, takeResumptions())
         }
         resume(resumptions)
@@ -325,8 +322,7 @@ final class CurlEngine: @unchecked Sendable {  // every var is guarded by `lock`
         startDelegated()
         let finished = transfer.isFinished
         if finished {
-            lock.withLock { _ in inlinePenalty = 0 }
-            counters.finishedInline.add(1, ordering: .relaxed)
+            lock.withLock { _ in inlineWaitAnswered() }
         } else {
             counters.handedOver.add(1, ordering: .relaxed)
         }
@@ -480,6 +476,12 @@ final class CurlEngine: @unchecked Sendable {  // every var is guarded by `lock`
         guard !resumptions.isEmpty else { return [] }
         defer { resumptions.removeAll() }
         return resumptions
+    }
+
+    /// An inline wait got its answer: no more back-off, and one more for the counters.
+    private func inlineWaitAnswered() {
+        inlinePenalty = 0
+        counters.finishedInline.add(1, ordering: .relaxed)
     }
 
     /// Gives the lone caller's sockets to the engine thread's epoll set, and wakes the caller if
@@ -645,6 +647,9 @@ final class CurlEngine: @unchecked Sendable {  // every var is guarded by `lock`
 
         set(CURLOPT_PROTOCOLS_STR, "http,https")
         set(CURLOPT_NOSIGNAL, 1)
+        // Removing a transfer still resolving a name must not wait, with the lock held, for the
+        // resolver thread to finish (libcurl 7.87+; not checked, so an older libcurl still works).
+        _ = sesame_easy_setopt_long(handle, CURLOPT_QUICK_EXIT, 1)
         check(sesame_easy_setopt_pointer(handle, CURLOPT_SHARE, share))
         check(sesame_easy_setopt_pointer(handle, CURLOPT_ERRORBUFFER, UnsafeMutableRawPointer(easy.errorBuffer)))
         check(sesame_easy_setopt_data_callback(handle, CURLOPT_WRITEFUNCTION, CurlTransfer.writeCallback))

@@ -74,7 +74,6 @@ final class CurlTransfer: @unchecked Sendable {  // guarded by CurlEngine's lock
     static let headerLimit = 1024 * 1024
 
     init(request: HTTPRequest, configuration: CurlTransport.Configuration) throws(TransportError) {
-        CurlGlobal.initialize()
         method = request.method
         requestURL = request.url
         url = request.url.absoluteString

@@ -8,6 +8,6 @@ extension DesktopStorage {
     public static let secretService: KeyringFactory = {
         let store = SecretServiceStore()
         _ = try await store.status()
-        return (store, "keyring (Secret Service)")
+        return (store, store.backendDescription)
     }
 }

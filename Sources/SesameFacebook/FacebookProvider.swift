@@ -113,10 +113,7 @@ public struct FacebookProvider: AuthProvider {
     /// with `query` appended.
     public func graphURL(_ path: String, version: String? = nil, query: [(String, String)] = []) throws -> URL {
         let trimmed = path.drop { $0 == "/" }
-        let base =
-            graphBaseURL.absoluteString.hasSuffix("/")
-            ? String(graphBaseURL.absoluteString.dropLast()) : graphBaseURL.absoluteString
-        guard let url = URL(string: "\(base)/\(try self.version(version))/\(trimmed)") else {
+        guard let url = URL(string: "\(Self.trimmedBase(graphBaseURL))/\(try self.version(version))/\(trimmed)") else {
             throw AuthError(
                 category: .invalid, message: "The Graph path '\(path)' does not make a valid URL.", provider: .facebook)
         }
@@ -125,10 +122,13 @@ public struct FacebookProvider: AuthProvider {
 
     /// The login dialog, `…/{version}/dialog/oauth`.
     public func dialogURL(version: String? = nil) throws -> URL {
-        let base =
-            dialogBaseURL.absoluteString.hasSuffix("/")
-            ? String(dialogBaseURL.absoluteString.dropLast()) : dialogBaseURL.absoluteString
-        return URL(string: "\(base)/\(try self.version(version))/dialog/oauth")!
+        return URL(string: "\(Self.trimmedBase(dialogBaseURL))/\(try self.version(version))/dialog/oauth")!
+    }
+
+    /// `url` as text without a trailing `/`.
+    private static func trimmedBase(_ url: URL) -> String {
+        let text = url.absoluteString
+        return text.hasSuffix("/") ? String(text.dropLast()) : text
     }
 
     /// The token endpoint, `…/{version}/oauth/access_token` on the Graph origin.

@@ -96,8 +96,7 @@ public struct GraphClient: Sendable {
     ///
     /// - Throws: the classified `AuthError`.
     public func send(_ request: GraphRequest) async throws -> GraphResponse {
-        let version = try provider.version(request.version ?? self.version)
-        let url = try provider.graphURL(request.path, version: version)
+        let url = try provider.graphURL(request.path, version: request.version ?? self.version)
         return try await recovering(request.requiredPermissions) {
             try await exchange(request.method, url, parameters: request.pairs)
         }
@@ -192,11 +191,11 @@ public struct GraphClient: Sendable {
             }
             return .object(item)
         }
-        let url = try provider.graphURL("", version: try provider.version(version ?? self.version))
+        let url = try provider.graphURL("", version: version ?? self.version)
         let response = try await recovering(requests.flatMap(\.requiredPermissions)) {
             try await exchange(.post, url, parameters: [("batch", JSONValue.array(items).jsonText)])
         }
-        guard let answers = JSONValue(parsing: response.body)?.arrayValue, answers.count == requests.count else {
+        guard let answers = response.json.arrayValue, answers.count == requests.count else {
             throw AuthError.unreadableGraphAnswer("batch answer (it is not a list of \(requests.count) results)")
         }
         var results: [Result<GraphResponse, AuthError>] = []

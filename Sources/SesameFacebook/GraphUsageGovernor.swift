@@ -26,8 +26,6 @@ public final class GraphUsageGovernor: Sendable {
         var usage: GraphUsage?
     }
 
-    private static let usageHeaders = ["X-App-Usage", "X-Page-Usage", "X-Business-Use-Case-Usage"]
-
     /// Creates a governor.
     public init(threshold: Double = 75, maxDelay: Duration = .seconds(10), maxWait: Duration = .seconds(300)) {
         precondition(threshold >= 0 && threshold < 100, "GraphUsageGovernor's threshold must be in 0..<100")
@@ -38,7 +36,7 @@ public final class GraphUsageGovernor: Sendable {
 
     /// Records the usage in `headers`, if they carry any.
     public func record(_ headers: HTTPHeaders) {
-        let values = Self.usageHeaders.map { headers[$0] }
+        let values = GraphUsage.headerNames.map { headers[$0] }
         guard values.contains(where: { $0 != nil }) else { return }
         if last.withLock({ $0.usage != nil && $0.headerValues == values }) { return }
         guard let usage = GraphUsage(headers: headers) else { return }

@@ -161,8 +161,8 @@ struct LibSecretClient {
     ///
     /// libsecret's own `SECRET_SEARCH_LOAD_SECRETS` drops every secret when one item of the
     /// batch has gone, and says nothing, so the secrets are loaded here, where failures show.
-    func items(_ attributes: [String: String], unlock: Bool = false) throws(LibSecretError) -> [KeyringItem] {
-        let found = try search(attributes, unlock: unlock)
+    func items(_ attributes: [String: String]) throws(LibSecretError) -> [KeyringItem] {
+        let found = try search(attributes, unlock: false)
         let unlocked = found.filter { secret_item_get_locked($0.pointer) == 0 }
         if !unlocked.isEmpty {
             var list: UnsafeMutablePointer<GList>?

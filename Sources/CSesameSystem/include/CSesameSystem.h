@@ -11,8 +11,8 @@
 /// Swift's Glibc module therefore does not import.
 int sesame_spawn_file_actions_addclosefrom(posix_spawn_file_actions_t *actions, int from);
 
-/// poll(2) with a timeout in nanoseconds (ppoll, which glibc declares only under _GNU_SOURCE);
-/// a negative timeout waits for ever. Returns what ppoll returns.
+/// poll(2) with a timeout of `nanoseconds` (≥ 0; ppoll, which glibc declares only under
+/// _GNU_SOURCE). Returns what ppoll returns.
 int sesame_poll_nanoseconds(struct pollfd *fds, nfds_t count, long long nanoseconds);
 
 #endif

@@ -167,8 +167,7 @@ final class SilentSocket {
 
 /// Kills a daemon the test started and waits for it.
 ///
-/// SIGKILL, because a process started from a Dispatch worker thread inherits that thread's
-/// signal mask, in which SIGTERM is blocked.
+/// SIGKILL: the daemons are throw-away, and nothing they would do on SIGTERM matters here.
 func stopProcess(_ process: ChildProcess) {
     guard process.isRunning else { return }
     process.terminate(signal: SIGKILL)
