@@ -35,11 +35,11 @@ let emulatorBenchmark = Benchmark(
     let url = endpoints.graphURL.absoluteString + "/v19.0/me?fields=id,name,email"
     func load(
         _ url: String, seconds: Int, headers: [String]
-    ) throws -> (requestsPerSecond: Double, p50: String, p99: String, errors: Int) {
+    ) async throws -> (requestsPerSecond: Double, p50: String, p99: String, errors: Int) {
         var command = [wrk, "-t", "2", "-c", "\(connections)", "-d", "\(seconds)s", "--latency"]
         for header in headers { command += ["-H", header] }
         command.append(url)
-        return parseWrk(try runCommand(command))
+        return parseWrk(try await runCommand(command))
     }
     let authorization = "Authorization: Bearer \(token)"
     // The engine alone, without HTTP: what the emulator itself costs per request.
@@ -60,26 +60,26 @@ let emulatorBenchmark = Benchmark(
         return
     }
     // A short warm-up, so the measured memory is the steady state rather than first allocations.
-    _ = try load(url, seconds: 2, headers: [authorization])
+    _ = try await load(url, seconds: 2, headers: [authorization])
     let rssBefore = residentKilobytes()
-    let emulatorFigures = try load(url, seconds: seconds, headers: [authorization])
+    let emulatorFigures = try await load(url, seconds: seconds, headers: [authorization])
     let rssAfter = residentKilobytes()
     // Check the answer is what was measured.
-    let sample = try runCommand(["/usr/bin/curl", "-s", "-H", authorization, url])
+    let sample = try await runCommand(["/usr/bin/curl", "-s", "-H", authorization, url])
     await emulator.stop()
 
     // The same bytes from a bare HTTPServer: the ceiling the emulator's HTTP layer sets.
     let sampleBody = Data(sample.utf8)
     let bare = HTTPServer(configuration: .init(maxConnections: 1024)) { _ in .json(sampleBody) }
     try bare.start()
-    _ = try load(bare.url("/me").absoluteString, seconds: 2, headers: [])
-    let bareFigures = try load(bare.url("/me").absoluteString, seconds: seconds, headers: [])
+    _ = try await load(bare.url("/me").absoluteString, seconds: 2, headers: [])
+    let bareFigures = try await load(bare.url("/me").absoluteString, seconds: seconds, headers: [])
     await bare.stop()
 
     let nginx = try NginxServer.start(body: sampleBody, workers: nginxWorkers)
     defer { nginx.stop() }
-    _ = try load(nginx.url.absoluteString, seconds: 2, headers: [])
-    let nginxFigures = try load(nginx.url.absoluteString, seconds: seconds, headers: [])
+    _ = try await load(nginx.url.absoluteString, seconds: 2, headers: [])
+    let nginxFigures = try await load(nginx.url.absoluteString, seconds: seconds, headers: [])
 
     let ratio =
         nginxFigures.requestsPerSecond > 0 ? emulatorFigures.requestsPerSecond / nginxFigures.requestsPerSecond : 0

@@ -1,4 +1,5 @@
 import Foundation
+import Sesame
 import SesameHTTPServer
 
 /// `sesame-bench httpserver [--seconds N] [--connections N] [--json]`: requests per second and
@@ -35,7 +36,7 @@ let httpServerBenchmark = Benchmark(
         var command = [wrk, "-t", "2", "-c", "\(connections)", "-d", "\(seconds)s", "--latency"]
         if !keepAlive { command += ["-H", "Connection: close"] }
         command.append(server.url(path).absoluteString)
-        let output = try runCommand(command)
+        let output = try await runCommand(command)
         let figures = parseWrk(output)
         results.append([
             "path": path, "keepAlive": keepAlive, "connections": connections, "seconds": seconds,
@@ -68,21 +69,30 @@ func findExecutable(_ name: String) -> String? {
     return path.split(separator: ":").map { "\($0)/\(name)" }.first { FileManager.default.isExecutableFile(atPath: $0) }
 }
 
-/// Runs a command and returns its standard output (read before waiting, so a full pipe cannot block it).
-func runCommand(_ command: [String]) throws -> String {
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: command[0])
-    process.arguments = Array(command.dropFirst())
-    let pipe = Pipe()
-    process.standardOutput = pipe
-    process.standardError = FileHandle.nullDevice
-    try process.run()
-    let data = pipe.fileHandleForReading.readDataToEndOfFile()
-    process.waitUntilExit()
-    guard process.terminationStatus == 0 else {
-        throw BenchmarkError("\(command[0]) exited with status \(process.terminationStatus)")
+/// Runs a command and returns its standard output (read before waiting, so a full pipe cannot
+/// block it), on a thread of its own: a wrk run lasts seconds, and the server under test needs
+/// every cooperative-pool thread meanwhile. Spawned with Sesame's `ChildProcess`, not
+/// Foundation's `Process` (see ChildProcess for why).
+func runCommand(_ command: [String]) async throws -> String {
+    try await withCheckedThrowingContinuation { continuation in
+        Thread.detachNewThread {
+            let pipe = Pipe()
+            let process = ChildProcess(
+                executableURL: URL(fileURLWithPath: command[0]), arguments: Array(command.dropFirst()),
+                standardInput: .null, standardOutput: .pipe(pipe), standardError: .null)
+            do {
+                try process.run()
+            } catch {
+                return continuation.resume(throwing: error)
+            }
+            let data = pipe.fileHandleForReading.readDataToEndOfFile()
+            let status = process.waitUntilExit()
+            guard status == 0 else {
+                return continuation.resume(throwing: BenchmarkError("\(command[0]) exited with status \(status)"))
+            }
+            continuation.resume(returning: String(decoding: data, as: UTF8.self))
+        }
     }
-    return String(decoding: data, as: UTF8.self)
 }
 
 /// Requests/s, latency percentiles and error count from wrk's text output.

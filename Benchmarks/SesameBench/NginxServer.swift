@@ -1,4 +1,5 @@
 import Foundation
+import Sesame
 
 /// An nginx serving one small JSON file on 127.0.0.1, configured in a temporary directory that
 /// is removed when it stops. Needs Debian's `nginx-light` (or any nginx ≥ 1.19.5 on the PATH).
@@ -7,7 +8,7 @@ struct NginxServer {
         var description: String
     }
 
-    let process: Process
+    let process: ChildProcess
     let directory: URL
     let url: URL
     let bodySize: Int
@@ -77,13 +78,10 @@ struct NginxServer {
             let configurationFile = directory.appendingPathComponent("nginx.conf")
             try Data(configuration.utf8).write(to: configurationFile)
 
-            let process = Process()
-            process.executableURL = URL(fileURLWithPath: nginx)
-            process.arguments = [
-                "-p", directory.path, "-c", configurationFile.path, "-e", directory.path + "/error.log",
-            ]
-            process.standardOutput = FileHandle.nullDevice
-            process.standardError = FileHandle.nullDevice
+            let process = ChildProcess(
+                executableURL: URL(fileURLWithPath: nginx),
+                arguments: ["-p", directory.path, "-c", configurationFile.path, "-e", directory.path + "/error.log"],
+                standardInput: .null, standardOutput: .null, standardError: .null)
             try process.run()
             if waitUntilListening(port: port, process: process) {
                 return NginxServer(
@@ -125,7 +123,7 @@ struct NginxServer {
     }
 
     /// Connects until nginx answers, it exits, or 5 s pass.
-    private static func waitUntilListening(port: UInt16, process: Process) -> Bool {
+    private static func waitUntilListening(port: UInt16, process: ChildProcess) -> Bool {
         for _ in 0..<500 {
             guard process.isRunning else { return false }
             let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
@@ -146,12 +144,10 @@ struct NginxServer {
     }
 
     private static func versionString(_ nginx: String) -> String {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: nginx)
-        process.arguments = ["-v"]
         let pipe = Pipe()
-        process.standardError = pipe
-        process.standardOutput = pipe
+        let process = ChildProcess(
+            executableURL: URL(fileURLWithPath: nginx), arguments: ["-v"], standardInput: .null,
+            standardOutput: .pipe(pipe), standardError: .pipe(pipe))
         guard (try? process.run()) != nil else { return "nginx" }
         let output = pipe.fileHandleForReading.readDataToEndOfFile()
         process.waitUntilExit()

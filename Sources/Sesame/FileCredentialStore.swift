@@ -53,22 +53,31 @@ public final class FileCredentialStore: CredentialStore {
     public var backendDescription: String { "file (\(url.path))" }
 
     public func save(_ credential: StoredCredential) async throws {
-        try update { table in table[credential.key] = credential }
+        try await onOwnThread { try self.update { table in table[credential.key] = credential } }
     }
 
     public func load(_ key: CredentialKey) async throws -> StoredCredential? {
-        try lock.withLock { _ in try readTable()[key] }
+        try await onOwnThread { try self.lock.withLock { _ in try self.readTable()[key] } }
     }
 
     @discardableResult public func delete(_ key: CredentialKey) async throws -> Bool {
-        var removed = false
-        try update { table in removed = table.removeValue(forKey: key) != nil }
-        return removed
+        try await onOwnThread { try self.update { table in table.removeValue(forKey: key) != nil } }
     }
 
     public func list(provider: ProviderID?) async throws -> [StoredCredential] {
-        try lock.withLock { _ in
-            try readTable().values.filter { provider == nil || $0.key.provider == provider }.sorted { $0.key < $1.key }
+        try await onOwnThread {
+            try self.lock.withLock { _ in
+                try self.readTable().values.filter { provider == nil || $0.key.provider == provider }
+                    .sorted { $0.key < $1.key }
+            }
+        }
+    }
+
+    /// Runs `body` (file reads and writes, `fsync`, and `flock`, which waits as long as another
+    /// process holds the lock) on a thread of its own, so that no cooperative-pool thread blocks.
+    private func onOwnThread<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
+        try await withCheckedThrowingContinuation { continuation in
+            Thread.detachNewThread { continuation.resume(with: Result { try body() }) }
         }
     }
 
@@ -81,14 +90,15 @@ public final class FileCredentialStore: CredentialStore {
 
     private static let formatVersion = 1
 
-    private func update(_ change: (inout [CredentialKey: StoredCredential]) -> Void) throws {
+    private func update<T>(_ change: (inout [CredentialKey: StoredCredential]) -> T) throws -> T {
         try lock.withLock { _ in
             try ensureDirectory()
             let lockFD = try openLockFile()
             defer { close(lockFD) }
             var table = try readTable()
-            change(&table)
+            let result = change(&table)
             try writeAtomically(table)
+            return result
         }
     }
 

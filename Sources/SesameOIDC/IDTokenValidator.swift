@@ -262,13 +262,9 @@ public actor JWKSCache {
 
     private func fetch() async throws {
         fetchCount += 1
-        let response: HTTPResponse
-        do {
-            response = try await transport.send(
-                HTTPRequest(method: .get, url: url, headers: ["Accept": "application/json"]))
-        } catch let error as TransportError {
-            throw taxonomy.classify(error)
-        }
+        let response = try await LoginHTTP.send(
+            HTTPRequest(method: .get, url: url, headers: ["Accept": "application/json"]), through: transport,
+            taxonomy: taxonomy)
         guard response.isSuccess else { throw taxonomy.classify(response) }
         guard let set = response.json?["keys"]?.arrayValue else {
             throw AuthError(

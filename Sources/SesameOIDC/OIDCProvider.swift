@@ -87,12 +87,8 @@ public struct OIDCEndpoints: Sendable, Hashable {
             throw OIDCConfigurationError.discovery("the issuer '\(issuer)' is not a URL", provider: provider)
         }
         let taxonomy = OIDCErrorTaxonomy(provider: provider)
-        let response: HTTPResponse
-        do {
-            response = try await transport.send(HTTPRequest(url: url, headers: ["Accept": "application/json"]))
-        } catch let error as TransportError {
-            throw taxonomy.classify(error)
-        }
+        let response = try await LoginHTTP.send(
+            HTTPRequest(url: url, headers: ["Accept": "application/json"]), through: transport, taxonomy: taxonomy)
         guard response.isSuccess else { throw taxonomy.classify(response) }
         let endpoints = try OIDCEndpoints(discoveryDocument: response.json, provider: provider)
         guard endpoints.issuer == issuer else {

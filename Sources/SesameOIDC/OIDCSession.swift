@@ -234,10 +234,6 @@ public final class OIDCSession: Sendable {
     }
 
     private func send(_ request: HTTPRequest) async throws -> HTTPResponse {
-        do {
-            return try await transport.send(request)
-        } catch let error as TransportError {
-            throw provider.taxonomy.classify(error)
-        }
+        try await LoginHTTP.send(request, through: transport, taxonomy: provider.taxonomy)
     }
 }

@@ -170,9 +170,9 @@ public struct BrowserLoginFlow: LoginUI {
     }
 }
 
-/// Sending for the login flows: transport failures become classified errors.
-enum LoginHTTP {
-    static func send(
+/// Sending for the login flows and providers: transport failures become classified errors.
+package enum LoginHTTP {
+    package static func send(
         _ request: HTTPRequest, through transport: any HTTPTransport, taxonomy: any ErrorTaxonomy
     ) async throws -> HTTPResponse {
         do {
