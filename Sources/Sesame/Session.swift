@@ -326,13 +326,17 @@ public actor Session {
         }
         guard current.isExpired(at: now(), leeway: leeway) else { return current }
         if let refreshTask { return try await refreshTask.value }
-        let task = Task { try await refresh(current) }
+        // Saved inside the shared task, so that callers who joined it get the token only once it
+        // is stored, as the first caller does.
+        let task = Task {
+            let refreshed = try await refresh(current)
+            try await self.updateToken(refreshed)
+            return refreshed
+        }
         refreshTask = task
         defer { refreshTask = nil }
         do {
-            let refreshed = try await task.value
-            try await updateToken(refreshed)
-            return refreshed
+            return try await task.value
         } catch let error as AuthError {
             await handle(error)
             throw error

@@ -82,27 +82,11 @@ enum FacebookHTTP {
         _ method: HTTPMethod, _ path: String, parameters: [(String, String)] = [], token: String?,
         provider: FacebookProvider, transport: any HTTPTransport
     ) async throws -> JSONValue {
-        var parameters = parameters
-        if let token, let proof = provider.appSecretProof(for: token) { parameters.append(("appsecret_proof", proof)) }
-        var request: HTTPRequest
-        if method == .post {
-            request = HTTPRequest(
-                method: .post, url: try provider.graphURL(path),
-                headers: ["Content-Type": "application/x-www-form-urlencoded"],
-                body: Data(FormEncoding.encode(parameters).utf8))
-        } else {
-            request = HTTPRequest(method: method, url: try provider.graphURL(path, query: parameters))
-        }
-        request.headers["Accept"] = "application/json"
-        if let token { request.headers["Authorization"] = "Bearer \(token)" }
-        let response: HTTPResponse
-        do {
-            response = try await transport.send(request)
-        } catch let error as TransportError {
-            throw provider.taxonomy.classify(error)
-        }
-        guard response.isSuccess else { throw provider.taxonomy.classify(response) }
-        return response.json ?? .null
+        // GraphClient's one exchange (proof, form or query, headers, classification), with a
+        // fixed token and a fresh governor, which never waits; the answer as it came.
+        let client = GraphClient(provider: provider, transport: transport, accessToken: token)
+        let response = try await client.exchange(method, try provider.graphURL(path), parameters: parameters)
+        return ResponseJSON.parse(response.body) ?? .null
     }
 }
 

@@ -28,7 +28,7 @@ struct CurlInlineWaitTests {
 
     @Test("after the first, a lone caller's requests are answered on its own thread, each with its own answer")
     func sequentialCallerWaitsInline() async throws {
-        let server = try KeepAliveResponder()
+        let server = try RawListener(.keepAliveEcho)
         let transport = CurlTransport(inlineBudget: .seconds(5))
         for index in 0..<30 {
             let response = try await get(transport, server.url("/delay/0?i=\(index)"))
@@ -42,7 +42,7 @@ struct CurlInlineWaitTests {
 
     @Test("an inline wait that runs out of budget goes to the engine thread, and the answer still arrives")
     func budgetRunsOut() async throws {
-        let server = try KeepAliveResponder()
+        let server = try RawListener(.keepAliveEcho)
         let transport = CurlTransport(inlineBudget: .milliseconds(200))
         _ = try await get(transport, server.url("/delay/0"))  // the engine thread's; now known to be fast
         let slow = try await get(transport, server.url("/delay/1000?slow"))
@@ -62,7 +62,7 @@ struct CurlInlineWaitTests {
 
     @Test("a server slower than the budget is never waited for inline")
     func slowServerStaysWithTheEngine() async throws {
-        let server = try KeepAliveResponder()
+        let server = try RawListener(.keepAliveEcho)
         let transport = CurlTransport(inlineBudget: .milliseconds(100))
         for index in 0..<4 {
             let response = try await get(transport, server.url("/delay/300?i=\(index)"))
@@ -74,7 +74,7 @@ struct CurlInlineWaitTests {
 
     @Test("a second request started during an inline wait takes the wait to the engine thread; both are answered")
     func secondRequestEndsTheInlineWait() async throws {
-        let server = try KeepAliveResponder()
+        let server = try RawListener(.keepAliveEcho)
         let transport = CurlTransport(inlineBudget: .seconds(10))
         _ = try await get(transport, server.url("/delay/0"))
         let clock = ContinuousClock()
@@ -95,7 +95,7 @@ struct CurlInlineWaitTests {
 
     @Test("cancelling a task waiting inline ends the wait at once with CancellationError")
     func cancellationEndsTheInlineWait() async throws {
-        let server = try KeepAliveResponder()
+        let server = try RawListener(.keepAliveEcho)
         let transport = CurlTransport(inlineBudget: .seconds(20))
         _ = try await get(transport, server.url("/delay/0"))
         let clock = ContinuousClock()
@@ -115,7 +115,7 @@ struct CurlInlineWaitTests {
 
     @Test("a request timeout during an inline wait ends it with timedOut, not at the end of the budget")
     func timeoutEndsTheInlineWait() async throws {
-        let server = try KeepAliveResponder()
+        let server = try RawListener(.keepAliveEcho)
         let transport = CurlTransport(inlineBudget: .seconds(20))
         _ = try await get(transport, server.url("/delay/0"))
         let clock = ContinuousClock()
@@ -131,7 +131,7 @@ struct CurlInlineWaitTests {
 
     @Test("after many callers at once, a lone caller waits inline only once the transport has been quiet")
     func crowdsDelayInlineWaits() async throws {
-        let server = try KeepAliveResponder()
+        let server = try RawListener(.keepAliveEcho)
         let transport = CurlTransport(inlineBudget: .seconds(5), quietPeriod: .seconds(2))
         _ = try await get(transport, server.url("/delay/0"))
         _ = try await get(transport, server.url("/delay/0"))
@@ -154,7 +154,7 @@ struct CurlInlineWaitTests {
 
     @Test("a host name (localhost) rather than an address, for a lone caller and for a crowd of new transports")
     func hostNames() async throws {
-        let server = try KeepAliveResponder()
+        let server = try RawListener(.keepAliveEcho)
         let transport = CurlTransport(inlineBudget: .seconds(5))
         let base = "http://localhost:\(server.port)"
         for index in 0..<5 {
@@ -176,7 +176,7 @@ struct CurlInlineWaitTests {
 
     @Test("connections the server closes are replaced, whichever thread waits, and no answer goes astray")
     func closedConnectionsAreReplaced() async throws {
-        let server = try KeepAliveResponder()
+        let server = try RawListener(.keepAliveEcho)
         for budget in [Duration.zero, .seconds(5)] {  // never inline, and inline after the first
             let transport = CurlTransport(inlineBudget: budget)
             for index in 0..<20 {
@@ -208,7 +208,7 @@ struct CurlInlineWaitTests {
     @Test(
         "lone callers, crowds, cancellations and timeouts mixed on one transport: every answer to its caller, no hang")
     func mixedTraffic() async throws {
-        let server = try KeepAliveResponder()
+        let server = try RawListener(.keepAliveEcho)
         let transport = CurlTransport()  // the real budget and quiet period
         let clock = ContinuousClock()
         let started = clock.now

@@ -287,7 +287,7 @@ struct CurlTransportTests {
         #expect(error.message.contains("redirect"))
     }
 
-    @Test("an explicit proxy is used for every request; direct goes straight to the server")
+    @Test("an explicit proxy is used for every request, and .direct reaches the server")
     func proxyPolicies() async throws {
         let server = try TestServer()
         let direct = CurlTransport(configuration: .init(proxy: .direct))

@@ -17,6 +17,13 @@ final class RawListener: Sendable {
         case closeAfterRequest
         /// Reads the request, writes these bytes, then closes the connection.
         case respond(Data)
+        /// Keep-alive HTTP/1.1: every `GET` is answered with its request target as a
+        /// `text/plain` body, on the same connection; `/delay/<ms>…` answers that many
+        /// milliseconds late; `/stall…` never answers; `/close…` answers with
+        /// `Connection: close` and closes the connection. Answers come from this listener's own
+        /// threads, never from Swift's cooperative pool, so a test holding a pool thread cannot
+        /// slow them.
+        case keepAliveEcho
     }
 
     let port: Int
@@ -42,6 +49,9 @@ final class RawListener: Sendable {
     /// `http://127.0.0.1:<port>`.
     var baseURL: URL { URL(string: "http://127.0.0.1:\(port)")! }
 
+    /// `http://127.0.0.1:<port><pathAndQuery>`.
+    func url(_ pathAndQuery: String) -> URL { URL(string: "http://127.0.0.1:\(port)\(pathAndQuery)")! }
+
     /// How many complete request heads the listener has read.
     var requestsSeen: Int { state.withLock { $0.requestsSeen } }
 
@@ -53,7 +63,10 @@ final class RawListener: Sendable {
             return state.connections
         }
         shutdown(listenSocket, Int32(SHUT_RDWR))
-        for connection in connections { close(connection) }
+        for connection in connections {
+            shutdown(connection, Int32(SHUT_RDWR))  // wakes a serving thread blocked in recv
+            close(connection)
+        }
     }
 
     deinit {
@@ -109,6 +122,11 @@ final class RawListener: Sendable {
     }
 
     private func serve(_ connection: Int32, _ behaviour: Behaviour) {
+        if case .keepAliveEcho = behaviour {
+            echoKeepAlive(connection)
+            closeOnce(connection)
+            return
+        }
         guard readRequestHead(connection) else { return }
         state.withLock { $0.requestsSeen += 1 }
         switch behaviour {
@@ -120,6 +138,8 @@ final class RawListener: Sendable {
             closeOnce(connection)
         case .closeAfterRequest:
             closeOnce(connection)
+        case .keepAliveEcho:
+            return  // handled above
         case .respond(let bytes):
             bytes.withUnsafeBytes { buffer in
                 var offset = 0
@@ -134,90 +154,8 @@ final class RawListener: Sendable {
         }
     }
 
-    /// Closes `connection` unless stop() already did.
-    private func closeOnce(_ connection: Int32) {
-        let owned = state.withLock { state in
-            guard let index = state.connections.firstIndex(of: connection) else { return false }
-            state.connections.remove(at: index)
-            return true
-        }
-        if owned { close(connection) }
-    }
-
-    /// Reads until the blank line that ends a request head; false if the peer went away first.
-    private func readRequestHead(_ connection: Int32) -> Bool {
-        var received: [UInt8] = []
-        var buffer = [UInt8](repeating: 0, count: 4096)
-        while received.headEnd == nil {
-            let count = buffer.withUnsafeMutableBytes { recv(connection, $0.baseAddress, $0.count, 0) }
-            guard count > 0 else { return false }
-            received += buffer[0..<count]
-        }
-        return true
-    }
-}
-
-/// A keep-alive HTTP/1.1 responder on 127.0.0.1 that serves on its own threads, never on
-/// Swift's cooperative pool, so that a test holding a pool thread cannot slow its answers.
-///
-/// Every `GET` is answered with its request target as a `text/plain` body, on the same
-/// connection; `/delay/<ms>…` answers that many milliseconds late; `/stall…` never answers;
-/// `/close…` answers with `Connection: close` and closes the connection.
-final class KeepAliveResponder: Sendable {
-    let port: Int
-    private let listenSocket: Int32
-    private let state = Mutex(State())
-
-    private struct State {
-        var stopped = false
-        var connections: [Int32] = []
-    }
-
-    init() throws {
-        (listenSocket, port) = try RawListener.bindLoopback()
-        Thread { [self] in acceptLoop() }.start()
-    }
-
-    func url(_ pathAndQuery: String) -> URL { URL(string: "http://127.0.0.1:\(port)\(pathAndQuery)")! }
-
-    /// Stops accepting and closes every connection.
-    func stop() {
-        let connections = state.withLock { state in
-            state.stopped = true
-            defer { state.connections.removeAll() }
-            return state.connections
-        }
-        shutdown(listenSocket, Int32(SHUT_RDWR))
-        for connection in connections { shutdown(connection, Int32(SHUT_RDWR)) }
-    }
-
-    deinit {
-        stop()
-        close(listenSocket)
-    }
-
-    private func acceptLoop() {
-        while true {
-            let connection = accept(listenSocket, nil, nil)
-            guard connection >= 0 else { return }
-            let accepted = state.withLock { state in
-                guard !state.stopped else { return false }
-                state.connections.append(connection)
-                return true
-            }
-            guard accepted else {
-                close(connection)
-                return
-            }
-            Thread { [self] in serve(connection) }.start()
-        }
-    }
-
-    private func serve(_ connection: Int32) {
-        defer {
-            state.withLock { state in state.connections.removeAll { $0 == connection } }
-            close(connection)
-        }
+    /// Serves `.keepAliveEcho` on `connection` until the peer or stop() ends it.
+    private func echoKeepAlive(_ connection: Int32) {
         var received: [UInt8] = []
         var buffer = [UInt8](repeating: 0, count: 4096)
         while true {
@@ -253,6 +191,28 @@ final class KeepAliveResponder: Sendable {
             }
             if closes { return }
         }
+    }
+
+    /// Closes `connection` unless stop() already did.
+    private func closeOnce(_ connection: Int32) {
+        let owned = state.withLock { state in
+            guard let index = state.connections.firstIndex(of: connection) else { return false }
+            state.connections.remove(at: index)
+            return true
+        }
+        if owned { close(connection) }
+    }
+
+    /// Reads until the blank line that ends a request head; false if the peer went away first.
+    private func readRequestHead(_ connection: Int32) -> Bool {
+        var received: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        while received.headEnd == nil {
+            let count = buffer.withUnsafeMutableBytes { recv(connection, $0.baseAddress, $0.count, 0) }
+            guard count > 0 else { return false }
+            received += buffer[0..<count]
+        }
+        return true
     }
 }
 
