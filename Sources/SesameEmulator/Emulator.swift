@@ -135,40 +135,11 @@ public final class Emulator: Sendable {
     public func serve(
         untilSignals signals: [Int32] = [SIGINT, SIGTERM], ready: @Sendable (EmulatorEndpoints) -> Void
     ) async throws -> Int32 {
-        let queue = DispatchQueue(label: "sesame.emulator.signals")
-        let received = Mutex<(signal: Int32?, waiter: CheckedContinuation<Int32, Never>?)>((nil, nil))
-        func deliver(_ signal: Int32) {
-            let waiter = received.withLock { state -> CheckedContinuation<Int32, Never>? in
-                guard state.signal == nil else { return nil }
-                state.signal = signal
-                defer { state.waiter = nil }
-                return state.waiter
-            }
-            waiter?.resume(returning: signal)
-        }
-        var previous: [(Int32, sighandler_t?)] = []
-        var sources: [any DispatchSourceSignal] = []
-        for number in signals {
-            previous.append((number, signal(number, SIG_IGN)))
-            let source = DispatchSource.makeSignalSource(signal: number, queue: queue)
-            source.setEventHandler { deliver(number) }
-            source.resume()
-            sources.append(source)
-        }
-        defer {
-            for source in sources { source.cancel() }
-            for (number, handler) in previous { signal(number, handler) }
-        }
+        let waiter = SignalWaiter(signals)
+        defer { waiter.cancel() }
         let endpoints = try await start()
         ready(endpoints)
-        let signal = await withCheckedContinuation { (continuation: CheckedContinuation<Int32, Never>) in
-            let already = received.withLock { state -> Int32? in
-                if let signal = state.signal { return signal }
-                state.waiter = continuation
-                return nil
-            }
-            if let already { continuation.resume(returning: already) }
-        }
+        let signal = await waiter.wait()
         await stop()
         return signal
     }

@@ -1,0 +1,56 @@
+import Dispatch
+import Foundation
+import Synchronization
+
+/// Waits for the first of a few signals, delivered on a dispatch queue instead of a handler:
+/// the signals' default actions are off from ``init(_:)`` until ``cancel()``, which restores
+/// their previous dispositions. `sesame emulator`'s main loops (Facebook and OIDC) wait on it.
+package final class SignalWaiter: Sendable {
+    private let state = Mutex<(signal: Int32?, waiter: CheckedContinuation<Int32, Never>?)>((nil, nil))
+    private let sources: Mutex<[any DispatchSourceSignal]>
+    private let previous: Mutex<[(Int32, sighandler_t?)]>
+
+    package init(_ signals: [Int32]) {
+        var previous: [(Int32, sighandler_t?)] = []
+        for number in signals { previous.append((number, signal(number, SIG_IGN))) }
+        self.previous = Mutex(previous)
+        sources = Mutex([])
+        let queue = DispatchQueue(label: "sesame.emulator.signals")
+        for number in signals {
+            sources.withLock { sources in
+                let source = DispatchSource.makeSignalSource(signal: number, queue: queue)
+                source.setEventHandler { [weak self] in self?.deliver(number) }
+                source.resume()
+                sources.append(source)
+            }
+        }
+    }
+
+    private func deliver(_ signal: Int32) {
+        let waiter = state.withLock { state -> CheckedContinuation<Int32, Never>? in
+            guard state.signal == nil else { return nil }
+            state.signal = signal
+            defer { state.waiter = nil }
+            return state.waiter
+        }
+        waiter?.resume(returning: signal)
+    }
+
+    /// The first signal that arrived, once one has.
+    package func wait() async -> Int32 {
+        await withCheckedContinuation { continuation in
+            let already = state.withLock { state -> Int32? in
+                if let signal = state.signal { return signal }
+                state.waiter = continuation
+                return nil
+            }
+            if let already { continuation.resume(returning: already) }
+        }
+    }
+
+    /// Stops listening and restores the signals' previous dispositions.
+    package func cancel() {
+        for source in sources.withLock({ $0 }) { source.cancel() }
+        for (number, handler) in previous.withLock({ $0 }) { signal(number, handler) }
+    }
+}
