@@ -103,12 +103,7 @@ extension EmulatorEngine {
         {
             request.query.append(("access_token", operationToken))
         }
-        var segments = request.path.split(separator: "/").map(String.init)
-        var versionPrefix = ""
-        if let first = segments.first, Self.isVersion(first) {
-            versionPrefix = "/" + first
-            segments.removeFirst()
-        }
+        let (segments, versionPrefix) = Self.splitVersion(request.path.split(separator: "/").map(String.init))
         guard segments.first != "__sesame", !(segments.first == "dialog") else {
             return failure(.unsupported(method, id: segments.first ?? ""), name: name)
         }

@@ -144,20 +144,22 @@ package final class EmulatorEngine: @unchecked Sendable {  // All mutable state 
             return .respond(
                 graphErrorResponse(.invalidParameter("The request body is too large."), appID: defaultApp.id))
         }
-        var segments = request.path.split(separator: "/", omittingEmptySubsequences: true).map(String.init)
-        if segments.first == "__sesame" {
-            return .respond(admin(request, segments: Array(segments.dropFirst())))
+        let all = request.path.split(separator: "/", omittingEmptySubsequences: true).map(String.init)
+        if all.first == "__sesame" {
+            return .respond(admin(request, segments: Array(all.dropFirst())))
         }
-        var versionPrefix = ""
-        if let first = segments.first, Self.isVersion(first) {
-            versionPrefix = "/" + first
-            segments.removeFirst()
-        }
+        let (segments, versionPrefix) = Self.splitVersion(all)
         if let page = page(request, segments: segments, versionPrefix: versionPrefix) { return .respond(page) }
         return graph(request, segments: segments, versionPrefix: versionPrefix)
     }
 
     /// Whether `segment` is a Graph API version such as `v19.0` or `v2`.
+    /// A path's segments without a leading Graph version, and that version as `/vN.N` (or "").
+    static func splitVersion(_ segments: [String]) -> (segments: [String], versionPrefix: String) {
+        guard let first = segments.first, isVersion(first) else { return (segments, "") }
+        return (Array(segments.dropFirst()), "/" + first)
+    }
+
     static func isVersion(_ segment: String) -> Bool {
         let bytes = segment.utf8
         guard bytes.count >= 2, bytes.count <= 8, bytes.first == UInt8(ascii: "v") else { return false }

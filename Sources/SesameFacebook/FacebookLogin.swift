@@ -71,6 +71,17 @@ extension PermissionSet {
 
 /// Small Graph calls for the login flows and the session, with errors classified.
 enum FacebookHTTP {
+    /// `debug_token` on `token`, checked with the app token when a secret is configured, else
+    /// with the token itself.
+    static func debugToken(
+        _ token: String, provider: FacebookProvider, transport: any HTTPTransport
+    ) async throws -> TokenIntrospection {
+        let checker = provider.appSecret.map { "\(provider.appID)|\($0.value)" } ?? token
+        let json = try await get(
+            "debug_token", query: [("input_token", token)], token: checker, provider: provider, transport: transport)
+        return TokenIntrospection(debugTokenData: json["data"] ?? .null)
+    }
+
     static func get(
         _ path: String, query: [(String, String)] = [], token: String?, provider: FacebookProvider,
         transport: any HTTPTransport
@@ -311,27 +322,21 @@ public struct ExistingTokenLogin: LoginUI {
         guard !text.isEmpty, !text.contains(where: { $0.isWhitespace }) else {
             throw rejected("it is empty or has spaces in it")
         }
-        let debug: JSONValue
+        let info: TokenIntrospection
         do {
-            let checker = facebook.appSecret.map { "\(facebook.appID)|\($0.value)" } ?? text
-            debug = try await FacebookHTTP.get(
-                "debug_token", query: [("input_token", text)], token: checker, provider: facebook, transport: transport)
+            info = try await FacebookHTTP.debugToken(text, provider: facebook, transport: transport)
         } catch let error as AuthError where error.category != .retry && error.category != .server {
             throw rejected("Facebook refused it (\(error.message))", underlying: error)
         }
-        let data = debug["data"] ?? .null
-        guard data["is_valid"]?.boolValue == true else {
-            throw rejected(
-                data["error"]?["message"]?.stringValue.flatMap(GraphErrorBody.text)
-                    ?? "debug_token says it is not valid")
+        guard info.isValid else {
+            throw rejected(info.errorMessage.flatMap(GraphErrorBody.text) ?? "debug_token says it is not valid")
         }
-        guard data["app_id"]?.stringValue == facebook.appID else {
-            throw rejected("it belongs to another app (\(data["app_id"]?.stringValue ?? "unknown"))")
+        guard info.appID == facebook.appID else {
+            throw rejected("it belongs to another app (\(info.appID ?? "unknown"))")
         }
-        guard data["type"]?.stringValue == nil || data["type"]?.stringValue == "USER" else {
+        guard info.type == nil || info.type == "USER" else {
             throw rejected("it is not a user access token")
         }
-        let info = TokenIntrospection(debugTokenData: data)
         var token = AccessToken(
             tokenString: text, provider: .facebook, appID: facebook.appID, userID: info.userID,
             permissions: PermissionSet(granted: info.scopes), expirationDate: info.expirationDate,

@@ -248,11 +248,7 @@ public final class FacebookSession: Sendable {
     /// kept on the token when they changed.
     public func introspectToken() async throws -> TokenIntrospection {
         guard let token = await session.token else { throw AuthError.sessionNotOpen(provider: .facebook) }
-        let checker = provider.appSecret.map { "\(provider.appID)|\($0.value)" } ?? token.tokenString
-        let json = try await FacebookHTTP.get(
-            "debug_token", query: [("input_token", token.tokenString)], token: checker, provider: provider,
-            transport: transport)
-        let info = TokenIntrospection(debugTokenData: json["data"] ?? .null)
+        let info = try await FacebookHTTP.debugToken(token.tokenString, provider: provider, transport: transport)
         if info.isValid,
             info.expirationDate != token.expirationDate
                 || info.dataAccessExpirationDate != token.dataAccessExpirationDate, await session.state.isOpen
