@@ -222,7 +222,9 @@ package struct CommandIO: Sendable {
                 }
             }
         },
-        write: { FileHandle.standardOutput.write(Data($0.utf8)) },
-        writeError: { FileHandle.standardError.write(Data($0.utf8)) }
+        // Never FileHandle.write(_:), which traps on EPIPE: a reader that went away
+        // (`sesame token facebook | true`) ends the output quietly.
+        write: { StandardStreams.out($0) },
+        writeError: { StandardStreams.err($0) }
     )
 }

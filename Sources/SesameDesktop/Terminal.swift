@@ -47,7 +47,7 @@ public struct Terminal: Sendable, Hashable {
     public func yellow(_ text: String) -> String { usesColor ? "\u{1B}[33m\(text)\u{1B}[0m" : text }
 
     /// Writes to standard error.
-    public func say(_ text: String) { FileHandle.standardError.write(Data(text.utf8)) }
+    public func say(_ text: String) { StandardStreams.err(text) }
 }
 
 /// A spinner on standard error while something is waited for; one plain line when standard
