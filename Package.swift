@@ -3,7 +3,6 @@ import PackageDescription
 
 let package = Package(
     name: "Sesame",
-    platforms: [.macOS(.v15)],
     products: [
         .library(name: "Sesame", targets: ["Sesame"]),
         .library(name: "SesameTesting", targets: ["SesameTesting"]),
@@ -14,6 +13,7 @@ let package = Package(
         .library(name: "SesameOIDC", targets: ["SesameOIDC"]),
         .library(name: "SesameKeyring", targets: ["SesameKeyring"]),
         .library(name: "SesameDesktop", targets: ["SesameDesktop"]),
+        .library(name: "SesameDesktopEmulator", targets: ["SesameDesktopEmulator"]),
         .executable(name: "sesame", targets: ["sesame"]),
         // Turns a provider's `*Errors.json` table into Swift at build time; usable by any provider.
         .plugin(name: "ErrorTableGeneratorPlugin", targets: ["ErrorTableGeneratorPlugin"]),
@@ -105,10 +105,7 @@ let package = Package(
         // and a thin executable.
         .target(
             name: "SesameCommandLine",
-            dependencies: [
-                "Sesame", "SesameFacebook", "SesameOIDC", "SesameDesktop", "SesameEmulator", "SesameCurl",
-                "SesameHTTPServer",
-            ]),
+            dependencies: ["Sesame", "SesameDesktop", "SesameDesktopEmulator", "SesameEmulator", "SesameCurl"]),
         .executableTarget(name: "sesame", dependencies: ["SesameCommandLine"]),
         .testTarget(
             name: "SesameCommandLineTests",
@@ -120,18 +117,23 @@ let package = Package(
 
         // The desktop defaults in one call: libcurl, the keyring (a file only when opted in), the
         // loopback receiver, the system browser, terminal presenters, configuration from flags,
-        // environment and config file, and the built-in emulator when no app is configured.
+        // environment and config file; and the provider plug-ins (Desktop.providers), one line each.
+        // It never starts an emulator by itself.
         .target(
             name: "SesameDesktop",
             dependencies: [
-                "Sesame", "SesameFacebook", "SesameCurl", "SesameHTTPServer", "SesameEmulator", "SesameKeyring",
+                "Sesame", "SesameFacebook", "SesameOIDC", "SesameCurl", "SesameHTTPServer", "SesameKeyring",
             ]),
+        // Sesame's emulators offered to SesameDesktop as the built-in fallback (BuiltInEmulators.sesame),
+        // for the sesame command and the examples, which ask for it explicitly.
+        .target(name: "SesameDesktopEmulator", dependencies: ["Sesame", "SesameDesktop", "SesameEmulator"]),
 
         // The seed's sample app on a terminal: log in, publish, show the right message for each error.
         .executableTarget(
-            name: "fb-login", dependencies: ["Sesame", "SesameFacebook", "SesameDesktop"], path: "Examples/fb-login"),
+            name: "fb-login", dependencies: ["Sesame", "SesameFacebook", "SesameDesktop", "SesameDesktopEmulator"],
+            path: "Examples/fb-login"),
         .executableTarget(
-            name: "fb-publish", dependencies: ["Sesame", "SesameFacebook", "SesameDesktop"],
+            name: "fb-publish", dependencies: ["Sesame", "SesameFacebook", "SesameDesktop", "SesameDesktopEmulator"],
             path: "Examples/fb-publish"),
         .executableTarget(
             name: "fb-errors",

@@ -8,6 +8,7 @@
 import Foundation
 import Sesame
 import SesameDesktop
+import SesameDesktopEmulator
 import SesameFacebook
 
 let arguments = Array(CommandLine.arguments.dropFirst())
@@ -18,7 +19,7 @@ guard arguments.isEmpty || arguments == ["logout"] else {
 
 let facebook: DesktopFacebook
 do {
-    facebook = try await Desktop.facebook()
+    facebook = try await Desktop.facebook(emulators: .sesame)
 } catch let error as DesktopError {
     FileHandle.standardError.write(Data("fb-login: \(error.message)\n".utf8))
     exit(error.status.rawValue)

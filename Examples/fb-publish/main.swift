@@ -7,6 +7,7 @@
 import Foundation
 import Sesame
 import SesameDesktop
+import SesameDesktopEmulator
 import SesameFacebook
 import Synchronization
 
@@ -47,7 +48,7 @@ final class Recovery: FacebookRecoveryDelegate {
 
 let facebook: DesktopFacebook
 do {
-    facebook = try await Desktop.facebook()
+    facebook = try await Desktop.facebook(emulators: .sesame)
 } catch let error as DesktopError {
     FileHandle.standardError.write(Data("fb-publish: \(error.message)\n".utf8))
     exit(error.status.rawValue)

@@ -66,11 +66,63 @@ public protocol CredentialStore: Sendable {
     func list(provider: ProviderID?) async throws -> [StoredCredential]
     /// A short name of the backend for status output, such as `keyring` or `file (~/.local/...)`.
     var backendDescription: String { get }
+    /// Every stored credential that can be read, optionally for one provider, and the entries
+    /// that cannot, so that one bad entry hides no good one.
+    func listing(provider: ProviderID?) async throws -> CredentialListing
+    /// Checks that a credential for `key` could be saved now (the keyring is unlocked and has a
+    /// collection to save in, the file's directory is writable), before a login asks the person
+    /// to approve anything.
+    ///
+    /// - Throws: the ``CredentialStoreError`` a save would throw.
+    func checkWritable(for key: CredentialKey) async throws
 }
 
 extension CredentialStore {
     /// Every stored credential, sorted by key.
     public func list() async throws -> [StoredCredential] { try await list(provider: nil) }
+
+    /// ``list(provider:)``'s credentials, with no unreadable entries reported: for stores that
+    /// cannot hold an entry they cannot read.
+    public func listing(provider: ProviderID?) async throws -> CredentialListing {
+        CredentialListing(credentials: try await list(provider: provider), unreadable: [])
+    }
+
+    /// Saves and removes a placeholder credential (holding no token) beside `key`.
+    public func checkWritable(for key: CredentialKey) async throws {
+        let probe = CredentialKey(
+            provider: key.provider, appID: key.appID, account: "\(key.account).sesame-write-check")
+        let token = AccessToken(tokenString: "", provider: key.provider, appID: key.appID)
+        try await save(StoredCredential(key: probe, token: token))
+        try await delete(probe)
+    }
+}
+
+/// What a store holds: the credentials it can read, and the entries it cannot.
+public struct CredentialListing: Sendable {
+    /// The credentials that can be read, sorted by key.
+    public var credentials: [StoredCredential]
+    /// The entries that cannot be read as credentials.
+    public var unreadable: [UnreadableCredential]
+
+    /// Creates a listing.
+    public init(credentials: [StoredCredential], unreadable: [UnreadableCredential]) {
+        self.credentials = credentials
+        self.unreadable = unreadable
+    }
+}
+
+/// A stored entry that cannot be read as a credential (an empty secret, not JSON).
+public struct UnreadableCredential: Sendable, Hashable {
+    /// Its key, when its attributes name one (then it can be removed by key).
+    public var key: CredentialKey?
+    /// What is wrong with it.
+    public var problem: String
+
+    /// Creates a description of an unreadable entry.
+    public init(key: CredentialKey?, problem: String) {
+        self.key = key
+        self.problem = problem
+    }
 }
 
 /// A credential store failure, with what to do about it.

@@ -19,6 +19,19 @@ package enum Command: Sendable, Equatable {
     case emulator(EmulatorCommand)
     /// `sesame providers`.
     case providers
+
+    /// The command's name, for messages.
+    var name: String {
+        switch self {
+        case .help: "help"
+        case .explainError: "explain-error"
+        case .provider(let command): command.commandName
+        case .status: "status"
+        case .doctor: "doctor"
+        case .emulator: "emulator"
+        case .providers: "providers"
+        }
+    }
 }
 
 /// One command of the tree: its spec, and how to turn its parsed arguments into a ``Command``.
@@ -30,25 +43,50 @@ package struct CommandDefinition: Sendable {
     package var build: @Sendable (ParsedArguments) throws(UsageError) -> Command
 }
 
-/// Exit statuses, from sysexits(3).
+/// Every exit status `sesame` and the examples return: sysexits(3), plus 1. This is the
+/// table the README's "Exit statuses" section and `sesame help` print.
 package enum ExitStatus {
     package static let success: Int32 = 0
-    /// A command failed at what it was asked to do.
+    /// The person declined or cancelled (a login, a permission request), or an error nothing
+    /// else describes.
     package static let failure: Int32 = 1
+    /// The person declined or cancelled.
+    package static let declined: Int32 = 1
     /// EX_USAGE: the command line was wrong.
     package static let usage: Int32 = 64
-    /// EX_DATAERR: the input data was wrong.
+    /// EX_DATAERR: the input data was wrong (a token that is not one, an answer that cannot be read).
     package static let dataError: Int32 = 65
     /// EX_NOINPUT: an input file could not be read.
     package static let noInput: Int32 = 66
-    /// EX_UNAVAILABLE: a service the command needs is missing.
+    /// EX_UNAVAILABLE: a service the command needs is missing or silent (no keyring, a locked
+    /// one, D-Bus not answering), or a revocation could not be made.
     package static let unavailable: Int32 = 69
-    /// EX_IOERR: reading or writing failed.
+    /// EX_CANTCREAT: a login or state file could not be written.
+    package static let cannotCreate: Int32 = 73
+    /// EX_IOERR: reading or removing a stored login failed.
     package static let ioError: Int32 = 74
-    /// EX_TEMPFAIL: a passing failure; try again later.
+    /// EX_TEMPFAIL: a passing failure (network, provider busy or down); try again later.
     package static let temporaryFailure: Int32 = 75
-    /// EX_NOPERM: not logged in, or a permission is missing.
+    /// EX_NOPERM: not logged in, no such account, a login that needs renewing, or a missing
+    /// permission.
     package static let permission: Int32 = 77
+    /// EX_CONFIG: a setting (flag, environment variable, config file) is wrong or missing.
+    package static let config: Int32 = 78
+
+    /// The table, for help and the README.
+    package static let table: [(Int32, String)] = [
+        (success, "success"),
+        (failure, "the person declined or cancelled, or another failure"),
+        (usage, "the command line was wrong"),
+        (dataError, "the input was wrong (a token that is not one)"),
+        (noInput, "an input file could not be read"),
+        (unavailable, "a service is missing, locked or silent (keyring, D-Bus), or revoking failed"),
+        (cannotCreate, "a login or state file could not be written"),
+        (ioError, "reading or removing a stored login failed"),
+        (temporaryFailure, "network or provider trouble; try again later"),
+        (permission, "not logged in, no such account, a login that needs renewing, or a missing permission"),
+        (config, "a setting is wrong or missing"),
+    ]
 }
 
 /// The `sesame` command line: the command tree, the parser and the runner.
@@ -77,8 +115,13 @@ package enum SesameCLI {
         text += """
 
             With no app id configured, commands use Sesame's built-in Facebook emulator, whose state
-            is kept under $XDG_STATE_HOME/sesame/. Exit statuses follow sysexits(3): 64 usage,
-            69 unavailable, 75 try again later, 77 not logged in or missing permission.
+            is kept under $XDG_STATE_HOME/sesame/.
+
+            EXIT STATUS
+
+            """
+        text += HelpFormatter.table(ExitStatus.table.map { (String($0.0), $0.1) })
+        text += """
 
             Run 'sesame <command> --help' for a command's options.
 
@@ -158,21 +201,12 @@ package enum SesameCLI {
         }
         let context = CommandContext(
             io: io, environment: environment, terminal: .current(environment: environment), keyring: keyring)
-        var providerName = "facebook"
+        var providerName = "PROVIDER"
         do {
             switch command {
             case .provider(let providerCommand):
                 providerName = providerCommand.provider
-                let adapter: any ProviderAdapter
-                do {
-                    adapter = try ProviderTable.resolve(
-                        providerCommand.provider, environment: environment, command: providerCommand.commandName)
-                } catch {
-                    io.writeError(
-                        "sesame \(providerCommand.commandName): \(error.message)\n\n\(usage(for: error.command))")
-                    return ExitStatus.usage
-                }
-                return try await adapter.run(providerCommand, context: context)
+                return try await AccountCommands(command: providerCommand, context: context).run()
             case .status(let status):
                 return try await status.run(context: context)
             case .doctor(let doctor):
@@ -185,10 +219,12 @@ package enum SesameCLI {
         } catch {
             let failure = CommandFailure.from(error, provider: providerName)
             if failure.status == ExitStatus.usage, case .provider(let providerCommand) = command {
-                io.writeError("sesame: \(failure.message)\n\n\(usage(for: providerCommand.commandName))")
+                io.writeError(
+                    "sesame \(providerCommand.commandName): \(failure.message)\n\n\(usage(for: providerCommand.commandName))"
+                )
                 return failure.status
             }
-            io.writeError("sesame: \(failure.message)\n")
+            io.writeError("sesame \(command.name): \(failure.message)\n")
             return failure.status
         }
     }

@@ -1,6 +1,6 @@
 import Foundation
 import Sesame
-import SesameFacebook
+import SesameDesktop
 
 /// `sesame explain-error`: says what a provider's error response means and what to do.
 package struct ExplainError: Sendable, Equatable {
@@ -264,12 +264,12 @@ package struct ErrorProviderSupport: Sendable {
     /// Its error table, when it has one, to name the rule that classified an error.
     package var table: ErrorRuleTable?
 
-    /// Every provider the command line knows.
-    package static let all: [ErrorProviderSupport] = [
+    /// Every provider the command line knows: ``SesameDesktop/Desktop/providers``.
+    package static let all: [ErrorProviderSupport] = Desktop.providers.map { plugin in
         ErrorProviderSupport(
-            id: .facebook, displayName: "Facebook", taxonomy: FacebookErrorTaxonomy(),
-            table: FacebookErrorTaxonomy.table)
-    ]
+            id: ProviderID(plugin.name), displayName: plugin.displayName, taxonomy: plugin.errorTaxonomy,
+            table: plugin.errorTable)
+    }
 
     /// The provider named `name`.
     package static func named(_ name: String) -> ErrorProviderSupport? { all.first { $0.id.rawValue == name } }

@@ -2,12 +2,31 @@ import Foundation
 import Sesame
 import SesameDesktop
 
+let storageOption = OptionSpec(
+    "storage", value: "MODE",
+    "Where logins are kept: keyring (default), keyring-or-file, file (a 0600 file, opt-in) or memory.")
+let accountOption = OptionSpec("account", value: "NAME", "The account (default: the active one).")
+
+func storageMode(_ parsed: ParsedArguments, command: String) throws(UsageError) -> StorageMode? {
+    guard let text = parsed.value("storage") else { return nil }
+    guard let mode = StorageMode(rawValue: text) else {
+        throw UsageError(
+            "--storage must be one of \(StorageMode.allCases.map(\.rawValue).joined(separator: ", ")); "
+                + "'\(text.sanitizedForTerminal)' is not", command: command)
+    }
+    return mode
+}
+
+func noExtra(_ parsed: ParsedArguments, after count: Int, command: String) throws(UsageError) {
+    if parsed.positionals.count > count {
+        throw UsageError("unexpected argument '\(parsed.positionals[count].sanitizedForTerminal)'", command: command)
+    }
+}
+
 /// What a provider command (`login`, `token`, `logout`, `switch`, `permissions`) asks of a provider.
 package struct ProviderCommand: Sendable, Equatable {
     /// `sesame login PROVIDER ...`.
     package struct Login: Sendable, Equatable {
-        /// `--app-id`.
-        package var appID: String?
         /// `--scopes a,b`.
         package var scopes: [String] = []
         /// `--web` (browser and loopback redirect) rather than device login.
@@ -18,18 +37,16 @@ package struct ProviderCommand: Sendable, Equatable {
         package var withToken = false
         /// `--device`, given explicitly.
         package var device = false
-        /// `--issuer URL` (OpenID Connect).
-        package var issuer: String?
-        /// `--client-id ID` (OpenID Connect).
-        package var clientID: String?
+        /// The provider's own flags (`--app-id`, `--issuer`...), by setting name.
+        package var options: [String: String] = [:]
     }
 
     /// What `sesame permissions PROVIDER` does.
     package enum PermissionsAction: Sendable, Equatable {
         /// `list` (the default).
         case list
-        /// `request NAME... [--audience A]`.
-        case request([String], audience: DefaultAudience)
+        /// `request NAME... [provider options]`.
+        case request([String], options: [String: String])
         /// `revoke NAME`.
         case revoke(String)
     }
@@ -43,7 +60,7 @@ package struct ProviderCommand: Sendable, Equatable {
         case permissions(PermissionsAction)
     }
 
-    /// The provider's name (`facebook`).
+    /// The provider's name (`facebook`, or an OpenID issuer's configured name).
     package var provider: String
     /// What to do.
     package var action: Action
@@ -73,87 +90,289 @@ package struct CommandContext: Sendable {
     package var keyring: DesktopStorage.KeyringFactory
 }
 
-/// A provider as the command line sees it: a name and what each command does with it. Adding
-/// a provider to the command line is adding one adapter to ``ProviderTable/all``.
-package protocol ProviderAdapter: Sendable {
-    /// The name on the command line (`facebook`).
-    var name: String { get }
-    /// One line for `sesame providers`.
-    var summary: String { get }
-    /// The environment variables it reads, for `sesame providers`.
-    var environmentVariables: [String] { get }
-    /// Runs a provider command; returns the exit status.
-    func run(_ command: ProviderCommand, context: CommandContext) async throws -> Int32
-    /// The provider's part of `sesame status --json` (see ``StatusCommand``).
-    func status(storage: StorageMode?, context: CommandContext) async throws -> JSONValue
-    /// The provider's lines of `sesame doctor`.
-    func doctor(context: CommandContext) async -> [DoctorLine]
-}
-
-/// Every provider the command line knows, by name.
+/// The providers as the command line sees them: ``SesameDesktop/Desktop/providers``, the one
+/// list. Nothing else in the command line names a provider.
 package enum ProviderTable {
-    package static let all: [any ProviderAdapter] = [FacebookAdapter(), OIDCAdapter(name: "oidc")]
-
-    package static func named(_ name: String) -> (any ProviderAdapter)? { all.first { $0.name == name } }
-
-    package static var names: String { all.map(\.name).joined(separator: ", ") }
-
-    /// Every provider in `environment`: the built-in ones and the OpenID issuers configured by name.
-    package static func adapters(environment: [String: String]) -> [any ProviderAdapter] {
-        all
-            + OIDCSettings.configuredNames(environment: environment).filter { named($0) == nil }.map {
-                OIDCAdapter(name: $0)
-            }
+    /// The plug-in a name given on the command line belongs to, before any file is read: a
+    /// plug-in's name, or a name one of them may take (an OpenID issuer's).
+    static func plugin(forName name: String) -> (any ProviderPlugin)? {
+        Desktop.providers.first { $0.name == name } ?? Desktop.providers.first { $0.mayBeInstance(name) }
     }
 
-    /// The provider called `name` in `environment`, or a usage error saying which exist.
-    static func resolve(
-        _ name: String, environment: [String: String], command: String
-    ) throws(UsageError)
-        -> any ProviderAdapter
-    {
-        if let adapter = named(name) { return adapter }
-        let configured = OIDCSettings.configuredNames(environment: environment)
-        if configured.contains(name) { return OIDCAdapter(name: name) }
-        let known = all.map(\.name) + configured
-        let near = Suggestion.closest(to: name, in: known).map { " (did you mean '\($0)'?)" } ?? ""
-        throw UsageError(
-            "unknown provider '\(name)'\(near); known providers: \(known.joined(separator: ", ")). "
-                + "An OpenID issuer gets a name in the config file: "
-                + #"{"oidc": {"\#(name)": {"issuer": "https://...", "clientID": "..."}}}"#, command: command)
-    }
+    package static var names: String { Desktop.providers.map(\.name).joined(separator: ", ") }
 
-    /// The provider named by the first positional argument, or a usage error. Names of OpenID
-    /// issuers from the config file are checked when the command runs (parsing reads no files).
+    /// The provider named by the first positional argument, or a usage error. Names of
+    /// configured instances are checked when the command runs (parsing reads no files).
     static func provider(in parsed: ParsedArguments, command: String) throws(UsageError) -> String {
         guard let name = parsed.positionals.first else {
             throw UsageError(
-                "name the provider, as in 'sesame \(command) facebook' (known: \(names), or an OpenID issuer's "
-                    + "name from the config file)", command: command)
+                "name the provider, as in 'sesame \(command) \(Desktop.providers[0].name)' (known: \(names), or an "
+                    + "OpenID issuer's name from the config file)", command: command)
         }
-        guard named(name) != nil || OIDCSettings.isValidName(name) else {
-            let near = Suggestion.closest(to: name, in: all.map(\.name)).map { " (did you mean '\($0)'?)" } ?? ""
-            throw UsageError("unknown provider '\(name)'\(near); known providers: \(names)", command: command)
+        guard plugin(forName: name) != nil else {
+            let near =
+                Suggestion.closest(to: name, in: Desktop.providers.map(\.name)).map { " (did you mean '\($0)'?)" } ?? ""
+            throw UsageError(
+                "unknown provider '\(name.sanitizedForTerminal)'\(near); known providers: \(names)", command: command)
         }
         return name
     }
-}
 
-/// One line of `sesame doctor`: what was checked, how it is, and what to do when it is wrong.
-package struct DoctorLine: Sendable, Equatable {
-    package enum Level: Sendable, Equatable { case ok, warning, problem, info }
-    package var level: Level
-    package var text: String
-    package var fix: String?
+    /// Every flag some provider's login takes, for the parser (each is checked against the
+    /// named provider afterwards).
+    static var loginOptions: [OptionSpec] {
+        var seen: Set<String> = []
+        var options: [OptionSpec] = []
+        for plugin in Desktop.providers {
+            for setting in plugin.settings(instance: plugin.name)
+            where setting.isFlag && seen.insert(setting.name).inserted {
+                options.append(
+                    OptionSpec(
+                        setting.name, value: setting.kind == .flag ? nil : setting.valueName,
+                        "\(plugin.displayName): \(setting.summary)"))
+            }
+        }
+        return options
+    }
 
-    package init(_ level: Level, _ text: String, fix: String? = nil) {
-        self.level = level
-        self.text = text
-        self.fix = fix
+    /// Every option some provider's `permissions request` takes.
+    static var permissionOptions: [OptionSpec] {
+        var seen: Set<String> = []
+        return Desktop.providers.flatMap { plugin in
+            plugin.permissionOptions.filter { seen.insert($0.name).inserted }.map {
+                OptionSpec($0.name, value: $0.valueName, "\(plugin.displayName): \($0.summary)")
+            }
+        }
+    }
+
+    /// The values of `provider`'s own options in `parsed`, checked: an option of another
+    /// provider is a usage error.
+    static func options(
+        _ parsed: ParsedArguments, of settings: [ProviderSetting], all: [OptionSpec], provider: String, command: String
+    ) throws(UsageError) -> [String: String] {
+        var values: [String: String] = [:]
+        for option in all where parsed.values[option.name] != nil || parsed.flags.contains(option.name) {
+            guard let setting = settings.first(where: { $0.name == option.name }) else {
+                let owners = Desktop.providers.filter { plugin in
+                    (plugin.settings(instance: plugin.name) + plugin.permissionOptions).contains {
+                        $0.name == option.name
+                    }
+                }.map(\.name)
+                throw UsageError(
+                    "--\(option.name) is an option of \(owners.joined(separator: " and ")), not of "
+                        + "'\(provider.sanitizedForTerminal)'", command: command)
+            }
+            let value = parsed.value(option.name) ?? "true"
+            if let problem = setting.problem(with: value) {
+                throw UsageError(
+                    "--\(option.name) '\(value.sanitizedForTerminal)' is not valid: \(problem)", command: command)
+            }
+            values[option.name] = value
+        }
+        return values
     }
 }
 
-/// A command that failed: one sentence saying what to do, and a sysexits status.
+/// The provider commands' specs and builders.
+enum ProviderCommands {
+    static let login = CommandDefinition(
+        spec: CommandSpec(
+            name: "login", summary: "Log in to a provider and keep the login in the keyring.",
+            synopses: [
+                "PROVIDER [--scopes a,b] [--device | --web] [--no-browser] [--with-token]",
+                " [--account NAME] [--storage MODE] [provider options]",
+            ],
+            discussion: """
+                Device login is the default: a code to enter at an address, on any device. --web logs in
+                with the browser and a loopback redirect (PKCE). --with-token reads a token you already
+                have from standard input (never from the command line, which other users can see) and
+                checks it with the provider before storing it. A login over a stored one replaces it
+                once the new one succeeds.
+
+                Each provider's settings come from its options below, then its environment variables,
+                then its object in $XDG_CONFIG_HOME/sesame/config.json ('sesame providers' lists them).
+
+                With no Facebook app id configured, the login goes to Sesame's built-in Facebook
+                emulator. Its approval step is offered on the terminal; SESAME_EMULATOR_APPROVE=auto
+                approves at once (for scripts).
+
+                OpenID Connect: 'oidc' takes the issuer (discovery at /.well-known/openid-configuration)
+                and a client id; device login when the issuer offers it, else the browser. Several
+                issuers side by side get names in the config file:
+                  {"oidc": {"work":   {"issuer": "https://id.example.com", "clientID": "desktop",
+                                       "scopes": ["openid", "email"]},
+                            "gitlab": {"issuer": "https://gitlab.com", "clientID": "..."}}}
+                then 'sesame login work'. Each name's tokens are kept apart; token, logout [--revoke],
+                switch and status take the name. Try it offline against 'sesame emulator --oidc'.
+                """,
+            options: [
+                OptionSpec("scopes", value: "a,b", "Permissions or scopes to ask for, comma-separated."),
+                OptionSpec("device", "Device login: a code to enter on any device (the default)."),
+                OptionSpec("web", "Browser login with a loopback redirect."),
+                OptionSpec("no-browser", "Print the login address instead of opening a browser."),
+                OptionSpec("with-token", "Read an access token from standard input."),
+                accountOption, storageOption,
+            ] + ProviderTable.loginOptions,
+            examples: [
+                (
+                    "sesame login facebook",
+                    "Log in with device login (the built-in emulator when nothing is configured)"
+                ),
+                ("pbpaste | sesame login facebook --with-token", "Store a token you already have"),
+                (
+                    "sesame login oidc --issuer http://127.0.0.1:8765 --client-id sesame-desktop",
+                    "Log in to the OIDC emulator started by 'sesame emulator --oidc --port 8765'"
+                ),
+                ("sesame login work --web", "Log in to the issuer named 'work' in the config file, in the browser"),
+            ])
+    ) { parsed throws(UsageError) in
+        let provider = try ProviderTable.provider(in: parsed, command: "login")
+        try noExtra(parsed, after: 1, command: "login")
+        if parsed.flags.contains("device") && parsed.flags.contains("web") {
+            throw UsageError("--device and --web choose different logins; give one of them", command: "login")
+        }
+        if parsed.flags.contains("with-token") && (parsed.flags.contains("web") || parsed.flags.contains("device")) {
+            throw UsageError(
+                "--with-token reads a token and runs no login; leave out --device and --web", command: "login")
+        }
+        let plugin = ProviderTable.plugin(forName: provider)!
+        if parsed.flags.contains("with-token"), !plugin.loginFlows.contains(.existingToken) {
+            throw UsageError(
+                "\(plugin.displayName) logins do not take --with-token; log in with the device code or --web",
+                command: "login")
+        }
+        var login = ProviderCommand.Login()
+        login.scopes = (parsed.value("scopes") ?? "").split(separator: ",").map {
+            $0.trimmingCharacters(in: .whitespaces)
+        }.filter { !$0.isEmpty }
+        login.web = parsed.flags.contains("web")
+        login.noBrowser = parsed.flags.contains("no-browser")
+        login.withToken = parsed.flags.contains("with-token")
+        login.device = parsed.flags.contains("device")
+        login.options = try ProviderTable.options(
+            parsed, of: plugin.settings(instance: provider), all: ProviderTable.loginOptions, provider: provider,
+            command: "login")
+        return .provider(
+            ProviderCommand(
+                provider: provider, action: .login(login), account: parsed.value("account"),
+                storage: try storageMode(parsed, command: "login")))
+    }
+
+    static let token = CommandDefinition(
+        spec: CommandSpec(
+            name: "token", summary: "Print the access token (the only command that prints a secret).",
+            synopses: ["PROVIDER [--account NAME] [--storage MODE]"],
+            discussion: "Refreshes it first when it is about to expire. Keep the output out of logs.",
+            options: [accountOption, storageOption],
+            examples: [("curl -H \"Authorization: Bearer $(sesame token facebook)\" ...", "Use it in a script")])
+    ) { parsed throws(UsageError) in
+        let provider = try ProviderTable.provider(in: parsed, command: "token")
+        try noExtra(parsed, after: 1, command: "token")
+        return .provider(
+            ProviderCommand(
+                provider: provider, action: .token, account: parsed.value("account"),
+                storage: try storageMode(parsed, command: "token")))
+    }
+
+    static let logout = CommandDefinition(
+        spec: CommandSpec(
+            name: "logout",
+            summary: "Remove a stored login (and with --revoke, the app's access); another account becomes active.",
+            synopses: ["PROVIDER [--account NAME] [--revoke] [--storage MODE]"],
+            discussion: """
+                Logging out of the active account makes another stored login of the same provider the
+                active one, and says which. A stored entry that cannot be read is removed all the same.
+                """,
+            options: [
+                accountOption,
+                OptionSpec(
+                    "revoke",
+                    "Also revoke the access at the provider (Facebook: DELETE me/permissions; OpenID: RFC 7009 "
+                        + "when the issuer advertises it)."),
+                storageOption,
+            ])
+    ) { parsed throws(UsageError) in
+        let provider = try ProviderTable.provider(in: parsed, command: "logout")
+        try noExtra(parsed, after: 1, command: "logout")
+        return .provider(
+            ProviderCommand(
+                provider: provider, action: .logout(revoke: parsed.flags.contains("revoke")),
+                account: parsed.value("account"), storage: try storageMode(parsed, command: "logout")))
+    }
+
+    static let switchAccount = CommandDefinition(
+        spec: CommandSpec(
+            name: "switch", summary: "Make another stored login the active one.",
+            synopses: ["PROVIDER ACCOUNT [--storage MODE]"], options: [storageOption])
+    ) { parsed throws(UsageError) in
+        let provider = try ProviderTable.provider(in: parsed, command: "switch")
+        guard parsed.positionals.count >= 2 else {
+            throw UsageError("name the account to switch to, as in 'sesame switch facebook work'", command: "switch")
+        }
+        try noExtra(parsed, after: 2, command: "switch")
+        return .provider(
+            ProviderCommand(
+                provider: provider, action: .switchAccount(parsed.positionals[1]), account: nil,
+                storage: try storageMode(parsed, command: "switch")))
+    }
+
+    static let permissions = CommandDefinition(
+        spec: CommandSpec(
+            name: "permissions", summary: "List, request or revoke the permissions of a login.",
+            synopses: [
+                "PROVIDER [list] [--account NAME]",
+                " PROVIDER request NAME... [provider options] [--account NAME]",
+                " PROVIDER revoke NAME [--account NAME]",
+            ],
+            discussion: """
+                request asks the person again (Facebook: auth_type=rerequest); Facebook's publish
+                permissions such as publish_actions carry a default audience (friends unless --audience
+                says otherwise). Providers whose scopes are chosen at login (OpenID Connect) have no
+                permissions command: log in again with --scopes.
+                """,
+            options: ProviderTable.permissionOptions + [accountOption, storageOption])
+    ) { parsed throws(UsageError) in
+        let provider = try ProviderTable.provider(in: parsed, command: "permissions")
+        let plugin = ProviderTable.plugin(forName: provider)!
+        let rest = Array(parsed.positionals.dropFirst())
+        let action: ProviderCommand.PermissionsAction
+        let options = try ProviderTable.options(
+            parsed, of: plugin.permissionOptions, all: ProviderTable.permissionOptions, provider: provider,
+            command: "permissions")
+        switch rest.first {
+        case nil, "list":
+            try noExtra(parsed, after: 2, command: "permissions")
+            action = .list
+        case "request":
+            let names = Array(rest.dropFirst())
+            guard !names.isEmpty else {
+                throw UsageError(
+                    "name the permissions to request, as in 'request publish_actions'", command: "permissions")
+            }
+            action = .request(names, options: options)
+        case "revoke":
+            guard rest.count == 2 else {
+                throw UsageError(
+                    "name one permission to revoke, as in 'revoke publish_actions'", command: "permissions")
+            }
+            action = .revoke(rest[1])
+        case let other?:
+            throw UsageError(
+                "unknown action '\(other.sanitizedForTerminal)'; use list, request or revoke", command: "permissions")
+        }
+        if !options.isEmpty, case .request = action {
+        } else if let name = options.keys.sorted().first {
+            throw UsageError("--\(name) goes with 'request'", command: "permissions")
+        }
+        return .provider(
+            ProviderCommand(
+                provider: provider, action: .permissions(action), account: parsed.value("account"),
+                storage: try storageMode(parsed, command: "permissions")))
+    }
+}
+
+/// A command that failed: one sentence saying what to do, and an exit status from
+/// ``ExitStatus``.
 package struct CommandFailure: Error, Sendable, CustomStringConvertible {
     package var message: String
     package var status: Int32
@@ -186,7 +405,7 @@ package struct CommandFailure: Error, Sendable, CustomStringConvertible {
             case .retry, .throttling, .server:
                 return CommandFailure("\(message) Try again in a little while.", status: ExitStatus.temporaryFailure)
             case .userCancelled:
-                return CommandFailure(message, status: ExitStatus.failure)
+                return CommandFailure(message, status: ExitStatus.declined)
             default:
                 if error.underlyingError != nil, error.httpStatus == nil {
                     return CommandFailure(message, status: ExitStatus.unavailable)
@@ -194,9 +413,15 @@ package struct CommandFailure: Error, Sendable, CustomStringConvertible {
                 return CommandFailure(message, status: ExitStatus.dataError)
             }
         case let error as CredentialStoreError:
-            let status =
-                [.unavailable, .locked, .timedOut].contains(error.kind) ? ExitStatus.unavailable : ExitStatus.ioError
+            let status: Int32
+            switch error.kind {
+            case .unavailable, .noSessionBus, .noSecretService, .locked, .timedOut: status = ExitStatus.unavailable
+            case .insecurePermissions: status = ExitStatus.config
+            default: status = ExitStatus.ioError
+            }
             return CommandFailure("\(error)", status: status)
+        case let error as RevocationFailed:
+            return CommandFailure("\(error)", status: ExitStatus.unavailable)
         default:
             return CommandFailure("\(error)", status: ExitStatus.failure)
         }

@@ -1,170 +1,134 @@
 import Foundation
 import Sesame
 import SesameCurl
-import SesameEmulator
 import SesameFacebook
-import SesameHTTPServer
 
-/// The desktop defaults in one call.
+/// The desktop defaults in one call, and the list of provider plug-ins.
 ///
 /// ```swift
 /// let facebook = try await Desktop.facebook()          // flags, environment, config file
 /// let session = facebook.session()                      // the active account, device login
 /// try await session.openActiveSession(allowLoginUI: true)
 /// print(try await session.graph.get("me")["name"] ?? "")
-/// await facebook.shutdown()                             // stops the built-in emulator, if any
+/// await facebook.shutdown()
 /// ```
 public enum Desktop {
-    /// The Facebook defaults: ``DesktopConfiguration`` resolved from `overrides`, the environment
-    /// and the config file; `CurlTransport`; the store ``DesktopStorage`` selects; and, with no app
-    /// id configured anywhere, the built-in emulator started on a free loopback port with its
-    /// state under `$XDG_STATE_HOME/sesame/`, announced in one line on standard error.
+    /// Every provider a desktop program built on Sesame knows: one line per provider. The
+    /// `sesame` command's `login`, `status`, `token`, `logout`, `switch`, `permissions`,
+    /// `doctor`, `explain-error` and `providers`, and the config file's keys, all come from
+    /// this list.
+    public static let providers: [any ProviderPlugin] = [
+        FacebookPlugin(),
+        OIDCPlugin(),
+    ]
+
+    /// The plug-in that answers to `name`: a plug-in's own name, or an instance name from the
+    /// configuration (an OpenID issuer configured as `work`).
+    ///
+    /// - Throws: ``DesktopError`` when the configuration of named instances is wrong.
+    public static func plugin(named name: String, configuration: DesktopConfiguration) throws -> (any ProviderPlugin)? {
+        if let plugin = providers.first(where: { $0.name == name }) { return plugin }
+        for plugin in providers where try plugin.instanceNames(configuration: configuration).contains(name) {
+            return plugin
+        }
+        return nil
+    }
+
+    /// Every provider name in `configuration`: the plug-ins' and their configured instances'.
+    public static func names(configuration: DesktopConfiguration) throws -> [(name: String, plugin: any ProviderPlugin)]
+    {
+        var names: [(String, any ProviderPlugin)] = []
+        for plugin in providers {
+            names.append((plugin.name, plugin))
+            for instance in try plugin.instanceNames(configuration: configuration) where instance != plugin.name {
+                names.append((instance, plugin))
+            }
+        }
+        return names
+    }
+
+    /// The Facebook defaults: ``DesktopConfiguration`` resolved from `appID`, the environment and
+    /// the config file; `CurlTransport`; the store ``DesktopStorage`` selects; a refresh lock
+    /// file per account; device login with the code on the terminal.
+    ///
+    /// With no app id configured anywhere this is a configuration error, unless `emulators`
+    /// offers a built-in Facebook emulator (`BuiltInEmulators.sesame` from
+    /// `SesameDesktopEmulator`, which the `sesame` command and the examples use).
     ///
     /// - Parameters:
+    ///   - appID: an app id from the app's own command line, which wins over the rest.
     ///   - overrides: values from the command line.
     ///   - environment: the environment to read.
     ///   - terminal: the terminal to talk to.
     ///   - keyring: opens the keyring store (default: the Secret Service).
-    ///   - announce: whether to print the one line about the built-in emulator.
-    /// - Throws: ``DesktopError`` for a bad configuration, a missing keyring (unless the file is
-    ///   opted in), or an emulator that cannot start.
+    ///   - emulators: the built-in emulators the app allows; none by default.
+    /// - Throws: ``DesktopError`` for a bad or missing configuration, a missing keyring (unless
+    ///   the file is opted in), or an emulator that cannot start.
     public static func facebook(
-        overrides: DesktopConfiguration.Overrides = .init(),
+        appID: String? = nil, overrides: DesktopConfiguration.Overrides = .init(),
         environment: [String: String] = ProcessInfo.processInfo.environment,
         terminal: Terminal? = nil, keyring: @escaping DesktopStorage.KeyringFactory = DesktopStorage.secretService,
-        announce: Bool = true
+        emulators: BuiltInEmulators? = nil
     ) async throws -> DesktopFacebook {
         let terminal = terminal ?? .current(environment: environment)
         let configuration = try DesktopConfiguration.resolve(overrides: overrides, environment: environment)
         let storage = try await DesktopStorage.select(configuration.storage, keyring: keyring, environment: environment)
-        let transport = CurlTransport()
-        var emulator: Emulator?
-        let provider: FacebookProvider
-        if let appID = configuration.facebookAppID {
-            provider = FacebookProvider(
-                appID: appID.value,
-                graphVersion: configuration.facebookGraphVersion?.value ?? FacebookProvider.defaultGraphVersion,
-                clientToken: configuration.facebookClientToken?.value,
-                dialogBaseURL: configuration.facebookDialogURL?.value ?? FacebookProvider.facebookDialogBaseURL,
-                graphBaseURL: configuration.facebookGraphURL?.value ?? FacebookProvider.facebookGraphBaseURL)
-        } else {
-            let started = try await startEmulator(environment: environment)
-            emulator = started.emulator
-            let app = started.emulator.configuration.defaultApp
-            provider = FacebookProvider(
-                appID: app.id, clientToken: app.clientToken, dialogBaseURL: started.endpoints.baseURL,
-                graphBaseURL: started.endpoints.graphURL)
-            if announce {
-                terminal.say(
-                    terminal.dim(
-                        "Using Sesame's built-in Facebook emulator at \(started.endpoints.baseURL.absoluteString) "
-                            + "(no app id is configured; its state is in \(started.stateFile.path)); set "
-                            + "SESAME_FACEBOOK_APP_ID to use a real app.") + "\n")
-            }
-        }
+        let request = ProviderConnectionRequest(
+            instance: "facebook", flags: appID.map { ["app-id": $0] } ?? [:], configuration: configuration,
+            environment: environment, terminal: terminal, transport: CurlTransport(), emulators: emulators,
+            purpose: .login)
+        let connection = try await FacebookPlugin().connection(request)
         return DesktopFacebook(
-            configuration: configuration, provider: provider, transport: transport, storage: storage,
-            terminal: terminal, emulator: emulator, accounts: AccountState(environment: environment),
-            environment: environment)
-    }
-
-    /// Starts the built-in emulator: a free loopback port, state in `$XDG_STATE_HOME/sesame/emulator.json`,
-    /// scenarios from `SESAME_EMULATOR_SCENARIO` (`name[,key=value...]`, several separated by `;`).
-    static func startEmulator(
-        environment: [String: String]
-    ) async throws -> (emulator: Emulator, endpoints: EmulatorEndpoints, stateFile: URL) {
-        var configuration = EmulatorConfiguration()
-        let stateFile = XDG.stateDirectory(environment: environment).appendingPathComponent("emulator.json")
-        configuration.stateFileURL = stateFile
-        // A demo should not make people wait Facebook's five seconds between device polls.
-        configuration.devicePollInterval = 2
-        do {
-            configuration.scenarios = try (environment["SESAME_EMULATOR_SCENARIO"] ?? "")
-                .split(separator: ";").map { try ScenarioSetting(argument: String($0)) }
-            try FileManager.default.createDirectory(
-                at: stateFile.deletingLastPathComponent(), withIntermediateDirectories: true,
-                attributes: [.posixPermissions: 0o700])
-            let emulator = try Emulator(configuration: configuration)
-            return (emulator, try await emulator.start(), stateFile)
-        } catch let error as EmulatorError {
-            throw DesktopError(
-                "The built-in Facebook emulator could not start: \(error.message)", status: .unavailable)
-        } catch {
-            throw DesktopError(
-                "The built-in Facebook emulator could not start: \(error). Check that \(stateFile.path) can be written.",
-                status: .cannotCreate)
-        }
+            connection: connection, configuration: configuration, storage: storage,
+            accounts: AccountState(environment: environment))
     }
 }
 
-/// A Facebook app with the desktop defaults: what ``Desktop/facebook(overrides:environment:terminal:keyring:announce:)``
+/// A Facebook app with the desktop defaults: what ``Desktop/facebook(appID:overrides:environment:terminal:keyring:emulators:)``
 /// returns.
 public struct DesktopFacebook: Sendable {
+    let connection: FacebookConnection
     /// The resolved configuration.
     public let configuration: DesktopConfiguration
-    /// The app (the built-in emulator's default app when none is configured).
-    public let provider: FacebookProvider
-    /// The HTTP transport (`CurlTransport`).
-    public let transport: any HTTPTransport
     /// The credential store in use, and why.
     public let storage: StorageSelection
-    /// The terminal.
-    public let terminal: Terminal
-    /// The built-in emulator, when no app is configured.
-    public let emulator: Emulator?
     /// The active account and the last usage seen.
     public let accounts: AccountState
-    /// The environment the configuration came from.
-    public let environment: [String: String]
 
-    /// Whether this runs against the built-in emulator.
-    public var isEmulated: Bool { emulator != nil }
+    /// The app (the built-in emulator's app when none is configured).
+    public var provider: FacebookProvider { connection.provider }
+    /// The HTTP transport (`CurlTransport`).
+    public var transport: any HTTPTransport { connection.transport }
+    /// The terminal.
+    public var terminal: Terminal { connection.terminal }
+    /// Whether this runs against a built-in emulator.
+    public var isEmulated: Bool { connection.isEmulated }
 
     /// The account to use: `account` when given, else the active one.
     public func account(_ account: String? = nil) -> String {
         account ?? accounts.activeAccount(for: .facebook)
     }
 
-    /// The built-in emulator's approval step (`SESAME_EMULATOR_APPROVE=auto|prompt|off`; by
-    /// default a prompt on a terminal, nothing otherwise); `nil` for a real app.
-    public var emulatorApproval: EmulatorApproval? {
-        guard let emulator else { return nil }
-        let mode =
-            environment["SESAME_EMULATOR_APPROVE"].flatMap(EmulatorApproval.Mode.init(rawValue:))
-            ?? (terminal.inputIsInteractive ? .prompt : .off)
-        return EmulatorApproval(emulator: emulator, mode: mode, terminal: terminal, transport: transport)
-    }
-
-    /// Facebook Login for Devices with the code, a spinner and (for the emulator) its approval step
-    /// on the terminal.
-    public func deviceLogin() -> DeviceLoginFlow {
-        FacebookSession.deviceLogin(
-            provider: provider, transport: transport,
-            presenter: TerminalLoginPresenter(
-                terminal: terminal, providerName: isEmulated ? "the Facebook emulator" : "Facebook",
-                emulatorApproval: emulatorApproval))
-    }
+    /// Facebook Login for Devices with the code, a spinner and (for the emulator) its approval
+    /// step on the terminal.
+    public func deviceLogin() -> DeviceLoginFlow { connection.deviceLogin() }
 
     /// Browser login: the loopback receiver, PKCE, and the system browser (or only the printed
     /// address with `openBrowser` false).
     public func browserLogin(openBrowser: Bool = true) -> BrowserLoginFlow {
-        let system = SystemBrowserOpener(mode: openBrowser ? .automatic : .printOnly, environment: environment)
-        return FacebookSession.browserLogin(
-            provider: provider, transport: transport,
-            receiver: LoopbackRedirectReceiver(appName: isEmulated ? "Sesame (emulator)" : "Sesame"),
-            opener: DesktopBrowserOpener(system: system, emulatorApproval: emulatorApproval))
+        connection.browserLogin(openBrowser: openBrowser)
     }
 
     /// A session for `account` (the active one by default), logging in with `loginUI` (device
-    /// login by default).
+    /// login by default), with the cross-process refresh lock file.
     public func session(
         account: String? = nil, loginUI: (any LoginUI)? = nil,
         recoveryDelegate: (any FacebookRecoveryDelegate)? = nil,
         recoveryPolicy: RecoveryPolicy = RecoveryPolicy()
     ) -> FacebookSession {
-        FacebookSession(
-            provider: provider, transport: transport, store: storage.store, account: self.account(account),
-            loginUI: loginUI ?? deviceLogin(), recoveryDelegate: recoveryDelegate, recoveryPolicy: recoveryPolicy)
+        connection.facebookSession(
+            account: self.account(account), store: storage.store, loginUI: loginUI, recoveryDelegate: recoveryDelegate,
+            recoveryPolicy: recoveryPolicy)
     }
 
     /// Keeps the last rate-limit usage `session`'s Graph calls saw, for `sesame status`.
@@ -174,7 +138,41 @@ public struct DesktopFacebook: Sendable {
     }
 
     /// Stops the built-in emulator (writing its state file). Call before exiting.
-    public func shutdown() async {
-        await emulator?.stop()
+    public func shutdown() async { await connection.shutdown() }
+}
+
+/// Saving a login that the person has just approved.
+enum DesktopLogin {
+    /// Saves `token` for `account`, or says plainly that the approved login was not kept.
+    static func save(_ token: AccessToken, account: String, store: any CredentialStore, label: String) async throws {
+        do {
+            try await store.save(
+                StoredCredential(
+                    key: CredentialKey(provider: token.provider, appID: token.appID, account: account),
+                    token: token))
+        } catch let error as CredentialStoreError {
+            throw DesktopError(
+                "You approved the login to \(label), but it could not be saved, so it is not kept: \(error.message)",
+                status: .cannotCreate)
+        }
+    }
+}
+
+/// Small network checks for `sesame doctor`, each bounded to 3 seconds.
+package enum DoctorProbe {
+    /// A transport whose requests give up after 3 seconds.
+    package static let transport = CurlTransport(
+        configuration: CurlTransport.Configuration(connectTimeout: .seconds(3), timeout: .seconds(3)))
+
+    /// Whether `url` answers HTTP at all (any status counts: it is there).
+    package static func answers(label: String, url: URL, transport: any HTTPTransport) async -> DoctorLine {
+        do {
+            let response = try await transport.send(HTTPRequest(method: .get, url: url))
+            return DoctorLine(.ok, "\(label) at \(url.absoluteString) answers (HTTP \(response.status)).")
+        } catch {
+            return DoctorLine(
+                .problem, "\(label) at \(url.absoluteString) does not answer (\(error)).",
+                fix: "check the network, a proxy (HTTPS_PROXY), or the configured address")
+        }
     }
 }

@@ -20,65 +20,56 @@ public struct Sourced<Value: Sendable & Hashable>: Sendable, Hashable {
     }
 }
 
-/// The settings a desktop app runs with, resolved from command-line flags, then the environment,
-/// then `$XDG_CONFIG_HOME/sesame/config.json`, the first that has a setting winning.
+/// The settings every provider shares, and the config file each provider reads its own object
+/// of: `$XDG_CONFIG_HOME/sesame/config.json`.
 ///
 /// | setting | flag | environment | config file |
 /// |---|---|---|---|
-/// | Facebook app id | `--app-id` | `SESAME_FACEBOOK_APP_ID` | `facebook.app_id` |
-/// | client token | | `SESAME_FACEBOOK_CLIENT_TOKEN` | `facebook.client_token` |
-/// | Graph API origin | | `SESAME_FACEBOOK_GRAPH_URL` | `facebook.graph_url` |
-/// | login dialog origin | | `SESAME_FACEBOOK_DIALOG_URL` | `facebook.dialog_url` |
-/// | Graph API version | | `SESAME_FACEBOOK_GRAPH_VERSION` | `facebook.graph_version` |
 /// | storage | `--storage` | `SESAME_STORAGE` | `storage` |
+/// | a provider's settings | its login flags | its variables | its object: `facebook`, `oidc`... |
 ///
-/// With no app id anywhere, the app runs against the built-in emulator (``Desktop``).
+/// Each provider's settings are declared by its ``ProviderPlugin`` (`sesame providers` lists
+/// them). The file is checked when it is read: it must be a JSON object whose keys are
+/// `storage` and the providers' names, and each value has the type its setting allows; a
+/// wrong one is a ``DesktopError`` (78) naming the file, the key and what is allowed.
 public struct DesktopConfiguration: Sendable, Hashable {
-    /// The Facebook app id, when one is configured.
-    public var facebookAppID: Sourced<String>?
-    /// The app's client token (for device login).
-    public var facebookClientToken: Sourced<String>?
-    /// Where the Graph API answers, when not Facebook's.
-    public var facebookGraphURL: Sourced<URL>?
-    /// Where the login dialog answers, when not Facebook's.
-    public var facebookDialogURL: Sourced<URL>?
-    /// The pinned Graph API version.
-    public var facebookGraphVersion: Sourced<String>?
     /// Where logins are kept.
     public var storage: Sourced<StorageMode>
     /// The config file that was read, if there was one.
     public var configFile: URL?
+    /// Where the config file is looked for (whether or not it exists).
+    public var configFileLocation: URL
+    /// The config file's object, by key.
+    public var file: [String: JSONValue]
+    /// Where Sesame keeps per-user state (`$XDG_STATE_HOME/sesame`).
+    public var stateDirectory: URL
 
     /// Values given on the command line, which win over everything else.
     public struct Overrides: Sendable, Hashable {
-        /// `--app-id`.
-        public var facebookAppID: String?
         /// `--storage`.
         public var storage: StorageMode?
 
         /// Creates overrides.
-        public init(facebookAppID: String? = nil, storage: StorageMode? = nil) {
-            self.facebookAppID = facebookAppID
+        public init(storage: StorageMode? = nil) {
             self.storage = storage
         }
     }
 
     /// Creates a configuration directly (tests, apps that have their own settings).
     public init(
-        facebookAppID: Sourced<String>? = nil, facebookClientToken: Sourced<String>? = nil,
-        facebookGraphURL: Sourced<URL>? = nil, facebookDialogURL: Sourced<URL>? = nil,
-        facebookGraphVersion: Sourced<String>? = nil,
-        storage: Sourced<StorageMode> = Sourced(.keyring, source: "default"),
-        configFile: URL? = nil
+        storage: Sourced<StorageMode> = Sourced(.keyring, source: "default"), file: [String: JSONValue] = [:],
+        configFile: URL? = nil, configFileLocation: URL? = nil,
+        stateDirectory: URL = XDG.stateDirectory(environment: ProcessInfo.processInfo.environment)
     ) {
-        self.facebookAppID = facebookAppID
-        self.facebookClientToken = facebookClientToken
-        self.facebookGraphURL = facebookGraphURL
-        self.facebookDialogURL = facebookDialogURL
-        self.facebookGraphVersion = facebookGraphVersion
+        self.stateDirectory = stateDirectory
         self.storage = storage
+        self.file = file
         self.configFile = configFile
+        self.configFileLocation = configFileLocation ?? configFile ?? URL(fileURLWithPath: "/dev/null")
     }
+
+    /// The config file's path, for messages.
+    public var configFileDescription: String { configFileLocation.path }
 
     /// `$XDG_CONFIG_HOME/sesame/config.json`, or `~/.config/sesame/config.json`.
     public static func defaultConfigFileURL(environment: [String: String]) -> URL {
@@ -86,67 +77,84 @@ public struct DesktopConfiguration: Sendable, Hashable {
             .appendingPathComponent("sesame/config.json")
     }
 
+    /// The object the config file keeps under `key` (a provider's name); empty when absent.
+    ///
+    /// - Throws: ``DesktopError`` (78) when it is there but not an object.
+    public func section(_ key: String) throws -> [String: JSONValue] {
+        guard let value = file[key] else { return [:] }
+        guard let object = value.objectValue else {
+            throw DesktopError(
+                "\(configFileDescription) has \"\(key)\" as \(value.typeDescription), but it must be an object, as in "
+                    + "\"\(key)\": {...}.", status: .config)
+        }
+        return object
+    }
+
     /// Resolves the configuration: `overrides`, then `environment`, then the config file.
     ///
-    /// - Throws: ``DesktopError`` for a config file that is not JSON, or a value that is not
-    ///   valid (an unknown storage mode, a base URL that is not `http(s)`).
+    /// - Parameters:
+    ///   - overrides: values from the command line.
+    ///   - environment: the environment to read.
+    ///   - knownSections: the keys the file may have besides `storage` (the providers' names);
+    ///     by default those of ``Desktop/providers``.
+    /// - Throws: ``DesktopError`` (78) for a config file that cannot be read, is not a JSON
+    ///   object or has an unknown key, or an unknown storage mode.
     public static func resolve(
-        overrides: Overrides = Overrides(), environment: [String: String] = ProcessInfo.processInfo.environment
+        overrides: Overrides = Overrides(), environment: [String: String] = ProcessInfo.processInfo.environment,
+        knownSections: [String]? = nil
     ) throws -> DesktopConfiguration {
         let fileURL = defaultConfigFileURL(environment: environment)
         var file: [String: JSONValue] = [:]
         var configFile: URL?
-        if let data = FileManager.default.contents(atPath: fileURL.path) {
+        var isDirectory: ObjCBool = false
+        if FileManager.default.fileExists(atPath: fileURL.path, isDirectory: &isDirectory) {
+            guard !isDirectory.boolValue else {
+                throw DesktopError(
+                    "The config file \(fileURL.path) is a directory; remove it or make it a JSON file.",
+                    status: .config)
+            }
+            guard let data = FileManager.default.contents(atPath: fileURL.path) else {
+                throw DesktopError(
+                    "The config file \(fileURL.path) cannot be read; check its permissions.", status: .config)
+            }
             guard let object = JSONValue(parsing: data)?.objectValue else {
                 throw DesktopError(
                     "The config file \(fileURL.path) is not a JSON object; fix it or remove it (see `sesame doctor`).",
                     status: .config)
             }
+            let known = ["storage"] + (knownSections ?? Desktop.providers.map(\.name))
+            if let unknown = object.keys.sorted().first(where: { !known.contains($0) }) {
+                throw DesktopError(
+                    "The config file \(fileURL.path) has an unknown key \"\(unknown.sanitizedForTerminal)\"; the keys "
+                        + "it may have are \(known.joined(separator: ", ")).", status: .config)
+            }
             file = object
             configFile = fileURL
-        }
-        let facebook = file["facebook"]?.objectValue ?? [:]
-        func string(_ flag: String?, flagName: String, _ variable: String, _ key: String) -> Sourced<String>? {
-            if let flag, !flag.isEmpty { return Sourced(flag, source: flagName) }
-            if let value = environment[variable], !value.isEmpty { return Sourced(value, source: variable) }
-            if let value = facebook[key]?.stringValue, !value.isEmpty {
-                return Sourced(value, source: "\(fileURL.path) (facebook.\(key))")
-            }
-            return nil
-        }
-        func url(_ variable: String, _ key: String) throws -> Sourced<URL>? {
-            guard let text = string(nil, flagName: "", variable, key) else { return nil }
-            guard let url = URL(string: text.value), ["http", "https"].contains(url.scheme?.lowercased() ?? ""),
-                url.host != nil
-            else {
-                throw DesktopError(
-                    "\(text.source) is '\(text.value)', which is not an http(s) address; write it as "
-                        + "https://graph.facebook.com or http://127.0.0.1:8080.", status: .config)
-            }
-            return Sourced(url, source: text.source)
         }
         var storage = Sourced(StorageMode.keyring, source: "default")
         if let mode = overrides.storage {
             storage = Sourced(mode, source: "--storage")
         } else if let text = environment["SESAME_STORAGE"], !text.isEmpty {
             storage = Sourced(try mode(text, source: "SESAME_STORAGE"), source: "SESAME_STORAGE")
-        } else if let text = file["storage"]?.stringValue {
-            storage = Sourced(try mode(text, source: "\(fileURL.path) (storage)"), source: "\(fileURL.path) (storage)")
+        } else if let value = file["storage"] {
+            let source = "\(fileURL.path) (storage)"
+            guard let text = value.stringValue else {
+                throw DesktopError(
+                    "\(source) is \(value.typeDescription), but it must be one of "
+                        + StorageMode.allCases.map { "\"\($0.rawValue)\"" }.joined(separator: ", ") + ".",
+                    status: .config)
+            }
+            storage = Sourced(try mode(text, source: source), source: source)
         }
         return DesktopConfiguration(
-            facebookAppID: string(
-                overrides.facebookAppID, flagName: "--app-id", "SESAME_FACEBOOK_APP_ID", "app_id"),
-            facebookClientToken: string(nil, flagName: "", "SESAME_FACEBOOK_CLIENT_TOKEN", "client_token"),
-            facebookGraphURL: try url("SESAME_FACEBOOK_GRAPH_URL", "graph_url"),
-            facebookDialogURL: try url("SESAME_FACEBOOK_DIALOG_URL", "dialog_url"),
-            facebookGraphVersion: string(nil, flagName: "", "SESAME_FACEBOOK_GRAPH_VERSION", "graph_version"),
-            storage: storage, configFile: configFile)
+            storage: storage, file: file, configFile: configFile, configFileLocation: fileURL,
+            stateDirectory: XDG.stateDirectory(environment: environment))
     }
 
     private static func mode(_ text: String, source: String) throws -> StorageMode {
         guard let mode = StorageMode(rawValue: text) else {
             throw DesktopError(
-                "\(source) is '\(text)', which is not a storage mode; use one of "
+                "\(source) is '\(text.sanitizedForTerminal)', which is not a storage mode; use one of "
                     + StorageMode.allCases.map(\.rawValue).joined(separator: ", ") + ".", status: .config)
         }
         return mode
@@ -166,6 +174,8 @@ public struct DesktopError: Error, Sendable, Hashable, CustomStringConvertible {
         public static let config = Status(rawValue: 78)
         /// EX_CANTCREAT: a state file cannot be written.
         public static let cannotCreate = Status(rawValue: 73)
+        /// EX_USAGE: an option that does not fit.
+        public static let usage = Status(rawValue: 64)
     }
 
     /// What went wrong and what to do.
@@ -182,10 +192,10 @@ public struct DesktopError: Error, Sendable, Hashable, CustomStringConvertible {
     public var description: String { message }
 }
 
-/// The XDG base directories.
-package enum XDG {
+/// The XDG base directories Sesame uses.
+public enum XDG {
     /// `$variable` when absolute, else `~/fallback`.
-    package static func directory(_ variable: String, fallback: String, environment: [String: String]) -> URL {
+    public static func directory(_ variable: String, fallback: String, environment: [String: String]) -> URL {
         if let value = environment[variable], value.hasPrefix("/") {
             return URL(fileURLWithPath: value, isDirectory: true)
         }
@@ -194,7 +204,7 @@ package enum XDG {
     }
 
     /// `$XDG_STATE_HOME/sesame`.
-    package static func stateDirectory(environment: [String: String]) -> URL {
+    public static func stateDirectory(environment: [String: String]) -> URL {
         directory("XDG_STATE_HOME", fallback: ".local/state", environment: environment)
             .appendingPathComponent("sesame", isDirectory: true)
     }

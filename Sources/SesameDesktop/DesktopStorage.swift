@@ -10,12 +10,15 @@ public struct StorageSelection: Sendable {
     public var backend: String
     /// Why it is the one in use: the mode and where the mode came from.
     public var reason: String
+    /// What kind of store it is, in one word: `keyring`, `file` or `memory`.
+    public var kind: String
 
     /// Creates a selection.
-    public init(store: any CredentialStore, backend: String, reason: String) {
+    public init(store: any CredentialStore, backend: String, reason: String, kind: String) {
         self.store = store
         self.backend = backend
         self.reason = reason
+        self.kind = kind
     }
 }
 
@@ -59,7 +62,13 @@ public enum DesktopStorage {
             case .memory: "memory"
             }
         let reason = resolved.fallbackReason.map { "\(why): the keyring is not available (\(unavailable($0).message))" }
-        return StorageSelection(store: resolved.store, backend: backend, reason: reason ?? why)
+        let kind =
+            switch resolved.backend {
+            case .keyring: "keyring"
+            case .file: "file"
+            case .memory: "memory"
+            }
+        return StorageSelection(store: resolved.store, backend: backend, reason: reason ?? why, kind: kind)
     }
 
     /// The error for a keyring that is needed and absent, with the command-line way out.

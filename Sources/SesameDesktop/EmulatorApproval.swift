@@ -1,10 +1,9 @@
 import Foundation
 import Sesame
-import SesameEmulator
 
 /// The built-in emulator's approval step, offered on the terminal so that a person with no
 /// browser (or a script, when asked) can finish a demo login. Only ever made for the emulator
-/// that ``Desktop`` starts in-process, never for a real provider, and every line it prints
+/// that a program asked for (``BuiltInEmulators``), never for a real provider, and every line it prints
 /// starts with `[emulator]`.
 public struct EmulatorApproval: Sendable {
     /// When to approve.
@@ -26,8 +25,24 @@ public struct EmulatorApproval: Sendable {
         case dialog(URL)
     }
 
+    /// The mode `SESAME_EMULATOR_APPROVE` asks for: `auto`, `prompt` or `off`; by default a
+    /// prompt when standard input is a terminal, nothing otherwise.
+    ///
+    /// - Throws: ``DesktopError`` (78) for any other value.
+    public static func mode(environment: [String: String], terminal: Terminal) throws -> Mode {
+        guard let text = environment["SESAME_EMULATOR_APPROVE"], !text.isEmpty else {
+            return terminal.inputIsInteractive ? .prompt : .off
+        }
+        guard let mode = Mode(rawValue: text) else {
+            throw DesktopError(
+                "SESAME_EMULATOR_APPROVE is '\(text.sanitizedForTerminal)', which is not a mode; use auto, prompt or off.",
+                status: .config)
+        }
+        return mode
+    }
+
     /// The emulator.
-    public var emulator: Emulator
+    public var emulator: RunningEmulator
     /// When to approve.
     public var mode: Mode
     /// The terminal.
@@ -36,14 +51,14 @@ public struct EmulatorApproval: Sendable {
     public var transport: any HTTPTransport
 
     /// Creates an approval step.
-    public init(emulator: Emulator, mode: Mode, terminal: Terminal, transport: any HTTPTransport) {
+    public init(emulator: RunningEmulator, mode: Mode, terminal: Terminal, transport: any HTTPTransport) {
         self.emulator = emulator
         self.mode = mode
         self.terminal = terminal
         self.transport = transport
     }
 
-    private var person: String { emulator.configuration.users.first?.name ?? "the emulator's person" }
+    private var person: String { emulator.personName }
     private var label: String { terminal.yellow("[emulator]") }
 
     /// Offers the approval of `step` (or approves it at once, or does nothing, by ``mode``).
@@ -55,11 +70,11 @@ public struct EmulatorApproval: Sendable {
         case .automatic:
             terminal.say(
                 "\(label) Approving this login as \(person) in the built-in emulator (SESAME_EMULATOR_APPROVE=auto); "
-                    + "no real Facebook account is involved.\n")
+                    + "no real account is involved.\n")
             Task { await approve(step) }
         case .prompt:
             terminal.say(
-                "\(label) This is Sesame's built-in Facebook emulator, not Facebook. Press Enter to approve the login "
+                "\(label) This is Sesame's built-in emulator, not the real provider. Press Enter to approve the login "
                     + "as \(person) here, or use the address above.\n")
             let approval = self
             Thread.detachNewThread {
@@ -73,9 +88,9 @@ public struct EmulatorApproval: Sendable {
         do {
             switch step {
             case .device(let userCode):
-                try await emulator.approveDevice(userCode: userCode)
+                try await emulator.approveDevice(userCode)
             case .dialog(let url):
-                let redirect = try await emulator.approveDialog(url: url)
+                let redirect = try await emulator.approveDialog(url)
                 // The browser's part: follow the redirect to the app's loopback receiver.
                 _ = try await transport.send(HTTPRequest(method: .get, url: redirect))
             }

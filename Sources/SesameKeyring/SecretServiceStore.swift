@@ -120,6 +120,19 @@ public final class SecretServiceStore: CredentialStore {
     }
 
     public func list(provider: ProviderID?) async throws -> [StoredCredential] {
+        let listing = try await listing(provider: provider)
+        guard !listing.unreadable.isEmpty else { return listing.credentials }
+        guard listing.unreadable.count > 1 else {
+            throw CredentialStoreError(kind: .corrupt, message: listing.unreadable[0].problem)
+        }
+        let lines: [String] = listing.unreadable.map { "- \($0.problem)" }
+        let message =
+            "\(listing.unreadable.count) keyring items cannot be read as Sesame credentials:\n"
+            + lines.joined(separator: "\n")
+        throw CredentialStoreError(kind: .corrupt, message: message)
+    }
+
+    public func listing(provider: ProviderID?) async throws -> CredentialListing {
         var operation = "listing the credentials"
         var search: [String: String] = [:]
         if let provider {
@@ -129,31 +142,23 @@ public final class SecretServiceStore: CredentialStore {
         let items = try await readItems(search, everyItem: true, operation: operation)
 
         var newest: [CredentialKey: KeyringItem] = [:]
-        var problems: [CredentialStoreError] = []
+        var problems: [UnreadableCredential] = []
         for item in items {
             switch KeyringItemFormat.key(of: item) {
-            case .failure(let error): problems.append(error)
+            case .failure(let error): problems.append(UnreadableCredential(key: nil, problem: error.message))
             case .success(let key):
                 if let other = newest[key], !Self.isOlder(other, than: item) { continue }
                 newest[key] = item
             }
         }
         var credentials: [StoredCredential] = []
-        for item in newest.values {
+        for (key, item) in newest {
             switch KeyringItemFormat.credential(from: item) {
             case .success(let credential): credentials.append(credential)
-            case .failure(let error): problems.append(error)
+            case .failure(let error): problems.append(UnreadableCredential(key: key, problem: error.message))
             }
         }
-        if let first = problems.first {
-            guard problems.count > 1 else { throw first }
-            let lines: [String] = problems.map { "- \($0.message)" }
-            let message =
-                "\(problems.count) keyring items cannot be read as Sesame credentials:\n"
-                + lines.joined(separator: "\n")
-            throw CredentialStoreError(kind: .corrupt, message: message)
-        }
-        return credentials.sorted { $0.key < $1.key }
+        return CredentialListing(credentials: credentials.sorted { $0.key < $1.key }, unreadable: problems)
     }
 
     // MARK: - Status

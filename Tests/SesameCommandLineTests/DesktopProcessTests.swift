@@ -21,7 +21,7 @@ struct DesktopProcessTests {
         let result = await login.finish()
         cli.record("sesame login facebook", result)
         #expect(result.status == 0, "\(result.standardError)")
-        #expect(result.standardError.contains("Using Sesame's built-in Facebook emulator at http://127.0.0.1:"))
+        #expect(result.standardError.contains("Using Sesame's built-in Facebook emulator (no app id is configured"))
         #expect(result.standardOutput.contains("Logged in to the Facebook emulator as Sam Sesame (100000000000001)"))
         #expect(result.standardOutput.contains("email"))
 
@@ -123,21 +123,32 @@ struct DesktopProcessTests {
 
     /// The documented `status --json` schema: these keys, these types.
     static func expectStatusSchema(_ document: JSONValue) throws {
-        #expect(document["version"]?.lenientInt == 1)
+        #expect(document["version"]?.lenientInt == 2)
         let providers = try #require(document["providers"]?.arrayValue)
         for provider in providers {
+            #expect(
+                Set(try #require(provider.objectValue).keys) == [
+                    "provider", "display_name", "app_id", "emulator", "details", "storage", "problem", "unreadable",
+                    "accounts",
+                ])
             #expect(provider["provider"]?.stringValue != nil)
             #expect(provider["app_id"]?.stringValue != nil)
-            #expect(provider["emulator"] != nil)
-            #expect(provider["storage"]?["backend"]?.stringValue != nil)
+            #expect(provider["emulator"]?.boolValue != nil)
+            #expect(provider["details"]?.objectValue != nil)
+            #expect(["keyring", "file", "memory"].contains(provider["storage"]?["backend"]?.stringValue ?? ""))
+            #expect(provider["storage"]?["description"]?.stringValue != nil)
             #expect(provider["storage"]?["reason"]?.stringValue != nil)
             for account in try #require(provider["accounts"]?.arrayValue) {
                 let keys = Set(try #require(account.objectValue).keys)
                 #expect(
                     keys == [
                         "account", "active", "user_id", "user_name", "granted", "declined", "expires_at",
-                        "data_access_expires_at", "needs_login", "token_valid", "problem", "last_usage",
+                        "data_access_expires_at", "validity", "checked_online", "needs_login", "token_valid",
+                        "problem", "last_usage",
                     ])
+                let validity = try #require(account["validity"]?.stringValue)
+                #expect(["valid", "invalid", "unverified", "not_checked"].contains(validity))
+                #expect(account["needs_login"]?.boolValue == (validity == "invalid"))
                 #expect(account["granted"]?.arrayValue != nil && account["declined"]?.arrayValue != nil)
                 if let expiry = account["expires_at"]?.stringValue {
                     #expect(ISO8601DateFormatter().date(from: expiry) != nil)
@@ -176,7 +187,7 @@ struct DesktopProcessTests {
         try await cli.run("sesame", ["login", "facebook"], environment: approve)
         try await cli.run("sesame", ["login", "facebook", "--account", "work"], environment: approve)
         let unknown = try await cli.run("sesame", ["switch", "facebook", "nobody"])
-        #expect(unknown.status == 64)
+        #expect(unknown.status == 77)
         #expect(unknown.standardError.contains("default, work"))
         #expect(try await cli.run("sesame", ["switch", "facebook", "default"]).status == 0)
         let status = try await cli.run("sesame", ["status", "--json"])
@@ -330,7 +341,7 @@ struct DesktopProcessTests {
 
         // keyring-or-file does fall back, and says so.
         let fallback = try await cli.run("sesame", ["status", "--storage", "keyring-or-file"], environment: deadBus)
-        #expect(fallback.status == 0, "\(fallback.standardError)")
+        #expect(fallback.status == 77, "nothing is logged in: \(fallback.standardError)")
         #expect((fallback.standardOutput + fallback.standardError).contains("the keyring is not available"))
     }
 

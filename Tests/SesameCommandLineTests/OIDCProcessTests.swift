@@ -61,7 +61,7 @@ struct OIDCProcessTests {
         let document = try await Self.statusDocument(cli)
         let oidc = try #require(Self.provider("oidc", in: document))
         #expect(oidc["app_id"]?.stringValue == OIDCEmulator.defaultClientID)
-        #expect(oidc["issuer"]?.stringValue == issuer)
+        #expect(oidc["details"]?["issuer"]?.stringValue == issuer)
         let account = try #require(oidc["accounts"]?[0])
         #expect(account["account"]?.stringValue == "default")
         #expect(account["active"]?.boolValue == true)
@@ -128,7 +128,7 @@ struct OIDCProcessTests {
 
         let document = try await Self.statusDocument(cli)
         let workStatus = try #require(Self.provider("work", in: document))
-        #expect(workStatus["issuer"]?.stringValue == workIssuer)
+        #expect(workStatus["details"]?["issuer"]?.stringValue == workIssuer)
         #expect(workStatus["accounts"]?[0]?["user_id"]?.stringValue == "248289761001")
         #expect(workStatus["accounts"]?[0]?["granted"]?.arrayValue?.contains(.string("profile")) == false)
         #expect(Self.provider("gitlab", in: document)?["accounts"]?[0]?["user_id"]?.stringValue == "248289761002")
@@ -160,8 +160,8 @@ struct OIDCProcessTests {
             (["login", "oidc", "--issuer", "http://127.0.0.1:9"], "--client-id ID"),
             (["token", "oidc"], "--issuer URL"),
             (["login", "oidc", "--issuer", "ftp://x", "--client-id", "x"], "http(s)"),
-            (["login", "facebook", "--issuer", "http://127.0.0.1:9"], "--app-id"),
-            (["login", "oidc", "--with-token"], "--issuer"),
+            (["login", "facebook", "--issuer", "http://127.0.0.1:9"], "--issuer is an option of oidc"),
+            (["login", "oidc", "--with-token"], "do not take --with-token"),
         ])
     func usageErrors(_ arguments: [String], _ says: String) async throws {
         let cli = try CLIHarness()

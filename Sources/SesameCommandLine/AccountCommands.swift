@@ -1,0 +1,281 @@
+import Foundation
+import Sesame
+import SesameCurl
+import SesameDesktop
+import SesameDesktopEmulator
+
+/// Runs `login`, `token`, `logout`, `switch` and `permissions` for any provider plug-in: the
+/// accounts, the active account, the store and the messages are the same for every provider;
+/// what differs is asked of the plug-in.
+struct AccountCommands {
+    var command: ProviderCommand
+    var context: CommandContext
+
+    private var io: CommandIO { context.io }
+    private var name: String { command.provider }
+
+    func run() async throws -> Int32 {
+        let configuration = try DesktopConfiguration.resolve(
+            overrides: .init(storage: command.storage), environment: context.environment)
+        let plugin = try resolvePlugin(configuration)
+        if case .permissions = command.action, plugin.permissionSupport.isEmpty {
+            throw CommandFailure(
+                "\(plugin.displayName) logins choose their scopes when logging in; log in again with "
+                    + "'sesame login \(name) --scopes a,b'.", status: ExitStatus.usage)
+        }
+        let storage = try await DesktopStorage.select(
+            configuration.storage, keyring: context.keyring, environment: context.environment)
+        var flags: [String: String] = [:]
+        if case .login(let login) = command.action { flags = login.options }
+        let connected = try await plugin.connect(
+            ProviderConnectionRequest(
+                instance: name, flags: flags, configuration: configuration, environment: context.environment,
+                terminal: context.terminal, transport: CurlTransport(), emulators: .sesame,
+                purpose: command.action.isLogin ? .login : .use))
+        do {
+            let status = try await run(connected, storage: storage)
+            await connected.shutdown()
+            return status
+        } catch {
+            await connected.shutdown()
+            throw error
+        }
+    }
+
+    private func resolvePlugin(_ configuration: DesktopConfiguration) throws -> any ProviderPlugin {
+        if let plugin = try Desktop.plugin(named: name, configuration: configuration) { return plugin }
+        // A new name (an OpenID issuer's) is made by logging in to it with its settings given.
+        if case .login(let login) = command.action, let plugin = ProviderTable.plugin(forName: name),
+            !login.options.isEmpty
+                || plugin.settings(instance: name).contains(where: {
+                    $0.environment.flatMap { context.environment[$0] } != nil
+                })
+        {
+            return plugin
+        }
+        let known = try Desktop.names(configuration: configuration).map(\.name)
+        let near = Suggestion.closest(to: name, in: known).map { " (did you mean '\($0)'?)" } ?? ""
+        throw CommandFailure(
+            "unknown provider '\(name.sanitizedForTerminal)'\(near); known providers: "
+                + "\(known.joined(separator: ", ")). An OpenID issuer gets a name in the config file: "
+                + #"{"oidc": {"\#(name.sanitizedForTerminal)": {"issuer": "https://...", "clientID": "..."}}}"#,
+            status: ExitStatus.usage)
+    }
+
+    private func run(_ connected: any ConnectedProvider, storage: StorageSelection) async throws -> Int32 {
+        let accounts = AccountState(environment: context.environment)
+        let account = command.account ?? accounts.activeAccount(for: connected.providerID)
+        let key = CredentialKey(provider: connected.providerID, appID: connected.appID, account: account)
+        switch command.action {
+        case .login(let login):
+            return try await self.login(login, key: key, connected: connected, storage: storage, accounts: accounts)
+        case .token:
+            let session = connected.session(account: account, store: storage.store)
+            guard try await session.open() else { throw notLoggedIn(key, connected: connected) }
+            do {
+                // The only place the command line prints a secret: that is what `sesame token` is for.
+                io.write(try await session.validToken().tokenString + "\n")
+            } catch {
+                await switchAwayIfGone(key, accounts: accounts, store: storage.store)
+                throw error
+            }
+            return ExitStatus.success
+        case .logout(let revoke):
+            return try await logout(key, revoke: revoke, connected: connected, storage: storage, accounts: accounts)
+        case .switchAccount(let target):
+            let targetKey = CredentialKey(provider: key.provider, appID: key.appID, account: target)
+            guard (try? await storage.store.load(targetKey)) != nil else {
+                let known = try await logins(of: key, in: storage.store).map(\.account)
+                throw CommandFailure(
+                    "There is no \(connected.label) login named '\(target.sanitizedForTerminal)'"
+                        + (known.isEmpty ? "" : " (logins: \(known.joined(separator: ", ")))")
+                        + "; log in to it with 'sesame login \(name) --account \(target.sanitizedForTerminal)'.",
+                    status: ExitStatus.permission)
+            }
+            try accounts.setActiveAccount(target, for: key.provider)
+            io.write("\(connected.label) account '\(target)' is now the active one.\n")
+            return ExitStatus.success
+        case .permissions(let action):
+            let session = connected.session(account: account, store: storage.store)
+            guard try await session.open() else { throw notLoggedIn(key, connected: connected) }
+            defer {
+                if let usage = session.lastUsage { try? accounts.recordUsage(usage, for: key) }
+            }
+            switch action {
+            case .list:
+                let permissions = try await session.listPermissions()
+                for permission in permissions.granted.sorted() {
+                    io.write("granted   \(permission.sanitizedForTerminal)\n")
+                }
+                for permission in permissions.declined.sorted() {
+                    io.write("declined  \(permission.sanitizedForTerminal)\n")
+                }
+            case .request(let names, let options):
+                let outcome = try await session.requestPermissions(names, options: options)
+                io.write("granted: \(outcome.granted.sorted().joined(separator: ", ").sanitizedForTerminal)\n")
+                if !outcome.declined.isEmpty {
+                    io.write("declined: \(outcome.declined.sorted().joined(separator: ", ").sanitizedForTerminal)\n")
+                }
+            case .revoke(let permission):
+                try await session.revokePermission(permission)
+                io.write("Revoked \(permission.sanitizedForTerminal).\n")
+            }
+            return ExitStatus.success
+        }
+    }
+
+    // MARK: login
+
+    private func login(
+        _ login: ProviderCommand.Login, key: CredentialKey, connected: any ConnectedProvider,
+        storage: StorageSelection, accounts: AccountState
+    ) async throws -> Int32 {
+        let flow: LoginOptions.Flow
+        if login.withToken {
+            flow = .existingToken(try await readToken())
+        } else if login.web {
+            flow = .browser(openBrowser: !login.noBrowser)
+        } else if login.device {
+            flow = .device
+        } else {
+            flow = login.noBrowser ? .browser(openBrowser: false) : .automatic
+        }
+        // A stored login that cannot be read never blocks a new one.
+        let previous = try? await storage.store.load(key)
+        // Before anyone is asked to approve anything: a login that cannot be kept is not started.
+        try await storage.store.checkWritable(for: key)
+        let result = try await connected.logIn(
+            LoginOptions(flow: flow, scopes: login.scopes), account: key.account, store: storage.store)
+        try accounts.setActiveAccount(key.account, for: key.provider)
+        let token = result.token
+        let subject = token.userID ?? "?"
+        let who =
+            result.userName.map { "\($0.sanitizedForTerminal) (\(subject.sanitizedForTerminal))" }
+            ?? subject.sanitizedForTerminal
+        let granted = token.permissions.granted.sorted().joined(separator: ", ").sanitizedForTerminal
+        var text = "Logged in to \(connected.label) as \(who), account '\(key.account)'; granted: \(granted). "
+        text += "Stored in \(storage.backend)"
+        if storage.store.backendDescription == "memory" {
+            text += ", which is gone when this command exits (--storage memory keeps nothing)"
+        }
+        text += "."
+        if previous != nil { text += " It replaces the login stored before under that account." }
+        io.write(text + "\n")
+        return ExitStatus.success
+    }
+
+    /// Reads a token from standard input, refusing what cannot be one.
+    private func readToken() async throws -> String {
+        let data = await io.readStandardInput()
+        guard data.count <= 16 * 1024 else {
+            throw CommandFailure(
+                "What standard input gave is \(data.count) bytes long, too long for an access token; pipe in the "
+                    + "token alone.", status: ExitStatus.dataError)
+        }
+        guard let text = String(data: data, encoding: .utf8) else {
+            throw CommandFailure(
+                "What standard input gave is not text; pipe in the access token alone.", status: ExitStatus.dataError)
+        }
+        let token = text.trimmingCharacters(in: .whitespacesAndNewlines)
+        guard !token.isEmpty else {
+            throw CommandFailure(
+                "Standard input gave no token; pipe it in, as in 'pbpaste | sesame login \(name) --with-token'.",
+                status: ExitStatus.dataError)
+        }
+        guard !token.unicodeScalars.contains(where: { $0.properties.generalCategory == .control || $0 == " " }) else {
+            throw CommandFailure(
+                "What standard input gave is not an access token (it has spaces or control characters inside); "
+                    + "pipe in the token alone.", status: ExitStatus.dataError)
+        }
+        return token
+    }
+
+    // MARK: logout
+
+    private func logout(
+        _ key: CredentialKey, revoke: Bool, connected: any ConnectedProvider, storage: StorageSelection,
+        accounts: AccountState
+    ) async throws -> Int32 {
+        let store = storage.store
+        let stored: StoredCredential?
+        var unreadable = false
+        do {
+            stored = try await store.load(key)
+        } catch let error as CredentialStoreError where error.kind == .corrupt {
+            stored = nil
+            unreadable = true
+        }
+        guard stored != nil || unreadable else { throw notLoggedIn(key, connected: connected) }
+        var note: String?
+        var revocation: RevocationFailed?
+        var who = stored?.token.userID
+        let session = connected.session(account: key.account, store: store)
+        if let stored, !stored.needsLogin, (try? await session.open()) == true {
+            who = await session.userID ?? who
+            do {
+                note = try await session.logOut(revoke: revoke)
+            } catch let failure as RevocationFailed {
+                revocation = failure
+            }
+        } else {
+            // Unreadable, expired or refused: nothing to revoke, only to remove.
+            try await store.delete(key)
+            if unreadable { note = "the stored entry could not be read, and was removed" }
+        }
+        if await isStored(key, in: store) != false {
+            throw CommandFailure(
+                "The login of account '\(key.account)' could not be removed from \(storage.backend); it is still "
+                    + "stored. Check that the store is writable and try again.", status: ExitStatus.ioError)
+        }
+        var text = "Logged out of \(connected.label) account '\(key.account)'"
+        if let who { text += " (user \(who.sanitizedForTerminal))" }
+        if let note { text += "; \(note)" }
+        io.write(text + ".\n")
+        await switchAwayIfGone(key, accounts: accounts, store: store)
+        if let revocation {
+            throw CommandFailure(
+                "The login was removed here, but \(revocation.description).", status: ExitStatus.unavailable)
+        }
+        return ExitStatus.success
+    }
+
+    /// When the active account's login is gone (logged out, or cleared by the provider's
+    /// error), makes another stored login of the same app the active one, as `gh` does.
+    private func switchAwayIfGone(_ key: CredentialKey, accounts: AccountState, store: any CredentialStore) async {
+        guard accounts.activeAccount(for: key.provider) == key.account, await isStored(key, in: store) == false,
+            let next = try? await logins(of: key, in: store).first
+        else { return }
+        guard (try? accounts.setActiveAccount(next.account, for: key.provider)) != nil else { return }
+        context.io.writeError("Account '\(next.account)' is now the active one.\n")
+    }
+
+    /// Whether `key` has a stored entry, readable or not; `nil` when the store cannot tell.
+    private func isStored(_ key: CredentialKey, in store: any CredentialStore) async -> Bool? {
+        do {
+            return try await store.load(key) != nil
+        } catch let error as CredentialStoreError where error.kind == .corrupt {
+            return true
+        } catch {
+            return nil
+        }
+    }
+
+    /// The keys of the stored logins of `key`'s provider and app, sorted.
+    private func logins(of key: CredentialKey, in store: any CredentialStore) async throws -> [CredentialKey] {
+        try await store.listing(provider: key.provider).credentials.map(\.key).filter { $0.appID == key.appID }
+            .sorted()
+    }
+
+    private func notLoggedIn(_ key: CredentialKey, connected: any ConnectedProvider) -> CommandFailure {
+        CommandFailure(
+            "Not logged in to \(connected.label) as '\(key.account)'; log in with 'sesame login \(name)"
+                + (key.account == "default" ? "" : " --account \(key.account)") + "'.", status: ExitStatus.permission)
+    }
+}
+
+extension ProviderCommand.Action {
+    var isLogin: Bool {
+        if case .login = self { return true }
+        return false
+    }
+}

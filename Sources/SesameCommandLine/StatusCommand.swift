@@ -1,0 +1,373 @@
+import Foundation
+import Sesame
+import SesameCurl
+import SesameDesktop
+import SesameDesktopEmulator
+
+/// `sesame status`.
+package struct StatusCommand: Sendable, Equatable {
+    package var json: Bool
+    package var storage: StorageMode?
+
+    /// The `--json` document's schema version; a change that removes, renames or retypes a key
+    /// bumps it.
+    package static let schemaVersion = 2
+
+    /// How long the whole command may take: every account is checked at once, and what has not
+    /// answered by then is reported as not verified.
+    package static let deadline: Duration = .seconds(5)
+
+    static let definition = CommandDefinition(
+        spec: CommandSpec(
+            name: "status", summary: "Show the stored logins: user, app, permissions, expiry, storage, usage.",
+            synopses: ["[--json] [--storage MODE]"],
+            discussion: """
+                Each login is checked with its provider, all at once, within 5 seconds in all; one that
+                cannot be checked in time says so ("could not verify").
+
+                Exits 0 when every provider's active login works, 77 when nothing is logged in or an
+                active login needs a new login, 75 when an active login could not be verified.
+
+                --json prints one JSON object (schema version 2; keys are only ever added within a
+                version). No token appears in it.
+                  version                   2
+                  providers[]               one per provider with logins or settings
+                    provider                the name on the command line ("facebook", "oidc", "work")
+                    display_name            "Facebook", "OpenID Connect"
+                    app_id                  the app (client) id the logins belong to
+                    emulator                true when it is Sesame's built-in emulator
+                    details                 provider facts as strings (OpenID: "issuer")
+                    storage                 {"backend": "keyring" | "file" | "memory",
+                                             "description": where, "reason": why this one}
+                    problem                 why the provider could not be reached, or null
+                    unreadable[]            stored entries that cannot be read: {"account" (or null),
+                                            "problem"}; remove one with 'sesame logout NAME --account A'
+                    accounts[]
+                      account, active       the account name; whether it is the active one
+                      user_id, user_name    who it is (user_name null when unknown)
+                      granted, declined     permission or scope names
+                      expires_at            ISO 8601, or null for no expiry
+                      data_access_expires_at  ISO 8601 or null (Facebook)
+                      validity              "valid" (the provider accepted it just now), "invalid"
+                                            (a new login is needed), "unverified" (it could not be
+                                            checked; see problem), "not_checked" (judged from what
+                                            is stored: still usable, e.g. refreshable)
+                      checked_online        whether the provider was asked
+                      needs_login           true exactly when validity is "invalid"
+                      token_valid           true / false / null: validity as in version 1
+                      problem               one sentence, or null
+                      last_usage            the last rate-limit usage the provider reported, or null
+                """,
+            options: [OptionSpec("json", "Print one JSON object (schema above)."), storageOption])
+    ) { parsed throws(UsageError) in
+        try noExtra(parsed, after: 0, command: "status")
+        return .status(
+            StatusCommand(json: parsed.flags.contains("json"), storage: try storageMode(parsed, command: "status")))
+    }
+
+    // MARK: The document
+
+    /// `sesame status --json`.
+    struct Report: Codable, Sendable {
+        var version: Int
+        var providers: [ProviderReport]
+    }
+
+    /// One provider in the report.
+    struct ProviderReport: Codable, Sendable {
+        var provider: String
+        var displayName: String
+        var appID: String?
+        var emulator: Bool
+        var details: [String: String]
+        var storage: Storage
+        var problem: String?
+        var unreadable: [Unreadable]
+        var accounts: [AccountReport]
+
+        enum CodingKeys: String, CodingKey {
+            case provider, displayName = "display_name", appID = "app_id", emulator, details, storage, problem
+            case unreadable, accounts
+        }
+
+        // Every key is always present, `null` when there is no value.
+        func encode(to encoder: any Encoder) throws {
+            var container = encoder.container(keyedBy: CodingKeys.self)
+            try container.encode(provider, forKey: .provider)
+            try container.encode(displayName, forKey: .displayName)
+            try container.encode(appID, forKey: .appID)
+            try container.encode(emulator, forKey: .emulator)
+            try container.encode(details, forKey: .details)
+            try container.encode(storage, forKey: .storage)
+            try container.encode(problem, forKey: .problem)
+            try container.encode(unreadable, forKey: .unreadable)
+            try container.encode(accounts, forKey: .accounts)
+        }
+    }
+
+    struct Storage: Codable, Sendable {
+        var backend: String
+        var description: String
+        var reason: String
+    }
+
+    struct Unreadable: Codable, Sendable {
+        var account: String?
+        var problem: String
+
+        func encode(to encoder: any Encoder) throws {
+            var container = encoder.container(keyedBy: CodingKeys.self)
+            try container.encode(account, forKey: .account)
+            try container.encode(problem, forKey: .problem)
+        }
+    }
+
+    /// One account in the report.
+    struct AccountReport: Codable, Sendable {
+        var account: String
+        var active: Bool
+        var userID: String?
+        var userName: String?
+        var granted: [String]
+        var declined: [String]
+        var expiresAt: String?
+        var dataAccessExpiresAt: String?
+        var validity: AccountCheck.Validity
+        var checkedOnline: Bool
+        var needsLogin: Bool
+        var tokenValid: Bool?
+        var problem: String?
+        var lastUsage: JSONValue?
+
+        enum CodingKeys: String, CodingKey {
+            case account, active, userID = "user_id", userName = "user_name", granted, declined
+            case expiresAt = "expires_at", dataAccessExpiresAt = "data_access_expires_at", validity
+            case checkedOnline = "checked_online", needsLogin = "needs_login", tokenValid = "token_valid", problem
+            case lastUsage = "last_usage"
+        }
+
+        init(_ credential: StoredCredential, active: Bool, check: AccountCheck, lastUsage: JSONValue?) {
+            let token = credential.token
+            var check = check
+            if credential.needsLogin, check.validity != .invalid {
+                check = AccountCheck(
+                    validity: .invalid, userName: check.userName,
+                    problem: check.problem ?? "The provider refused the stored login.")
+            }
+            account = credential.key.account
+            self.active = active
+            userID = token.userID
+            userName = check.userName
+            granted = token.permissions.granted.sorted()
+            declined = token.permissions.declined.sorted()
+            expiresAt = token.expirationDate?.ISO8601Format()
+            dataAccessExpiresAt = token.dataAccessExpirationDate?.ISO8601Format()
+            validity = check.validity
+            checkedOnline = check.validity == .valid || check.validity == .invalid && !credential.needsLogin
+            needsLogin = check.validity == .invalid
+            tokenValid = check.validity == .valid ? true : check.validity == .invalid ? false : nil
+            problem = check.problem
+            self.lastUsage = check.usage ?? lastUsage
+        }
+
+        func encode(to encoder: any Encoder) throws {
+            var container = encoder.container(keyedBy: CodingKeys.self)
+            try container.encode(account, forKey: .account)
+            try container.encode(active, forKey: .active)
+            try container.encode(userID, forKey: .userID)
+            try container.encode(userName, forKey: .userName)
+            try container.encode(granted, forKey: .granted)
+            try container.encode(declined, forKey: .declined)
+            try container.encode(expiresAt, forKey: .expiresAt)
+            try container.encode(dataAccessExpiresAt, forKey: .dataAccessExpiresAt)
+            try container.encode(validity, forKey: .validity)
+            try container.encode(checkedOnline, forKey: .checkedOnline)
+            try container.encode(needsLogin, forKey: .needsLogin)
+            try container.encode(tokenValid, forKey: .tokenValid)
+            try container.encode(problem, forKey: .problem)
+            try container.encode(lastUsage ?? .null, forKey: .lastUsage)
+        }
+    }
+
+    // MARK: Running
+
+    func run(context: CommandContext) async throws -> Int32 {
+        let configuration = try DesktopConfiguration.resolve(
+            overrides: .init(storage: storage), environment: context.environment)
+        let selection = try await DesktopStorage.select(
+            configuration.storage, keyring: context.keyring, environment: context.environment)
+        let names = try Desktop.names(configuration: configuration)
+        let transport = CurlTransport(
+            configuration: CurlTransport.Configuration(connectTimeout: .seconds(3), timeout: Self.deadline))
+        let accounts = AccountState(environment: context.environment)
+        let gather = Task {
+            await withTaskGroup(of: (Int, ProviderReport?).self) { group in
+                for (index, entry) in names.enumerated() {
+                    group.addTask {
+                        let report = await Self.report(
+                            name: entry.name, plugin: entry.plugin, configuration: configuration, selection: selection,
+                            transport: transport, accounts: accounts, context: context)
+                        return (index, report)
+                    }
+                }
+                var reports: [ProviderReport?] = Array(repeating: nil, count: names.count)
+                for await (index, report) in group { reports[index] = report }
+                return reports.compactMap { $0 }
+            }
+        }
+        // Bounded: what has not answered by the deadline is cancelled and reported as unverified.
+        let timer = Task {
+            try await Task.sleep(for: Self.deadline)
+            gather.cancel()
+        }
+        let providers = await gather.value
+        timer.cancel()
+        let report = Report(version: Self.schemaVersion, providers: providers)
+        if json {
+            let encoder = JSONEncoder()
+            encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+            context.io.write(String(decoding: try encoder.encode(report), as: UTF8.self) + "\n")
+        } else {
+            context.io.write(Self.text(report, terminal: context.terminal))
+        }
+        return Self.exitStatus(report)
+    }
+
+    /// One provider's report; `nil` for a provider with neither logins nor usable settings.
+    private static func report(
+        name: String, plugin: any ProviderPlugin, configuration: DesktopConfiguration, selection: StorageSelection,
+        transport: any HTTPTransport, accounts: AccountState, context: CommandContext
+    ) async -> ProviderReport? {
+        let id = ProviderID(name)
+        var report = ProviderReport(
+            provider: name, displayName: plugin.displayName, appID: nil, emulator: false, details: [:],
+            storage: Storage(backend: selection.kind, description: selection.backend, reason: selection.reason),
+            problem: nil, unreadable: [], accounts: [])
+        let listing: CredentialListing
+        do {
+            listing = try await selection.store.listing(provider: id)
+        } catch {
+            report.problem =
+                "The stored logins could not be read: \(CommandFailure.from(error, provider: name).message)"
+            return report
+        }
+        report.unreadable = listing.unreadable.map { Unreadable(account: $0.key?.account, problem: $0.problem) }
+        let connected: any ConnectedProvider
+        do {
+            connected = try await plugin.connect(
+                ProviderConnectionRequest(
+                    instance: name, configuration: configuration, environment: context.environment,
+                    terminal: context.terminal, transport: transport, emulators: .sesame, purpose: .status))
+        } catch {
+            guard !listing.credentials.isEmpty || !listing.unreadable.isEmpty else { return nil }
+            let why =
+                Task.isCancelled ? "no answer within \(deadline)" : CommandFailure.from(error, provider: name).message
+            report.problem = "Could not reach the provider to check the logins: \(why)"
+            let active = accounts.activeAccount(for: id)
+            report.accounts = listing.credentials.map {
+                AccountReport(
+                    $0, active: $0.key.account == active,
+                    check: AccountCheck(validity: .unverified, problem: "could not verify: \(why)"),
+                    lastUsage: accounts.lastUsage(for: $0.key))
+            }
+            return report
+        }
+        report.appID = connected.appID
+        report.emulator = connected.isEmulated
+        report.details = connected.details
+        let credentials = listing.credentials.filter { $0.key.appID == connected.appID }
+        let checks = await withTaskGroup(of: (Int, AccountCheck).self) { group in
+            for (index, credential) in credentials.enumerated() {
+                group.addTask { (index, await connected.check(credential)) }
+            }
+            var checks = [AccountCheck](repeating: AccountCheck(validity: .unverified), count: credentials.count)
+            for await (index, check) in group { checks[index] = check }
+            return checks
+        }
+        await connected.shutdown()
+        let active = accounts.activeAccount(for: connected.providerID)
+        report.accounts = zip(credentials, checks).map { credential, check in
+            var check = check
+            if Task.isCancelled, check.validity == .unverified {
+                check.problem = "could not verify: no answer within \(deadline)"
+            } else if check.validity == .unverified {
+                check.problem = "could not verify: \(check.problem ?? "no answer")"
+            }
+            if let usage = check.usage { try? accounts.recordUsage(usage, for: credential.key) }
+            return AccountReport(
+                credential, active: credential.key.account == active, check: check,
+                lastUsage: accounts.lastUsage(for: credential.key))
+        }
+        return report
+    }
+
+    /// 0 when every provider's active login works; 77 when nothing is logged in or an active
+    /// login needs a new one; 75 when an active login could not be verified.
+    static func exitStatus(_ report: Report) -> Int32 {
+        let actives = report.providers.compactMap { provider in provider.accounts.first(where: \.active) }
+        let anyLogin = report.providers.contains { !$0.accounts.isEmpty }
+        if !anyLogin || actives.contains(where: { $0.validity == .invalid }) { return ExitStatus.permission }
+        if actives.contains(where: { $0.validity == .unverified }) { return ExitStatus.temporaryFailure }
+        return ExitStatus.success
+    }
+
+    /// The report in words.
+    static func text(_ report: Report, terminal: Terminal) -> String {
+        var text = ""
+        if report.providers.allSatisfy(\.accounts.isEmpty) {
+            text += "Not logged in to any provider; log in with 'sesame login PROVIDER' (see 'sesame providers').\n"
+        }
+        for provider in report.providers {
+            text += terminal.bold(provider.provider) + " (\(provider.displayName)"
+            if let app = provider.appID { text += ", app \(app)" }
+            if provider.emulator { text += ", Sesame's built-in emulator" }
+            for (key, value) in provider.details.sorted(by: { $0.key < $1.key }) {
+                text += ", \(key) \(value.sanitizedForTerminal)"
+            }
+            text += ")\n  storage: \(provider.storage.description) — \(provider.storage.reason)\n"
+            if let problem = provider.problem { text += "  " + terminal.yellow("!") + " \(problem)\n" }
+            if provider.accounts.isEmpty && provider.unreadable.isEmpty {
+                text += "  not logged in; run 'sesame login \(provider.provider)'\n"
+            }
+            for account in provider.accounts {
+                let active = account.active ? terminal.green("✓ ") : "  "
+                let user = [
+                    account.userName?.sanitizedForTerminal, account.userID.map { "(\($0.sanitizedForTerminal))" },
+                ]
+                .compactMap { $0 }.joined(separator: " ")
+                text += "\(active)\(account.account.sanitizedForTerminal): \(user)\n"
+                text += "      granted: \(account.granted.joined(separator: ", ").sanitizedForTerminal)\n"
+                if !account.declined.isEmpty {
+                    text += "      declined: \(account.declined.joined(separator: ", ").sanitizedForTerminal)\n"
+                }
+                text += "      expires: \(account.expiresAt ?? "never")"
+                if let until = account.dataAccessExpiresAt { text += "; data access until \(until)" }
+                text += "\n"
+                switch account.validity {
+                case .valid:
+                    text += "      checked with the provider just now: it works\n"
+                case .invalid:
+                    text += "      " + terminal.red("needs a new login") + ": \(account.problem ?? "")"
+                    text +=
+                        " Run 'sesame login \(provider.provider) --account \(account.account.sanitizedForTerminal)'.\n"
+                case .unverified:
+                    text += "      " + terminal.yellow("\(account.problem ?? "could not verify")") + "\n"
+                case .notChecked:
+                    text += "      not checked online (judged from what is stored)\n"
+                }
+                if let usage = account.lastUsage, usage != .null { text += "      last usage: \(usage.jsonText)\n" }
+            }
+            for entry in provider.unreadable {
+                text += "  " + terminal.red("✗") + " an unreadable stored entry"
+                if let account = entry.account {
+                    text += " (account '\(account.sanitizedForTerminal)'): \(entry.problem.sanitizedForTerminal) "
+                    text +=
+                        "Remove it with 'sesame logout \(provider.provider) --account \(account.sanitizedForTerminal)'.\n"
+                } else {
+                    text += ": \(entry.problem.sanitizedForTerminal)\n"
+                }
+            }
+        }
+        return text
+    }
+}

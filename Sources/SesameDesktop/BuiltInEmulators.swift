@@ -1,0 +1,63 @@
+import Foundation
+import Sesame
+
+/// The built-in emulators a program allows: local stand-ins for providers that need an app
+/// registered with them (Facebook), used when no app is configured.
+///
+/// `SesameDesktop` does not contain an emulator and never starts one by itself: a library app
+/// with no app id configured gets a configuration error. The `sesame` command and the examples
+/// ask for Sesame's emulators explicitly with `BuiltInEmulators.sesame` (module
+/// `SesameDesktopEmulator`), which keeps their zero-setup behaviour.
+public struct BuiltInEmulators: Sendable {
+    /// Starts the emulator for the provider named by the plug-in (`facebook`), or returns `nil`
+    /// when there is none for it.
+    public var start: @Sendable (_ provider: String, _ environment: [String: String]) async throws -> RunningEmulator?
+
+    /// Creates the hook.
+    public init(
+        start:
+            @escaping @Sendable (_ provider: String, _ environment: [String: String]) async throws
+            -> RunningEmulator?
+    ) {
+        self.start = start
+    }
+}
+
+/// An emulator started for one command, as a provider plug-in uses it.
+public struct RunningEmulator: Sendable {
+    /// Its addresses, by the names its provider's plug-in reads (`base`, `graph`).
+    public var endpoints: [String: URL]
+    /// The app registered in it.
+    public var appID: String
+    /// The app's client credential (Facebook's client token), when it has one.
+    public var clientCredential: String?
+    /// Where it keeps its state.
+    public var stateFile: URL
+    /// The person it approves logins as.
+    public var personName: String
+    /// Approves a device login's code.
+    public var approveDevice: @Sendable (_ userCode: String) async throws -> Void
+    /// Approves a browser login's dialog; returns the redirect to follow.
+    public var approveDialog: @Sendable (_ dialog: URL) async throws -> URL
+    /// Stops it, saving its state.
+    ///
+    /// - Throws: when its state could not be saved.
+    public var stop: @Sendable () async throws -> Void
+
+    /// Creates a description of a running emulator.
+    public init(
+        endpoints: [String: URL], appID: String, clientCredential: String?, stateFile: URL, personName: String,
+        approveDevice: @escaping @Sendable (_ userCode: String) async throws -> Void,
+        approveDialog: @escaping @Sendable (_ dialog: URL) async throws -> URL,
+        stop: @escaping @Sendable () async throws -> Void
+    ) {
+        self.endpoints = endpoints
+        self.appID = appID
+        self.clientCredential = clientCredential
+        self.stateFile = stateFile
+        self.personName = personName
+        self.approveDevice = approveDevice
+        self.approveDialog = approveDialog
+        self.stop = stop
+    }
+}

@@ -1,0 +1,299 @@
+import Foundation
+import Sesame
+import SesameFacebook
+import SesameHTTPServer
+
+/// Facebook's desktop adapter: its settings, the built-in emulator when no app is configured
+/// (and the program allows it), device, browser and existing-token login, and its status and
+/// doctor checks.
+public struct FacebookPlugin: ProviderPlugin {
+    /// Creates the plug-in.
+    public init() {}
+
+    public var name: String { "facebook" }
+    public var displayName: String { "Facebook" }
+    public var summary: String {
+        "Facebook Login (device login, browser with loopback redirect, or an existing token) and the Graph API; "
+            + "the built-in emulator when no app id is configured."
+    }
+    public var loginFlows: Set<LoginFlowKind> { [.device, .browser, .existingToken] }
+    public var errorTaxonomy: any ErrorTaxonomy { FacebookErrorTaxonomy() }
+    public var errorTable: ErrorRuleTable? { FacebookErrorTaxonomy.table }
+    public var permissionSupport: PermissionSupport { [.list, .request, .revoke] }
+    public var permissionOptions: [ProviderSetting] {
+        [
+            ProviderSetting(
+                "audience", value: "WHO", kind: .choice(["everyone", "friends", "only-me"]),
+                "Who sees what is published with publish permissions: everyone, friends (the default) or only-me.")
+        ]
+    }
+
+    static let appID = ProviderSetting(
+        "app-id", value: "ID", kind: .digits, environment: "SESAME_FACEBOOK_APP_ID", configKey: "app_id",
+        "The Facebook app id, from the App Dashboard.")
+    static let clientToken = ProviderSetting(
+        "client-token", value: "TOKEN", secret: true, environment: "SESAME_FACEBOOK_CLIENT_TOKEN",
+        configKey: "client_token", "The app's client token (App Dashboard → Settings → Advanced), for device login.")
+    static let graphURL = ProviderSetting(
+        "graph-url", value: "URL", kind: .url, flag: false, environment: "SESAME_FACEBOOK_GRAPH_URL",
+        configKey: "graph_url", "The Graph API origin, when not https://graph.facebook.com.")
+    static let dialogURL = ProviderSetting(
+        "dialog-url", value: "URL", kind: .url, flag: false, environment: "SESAME_FACEBOOK_DIALOG_URL",
+        configKey: "dialog_url", "The login dialog's origin, when not https://www.facebook.com.")
+    static let graphVersion = ProviderSetting(
+        "graph-version", value: "vN.N", kind: .version, flag: false, environment: "SESAME_FACEBOOK_GRAPH_VERSION",
+        configKey: "graph_version", "The Graph API version to pin, such as v19.0.")
+
+    public func settings(instance: String) -> [ProviderSetting] {
+        [Self.appID, Self.clientToken, Self.graphURL, Self.dialogURL, Self.graphVersion]
+    }
+
+    /// The resolved settings.
+    struct Settings {
+        var appID: Sourced<String>?
+        var clientToken: Sourced<String>?
+        var graphURL: Sourced<String>?
+        var dialogURL: Sourced<String>?
+        var graphVersion: Sourced<String>?
+
+        init(_ request: ProviderConnectionRequest) throws {
+            let section = try request.configuration.section("facebook")
+            func value(_ setting: ProviderSetting) throws -> Sourced<String>? {
+                try request.value(of: setting, section: section, sectionPath: "facebook")
+            }
+            appID = try value(FacebookPlugin.appID)
+            clientToken = try value(FacebookPlugin.clientToken)
+            graphURL = try value(FacebookPlugin.graphURL)
+            dialogURL = try value(FacebookPlugin.dialogURL)
+            graphVersion = try value(FacebookPlugin.graphVersion)
+        }
+    }
+
+    public func connect(_ request: ProviderConnectionRequest) async throws -> any ConnectedProvider {
+        try await connection(request)
+    }
+
+    func connection(_ request: ProviderConnectionRequest) async throws -> FacebookConnection {
+        let settings = try Settings(request)
+        if let appID = settings.appID {
+            let provider = FacebookProvider(
+                appID: appID.value, graphVersion: settings.graphVersion?.value ?? FacebookProvider.defaultGraphVersion,
+                clientToken: settings.clientToken?.value,
+                dialogBaseURL: settings.dialogURL.flatMap { URL(string: $0.value) }
+                    ?? FacebookProvider.facebookDialogBaseURL,
+                graphBaseURL: settings.graphURL.flatMap { URL(string: $0.value) }
+                    ?? FacebookProvider.facebookGraphBaseURL
+            )
+            return FacebookConnection(
+                provider: provider, transport: request.transport, terminal: request.terminal, emulator: nil,
+                approvalMode: .off, environment: request.environment)
+        }
+        guard let emulators = request.emulators else {
+            throw DesktopError(
+                "No Facebook app id is configured; set SESAME_FACEBOOK_APP_ID (or \"app_id\" under \"facebook\" in "
+                    + "\(request.configuration.configFileDescription)), or ask for the built-in emulator.",
+                status: .config)
+        }
+        guard let emulator = try await emulators.start(name, request.environment),
+            let base = emulator.endpoints["base"], let graph = emulator.endpoints["graph"]
+        else {
+            throw DesktopError(
+                "No Facebook app id is configured and this program has no built-in Facebook emulator; set "
+                    + "SESAME_FACEBOOK_APP_ID.", status: .config)
+        }
+        let approvalMode = try EmulatorApproval.mode(environment: request.environment, terminal: request.terminal)
+        let provider = FacebookProvider(
+            appID: emulator.appID, clientToken: emulator.clientCredential, dialogBaseURL: base, graphBaseURL: graph)
+        if request.purpose == .login {
+            request.terminal.say(
+                request.terminal.dim(
+                    "Using Sesame's built-in Facebook emulator (no app id is configured; its state is in "
+                        + "\(emulator.stateFile.path)); set SESAME_FACEBOOK_APP_ID to use a real app.") + "\n")
+        }
+        return FacebookConnection(
+            provider: provider, transport: request.transport, terminal: request.terminal, emulator: emulator,
+            approvalMode: approvalMode, environment: request.environment)
+    }
+
+    public func doctor(_ request: ProviderConnectionRequest) async -> [DoctorLine] {
+        let settings: Settings
+        do {
+            settings = try Settings(request)
+        } catch {
+            return [DoctorLine(.problem, "Facebook configuration: \(error)")]
+        }
+        guard let appID = settings.appID else {
+            return [
+                DoctorLine(
+                    .info,
+                    "Facebook: no app id is configured, so the sesame command uses the built-in emulator (state in "
+                        + "\(XDG.stateDirectory(environment: request.environment).path))",
+                    fix: "to use a real app, set SESAME_FACEBOOK_APP_ID (or facebook.app_id in the config file)")
+            ]
+        }
+        var lines = [DoctorLine(.ok, "Facebook app id \(appID.value), from \(appID.source).")]
+        if settings.clientToken == nil {
+            lines.append(
+                DoctorLine(
+                    .warning, "Facebook: no client token is configured, so device login cannot work.",
+                    fix: "set SESAME_FACEBOOK_CLIENT_TOKEN (App Dashboard → Settings → Advanced → Client token)"))
+        }
+        let graph = settings.graphURL.flatMap { URL(string: $0.value) } ?? FacebookProvider.facebookGraphBaseURL
+        let dialog = settings.dialogURL.flatMap { URL(string: $0.value) } ?? FacebookProvider.facebookDialogBaseURL
+        for (label, url) in [("Graph API", graph), ("login dialog", dialog)] {
+            lines.append(await DoctorProbe.answers(label: "Facebook \(label)", url: url, transport: request.transport))
+        }
+        return lines
+    }
+}
+
+/// A Facebook app ready for one command.
+struct FacebookConnection: ConnectedProvider {
+    var provider: FacebookProvider
+    var transport: any HTTPTransport
+    var terminal: Terminal
+    var emulator: RunningEmulator?
+    var approvalMode: EmulatorApproval.Mode
+    var environment: [String: String]
+
+    var providerID: ProviderID { .facebook }
+    var appID: String { provider.appID }
+    var label: String { emulator == nil ? "Facebook" : "the Facebook emulator" }
+    var isEmulated: Bool { emulator != nil }
+
+    var emulatorApproval: EmulatorApproval? {
+        guard let emulator else { return nil }
+        return EmulatorApproval(emulator: emulator, mode: approvalMode, terminal: terminal, transport: transport)
+    }
+
+    func deviceLogin() -> DeviceLoginFlow {
+        FacebookSession.deviceLogin(
+            provider: provider, transport: transport,
+            presenter: TerminalLoginPresenter(
+                terminal: terminal, providerName: isEmulated ? "the Facebook emulator" : "Facebook",
+                emulatorApproval: emulatorApproval))
+    }
+
+    func browserLogin(openBrowser: Bool) -> BrowserLoginFlow {
+        let system = SystemBrowserOpener(mode: openBrowser ? .automatic : .printOnly, environment: environment)
+        return FacebookSession.browserLogin(
+            provider: provider, transport: transport,
+            receiver: LoopbackRedirectReceiver(appName: isEmulated ? "Sesame (emulator)" : "Sesame"),
+            opener: DesktopBrowserOpener(system: system, emulatorApproval: emulatorApproval))
+    }
+
+    func facebookSession(
+        account: String, store: any CredentialStore, loginUI: (any LoginUI)? = nil,
+        recoveryDelegate: (any FacebookRecoveryDelegate)? = nil, recoveryPolicy: RecoveryPolicy = RecoveryPolicy()
+    ) -> FacebookSession {
+        FacebookSession(
+            provider: provider, transport: transport, store: store, account: account,
+            loginUI: loginUI ?? deviceLogin(),
+            refreshLock: RefreshLock(key: CredentialKey(provider: .facebook, appID: provider.appID, account: account)),
+            recoveryDelegate: recoveryDelegate, recoveryPolicy: recoveryPolicy)
+    }
+
+    func logIn(_ options: LoginOptions, account: String, store: any CredentialStore) async throws -> LoginResult {
+        let ui: any LoginUI
+        switch options.flow {
+        case .existingToken(let text):
+            ui = ExistingTokenLogin(provider: provider, transport: transport) { text }
+        case .browser(let openBrowser):
+            ui = browserLogin(openBrowser: openBrowser)
+        case .automatic, .device:
+            ui = deviceLogin()
+        }
+        let token = try await ui.logIn(
+            LoginRequest(provider: .facebook, appID: provider.appID, permissions: options.scopes.map(Permission.read)))
+        try await DesktopLogin.save(token, account: account, store: store, label: label)
+        let me = try? await GraphClient(provider: provider, transport: transport, accessToken: token.tokenString)
+            .get("me", parameters: ["fields": "id,name"])
+        return LoginResult(token: token, userName: me?["name"]?.stringValue)
+    }
+
+    func session(account: String, store: any CredentialStore) -> any AccountSession {
+        FacebookAccountSession(session: facebookSession(account: account, store: store))
+    }
+
+    func check(_ credential: StoredCredential) async -> AccountCheck {
+        // A fixed-token client: status reads, it never closes sessions or clears tokens.
+        let governor = GraphUsageGovernor()
+        let graph = GraphClient(
+            provider: provider, transport: transport, accessToken: credential.token.tokenString, governor: governor)
+        do {
+            let me = try await graph.get("me", parameters: ["fields": "id,name"])
+            return AccountCheck(validity: .valid, userName: me["name"]?.stringValue, usage: governor.lastUsage?.json)
+        } catch let error as AuthError {
+            let validity: AccountCheck.Validity = error.closesSession ? .invalid : .unverified
+            return AccountCheck(
+                validity: validity, problem: error.userMessage ?? error.message, usage: governor.lastUsage?.json)
+        } catch {
+            return AccountCheck(validity: .unverified, problem: "\(error)")
+        }
+    }
+
+    func shutdown() async {
+        do {
+            try await emulator?.stop()
+        } catch {
+            terminal.say("The built-in emulator's state could not be saved: \(error)\n")
+        }
+    }
+}
+
+/// A Facebook session as the generic commands use it.
+struct FacebookAccountSession: AccountSession {
+    var session: FacebookSession
+
+    var key: CredentialKey { session.key }
+    var userID: String? { get async { await session.token?.userID } }
+    var lastUsage: JSONValue? { session.governor.lastUsage?.json }
+
+    func open() async throws -> Bool { try await session.openActiveSession(allowLoginUI: false).isOpen }
+
+    func validToken() async throws -> AccessToken { try await session.validToken() }
+
+    func logOut(revoke: Bool) async throws -> String? {
+        do {
+            try await session.logout(revoke: revoke)
+        } catch let error as CredentialStoreError {
+            throw error
+        } catch  where revoke {
+            throw RevocationFailed(
+                underlying: SendableErrorBox(error), advice: "remove the app in Facebook's settings (Apps and Websites)"
+            )
+        }
+        return revoke ? "the app's access was revoked" : nil
+    }
+
+    func listPermissions() async throws -> PermissionSet { try await session.refreshPermissions() }
+
+    func requestPermissions(_ names: [String], options: [String: String]) async throws -> PermissionRequestOutcome {
+        let audience: DefaultAudience =
+            switch options["audience"] {
+            case "everyone": .everyone
+            case "only-me": .onlyMe
+            default: .friends
+            }
+        let publish = names.filter(Self.isPublish)
+        let read = names.filter { !Self.isPublish($0) }
+        var outcome = PermissionRequestOutcome(granted: [], declined: [])
+        if !read.isEmpty {
+            outcome = try await session.requestNewReadPermissions(read)
+        }
+        if !publish.isEmpty {
+            let got = try await session.requestNewPublishPermissions(publish, defaultAudience: audience)
+            outcome = PermissionRequestOutcome(
+                granted: outcome.granted.union(got.granted), declined: outcome.declined.union(got.declined))
+        }
+        return outcome
+    }
+
+    func revokePermission(_ name: String) async throws { try await session.revokePermission(name) }
+
+    /// Facebook's publish permissions: `publish_*`, `manage_*`, `pages_manage_*`, `ads_management`.
+    static func isPublish(_ name: String) -> Bool {
+        name.hasPrefix("publish_") || name.hasPrefix("manage_") || name.hasPrefix("pages_manage_")
+            || name == "ads_management" || name == "rsvp_event"
+    }
+}

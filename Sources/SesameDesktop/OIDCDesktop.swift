@@ -1,0 +1,425 @@
+import Foundation
+import Sesame
+import SesameCurl
+import SesameHTTPServer
+import SesameOIDC
+
+/// The generic OpenID Connect provider's desktop adapter: `oidc` (issuer and client given by
+/// flags or the environment) and any number of issuers named in the config file, each its own
+/// provider id so that their logins never mix.
+///
+/// | setting | flag | environment (`oidc` / name `work`) | config file |
+/// |---|---|---|---|
+/// | issuer | `--issuer` | `SESAME_OIDC_ISSUER` / `SESAME_OIDC_WORK_ISSUER` | `oidc.NAME.issuer` |
+/// | client id | `--client-id` | `SESAME_OIDC_CLIENT_ID` / `SESAME_OIDC_WORK_CLIENT_ID` | `oidc.NAME.clientID` |
+/// | client secret | (never a flag) | `SESAME_OIDC_CLIENT_SECRET` / `SESAME_OIDC_WORK_CLIENT_SECRET` | `oidc.NAME.client_secret` |
+/// | scopes | `--scopes` (per login) | `SESAME_OIDC_SCOPES` / `SESAME_OIDC_WORK_SCOPES` | `oidc.NAME.scopes` |
+///
+/// Last come the issuer and client of the previous login under the same name, so that
+/// `sesame token oidc` works after `sesame login oidc --issuer ...`.
+public struct OIDCPlugin: ProviderPlugin {
+    /// Creates the plug-in.
+    public init() {}
+
+    public var name: String { "oidc" }
+    public var displayName: String { "OpenID Connect" }
+    public var summary: String {
+        "Any OpenID Connect provider by issuer URL and client id (device login or browser with PKCE); "
+            + "name several in the config file's \"oidc\" object to use them side by side."
+    }
+    public var loginFlows: Set<LoginFlowKind> { [.device, .browser] }
+    public var errorTaxonomy: any ErrorTaxonomy { OIDCErrorTaxonomy(provider: .oidc) }
+    public var errorTable: ErrorRuleTable? { OIDCErrorTaxonomy.table }
+
+    /// The environment variable for `setting` of issuer `name`.
+    public static func variable(_ setting: String, instance: String) -> String {
+        instance == "oidc"
+            ? "SESAME_OIDC_\(setting)"
+            : "SESAME_OIDC_\(instance.uppercased().replacingOccurrences(of: "-", with: "_"))_\(setting)"
+    }
+
+    public func settings(instance: String) -> [ProviderSetting] {
+        [
+            ProviderSetting(
+                "issuer", value: "URL", kind: .url, environment: Self.variable("ISSUER", instance: instance),
+                configKey: "issuer", "The issuer URL (discovery at /.well-known/openid-configuration)."),
+            ProviderSetting(
+                "client-id", value: "ID", environment: Self.variable("CLIENT_ID", instance: instance),
+                configKey: "clientID", "The client id registered with the issuer."),
+            ProviderSetting(
+                "client-secret", value: "SECRET", secret: true,
+                environment: Self.variable("CLIENT_SECRET", instance: instance), configKey: "client_secret",
+                "The client secret, for clients the issuer registered with one (never on the command line)."),
+            ProviderSetting(
+                "scopes", value: "a,b", kind: .list, flag: false,
+                environment: Self.variable("SCOPES", instance: instance),
+                configKey: "scopes", "The scopes a login asks for when it names none."),
+        ]
+    }
+
+    /// Whether `name` can name an issuer: lower-case letters, digits, `-` and `_`, a letter first.
+    public static func isValidName(_ name: String) -> Bool {
+        guard let first = name.first, first.isASCII, first.isLetter, first.isLowercase, name.count <= 40 else {
+            return false
+        }
+        return name.allSatisfy { ($0.isASCII && ($0.isLowercase || $0.isNumber)) || $0 == "-" || $0 == "_" }
+    }
+
+    public func mayBeInstance(_ instance: String) -> Bool { Self.isValidName(instance) }
+
+    /// The issuers named in the config file's `oidc` object, and those logged in to before.
+    public func instanceNames(configuration: DesktopConfiguration) throws -> [String] {
+        let configured = try Self.configured(configuration).keys
+        let remembered = OIDCRememberedIssuers(stateDirectory: configuration.stateDirectory).read().keys
+            .filter(Self.isValidName)
+        return Set(configured).union(remembered).subtracting(Desktop.providers.map(\.name)).sorted()
+    }
+
+    /// The config file's `oidc` object, by name, each entry checked.
+    static func configured(_ configuration: DesktopConfiguration) throws -> [String: [String: JSONValue]] {
+        var issuers: [String: [String: JSONValue]] = [:]
+        for (name, value) in try configuration.section("oidc") {
+            guard isValidName(name), !Desktop.providers.contains(where: { $0.name == name }),
+                let entry = value.objectValue
+            else {
+                throw DesktopError(
+                    "\(configuration.configFileDescription) has an oidc entry '\(name.sanitizedForTerminal)' that is not "
+                        + "usable: names are lower-case letters, digits, '-' and '_', not a provider's name, and each "
+                        + #"is an object such as {"issuer": "https://...", "clientID": "...", "scopes": ["openid"]}."#,
+                    status: .config)
+            }
+            issuers[name] = entry
+        }
+        return issuers
+    }
+
+    /// The resolved settings of one issuer.
+    struct Settings {
+        var instance: String
+        var issuer: Sourced<String>
+        var clientID: Sourced<String>
+        var clientSecret: Sourced<String>?
+        var scopes: [String]
+
+        init(_ request: ProviderConnectionRequest) throws {
+            let instance = request.instance
+            let plugin = OIDCPlugin()
+            let section = try OIDCPlugin.configured(request.configuration)[instance] ?? [:]
+            let remembered = OIDCRememberedIssuers(stateDirectory: request.configuration.stateDirectory).read()[
+                instance]
+            let path = "oidc.\(instance)"
+            let settings = plugin.settings(instance: instance)
+            func value(_ index: Int, rememberedKey: String? = nil) throws -> Sourced<String>? {
+                let fallback = rememberedKey.flatMap { remembered?[$0]?.stringValue }.map {
+                    Sourced($0, source: "the previous 'sesame login \(instance)'")
+                }
+                return try request.value(of: settings[index], section: section, sectionPath: path, fallback: fallback)
+            }
+            guard let issuer = try value(0, rememberedKey: "issuer") else {
+                throw Self.missing(
+                    "issuer URL", flag: "--issuer URL", variable: settings[0].environment!, key: "issuer",
+                    request: request)
+            }
+            guard let clientID = try value(1, rememberedKey: "clientID") else {
+                throw Self.missing(
+                    "client id", flag: "--client-id ID", variable: settings[1].environment!,
+                    key: "clientID", request: request)
+            }
+            self.instance = instance
+            self.issuer = issuer
+            self.clientID = clientID
+            self.clientSecret = try value(2)
+            self.scopes = (try value(3)?.value ?? "").split(whereSeparator: { $0 == "," || $0 == " " }).map(String.init)
+        }
+
+        static func missing(
+            _ what: String, flag: String, variable: String, key: String, request: ProviderConnectionRequest
+        ) -> DesktopError {
+            let instance = request.instance
+            let elsewhere =
+                instance == "oidc"
+                ? "set \(variable), as in 'sesame login oidc --issuer https://id.example.com --client-id ID'"
+                : "set \(variable), or add \"\(key)\" to oidc.\(instance) in "
+                    + request.configuration.configFileDescription
+            return DesktopError(
+                "No \(what) is configured for '\(instance)'; give \(flag) to 'sesame login \(instance)' or \(elsewhere).",
+                status: .usage)
+        }
+    }
+
+    public func connect(_ request: ProviderConnectionRequest) async throws -> any ConnectedProvider {
+        try await connection(request)
+    }
+
+    func connection(_ request: ProviderConnectionRequest) async throws -> OIDCConnection {
+        let settings = try Settings(request)
+        let instance = request.instance
+        var configuration = OIDCConfiguration(
+            providerID: ProviderID(instance), displayName: instance == "oidc" ? nil : instance,
+            issuer: settings.issuer.value, clientID: settings.clientID.value,
+            clientSecret: settings.clientSecret.map { OIDCClientSecret($0.value) })
+        if !settings.scopes.isEmpty { configuration.scopes = settings.scopes }
+        let provider = try await OIDCProvider.discover(configuration, transport: request.transport)
+        return OIDCConnection(
+            instance: instance, settings: settings, provider: provider, transport: request.transport,
+            terminal: request.terminal, environment: request.environment,
+            remembered: OIDCRememberedIssuers(stateDirectory: request.configuration.stateDirectory))
+    }
+
+    public func doctor(_ request: ProviderConnectionRequest) async -> [DoctorLine] {
+        do {
+            let settings = try Settings(request)
+            var lines = [
+                DoctorLine(
+                    .ok,
+                    "OpenID issuer '\(request.instance)': \(settings.issuer.value), from \(settings.issuer.source).")
+            ]
+            if let url = URL(string: settings.issuer.value + "/.well-known/openid-configuration") {
+                lines.append(
+                    await DoctorProbe.answers(
+                        label: "'\(request.instance)' discovery", url: url, transport: request.transport))
+            }
+            return lines
+        } catch let error as DesktopError where request.instance == "oidc" && error.status == .usage {
+            return []
+        } catch {
+            return [DoctorLine(.problem, "OpenID issuer '\(request.instance)': \(error)")]
+        }
+    }
+}
+
+/// An OpenID issuer ready for one command.
+struct OIDCConnection: ConnectedProvider {
+    var instance: String
+    var settings: OIDCPlugin.Settings
+    var provider: OIDCProvider
+    var transport: any HTTPTransport
+    var terminal: Terminal
+    var environment: [String: String]
+    var remembered: OIDCRememberedIssuers
+
+    var providerID: ProviderID { provider.id }
+    var appID: String { provider.configuration.clientID }
+    var label: String { "\(instance) (\(provider.endpoints.issuer))" }
+    var details: [String: String] { ["issuer": provider.endpoints.issuer] }
+
+    func logIn(_ options: LoginOptions, account: String, store: any CredentialStore) async throws -> LoginResult {
+        let hasDevice = provider.endpoints.deviceAuthorizationEndpoint != nil
+        let ui: any LoginUI
+        switch options.flow {
+        case .existingToken:
+            throw DesktopError(
+                "An OpenID login does not take --with-token; log in with the device code or --web.", status: .usage)
+        case .device where !hasDevice:
+            throw DesktopError(
+                "\(provider.endpoints.issuer) does not offer device login (no device_authorization_endpoint); log in "
+                    + "with --web instead.", status: .unavailable)
+        case .browser(let openBrowser):
+            ui = browserLogin(openBrowser: openBrowser)
+        case .automatic where !hasDevice:
+            ui = browserLogin(openBrowser: true)
+        case .automatic, .device:
+            ui = DeviceLoginFlow(
+                dialect: try OIDCDeviceDialect(oidc: provider),
+                presenter: TerminalLoginPresenter(terminal: terminal, providerName: label), transport: transport)
+        }
+        let scopes = options.scopes.isEmpty ? provider.configuration.scopes : options.scopes
+        let token = try await ui.logIn(
+            LoginRequest(provider: provider.id, appID: appID, permissions: scopes.map { Permission.read($0) }))
+        try await DesktopLogin.save(token, account: account, store: store, label: label)
+        try? remembered.remember(instance: instance, issuer: settings.issuer.value, clientID: settings.clientID.value)
+        let session = OIDCSession(provider: provider, transport: transport, store: store, account: account)
+        _ = try? await session.open(allowLoginUI: false)
+        let claims = try? await session.userInfo()
+        let name = (claims ?? Self.idTokenClaims(token)).flatMap { $0["name"]?.stringValue ?? $0["email"]?.stringValue }
+        return LoginResult(token: token, userName: name)
+    }
+
+    func browserLogin(openBrowser: Bool) -> OIDCBrowserLogin {
+        OIDCBrowserLogin(
+            oidc: provider, receiver: LoopbackRedirectReceiver(appName: "Sesame"),
+            opener: SystemBrowserOpener(mode: openBrowser ? .automatic : .printOnly, environment: environment),
+            transport: transport)
+    }
+
+    func session(account: String, store: any CredentialStore) -> any AccountSession {
+        OIDCAccountSession(
+            session: OIDCSession(
+                provider: provider, transport: transport, store: store, account: account,
+                refreshLock: RefreshLock(key: CredentialKey(provider: provider.id, appID: appID, account: account))),
+            canRevoke: provider.endpoints.revocationEndpoint != nil)
+    }
+
+    /// The claims of the stored ID token, read for display only (it was checked when it was
+    /// received).
+    static func idTokenClaims(_ token: AccessToken) -> JSONValue? {
+        token.idToken.flatMap { try? JSONWebToken(compact: $0).claims }
+    }
+
+    func check(_ credential: StoredCredential) async -> AccountCheck {
+        let token = credential.token
+        let name = Self.idTokenClaims(token).flatMap { $0["name"]?.stringValue ?? $0["email"]?.stringValue }
+        if credential.needsLogin {
+            return AccountCheck(validity: .invalid, userName: name, problem: "The issuer refused the stored login.")
+        }
+        if token.isExpired(at: Date()) {
+            guard token.refreshToken != nil else {
+                return AccountCheck(validity: .invalid, userName: name, problem: "The token has expired.")
+            }
+            return AccountCheck(
+                validity: .notChecked, userName: name,
+                problem: nil)
+        }
+        guard let endpoint = provider.endpoints.userinfoEndpoint else {
+            return AccountCheck(validity: .notChecked, userName: name)
+        }
+        do {
+            let response = try await transport.send(
+                HTTPRequest(
+                    method: .get, url: endpoint,
+                    headers: ["Authorization": "Bearer \(token.tokenString)", "Accept": "application/json"]))
+            if response.isSuccess {
+                let claims = response.json
+                return AccountCheck(
+                    validity: .valid, userName: claims?["name"]?.stringValue ?? claims?["email"]?.stringValue ?? name)
+            }
+            let error = provider.taxonomy.classify(response)
+            if error.category == .authenticationReopenSession {
+                if token.refreshToken != nil {
+                    return AccountCheck(
+                        validity: .unverified, userName: name,
+                        problem: "The issuer refused the access token; the next use tries the refresh token.")
+                }
+                return AccountCheck(validity: .invalid, userName: name, problem: error.userMessage ?? error.message)
+            }
+            return AccountCheck(validity: .unverified, userName: name, problem: error.userMessage ?? error.message)
+        } catch {
+            return AccountCheck(validity: .unverified, userName: name, problem: "\(error)")
+        }
+    }
+}
+
+/// An OpenID session as the generic commands use it.
+struct OIDCAccountSession: AccountSession {
+    var session: OIDCSession
+    var canRevoke: Bool
+
+    var key: CredentialKey { session.key }
+    var userID: String? { get async { await session.token?.userID } }
+
+    func open() async throws -> Bool { try await session.open(allowLoginUI: false).isOpen }
+
+    func validToken() async throws -> AccessToken { try await session.validToken() }
+
+    func logOut(revoke: Bool) async throws -> String? {
+        do {
+            try await session.logout(revoke: revoke)
+        } catch let error as CredentialStoreError {
+            throw error
+        } catch  where revoke {
+            throw RevocationFailed(
+                underlying: SendableErrorBox(error), advice: "end the session in the provider's account settings")
+        }
+        guard revoke else { return nil }
+        return canRevoke
+            ? "its tokens were revoked" : "the issuer has no revocation endpoint, so nothing was revoked there"
+    }
+}
+
+/// The issuer and client of the last login under each name: `$XDG_STATE_HOME/sesame/oidc-issuers.json`,
+/// replaced atomically. No secrets.
+struct OIDCRememberedIssuers: Sendable {
+    var url: URL
+
+    init(stateDirectory: URL) {
+        url = stateDirectory.appendingPathComponent("oidc-issuers.json")
+    }
+
+    func read() -> [String: JSONValue] {
+        FileManager.default.contents(atPath: url.path).flatMap { JSONValue(parsing: $0)?.objectValue } ?? [:]
+    }
+
+    func remember(instance: String, issuer: String, clientID: String) throws {
+        var all = read()
+        all[instance] = .object(["issuer": .string(issuer), "clientID": .string(clientID)])
+        try FileManager.default.createDirectory(
+            at: url.deletingLastPathComponent(), withIntermediateDirectories: true,
+            attributes: [.posixPermissions: 0o700])
+        try Data(JSONValue.object(all).jsonText.utf8).write(to: url, options: .atomic)
+    }
+}
+
+extension Desktop {
+    /// The OpenID Connect defaults for one issuer: settings from `issuer`/`clientID` (or the
+    /// environment and config file under `name`), discovery, `CurlTransport`, the store
+    /// ``DesktopStorage`` selects, the loopback receiver and system browser, device login on
+    /// the terminal, and a refresh lock file per account.
+    ///
+    /// ```swift
+    /// let work = try await Desktop.oidc(issuer: "https://id.example.com", clientID: "desktop")
+    /// let session = work.session()
+    /// try await session.open(allowLoginUI: true)
+    /// ```
+    ///
+    /// - Throws: ``DesktopError`` for a missing or wrong setting or keyring; the issuer's
+    ///   discovery errors.
+    public static func oidc(
+        name: String = "oidc", issuer: String? = nil, clientID: String? = nil,
+        overrides: DesktopConfiguration.Overrides = .init(),
+        environment: [String: String] = ProcessInfo.processInfo.environment, terminal: Terminal? = nil,
+        keyring: @escaping DesktopStorage.KeyringFactory = DesktopStorage.secretService
+    ) async throws -> DesktopOIDC {
+        let terminal = terminal ?? .current(environment: environment)
+        let configuration = try DesktopConfiguration.resolve(overrides: overrides, environment: environment)
+        let storage = try await DesktopStorage.select(configuration.storage, keyring: keyring, environment: environment)
+        var flags: [String: String] = [:]
+        flags["issuer"] = issuer
+        flags["client-id"] = clientID
+        let connection = try await OIDCPlugin().connection(
+            ProviderConnectionRequest(
+                instance: name, flags: flags, configuration: configuration, environment: environment,
+                terminal: terminal, transport: CurlTransport(), emulators: nil, purpose: .login))
+        return DesktopOIDC(connection: connection, storage: storage, accounts: AccountState(environment: environment))
+    }
+}
+
+/// An OpenID issuer with the desktop defaults: what ``Desktop/oidc(name:issuer:clientID:overrides:environment:terminal:keyring:)``
+/// returns.
+public struct DesktopOIDC: Sendable {
+    let connection: OIDCConnection
+    /// The credential store in use, and why.
+    public let storage: StorageSelection
+    /// The active account per provider.
+    public let accounts: AccountState
+
+    /// The discovered provider.
+    public var provider: OIDCProvider { connection.provider }
+    /// The HTTP transport (`CurlTransport`).
+    public var transport: any HTTPTransport { connection.transport }
+
+    /// Device login when the issuer offers it, else the browser with a loopback redirect.
+    public func login(openBrowser: Bool = true) throws -> any LoginUI {
+        if provider.endpoints.deviceAuthorizationEndpoint != nil {
+            return DeviceLoginFlow(
+                dialect: try OIDCDeviceDialect(oidc: provider),
+                presenter: TerminalLoginPresenter(terminal: connection.terminal, providerName: connection.label),
+                transport: transport)
+        }
+        return OIDCBrowserLogin(
+            oidc: provider, receiver: LoopbackRedirectReceiver(appName: "Sesame"),
+            opener: SystemBrowserOpener(
+                mode: openBrowser ? .automatic : .printOnly, environment: connection.environment),
+            transport: transport)
+    }
+
+    /// A session for `account` (the active one by default), logging in with `loginUI` (``login(openBrowser:)``
+    /// by default), with the cross-process refresh lock file.
+    public func session(account: String? = nil, loginUI: (any LoginUI)? = nil) throws -> OIDCSession {
+        let account = account ?? accounts.activeAccount(for: provider.id)
+        return OIDCSession(
+            provider: provider, transport: transport, store: storage.store, account: account,
+            loginUI: try loginUI ?? login(),
+            refreshLock: RefreshLock(
+                key: CredentialKey(provider: provider.id, appID: connection.appID, account: account)))
+    }
+}
