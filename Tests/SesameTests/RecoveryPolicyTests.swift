@@ -136,31 +136,3 @@ struct RecoveryPolicyTests {
         #expect(AuthError.transport(TransportError(kind: .tlsFailure, message: "bad cert")).category == .server)
     }
 }
-
-@Suite("Provider registry")
-struct ProviderRegistryTests {
-    struct Fake: AuthProvider {
-        var id: ProviderID
-        var displayName: String { "Fake" }
-        var supportedLoginFlows: Set<LoginFlowKind> { [.device] }
-        var supportedPermissionKinds: Set<Permission.Kind> { [.read] }
-        var errorTaxonomy: any ErrorTaxonomy { NeutralTaxonomy() }
-    }
-
-    @Test("registering and looking up a provider")
-    func lookup() throws {
-        let registry = try ProviderRegistry([Fake(id: "a")])
-        try registry.register(Fake(id: "b"))
-        #expect(try registry.provider(for: "b").id == "b")
-        #expect(registry.ids == ["a", "b"])
-    }
-
-    @Test("a duplicate or an unknown id is a clear error")
-    func errors() throws {
-        let registry = try ProviderRegistry([Fake(id: "a")])
-        let duplicate = #expect(throws: ProviderRegistryError.self) { try registry.register(Fake(id: "a")) }
-        #expect(duplicate?.description.contains("already registered") == true)
-        let unknown = #expect(throws: ProviderRegistryError.self) { try registry.provider(for: "zzz") }
-        #expect(unknown?.description == "No provider named 'zzz' is registered (known providers: a).")
-    }
-}
