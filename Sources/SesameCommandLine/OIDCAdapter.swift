@@ -71,7 +71,7 @@ struct OIDCAdapter: ProviderAdapter {
             let setup = try await setup(context, storage: command.storage, command: "token")
             let session = OIDCSession(
                 provider: try await provider(setup), transport: setup.transport, store: setup.storage.store,
-                account: account)
+                account: account, configuration: desktopSessionConfiguration(context))
             guard try await session.open(allowLoginUI: false).isOpen else { throw notLoggedIn(account) }
             // The only place the command line prints a secret: that is what `sesame token` is for.
             io.write(try await session.validToken().tokenString + "\n")
@@ -80,7 +80,8 @@ struct OIDCAdapter: ProviderAdapter {
             let setup = try await setup(context, storage: command.storage, command: "logout")
             let provider = try await provider(setup)
             let session = OIDCSession(
-                provider: provider, transport: setup.transport, store: setup.storage.store, account: account)
+                provider: provider, transport: setup.transport, store: setup.storage.store, account: account,
+                configuration: desktopSessionConfiguration(context))
             let stored = try await setup.storage.store.load(session.key)
             guard let stored else { throw notLoggedIn(account) }
             if stored.needsLogin {
@@ -160,7 +161,8 @@ struct OIDCAdapter: ProviderAdapter {
                 transport: setup.transport)
         }
         let session = OIDCSession(
-            provider: provider, transport: setup.transport, store: setup.storage.store, account: account, loginUI: ui)
+            provider: provider, transport: setup.transport, store: setup.storage.store, account: account, loginUI: ui,
+            configuration: desktopSessionConfiguration(context))
         let accounts = AccountState(environment: context.environment)
         try OIDCRememberedIssuers(environment: context.environment).remember(setup.settings)
         if let cached = try await setup.storage.store.load(session.key), !cached.needsLogin,
@@ -266,5 +268,12 @@ struct OIDCAdapter: ProviderAdapter {
             }
         }
         return lines
+    }
+
+    /// The desktop's choice for every OpenID session the command makes: a lock file per
+    /// credential, so that two `sesame` processes never refresh the same token at once.
+    private func desktopSessionConfiguration(_ context: CommandContext) -> OIDCSession.Configuration {
+        OIDCSession.Configuration(
+            refreshLocking: .directory(RefreshLock.defaultDirectory(environment: context.environment)))
     }
 }

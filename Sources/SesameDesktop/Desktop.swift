@@ -156,7 +156,8 @@ public struct DesktopFacebook: Sendable {
     }
 
     /// A session for `account` (the active one by default), logging in with `loginUI` (device
-    /// login by default).
+    /// login by default), its refreshes kept apart from other processes by a lock file per
+    /// credential in `RefreshLock.defaultDirectory(environment:)`.
     public func session(
         account: String? = nil, loginUI: (any LoginUI)? = nil,
         recoveryDelegate: (any FacebookRecoveryDelegate)? = nil,
@@ -164,7 +165,9 @@ public struct DesktopFacebook: Sendable {
     ) -> FacebookSession {
         FacebookSession(
             provider: provider, transport: transport, store: storage.store, account: self.account(account),
-            loginUI: loginUI ?? deviceLogin(), recoveryDelegate: recoveryDelegate, recoveryPolicy: recoveryPolicy)
+            loginUI: loginUI ?? deviceLogin(),
+            configuration: .init(refreshLocking: .directory(RefreshLock.defaultDirectory(environment: environment))),
+            recoveryDelegate: recoveryDelegate, recoveryPolicy: recoveryPolicy)
     }
 
     /// Keeps the last rate-limit usage `session`'s Graph calls saw, for `sesame status`.
