@@ -403,9 +403,11 @@ public actor Session {
     /// failed refresh leaves the stored token as it was; if its error closes the session, the
     /// session is closed and cleared through ``handle(_:)``.
     ///
-    /// - Parameter refresh: the provider's hook: a new token for the one given, or `nil` to
-    ///   carry on with the one given (a provider that declines to refresh a token that has
-    ///   not expired yet, say).
+    /// - Parameters:
+    ///   - leeway: a token that expires within this long is refreshed.
+    ///   - refresh: the provider's hook: a new token for the one given, or `nil` to carry on
+    ///     with the one given (a provider that declines to refresh a token that has not
+    ///     expired yet, say).
     public func freshToken(
         leeway: Duration = .seconds(60), refresh: @escaping @Sendable (AccessToken) async throws -> AccessToken?
     ) async throws -> AccessToken {

@@ -61,7 +61,7 @@ public final class FacebookSession: Sendable {
     /// The tunable parts of a session. Every default is the Facebook SDK's, except the lock,
     /// which is off unless asked for (so that creating a session writes no file).
     public struct Configuration: Sendable {
-        /// How renewals are kept apart from other processes using the same store: ``RefreshLocking/none``
+        /// How renewals are kept apart from other processes using the same store: `RefreshLocking.none`
         /// by default; `SesameDesktop` passes a lock file per credential.
         public var refreshLocking: RefreshLocking
         /// A token that expires within this long is refreshed before use: five minutes by default.
@@ -154,7 +154,7 @@ public final class FacebookSession: Sendable {
     /// whose token is due for extension is extended afterwards, as the SDK did, through the
     /// core's locked renewal (one extension however many processes open at once).
     ///
-    /// - Throws: also an ``AuthError`` when a login is needed and allowed but this session has
+    /// - Throws: also an `AuthError` when a login is needed and allowed but this session has
     ///   no ``loginUI``.
     @discardableResult
     public func openActiveSession(readPermissions: [String] = [], allowLoginUI: Bool) async throws -> SessionState {

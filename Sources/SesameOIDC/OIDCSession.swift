@@ -40,7 +40,7 @@ public final class OIDCSession: Sendable {
     /// The tunable parts of a session.
     public struct Configuration: Sendable {
         /// How refreshes are kept apart from other processes using the same store:
-        /// ``RefreshLocking/none`` by default; desktop apps pass a lock file per credential
+        /// `RefreshLocking.none` by default; desktop apps pass a lock file per credential
         /// (`RefreshLocking.directory(RefreshLock.defaultDirectory())`).
         public var refreshLocking: RefreshLocking
         /// A token that expires within this long is refreshed before use: one minute by default.
