@@ -22,6 +22,14 @@ private func renewed(_ old: AccessToken, as secret: String) -> AccessToken {
     return new
 }
 
+/// A session opened from `token`, on a store that counts its calls (the open's read included).
+private func openSession(on token: AccessToken) async throws -> (Session, CountingCredentialStore) {
+    let store = CountingCredentialStore(InMemoryCredentialStore([StoredCredential(key: key, token: token)]))
+    let session = Session(provider: provider, appID: "app-1", store: store)
+    try await session.open(allowLoginUI: false)
+    return (session, store)
+}
+
 /// Two sessions on one store, as two processes are, both open on an expiring token, which
 /// `there` has just renewed.
 private func renewedThere() async throws -> (here: Session, there: Session, store: InMemoryCredentialStore) {
@@ -68,10 +76,7 @@ struct SessionLifecycleTests {
 
     @Test("a renewal saves its token exactly once")
     func oneSavePerRenewal() async throws {
-        let store = CountingCredentialStore(
-            InMemoryCredentialStore([StoredCredential(key: key, token: token("old", expiresIn: 30))]))
-        let session = Session(provider: provider, appID: "app-1", store: store)
-        try await session.open(allowLoginUI: false)
+        let (session, store) = try await openSession(on: token("old", expiresIn: 30))
         let fresh = try await session.freshToken(leeway: .seconds(60)) { renewed($0, as: "new") }
         #expect(fresh.tokenString == "new")
         #expect(store.saveCount == 1)
@@ -98,10 +103,7 @@ struct SessionLifecycleTests {
 
     @Test("a hook that declines (nil) keeps the token and saves nothing")
     func declinedRenewal() async throws {
-        let store = CountingCredentialStore(
-            InMemoryCredentialStore([StoredCredential(key: key, token: token("old", expiresIn: 30))]))
-        let session = Session(provider: provider, appID: "app-1", store: store)
-        try await session.open(allowLoginUI: false)
+        let (session, store) = try await openSession(on: token("old", expiresIn: 30))
         let kept = try await session.freshToken(leeway: .seconds(60)) { _ in nil }
         #expect(kept.tokenString == "old")
         #expect(store.saveCount == 0)
@@ -143,10 +145,7 @@ struct SessionLifecycleTests {
 
     @Test("an update that changes nothing saves nothing")
     func noOpUpdate() async throws {
-        let store = CountingCredentialStore(
-            InMemoryCredentialStore([StoredCredential(key: key, token: token("t1"))]))
-        let session = Session(provider: provider, appID: "app-1", store: store)
-        try await session.open(allowLoginUI: false)
+        let (session, store) = try await openSession(on: token("t1"))
         try await session.update { $0.tokenString = "t1" }
         #expect(store.saveCount == 0)
         #expect(await session.state == .open)
