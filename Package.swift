@@ -3,6 +3,8 @@ import PackageDescription
 
 let package = Package(
     name: "Sesame",
+    // Linux only (Debian 12 and alike): the core waits with epoll and timerfd, so no other
+    // platform is declared.
     products: [
         .library(name: "Sesame", targets: ["Sesame"]),
         .library(name: "SesameTesting", targets: ["SesameTesting"]),

@@ -69,7 +69,7 @@ struct GraphBenchmark {
                     tokenString: tokenString, provider: .facebook, appID: app.id,
                     expirationDate: Date().addingTimeInterval(50 * 86_400))))
         let transport = CurlTransport()
-        let session = FacebookSession(provider: provider, transport: transport, store: store, refreshLock: .some(nil))
+        let session = FacebookSession(provider: provider, transport: transport, store: store)
         guard try await session.openActiveSession(allowLoginUI: false).isOpen else {
             throw BenchmarkError("the benchmark session did not open from its stored token")
         }
@@ -80,8 +80,7 @@ struct GraphBenchmark {
         // The provider stack's own cost: the same calls over a transport that hands back the
         // emulator's answer at once (no network, no server).
         let canned = CannedTransport(response: try await transport.send(HTTPRequest(url: meURL)))
-        let cannedSession = FacebookSession(
-            provider: provider, transport: canned, store: store, refreshLock: .some(nil))
+        let cannedSession = FacebookSession(provider: provider, transport: canned, store: store)
         guard try await cannedSession.openActiveSession(allowLoginUI: false).isOpen else {
             throw BenchmarkError("the canned session did not open from its stored token")
         }

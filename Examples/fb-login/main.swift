@@ -28,7 +28,7 @@ let session = facebook.session()
 
 // Print each state change as the state stream delivers it: the seed's sessionStateChanged:
 // notification. The observer ends once the session is open or closed.
-let changes = await session.stateChanges()
+let changes = session.stateChanges()  // registered now, before the open below
 let observer = Task {
     for await change in changes {
         print(

@@ -16,21 +16,13 @@ import Foundation
 /// its own, never on Swift's cooperative pool. The lock is released when the body returns or
 /// throws, and by the kernel if the process dies.
 ///
-/// A provider's session refreshes like this: take the lock, read the credential from the
-/// store again (another process may have refreshed it while this one waited, and with refresh
-/// token rotation the token in memory may already be used up), refresh only when the stored
-/// token is still the one to replace, and save the new token before the lock is released.
-///
-/// ```swift
-/// let lock = RefreshLock(key: session.key)
-/// let token = try await lock.withLock {
-///     if let stored = try await store.load(key), stored.token != current { return stored.token }
-///     let refreshed = try await refresh(current)
-///     try await store.save(StoredCredential(key: key, token: refreshed))
-///     return refreshed
-/// }
-/// ```
-public struct RefreshLock: Sendable {
+/// A ``Session`` with ``RefreshLocking/file(_:)`` or ``RefreshLocking/directory(_:)`` renews
+/// like this (``Session/renewToken(isDue:renew:)``): take the lock, read the credential from
+/// the store again (another process may have refreshed it while this one waited, and with
+/// refresh token rotation the token in memory may already be used up), renew only when the
+/// stored token is still due, and save the new token once before the lock is released.
+/// Providers do not take the lock themselves.
+public struct RefreshLock: Sendable, Hashable {
     /// The lock file.
     public let url: URL
 
@@ -98,5 +90,35 @@ public struct RefreshLock: Sendable {
         CredentialStoreError(
             kind: .ioFailure,
             message: "The token refresh lock \(detail). Check that the state directory is writable by you.")
+    }
+}
+
+/// How a ``Session`` keeps its renewals apart from other processes that use the same store.
+///
+/// Sesame's desktop setup (`SesameDesktop`) uses ``directory(_:)`` with
+/// ``RefreshLock/defaultDirectory(environment:)``; a session built directly has ``none`` unless
+/// it asks, so that creating one writes no file.
+public enum RefreshLocking: Sendable, Hashable {
+    /// No cross-process lock: right when no other process uses the store (an in-memory store,
+    /// a test, a benchmark).
+    case none
+    /// This lock file.
+    case file(RefreshLock)
+    /// One lock file per credential in this directory (``RefreshLock/init(key:directory:)``).
+    case directory(URL)
+
+    /// The lock for `key`, if any.
+    public func lock(for key: CredentialKey) -> RefreshLock? {
+        switch self {
+        case .none: nil
+        case .file(let lock): lock
+        case .directory(let directory): RefreshLock(key: key, directory: directory)
+        }
+    }
+
+    /// Runs `body` holding the lock for `key` (or at once with ``none``).
+    public func withLock<T: Sendable>(for key: CredentialKey, _ body: () async throws -> T) async throws -> T {
+        guard let lock = lock(for: key) else { return try await body() }
+        return try await lock.withLock(body)
     }
 }

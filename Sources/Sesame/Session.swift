@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 /// Where a ``Session`` is in its life, after the Facebook SDK's `FBSessionState`.
 public enum SessionState: String, Sendable, Hashable, Codable, CaseIterable, CustomStringConvertible {
@@ -127,28 +128,52 @@ public protocol LoginUI: Sendable {
 ///
 /// ```swift
 /// let session = Session(provider: "facebook", appID: "1234", store: store)
-/// for await change in await session.stateChanges() { ... }    // in another task
+/// let changes = session.stateChanges()    // subscribed now: no transition is missed
+/// Task { for await change in changes { print(change) } }
 /// try await session.open(permissions: [.read("email")], allowLoginUI: true, loginUI: deviceLogin)
 /// ```
 ///
 /// - Opening with a valid cached token goes `createdTokenLoaded` → `open` and never calls the
-///   login UI. With no token and no UI allowed, the session stays where it is.
+///   login UI. With no token and no UI allowed, the session stays where it is. Concurrent
+///   opens share one read of the store.
 /// - ``close()`` keeps the stored token; ``closeAndClearTokenInformation(error:)`` deletes it.
 /// - ``handle(_:)`` closes and clears on an error that invalidates the session.
-/// - ``freshToken(leeway:refresh:)`` joins concurrent callers onto one refresh.
+///
+/// ## The token lifecycle
+///
+/// The session owns every change of its token, so that a provider only supplies hooks:
+///
+/// - ``renewToken(isDue:renew:)`` (and ``freshToken(leeway:refresh:)`` on top of it) takes the
+///   cross-process lock (``refreshLocking``), reads the store again, asks `isDue` whether the
+///   token there still needs renewing (another process may have done it while this one
+///   waited), calls the provider's `renew` hook only then, saves the result once, and hands it
+///   to every caller in this process that is waiting for the same renewal.
+/// - ``update(_:)`` changes fields of the token (permissions, expiry) after a network call:
+///   the change is applied to the token as it is then, never to a copy read before the call,
+///   so a renewal that finished in between is kept.
+///
+/// Renewals, updates and ``updateToken(_:)`` run one at a time per session, and the renewal
+/// and the update under the lock, so no two of them overwrite each other.
 public actor Session {
     /// Where the session's token is kept.
     public nonisolated let key: CredentialKey
     /// The store.
     public nonisolated let store: any CredentialStore
+    /// How renewals are kept apart from other processes using the same store.
+    public nonisolated let refreshLocking: RefreshLocking
 
     /// The current state.
     public private(set) var state: SessionState = .created
     /// The current token; `nil` until one is loaded or obtained.
     public private(set) var token: AccessToken?
 
-    private var observers: [UUID: AsyncStream<SessionStateChange>.Continuation] = [:]
-    private var refreshTask: Task<AccessToken, any Error>?
+    /// Every observer's continuation; a lock rather than the actor so that ``stateChanges()``
+    /// registers synchronously.
+    private let observers = Mutex<[UUID: AsyncStream<SessionStateChange>.Continuation]>([:])
+    private var renewal: Task<TokenRenewal, any Error>?
+    private var loading: Task<Bool, any Error>?
+    /// The last of the token writes queued so far; each waits for the one before.
+    private var lastWrite: Task<Void, Never>?
     private let now: @Sendable () -> Date
 
     /// Creates a session for `account` of `appID` on `provider`, kept in `store`.
@@ -158,61 +183,81 @@ public actor Session {
     ///   - appID: The app (client) id on that provider.
     ///   - account: The account name under which the token is stored.
     ///   - store: Where the token is loaded from and saved to.
+    ///   - refreshLocking: How renewals are kept apart from other processes; none by default
+    ///     (right for a store only this process uses). Desktop apps pass
+    ///     ``RefreshLocking/directory(_:)`` with ``RefreshLock/defaultDirectory(environment:)``.
     ///   - now: The wall clock, injectable for tests of expiry.
     public init(
         provider: ProviderID, appID: String, account: String = "default", store: any CredentialStore,
-        now: @escaping @Sendable () -> Date = { Date() }
+        refreshLocking: RefreshLocking = .none, now: @escaping @Sendable () -> Date = { Date() }
     ) {
         self.key = CredentialKey(provider: provider, appID: appID, account: account)
         self.store = store
+        self.refreshLocking = refreshLocking
         self.now = now
     }
 
     deinit {
-        for continuation in observers.values { continuation.finish() }
+        let continuations = observers.withLock { observers in
+            defer { observers.removeAll() }
+            return Array(observers.values)
+        }
+        for continuation in continuations { continuation.finish() }
     }
 
     // MARK: Observing
 
-    /// A stream of every state change from now on, in order. Each call makes a new observer;
-    /// the stream ends when the observer stops iterating or the session goes away.
-    public func stateChanges() -> AsyncStream<SessionStateChange> {
+    /// A stream of every state change from now on, in order. Each call makes a new observer,
+    /// registered before this returns, so a subscription made before ``open(permissions:defaultAudience:allowLoginUI:loginUI:)``
+    /// sees every transition of that open. The stream ends when the observer stops iterating
+    /// or the session goes away.
+    public nonisolated func stateChanges() -> AsyncStream<SessionStateChange> {
         let (stream, continuation) = AsyncStream.makeStream(of: SessionStateChange.self, bufferingPolicy: .unbounded)
         let id = UUID()
-        observers[id] = continuation
+        observers.withLock { $0[id] = continuation }
         continuation.onTermination = { [weak self] _ in
-            Task { await self?.removeObserver(id) }
+            _ = self?.observers.withLock { $0.removeValue(forKey: id) }
         }
         return stream
     }
-
-    private func removeObserver(_ id: UUID) { observers[id] = nil }
 
     private func transition(to next: SessionState, error: AuthError? = nil) throws {
         guard state.canTransition(to: next) else { throw SessionTransitionError(from: state, to: next) }
         let change = SessionStateChange(state: next, previousState: state, error: error)
         state = next
-        for continuation in observers.values { continuation.yield(change) }
+        // Yielded outside the lock: a stream that ends re-enters it from `onTermination`.
+        for continuation in observers.withLock({ Array($0.values) }) { continuation.yield(change) }
     }
 
     // MARK: Opening
 
     /// Loads a valid cached token, if there is one, moving to `createdTokenLoaded`.
+    /// Concurrent callers share one read of the store.
     ///
     /// - Returns: whether a token was loaded.
     @discardableResult public func loadCachedToken() async throws -> Bool {
+        if let loading { return try await loading.value }
         if state == .createdTokenLoaded { return true }
         guard state == .created || state.isClosed else { return false }
-        guard let stored = try await store.load(key), !stored.needsLogin,
-            !stored.token.isExpired(at: now())
-        else { return false }
+        let task = Task { try await self.loadFromStore() }
+        loading = task
+        defer { loading = nil }
+        return try await task.value
+    }
+
+    private func loadFromStore() async throws -> Bool {
+        let stored = try await store.load(key)
+        // The state may have moved while the store answered (a login finished, say).
+        guard state == .created || state.isClosed else { return state == .createdTokenLoaded }
+        guard let stored, !stored.needsLogin, !stored.token.isExpired(at: now()) else { return false }
         token = stored.token
         try transition(to: .createdTokenLoaded)
         return true
     }
 
     /// Opens the session: from a valid cached token without UI, or else, when `allowLoginUI`
-    /// is true, through `loginUI`.
+    /// is true, through `loginUI`. Concurrent opens share one read of the store and all return
+    /// the state it led to.
     ///
     /// - Returns: the state reached: open, or unchanged when no token was cached and no UI was
     ///   allowed.
@@ -227,9 +272,11 @@ public actor Session {
         if state.isOpen { return state }
         if state == .opening { throw SessionTransitionError(from: .opening, to: .opening) }
         if try await loadCachedToken() {
-            try transition(to: .open)
+            // Another open sharing the same read may have moved on already.
+            if state == .createdTokenLoaded { try transition(to: .open) }
             return state
         }
+        if state.isOpen { return state }
         guard allowLoginUI, let loginUI else { return state }
         return try await runLogin(
             LoginRequest(
@@ -299,48 +346,174 @@ public actor Session {
 
     // MARK: The token
 
-    /// Replaces the token of an open session (extended, refreshed, new permissions): saves it
-    /// first, then moves to `openTokenExtended`.
+    /// Replaces the token of an open session with a whole new one (a new login's, say): saves
+    /// it first, then moves to `openTokenExtended`.
+    ///
+    /// To change fields of the current token after a network call, use ``update(_:)``, which
+    /// cannot overwrite a token renewed in the meantime.
     ///
     /// - Throws: the store's error, in which case nothing changes.
     public func updateToken(_ newToken: AccessToken) async throws {
         guard state.isOpen else { throw SessionTransitionError(from: state, to: .openTokenExtended) }
-        try await store.save(StoredCredential(key: key, token: newToken, savedAt: now()))
-        token = newToken
-        try transition(to: .openTokenExtended)
+        _ = try await serialized {
+            try await self.saveAndPublish(newToken)
+            return newToken
+        }
     }
 
-    /// The token of an open session, refreshed first when it expires within `leeway` seconds.
+    /// Changes fields of the open session's token (a read-modify-write): `change` is applied
+    /// to the token as it is when the change runs, read again from the store under the
+    /// refresh lock, never to a copy taken before a network call, so a renewal that finished
+    /// in the meantime (here or in another process) is kept. The result is saved once and the
+    /// session moves to `openTokenExtended`; a change that changes nothing saves nothing.
     ///
-    /// Concurrent callers wait on one in-flight refresh. The refreshed token is saved before it
-    /// is returned. A failed refresh leaves the stored token as it was; if its error closes the
-    /// session, the session is closed and cleared through ``handle(_:)``.
+    /// ```swift
+    /// let granted = try await fetchPermissions(token)        // the network call
+    /// try await session.update { $0.permissions = granted }  // applied to the token as it is now
+    /// ```
+    ///
+    /// - Returns: the token after the change.
+    /// - Throws: ``SessionTransitionError`` when the session is not open, the store's or the
+    ///   lock's error (nothing changes then), or what `change` throws.
+    @discardableResult
+    public func update(_ change: @escaping @Sendable (inout AccessToken) throws -> Void) async throws -> AccessToken {
+        guard state.isOpen, token != nil else { throw SessionTransitionError(from: state, to: .openTokenExtended) }
+        return try await serialized {
+            try await self.refreshLocking.withLock(for: self.key) { try await self.applyUpdate(change) }
+        }
+    }
+
+    private func applyUpdate(_ change: @Sendable (inout AccessToken) throws -> Void) async throws -> AccessToken {
+        let base = try await currentTokenFromStore()
+        var updated = base
+        try change(&updated)
+        if updated != base {
+            try await saveAndPublish(updated)
+        } else if updated != token {
+            try publish(updated)
+        }
+        return updated
+    }
+
+    /// The token of an open session, renewed first when it expires within `leeway`.
+    ///
+    /// This is ``renewToken(isDue:renew:)`` with expiry as the test: concurrent callers wait
+    /// on one renewal, the refreshed token is saved once before it is returned, and a process
+    /// that finds a token another one refreshed while it waited for the lock uses that one. A
+    /// failed refresh leaves the stored token as it was; if its error closes the session, the
+    /// session is closed and cleared through ``handle(_:)``.
+    ///
+    /// - Parameters:
+    ///   - leeway: a token that expires within this long is refreshed.
+    ///   - refresh: the provider's hook: a new token for the one given, or `nil` to carry on
+    ///     with the one given (a provider that declines to refresh a token that has not
+    ///     expired yet, say).
     public func freshToken(
-        leeway: TimeInterval = 60, refresh: @escaping @Sendable (AccessToken) async throws -> AccessToken
+        leeway: Duration = .seconds(60), refresh: @escaping @Sendable (AccessToken) async throws -> AccessToken?
     ) async throws -> AccessToken {
+        let now = self.now
+        let seconds = leeway.inSeconds
+        return try await renewToken(isDue: { $0.isExpired(at: now(), leeway: seconds) }, renew: refresh).token
+    }
+
+    /// Renews the open session's token when `isDue` says so: the one code path for refreshes
+    /// and extensions of every provider.
+    ///
+    /// In order: `isDue` is asked about the token in memory (not due: it is returned as it
+    /// is); the cross-process lock (``refreshLocking``) is taken; the store is read again, and
+    /// its token (when it is the same person's) is the one to renew; `isDue` is asked again,
+    /// about that token, since another process may have renewed it while this one waited;
+    /// only then is `renew` called; its token is saved once, becomes the session's (state
+    /// `openTokenExtended`) and is handed to every caller in this process that joined the
+    /// same renewal.
+    ///
+    /// - Parameters:
+    ///   - isDue: whether a token still needs renewing (expires soon, is older than a day, …).
+    ///   - renew: the provider's hook: a new token for the one given, or `nil` to carry on
+    ///     with the one given. Called under the lock; it must not call back into the session.
+    /// - Returns: what happened and the token to use.
+    /// - Throws: ``AuthError`` when the session is not open, from `renew` (an error that closes
+    ///   the session closes and clears it through ``handle(_:)``), or when another process found
+    ///   the credential refused; the store's and the lock's errors.
+    public func renewToken(
+        isDue: @escaping @Sendable (AccessToken) -> Bool,
+        renew: @escaping @Sendable (AccessToken) async throws -> AccessToken?
+    ) async throws -> TokenRenewal {
         guard state.isOpen, let current = token else {
             throw AuthError(
                 category: .authenticationReopenSession,
                 message: "The session is '\(state)', not open, so it has no token to use. Log in first.",
                 recoveryTactic: .reauthenticate, closesSession: false, provider: key.provider)
         }
-        guard current.isExpired(at: now(), leeway: leeway) else { return current }
-        if let refreshTask { return try await refreshTask.value }
-        // Saved inside the shared task, so that callers who joined it get the token only once it
-        // is stored, as the first caller does.
+        guard isDue(current) else { return .unchanged(current) }
+        if let renewal { return try await renewal.value }
         let task = Task {
-            let refreshed = try await refresh(current)
-            try await self.updateToken(refreshed)
-            return refreshed
+            try await self.serialized {
+                try await self.refreshLocking.withLock(for: self.key) {
+                    try await self.renewFromStore(isDue: isDue, renew: renew)
+                }
+            }
         }
-        refreshTask = task
-        defer { refreshTask = nil }
+        renewal = task
+        defer { renewal = nil }
         do {
             return try await task.value
         } catch let error as AuthError {
             await handle(error)
             throw error
         }
+    }
+
+    /// Run under the lock: reads the store again, renews what is still due, saves once.
+    private func renewFromStore(
+        isDue: @Sendable (AccessToken) -> Bool, renew: @Sendable (AccessToken) async throws -> AccessToken?
+    ) async throws -> TokenRenewal {
+        let base = try await currentTokenFromStore()
+        if isDue(base), let renewed = try await renew(base) {
+            try await saveAndPublish(renewed)
+            return .renewed(renewed)
+        }
+        guard base != token else { return .unchanged(base) }
+        try publish(base)
+        return .renewedElsewhere(base)
+    }
+
+    /// The token to build on: the stored one when it is this person's (another process may
+    /// have renewed or changed it), else the one in memory.
+    private func currentTokenFromStore() async throws -> AccessToken {
+        guard state.isOpen, let current = token else {
+            throw SessionTransitionError(from: state, to: .openTokenExtended)
+        }
+        guard let stored = try await store.load(key), stored.token.userID == current.userID else { return current }
+        if stored.needsLogin {
+            throw AuthError(
+                category: .authenticationReopenSession,
+                message: "Another program found the login to '\(key.provider)' ended (its token was refused); log in "
+                    + "again.", recoveryTactic: .reauthenticate, closesSession: false, provider: key.provider)
+        }
+        return stored.token
+    }
+
+    private func saveAndPublish(_ newToken: AccessToken) async throws {
+        try await store.save(StoredCredential(key: key, token: newToken, savedAt: now()))
+        try publish(newToken)
+    }
+
+    private func publish(_ newToken: AccessToken) throws {
+        guard state.isOpen else { throw SessionTransitionError(from: state, to: .openTokenExtended) }
+        token = newToken
+        try transition(to: .openTokenExtended)
+    }
+
+    /// Runs `body` after every token write queued before it, so writes never interleave.
+    private func serialized<T: Sendable>(_ body: @escaping @Sendable () async throws -> T) async throws -> T {
+        let previous = lastWrite
+        let task = Task {
+            await previous?.value
+            return try await body()
+        }
+        lastWrite = Task { _ = try? await task.value }
+        return try await task.value
     }
 
     // MARK: Closing
@@ -370,6 +543,24 @@ public actor Session {
         guard error.closesSession, state.isOpen || state == .createdTokenLoaded else { return false }
         try? await closeAndClearTokenInformation(error: error)
         return true
+    }
+}
+
+/// What ``Session/renewToken(isDue:renew:)`` did.
+public enum TokenRenewal: Sendable, Hashable {
+    /// The provider's hook made this token; it was saved once and is the session's now.
+    case renewed(AccessToken)
+    /// Another process renewed (or changed) the token while this one waited for the lock; the
+    /// stored token is the session's now, and nothing was sent.
+    case renewedElsewhere(AccessToken)
+    /// Nothing was due, or the hook declined; the session carries on with this token.
+    case unchanged(AccessToken)
+
+    /// The token to use.
+    public var token: AccessToken {
+        switch self {
+        case .renewed(let token), .renewedElsewhere(let token), .unchanged(let token): token
+        }
     }
 }
 

@@ -25,6 +25,12 @@ struct AccountCommands {
         }
         let storage = try await DesktopStorage.select(
             configuration.storage, keyring: context.keyring, environment: context.environment)
+        if command.action.isLogin {
+            // Before anything starts or anyone is asked to approve anything: a login that cannot be
+            // kept is not started.
+            try await storage.store.checkWritable(
+                for: CredentialKey(provider: ProviderID(name), appID: "sesame", account: command.account ?? "default"))
+        }
         var flags: [String: String] = [:]
         if case .login(let login) = command.action { flags = login.options }
         let connected = try await plugin.connect(
@@ -142,8 +148,6 @@ struct AccountCommands {
         }
         // A stored login that cannot be read never blocks a new one.
         let previous = try? await storage.store.load(key)
-        // Before anyone is asked to approve anything: a login that cannot be kept is not started.
-        try await storage.store.checkWritable(for: key)
         let result = try await connected.logIn(
             LoginOptions(flow: flow, scopes: login.scopes), account: key.account, store: storage.store)
         try accounts.setActiveAccount(key.account, for: key.provider)

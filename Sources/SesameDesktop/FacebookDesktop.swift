@@ -189,7 +189,7 @@ struct FacebookConnection: ConnectedProvider {
         FacebookSession(
             provider: provider, transport: transport, store: store, account: account,
             loginUI: loginUI ?? deviceLogin(),
-            refreshLock: RefreshLock(key: CredentialKey(provider: .facebook, appID: provider.appID, account: account)),
+            configuration: .init(refreshLocking: .directory(RefreshLock.defaultDirectory(environment: environment))),
             recoveryDelegate: recoveryDelegate, recoveryPolicy: recoveryPolicy)
     }
 

@@ -246,7 +246,7 @@ struct OIDCConnection: ConnectedProvider {
         OIDCAccountSession(
             session: OIDCSession(
                 provider: provider, transport: transport, store: store, account: account,
-                refreshLock: RefreshLock(key: CredentialKey(provider: provider.id, appID: appID, account: account))),
+                configuration: .init(refreshLocking: .directory(RefreshLock.defaultDirectory(environment: environment)))),
             canRevoke: provider.endpoints.revocationEndpoint != nil)
     }
 
@@ -419,7 +419,7 @@ public struct DesktopOIDC: Sendable {
         return OIDCSession(
             provider: provider, transport: transport, store: storage.store, account: account,
             loginUI: try loginUI ?? login(),
-            refreshLock: RefreshLock(
-                key: CredentialKey(provider: provider.id, appID: connection.appID, account: account)))
+            configuration: .init(
+                refreshLocking: .directory(RefreshLock.defaultDirectory(environment: connection.environment))))
     }
 }

@@ -5,8 +5,11 @@ import Synchronization
 /// A person's Facebook session in an app: FBSession brought to Linux.
 ///
 /// ```swift
-/// let session = FacebookSession(provider: facebook, transport: CurlTransport(), store: keyring)
-/// Task { for await change in await session.stateChanges() { render(change) } }   // sessionStateChanged:
+/// let session = FacebookSession(
+///     provider: facebook, transport: CurlTransport(), store: keyring,
+///     loginUI: FacebookSession.deviceLogin(provider: facebook, transport: transport))
+/// let changes = session.stateChanges()   // sessionStateChanged:, subscribed before opening
+/// Task { for await change in changes { render(change) } }
 /// try await session.openActiveSession(readPermissions: ["email"], allowLoginUI: true)
 /// let me = try await session.graph.get("me", parameters: ["fields": "id,name"])
 /// try await session.logout(revoke: true)
@@ -18,11 +21,18 @@ import Synchronization
 /// `auth_type=rerequest`, token extension, `debug_token`, server-side logout, and a Graph
 /// client whose errors close the session when Facebook says the token is no longer good.
 ///
-/// Token refresh is single-flight twice over: concurrent calls in this process wait on one
-/// refresh (`Session.freshToken(leeway:refresh:)`), and a lock file beside the
-/// per-user state (`RefreshLock`) keeps two processes from refreshing the same token at
-/// once; the second one finds the first one's token in the store and uses it. The refreshed
-/// token is saved before it is used.
+/// The token lifecycle is the core `Session`'s (`Session.renewToken(isDue:renew:)`): this type
+/// only supplies Facebook's hooks, the daily extension (``extendTokenIfNeeded(force:)``) and
+/// the refresh of a token about to expire (``validToken()``). Both are single-flight twice
+/// over: concurrent calls in this process wait on one renewal, and with
+/// ``Configuration/refreshLocking`` set to a lock file, a process that waited for another one
+/// finds that one's token in the store and uses it. The renewed token is saved once, before
+/// it is used. Permission and expiry updates after a Graph call go through `Session.update(_:)`,
+/// so they never overwrite a token renewed in the meantime.
+///
+/// Creating a session has no side effects: no lock file and no terminal output unless the
+/// ``Configuration`` and `loginUI` ask for them. `SesameDesktop`'s `Desktop.facebook()` gives
+/// the desktop defaults (device login on the terminal, a lock file per credential).
 public final class FacebookSession: Sendable {
     /// The app.
     public let provider: FacebookProvider
@@ -30,16 +40,11 @@ public final class FacebookSession: Sendable {
     public let session: Session
     /// What sends the requests.
     public let transport: any HTTPTransport
-    /// How the person logs in (and grants more permissions).
+    /// How the person logs in (and grants more permissions); `nil`: only a stored token opens
+    /// the session.
     public let loginUI: (any LoginUI)?
-    /// The cross-process refresh lock; `nil` disables it (one process only).
-    public let refreshLock: RefreshLock?
-    /// A token that expires within this many seconds is refreshed before use.
-    public let refreshLeeway: TimeInterval
-    /// Token extension: only for tokens older than this (the SDK's 24 hours)...
-    public let extensionAge: TimeInterval
-    /// ... and at most once in this long (the SDK's one hour).
-    public let extensionRetryInterval: TimeInterval
+    /// Refresh, extension and locking settings.
+    public let configuration: Configuration
     /// Recovers from Graph errors in ``graph``; `nil` leaves them to the caller.
     public let recovery: FacebookRecoveryProcessor?
     /// Paces ``graph``'s calls by the usage headers.
@@ -53,51 +58,64 @@ public final class FacebookSession: Sendable {
         var lastExtension: TokenExtensionOutcome?
     }
 
-    /// Creates a session.
+    /// The tunable parts of a session. Every default is the Facebook SDK's, except the lock,
+    /// which is off unless asked for (so that creating a session writes no file).
+    public struct Configuration: Sendable {
+        /// How renewals are kept apart from other processes using the same store: `RefreshLocking.none`
+        /// by default; `SesameDesktop` passes a lock file per credential.
+        public var refreshLocking: RefreshLocking
+        /// A token that expires within this long is refreshed before use: five minutes by default.
+        public var refreshLeeway: Duration
+        /// Token extension is tried only for tokens older than this: the SDK's 24 hours by default.
+        public var extensionAge: Duration
+        /// Token extension is tried at most once in this long: the SDK's one hour by default.
+        public var extensionRetryInterval: Duration
+
+        /// Creates a configuration; see each property for its default.
+        public init(
+            refreshLocking: RefreshLocking = .none, refreshLeeway: Duration = .seconds(300),
+            extensionAge: Duration = .seconds(86_400), extensionRetryInterval: Duration = .seconds(3_600)
+        ) {
+            self.refreshLocking = refreshLocking
+            self.refreshLeeway = refreshLeeway
+            self.extensionAge = extensionAge
+            self.extensionRetryInterval = extensionRetryInterval
+        }
+    }
+
+    /// Creates a session. Nothing is written or shown until the session is used.
     ///
     /// - Parameters:
     ///   - provider: the app.
     ///   - transport: what sends requests (`CurlTransport` on the desktop).
     ///   - store: where the token is kept (the keyring on the desktop).
     ///   - account: the name the token is stored under.
-    ///   - loginUI: how the person logs in; Facebook device login with the code shown on
-    ///     standard error when `nil`.
-    ///   - refreshLock: the cross-process lock; by default a file in
-    ///     `RefreshLock.defaultDirectory(environment:)`.
-    ///   - refreshLeeway: a token that expires within this many seconds is refreshed before
-    ///     use (five minutes by default).
-    ///   - extensionAge: token extension is tried only for tokens older than this many seconds
-    ///     (the SDK's 24 hours by default).
-    ///   - extensionRetryInterval: token extension is tried at most once in this many seconds
-    ///     (the SDK's one hour by default).
+    ///   - loginUI: how the person logs in (``deviceLogin(provider:transport:presenter:clock:)``,
+    ///     ``browserLogin(provider:transport:receiver:opener:)``); without one the session
+    ///     opens only from a stored token.
+    ///   - configuration: refresh, extension and locking settings (``Configuration``).
     ///   - recoveryDelegate: when given, ``graph`` recovers from errors through a
     ///     ``FacebookRecoveryProcessor`` with this delegate and `recoveryPolicy`.
     ///   - recoveryPolicy: how often and how long that recovery retries; unused without a
     ///     `recoveryDelegate`.
     ///   - governor: paces ``graph``'s calls by Facebook's usage headers.
-    ///   - clock: what waits (back-off, pacing, device polling) are measured on.
+    ///   - clock: what waits (back-off, pacing) are measured on.
     ///   - now: the wall clock.
     public init(
         provider: FacebookProvider, transport: any HTTPTransport, store: any CredentialStore,
-        account: String = "default", loginUI: (any LoginUI)? = nil, refreshLock: RefreshLock?? = nil,
-        refreshLeeway: TimeInterval = 300, extensionAge: TimeInterval = 86_400,
-        extensionRetryInterval: TimeInterval = 3_600, recoveryDelegate: (any FacebookRecoveryDelegate)? = nil,
-        recoveryPolicy: RecoveryPolicy = RecoveryPolicy(), governor: GraphUsageGovernor = GraphUsageGovernor(),
-        clock: any Clock<Duration> = ContinuousClock(), now: @escaping @Sendable () -> Date = { Date() }
+        account: String = "default", loginUI: (any LoginUI)? = nil, configuration: Configuration = Configuration(),
+        recoveryDelegate: (any FacebookRecoveryDelegate)? = nil, recoveryPolicy: RecoveryPolicy = RecoveryPolicy(),
+        governor: GraphUsageGovernor = GraphUsageGovernor(), clock: any Clock<Duration> = ContinuousClock(),
+        now: @escaping @Sendable () -> Date = { Date() }
     ) {
         self.provider = provider
         self.transport = transport
-        let session = Session(provider: .facebook, appID: provider.appID, account: account, store: store, now: now)
+        let session = Session(
+            provider: .facebook, appID: provider.appID, account: account, store: store,
+            refreshLocking: configuration.refreshLocking, now: now)
         self.session = session
-        self.loginUI =
-            loginUI
-            ?? DeviceLoginFlow(
-                dialect: FacebookDeviceDialect(provider: provider, transport: transport, now: now),
-                presenter: TerminalDeviceCodePresenter(providerName: "Facebook"), transport: transport, clock: clock)
-        self.refreshLock = refreshLock ?? RefreshLock(key: session.key)
-        self.refreshLeeway = refreshLeeway
-        self.extensionAge = extensionAge
-        self.extensionRetryInterval = extensionRetryInterval
+        self.loginUI = loginUI
+        self.configuration = configuration
         self.recovery = recoveryDelegate.map {
             FacebookRecoveryProcessor(
                 delegate: $0, session: session, policy: recoveryPolicy, taxonomy: provider.taxonomy, clock: clock)
@@ -121,8 +139,9 @@ public final class FacebookSession: Sendable {
     /// The current token, if any.
     public var token: AccessToken? { get async { await session.token } }
 
-    /// Every state change from now on (the seed's `sessionStateChanged:state:error:`).
-    public func stateChanges() async -> AsyncStream<SessionStateChange> { await session.stateChanges() }
+    /// Every state change from now on (the seed's `sessionStateChanged:state:error:`); the
+    /// observer is registered before this returns, so subscribe before opening.
+    public func stateChanges() -> AsyncStream<SessionStateChange> { session.stateChanges() }
 
     // MARK: Opening and closing
 
@@ -132,11 +151,22 @@ public final class FacebookSession: Sendable {
     /// With no cached token and `allowLoginUI` false it stays `created` (check with
     /// ``state``). Otherwise the person logs in (``loginUI``) and it becomes `open`, or
     /// `closedLoginFailed` with the classified error, which is also thrown. An open session
-    /// whose token is due for extension is extended afterwards, as the SDK did.
+    /// whose token is due for extension is extended afterwards, as the SDK did, through the
+    /// core's locked renewal (one extension however many processes open at once).
+    ///
+    /// - Throws: also an `AuthError` when a login is needed and allowed but this session has
+    ///   no ``loginUI``.
     @discardableResult
     public func openActiveSession(readPermissions: [String] = [], allowLoginUI: Bool) async throws -> SessionState {
         let state = try await session.open(
             permissions: readPermissions.map(Permission.read), allowLoginUI: allowLoginUI, loginUI: loginUI)
+        if allowLoginUI, loginUI == nil, !state.isOpen {
+            throw AuthError(
+                category: .invalid,
+                message: "There is no valid stored Facebook token and this session has no login UI to get one. Pass "
+                    + "loginUI: FacebookSession.deviceLogin(...) or .browserLogin(...) when creating it, or use "
+                    + "SesameDesktop's Desktop.facebook().session(), which has one.", provider: .facebook)
+        }
         if state.isOpen { _ = await extendTokenIfNeeded() }
         return await session.state
     }
@@ -224,10 +254,8 @@ public final class FacebookSession: Sendable {
     @discardableResult
     public func refreshPermissions() async throws -> PermissionSet {
         let permissions = PermissionSet(graphPermissions: try await graph.withRecovery(nil).get("me/permissions"))
-        if var token = await session.token {
-            token.permissions = permissions
-            try await session.updateToken(token)
-        }
+        // Applied to the token as it is now: a refresh during the call is kept.
+        if await session.token != nil { try await session.update { $0.permissions = permissions } }
         return permissions
     }
 
@@ -235,10 +263,11 @@ public final class FacebookSession: Sendable {
     public func revokePermission(_ name: String) async throws {
         let encoded = FormEncoding.escape(name)
         try await graph.withRecovery(nil).delete("me/permissions/\(encoded)")
-        if var token = await session.token {
-            token.permissions = PermissionSet(
-                granted: token.permissions.granted.subtracting([name]), declined: token.permissions.declined)
-            try await session.updateToken(token)
+        if await session.token != nil {
+            try await session.update {
+                $0.permissions = PermissionSet(
+                    granted: $0.permissions.granted.subtracting([name]), declined: $0.permissions.declined)
+            }
         }
     }
 
@@ -249,14 +278,13 @@ public final class FacebookSession: Sendable {
     public func introspectToken() async throws -> TokenIntrospection {
         guard let token = await session.token else { throw AuthError.sessionNotOpen(provider: .facebook) }
         let info = try await FacebookHTTP.debugToken(token.tokenString, provider: provider, transport: transport)
-        if info.isValid,
-            info.expirationDate != token.expirationDate
-                || info.dataAccessExpirationDate != token.dataAccessExpirationDate, await session.state.isOpen
-        {
-            var updated = token
-            updated.expirationDate = info.expirationDate
-            updated.dataAccessExpirationDate = info.dataAccessExpirationDate ?? token.dataAccessExpirationDate
-            try await session.updateToken(updated)
+        if info.isValid, await session.state.isOpen {
+            // Only the token that was introspected takes its dates; a newer one is left alone.
+            try await session.update { current in
+                guard current.tokenString == token.tokenString else { return }
+                current.expirationDate = info.expirationDate
+                current.dataAccessExpirationDate = info.dataAccessExpirationDate ?? current.dataAccessExpirationDate
+            }
         }
         return info
     }
@@ -265,39 +293,45 @@ public final class FacebookSession: Sendable {
     public var lastTokenExtension: TokenExtensionOutcome? { lifecycle.withLock { $0.lastExtension } }
 
     /// Extends the token when it is due, as the SDK did: only when it is older than
-    /// ``extensionAge`` and no attempt was made in the last ``extensionRetryInterval``.
+    /// ``Configuration/extensionAge`` and no attempt was made here in the last
+    /// ``Configuration/extensionRetryInterval``.
     ///
     /// With an app secret (server-side) this is `fb_exchange_token`; on the desktop it is
-    /// `fb_extend_sso_token`. When Facebook does not extend the token (usual for a desktop
-    /// app without a server) the outcome says so and the session carries on with its token.
-    /// An error that invalidates the token closes the session.
+    /// `fb_extend_sso_token`. It runs through the core's locked renewal: a process that finds
+    /// the token already extended by another one uses that token and sends nothing. When
+    /// Facebook does not extend the token (usual for a desktop app without a server) the
+    /// outcome says so and the session carries on with its token. An error that invalidates
+    /// the token closes the session.
     @discardableResult
     public func extendTokenIfNeeded(force: Bool = false) async -> TokenExtensionOutcome {
         guard await session.state.isOpen, let token = await session.token else {
             return .notDue("the session is not open")
         }
-        let now = now()
+        let now = self.now
+        let age = configuration.extensionAge.inSeconds
+        let isOld: @Sendable (AccessToken) -> Bool = { force || now().timeIntervalSince($0.refreshDate) > age }
         let due: Bool = lifecycle.withLock { state in
+            let attempt = now()
             if !force {
-                guard now.timeIntervalSince(token.refreshDate) > extensionAge else { return false }
-                if let last = state.lastExtensionAttempt, now.timeIntervalSince(last) < extensionRetryInterval {
+                guard isOld(token) else { return false }
+                if let last = state.lastExtensionAttempt,
+                    attempt.timeIntervalSince(last) < configuration.extensionRetryInterval.inSeconds
+                {
                     return false
                 }
             }
-            state.lastExtensionAttempt = now
+            state.lastExtensionAttempt = attempt
             return true
         }
         guard due else { return .notDue("the token was refreshed less than a day ago, or tried within the hour") }
         let outcome: TokenExtensionOutcome
         do {
-            let extended = try await requestExtension(of: token)
-            try await session.updateToken(extended)
-            outcome = .extended(extended)
-        } catch let error as AuthError where error.closesSession {
-            await session.handle(error)
-            outcome = .failed(error)
+            switch try await session.renewToken(isDue: isOld, renew: { [self] in try await requestExtension(of: $0) }) {
+            case .renewed(let extended), .renewedElsewhere(let extended): outcome = .extended(extended)
+            case .unchanged: outcome = .notDue("the token is not due for extension")
+            }
         } catch let error as AuthError
-            where error.category == .retry || error.category == .server
+            where error.closesSession || error.category == .retry || error.category == .server
             || error.category == .throttling
         {
             outcome = .failed(error)
@@ -350,57 +384,44 @@ public final class FacebookSession: Sendable {
     }
 
     /// The token to call with: refreshed first, once for every caller in this process and
-    /// under the lock file across processes, when it expires within ``refreshLeeway``.
+    /// under the lock file across processes, when it expires within
+    /// ``Configuration/refreshLeeway``.
     ///
     /// When Facebook will not extend a token that has not expired yet, the token is used as
-    /// it is (and not tried again for ``extensionRetryInterval``).
+    /// it is (and not tried again for ``Configuration/extensionRetryInterval``).
     public func validToken() async throws -> AccessToken {
-        do {
-            return try await session.freshToken(leeway: refreshLeeway) { [self] current in
-                try await refreshExpiring(current)
-            }
-        } catch let notExtended as TokenNotExtended {
-            return notExtended.token
+        let now = self.now
+        let leeway = configuration.refreshLeeway.inSeconds
+        let renewal = try await session.renewToken(isDue: { $0.isExpired(at: now(), leeway: leeway) }) {
+            [self] in try await refreshExpiring($0)
         }
+        if case .renewed(let extended) = renewal { lifecycle.withLock { $0.lastExtension = .extended(extended) } }
+        return renewal.token
     }
 
-    private struct TokenNotExtended: Error {
-        let token: AccessToken
-    }
-
-    private func refreshExpiring(_ current: AccessToken) async throws -> AccessToken {
-        let refresh: () async throws -> AccessToken = { [self] in
-            // Another process may have refreshed it while this one waited for the lock.
-            if let stored = try await session.store.load(session.key), !stored.needsLogin,
-                !stored.token.isExpired(at: now(), leeway: refreshLeeway)
+    /// Facebook's hook for a token about to expire: the extension call, at most once per
+    /// retry interval while the token still works; `nil` (carry on with it) when Facebook
+    /// declines to extend a token that has not expired.
+    private func refreshExpiring(_ current: AccessToken) async throws -> AccessToken? {
+        let attempt = now()
+        let recent: Bool = lifecycle.withLock { state in
+            if let last = state.lastExtensionAttempt,
+                attempt.timeIntervalSince(last) < configuration.extensionRetryInterval.inSeconds
             {
-                return stored.token
+                return true
             }
-            let attempt = now()
-            let recent: Bool = lifecycle.withLock { state in
-                if let last = state.lastExtensionAttempt, attempt.timeIntervalSince(last) < extensionRetryInterval {
-                    return true
-                }
-                state.lastExtensionAttempt = attempt
-                return false
-            }
-            if recent, !current.isExpired(at: attempt) { throw TokenNotExtended(token: current) }
-            let extended: AccessToken
-            do {
-                extended = try await requestExtension(of: current)
-            } catch let error as AuthError where !error.closesSession && !current.isExpired(at: attempt) {
-                lifecycle.withLock {
-                    $0.lastExtension = .notAvailable("Facebook did not refresh the expiring token: \(error.message)")
-                }
-                throw TokenNotExtended(token: current)
-            }
-            // Saved before it is used, and before the lock is released.
-            try await session.store.save(StoredCredential(key: session.key, token: extended, savedAt: now()))
-            lifecycle.withLock { $0.lastExtension = .extended(extended) }
-            return extended
+            state.lastExtensionAttempt = attempt
+            return false
         }
-        guard let refreshLock else { return try await refresh() }
-        return try await refreshLock.withLock(refresh)
+        if recent, !current.isExpired(at: attempt) { return nil }
+        do {
+            return try await requestExtension(of: current)
+        } catch let error as AuthError where !error.closesSession && !current.isExpired(at: attempt) {
+            lifecycle.withLock {
+                $0.lastExtension = .notAvailable("Facebook did not refresh the expiring token: \(error.message)")
+            }
+            return nil
+        }
     }
 
     /// Reacts to a Graph error made with this session's token: one that invalidates the session

@@ -86,7 +86,8 @@ public struct OIDCDeviceDialect: DeviceLoginDialect {
     public func pollRequest(_ context: DevicePollContext) -> HTTPRequest { standard.pollRequest(context) }
 
     public func readPoll(_ response: HTTPResponse, context: DevicePollContext) async throws -> DevicePollAnswer {
-        if response.isSuccess {
+        // `error` first: a 2xx answer may carry `authorization_pending` (GitHub's does).
+        if response.isSuccess, OAuthErrorResponse(json: response.json) == nil {
             return .authorized(
                 try await oidc.acceptToken(response, for: context.request, nonce: nil, requireIDToken: false))
         }

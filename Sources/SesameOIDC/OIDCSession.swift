@@ -17,11 +17,14 @@ import Sesame
 /// credential, marks it `needsLogin` so that `sesame status` can show it, and closes the
 /// session; the next ``open(scopes:allowLoginUI:)`` logs in again.
 ///
-/// Refresh is single-flight twice over: concurrent calls in this process share one refresh,
-/// and a lock file beside the per-user state (`Sesame.RefreshLock`) keeps two processes from
-/// refreshing the same token at once. After taking the lock the session reads the store
-/// again: when another process has already refreshed, its token is used, and the refresh
-/// token in memory (used up by that rotation) is never sent.
+/// The refresh protocol is the core `Session`'s (`Session.freshToken(leeway:refresh:)`); this
+/// type supplies only the refresh token grant. It is single-flight twice over: concurrent
+/// calls in this process share one refresh, and with ``Configuration/refreshLocking`` set to a
+/// lock file the session reads the store again after taking the lock: when another process
+/// has already refreshed, its token is used, and the refresh token in memory (used up by that
+/// rotation) is never sent.
+///
+/// Creating a session has no side effects (no lock file unless the ``Configuration`` asks).
 public final class OIDCSession: Sendable {
     /// The provider.
     public let provider: OIDCProvider
@@ -31,12 +34,26 @@ public final class OIDCSession: Sendable {
     public let transport: any HTTPTransport
     /// How the person logs in.
     public let loginUI: (any LoginUI)?
-    /// A token that expires within this many seconds is refreshed before use.
-    public let refreshLeeway: TimeInterval
-    /// The cross-process refresh lock; `nil` disables it (one process only).
-    public let refreshLock: RefreshLock?
+    /// Refresh and locking settings.
+    public let configuration: Configuration
 
-    /// Creates a session.
+    /// The tunable parts of a session.
+    public struct Configuration: Sendable {
+        /// How refreshes are kept apart from other processes using the same store:
+        /// `RefreshLocking.none` by default; desktop apps pass a lock file per credential
+        /// (`RefreshLocking.directory(RefreshLock.defaultDirectory())`).
+        public var refreshLocking: RefreshLocking
+        /// A token that expires within this long is refreshed before use: one minute by default.
+        public var refreshLeeway: Duration
+
+        /// Creates a configuration; see each property for its default.
+        public init(refreshLocking: RefreshLocking = .none, refreshLeeway: Duration = .seconds(60)) {
+            self.refreshLocking = refreshLocking
+            self.refreshLeeway = refreshLeeway
+        }
+    }
+
+    /// Creates a session. Nothing is written or shown until the session is used.
     ///
     /// - Parameters:
     ///   - provider: the issuer and client.
@@ -44,22 +61,18 @@ public final class OIDCSession: Sendable {
     ///   - store: where the token is kept (the keyring on the desktop).
     ///   - account: the name the token is stored under.
     ///   - loginUI: how the person logs in; without one the session opens only from the store.
-    ///   - refreshLeeway: a token that expires within this many seconds is refreshed before use.
-    ///   - refreshLock: the cross-process lock; by default a file in
-    ///     `RefreshLock.defaultDirectory(environment:)`; `.some(nil)` turns it off.
+    ///   - configuration: refresh and locking settings (``Configuration``).
     public init(
         provider: OIDCProvider, transport: any HTTPTransport, store: any CredentialStore, account: String = "default",
-        loginUI: (any LoginUI)? = nil, refreshLeeway: TimeInterval = 60, refreshLock: RefreshLock?? = nil
+        loginUI: (any LoginUI)? = nil, configuration: Configuration = Configuration()
     ) {
         self.provider = provider
         self.transport = transport
         self.loginUI = loginUI
-        self.refreshLeeway = refreshLeeway
-        let session = Session(
+        self.configuration = configuration
+        self.session = Session(
             provider: provider.id, appID: provider.configuration.clientID, account: account, store: store,
-            now: provider.now)
-        self.session = session
-        self.refreshLock = refreshLock ?? RefreshLock(key: session.key)
+            refreshLocking: configuration.refreshLocking, now: provider.now)
     }
 
     /// Where the token is kept.
@@ -80,58 +93,35 @@ public final class OIDCSession: Sendable {
     /// Closes the session and keeps the token.
     public func close() async { await session.close() }
 
-    /// An access token that is valid for at least ``refreshLeeway`` seconds, refreshed first
-    /// when needed; concurrent callers share one refresh.
+    /// An access token that is valid for at least ``Configuration/refreshLeeway``, refreshed
+    /// first when needed; concurrent callers share one refresh.
     public func validToken() async throws -> AccessToken {
-        try await refreshing(leeway: refreshLeeway)
+        try await refreshing { [leeway = configuration.refreshLeeway] in
+            try await $0.freshToken(leeway: leeway) { [self] in try await refreshRequest($0) }
+        }
     }
 
-    /// Refreshes the token now (a token with no expiry date is returned as it is).
+    /// Refreshes the token now, unless another process refreshed it while this one waited for
+    /// the lock (a token with no expiry date is returned as it is).
     @discardableResult
     public func refresh() async throws -> AccessToken {
-        try await refreshing(leeway: .infinity)
+        let before = await session.token
+        return try await refreshing {
+            // Due unless it is no longer the token this call set out to replace.
+            try await $0.renewToken(isDue: { $0 == before && $0.expirationDate != nil }) { [self] in
+                try await refreshRequest($0)
+            }.token
+        }
     }
 
-    private func refreshing(leeway: TimeInterval) async throws -> AccessToken {
+    /// A refused refresh leaves the session closed (the credential stays, marked `needsLogin`).
+    private func refreshing(_ body: (Session) async throws -> AccessToken) async throws -> AccessToken {
         do {
-            return try await session.freshToken(leeway: leeway) { [self] current in
-                try await self.refreshGrant(current)
-            }
+            return try await body(session)
         } catch let error as AuthError where error.category == .authenticationReopenSession {
             await session.close()
             throw error
         }
-    }
-
-    /// Refreshes `current` under the cross-process lock, unless another process already did.
-    private func refreshGrant(_ current: AccessToken) async throws -> AccessToken {
-        guard let refreshLock else { return try await refreshStored(current) }
-        return try await refreshLock.withLock { try await self.refreshStored(current) }
-    }
-
-    /// Reads the store again, then refreshes what needs it and saves the result: run while
-    /// holding the lock, so the read and the save see no other process's refresh in between.
-    private func refreshStored(_ current: AccessToken) async throws -> AccessToken {
-        var base = current
-        if let stored = try await session.store.load(session.key), stored.token.userID == current.userID {
-            // Another process found the refresh token refused while this one waited: the
-            // credential stays for the person to see, and only a new login helps.
-            if stored.needsLogin {
-                throw AuthError(
-                    category: .authenticationReopenSession,
-                    message: "Another program found the refresh token of '\(provider.id)' refused; log in again.",
-                    recoveryTactic: .reauthenticate, closesSession: false, provider: provider.id)
-            }
-            // Another process refreshed (and rotated the refresh token) while this one waited.
-            if stored.token.tokenString != current.tokenString || stored.token.refreshToken != current.refreshToken {
-                if !stored.token.isExpired(at: provider.now(), leeway: refreshLeeway) { return stored.token }
-                base = stored.token
-            }
-        }
-        let refreshed = try await refreshRequest(base)
-        // Saved before it is used, and before the lock is released.
-        try await session.store.save(StoredCredential(key: session.key, token: refreshed, savedAt: provider.now()))
-        return refreshed
     }
 
     /// The refresh token grant (RFC 6749 §6).

@@ -154,7 +154,8 @@ struct AccountBehaviourTests {
         #expect(login.status == 69, "\(login.error)")
         #expect(login.error.contains("locked"))
         #expect(!login.error.contains("enter the code"), "no device code is shown for a login that cannot be kept")
-        #expect(ContinuousClock.now - started < .seconds(10))
+        // Before, the code was shown and the login waited up to 7 minutes for an approval it could not keep.
+        #expect(ContinuousClock.now - started < .seconds(60))
     }
 
     @Test("one unreadable entry: status shows the good logins and marks it; logout removes it")
@@ -228,7 +229,9 @@ struct AccountBehaviourTests {
         let started = ContinuousClock.now
         let status = await cli.run(["status"])
         let elapsed = ContinuousClock.now - started
-        #expect(elapsed < .seconds(15), "two accounts are checked at once within the 5 s bound, not 60 s each")
+        // Before: 60 s per account, one after the other (180 s here). The bound is 5 s; the margin is
+        // for a loaded machine.
+        #expect(elapsed < .seconds(60), "three accounts are checked at once within the 5 s bound, not 60 s each")
         #expect(status.status == 75, "\(status.output)\(status.error)")
         #expect(status.output.components(separatedBy: "could not verify").count - 1 == 3, "\(status.output)")
     }

@@ -55,7 +55,7 @@ struct FacebookHarness: Sendable {
                 clock: ManualClock(autoAdvance: true))
         return FacebookSession(
             provider: provider, transport: transport, store: store, loginUI: login,
-            refreshLock: refreshLock, refreshLeeway: refreshLeeway,
+            configuration: .init(refreshLocking: .file(refreshLock), refreshLeeway: .seconds(refreshLeeway)),
             recoveryDelegate: recoveryDelegate, recoveryPolicy: RecoveryPolicy(jitter: .none), clock: clock, now: now)
     }
 

@@ -17,7 +17,7 @@ struct SessionEndToEndTests {
         defer { Task { await harness.stop() } }
         let store = InMemoryCredentialStore()
         let session = harness.session(store: store, answer: .deny)
-        let changes = await session.stateChanges()
+        let changes = session.stateChanges()
 
         let error = await #expect(throws: AuthError.self) {
             try await session.openActiveSession(readPermissions: ["email"], allowLoginUI: true)
@@ -49,7 +49,7 @@ struct SessionEndToEndTests {
         // The next start of the program: a new session on the same store, no UI allowed.
         let loginUI = RecordingLoginUI(failingWith: AuthError(category: .invalid, message: "no UI in this test"))
         let second = harness.session(store: store, loginUI: loginUI)
-        let changes = await second.stateChanges()
+        let changes = second.stateChanges()
         #expect(try await second.openActiveSession(readPermissions: ["email"], allowLoginUI: false) == .open)
         #expect(loginUI.callCount == 0)
         var iterator = changes.makeAsyncIterator()
@@ -173,7 +173,7 @@ struct SessionEndToEndTests {
         defer { Task { await harness.stop() } }
         let store = InMemoryCredentialStore()
         let session = try await harness.openedSession(store: store)
-        let changes = await session.stateChanges()
+        let changes = session.stateChanges()
         try await harness.emulator.activate(ScenarioSetting(scenario))
 
         let error = try #require(await #expect(throws: AuthError.self) { try await session.graph.get("me") })

@@ -114,7 +114,7 @@ struct OIDCEndToEndTests {
             loginUI: OIDCBrowserLogin(
                 oidc: provider, receiver: LoopbackRedirectReceiver(timeout: .seconds(30)), opener: harness.browser(),
                 transport: harness.transport),
-            refreshLock: harness.refreshLock)
+            configuration: .init(refreshLocking: .file(harness.refreshLock)))
         #expect(try await session.open(allowLoginUI: true) == .open)
     }
 

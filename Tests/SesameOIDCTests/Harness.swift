@@ -49,7 +49,7 @@ struct OIDCHarness: Sendable {
     ) -> OIDCSession {
         OIDCSession(
             provider: provider, transport: transport ?? self.transport, store: store, loginUI: loginUI,
-            refreshLock: refreshLock)
+            configuration: .init(refreshLocking: .file(refreshLock)))
     }
 
     func browserLogin(_ browser: EmulatorBrowser) -> OIDCBrowserLogin {

@@ -79,7 +79,7 @@ struct RedactionTests {
         var texts: [String] = []
         do {
             _ = try await session.open(allowLoginUI: true)  // already open: no error, no text
-            _ = try await session.freshToken(leeway: 1e9) { _ in
+            _ = try await session.freshToken(leeway: .seconds(1_000_000_000)) { _ in
                 throw AuthError(category: .server, message: "refresh failed")
             }
         } catch {

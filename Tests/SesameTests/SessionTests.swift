@@ -61,7 +61,7 @@ struct SessionTests {
         let store = InMemoryCredentialStore([stored(token())])
         let loginUI = RecordingLoginUI(grantingToken: "never-used")
         let session = Session(provider: facebook, appID: "1234", store: store)
-        let changes = await session.stateChanges()
+        let changes = session.stateChanges()
 
         let state = try await session.open(allowLoginUI: true, loginUI: loginUI)
 
@@ -94,7 +94,7 @@ struct SessionTests {
         let store = InMemoryCredentialStore()
         let loginUI = RecordingLoginUI(grantingToken: "fresh-secret")
         let session = Session(provider: facebook, appID: "1234", store: store)
-        let changes = await session.stateChanges()
+        let changes = session.stateChanges()
 
         #expect(try await session.open(permissions: [.read("email")], allowLoginUI: true, loginUI: loginUI) == .open)
 
@@ -108,7 +108,7 @@ struct SessionTests {
     func failedLogin() async throws {
         let denied = AuthError(category: .userCancelled, message: "declined", loginFailedReason: .userDenied)
         let session = Session(provider: facebook, appID: "1234", store: InMemoryCredentialStore())
-        let changes = await session.stateChanges()
+        let changes = session.stateChanges()
 
         await #expect(throws: AuthError.self) {
             try await session.open(allowLoginUI: true, loginUI: RecordingLoginUI(failingWith: denied))
@@ -125,8 +125,8 @@ struct SessionTests {
     func twoObservers() async throws {
         let store = InMemoryCredentialStore()
         let session = Session(provider: facebook, appID: "1234", store: store)
-        let first = await session.stateChanges()
-        let second = await session.stateChanges()
+        let first = session.stateChanges()
+        let second = session.stateChanges()
 
         try await session.open(allowLoginUI: true, loginUI: RecordingLoginUI(grantingToken: "t1"))
         try await session.updateToken(token("t2"))
@@ -171,7 +171,7 @@ struct SessionTests {
         let store = InMemoryCredentialStore([stored(token())])
         let session = Session(provider: facebook, appID: "1234", store: store)
         try await session.open(allowLoginUI: false)
-        let changes = await session.stateChanges()
+        let changes = session.stateChanges()
         let removed = AuthError(category: .authenticationReopenSession, message: "app removed", code: 190, subcode: 458)
 
         #expect(await session.handle(removed))
@@ -230,7 +230,7 @@ struct SessionTests {
         let tokens = try await withThrowingTaskGroup(of: String.self) { group in
             for _ in 0..<100 {
                 group.addTask {
-                    try await session.freshToken(leeway: 60) { old in
+                    try await session.freshToken(leeway: .seconds(60)) { old in
                         await refreshes.increment()
                         try await Task.sleep(for: .milliseconds(20))
                         var new = old
@@ -256,7 +256,7 @@ struct SessionTests {
         let outage = AuthError(category: .server, message: "down")
 
         await #expect(throws: AuthError.self) {
-            try await session.freshToken(leeway: 60) { _ in throw outage }
+            try await session.freshToken(leeway: .seconds(60)) { _ in throw outage }
         }
         #expect(try await store.load(session.key)?.token.tokenString == "old")
         #expect(await session.state == .open)

@@ -148,19 +148,20 @@ public struct RFC8628DeviceDialect: DeviceLoginDialect {
             ])
     }
 
+    /// Reads `error` before `access_token`, whatever the status: GitHub and others answer
+    /// `authorization_pending`, `slow_down` and the rest with HTTP 200.
     public func readPoll(_ response: HTTPResponse, context: DevicePollContext) -> DevicePollAnswer {
-        if response.isSuccess {
-            guard let answer = OAuthTokenResponse(json: response.json) else { return .unrecognized }
-            return .authorized(AccessToken(answer, for: context.request, now: now()))
+        if let error = OAuthErrorResponse(json: response.json) {
+            switch error.error {
+            case "authorization_pending": return .pending
+            case "slow_down": return .slowDown(interval: nil)
+            case "expired_token": return .expired
+            case "access_denied": return .denied(error)
+            default: return .error(error)
+            }
         }
-        guard let error = OAuthErrorResponse(json: response.json) else { return .unrecognized }
-        switch error.error {
-        case "authorization_pending": return .pending
-        case "slow_down": return .slowDown(interval: nil)
-        case "expired_token": return .expired
-        case "access_denied": return .denied(error)
-        default: return .error(error)
-        }
+        guard response.isSuccess, let answer = OAuthTokenResponse(json: response.json) else { return .unrecognized }
+        return .authorized(AccessToken(answer, for: context.request, now: now()))
     }
 }
 
