@@ -108,7 +108,7 @@ enum ProviderCommands {
         }
         return .provider(
             ProviderCommand(
-                provider: provider, action: .login(login), account: parsed.value("account"),
+                provider: provider, action: .login(login), account: try parsed.account(command: "login"),
                 storage: try storageMode(parsed, command: "login")))
     }
 
@@ -124,7 +124,7 @@ enum ProviderCommands {
         try noExtra(parsed, after: 1, command: "token")
         return .provider(
             ProviderCommand(
-                provider: provider, action: .token, account: parsed.value("account"),
+                provider: provider, action: .token, account: try parsed.account(command: "token"),
                 storage: try storageMode(parsed, command: "token")))
     }
 
@@ -146,7 +146,7 @@ enum ProviderCommands {
         return .provider(
             ProviderCommand(
                 provider: provider, action: .logout(revoke: parsed.flags.contains("revoke")),
-                account: parsed.value("account"), storage: try storageMode(parsed, command: "logout")))
+                account: try parsed.account(command: "logout"), storage: try storageMode(parsed, command: "logout")))
     }
 
     static let switchAccount = CommandDefinition(
@@ -161,7 +161,9 @@ enum ProviderCommands {
         try noExtra(parsed, after: 2, command: "switch")
         return .provider(
             ProviderCommand(
-                provider: provider, action: .switchAccount(parsed.positionals[1]), account: nil,
+                provider: provider,
+                action: .switchAccount(
+                    try AccountName.validated(parsed.positionals[1], what: "ACCOUNT", command: "switch")), account: nil,
                 storage: try storageMode(parsed, command: "switch")))
     }
 
@@ -220,7 +222,7 @@ enum ProviderCommands {
         }
         return .provider(
             ProviderCommand(
-                provider: provider, action: .permissions(action), account: parsed.value("account"),
+                provider: provider, action: .permissions(action), account: try parsed.account(command: "permissions"),
                 storage: try storageMode(parsed, command: "permissions")))
     }
 }
@@ -264,10 +266,13 @@ package struct StatusCommand: Sendable, Equatable {
                 JSONValue.object(["version": .int(Self.schemaVersion), "providers": .array(providers)]).jsonText + "\n")
             return ExitStatus.success
         }
-        let terminal = context.terminal
+        // Colour for standard output follows standard output; what came from outside (names a
+        // server sent, account and permission names) is printed without control characters.
+        let terminal = context.terminal.standardOutput
+        let clean = Terminal.printable
         for provider in providers {
-            let name = provider["provider"]?.stringValue ?? "?"
-            var text = terminal.bold(name) + " (app \(provider["app_id"]?.stringValue ?? "?")"
+            let name = clean(provider["provider"]?.stringValue ?? "?")
+            var text = terminal.bold(name) + " (app \(clean(provider["app_id"]?.stringValue ?? "?"))"
             if let emulator = provider["emulator"]?.stringValue { text += ", built-in emulator at \(emulator)" }
             text += ")\n  storage: \(provider["storage"]?["backend"]?.stringValue ?? "?") — "
             text += "\(provider["storage"]?["reason"]?.stringValue ?? "")\n"
@@ -275,19 +280,21 @@ package struct StatusCommand: Sendable, Equatable {
             if accounts.isEmpty { text += "  not logged in; run 'sesame login \(name)'\n" }
             for account in accounts {
                 func list(_ key: String) -> String {
-                    (account[key]?.arrayValue ?? []).compactMap(\.stringValue).joined(separator: ", ")
+                    (account[key]?.arrayValue ?? []).compactMap(\.stringValue).map(clean).joined(separator: ", ")
                 }
                 let active = account["active"]?.boolValue == true ? terminal.green("✓ ") : "  "
                 let user = [account["user_name"]?.stringValue, account["user_id"]?.stringValue.map { "(\($0))" }]
-                    .compactMap { $0 }.joined(separator: " ")
-                text += "\(active)\(account["account"]?.stringValue ?? "?"): \(user)\n"
+                    .compactMap { $0.map(clean) }.joined(separator: " ")
+                let accountName = clean(account["account"]?.stringValue ?? "?")
+                text += "\(active)\(accountName): \(user)\n"
                 text += "      granted: \(list("granted"))\n"
                 if !list("declined").isEmpty { text += "      declined: \(list("declined"))\n" }
                 text += "      expires: \(account["expires_at"]?.stringValue ?? "never"); data access until "
                 text += "\(account["data_access_expires_at"]?.stringValue ?? "unknown")\n"
                 if account["token_valid"]?.boolValue == false || account["needs_login"]?.boolValue == true {
-                    text += "      " + terminal.red("needs a new login") + ": \(account["problem"]?.stringValue ?? "")"
-                    text += " Run 'sesame login \(name) --account \(account["account"]?.stringValue ?? "")'.\n"
+                    text += "      " + terminal.red("needs a new login")
+                    text += ": \(clean(account["problem"]?.stringValue ?? ""))"
+                    text += " Run 'sesame login \(name) --account \(accountName)'.\n"
                 }
                 if let usage = account["last_usage"], usage != .null { text += "      last usage: \(usage.jsonText)\n" }
             }

@@ -60,7 +60,7 @@ struct FacebookAdapter: ProviderAdapter {
             guard try await session.openActiveSession(allowLoginUI: false).isOpen else {
                 throw notLoggedIn(account)
             }
-            let who = await session.token?.userID ?? "?"
+            let who = Terminal.printable(await session.token?.userID ?? "?")
             do {
                 try await session.logout(revoke: revoke)
             } catch {
@@ -108,7 +108,7 @@ struct FacebookAdapter: ProviderAdapter {
             // Read from standard input, never argv (argv is visible to everyone in `ps`). Checked
             // with Facebook before anything stored is replaced.
             let ui = ExistingTokenLogin(provider: desktop.provider, transport: desktop.transport) {
-                String(decoding: await io.readStandardInput(), as: UTF8.self)
+                String(decoding: await io.readSecret("Paste the access token, then press Enter: "), as: UTF8.self)
             }
             let token = try await ui.logIn(
                 LoginRequest(provider: .facebook, appID: desktop.provider.appID, permissions: []))
@@ -122,7 +122,7 @@ struct FacebookAdapter: ProviderAdapter {
             {
                 _ = try await session.openActiveSession(allowLoginUI: false)
                 io.write(
-                    "Already logged in to Facebook as user \(cached.token.userID ?? "?") (account '\(account)'). "
+                    "Already logged in to Facebook as user \(Terminal.printable(cached.token.userID ?? "?")) (account '\(account)'). "
                         + "To log in again, run 'sesame logout facebook"
                         + (account == "default" ? "" : " --account \(account)") + "' first.\n")
                 try desktop.accounts.setActiveAccount(account, for: .facebook)
@@ -136,10 +136,11 @@ struct FacebookAdapter: ProviderAdapter {
         let me = try? await session.graph.get("me", parameters: ["fields": "id,name"])
         desktop.recordUsage(of: session)
         let token = await session.token
-        let who = me?["name"]?.stringValue.map { "\($0) (\(token?.userID ?? "?"))" } ?? (token?.userID ?? "?")
+        let who = Terminal.printable(
+            me?["name"]?.stringValue.map { "\($0) (\(token?.userID ?? "?"))" } ?? (token?.userID ?? "?"))
         io.write(
             "Logged in to \(desktop.isEmulated ? "the Facebook emulator" : "Facebook") as \(who), account '\(account)'; "
-                + "granted: \((token?.permissions.granted.sorted() ?? []).joined(separator: ", ")). "
+                + "granted: \(Terminal.printable((token?.permissions.granted.sorted() ?? []).joined(separator: ", "))). "
                 + "Stored in \(desktop.storage.backend).\n")
         return ExitStatus.success
     }
@@ -153,8 +154,8 @@ struct FacebookAdapter: ProviderAdapter {
         switch action {
         case .list:
             let permissions = try await session.refreshPermissions()
-            for name in permissions.granted.sorted() { io.write("granted   \(name)\n") }
-            for name in permissions.declined.sorted() { io.write("declined  \(name)\n") }
+            for name in permissions.granted.sorted() { io.write("granted   \(Terminal.printable(name))\n") }
+            for name in permissions.declined.sorted() { io.write("declined  \(Terminal.printable(name))\n") }
         case .request(let names, let audience):
             let publish = names.filter(Self.isPublish)
             let read = names.filter { !Self.isPublish($0) }
@@ -168,9 +169,9 @@ struct FacebookAdapter: ProviderAdapter {
                 outcome = PermissionRequestOutcome(
                     granted: outcome.granted.union(got.granted), declined: outcome.declined.union(got.declined))
             }
-            io.write("granted: \(outcome.granted.sorted().joined(separator: ", "))\n")
+            io.write("granted: \(Terminal.printable(outcome.granted.sorted().joined(separator: ", ")))\n")
             if !outcome.declined.isEmpty {
-                io.write("declined: \(outcome.declined.sorted().joined(separator: ", "))\n")
+                io.write("declined: \(Terminal.printable(outcome.declined.sorted().joined(separator: ", ")))\n")
             }
         case .revoke(let name):
             try await session.revokePermission(name)

@@ -90,7 +90,7 @@ struct OIDCAdapter: ProviderAdapter {
                 return ExitStatus.success
             }
             try await session.open(allowLoginUI: false)
-            let who = await session.token?.userID ?? "?"
+            let who = Terminal.printable(await session.token?.userID ?? "?")
             let canRevoke = provider.endpoints.revocationEndpoint != nil
             do {
                 try await session.logout(revoke: revoke)
@@ -168,7 +168,7 @@ struct OIDCAdapter: ProviderAdapter {
         {
             _ = try await session.open(allowLoginUI: false)
             io.write(
-                "Already logged in to \(name) as \(cached.token.userID ?? "?") (account '\(account)'). To log in again, "
+                "Already logged in to \(name) as \(Terminal.printable(cached.token.userID ?? "?")) (account '\(account)'). To log in again, "
                     + "run 'sesame logout \(name)" + (account == "default" ? "" : " --account \(account)")
                     + "' first.\n")
             try accounts.setActiveAccount(account, for: providerID)
@@ -179,8 +179,8 @@ struct OIDCAdapter: ProviderAdapter {
         let claims = try? await session.userInfo()
         let token = await session.token
         let subject = token?.userID ?? "?"
-        let who =
-            (claims?["name"]?.stringValue ?? claims?["email"]?.stringValue).map { "\($0) (\(subject))" } ?? subject
+        let who = Terminal.printable(
+            (claims?["name"]?.stringValue ?? claims?["email"]?.stringValue).map { "\($0) (\(subject))" } ?? subject)
         io.write(
             "Logged in to \(name) (\(provider.endpoints.issuer)) as \(who), account '\(account)'; "
                 + "scopes: \((token?.permissions.granted.sorted() ?? []).joined(separator: " ")). "
