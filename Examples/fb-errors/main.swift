@@ -26,7 +26,8 @@ signal(SIGPIPE, SIG_IGN)
 func say(_ text: String) { StandardStreams.out(text + "\n") }
 func complain(_ text: String) { StandardStreams.err(text + "\n") }
 
-let terminal = Terminal.current()
+// The alert goes to standard output, so its colour follows standard output.
+let terminal = Terminal.current().standardOutput
 
 /// The alert for an error, or `nil` when nothing is shown (the person cancelled).
 func alert(for error: AuthError) -> (title: String, message: String)? {
@@ -129,7 +130,7 @@ let usage = """
 /// One sentence for an error that is not the provider's: what went wrong, no dump.
 func sentence(for error: any Error) -> String {
     let text = String(describing: error).split(separator: "\n").first.map(String.init) ?? "unknown error"
-    return "\(text)."
+    return text.last.map { ".!?".contains($0) } == true ? text : "\(text)."
 }
 
 let arguments = Array(CommandLine.arguments.dropFirst())

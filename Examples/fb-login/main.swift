@@ -77,7 +77,7 @@ func sentence(for error: any Error) -> String {
     if let error = error as? DesktopError { return error.message }
     if let error = error as? AuthError { return error.userMessage ?? error.message }
     let text = String(describing: error).split(separator: "\n").first.map(String.init) ?? "unknown error"
-    return "\(text)."
+    return text.last.map { ".!?".contains($0) } == true ? text : "\(text)."
 }
 
 /// The person's name from the Graph API (the seed's "me" request).

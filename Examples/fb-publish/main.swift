@@ -87,7 +87,7 @@ final class Recovery: FacebookRecoveryDelegate {
 func sentence(for error: any Error) -> String {
     if let error = error as? DesktopError { return error.message }
     let text = String(describing: error).split(separator: "\n").first.map(String.init) ?? "unknown error"
-    return "\(text)."
+    return text.last.map { ".!?".contains($0) } == true ? text : "\(text)."
 }
 
 /// The seed's publish error handler: a message when there is one, a title that says what kind of

@@ -100,6 +100,7 @@ struct NewUserDefectTests {
             let lines = result.standardError.split(separator: "\n")
             #expect(lines.count == 1, "one sentence, not: \(result.standardError)")
             #expect(result.standardError.hasPrefix("\(command[0]): "), "\(result.standardError)")
+            #expect(!result.standardError.contains(".."), "\(result.standardError)")
         }
     }
 
