@@ -81,7 +81,8 @@ func show(_ title: String, _ message: String) {
 }
 
 func handle(_ error: AuthError) {
-    if let (title, message) = alert(for: error) { show(title, message) }
+    // The message may be the server's own text: shown without control characters.
+    if let (title, message) = alert(for: error) { show(title, Terminal.printable(message)) }
 }
 
 /// Runs one scenario against a fresh in-memory emulator: a person with publish_actions posts.

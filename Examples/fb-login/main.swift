@@ -18,8 +18,10 @@ import SesameFacebook
 // every line goes through StandardStreams, which reports EPIPE instead of crashing.
 signal(SIGPIPE, SIG_IGN)
 
-func say(_ text: String) { StandardStreams.out(text + "\n") }
-func complain(_ text: String) { StandardStreams.err(text + "\n") }
+// Each line may carry text from outside (a message or name the server sent): printed without
+// control characters, so it cannot move the cursor or forge lines.
+func say(_ text: String) { StandardStreams.out(Terminal.printable(text) + "\n") }
+func complain(_ text: String) { StandardStreams.err(Terminal.printable(text) + "\n") }
 
 let usage = """
     usage: fb-login [logout]
@@ -36,7 +38,8 @@ if arguments == ["-h"] || arguments == ["--help"] {
     exit(0)
 }
 guard arguments.isEmpty || arguments == ["logout"] else {
-    complain("fb-login: unexpected argument '\(arguments[0])'.\n\n\(usage)")
+    complain("fb-login: unexpected argument '\(arguments[0])'.")
+    StandardStreams.err("\n" + usage)
     exit(64)
 }
 

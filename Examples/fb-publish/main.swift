@@ -19,8 +19,10 @@ import Synchronization
 // interleave in the order things happened.
 signal(SIGPIPE, SIG_IGN)
 
-func say(_ text: String) { StandardStreams.out(text + "\n") }
-func complain(_ text: String) { StandardStreams.err(text + "\n") }
+// Each line may carry text from outside (a message or name the server sent): printed without
+// control characters, so it cannot move the cursor or forge lines.
+func say(_ text: String) { StandardStreams.out(Terminal.printable(text) + "\n") }
+func complain(_ text: String) { StandardStreams.err(Terminal.printable(text) + "\n") }
 
 let usage = """
     usage: fb-publish [--] "message"
@@ -40,11 +42,13 @@ if arguments.first == "-h" || arguments.first == "--help" {
 if arguments.first == "--" {
     arguments.removeFirst()
 } else if let option = arguments.first, option.hasPrefix("-"), option.count > 1 {
-    complain("fb-publish: unknown option '\(option)'; to post it as the message, put '--' before it.\n\n\(usage)")
+    complain("fb-publish: unknown option '\(option)'; to post it as the message, put '--' before it.")
+    StandardStreams.err("\n" + usage)
     exit(64)
 }
 guard arguments.count == 1, !arguments[0].isEmpty else {
-    complain("fb-publish: give the message to post, as one argument.\n\n\(usage)")
+    complain("fb-publish: give the message to post, as one argument.")
+    StandardStreams.err("\n" + usage)
     exit(64)
 }
 let message = arguments[0]

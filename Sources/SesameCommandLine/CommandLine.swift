@@ -200,10 +200,12 @@ package enum SesameCLI {
         } catch {
             let failure = CommandFailure.from(error, provider: providerName)
             if failure.status == ExitStatus.usage, case .provider(let providerCommand) = command {
-                io.writeError("sesame: \(failure.message)\n\n\(usage(for: providerCommand.commandName))")
+                io.writeError(
+                    "sesame: \(Terminal.printable(failure.message))\n\n\(usage(for: providerCommand.commandName))")
                 return failure.status
             }
-            io.writeError("sesame: \(failure.message)\n")
+            // The message may quote what a server sent: printed without control characters.
+            io.writeError("sesame: \(Terminal.printable(failure.message))\n")
             return failure.status
         }
     }

@@ -295,6 +295,18 @@ struct NewUserDefectTests {
         #expect(!status.standardOutput.contains("\u{07}"), "\(status.standardOutput.debugDescription)")
     }
 
+    @Test("fb-errors shows a message a server sent without its control characters")
+    func hostileMessageInExample() async throws {
+        let cli = try CLIHarness(storage: "memory")
+        let body =
+            #"{"error":{"code":368,"type":"OAuthException","error_user_title":"Blocked","#
+            + #""error_user_msg":"You are blocked\u001b[2J\nforged line\u0007 for now."}}"#
+        let result = try await cli.run("fb-errors", ["-"], input: Data(body.utf8))
+        #expect(result.status == 0, "\(result.standardError)")
+        #expect(result.standardOutput.contains("You are blocked[2Jforged line for now."), "\(result.standardOutput)")
+        #expect(!result.standardOutput.contains("\u{1B}") && !result.standardOutput.contains("\u{07}"))
+    }
+
     // MARK: 21. messages that contradicted themselves or came out of order
 
     @Test("explain-error 190/458 says once, consistently, that the person is told why before logging in again")
