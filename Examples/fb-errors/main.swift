@@ -16,7 +16,18 @@ import SesameDesktop
 import SesameEmulator
 import SesameFacebook
 
-let terminal = Terminal.current()
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+// A reader that goes away (`fb-errors --all | head`) is a failed write, never a signal or a trap.
+signal(SIGPIPE, SIG_IGN)
+
+func say(_ text: String) { StandardStreams.out(text + "\n") }
+func complain(_ text: String) { StandardStreams.err(text + "\n") }
+
+// The alert goes to standard output, so its colour follows standard output.
+let terminal = Terminal.current().standardOutput
 
 /// The alert for an error, or `nil` when nothing is shown (the person cancelled).
 func alert(for error: AuthError) -> (title: String, message: String)? {
@@ -27,7 +38,7 @@ func alert(for error: AuthError) -> (title: String, message: String)? {
     switch error.category {
     case .userCancelled:
         // The person said no: do nothing, log it.
-        FileHandle.standardError.write(Data("user cancelled login\n".utf8))
+        complain("user cancelled login")
         return nil
     case .authenticationReopenSession:
         // Sessions close outside the app; say so, more precisely when the code tells why.
@@ -36,6 +47,9 @@ func alert(for error: AuthError) -> (title: String, message: String)? {
     case .permissions:
         // A missing permission: ask for it again, then replay the call.
         return ("Permission Error", "The app needs your permission for this. It will ask you for it again.")
+    case .throttling:
+        // Too many calls: say so, and that waiting helps (the SDK's title for throttling).
+        return ("Please Wait", error.userMessage ?? "Too many requests right now. Wait a little, then try again.")
     default:
         return ("Unknown Error", "Error. Please try again later.")
     }
@@ -55,24 +69,25 @@ func show(_ title: String, _ message: String) {
     }
     if !line.isEmpty { lines.append(line) }
     func row(_ text: String) -> String { "│ " + text + String(repeating: " ", count: width - text.count) + " │" }
-    print("┌" + String(repeating: "─", count: width + 2) + "┐")
-    print(row(title).replacingOccurrences(of: title, with: terminal.bold(title)))
-    print(row(""))
-    for text in lines { print(row(text)) }
-    print(row(""))
-    print(row(String(repeating: " ", count: width - 6) + "[ OK ]"))
-    print("└" + String(repeating: "─", count: width + 2) + "┘")
+    say("┌" + String(repeating: "─", count: width + 2) + "┐")
+    say(row(title).replacingOccurrences(of: title, with: terminal.bold(title)))
+    say(row(""))
+    for text in lines { say(row(text)) }
+    say(row(""))
+    say(row(String(repeating: " ", count: width - 6) + "[ OK ]"))
+    say("└" + String(repeating: "─", count: width + 2) + "┘")
     // Never block a pipe or a script on the prompt.
     if terminal.inputIsInteractive { _ = readLine() }
 }
 
 func handle(_ error: AuthError) {
-    if let (title, message) = alert(for: error) { show(title, message) }
+    // The message may be the server's own text: shown without control characters.
+    if let (title, message) = alert(for: error) { show(title, Terminal.printable(message)) }
 }
 
 /// Runs one scenario against a fresh in-memory emulator: a person with publish_actions posts.
 func run(_ scenario: EmulatorScenario) async throws {
-    print("== \(scenario.rawValue): \(scenario.summary)")
+    say("== \(scenario.rawValue): \(scenario.summary)")
     let emulator = try Emulator()
     let endpoints = try await emulator.start()
     do {
@@ -96,7 +111,7 @@ func publish(against emulator: Emulator, endpoints: EmulatorEndpoints, scenario:
     let graph = GraphClient(provider: provider, transport: facebookTransport, accessToken: token)
     do {
         let post = try await graph.post("me/feed", parameters: ["message": "Hello from fb-errors"])
-        print("(no error: the post went through as \(post["id"]?.stringValue ?? "?"))")
+        say("(no error: the post went through as \(post["id"]?.stringValue ?? "?"))")
     } catch let error as AuthError {
         handle(error)
     }
@@ -104,23 +119,44 @@ func publish(against emulator: Emulator, endpoints: EmulatorEndpoints, scenario:
 
 let facebookTransport = CurlTransport()
 
+let usage = """
+    usage: fb-errors [--all | NAME | -]
+
+    Shows the alert the Facebook SDK's error guide shows for an error: for every emulator scenario
+    (--all), for one (NAME: \(EmulatorScenario.allCases.map(\.rawValue).joined(separator: ", "))),
+    or for an error response body read from standard input (-).
+
+    """
+
+/// One sentence for an error that is not the provider's: what went wrong, no dump.
+func sentence(for error: any Error) -> String {
+    let text = String(describing: error).split(separator: "\n").first.map(String.init) ?? "unknown error"
+    return text.last.map { ".!?".contains($0) } == true ? text : "\(text)."
+}
+
 let arguments = Array(CommandLine.arguments.dropFirst())
-if arguments == ["--all"] {
-    for scenario in EmulatorScenario.allCases { try await run(scenario) }
-} else if arguments == ["-"] {
-    // An error response body, as Facebook sent it, from standard input.
-    let body = FileHandle.standardInput.readDataToEndOfFile()
-    handle(FacebookErrorTaxonomy().classify(status: 400, headers: [:], body: body))
-} else if arguments.count == 1, let name = arguments.first, !name.hasPrefix("-") {
-    guard let scenario = EmulatorScenario(rawValue: name) else {
-        FileHandle.standardError.write(
-            Data(
-                ("fb-errors: unknown scenario '\(name)'; use one of "
-                    + EmulatorScenario.allCases.map(\.rawValue).joined(separator: ", ") + ".\n").utf8))
+do {
+    if arguments == ["-h"] || arguments == ["--help"] {
+        StandardStreams.out(usage)
+    } else if arguments == ["--all"] {
+        for scenario in EmulatorScenario.allCases { try await run(scenario) }
+    } else if arguments == ["-"] {
+        // An error response body, as Facebook sent it, from standard input.
+        let body = FileHandle.standardInput.readDataToEndOfFile()
+        handle(FacebookErrorTaxonomy().classify(status: 400, headers: [:], body: body))
+    } else if arguments.count == 1, let name = arguments.first, !name.hasPrefix("-") {
+        guard let scenario = EmulatorScenario(rawValue: name) else {
+            complain(
+                "fb-errors: unknown scenario '\(name)'; use one of "
+                    + EmulatorScenario.allCases.map(\.rawValue).joined(separator: ", ") + ".")
+            exit(64)
+        }
+        try await run(scenario)
+    } else {
+        complain(usage)
         exit(64)
     }
-    try await run(scenario)
-} else {
-    FileHandle.standardError.write(Data("usage: fb-errors [--all | NAME | -]\n".utf8))
-    exit(64)
+} catch {
+    complain("fb-errors: \(sentence(for: error))")
+    exit(69)
 }

@@ -11,88 +11,169 @@ import SesameDesktop
 import SesameDesktopEmulator
 import SesameFacebook
 
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+// A reader that goes away (`fb-login | head -1`) is a failed write, never a signal or a trap:
+// every line goes through StandardStreams, which reports EPIPE instead of crashing.
+signal(SIGPIPE, SIG_IGN)
+
+// Each line may carry text from outside (a message or name the server sent): printed without
+// control characters, so it cannot move the cursor or forge lines.
+func say(_ text: String) { StandardStreams.out(Terminal.printable(text) + "\n") }
+func complain(_ text: String) { StandardStreams.err(Terminal.printable(text) + "\n") }
+
+let usage = """
+    usage: fb-login [logout]
+
+    Logs in to Facebook the way the SDK tutorial's Scrumptious app does: a cached token opens the
+    session silently; otherwise the login screen and a device login. 'logout' forgets the token.
+    With no app id configured (SESAME_FACEBOOK_APP_ID), it uses Sesame's built-in emulator.
+
+    """
+
 let arguments = Array(CommandLine.arguments.dropFirst())
+if arguments == ["-h"] || arguments == ["--help"] {
+    StandardStreams.out(usage)
+    exit(0)
+}
 guard arguments.isEmpty || arguments == ["logout"] else {
-    FileHandle.standardError.write(Data("usage: fb-login [logout]\n".utf8))
+    complain("fb-login: unexpected argument '\(arguments[0])'.")
+    StandardStreams.err("\n" + usage)
     exit(64)
 }
 
-let facebook: DesktopFacebook
-do {
-    facebook = try await Desktop.facebook(emulators: .sesame)
-} catch let error as DesktopError {
-    FileHandle.standardError.write(Data("fb-login: \(error.message)\n".utf8))
-    exit(error.status.rawValue)
-}
-let session = facebook.session()
-
-// Print each state change as the state stream delivers it: the seed's sessionStateChanged:
-// notification. The observer ends once the session is open or closed.
-let changes = session.stateChanges()  // registered now, before the open below
-let observer = Task {
-    for await change in changes {
-        print(
-            "session: \(change.previousState) → \(change.state)"
-                + (change.error.map { " (\($0.category.rawValue))" } ?? ""))
-        if change.state.isOpen || change.state.isClosed { break }
+/// Prints each state change as the state stream delivers it: the seed's sessionStateChanged:
+/// notification. The observer ends once the session is open or closed.
+func observe(_ session: FacebookSession) async -> Task<Void, Never> {
+    let changes = session.stateChanges()  // registered now, before the session is opened
+    return Task {
+        for await change in changes {
+            say(
+                "session: \(change.previousState) → \(change.state)"
+                    + (change.error.map { " (\($0.category.rawValue))" } ?? ""))
+            if change.state.isOpen || change.state.isClosed { break }
+        }
     }
 }
 
-func whoIsLoggedIn() async -> String {
-    let me = try? await session.graph.get("me", parameters: ["fields": "name"])
-    if let name = me?["name"]?.stringValue { return name }
+/// The seed's handleAuthError: a message when the SDK has one, a contextual one when the session
+/// must be reopened, nothing when the person cancelled (one log line), a generic message otherwise.
+func handleAuthError(_ error: AuthError) {
+    if error.shouldNotifyUser, let message = error.userMessage {
+        say("Something Went Wrong: \(message)")
+    } else if error.category == .userCancelled {
+        complain("user cancelled login")
+    } else if error.category == .authenticationReopenSession {
+        say(
+            "Session Error: "
+                + (error.subcode == 458
+                    ? "The app was removed. Please log in again."
+                    : "Your current session is no longer valid. Please log in again."))
+    } else {
+        say("Unknown Error: Error. Please try again later.")
+    }
+}
+
+/// One sentence for an error that is not the provider's: what went wrong, no dump.
+func sentence(for error: any Error) -> String {
+    if let error = error as? DesktopError { return error.message }
+    if let error = error as? AuthError { return error.userMessage ?? error.message }
+    let text = String(describing: error).split(separator: "\n").first.map(String.init) ?? "unknown error"
+    return text.last.map { ".!?".contains($0) } == true ? text : "\(text)."
+}
+
+/// The person's name from the Graph API (the seed's "me" request).
+func whoIsLoggedIn(_ session: FacebookSession) async throws -> String {
+    let me = try await session.graph.get("me", parameters: ["fields": "name"])
+    if let name = me["name"]?.stringValue { return name }
     return await session.token?.userID ?? "someone"
 }
 
-var status: Int32 = 0
-do {
-    // At start, a cached token opens the session silently (createdTokenLoaded → open), no UI.
-    let state = try await session.openActiveSession(allowLoginUI: false)
-    if arguments == ["logout"] {
-        if state.isOpen {
+/// The login screen, then the login: the seed's showLoginView and openSession.
+func showLoginScreen(_ facebook: DesktopFacebook, _ session: FacebookSession) async throws -> Int32 {
+    say("┌─ Scrumptious ─────────────────────┐")
+    say("│  Log in with Facebook             │")
+    say("└───────────────────────────────────┘")
+    if facebook.terminal.inputIsInteractive {
+        say("Press Enter to log in.")
+        _ = readLine()
+    }
+    let observer = await observe(session)
+    do {
+        try await session.openActiveSession(readPermissions: ["public_profile"], allowLoginUI: true)
+    } catch {
+        observer.cancel()
+        throw error
+    }
+    await observer.value
+    do {
+        say("Logged in as \(try await whoIsLoggedIn(session)).")
+        return 0
+    } catch let error as AuthError {
+        handleAuthError(error)
+        return 1
+    }
+}
+
+func run(_ facebook: DesktopFacebook) async -> Int32 {
+    let session = facebook.session()
+    let observer = await observe(session)
+    do {
+        // At start, a cached token opens the session silently (createdTokenLoaded → open), no UI.
+        let state = try await session.openActiveSession(allowLoginUI: false)
+        if arguments == ["logout"] {
+            guard state.isOpen else {
+                observer.cancel()
+                say("Nobody is logged in.")
+                return 0
+            }
             // closeAndClearTokenInformation: the token leaves the store, so the next start shows
             // the login screen.
             try await session.logout(revoke: false)
             await observer.value
-            print("Logged out.")
-        } else {
+            say("Logged out.")
+            return 0
+        }
+        guard state.isOpen else {
             observer.cancel()
-            print("Nobody is logged in.")
+            return try await showLoginScreen(facebook, session)
         }
-    } else if state.isOpen {
         await observer.value
-        print("Welcome back, \(await whoIsLoggedIn()). (Cached token; no login needed.)")
-    } else {
-        // The login screen.
-        print("┌─ Scrumptious ─────────────────────┐")
-        print("│  Log in with Facebook             │")
-        print("└───────────────────────────────────┘")
-        if facebook.terminal.inputIsInteractive {
-            print("Press Enter to log in.")
-            _ = readLine()
+        do {
+            let name = try await whoIsLoggedIn(session)
+            say("Welcome back, \(name). (Cached token; no login needed.)")
+            return 0
+        } catch let error as AuthError {
+            // The cached token no longer works (the app was removed, the account is locked...):
+            // the error's own message, then the login screen, as Scrumptious does.
+            handleAuthError(error)
+            if error.category == .userCancelled { return 1 }
+            try? await session.closeAndClearTokenInformation()
+            return try await showLoginScreen(facebook, session)
         }
-        try await session.openActiveSession(readPermissions: ["public_profile"], allowLoginUI: true)
-        await observer.value
-        print("Logged in as \(await whoIsLoggedIn()).")
+    } catch let error as AuthError {
+        observer.cancel()
+        handleAuthError(error)
+        return 1
+    } catch {
+        observer.cancel()
+        complain("fb-login: \(sentence(for: error))")
+        return 69
     }
-} catch let error as AuthError {
-    observer.cancel()
-    // The seed's handleAuthError: a message when the SDK has one, nothing when the person
-    // cancelled (one log line), a generic message otherwise.
-    if error.shouldNotifyUser, let message = error.userMessage {
-        print("Something Went Wrong: \(message)")
-    } else if error.category == .userCancelled {
-        FileHandle.standardError.write(Data("user cancelled login\n".utf8))
-    } else if error.category == .authenticationReopenSession {
-        print("Session Error: Your current session is no longer valid. Please log in again.")
-    } else {
-        print("Unknown Error: Error. Please try again later.")
-    }
-    status = 1
+}
+
+var status: Int32
+do {
+    let facebook = try await Desktop.facebook(emulators: .sesame)
+    status = await run(facebook)
+    await facebook.shutdown()
+} catch let error as DesktopError {
+    complain("fb-login: \(error.message)")
+    status = error.status.rawValue
 } catch {
-    observer.cancel()
-    FileHandle.standardError.write(Data("fb-login: \(error)\n".utf8))
+    complain("fb-login: \(sentence(for: error))")
     status = 69
 }
-await facebook.shutdown()
 exit(status)

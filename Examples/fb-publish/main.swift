@@ -11,9 +11,45 @@ import SesameDesktopEmulator
 import SesameFacebook
 import Synchronization
 
-let arguments = Array(CommandLine.arguments.dropFirst())
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+// A reader that goes away (`fb-publish hi | head -1`) is a failed write, never a signal or a
+// trap; and every line is written at once, unbuffered, so standard output and standard error
+// interleave in the order things happened.
+signal(SIGPIPE, SIG_IGN)
+
+// Each line may carry text from outside (a message or name the server sent): printed without
+// control characters, so it cannot move the cursor or forge lines.
+func say(_ text: String) { StandardStreams.out(Terminal.printable(text) + "\n") }
+func complain(_ text: String) { StandardStreams.err(Terminal.printable(text) + "\n") }
+
+let usage = """
+    usage: fb-publish [--] "message"
+
+    Posts the message to your Facebook feed (asking for publish_actions first when it is missing),
+    the way the SDK's sample app publishes, retrying passing failures and throttling. Put '--'
+    first to post a message that starts with a dash. With no app id configured
+    (SESAME_FACEBOOK_APP_ID), it uses Sesame's built-in emulator.
+
+    """
+
+var arguments = Array(CommandLine.arguments.dropFirst())
+if arguments.first == "-h" || arguments.first == "--help" {
+    StandardStreams.out(usage)
+    exit(0)
+}
+if arguments.first == "--" {
+    arguments.removeFirst()
+} else if let option = arguments.first, option.hasPrefix("-"), option.count > 1 {
+    complain("fb-publish: unknown option '\(option)'; to post it as the message, put '--' before it.")
+    StandardStreams.err("\n" + usage)
+    exit(64)
+}
 guard arguments.count == 1, !arguments[0].isEmpty else {
-    FileHandle.standardError.write(Data("usage: fb-publish \"message\"\n".utf8))
+    complain("fb-publish: give the message to post, as one argument.")
+    StandardStreams.err("\n" + usage)
     exit(64)
 }
 let message = arguments[0]
@@ -21,10 +57,12 @@ let message = arguments[0]
 /// What the recovery processor asks of the app: the three things the seed's sample does by hand.
 final class Recovery: FacebookRecoveryDelegate {
     let session = Mutex<FacebookSession?>(nil)
+    /// Whether a message has been shown for the last failure, so it is not followed by a second one.
+    let messageShown = Mutex(false)
 
     func requestPermissions(_ permissions: [Permission]) async throws -> Bool {
         guard let session = session.withLock({ $0 }) else { return false }
-        print("Facebook needs your permission again to publish; asking…")
+        say("Facebook needs your permission again to publish; asking…")
         // The seed's requestNewPublishPermissions:defaultAudience: with a default audience.
         let outcome = try await session.requestNewPublishPermissions(
             permissions.isEmpty ? ["publish_actions"] : permissions.map(\.name), defaultAudience: .friends)
@@ -33,58 +71,88 @@ final class Recovery: FacebookRecoveryDelegate {
 
     func reauthenticate(reason: ReauthenticationReason) async throws -> Bool {
         guard let session = session.withLock({ $0 }) else { return false }
-        if !reason.messageShown { print("\(reason.title): \(reason.message)") }
+        if !reason.messageShown { say("\(reason.title): \(reason.message)") }
+        messageShown.withLock { $0 = false }
         try await session.openActiveSession(readPermissions: ["public_profile"], allowLoginUI: true)
         return true
     }
 
-    func showMessage(title: String, message: String) async { print("\(title): \(message)") }
+    func showMessage(title: String, message: String) async {
+        messageShown.withLock { $0 = true }
+        say("\(title): \(message)")
+    }
 
     func willRetry(after delay: Duration, attempt: Int, error: AuthError) async {
         let seconds = delay.inSeconds
-        print("Facebook said: \(error.message) Waiting \(String(format: "%.1f", seconds)) s before attempt \(attempt).")
+        say("Facebook said: \(error.message) Waiting \(String(format: "%.1f", seconds)) s before attempt \(attempt).")
     }
 }
 
-let facebook: DesktopFacebook
-do {
-    facebook = try await Desktop.facebook(emulators: .sesame)
-} catch let error as DesktopError {
-    FileHandle.standardError.write(Data("fb-publish: \(error.message)\n".utf8))
-    exit(error.status.rawValue)
+/// One sentence for an error that is not the provider's: what went wrong, no dump.
+func sentence(for error: any Error) -> String {
+    if let error = error as? DesktopError { return error.message }
+    let text = String(describing: error).split(separator: "\n").first.map(String.init) ?? "unknown error"
+    return text.last.map { ".!?".contains($0) } == true ? text : "\(text)."
 }
-let recovery = Recovery()
-let session = facebook.session(
-    recoveryDelegate: recovery,
-    recoveryPolicy: RecoveryPolicy(maxAttempts: 4, baseDelay: .milliseconds(250), maxServerHint: .seconds(10)))
-recovery.session.withLock { $0 = session }
 
-var status: Int32 = 0
-do {
-    try await session.openActiveSession(readPermissions: ["public_profile"], allowLoginUI: true)
-    // Ask for publish_actions only when it is missing, as requestPermissionCallAPI did.
-    if await session.token?.permissions.isGranted("publish_actions") != true {
-        print("Asking for permission to publish (audience: friends)…")
-        try await session.requestNewPublishPermissions(["publish_actions"], defaultAudience: .friends)
+/// The seed's publish error handler: a message when there is one, a title that says what kind of
+/// failure it is, a generic message otherwise.
+func report(_ error: AuthError, recovery: Recovery) {
+    if recovery.messageShown.withLock({ $0 }) {
+        // The recovery processor has already told the person (its title and message).
+        return
     }
-    let post = try await session.graph.post(
-        "me/feed", parameters: ["message": message], requiredPermissions: [.publish("publish_actions")])
-    print("Posted: \(post["id"]?.stringValue ?? "?")")
-} catch let error as AuthError {
-    // The seed's publish error handler: a message when there is one, a generic one otherwise.
     if error.shouldNotifyUser, let text = error.userMessage {
-        print("Something Went Wrong: \(text)")
+        say("Something Went Wrong: \(text)")
     } else if error.category == .userCancelled {
-        FileHandle.standardError.write(Data("User cancelled post permissions.\n".utf8))
+        complain("User cancelled post permissions.")
+    } else if [.throttling, .server, .retry].contains(error.category) {
+        let text = RecoveryTexts.standard.text(for: error)
+        say("\(text.title): \(text.message)")
     } else {
-        print("Unknown error: Unable to post to open graph. Please try again later.")
-        FileHandle.standardError.write(Data("Unexpected error posting: \(error.message)\n".utf8))
+        say("Unknown error: Unable to post to open graph. Please try again later.")
+        complain("Unexpected error posting: \(error.message)")
     }
-    status = 1
+}
+
+func publish(_ facebook: DesktopFacebook) async -> Int32 {
+    let recovery = Recovery()
+    let session = facebook.session(
+        recoveryDelegate: recovery,
+        recoveryPolicy: RecoveryPolicy(maxAttempts: 4, baseDelay: .milliseconds(250), maxServerHint: .seconds(10)))
+    recovery.session.withLock { $0 = session }
+    defer { facebook.recordUsage(of: session) }
+    do {
+        try await session.openActiveSession(readPermissions: ["public_profile"], allowLoginUI: true)
+        // Ask for publish_actions only when it is missing, as requestPermissionCallAPI did.
+        if await session.token?.permissions.isGranted("publish_actions") != true {
+            say("Asking for permission to publish (audience: friends)…")
+            try await session.requestNewPublishPermissions(["publish_actions"], defaultAudience: .friends)
+        }
+        recovery.messageShown.withLock { $0 = false }
+        let post = try await session.graph.post(
+            "me/feed", parameters: ["message": message], requiredPermissions: [.publish("publish_actions")])
+        say("Posted: \(post["id"]?.stringValue ?? "?")")
+        return 0
+    } catch let error as AuthError {
+        report(error, recovery: recovery)
+        return 1
+    } catch {
+        complain("fb-publish: \(sentence(for: error))")
+        return 69
+    }
+}
+
+var status: Int32
+do {
+    let facebook = try await Desktop.facebook(emulators: .sesame)
+    status = await publish(facebook)
+    await facebook.shutdown()
+} catch let error as DesktopError {
+    complain("fb-publish: \(error.message)")
+    status = error.status.rawValue
 } catch {
-    FileHandle.standardError.write(Data("fb-publish: \(error)\n".utf8))
+    complain("fb-publish: \(sentence(for: error))")
     status = 69
 }
-facebook.recordUsage(of: session)
-await facebook.shutdown()
 exit(status)

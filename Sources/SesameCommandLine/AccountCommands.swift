@@ -170,7 +170,8 @@ struct AccountCommands {
 
     /// Reads a token from standard input, refusing what cannot be one.
     private func readToken() async throws -> String {
-        let data = await io.readStandardInput()
+        // On a terminal: a prompt, echo off, Enter ends it. From a pipe: everything to the end.
+        let data = await io.readSecret("Paste the access token, then press Enter: ")
         guard data.count <= 16 * 1024 else {
             throw CommandFailure(
                 "What standard input gave is \(data.count) bytes long, too long for an access token; pipe in the "

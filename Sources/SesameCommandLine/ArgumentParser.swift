@@ -1,3 +1,5 @@
+import Foundation
+
 /// A command line that could not be understood: what was wrong, for which command.
 package struct UsageError: Error, Sendable, Equatable, CustomStringConvertible {
     /// What was wrong and what to do instead, in one sentence.
@@ -118,5 +120,56 @@ enum Suggestion {
             previous = current
         }
         return previous[b.count]
+    }
+}
+
+/// The names people give their logins (`--account work`, `sesame switch facebook work`).
+package enum AccountName {
+    /// The longest name accepted, in characters.
+    package static let maximumLength = 64
+
+    /// `name`, when it can name an account: not empty, not only spaces, no control characters
+    /// (line breaks, escapes) or invisible direction marks, at most ``maximumLength`` characters.
+    /// Such a name is printed as it is, so it cannot forge lines or move the cursor.
+    ///
+    /// - Parameter what: how the name was given, for the message (`--account`, `ACCOUNT`).
+    /// - Throws: a ``UsageError`` for `command` that says what was wrong and what a good name is.
+    package static func validated(_ name: String, what: String, command: String) throws(UsageError) -> String {
+        func fail(_ problem: String) -> UsageError {
+            UsageError(
+                "\(what) \(problem); use a short name such as 'work' or 'alice@example.com'", command: command)
+        }
+        if name.trimmingCharacters(in: .whitespaces).isEmpty {
+            throw fail(name.isEmpty ? "is empty" : "is only spaces")
+        }
+        if let bad = name.unicodeScalars.first(where: isForbidden) {
+            let code = "U+" + String(bad.value, radix: 16, uppercase: true).leftPadded(to: 4)
+            throw fail("\(String(reflecting: name)) contains the control character \(code)")
+        }
+        if name.count > maximumLength {
+            throw fail("is \(name.count) characters long; the limit is \(maximumLength)")
+        }
+        return name
+    }
+
+    private static func isForbidden(_ scalar: Unicode.Scalar) -> Bool {
+        switch scalar.properties.generalCategory {
+        case .control, .format, .lineSeparator, .paragraphSeparator, .surrogate, .unassigned: return true
+        default: return false
+        }
+    }
+}
+
+extension ParsedArguments {
+    /// The `--account` value, checked by ``AccountName/validated(_:what:command:)``.
+    package func account(command: String) throws(UsageError) -> String? {
+        guard let name = value("account") else { return nil }
+        return try AccountName.validated(name, what: "--account", command: command)
+    }
+}
+
+extension String {
+    fileprivate func leftPadded(to width: Int) -> String {
+        count >= width ? self : String(repeating: "0", count: width - count) + self
     }
 }

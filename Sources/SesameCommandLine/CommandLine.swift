@@ -19,6 +19,8 @@ package enum Command: Sendable, Equatable {
     case emulator(EmulatorCommand)
     /// `sesame providers`.
     case providers
+    /// `sesame --version`.
+    case version
 
     /// The command's name, for messages.
     var name: String {
@@ -30,6 +32,7 @@ package enum Command: Sendable, Equatable {
         case .doctor: "doctor"
         case .emulator: "emulator"
         case .providers: "providers"
+        case .version: "version"
         }
     }
 }
@@ -91,6 +94,9 @@ package enum ExitStatus {
 
 /// The `sesame` command line: the command tree, the parser and the runner.
 package enum SesameCLI {
+    /// The version `sesame --version` prints.
+    package static let version = "0.1.0"
+
     /// Every command, in the order help lists them.
     package static let commands: [CommandDefinition] = [
         ProviderCommands.login, StatusCommand.definition, ProviderCommands.token, ProviderCommands.logout,
@@ -107,6 +113,7 @@ package enum SesameCLI {
             USAGE
               sesame <command> [options]
               sesame help [<command>]
+              sesame --version
 
             COMMANDS
 
@@ -145,6 +152,12 @@ package enum SesameCLI {
             throw UsageError("no command given; name one of: \(commandNames)", command: nil)
         }
         if first == "-h" || first == "--help" { return .help(command: nil) }
+        if first == "--version" || first == "-V" {
+            guard arguments.count == 1 else {
+                throw UsageError("--version takes nothing after it", command: nil)
+            }
+            return .version
+        }
         if first == "help" {
             guard arguments.count <= 2 else {
                 throw UsageError("'help' takes at most one command name", command: nil)
@@ -196,6 +209,9 @@ package enum SesameCLI {
             return await explain.run(io: io)
         case .providers:
             return ProvidersCommand.run(io: io)
+        case .version:
+            io.write("sesame \(version)\n")
+            return ExitStatus.success
         default:
             break
         }
@@ -220,11 +236,12 @@ package enum SesameCLI {
             let failure = CommandFailure.from(error, provider: providerName)
             if failure.status == ExitStatus.usage, case .provider(let providerCommand) = command {
                 io.writeError(
-                    "sesame \(providerCommand.commandName): \(failure.message)\n\n\(usage(for: providerCommand.commandName))"
-                )
+                    "sesame \(providerCommand.commandName): \(Terminal.printable(failure.message))\n\n"
+                        + usage(for: providerCommand.commandName))
                 return failure.status
             }
-            io.writeError("sesame \(command.name): \(failure.message)\n")
+            // The message may quote what a server sent: printed without control characters.
+            io.writeError("sesame \(command.name): \(Terminal.printable(failure.message))\n")
             return failure.status
         }
     }
@@ -234,16 +251,22 @@ package enum SesameCLI {
 package struct CommandIO: Sendable {
     /// Reads all of standard input.
     package var readStandardInput: @Sendable () async -> Data
+    /// Reads a secret from standard input: on a terminal, a prompt (the argument), echo off, and
+    /// one line; from a pipe, everything to the end.
+    package var readSecret: @Sendable (String) async -> Data
     /// Writes to standard output.
     package var write: @Sendable (String) -> Void
     /// Writes to standard error.
     package var writeError: @Sendable (String) -> Void
 
+    /// - Parameter readSecret: when `nil`, the secret is all of `readStandardInput`.
     package init(
-        readStandardInput: @escaping @Sendable () async -> Data, write: @escaping @Sendable (String) -> Void,
+        readStandardInput: @escaping @Sendable () async -> Data,
+        readSecret: (@Sendable (String) async -> Data)? = nil, write: @escaping @Sendable (String) -> Void,
         writeError: @escaping @Sendable (String) -> Void
     ) {
         self.readStandardInput = readStandardInput
+        self.readSecret = readSecret ?? { _ in await readStandardInput() }
         self.write = write
         self.writeError = writeError
     }
@@ -255,6 +278,14 @@ package struct CommandIO: Sendable {
             await withCheckedContinuation { continuation in
                 Thread.detachNewThread {
                     continuation.resume(returning: FileHandle.standardInput.readDataToEndOfFile())
+                }
+            }
+        },
+        readSecret: { prompt in
+            // On a thread of its own: the person may take a while to paste.
+            await withCheckedContinuation { continuation in
+                Thread.detachNewThread {
+                    continuation.resume(returning: Data(Terminal.readSecretBlocking(prompt: prompt)))
                 }
             }
         },

@@ -39,7 +39,8 @@ package struct DoctorCommand: Sendable, Equatable {
             summary: "Check the D-Bus session, the keyring, the storage policy and the providers' addresses.",
             synopses: ["[--storage MODE]"],
             discussion: "Each line says what was checked; a line that is not fine says what to do. Exits 69 when "
-                + "something needed is missing.",
+                + "something needed is missing. No check waits longer than 3 s and the whole command ends within "
+                + "10 s, so a bus or keyring that never answers is reported, not waited for.",
             options: [storageOption])
     ) { parsed throws(UsageError) in
         try noExtra(parsed, after: 0, command: "doctor")
@@ -47,82 +48,39 @@ package struct DoctorCommand: Sendable, Equatable {
     }
 
     func run(context: CommandContext) async -> Int32 {
-        var lines: [DoctorLine] = []
+        // The three parts run at once, each probe bounded by DoctorLimits.perProbe and each part by
+        // DoctorLimits.overall, so a silent bus or a dead network never makes doctor hang.
         let environment = context.environment
-        // D-Bus session bus.
-        let bus = environment["DBUS_SESSION_BUS_ADDRESS"] ?? ""
-        let secretService: Bool?
-        if bus.isEmpty {
-            lines.append(
-                DoctorLine(
-                    .problem, "No D-Bus session bus (DBUS_SESSION_BUS_ADDRESS is not set), so there is no keyring.",
-                    fix: "log in to a desktop session, or run under 'dbus-run-session', or use --storage file"))
-            secretService = nil
-        } else {
-            let address = bus.split(separator: ",").first.map(String.init) ?? bus
-            lines.append(DoctorLine(.ok, "D-Bus session bus: \(address)."))
-            secretService = await DBusProbe.nameHasOwner("org.freedesktop.secrets", environment: environment)
-            switch secretService {
-            case true?:
-                lines.append(DoctorLine(.ok, "Secret Service (org.freedesktop.secrets) is present."))
-                switch await DBusProbe.defaultCollectionLocked(environment: environment) {
-                case false?: lines.append(DoctorLine(.ok, "The default keyring collection is unlocked."))
-                case true?:
-                    lines.append(
-                        DoctorLine(
-                            .warning, "The default keyring collection is locked.",
-                            fix: "unlock it (log in to the desktop, or open Passwords and Keys); Sesame will ask"))
-                case nil:
-                    lines.append(
-                        DoctorLine(
-                            .warning, "There is no default keyring collection (or it could not be read).",
-                            fix: "create a default keyring in Passwords and Keys (seahorse)"))
-                }
-            case false?:
-                lines.append(
-                    DoctorLine(
-                        .problem, "No Secret Service on the session bus.",
-                        fix: "install and start gnome-keyring (or KeePassXC with Secret Service), or use --storage file"
-                    ))
-            case nil:
-                lines.append(
-                    DoctorLine(
-                        .warning, "Could not ask the bus about the Secret Service (dbus-send is missing).",
-                        fix: "install the dbus package"))
+        let storage = self.storage
+        async let bus = withTimeLimit(DoctorLimits.overall) { await Self.busLines(environment: environment) }
+        async let policy = withTimeLimit(DoctorLimits.overall) {
+            await Self.storageLines(storage: storage, context: context)
+        }
+        async let providers = withTimeLimit(DoctorLimits.overall) {
+            await Self.providerLines(storage: storage, context: context)
+        }
+        let limit = "\(DoctorLimits.overall.components.seconds) s"
+        var lines =
+            await bus
+            ?? [DoctorLine(.problem, "The D-Bus checks did not finish within \(limit).", fix: "use --storage file")]
+        let (storageLines, keyringInUse, storageStatus) =
+            await policy
+            ?? (
+                [DoctorLine(.problem, "The storage check did not finish within \(limit).")], true,
+                ExitStatus.unavailable
+            )
+        if !keyringInUse {
+            // The keyring is not in use, so its absence is worth knowing but not a failure.
+            lines = lines.map { line in
+                var line = line
+                if line.level == .problem { line.level = .warning }
+                return line
             }
         }
-        // Storage policy.
-        var status = ExitStatus.success
-        do {
-            let configuration = try DesktopConfiguration.resolve(
-                overrides: .init(storage: storage), environment: environment)
-            if configuration.storage.value == .file || configuration.storage.value == .memory {
-                // The keyring is not in use, so its absence is worth knowing but not a failure.
-                lines = lines.map { line in
-                    var line = line
-                    if line.level == .problem { line.level = .warning }
-                    return line
-                }
-            }
-            if let file = configuration.configFile { lines.append(DoctorLine(.ok, "Config file: \(file.path).")) }
-            do {
-                let selection = try await DesktopStorage.select(
-                    configuration.storage, keyring: context.keyring, environment: environment)
-                lines.append(DoctorLine(.ok, "Storage: \(selection.backend), because of the \(selection.reason)."))
-            } catch {
-                lines.append(
-                    DoctorLine(
-                        .problem,
-                        "Storage: \(configuration.storage.value) (from \(configuration.storage.source)) "
-                            + "cannot be used: \(error)"))
-                status = ExitStatus.unavailable
-            }
-        } catch {
-            lines.append(DoctorLine(.problem, "Configuration: \(error)"))
-            status = ExitStatus.unavailable
-        }
-        lines += await providerLines(context: context)
-        let terminal = context.terminal
+        lines += storageLines
+        lines += await providers ?? [DoctorLine(.problem, "The providers' checks did not finish within \(limit).")]
+        var status = storageStatus
+        let terminal = context.terminal.standardOutput
         for line in lines {
             let mark: String
             switch line.level {
@@ -141,8 +99,109 @@ package struct DoctorCommand: Sendable, Equatable {
 }
 
 extension DoctorCommand {
-    /// Each provider's (and each configured instance's) doctor lines.
-    private func providerLines(context: CommandContext) async -> [DoctorLine] {
+    /// The session bus and the Secret Service on it, each question bounded.
+    static func busLines(environment: [String: String]) async -> [DoctorLine] {
+        let bus = environment["DBUS_SESSION_BUS_ADDRESS"] ?? ""
+        guard !bus.isEmpty else {
+            return [
+                DoctorLine(
+                    .problem, "No D-Bus session bus (DBUS_SESSION_BUS_ADDRESS is not set), so there is no keyring.",
+                    fix: "log in to a desktop session, or run under 'dbus-run-session', or use --storage file")
+            ]
+        }
+        let address = bus.split(separator: ",").first.map(String.init) ?? bus
+        let limit = "\(DoctorLimits.perProbe.components.seconds) s"
+        let silent = DoctorLine(
+            .problem, "The D-Bus session bus at \(address) accepts connections but did not answer within \(limit).",
+            fix: "restart the desktop session (or the bus), or use --storage file")
+        var lines: [DoctorLine] = []
+        switch await DBusProbe.nameHasOwner("org.freedesktop.secrets", environment: environment) {
+        case .answer(true):
+            lines.append(DoctorLine(.ok, "D-Bus session bus: \(address)."))
+            lines.append(DoctorLine(.ok, "Secret Service (org.freedesktop.secrets) is present."))
+            switch await DBusProbe.defaultCollectionLocked(environment: environment) {
+            case .answer(false): lines.append(DoctorLine(.ok, "The default keyring collection is unlocked."))
+            case .answer(true):
+                lines.append(
+                    DoctorLine(
+                        .warning, "The default keyring collection is locked.",
+                        fix: "unlock it (log in to the desktop, or open Passwords and Keys); Sesame will ask"))
+            case .noAnswer:
+                lines.append(
+                    DoctorLine(
+                        .problem, "The Secret Service did not answer within \(limit).",
+                        fix: "restart gnome-keyring (or the Secret Service in use), or use --storage file"))
+            case .failed:
+                lines.append(
+                    DoctorLine(
+                        .warning, "There is no default keyring collection (or it could not be read).",
+                        fix: "create a default keyring in Passwords and Keys (seahorse)"))
+            }
+        case .answer(false):
+            lines.append(DoctorLine(.ok, "D-Bus session bus: \(address)."))
+            lines.append(
+                DoctorLine(
+                    .problem, "No Secret Service on the session bus.",
+                    fix: "install and start gnome-keyring (or KeePassXC with Secret Service), or use --storage file"))
+        case .noAnswer:
+            lines.append(silent)
+        case .failed:
+            lines.append(DoctorLine(.ok, "D-Bus session bus: \(address)."))
+            lines.append(
+                DoctorLine(
+                    .warning, "Could not ask the bus about the Secret Service (dbus-send is missing or failed).",
+                    fix: "install the dbus package"))
+        }
+        return lines
+    }
+
+    /// The configuration and the storage it selects: the lines, whether the keyring is in use, and
+    /// the status so far.
+    static func storageLines(
+        storage: StorageMode?, context: CommandContext
+    ) async -> ([DoctorLine], keyringInUse: Bool, status: Int32) {
+        let configuration: DesktopConfiguration
+        do {
+            configuration = try DesktopConfiguration.resolve(
+                overrides: .init(storage: storage), environment: context.environment)
+        } catch {
+            return ([DoctorLine(.problem, "Configuration: \(error)")], true, ExitStatus.unavailable)
+        }
+        let keyringInUse = configuration.storage.value != .file && configuration.storage.value != .memory
+        var lines: [DoctorLine] = []
+        if let file = configuration.configFile { lines.append(DoctorLine(.ok, "Config file: \(file.path).")) }
+        let keyring = context.keyring
+        let environment = context.environment
+        let selected = await withTimeLimit(DoctorLimits.perProbe) { () -> Result<String, any Error> in
+            do {
+                let selection = try await DesktopStorage.select(
+                    configuration.storage, keyring: keyring, environment: environment)
+                return .success("Storage: \(selection.backend), because of the \(selection.reason).")
+            } catch {
+                return .failure(error)
+            }
+        }
+        let cannot = "Storage: \(configuration.storage.value) (from \(configuration.storage.source)) cannot be used"
+        switch selected {
+        case .success(let text)?:
+            lines.append(DoctorLine(.ok, text))
+            return (lines, keyringInUse, ExitStatus.success)
+        case .failure(let error)?:
+            lines.append(DoctorLine(.problem, "\(cannot): \(error)"))
+        case nil:
+            lines.append(
+                DoctorLine(
+                    .problem,
+                    "\(cannot): the keyring did not answer within \(DoctorLimits.perProbe.components.seconds) s.",
+                    fix: "use --storage file, or restart the keyring"))
+        }
+        return (lines, keyringInUse, ExitStatus.unavailable)
+    }
+}
+
+extension DoctorCommand {
+    /// Each provider's (and each configured instance's) doctor lines, checked at once.
+    static func providerLines(storage: StorageMode?, context: CommandContext) async -> [DoctorLine] {
         let configuration: DesktopConfiguration
         let names: [(name: String, plugin: any ProviderPlugin)]
         do {
@@ -152,67 +211,20 @@ extension DoctorCommand {
         } catch {
             return [DoctorLine(.problem, "Configuration: \(error)")]
         }
-        var lines: [DoctorLine] = []
-        for (name, plugin) in names {
-            lines += await plugin.doctor(
-                ProviderConnectionRequest(
-                    instance: name, configuration: configuration, environment: context.environment,
-                    terminal: context.terminal, transport: DoctorProbe.transport, emulators: nil, purpose: .doctor))
-        }
-        return lines
-    }
-}
-
-/// Asks the session bus with `dbus-send`: `NameHasOwner` tells whether a Secret Service is
-/// running without starting one, and the collection's `Locked` property without unlocking it.
-enum DBusProbe {
-    /// Runs `dbus-send` on a thread of its own (it may wait for the reply timeout) and returns
-    /// its reply, or nil when it failed.
-    private static func dbusSend(_ arguments: [String], environment: [String: String]) async -> String? {
-        await withCheckedContinuation { continuation in
-            Thread.detachNewThread {
-                let output = Pipe()
-                let process = ChildProcess(
-                    executableURL: URL(fileURLWithPath: "/usr/bin/env"),
-                    arguments: ["dbus-send", "--session", "--print-reply", "--reply-timeout=2000"] + arguments,
-                    environment: environment, standardInput: .null, standardOutput: .pipe(output),
-                    standardError: .null)
-                guard (try? process.run()) != nil else { return continuation.resume(returning: nil) }
-                let data = output.fileHandleForReading.readDataToEndOfFile()
-                process.waitUntilExit()
-                continuation.resume(
-                    returning: process.terminationStatus == 0 ? String(decoding: data, as: UTF8.self) : nil)
+        return await withTaskGroup(of: (Int, [DoctorLine]).self) { group in
+            for (index, entry) in names.enumerated() {
+                group.addTask {
+                    let lines = await entry.plugin.doctor(
+                        ProviderConnectionRequest(
+                            instance: entry.name, configuration: configuration, environment: context.environment,
+                            terminal: context.terminal, transport: DoctorProbe.transport, emulators: nil,
+                            purpose: .doctor))
+                    return (index, lines)
+                }
             }
+            var results: [(Int, [DoctorLine])] = []
+            for await result in group { results.append(result) }
+            return results.sorted { $0.0 < $1.0 }.flatMap(\.1)
         }
-    }
-
-    static func nameHasOwner(_ name: String, environment: [String: String]) async -> Bool? {
-        guard
-            let reply = await dbusSend(
-                [
-                    "--dest=org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus.NameHasOwner",
-                    "string:\(name)",
-                ], environment: environment)
-        else { return nil }
-        return reply.contains("boolean true")
-    }
-
-    static func defaultCollectionLocked(environment: [String: String]) async -> Bool? {
-        guard
-            let alias = await dbusSend(
-                [
-                    "--dest=org.freedesktop.secrets", "/org/freedesktop/secrets",
-                    "org.freedesktop.Secret.Service.ReadAlias", "string:default",
-                ], environment: environment),
-            let path = alias.split(separator: "\"").dropFirst().first.map(String.init), path != "/"
-        else { return nil }
-        guard
-            let reply = await dbusSend(
-                [
-                    "--dest=org.freedesktop.secrets", path, "org.freedesktop.DBus.Properties.Get",
-                    "string:org.freedesktop.Secret.Collection", "string:Locked",
-                ], environment: environment)
-        else { return nil }
-        return reply.contains("boolean true")
     }
 }

@@ -195,6 +195,11 @@ package struct ExplainError: Sendable, Equatable {
         var text = "\(heading)\n\n\(error.message)\n\nWhat to do: \(whatToDo(error))\n"
         if error.shouldNotifyUser, let message = error.userMessage {
             text += "Tell the person: \(error.userTitle.map { "\($0): " } ?? "")\(message)\n"
+        } else if mustTellWhyBeforeLogin(error) {
+            // The SDK shows no message of its own (notify: no), but the person must hear why they
+            // are asked to log in again: "What to do" says so, and this line must not contradict it.
+            text += "Before the new login, tell the person why it is needed"
+            text += error.userMessage.map { ", for example: \($0)\n" } ?? ".\n"
         } else if let message = error.userMessage {
             text += "Nothing needs to be shown to the person. If the app shows something, this fits: \(message)\n"
         } else {
@@ -203,7 +208,12 @@ package struct ExplainError: Sendable, Equatable {
         var rows: [(String, String)] = [
             ("category", error.category.rawValue),
             ("recovery tactic", error.recoveryTactic.rawValue),
-            ("notify the person", error.shouldNotifyUser ? "yes" : "no"),
+            (
+                "notify the person",
+                error.shouldNotifyUser
+                    ? "yes"
+                    : mustTellWhyBeforeLogin(error) ? "before the new login (the SDK shows nothing itself)" : "no"
+            ),
             ("closes the session", error.closesSession ? "yes, and clears its stored token" : "no"),
             ("retry after", error.retryAfter?.formattedSeconds ?? "no hint"),
             ("is_transient", error.isTransient.map { $0 ? "true" : "false" } ?? "not sent"),
@@ -218,6 +228,12 @@ package struct ExplainError: Sendable, Equatable {
         }
         text += "\n" + HelpFormatter.table(rows)
         return text
+    }
+
+    /// Whether the person must be told why before logging in again, though the SDK itself shows
+    /// nothing: a login that must not be repeated silently (190/458, the app was removed).
+    private static func mustTellWhyBeforeLogin(_ error: AuthError) -> Bool {
+        !error.shouldNotifyUser && error.recoveryTactic == .reauthenticate && !error.allowsSilentReauthentication
     }
 
     private static func whatToDo(_ error: AuthError) -> String {

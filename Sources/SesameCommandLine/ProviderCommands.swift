@@ -254,7 +254,7 @@ enum ProviderCommands {
             command: "login")
         return .provider(
             ProviderCommand(
-                provider: provider, action: .login(login), account: parsed.value("account"),
+                provider: provider, action: .login(login), account: try parsed.account(command: "login"),
                 storage: try storageMode(parsed, command: "login")))
     }
 
@@ -270,7 +270,7 @@ enum ProviderCommands {
         try noExtra(parsed, after: 1, command: "token")
         return .provider(
             ProviderCommand(
-                provider: provider, action: .token, account: parsed.value("account"),
+                provider: provider, action: .token, account: try parsed.account(command: "token"),
                 storage: try storageMode(parsed, command: "token")))
     }
 
@@ -297,7 +297,7 @@ enum ProviderCommands {
         return .provider(
             ProviderCommand(
                 provider: provider, action: .logout(revoke: parsed.flags.contains("revoke")),
-                account: parsed.value("account"), storage: try storageMode(parsed, command: "logout")))
+                account: try parsed.account(command: "logout"), storage: try storageMode(parsed, command: "logout")))
     }
 
     static let switchAccount = CommandDefinition(
@@ -312,7 +312,10 @@ enum ProviderCommands {
         try noExtra(parsed, after: 2, command: "switch")
         return .provider(
             ProviderCommand(
-                provider: provider, action: .switchAccount(parsed.positionals[1]), account: nil,
+                provider: provider,
+                action: .switchAccount(
+                    try AccountName.validated(parsed.positionals[1], what: "ACCOUNT", command: "switch")),
+                account: nil,
                 storage: try storageMode(parsed, command: "switch")))
     }
 
@@ -366,7 +369,7 @@ enum ProviderCommands {
         }
         return .provider(
             ProviderCommand(
-                provider: provider, action: .permissions(action), account: parsed.value("account"),
+                provider: provider, action: .permissions(action), account: try parsed.account(command: "permissions"),
                 storage: try storageMode(parsed, command: "permissions")))
     }
 }

@@ -228,7 +228,7 @@ package struct StatusCommand: Sendable, Equatable {
             encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
             context.io.write(String(decoding: try encoder.encode(report), as: UTF8.self) + "\n")
         } else {
-            context.io.write(Self.text(report, terminal: context.terminal))
+            context.io.write(Self.text(report, terminal: context.terminal.standardOutput))
         }
         return Self.exitStatus(report)
     }

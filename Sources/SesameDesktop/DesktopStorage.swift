@@ -6,7 +6,7 @@ import SesameKeyring
 public struct StorageSelection: Sendable {
     /// The store.
     public var store: any CredentialStore
-    /// What it is, for people: `keyring (Secret Service)`, `file /path (0600)`, `memory`.
+    /// What it is, for people: `keyring (Secret Service)`, `file /path (0600)`, `memory only (...)`.
     public var backend: String
     /// Why it is the one in use: the mode and where the mode came from.
     public var reason: String
@@ -59,7 +59,7 @@ public enum DesktopStorage {
             switch resolved.backend {
             case .keyring: resolved.detail
             case .file: "file \(url.path) (0600)"
-            case .memory: "memory"
+            case .memory: "memory only (the login is gone when this program exits)"
             }
         let reason = resolved.fallbackReason.map { "\(why): the keyring is not available (\(unavailable($0).message))" }
         let kind =

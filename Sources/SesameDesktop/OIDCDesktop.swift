@@ -246,7 +246,8 @@ struct OIDCConnection: ConnectedProvider {
         OIDCAccountSession(
             session: OIDCSession(
                 provider: provider, transport: transport, store: store, account: account,
-                configuration: .init(refreshLocking: .directory(RefreshLock.defaultDirectory(environment: environment)))),
+                configuration: .init(refreshLocking: .directory(RefreshLock.defaultDirectory(environment: environment)))
+            ),
             canRevoke: provider.endpoints.revocationEndpoint != nil)
     }
 

@@ -456,11 +456,7 @@ extension JSONValue {
 extension String {
     var lowercasedFirst: String { prefix(1).lowercased() + dropFirst() }
 
-    /// The text with control characters (escape sequences, newlines) shown as `?`, so that a
-    /// value from outside cannot move the cursor or forge a line.
-    package var sanitizedForTerminal: String {
-        String(
-            String.UnicodeScalarView(
-                unicodeScalars.map { $0.properties.generalCategory == .control ? "?" : $0 }))
-    }
+    /// The text as `Terminal.printable(_:)` prints it: no control characters, so that a value
+    /// from outside cannot move the cursor or forge a line.
+    package var sanitizedForTerminal: String { Terminal.printable(self) }
 }

@@ -10,29 +10,52 @@ import Synchronization
 
 /// What the terminal can do: whether people are there, and whether to use colour.
 ///
-/// Colour only when standard error is a terminal and `NO_COLOR` is not set (no-color.org);
-/// a spinner only on a terminal; plain lines otherwise, so logs and pipes stay readable.
+/// Colour is decided per stream: what goes to standard error is coloured only when standard
+/// error is a terminal, what goes to standard output only when standard output is one, and
+/// neither when `NO_COLOR` is set (no-color.org) or `TERM` is `dumb`. So `sesame status > file`
+/// and `sesame status | cat -v` get plain text whatever standard error is. A spinner only on a
+/// terminal; plain lines otherwise, so logs and pipes stay readable.
 public struct Terminal: Sendable, Hashable {
     /// Whether standard input is a terminal (a person can answer a prompt).
     public var inputIsInteractive: Bool
     /// Whether standard error is a terminal (spinners and colour make sense).
     public var errorIsInteractive: Bool
-    /// Whether to colour the output.
+    /// Whether to colour what this value styles. For ``current(environment:)`` that is standard
+    /// error; ``standardOutput`` gives the value for standard output.
     public var usesColor: Bool
+    /// Whether standard output is a terminal.
+    public var outputIsInteractive: Bool
+    /// Whether to colour what is written to standard output.
+    public var outputUsesColor: Bool
 
     /// Creates a description of a terminal.
-    public init(inputIsInteractive: Bool, errorIsInteractive: Bool, usesColor: Bool) {
+    ///
+    /// - Parameter usesColor: whether colour is wanted at all; each stream gets it only when it is
+    ///   a terminal.
+    public init(
+        inputIsInteractive: Bool, errorIsInteractive: Bool, usesColor: Bool, outputIsInteractive: Bool = false
+    ) {
         self.inputIsInteractive = inputIsInteractive
         self.errorIsInteractive = errorIsInteractive
+        self.outputIsInteractive = outputIsInteractive
         self.usesColor = usesColor && errorIsInteractive
+        self.outputUsesColor = usesColor && outputIsInteractive
     }
 
     /// The process's own terminal, in `environment`.
     public static func current(environment: [String: String] = ProcessInfo.processInfo.environment) -> Terminal {
-        let errorTTY = isatty(STDERR_FILENO) == 1
-        return Terminal(
-            inputIsInteractive: isatty(STDIN_FILENO) == 1, errorIsInteractive: errorTTY,
-            usesColor: errorTTY && environment["NO_COLOR"] == nil && environment["TERM"] != "dumb")
+        Terminal(
+            inputIsInteractive: isatty(STDIN_FILENO) == 1, errorIsInteractive: isatty(STDERR_FILENO) == 1,
+            usesColor: environment["NO_COLOR"] == nil && environment["TERM"] != "dumb",
+            outputIsInteractive: isatty(STDOUT_FILENO) == 1)
+    }
+
+    /// The same terminal, styling for standard output: its colours follow whether standard output
+    /// is a terminal, not standard error.
+    public var standardOutput: Terminal {
+        var copy = self
+        copy.usesColor = outputUsesColor
+        return copy
     }
 
     /// `text` in bold, when colour is on.
@@ -48,6 +71,77 @@ public struct Terminal: Sendable, Hashable {
 
     /// Writes to standard error.
     public func say(_ text: String) { StandardStreams.err(text) }
+
+    /// `text` from outside the program (a name a server sent, a permission name, an account name
+    /// from a file) made safe to print on one line: control characters (C0, DEL, C1, such as the
+    /// escape that starts a terminal sequence, and line breaks that would forge a line) and the
+    /// bidirectional overrides are removed. Everything else is kept.
+    public static func printable(_ text: String) -> String {
+        var scalars = String.UnicodeScalarView()
+        for scalar in text.unicodeScalars where !isUnprintable(scalar) { scalars.append(scalar) }
+        return String(scalars)
+    }
+
+    private static func isUnprintable(_ scalar: Unicode.Scalar) -> Bool {
+        switch scalar.value {
+        case 0x00...0x1F, 0x7F...0x9F: return true  // C0, DEL, C1
+        case 0x200E, 0x200F, 0x202A...0x202E, 0x2066...0x2069: return true  // bidirectional controls
+        case 0x2028, 0x2029: return true  // line and paragraph separators
+        default: return false
+        }
+    }
+
+    /// Reads a secret (a token) from standard input.
+    ///
+    /// On a terminal: `prompt` on standard error, echo off while the person types or pastes, and
+    /// Enter ends it (Ctrl-D too); echo is restored afterwards, even when reading fails. From a
+    /// pipe or a file: everything up to the end, as scripts expect (`pbpaste | sesame login
+    /// facebook --with-token`). Blocking: call it off the cooperative pool.
+    ///
+    /// - Returns: the bytes read, without the terminal's line end.
+    public static func readSecretBlocking(prompt: String) -> [UInt8] {
+        guard isatty(STDIN_FILENO) == 1 else { return readToEnd(STDIN_FILENO) }
+        StandardStreams.err(prompt)
+        var saved = termios()
+        let haveTerminal = tcgetattr(STDIN_FILENO, &saved) == 0
+        if haveTerminal {
+            var quiet = saved
+            quiet.c_lflag &= ~tcflag_t(ECHO)
+            quiet.c_lflag |= tcflag_t(ECHONL | ICANON)
+            _ = tcsetattr(STDIN_FILENO, TCSAFLUSH, &quiet)
+        }
+        defer {
+            if haveTerminal {
+                var restore = saved
+                _ = tcsetattr(STDIN_FILENO, TCSAFLUSH, &restore)
+            }
+        }
+        // Canonical mode: each read returns at most one line; a line ends at Enter.
+        var line: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        while true {
+            let count = buffer.withUnsafeMutableBytes { read(STDIN_FILENO, $0.baseAddress, $0.count) }
+            if count < 0 && errno == EINTR { continue }
+            if count <= 0 { break }
+            line.append(contentsOf: buffer[0..<count])
+            if line.last == UInt8(ascii: "\n") { break }
+        }
+        if !haveTerminal || line.last != UInt8(ascii: "\n") { StandardStreams.err("\n") }
+        while let last = line.last, last == UInt8(ascii: "\n") || last == UInt8(ascii: "\r") { line.removeLast() }
+        return line
+    }
+
+    private static func readToEnd(_ descriptor: Int32) -> [UInt8] {
+        var data: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 65536)
+        while true {
+            let count = buffer.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) }
+            if count < 0 && errno == EINTR { continue }
+            if count <= 0 { break }
+            data.append(contentsOf: buffer[0..<count])
+        }
+        return data
+    }
 }
 
 /// A spinner on standard error while something is waited for; one plain line when standard

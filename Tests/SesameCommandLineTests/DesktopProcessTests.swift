@@ -202,6 +202,7 @@ struct DesktopProcessTests {
         var scenario: String
         var status: Int32
         var shows: [String]
+        var hides: [String] = []
         var testDescription: String { scenario }
     }
 
@@ -218,12 +219,14 @@ struct DesktopProcessTests {
                 scenario: "permission-revoked,count=1", status: 0,
                 shows: ["Facebook needs your permission again to publish", "Posted:"]),
             PublishCase(scenario: "app-removed", status: 0, shows: ["Session Error", "removed", "Posted:"]),
+            // One message, titled by the recovery processor, never followed by a generic second one.
             PublishCase(
                 scenario: "duplicate-post", status: 1,
-                shows: ["Something Went Wrong: You already posted this."]),
+                shows: ["Already Posted: You already posted this."], hides: ["Something Went Wrong"]),
             PublishCase(
                 scenario: "unknown-error", status: 1,
-                shows: ["Unable to post to open graph. Please try again later."]),
+                shows: ["before attempt 4", "Facebook Is Unavailable: Facebook is having trouble right now."],
+                hides: ["Unknown error", "Unable to post to open graph"]),
         ])
     func publish(_ example: PublishCase) async throws {
         let cli = try CLIHarness()
@@ -237,6 +240,7 @@ struct DesktopProcessTests {
             environment: approve.merging(["SESAME_EMULATOR_SCENARIO": example.scenario]) { $1 })
         #expect(result.status == example.status, "\(result.standardOutput)\(result.standardError)")
         for text in example.shows { #expect(result.standardOutput.contains(text), "\(result.standardOutput)") }
+        for text in example.hides { #expect(!result.standardOutput.contains(text), "\(result.standardOutput)") }
         #expect(!result.standardOutput.contains("Asking for permission to publish"))  // granted already
         cli.expectNoTokenLeaks(try await cli.storedTokens())
     }
@@ -252,10 +256,10 @@ struct DesktopProcessTests {
         ("permission-revoked", "Permission Error", "It will ask you for it again."),
         ("duplicate-post", "Something Went Wrong", "You already posted this."),
         ("user-message", "Something Went Wrong", "You've been temporarily blocked"),
-        ("app-throttled", "Unknown Error", "Error. Please try again later."),
-        ("user-throttled", "Unknown Error", "Error. Please try again later."),
-        ("page-throttled", "Unknown Error", "Error. Please try again later."),
-        ("rate-limited", "Unknown Error", "Error. Please try again later."),
+        ("app-throttled", "Please Wait", "Wait a little, then try again."),
+        ("user-throttled", "Please Wait", "Wait a little, then try again."),
+        ("page-throttled", "Please Wait", "Wait a little, then try again."),
+        ("rate-limited", "Please Wait", "Wait a little, then try again."),
         ("transient", "Unknown Error", "Error. Please try again later."),
         ("unknown-error", "Unknown Error", "Error. Please try again later."),
         ("drop-connection", "Unknown Error", "Error. Please try again later."),

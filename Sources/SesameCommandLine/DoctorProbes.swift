@@ -1,0 +1,144 @@
+import Foundation
+import Sesame
+import SesameCurl
+import Synchronization
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// The time limits of `sesame doctor`: no probe waits longer than ``perProbe``, and the whole
+/// command finishes within ``overall``, whatever the bus, the keyring or the network do.
+enum DoctorLimits {
+    /// The longest any one probe may take.
+    static let perProbe: Duration = .seconds(3)
+    /// The longest the whole command may take.
+    static let overall: Duration = .seconds(10)
+}
+
+/// Runs `work` and returns its result, or `nil` when it has not finished within `limit`.
+///
+/// The work is not waited for after the limit: a call blocked in C (a D-Bus handshake that never
+/// completes) cannot be cancelled, so it is left behind, and the process exits without it.
+func withTimeLimit<T: Sendable>(_ limit: Duration, _ work: @escaping @Sendable () async -> T) async -> T? {
+    await withCheckedContinuation { (continuation: CheckedContinuation<T?, Never>) in
+        let once = ResumeOnce(continuation)
+        let worker = Task { once.resume(returning: await work()) }
+        Task {
+            try? await Task.sleep(for: limit)
+            once.resume(returning: nil)
+            worker.cancel()
+        }
+    }
+}
+
+/// A continuation resumed by whichever comes first; later resumes are ignored.
+private final class ResumeOnce<T: Sendable>: Sendable {
+    private let continuation: Mutex<CheckedContinuation<T?, Never>?>
+
+    init(_ continuation: CheckedContinuation<T?, Never>) { self.continuation = Mutex(continuation) }
+
+    func resume(returning value: T?) {
+        let pending = continuation.withLock { state -> CheckedContinuation<T?, Never>? in
+            defer { state = nil }
+            return state
+        }
+        pending?.resume(returning: value)
+    }
+}
+
+/// What a probe found out.
+enum ProbeAnswer<Value: Sendable>: Sendable {
+    /// It answered.
+    case answer(Value)
+    /// It did not answer within the limit (a bus that accepts connections and stays silent).
+    case noAnswer
+    /// It could not ask (the tool is missing, or the call failed).
+    case failed
+}
+
+/// Asks the session bus with `dbus-send`: `NameHasOwner` tells whether a Secret Service is
+/// running without starting one, and the collection's `Locked` property without unlocking it.
+///
+/// Every call is bounded: `dbus-send --reply-timeout` does not cover the connection handshake,
+/// so a bus that accepts the connection and never answers would hold it forever. The child is
+/// killed once the limit has passed.
+enum DBusProbe {
+    /// Runs `dbus-send` on a thread of its own and returns its reply; kills it after `limit`.
+    static func dbusSend(
+        _ arguments: [String], environment: [String: String], limit: Duration = DoctorLimits.perProbe
+    ) async -> ProbeAnswer<String> {
+        let milliseconds = max(
+            100, Int(limit.components.seconds * 1000 + limit.components.attoseconds / 1_000_000_000_000_000))
+        return await withCheckedContinuation { continuation in
+            Thread.detachNewThread {
+                let output = Pipe()
+                var environment = environment
+                environment["LANG"] = "C.UTF-8"
+                let process = ChildProcess(
+                    executableURL: URL(fileURLWithPath: "/usr/bin/env"),
+                    arguments: ["dbus-send", "--session", "--print-reply", "--reply-timeout=\(milliseconds)"]
+                        + arguments,
+                    environment: environment, standardInput: .null, standardOutput: .pipe(output),
+                    standardError: .null)
+                guard (try? process.run()) != nil else { return continuation.resume(returning: .failed) }
+                let killed = Mutex(false)
+                let timer = DispatchWorkItem {
+                    guard process.isRunning else { return }
+                    killed.withLock { $0 = true }
+                    process.terminate(signal: SIGKILL)
+                }
+                DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(milliseconds), execute: timer)
+                let data = output.fileHandleForReading.readDataToEndOfFile()
+                let status = process.waitUntilExit()
+                timer.cancel()
+                if killed.withLock({ $0 }) { return continuation.resume(returning: .noAnswer) }
+                continuation.resume(returning: status == 0 ? .answer(String(decoding: data, as: UTF8.self)) : .failed)
+            }
+        }
+    }
+
+    /// Whether `name` has an owner on the session bus.
+    static func nameHasOwner(_ name: String, environment: [String: String]) async -> ProbeAnswer<Bool> {
+        let reply = await dbusSend(
+            [
+                "--dest=org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus.NameHasOwner",
+                "string:\(name)",
+            ], environment: environment)
+        switch reply {
+        case .answer(let text): return .answer(text.contains("boolean true"))
+        case .noAnswer: return .noAnswer
+        case .failed: return .failed
+        }
+    }
+
+    /// Whether the default collection is locked; `.failed` when there is none or it cannot be read.
+    static func defaultCollectionLocked(environment: [String: String]) async -> ProbeAnswer<Bool> {
+        let alias = await dbusSend(
+            [
+                "--dest=org.freedesktop.secrets", "/org/freedesktop/secrets",
+                "org.freedesktop.Secret.Service.ReadAlias", "string:default",
+            ], environment: environment)
+        guard case .answer(let text) = alias else { return alias.isNoAnswer ? .noAnswer : .failed }
+        guard let path = text.split(separator: "\"").dropFirst().first.map(String.init), path != "/" else {
+            return .failed
+        }
+        let reply = await dbusSend(
+            [
+                "--dest=org.freedesktop.secrets", path, "org.freedesktop.DBus.Properties.Get",
+                "string:org.freedesktop.Secret.Collection", "string:Locked",
+            ], environment: environment)
+        switch reply {
+        case .answer(let text): return .answer(text.contains("boolean true"))
+        case .noAnswer: return .noAnswer
+        case .failed: return .failed
+        }
+    }
+}
+
+extension ProbeAnswer {
+    var isNoAnswer: Bool {
+        if case .noAnswer = self { return true }
+        return false
+    }
+}
