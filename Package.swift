@@ -12,6 +12,7 @@ let package = Package(
         .library(name: "SesameEmulator", targets: ["SesameEmulator"]),
         .library(name: "SesameFacebook", targets: ["SesameFacebook"]),
         .library(name: "SesameOIDC", targets: ["SesameOIDC"]),
+        .library(name: "SesameGitHub", targets: ["SesameGitHub"]),
         .library(name: "SesameKeyring", targets: ["SesameKeyring"]),
         .library(name: "SesameDesktop", targets: ["SesameDesktop"]),
         .executable(name: "sesame", targets: ["sesame"]),
@@ -99,6 +100,15 @@ let package = Package(
                 "SesameOIDC", "Sesame", "SesameTesting", "SesameEmulator", "SesameCurl", "SesameHTTPServer",
                 "SesameTestSupport",
             ]
+        ),
+
+        // The GitHub provider: device flow, personal tokens, the REST client with rate-limit pacing.
+        // Its error taxonomy is generated from GitHubErrors.json.
+        .target(name: "SesameGitHub", dependencies: ["Sesame"], plugins: ["ErrorTableGeneratorPlugin"]),
+        // End to end against the emulator's GitHub mode over CurlTransport, plus the error table rows.
+        .testTarget(
+            name: "SesameGitHubTests",
+            dependencies: ["SesameGitHub", "Sesame", "SesameTesting", "SesameEmulator", "SesameCurl"]
         ),
 
         // The `sesame` command line: parsing and commands in a library the tests call directly,
