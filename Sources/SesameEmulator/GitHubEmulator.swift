@@ -136,6 +136,15 @@ public final class GitHubEmulator: Sendable {
         await server?.stop()
     }
 
+    /// Where the emulator says it is, in the links it writes: `http://127.0.0.1:<port>` once
+    /// started, `http://127.0.0.1` before (for ``transport``).
+    public var baseURL: URL { URL(string: engine.locked { $0.baseURL }) ?? URL(string: "http://127.0.0.1")! }
+
+    /// A transport that hands requests straight to the emulator, without sockets (the path and
+    /// query are used; the host is not). For the zero-setup CLI and fast tests; providers are
+    /// also tested over real HTTP.
+    public var transport: GitHubEmulatorTransport { GitHubEmulatorTransport(engine: engine) }
+
     /// Activates a scenario.
     public func activate(_ setting: GitHubScenarioSetting) async { engine.activate(setting) }
     /// Ends every scenario.
@@ -166,4 +175,16 @@ public final class GitHubEmulator: Sendable {
     }
     /// Requests per path so far.
     public func requestCount(path: String) -> Int { engine.locked { $0.requestCounts[path] ?? 0 } }
+}
+
+/// An `HTTPTransport` that hands requests to a ``GitHubEmulator`` in the same process.
+public struct GitHubEmulatorTransport: HTTPTransport {
+    let engine: GitHubEngine
+
+    public func send(_ request: HTTPRequest) async throws -> HTTPResponse {
+        let query = URLComponents(url: request.url, resolvingAgainstBaseURL: false)?.percentEncodedQuery ?? ""
+        return engine.handle(
+            method: request.method, path: request.url.path.isEmpty ? "/" : request.url.path,
+            query: FormEncoding.decode(query), headers: request.headers, body: request.body ?? Data())
+    }
 }

@@ -268,3 +268,35 @@ private struct BadCodeDialect: DeviceLoginDialect {
         try await inner.readPoll(response, context: context)
     }
 }
+
+@Suite("The GitHub emulator in-process")
+struct GitHubInProcessTests {
+    @Test("a device login and a paged list work through the in-process transport, without sockets")
+    func inProcess() async throws {
+        let emulator = GitHubEmulator(repositoryCount: 3)
+        let transport = emulator.transport
+        let base = emulator.baseURL
+        let github = GitHubProvider(
+            host: GitHubHost(
+                hostname: base.host ?? "", oauthBaseURL: base, apiBaseURL: base.appendingPathComponent("api/v3")),
+            clientID: GitHubEmulator.defaultClientID)
+        struct Approver: DeviceCodePresenter {
+            let emulator: GitHubEmulator
+            func present(_ authorization: DeviceAuthorization) async {
+                try? await emulator.approveDevice(userCode: authorization.userCode, user: "octocat")
+            }
+        }
+        let flow = DeviceLoginFlow(
+            dialect: GitHubDeviceDialect(github: github, transport: transport), presenter: Approver(emulator: emulator),
+            transport: transport, clock: ManualClock(autoAdvance: true))
+        let token = try await flow.logIn(LoginRequest(provider: .github, appID: github.credentialAppID))
+        #expect(token.userID == "octocat")
+        let client = GitHubClient(github: github, transport: transport, token: token.tokenString, policy: nil)
+        var names: [String] = []
+        for try await repo in client.items("user/repos", query: [("per_page", "1")]) {
+            names.append(repo["name"]?.stringValue ?? "?")
+        }
+        #expect(names == ["repo-001", "repo-002", "repo-003"])
+        #expect(emulator.requestCount(path: "/api/v3/user") == 1)
+    }
+}
