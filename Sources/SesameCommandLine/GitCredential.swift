@@ -230,3 +230,38 @@ package enum GitCredential {
         return name == "127.0.0.1" || name == "::1" || name == "localhost"
     }
 }
+
+extension GitCredential {
+    /// The stored login that answers git for `host`: a `github` credential whose app id is the
+    /// host name (how SesameGitHub keys logins), not marked as needing a login. With a wanted
+    /// `username`, only the login of that name; otherwise `preferredAccount` when it is stored
+    /// for the host, else the most recently saved one.
+    ///
+    /// - Throws: the store's error (a locked or missing keyring), for the command to report on
+    ///   standard error.
+    package static func storedLogin(
+        in store: any CredentialStore, provider: ProviderID = "github", host: String, username: String?,
+        preferredAccount: String? = nil
+    ) async throws -> StoredCredential? {
+        let candidates = try await store.list(provider: provider).filter {
+            $0.key.appID.lowercased() == host.lowercased() && !$0.needsLogin
+        }
+        if let username {
+            return candidates.first { ($0.token.userID ?? $0.key.account).lowercased() == username.lowercased() }
+        }
+        if let preferredAccount, let active = candidates.first(where: { $0.key.account == preferredAccount }) {
+            return active
+        }
+        return candidates.max { $0.savedAt < $1.savedAt }
+    }
+}
+
+extension GitCredentialLogin {
+    /// The login of a stored credential: its GitHub login (the token's user id, else the
+    /// account name) and its token.
+    package init(_ stored: StoredCredential) {
+        self.init(
+            username: stored.token.userID ?? stored.key.account, token: stored.token.tokenString,
+            expiry: stored.token.expirationDate)
+    }
+}

@@ -1,4 +1,5 @@
 import Foundation
+import Sesame
 import SesameCommandLine
 import Testing
 
@@ -118,5 +119,38 @@ struct GitCredentialTests {
             GitCredentialLogin(username: "octocat", token: "gho_x\nusername=evil")
         }
         #expect(answer == nil)
+    }
+
+    @Test(
+        "the stored login for a host: the wanted user's, else the preferred account, else the newest; never one needing a login"
+    )
+    func storedLogin() async throws {
+        func credential(
+            _ host: String, _ login: String, saved: TimeInterval, needsLogin: Bool = false
+        )
+            -> StoredCredential
+        {
+            StoredCredential(
+                key: CredentialKey(provider: "github", appID: host, account: login),
+                token: AccessToken(tokenString: "t-\(login)", provider: "github", appID: host, userID: login),
+                savedAt: Date(timeIntervalSince1970: saved), needsLogin: needsLogin)
+        }
+        let store = InMemoryCredentialStore([
+            credential("github.com", "octocat", saved: 100), credential("github.com", "hubot", saved: 200),
+            credential("github.com", "stale", saved: 300, needsLogin: true),
+            credential("ghe.example.com", "alice", saved: 50),
+        ])
+        func login(_ host: String, _ username: String?, preferred: String? = nil) async throws -> String? {
+            try await GitCredential.storedLogin(in: store, host: host, username: username, preferredAccount: preferred)?
+                .token.userID
+        }
+        #expect(try await login("github.com", nil) == "hubot")
+        #expect(try await login("GitHub.com", "OctoCat") == "octocat")
+        #expect(try await login("github.com", nil, preferred: "octocat") == "octocat")
+        #expect(try await login("github.com", "stale") == nil)
+        #expect(try await login("ghe.example.com", nil) == "alice")
+        #expect(try await login("gitlab.com", nil) == nil)
+        let stored = try #require(try await GitCredential.storedLogin(in: store, host: "github.com", username: "hubot"))
+        #expect(GitCredentialLogin(stored).token == "t-hubot")
     }
 }
