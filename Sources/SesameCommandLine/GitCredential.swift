@@ -18,7 +18,7 @@ package enum GitCredentialOperation: String, Sendable, Hashable, CaseIterable {
 /// `credential.useHttpPath`), `username`, `password` (for `store` and `erase`), `url` (read
 /// into the others), and multi-valued keys ending in `[]` (`capability[]`, `wwwauth[]`). Any
 /// other key is kept in ``otherAttributes`` and otherwise ignored, as the protocol asks.
-package struct GitCredentialRequest: Sendable, Equatable, CustomStringConvertible {
+package struct GitCredentialRequest: Sendable, Equatable, CustomStringConvertible, CustomReflectable {
     /// What git asks.
     package var operation: GitCredentialOperation
     /// `https`, `http`...
@@ -124,6 +124,17 @@ package struct GitCredentialRequest: Sendable, Equatable, CustomStringConvertibl
         return "GitCredentialRequest(\(parts.joined(separator: ", ")))"
     }
 
+    /// Every field, the password's value replaced.
+    package var customMirror: Mirror {
+        Mirror(
+            self,
+            children: [
+                "operation": operation, "protocol": self.protocol as Any, "host": host as Any, "path": path as Any,
+                "username": username as Any, "password": (password == nil ? nil : Redaction.placeholder) as Any,
+                "otherAttributes": otherAttributes,
+            ])
+    }
+
     private static func shown(_ line: Substring) -> String {
         String(line.prefix(40).unicodeScalars.filter { $0.value >= 0x20 && $0.value != 0x7F }.map(Character.init))
             + (line.count > 40 ? "…" : "")
@@ -147,7 +158,7 @@ package struct GitCredentialError: Error, Sendable, Equatable, CustomStringConve
 }
 
 /// A stored login that can answer git: the user name and the token.
-package struct GitCredentialLogin: Sendable, CustomStringConvertible {
+package struct GitCredentialLogin: Sendable, CustomStringConvertible, CustomReflectable {
     /// The GitHub login (the token's `userID`).
     package var username: String
     /// The token. Secret.
@@ -163,11 +174,15 @@ package struct GitCredentialLogin: Sendable, CustomStringConvertible {
     }
 
     package var description: String { "GitCredentialLogin(username: \(username), token: \(Redaction.placeholder))" }
+
+    package var customMirror: Mirror {
+        Mirror(self, children: ["username": username, "token": Redaction.placeholder, "expiry": expiry as Any])
+    }
 }
 
 /// The answer to a `get`: `username=…`, `password=…` and, for an expiring token,
 /// `password_expiry_utc=…`, each on its own line.
-package struct GitCredentialAnswer: Sendable, Equatable, CustomStringConvertible {
+package struct GitCredentialAnswer: Sendable, Equatable, CustomStringConvertible, CustomReflectable {
     /// The user name.
     package var username: String
     /// The token. Secret: never in ``description``.
@@ -184,6 +199,14 @@ package struct GitCredentialAnswer: Sendable, Equatable, CustomStringConvertible
 
     package var description: String {
         "GitCredentialAnswer(username: \(username), password: \(Redaction.placeholder))"
+    }
+
+    package var customMirror: Mirror {
+        Mirror(
+            self,
+            children: [
+                "username": username, "password": Redaction.placeholder, "passwordExpiry": passwordExpiry as Any,
+            ])
     }
 }
 

@@ -88,7 +88,7 @@ public struct GitHubClient: Sendable {
     public var clock: any Clock<Duration>
     let credential: Credential
 
-    enum Credential: Sendable, CustomStringConvertible {
+    enum Credential: Sendable, CustomStringConvertible, CustomDebugStringConvertible, CustomReflectable {
         case none
         case token(String)
         case provider(@Sendable () async throws -> String)
@@ -100,6 +100,10 @@ public struct GitHubClient: Sendable {
             case .provider: "session"
             }
         }
+
+        var debugDescription: String { description }
+
+        var customMirror: Mirror { Mirror(self, children: ["credential": description], displayStyle: .enum) }
     }
 
     /// The headers GitHub recommends on every call.
@@ -203,7 +207,7 @@ public struct GitHubClient: Sendable {
 
     /// One HTTP exchange: pace, token, send, record the rate limit, classify.
     func exchange(_ method: HTTPMethod, _ url: URL, body: JSONValue?) async throws -> GitHubResponse {
-        try await governor.pace(on: clock)
+        try await governor.pace(resource: Self.rateLimitResource(of: url, host: github.host), on: clock)
         var request = HTTPRequest(method: method, url: url, headers: Self.standardHeaders)
         switch credential {
         case .none: break
@@ -218,6 +222,16 @@ public struct GitHubClient: Sendable {
         governor.record(response.headers)
         guard response.isSuccess else { throw github.taxonomy.classify(response) }
         return GitHubResponse(status: response.status, headers: response.headers, body: response.body)
+    }
+}
+
+extension GitHubClient {
+    /// Which of GitHub's limits a call counts against: `search` for the search API, `core` for
+    /// the rest (the value of `x-ratelimit-resource`).
+    static func rateLimitResource(of url: URL, host: GitHubHost) -> String {
+        let base = host.apiBaseURL.path.hasSuffix("/") ? host.apiBaseURL.path : host.apiBaseURL.path + "/"
+        let path = url.path.hasPrefix(base) ? String(url.path.dropFirst(base.count)) : url.path
+        return path.hasPrefix("search/") || path == "search" ? "search" : "core"
     }
 }
 

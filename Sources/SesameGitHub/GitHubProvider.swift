@@ -38,7 +38,8 @@ public struct GitHubHost: Sendable, Hashable, CustomStringConvertible {
     /// - Throws: `AuthError` (`invalid`) when `name` is not a host name: empty, with a scheme,
     ///   a path, spaces or other characters a host name cannot have.
     public init(hostname name: String) throws {
-        let trimmed = name.trimmingCharacters(in: .whitespaces).lowercased()
+        var trimmed = name.trimmingCharacters(in: .whitespaces).lowercased()
+        if trimmed.hasSuffix(":443") { trimmed.removeLast(4) }
         let allowed = Set("abcdefghijklmnopqrstuvwxyz0123456789.-:[]")
         guard !trimmed.isEmpty, trimmed.count <= 253, trimmed.allSatisfy(allowed.contains),
             trimmed.first != ".", trimmed.first != "-", trimmed.first != ":",

@@ -46,6 +46,9 @@ struct GitCredentialTests {
         #expect(request.otherAttributes.map(\.key) == ["capability[]", "wwwauth[]", "wwwauth[]"])
         #expect(request.otherAttributes[2].value == "Bearer x=y")
         #expect(!request.description.contains("a=b=c"))
+        var dumped = ""
+        dump(request, to: &dumped)
+        #expect(dumped.contains("octocat") && !dumped.contains("a=b=c"))
     }
 
     @Test("an operation the protocol does not define is ignored, not an error")

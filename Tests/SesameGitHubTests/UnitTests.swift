@@ -117,6 +117,7 @@ struct GitHubUnitTests {
     func hosts() throws {
         #expect(try GitHubHost(hostname: "github.com") == .github)
         #expect(try GitHubHost(hostname: "API.GitHub.com") == .github)
+        #expect(try GitHubHost(hostname: "github.com:443") == .github)
         let enterprise = try GitHubHost(hostname: "GitHub.Example.com")
         #expect(enterprise.hostname == "github.example.com")
         #expect(enterprise.apiURL("user").absoluteString == "https://github.example.com/api/v3/user")
@@ -182,10 +183,27 @@ struct GitHubUnitTests {
         #expect(GitHubErrorTaxonomy.ssoURL("partial-results; organizations=21955855") == nil)
     }
 
+    @Test("a client's token never shows in a dump of it")
+    func clientRedacted() {
+        let client = GitHubClient(github: GitHubProvider(clientID: "x"), transport: NoNetwork(), token: "gho_dumpMe42")
+        var text = ""
+        dump(client, to: &text)
+        #expect(!text.isEmpty)
+        #expect(!text.contains("gho_dumpMe42"))
+        #expect(!String(reflecting: client).contains("gho_dumpMe42"))
+    }
+
     @Test("a client secret never shows in the provider's description")
     func secretRedacted() {
         let provider = GitHubProvider(clientID: "Iv1.x", clientSecret: GitHubClientSecret("s3cr3t-value"))
         #expect(!String(reflecting: provider).contains("s3cr3t-value"))
         #expect(!"\(provider)".contains("s3cr3t-value"))
+    }
+}
+
+/// A transport for values that are never sent.
+private struct NoNetwork: HTTPTransport {
+    func send(_ request: HTTPRequest) async throws -> HTTPResponse {
+        throw TransportError(kind: .invalidRequest, message: "no network in this test")
     }
 }
