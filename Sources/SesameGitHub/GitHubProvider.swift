@@ -112,7 +112,7 @@ public struct GitHubClientSecret: Sendable, Hashable, CustomStringConvertible, C
 /// let me = try await session.client().user()
 /// ```
 ///
-/// Logins are stored under provider ``ProviderID/github`` with the **host name as the app id**
+/// Logins are stored under provider `github` with the **host name as the app id**
 /// (``credentialAppID``), so github.com and each Enterprise Server keep their logins apart,
 /// changing the OAuth app does not lose them, and `git`'s question "a login for host H?" is
 /// one lookup.
