@@ -177,7 +177,7 @@ let package = Package(
             name: "sesame-bench",
             dependencies: [
                 "Sesame", "SesameHTTPServer", "SesameCurl", "CCurl", "SesameEmulator", "SesameFacebook",
-                "SesameKeyring",
+                "SesameKeyring", "SesameGitHub",
             ],
             path: "Benchmarks/SesameBench"
         ),
