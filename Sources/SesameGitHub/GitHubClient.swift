@@ -91,7 +91,9 @@ public struct GitHubClient: Sendable {
     enum Credential: Sendable, CustomStringConvertible, CustomDebugStringConvertible, CustomReflectable {
         case none
         case token(String)
-        case provider(@Sendable () async throws -> String)
+        /// A session's token, and how to renew it after a 401 (`nil`: it could not be renewed).
+        case provider(
+            token: @Sendable () async throws -> String, renew: (@Sendable () async throws -> String?)?)
 
         var description: String {
             switch self {
@@ -123,14 +125,18 @@ public struct GitHubClient: Sendable {
     }
 
     /// A client that asks `token` for the token before each call (a session's valid token).
+    ///
+    /// - Parameter renew: after a 401 "Bad credentials", called once to renew the token (a
+    ///   refresh); it returns the new token, or `nil` when there is none, and the call is then
+    ///   made once more with it.
     public init(
         github: GitHubProvider, transport: any HTTPTransport, policy: RecoveryPolicy? = RecoveryPolicy(),
         governor: GitHubRateLimitGovernor? = nil, clock: any Clock<Duration> = ContinuousClock(),
-        token: @escaping @Sendable () async throws -> String
+        renew: (@Sendable () async throws -> String?)? = nil, token: @escaping @Sendable () async throws -> String
     ) {
         self.init(
-            github: github, transport: transport, credential: .provider(token), policy: policy, governor: governor,
-            clock: clock)
+            github: github, transport: transport, credential: .provider(token: token, renew: renew), policy: policy,
+            governor: governor, clock: clock)
     }
 
     init(
@@ -191,9 +197,15 @@ public struct GitHubClient: Sendable {
                 provider: .github)
         }
         var attempt = 1
+        var renewed = false
         while true {
             do {
                 return try await exchange(method, url, body: body)
+            } catch let error as AuthError where error.httpStatus == 401 && !renewed {
+                // A token GitHub refuses although it had not expired by this clock (revoked
+                // early, clocks apart): renew it once, if the session can.
+                guard case .provider(_, let renew?) = credential, try await renew() != nil else { throw error }
+                renewed = true
             } catch let error as AuthError {
                 guard let policy, error.recoveryTactic == .retry || error.recoveryTactic == .retryAfterBackoff,
                     case .retry(let delay) = policy.decide(for: error, attempt: attempt)
@@ -212,7 +224,8 @@ public struct GitHubClient: Sendable {
         switch credential {
         case .none: break
         case .token(let token): request.headers.add(name: "Authorization", value: "Bearer \(token)")
-        case .provider(let token): request.headers.add(name: "Authorization", value: "Bearer \(try await token())")
+        case .provider(let token, _):
+            request.headers.add(name: "Authorization", value: "Bearer \(try await token())")
         }
         if let body {
             request.headers.add(name: "Content-Type", value: "application/json")

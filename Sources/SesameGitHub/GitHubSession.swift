@@ -41,11 +41,32 @@ public struct GitHubSession: Sendable {
     /// The current token, if any.
     public var token: AccessToken? { get async { await session.token } }
 
-    /// Opens the session: from a stored, unexpired token without UI, or by a login when allowed.
+    /// Opens the session: from a stored token without UI, or by a login when allowed.
+    ///
+    /// A stored token that has expired but has a refresh token (an expiring user token of a
+    /// GitHub App, eight hours old) is refreshed and saved first, so it opens without UI too. A
+    /// refresh token GitHub refuses marks the stored login as needing a login (it is kept), and
+    /// the login UI runs when allowed.
     @discardableResult
     public func open(scopes: [String] = [], allowLoginUI: Bool) async throws -> SessionState {
-        try await session.open(
+        if await !session.state.isOpen { try await refreshExpiredStoredToken() }
+        return try await session.open(
             permissions: scopes.map { Permission.read($0) }, allowLoginUI: allowLoginUI, loginUI: loginUI)
+    }
+
+    /// Until the core's refresh path refreshes an expired stored token on open, GitHub does it
+    /// here, with the same hook.
+    private func refreshExpiredStoredToken() async throws {
+        guard var stored = try await session.store.load(key), !stored.needsLogin, stored.token.refreshToken != nil,
+            stored.token.isExpired(at: provider.now(), leeway: refreshLeeway)
+        else { return }
+        do {
+            let refreshed = try await provider.refresh(stored.token, transport: transport)
+            try await session.store.save(StoredCredential(key: key, token: refreshed, savedAt: provider.now()))
+        } catch let error as AuthError where error.category == .authenticationReopenSession {
+            stored.needsLogin = true
+            try await session.store.save(stored)
+        }
     }
 
     /// A token valid for at least ``refreshLeeway`` seconds, refreshed first when needed.
@@ -64,15 +85,22 @@ public struct GitHubSession: Sendable {
         { [provider, transport] current in try await provider.refresh(current, transport: transport) }
     }
 
-    /// A REST client that uses this session's valid token.
+    /// A REST client that uses this session's valid token. A token GitHub refuses (401) is
+    /// refreshed once, when it can be, and the call made again.
     public func client(
         policy: RecoveryPolicy? = RecoveryPolicy(), governor: GitHubRateLimitGovernor? = nil,
         clock: any Clock<Duration> = ContinuousClock()
     ) -> GitHubClient {
         let session = self
         return GitHubClient(
-            github: provider, transport: transport, policy: policy, governor: governor, clock: clock
-        ) { try await session.validToken().tokenString }
+            github: provider, transport: transport, policy: policy, governor: governor, clock: clock,
+            renew: {
+                let before = await session.token
+                guard before?.refreshToken != nil else { return nil }
+                let after = try await session.refresh()
+                return after.tokenString == before?.tokenString ? nil : after.tokenString
+            },
+            token: { try await session.validToken().tokenString })
     }
 
     /// Closes the session and deletes the stored token (GitHub keeps the grant; revoke it in

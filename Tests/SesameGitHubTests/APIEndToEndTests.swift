@@ -248,6 +248,57 @@ struct GitHubAPIEndToEndTests {
         #expect(error.category == .authenticationReopenSession)
     }
 
+    @Test("an expired stored token with a refresh token reopens without UI, refreshed and saved")
+    func reopenRefreshes() async throws {
+        let harness = try await GitHubHarness.start(expiringTokens: true, accessTokenLifetime: 3600)
+        defer { Task { await harness.stop() } }
+        let store = InMemoryCredentialStore()
+        let first = try #require(await harness.loggedInSession(store: store).token)
+        await harness.advanceClocks(by: 3601)
+        let later = harness.session(store: store)
+        #expect(try await later.open(allowLoginUI: false) == .open)
+        let token = try #require(await later.token)
+        #expect(token.tokenString != first.tokenString)
+        #expect(try await store.load(later.key)?.token.tokenString == token.tokenString)
+        #expect(try await later.client(policy: nil).user().login == "octocat")
+    }
+
+    @Test("a refresh token GitHub refuses on reopen keeps the login, marked as needing a new one")
+    func reopenRefused() async throws {
+        let harness = try await GitHubHarness.start(expiringTokens: true, accessTokenLifetime: 3600)
+        defer { Task { await harness.stop() } }
+        let store = InMemoryCredentialStore()
+        let session = try await harness.loggedInSession(store: store)
+        await harness.advanceClocks(by: 200 * 86_400)  // past the refresh token's six months
+        let later = harness.session(store: store)
+        #expect(try await later.open(allowLoginUI: false) == .created)
+        let stored = try #require(try await store.load(session.key))
+        #expect(stored.needsLogin)
+    }
+
+    @Test("a token refused before its expiry is refreshed once and the call made again")
+    func renewAfter401() async throws {
+        let harness = try await GitHubHarness.start(expiringTokens: true)
+        defer { Task { await harness.stop() } }
+        let session = try await harness.loggedInSession()
+        let first = try #require(await session.token)
+        await harness.emulator.revokeAccessTokens()
+        #expect(try await session.client(policy: nil).user().login == "octocat")
+        #expect(await session.token?.tokenString != first.tokenString)
+        #expect(harness.emulator.requestCount(path: "/login/oauth/access_token") == 2)
+    }
+
+    @Test("a refused token that cannot be refreshed is reported as bad credentials, with no refresh tried")
+    func noRenewWithoutRefreshToken() async throws {
+        let harness = try await GitHubHarness.start()
+        defer { Task { await harness.stop() } }
+        let session = try await harness.loggedInSession()
+        await harness.emulator.revokeAccessTokens()
+        let error = try await #require(throws: AuthError.self) { try await session.client(policy: nil).user() }
+        #expect(error.ruleID == "bad-credentials")
+        #expect(harness.emulator.requestCount(path: "/login/oauth/access_token") == 1)
+    }
+
     @Test("a token that does not expire is used as it is, with no refresh")
     func noRefreshNeeded() async throws {
         let harness = try await GitHubHarness.start()
