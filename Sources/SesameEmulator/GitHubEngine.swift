@@ -313,6 +313,14 @@ final class GitHubEngine: Sendable {
 
     private func api(_ request: OIDCEngine.Request, _ state: inout State) -> HTTPResponse {
         let path = String(request.path.dropFirst("/api/v3".count))
+        if request.method == .get, path == "" || path == "/" {
+            // The API root answers without a token, as GitHub's does.
+            return OIDCEngine.json(
+                .object([
+                    "current_user_url": .string(state.baseURL + "/api/v3/user"),
+                    "repository_url": .string(state.baseURL + "/api/v3/repos/{owner}/{repo}"),
+                ]))
+        }
         let authorization = request.headers["Authorization"] ?? ""
         let presented = authorization.split(separator: " ", maxSplits: 1).last.map(String.init)
         guard !authorization.isEmpty, let presented else {

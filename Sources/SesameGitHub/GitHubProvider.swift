@@ -146,6 +146,48 @@ public struct GitHubProvider: AuthProvider {
         self.taxonomy = GitHubErrorTaxonomy(host: host, now: now)
     }
 
+    /// `text` as a client id, checked: 1 to 100 characters, ASCII letters, digits, `.`, `_`
+    /// and `-` (GitHub's are `Iv1.` and 16 hex digits, or 20 characters such as `Ov23li…`).
+    ///
+    /// - Throws: `AuthError` (`invalid`) saying what is wrong and where to find the client id.
+    public static func checkedClientID(_ text: String) throws -> String {
+        let trimmed = text.trimmingCharacters(in: .whitespaces)
+        let allowed = Set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-")
+        guard !trimmed.isEmpty, trimmed.count <= 100, trimmed.allSatisfy(allowed.contains) else {
+            throw AuthError(
+                category: .invalid,
+                message: "'\(GitHubText.printable(String(text.prefix(40))))' is not a GitHub client id. Copy the "
+                    + "Client ID from the OAuth app's or GitHub App's settings page (GitHub → Settings → Developer "
+                    + "settings); it looks like Iv1.0123456789abcdef.",
+                recoveryTactic: .showMessage, provider: .github)
+        }
+        return trimmed
+    }
+
+    /// Checks that the host's API answers, without a token (`GET` of the API root, as
+    /// `doctor` would): `nil` when it does, else the classified error saying why not.
+    public func probe(transport: any HTTPTransport) async -> AuthError? {
+        do {
+            let response = try await LoginHTTP.send(
+                HTTPRequest(url: host.apiBaseURL, headers: GitHubClient.standardHeaders, timeout: .seconds(10)),
+                through: transport, taxonomy: taxonomy)
+            guard response.isSuccess else { return taxonomy.classify(response) }
+            guard response.json?["current_user_url"] != nil else {
+                return AuthError(
+                    category: .invalid,
+                    message: "\(host.apiBaseURL.absoluteString) answered, but not as GitHub's REST API does (no "
+                        + "current_user_url). Check the host name.",
+                    recoveryTactic: .showMessage, provider: .github)
+            }
+            return nil
+        } catch let error as AuthError {
+            return error
+        } catch {
+            return AuthError(
+                category: .providerOther, message: "GitHub could not be reached: \(error)", provider: .github)
+        }
+    }
+
     /// The app id logins are stored under: the host name (see the type's discussion).
     public var credentialAppID: String { host.hostname }
 

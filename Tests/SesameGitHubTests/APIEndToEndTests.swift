@@ -65,6 +65,24 @@ struct GitHubAPIEndToEndTests {
         #expect(transport.requests.count == 1)
     }
 
+    @Test("the probe finds the API root without a token, and says why when the host is not GitHub")
+    func probe() async throws {
+        let harness = try await GitHubHarness.start()
+        defer { Task { await harness.stop() } }
+        #expect(await harness.provider.probe(transport: harness.transport) == nil)
+        var wrong = harness.provider
+        wrong.host.apiBaseURL = harness.endpoints.baseURL.appendingPathComponent("nothing-here")
+        let error = try #require(await wrong.probe(transport: harness.transport))
+        #expect(error.httpStatus == 404)
+        // A port this test had, and closed: nothing listens there now.
+        let gone = GitHubEmulator()
+        let goneEndpoints = try await gone.start()
+        await gone.stop()
+        var closed = harness.provider
+        closed.host.apiBaseURL = goneEndpoints.apiURL
+        #expect(await closed.probe(transport: harness.transport)?.category == .retry)
+    }
+
     // MARK: The named scenarios
 
     @Test("bad-credentials: 401 says log in again")

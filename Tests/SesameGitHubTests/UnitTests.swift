@@ -133,6 +133,16 @@ struct GitHubUnitTests {
         #expect(!enterprise.isAPIURL(URL(string: "http://github.example.com/api/v3/user")!))
     }
 
+    @Test("a client id is checked, and a wrong one refused saying where to find it")
+    func clientIDs() throws {
+        #expect(try GitHubProvider.checkedClientID(" Iv1.0123456789abcdef ") == "Iv1.0123456789abcdef")
+        #expect(try GitHubProvider.checkedClientID("Ov23liAbCdEfGh012345") == "Ov23liAbCdEfGh012345")
+        for bad in ["", "Iv1 0123", "https://github.com", String(repeating: "a", count: 101)] {
+            let error = try #require(throws: AuthError.self) { try GitHubProvider.checkedClientID(bad) }
+            #expect(error.message.contains("Client ID"))
+        }
+    }
+
     @Test("logins on different hosts are stored apart")
     func hostsApart() throws {
         let dotCom = GitHubProvider(clientID: "a")
