@@ -125,6 +125,7 @@ let package = Package(
             dependencies: [
                 "SesameCommandLine", "SesameFacebook", "Sesame", "SesameDesktop", "SesameEmulator", "SesameCurl",
                 "SesameTestSupport", "sesame", "fb-login", "fb-publish", "fb-errors", "sesame-git-credential-probe",
+                "SesameHTTPServer",
             ]
         ),
 
