@@ -82,7 +82,7 @@ extension GitHubProvider {
         }
         let issued = now()
         let user = try await user(token: answer.accessToken, transport: transport)
-        if let expected = previous?.userID, expected != user.login {
+        if let expected = previous?.userID, expected.lowercased() != user.login.lowercased() {
             throw AuthError(
                 category: .authenticationReopenSession,
                 message: "GitHub answered for '\(user.login)', not '\(expected)' whose login this is; the token was "
