@@ -166,10 +166,12 @@ public struct GitHubProvider: AuthProvider {
 
     /// Checks that the host's API answers, without a token (`GET` of the API root, as
     /// `doctor` would): `nil` when it does, else the classified error saying why not.
-    public func probe(transport: any HTTPTransport) async -> AuthError? {
+    ///
+    /// - Parameter timeout: how long to wait for the answer.
+    public func probe(transport: any HTTPTransport, timeout: Duration = .seconds(30)) async -> AuthError? {
         do {
             let response = try await LoginHTTP.send(
-                HTTPRequest(url: host.apiBaseURL, headers: GitHubClient.standardHeaders, timeout: .seconds(10)),
+                HTTPRequest(url: host.apiBaseURL, headers: GitHubClient.standardHeaders, timeout: timeout),
                 through: transport, taxonomy: taxonomy)
             guard response.isSuccess else { return taxonomy.classify(response) }
             guard response.json?["current_user_url"] != nil else {

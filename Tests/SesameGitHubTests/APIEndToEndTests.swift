@@ -69,7 +69,8 @@ struct GitHubAPIEndToEndTests {
     func probe() async throws {
         let harness = try await GitHubHarness.start()
         defer { Task { await harness.stop() } }
-        #expect(await harness.provider.probe(transport: harness.transport) == nil)
+        let reachable = await harness.provider.probe(transport: harness.transport)
+        #expect(reachable == nil, "\(reachable.map(String.init(describing:)) ?? "")")
         var wrong = harness.provider
         wrong.host.apiBaseURL = harness.endpoints.baseURL.appendingPathComponent("nothing-here")
         let error = try #require(await wrong.probe(transport: harness.transport))
