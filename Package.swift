@@ -13,6 +13,7 @@ let package = Package(
         .library(name: "SesameEmulator", targets: ["SesameEmulator"]),
         .library(name: "SesameFacebook", targets: ["SesameFacebook"]),
         .library(name: "SesameOIDC", targets: ["SesameOIDC"]),
+        .library(name: "SesameGitHub", targets: ["SesameGitHub"]),
         .library(name: "SesameKeyring", targets: ["SesameKeyring"]),
         .library(name: "SesameDesktop", targets: ["SesameDesktop"]),
         .library(name: "SesameDesktopEmulator", targets: ["SesameDesktopEmulator"]),
@@ -103,6 +104,15 @@ let package = Package(
             ]
         ),
 
+        // The GitHub provider: device flow, personal tokens, the REST client with rate-limit pacing.
+        // Its error taxonomy is generated from GitHubErrors.json.
+        .target(name: "SesameGitHub", dependencies: ["Sesame"], plugins: ["ErrorTableGeneratorPlugin"]),
+        // End to end against the emulator's GitHub mode over CurlTransport, plus the error table rows.
+        .testTarget(
+            name: "SesameGitHubTests",
+            dependencies: ["SesameGitHub", "Sesame", "SesameTesting", "SesameEmulator", "SesameCurl"]
+        ),
+
         // The `sesame` command line: parsing and commands in a library the tests call directly,
         // and a thin executable.
         .target(
@@ -113,7 +123,8 @@ let package = Package(
             name: "SesameCommandLineTests",
             dependencies: [
                 "SesameCommandLine", "SesameFacebook", "Sesame", "SesameDesktop", "SesameEmulator", "SesameCurl",
-                "SesameTestSupport", "sesame", "fb-login", "fb-publish", "fb-errors",
+                "SesameTestSupport", "sesame", "fb-login", "fb-publish", "fb-errors", "sesame-git-credential-probe",
+                "SesameHTTPServer",
             ]
         ),
 
@@ -156,6 +167,11 @@ let package = Package(
         .testTarget(
             name: "SesameKeyringTests",
             dependencies: ["SesameKeyring", "Sesame", "sesame-keyring-probe", "SesameTestSupport"]),
+        // Git's credential helper on the logic of `sesame git-credential`, for tests that run the
+        // real `git credential fill` against a test's file store.
+        .executableTarget(
+            name: "sesame-git-credential-probe", dependencies: ["SesameCommandLine", "Sesame"],
+            path: "Tests/SesameGitCredentialProbe"),
         // Runs one keyring call in its own process, so tests can give it a different D-Bus
         // environment (libsecret keeps one bus connection per process).
         .executableTarget(
@@ -166,7 +182,7 @@ let package = Package(
             name: "sesame-bench",
             dependencies: [
                 "Sesame", "SesameHTTPServer", "SesameCurl", "CCurl", "SesameEmulator", "SesameFacebook",
-                "SesameKeyring",
+                "SesameKeyring", "SesameGitHub",
             ],
             path: "Benchmarks/SesameBench"
         ),

@@ -23,6 +23,8 @@ package struct EmulatorCommand: Sendable, Equatable {
     package var logsRequests: Bool
     /// `--oidc`: run a local OpenID provider instead of the Facebook one.
     package var oidc: Bool
+    /// `--github`: run a local GitHub instead of the Facebook one.
+    package var github: Bool = false
 
     package init(
         port: Int = 0, appID: String? = nil, scenarios: [ScenarioSetting] = [], stateFile: String?,
@@ -44,6 +46,7 @@ package struct EmulatorCommand: Sendable, Equatable {
             "[--port N] [--app-id ID] [--scenario NAME[,key=value...]]...",
             " [--state-file PATH | --in-memory] [--log]",
             "--oidc [--port N]",
+            "--github [--port N]",
         ],
         discussion: """
             Serves Facebook's login dialog, Graph API, device login and test-user API on
@@ -64,6 +67,12 @@ package struct EmulatorCommand: Sendable, Equatable {
             prints its issuer and public client id for 'sesame login oidc --issuer URL
             --client-id ID'. Its device page approves a code in the browser; POST
             {"user_code": "..."} to ISSUER/__sesame/device approves one without it.
+
+            --github runs a local GitHub instead (device flow with its HTTP-200 errors,
+            /api/v3/user, /api/v3/user/repos paged with Link, rate-limit headers, scenarios
+            bad-credentials, primary-rate-limit, secondary-rate-limit, sso-required,
+            scope-missing, device-flow-disabled), in memory only, laid out as a GitHub
+            Enterprise Server at http://127.0.0.1:PORT.
             """,
         options: [
             OptionSpec("port", value: "N", "The port on 127.0.0.1 (default 0: any free port)."),
@@ -75,6 +84,7 @@ package struct EmulatorCommand: Sendable, Equatable {
             OptionSpec("in-memory", "Keep the state in memory only."),
             OptionSpec("log", "Print a line per request (method, path, status; never the query) on stderr."),
             OptionSpec("oidc", "Run a local OpenID Connect provider instead of Facebook."),
+            OptionSpec("github", "Run a local GitHub (device flow, REST API, scenarios) instead of Facebook."),
         ],
         examples: [
             ("sesame emulator", "A local Facebook on a free port"),
@@ -83,6 +93,7 @@ package struct EmulatorCommand: Sendable, Equatable {
                 "Throttle the next three calls, and answer everything slowly"
             ),
             ("sesame emulator --oidc --port 8765", "A local OpenID provider at http://127.0.0.1:8765"),
+            ("sesame emulator --github --port 8766", "A local GitHub at http://127.0.0.1:8766"),
         ]
     )
 
@@ -99,12 +110,15 @@ package struct EmulatorCommand: Sendable, Equatable {
     {
         func fail(_ message: String) -> UsageError { UsageError(message, command: Self.spec.name) }
         if let extra = parsed.positionals.first { throw fail("unexpected argument '\(extra)'") }
-        if parsed.flags.contains("oidc") {
+        if parsed.flags.contains("oidc"), parsed.flags.contains("github") {
+            throw fail("--oidc and --github each choose an emulator; give one of them")
+        }
+        for mode in ["oidc", "github"] where parsed.flags.contains(mode) {
             for option in ["app-id", "scenario", "state-file"] where parsed.values[option] != nil {
-                throw fail("--\(option) is for the Facebook emulator; with --oidc give only --port")
+                throw fail("--\(option) is for the Facebook emulator; with --\(mode) give only --port")
             }
             for flag in ["in-memory", "log"] where parsed.flags.contains(flag) {
-                throw fail("--\(flag) is for the Facebook emulator; with --oidc give only --port")
+                throw fail("--\(flag) is for the Facebook emulator; with --\(mode) give only --port")
             }
         }
         var port = 0
@@ -133,9 +147,11 @@ package struct EmulatorCommand: Sendable, Equatable {
             ? nil
             : parsed.value("state-file") ?? EmulatorConfiguration.defaultStateFileURL(environment: environment).path
         let oidc = parsed.flags.contains("oidc")
+        let github = parsed.flags.contains("github")
         self.init(
-            port: port, appID: appID, scenarios: scenarios, stateFile: oidc ? nil : stateFile,
+            port: port, appID: appID, scenarios: scenarios, stateFile: oidc || github ? nil : stateFile,
             logsRequests: parsed.flags.contains("log"), oidc: oidc)
+        self.github = github
     }
 
     /// The emulator's configuration.
@@ -152,6 +168,7 @@ package struct EmulatorCommand: Sendable, Equatable {
     /// Runs the emulator until SIGINT or SIGTERM.
     package func run(io: CommandIO, signals: [Int32] = [SIGINT, SIGTERM]) async -> Int32 {
         if oidc { return await runOIDC(io: io, signals: signals) }
+        if github { return await runGitHub(io: io, signals: signals) }
         let configuration = configuration(io: io)
         let emulator: Emulator
         do { emulator = try Emulator(configuration: configuration) } catch {
@@ -202,6 +219,41 @@ extension EmulatorCommand {
                   Admin API:    \(endpoints.adminURL.absoluteString) (POST /device {"user_code": "..."} approves)
                   State:        in memory only
                 Try: sesame login oidc --issuer \(endpoints.issuer) --client-id \(OIDCEmulator.defaultClientID)
+                Press Ctrl-C to stop.
+
+                """)
+            let signal = await waiter.wait()
+            await emulator.stop()
+            io.write("Stopped (\(signal == SIGINT ? "SIGINT" : signal == SIGTERM ? "SIGTERM" : "signal \(signal)")).\n")
+            return ExitStatus.success
+        } catch {
+            io.writeError("sesame emulator: \(error)\n")
+            return ExitStatus.failure
+        }
+    }
+}
+
+extension EmulatorCommand {
+    /// Runs the GitHub emulator until one of `signals`.
+    func runGitHub(io: CommandIO, signals: [Int32]) async -> Int32 {
+        let waiter = SignalWaiter(signals)
+        defer { waiter.cancel() }
+        do {
+            let emulator = GitHubEmulator(devicePollInterval: 2)
+            let endpoints = try await emulator.start(port: port)
+            let base = endpoints.baseURL.absoluteString
+            io.write(
+                """
+                Sesame GitHub emulator (a local GitHub, not the real one) on \(base)
+                  OAuth:        \(base)/login/device/code, \(base)/login/oauth/access_token
+                  API:          \(endpoints.apiURL.absoluteString)
+                  Host name:    \(endpoints.hostname)
+                  Client id:    \(GitHubEmulator.defaultClientID) (device flow, no secret)
+                  Users:        octocat (583231), hubot (480938)
+                  Admin API:    \(endpoints.adminURL.absoluteString) (POST /device {"user_code": "..."} approves,
+                                POST /tokens {"user": "octocat"} issues a personal access token)
+                  Scenarios:    \(GitHubScenario.allCases.map(\.rawValue).joined(separator: ", "))
+                  State:        in memory only
                 Press Ctrl-C to stop.
 
                 """)

@@ -31,6 +31,9 @@ struct EmulatorCommandTests {
                     stateFile: nil, logsRequests: true))
         #expect(try parse(["--state-file", "/x/e.json"]).stateFile == "/x/e.json")
         #expect(try parse(["--oidc", "--port", "8765"]) == EmulatorCommand(port: 8765, stateFile: nil, oidc: true))
+        var github = EmulatorCommand(port: 8766, stateFile: nil)
+        github.github = true
+        #expect(try parse(["--github", "--port", "8766"]) == github)
         let command = try SesameCLI.parse(["emulator", "--port", "0", "--in-memory"])
         #expect(command == .emulator(EmulatorCommand(stateFile: nil)))
     }
@@ -43,6 +46,7 @@ struct EmulatorCommandTests {
             (["--in-memory", "--state-file", "/x"], "contradict"), (["extra"], "extra"),
             (["--oidc", "--app-id", "42"], "--app-id"), (["--oidc", "--scenario", "slow"], "--scenario"),
             (["--oidc", "--in-memory"], "--in-memory"),
+            (["--github", "--oidc"], "one of them"), (["--github", "--scenario", "slow"], "with --github"),
         ])
     func badValues(arguments: [String], mention: String) {
         #expect {
@@ -101,5 +105,41 @@ struct EmulatorCommandTests {
         #expect(process.terminationStatus == 0, "\(String(decoding: errors, as: UTF8.self))")
         #expect(String(decoding: rest, as: UTF8.self).contains("Stopped (SIGTERM)."))
         await #expect(throws: TransportError.self) { try await transport.send(me) }
+    }
+
+    @Test("as a process with --github: prints its URLs, answers the GitHub API, and stops cleanly on SIGTERM")
+    func githubProcess() async throws {
+        let executable = try ProcessRunner.builtExecutable("sesame")
+        let output = Pipe()
+        let error = Pipe()
+        let process = ChildProcess(
+            executableURL: executable, arguments: ["emulator", "--github"], standardOutput: .pipe(output),
+            standardError: .pipe(error))
+        try process.run()
+        defer { if process.isRunning { process.terminate() } }
+
+        let banner = await readUntil(output.fileHandleForReading, contains: "Press Ctrl-C to stop.")
+        #expect(banner.contains("Client id:    \(GitHubEmulator.defaultClientID)"))
+        let base = try #require(
+            banner.split(separator: "\n").first?.split(separator: " ").last.flatMap { URL(string: String($0)) })
+        #expect(base.host == "127.0.0.1")
+
+        let transport = CurlTransport(configuration: .init(redirects: .never, proxy: .direct))
+        let tokenReply = try await transport.send(
+            HTTPRequest(
+                method: .post, url: base.appendingPathComponent("__sesame/tokens"),
+                headers: ["Content-Type": "application/json"], body: Data("{}".utf8)))
+        let token = try #require(tokenReply.json?["token"]?.stringValue)
+        let me = try await transport.send(
+            HTTPRequest(url: base.appendingPathComponent("api/v3/user"), headers: ["Authorization": "Bearer \(token)"]))
+        #expect(me.json?["login"] == .string("octocat"))
+        #expect(me.headers["x-ratelimit-remaining"] == "4999")
+
+        process.terminate()  // SIGTERM
+        let rest = output.fileHandleForReading.readDataToEndOfFile()
+        let errors = error.fileHandleForReading.readDataToEndOfFile()
+        _ = await process.exitStatus()
+        #expect(process.terminationStatus == 0, "\(String(decoding: errors, as: UTF8.self))")
+        #expect(String(decoding: rest, as: UTF8.self).contains("Stopped (SIGTERM)."))
     }
 }

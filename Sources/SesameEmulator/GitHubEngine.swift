@@ -1,0 +1,555 @@
+import Foundation
+import Sesame
+import Synchronization
+
+/// The GitHub emulator's state and request handling. Every request is handled under one lock,
+/// start to finish, without suspending.
+final class GitHubEngine: Sendable {
+    struct Person: Sendable {
+        var login: String
+        var id: Int
+        var name: String
+    }
+    struct Device: Sendable {
+        var clientID: String
+        var userCode: String
+        var scopes: [String]
+        var expiresAt: Date
+        var interval: Int
+        var approvedFor: String?
+        var denied = false
+    }
+    struct Token: Sendable {
+        var login: String
+        /// `nil` for fine-grained tokens, whose permissions are not scopes.
+        var scopes: [String]?
+        var expiresAt: Date?
+        var clientID: String?
+        /// Whether GitHub says when it expires (`github-authentication-token-expiration`).
+        var isPersonal: Bool
+    }
+    struct Refresh: Sendable {
+        var login: String
+        var scopes: [String]
+        var clientID: String
+        var expiresAt: Date
+    }
+    struct Scenario: Sendable {
+        var setting: GitHubScenarioSetting
+        var remaining: Int?
+    }
+    struct Window: Sendable {
+        var resetAt: Date
+        var used: Int
+    }
+    struct State: Sendable {
+        var baseURL = "http://127.0.0.1"
+        var clients: Set<String>
+        var people: [Person]
+        var devices: [String: Device] = [:]
+        var tokens: [String: Token] = [:]
+        var refreshTokens: [String: Refresh] = [:]
+        var repositories: [String: [String]] = [:]
+        var scenarios: [Scenario] = []
+        var windows: [String: Window] = [:]
+        var clockOffset: TimeInterval = 0
+        var requestCounts: [String: Int] = [:]
+        var devicePollInterval = 5
+        var rateLimit = 5000
+    }
+
+    let expiringTokens: Bool
+    let accessTokenLifetime: TimeInterval
+    private let state: Mutex<State>
+
+    static let documentation = "https://docs.github.com/rest"
+
+    init(clients: [String], expiringTokens: Bool, accessTokenLifetime: TimeInterval, repositoryCount: Int) {
+        self.expiringTokens = expiringTokens
+        self.accessTokenLifetime = accessTokenLifetime
+        let people = [
+            Person(login: "octocat", id: 583_231, name: "The Octocat"),
+            Person(login: "hubot", id: 480_938, name: "Hubot"),
+        ]
+        var state = State(clients: Set(clients + [GitHubEmulator.defaultClientID]), people: people)
+        state.repositories["octocat"] = (0..<max(0, repositoryCount)).map { String(format: "repo-%03d", $0 + 1) }
+        state.repositories["hubot"] = ["hello-world"]
+        self.state = Mutex(state)
+    }
+
+    func locked<T>(_ body: (inout State) throws -> T) rethrows -> T { try state.withLock { try body(&$0) } }
+
+    func setBaseURL(_ url: String) { locked { $0.baseURL = url } }
+
+    static func person(_ id: String?, in state: State) throws -> Person {
+        guard let id else { return state.people[0] }
+        guard let person = state.people.first(where: { $0.login == id || String($0.id) == id }) else {
+            throw EmulatorError(
+                message: "No GitHub user '\(id)' in the emulator; it knows "
+                    + state.people.map(\.login).joined(separator: ", ") + ".")
+        }
+        return person
+    }
+
+    func answerDevice(userCode: String, user: String?, approve: Bool) throws {
+        try locked { state in
+            guard let code = state.devices.first(where: { $0.value.userCode == userCode })?.key else {
+                throw EmulatorError(message: "No device login is waiting with the code \(userCode).")
+            }
+            let person = try Self.person(user, in: state)
+            if approve { state.devices[code]?.approvedFor = person.login } else { state.devices[code]?.denied = true }
+        }
+    }
+
+    func issuePersonalToken(user: String?, scopes: [String]?, expiresIn: TimeInterval?) throws -> String {
+        try locked { state in
+            let person = try Self.person(user, in: state)
+            let token = (scopes == nil ? "github_pat_" : "ghp_") + Self.random()
+            state.tokens[token] = Token(
+                login: person.login, scopes: scopes, expiresAt: expiresIn.map { now(state).addingTimeInterval($0) },
+                clientID: nil, isPersonal: true)
+            return token
+        }
+    }
+
+    static func random(_ bytes: Int = 24) -> String {
+        ((try? Crypto.randomURLSafeString(byteCount: bytes)) ?? UUID().uuidString)
+            .replacingOccurrences(of: "-", with: "0").replacingOccurrences(of: "_", with: "1")
+    }
+
+    func now(_ state: State) -> Date { Date().addingTimeInterval(state.clockOffset) }
+
+    // MARK: Dispatch
+
+    func handle(
+        method: HTTPMethod, path: String, query: [(String, String)], headers: HTTPHeaders, body: Data
+    ) -> HTTPResponse {
+        let isForm = (headers["Content-Type"] ?? "").lowercased().hasPrefix("application/x-www-form-urlencoded")
+        let parameters = query + (isForm ? FormEncoding.decode(body) : [])
+        return locked { state in
+            state.requestCounts[path, default: 0] += 1
+            let request = OIDCEngine.Request(
+                method: method, path: path, parameters: parameters, headers: headers, body: body)
+            return route(request, &state)
+        }
+    }
+
+    private func route(_ request: OIDCEngine.Request, _ state: inout State) -> HTTPResponse {
+        switch (request.method, request.path) {
+        case (.post, "/login/device/code"): return deviceCode(request, &state)
+        case (.post, "/login/oauth/access_token"): return accessToken(request, &state)
+        case (.get, "/login/device"):
+            return OIDCEngine.html(
+                page(
+                    title: "Device activation",
+                    body: "<h1>Device activation</h1><p>Enter the code displayed on your device.</p>"
+                        + "<form method=\"post\" action=\"/login/device\"><input name=\"user_code\" value=\""
+                        + HTML.escape(request["user_code"] ?? "") + "\">"
+                        + "<div class=\"buttons\"><button class=\"primary\" name=\"action\" value=\"authorize\">"
+                        + "Authorize</button><button name=\"action\" value=\"cancel\">Cancel</button></div></form>"))
+        case (.post, "/login/device"):
+            guard let code = request["user_code"],
+                let deviceCode = state.devices.first(where: { $0.value.userCode == code.uppercased() })?.key
+            else {
+                return OIDCEngine.html(page(title: "Unknown code", body: "<p>That code is not valid.</p>"), status: 400)
+            }
+            if request["action"] == "cancel" {
+                state.devices[deviceCode]?.denied = true
+            } else {
+                state.devices[deviceCode]?.approvedFor = state.people[0].login
+            }
+            return OIDCEngine.html(page(title: "Done", body: "<p>You can return to your device.</p>"))
+        default:
+            if request.path.hasPrefix("/__sesame") { return admin(request, &state) }
+            if request.path == "/api/v3" || request.path.hasPrefix("/api/v3/") { return api(request, &state) }
+            return Self.message("Not Found", status: 404)
+        }
+    }
+
+    // MARK: OAuth (device flow and refresh): errors come with HTTP 200
+
+    /// An OAuth answer: JSON when asked for, else form-encoded text, as GitHub does.
+    private func oauthAnswer(_ request: OIDCEngine.Request, _ fields: [(String, JSONValue)]) -> HTTPResponse {
+        if (request.headers["Accept"] ?? "").lowercased().contains("json") {
+            return OIDCEngine.json(.object(Dictionary(fields, uniquingKeysWith: { first, _ in first })))
+        }
+        let pairs = fields.map { name, value in
+            (name, value.stringValue ?? value.lenientInt.map(String.init) ?? value.jsonText)
+        }
+        return HTTPResponse(
+            status: 200, headers: ["Content-Type": "application/x-www-form-urlencoded; charset=utf-8"],
+            body: Data(FormEncoding.encode(pairs).utf8))
+    }
+
+    private func oauthError(_ request: OIDCEngine.Request, _ error: String, _ description: String) -> HTTPResponse {
+        oauthAnswer(
+            request,
+            [
+                ("error", .string(error)), ("error_description", .string(description)),
+                (
+                    "error_uri",
+                    .string(
+                        "https://docs.github.com/developers/apps/authorizing-oauth-apps#error-codes-for-the-device-flow"
+                    )
+                ),
+            ])
+    }
+
+    private func deviceCode(_ request: OIDCEngine.Request, _ state: inout State) -> HTTPResponse {
+        if consume(.deviceFlowDisabled, &state) != nil {
+            return oauthError(request, "device_flow_disabled", "Device Flow must be explicitly enabled for this App")
+        }
+        guard let clientID = request["client_id"], state.clients.contains(clientID) else {
+            return oauthError(request, "incorrect_client_credentials", "The client_id passed is incorrect.")
+        }
+        let deviceCode = Self.random(20)
+        let letters = Array("BCDFGHJKLMNPQRSTVWXZ0123456789")
+        let userCode = String((0..<8).map { _ in letters.randomElement()! }).enumerated().map {
+            $0.offset == 4 ? "-\($0.element)" : "\($0.element)"
+        }.joined()
+        let scopes = (request["scope"] ?? "").split(whereSeparator: { $0 == " " || $0 == "," }).map(String.init)
+        state.devices[deviceCode] = Device(
+            clientID: clientID, userCode: userCode, scopes: scopes, expiresAt: now(state).addingTimeInterval(900),
+            interval: state.devicePollInterval)
+        return oauthAnswer(
+            request,
+            [
+                ("device_code", .string(deviceCode)), ("user_code", .string(userCode)),
+                ("verification_uri", .string(state.baseURL + "/login/device")),
+                ("expires_in", .number(900)), ("interval", .number(Double(state.devicePollInterval))),
+            ])
+    }
+
+    private func accessToken(_ request: OIDCEngine.Request, _ state: inout State) -> HTTPResponse {
+        guard let clientID = request["client_id"], state.clients.contains(clientID) else {
+            return oauthError(
+                request, "incorrect_client_credentials", "The client_id and/or client_secret passed are incorrect.")
+        }
+        switch request["grant_type"] {
+        case "urn:ietf:params:oauth:grant-type:device_code":
+            guard let code = request["device_code"], let device = state.devices[code], device.clientID == clientID
+            else {
+                return oauthError(request, "incorrect_device_code", "The device_code provided is not valid.")
+            }
+            if device.expiresAt <= now(state) {
+                state.devices[code] = nil
+                return oauthError(request, "expired_token", "The device_code has expired.")
+            }
+            if device.denied {
+                state.devices[code] = nil
+                return oauthError(request, "access_denied", "The authorization request was denied.")
+            }
+            if consume(.slowDown, &state) != nil {
+                state.devices[code]?.interval += 5
+                var response = oauthError(
+                    request, "slow_down", "Too many requests have been made in the same timeframe.")
+                if var json = JSONValue(parsing: response.body)?.objectValue,
+                    (request.headers["Accept"] ?? "").contains("json")
+                {
+                    json["interval"] = .number(Double(device.interval + 5))
+                    response = OIDCEngine.json(.object(json))
+                }
+                return response
+            }
+            guard let login = device.approvedFor else {
+                return oauthError(request, "authorization_pending", "The authorization request is still pending.")
+            }
+            state.devices[code] = nil
+            return issue(login: login, scopes: device.scopes, clientID: clientID, request, &state)
+        case "refresh_token":
+            guard let refresh = request["refresh_token"], let grant = state.refreshTokens[refresh],
+                grant.clientID == clientID, grant.expiresAt > now(state)
+            else {
+                return oauthError(request, "bad_refresh_token", "The refresh token passed is incorrect or expired.")
+            }
+            state.refreshTokens[refresh] = nil
+            return issue(login: grant.login, scopes: grant.scopes, clientID: clientID, request, &state)
+        default:
+            return oauthError(request, "unsupported_grant_type", "The grant type is not supported.")
+        }
+    }
+
+    private func issue(
+        login: String, scopes: [String], clientID: String, _ request: OIDCEngine.Request, _ state: inout State
+    ) -> HTTPResponse {
+        let token = (expiringTokens ? "ghu_" : "gho_") + Self.random()
+        let issued = now(state)
+        state.tokens[token] = Token(
+            login: login, scopes: scopes,
+            expiresAt: expiringTokens ? issued.addingTimeInterval(accessTokenLifetime) : nil,
+            clientID: clientID, isPersonal: false)
+        var fields: [(String, JSONValue)] = [
+            ("access_token", .string(token)), ("token_type", .string("bearer")),
+            ("scope", .string(scopes.joined(separator: ","))),
+        ]
+        if expiringTokens {
+            let refresh = "ghr_" + Self.random(48)
+            let refreshLifetime: TimeInterval = 15_897_600
+            state.refreshTokens[refresh] = Refresh(
+                login: login, scopes: scopes, clientID: clientID, expiresAt: issued.addingTimeInterval(refreshLifetime))
+            fields += [
+                ("expires_in", .number(accessTokenLifetime)), ("refresh_token", .string(refresh)),
+                ("refresh_token_expires_in", .number(refreshLifetime)),
+            ]
+        }
+        return oauthAnswer(request, fields)
+    }
+
+    // MARK: The REST API
+
+    static func message(
+        _ text: String, status: Int, headers: HTTPHeaders = [:], extra: [String: JSONValue] = [:]
+    )
+        -> HTTPResponse
+    {
+        var body: [String: JSONValue] = [
+            "message": .string(text), "documentation_url": .string(documentation), "status": .string(String(status)),
+        ]
+        for (key, value) in extra { body[key] = value }
+        var response = OIDCEngine.json(.object(body), status: status)
+        for field in headers { response.headers.add(name: field.name, value: field.value) }
+        return response
+    }
+
+    private func api(_ request: OIDCEngine.Request, _ state: inout State) -> HTTPResponse {
+        let path = String(request.path.dropFirst("/api/v3".count))
+        if request.method == .get, path == "" || path == "/" {
+            // The API root answers without a token, as GitHub's does.
+            return OIDCEngine.json(
+                .object([
+                    "current_user_url": .string(state.baseURL + "/api/v3/user"),
+                    "repository_url": .string(state.baseURL + "/api/v3/repos/{owner}/{repo}"),
+                ]))
+        }
+        let authorization = request.headers["Authorization"] ?? ""
+        let presented = authorization.split(separator: " ", maxSplits: 1).last.map(String.init)
+        guard !authorization.isEmpty, let presented else {
+            return Self.message("Requires authentication", status: 401)
+        }
+        if consume(.badCredentials, &state) != nil { return Self.message("Bad credentials", status: 401) }
+        guard let token = state.tokens[presented], token.expiresAt.map({ $0 > now(state) }) ?? true else {
+            return Self.message("Bad credentials", status: 401)
+        }
+        if consume(.serverError, &state) != nil { return Self.message("Server Error", status: 502) }
+        if consume(.ssoRequired, &state) != nil {
+            let url = state.baseURL + "/orgs/sesame-org/sso?authorization_request=" + Self.random(12)
+            return Self.message(
+                "Resource protected by organization SAML enforcement. You must grant your Personal Access token "
+                    + "access to this organization.", status: 403, headers: ["X-GitHub-SSO": "required; url=\(url)"])
+        }
+        // The primary limit, per token, in a window of an hour.
+        let nowDate = now(state)
+        var window = state.windows[presented] ?? Window(resetAt: nowDate.addingTimeInterval(3600), used: 0)
+        if window.resetAt <= nowDate { window = Window(resetAt: nowDate.addingTimeInterval(3600), used: 0) }
+        if let primary = consume(.primaryRateLimit, &state) {
+            window.used = state.rateLimit
+            window.resetAt = nowDate.addingTimeInterval(TimeInterval(primary.seconds ?? 60))
+        }
+        if window.used >= state.rateLimit {
+            state.windows[presented] = window
+            let person = state.people.first { $0.login == token.login }
+            return Self.message(
+                "API rate limit exceeded for user ID \(person?.id ?? 0). If you reach out to GitHub Support for "
+                    + "help, please include the request ID.", status: 403,
+                headers: rateHeaders(window, state))
+        }
+        if let secondary = consume(.secondaryRateLimit, &state) {
+            return Self.message(
+                "You have exceeded a secondary rate limit. Please wait a few minutes before you try again.",
+                status: 403, headers: ["retry-after": String(secondary.seconds ?? 30)])
+        }
+        window.used += 1
+        state.windows[presented] = window
+        var headers = rateHeaders(window, state)
+        if let scopes = token.scopes { headers.add(name: "X-OAuth-Scopes", value: scopes.joined(separator: ", ")) }
+        if token.isPersonal, let expiry = token.expiresAt {
+            let formatter = DateFormatter()
+            formatter.locale = Locale(identifier: "en_US_POSIX")
+            formatter.timeZone = TimeZone(identifier: "UTC")
+            formatter.dateFormat = "yyyy-MM-dd HH:mm:ss 'UTC'"
+            headers.add(name: "github-authentication-token-expiration", value: formatter.string(from: expiry))
+        }
+        if let missing = consume(.scopeMissing, &state) {
+            headers.add(name: "X-Accepted-OAuth-Scopes", value: missing.scope ?? "admin:org")
+            return Self.message("Resource not accessible by integration", status: 403, headers: headers)
+        }
+        var response: HTTPResponse
+        switch (request.method, path) {
+        case (.get, "/user"):
+            headers.add(name: "X-Accepted-OAuth-Scopes", value: "")
+            let person = state.people.first { $0.login == token.login } ?? state.people[0]
+            response = OIDCEngine.json(
+                .object([
+                    "login": .string(person.login), "id": .number(Double(person.id)),
+                    "node_id": .string("MDQ6VXNlcj\(person.id)"), "type": .string("User"),
+                    "name": .string(person.name), "html_url": .string(state.baseURL + "/" + person.login),
+                ]))
+        case (.get, "/user/repos"):
+            headers.add(name: "X-Accepted-OAuth-Scopes", value: "")
+            response = repositories(request, login: token.login, &headers, state)
+        case (.post, "/user/repos"):
+            headers.add(name: "X-Accepted-OAuth-Scopes", value: "public_repo, repo")
+            let granted = Set(token.scopes ?? ["repo"])
+            guard granted.contains("repo") || granted.contains("public_repo") else {
+                response = Self.message("Not Found", status: 404)
+                break
+            }
+            response = createRepository(request, login: token.login, &state)
+        default:
+            response = Self.message("Not Found", status: 404)
+        }
+        for field in headers { response.headers.add(name: field.name, value: field.value) }
+        return response
+    }
+
+    private func rateHeaders(_ window: Window, _ state: State) -> HTTPHeaders {
+        [
+            "x-ratelimit-limit": String(state.rateLimit),
+            "x-ratelimit-remaining": String(max(0, state.rateLimit - window.used)),
+            "x-ratelimit-reset": String(Int(window.resetAt.timeIntervalSince1970.rounded(.up))),
+            "x-ratelimit-used": String(window.used), "x-ratelimit-resource": "core",
+        ]
+    }
+
+    private func repositories(
+        _ request: OIDCEngine.Request, login: String, _ headers: inout HTTPHeaders, _ state: State
+    ) -> HTTPResponse {
+        let names = state.repositories[login] ?? []
+        guard let perPage = Int(request["per_page"] ?? "30"), let page = Int(request["page"] ?? "1"), page >= 1 else {
+            return Self.message("Invalid request: per_page and page must be numbers.", status: 400)
+        }
+        let size = min(max(perPage, 1), 100)
+        let last = max(1, (names.count + size - 1) / size)
+        let slice = names.dropFirst((page - 1) * size).prefix(size)
+        let base = state.baseURL + "/api/v3/user/repos"
+        func link(_ number: Int, _ relation: String) -> String {
+            "<\(base)?per_page=\(size)&page=\(number)>; rel=\"\(relation)\""
+        }
+        var links: [String] = []
+        if page > 1 { links += [link(page - 1, "prev"), link(1, "first")] }
+        if page < last { links += [link(page + 1, "next"), link(last, "last")] }
+        if !links.isEmpty { headers.add(name: "Link", value: links.joined(separator: ", ")) }
+        let person = state.people.first { $0.login == login }
+        let items: [JSONValue] = slice.enumerated().map { offset, name in
+            .object([
+                "id": .number(Double((person?.id ?? 0) * 1000 + (page - 1) * size + offset + 1)),
+                "name": .string(name), "full_name": .string("\(login)/\(name)"), "private": .bool(false),
+            ])
+        }
+        return OIDCEngine.json(.array(items))
+    }
+
+    private func createRepository(_ request: OIDCEngine.Request, login: String, _ state: inout State) -> HTTPResponse {
+        let json = JSONValue(parsing: request.body)
+        guard let name = json?["name"]?.stringValue, !name.isEmpty else {
+            return Self.message(
+                "Repository creation failed.", status: 422,
+                extra: [
+                    "errors": .array([
+                        .object([
+                            "resource": .string("Repository"), "code": .string("missing_field"),
+                            "field": .string("name"),
+                        ])
+                    ])
+                ])
+        }
+        if state.repositories[login, default: []].contains(name) {
+            return Self.message(
+                "Repository creation failed.", status: 422,
+                extra: [
+                    "errors": .array([
+                        .object([
+                            "resource": .string("Repository"), "code": .string("custom"), "field": .string("name"),
+                            "message": .string("name already exists on this account"),
+                        ])
+                    ])
+                ])
+        }
+        state.repositories[login, default: []].append(name)
+        return OIDCEngine.json(
+            .object(["name": .string(name), "full_name": .string("\(login)/\(name)"), "private": .bool(false)]),
+            status: 201)
+    }
+
+    // MARK: Scenarios
+
+    /// The scenario's setting when it is active, using up one of its count.
+    private func consume(_ scenario: GitHubScenario, _ state: inout State) -> GitHubScenarioSetting? {
+        guard let index = state.scenarios.firstIndex(where: { $0.setting.scenario == scenario }) else { return nil }
+        let setting = state.scenarios[index].setting
+        if let remaining = state.scenarios[index].remaining {
+            if remaining <= 1 {
+                state.scenarios.remove(at: index)
+            } else {
+                state.scenarios[index].remaining = remaining - 1
+            }
+        }
+        return setting
+    }
+
+    func activate(_ setting: GitHubScenarioSetting) {
+        locked { $0.scenarios.append(Scenario(setting: setting, remaining: setting.count)) }
+    }
+
+    // MARK: Admin
+
+    private func admin(_ request: OIDCEngine.Request, _ state: inout State) -> HTTPResponse {
+        let json = JSONValue(parsing: request.body)
+        func failure(_ text: String, status: Int = 400) -> HTTPResponse {
+            OIDCEngine.json(.object(["error": .string(text)]), status: status)
+        }
+        switch (request.method, request.path) {
+        case (.post, "/__sesame/scenarios"):
+            guard let name = json?["scenario"]?.stringValue, let scenario = GitHubScenario(rawValue: name) else {
+                return failure("Name a scenario: " + GitHubScenario.allCases.map(\.rawValue).joined(separator: ", "))
+            }
+            let setting = GitHubScenarioSetting(
+                scenario, count: json?["count"]?.lenientInt, seconds: json?["seconds"]?.lenientInt,
+                scope: json?["scope"]?.stringValue)
+            state.scenarios.append(Scenario(setting: setting, remaining: setting.count))
+            return OIDCEngine.json(.object(["scenario": .string(name)]), status: 201)
+        case (.delete, "/__sesame/scenarios"):
+            state.scenarios.removeAll()
+            return OIDCEngine.json(.object(["cleared": .bool(true)]))
+        case (.post, "/__sesame/device"):
+            guard let userCode = json?["user_code"]?.stringValue,
+                let code = state.devices.first(where: { $0.value.userCode == userCode })?.key
+            else { return failure("No device login has that user_code.", status: 404) }
+            guard let person = try? Self.person(json?["user"]?.stringValue, in: state) else {
+                return failure("No such user.", status: 404)
+            }
+            if json?["action"]?.stringValue == "deny" {
+                state.devices[code]?.denied = true
+            } else {
+                state.devices[code]?.approvedFor = person.login
+            }
+            return OIDCEngine.json(.object(["user_code": .string(userCode)]))
+        case (.post, "/__sesame/tokens"):
+            guard let person = try? Self.person(json?["user"]?.stringValue, in: state) else {
+                return failure("No such user.", status: 404)
+            }
+            let scopes: [String]? =
+                json?["kind"]?.stringValue == "fine-grained"
+                ? nil
+                : (json?["scopes"]?.arrayValue?.compactMap(\.stringValue)
+                    ?? (json?["scopes"]?.stringValue ?? "repo,read:org").split(separator: ",").map {
+                        $0.trimmingCharacters(in: .whitespaces)
+                    })
+            let token = (scopes == nil ? "github_pat_" : "ghp_") + Self.random()
+            state.tokens[token] = Token(
+                login: person.login, scopes: scopes,
+                expiresAt: json?["expiresInDays"]?.doubleValue.map { now(state).addingTimeInterval($0 * 86_400) },
+                clientID: nil, isPersonal: true)
+            return OIDCEngine.json(.object(["token": .string(token), "login": .string(person.login)]), status: 201)
+        case (.post, "/__sesame/clock"):
+            state.clockOffset += json?["advance"]?.doubleValue ?? 0
+            return OIDCEngine.json(.object(["offset": .number(state.clockOffset)]))
+        default:
+            return failure("No such admin endpoint.", status: 404)
+        }
+    }
+
+    private func page(title: String, body: String) -> String {
+        HTML.page(title: title, body: body, header: "GitHub <small>Sesame emulator: not the real GitHub</small>")
+    }
+}

@@ -1,0 +1,292 @@
+import Foundation
+import Sesame
+
+/// Keys of `AuthError.providerInfo` that ``GitHubErrorTaxonomy`` fills in, beside those of
+/// `ErrorRuleInfoKey`.
+public enum GitHubErrorInfoKey {
+    /// What the taxonomy read the error as (`bad_credentials`, `sso_required`, an OAuth error
+    /// code...), when it read one: the `error` column of `GitHubErrors.json`.
+    public static let githubError = "githubError"
+    /// The SAML single sign-on authorisation URL from `X-GitHub-SSO`.
+    public static let ssoURL = "ssoURL"
+    /// The scopes the endpoint accepts, from `X-Accepted-OAuth-Scopes` (an array of strings).
+    public static let acceptedScopes = "acceptedScopes"
+    /// The scopes the token has, from `X-OAuth-Scopes` (an array of strings).
+    public static let grantedScopes = "grantedScopes"
+    /// The epoch second at which the primary rate limit resets, from `x-ratelimit-reset`.
+    public static let rateLimitReset = "rateLimitReset"
+    /// The `errors` array of a 422 answer.
+    public static let validationErrors = "validationErrors"
+    /// The `documentation_url` of the answer.
+    public static let documentationURL = "documentationURL"
+}
+
+/// Classifies GitHub's errors through the table in `GitHubErrors.json` (``table``), generated
+/// into Swift at build time.
+///
+/// It reads what GitHub's documentation says to read: the status; `X-GitHub-SSO` (SAML SSO,
+/// with the authorisation URL); `x-ratelimit-remaining: 0` and `x-ratelimit-reset` (the
+/// primary limit: wait until the reset); `retry-after` or a "secondary rate limit" message
+/// (back off, at least a minute without a hint); "Resource not accessible" and
+/// `X-Accepted-OAuth-Scopes` against `X-OAuth-Scopes` (a missing scope, named); a 422's
+/// `errors`; and the OAuth `error` of device-flow and refresh answers. It is total: HTML
+/// pages, empty bodies and broken JSON are classified by their status.
+public struct GitHubErrorTaxonomy: ErrorTaxonomy {
+    /// The host, for messages.
+    public var host: GitHubHost
+    /// The wall clock, for `x-ratelimit-reset` and `Retry-After` dates.
+    public var now: @Sendable () -> Date
+
+    /// The rows of `GitHubErrors.json`, in the order they are tried.
+    public static var table: ErrorRuleTable { GitHubErrors.table }
+
+    /// The wait after a secondary rate limit that came without a `retry-after` (GitHub: "at
+    /// least one minute").
+    public static let secondaryLimitDefaultWait: Duration = .seconds(60)
+
+    /// Creates the taxonomy.
+    public init(host: GitHubHost = .github, now: @escaping @Sendable () -> Date = { Date() }) {
+        self.host = host
+        self.now = now
+    }
+
+    public var provider: ProviderID { .github }
+
+    /// What the taxonomy reads an answer as: the `error` column value, or `nil`.
+    public static func errorIdentifier(status: Int, headers: HTTPHeaders, json: JSONValue?) -> String? {
+        if let oauth = json?["error"]?.stringValue, !oauth.isEmpty { return oauth }
+        let message = (json?["message"]?.stringValue ?? "").lowercased()
+        switch status {
+        case 401:
+            return "bad_credentials"
+        case 403, 404, 429:
+            if status != 404, headers["X-GitHub-SSO"] != nil { return "sso_required" }
+            if status != 404, headers["x-ratelimit-remaining"]?.trimmingCharacters(in: .whitespaces) == "0" {
+                return "primary_rate_limit"
+            }
+            if status != 404, headers["retry-after"] != nil || message.contains("secondary rate limit") {
+                return "secondary_rate_limit"
+            }
+            if status == 429 { return nil }
+            if message.contains("resource not accessible") { return "resource_not_accessible" }
+            let accepted = GitHubText.scopes(headers["X-Accepted-OAuth-Scopes"])
+            if !accepted.isEmpty, let grantedHeader = headers["X-OAuth-Scopes"] {
+                let granted = Set(GitHubText.scopes(grantedHeader))
+                if !accepted.contains(where: { granted.contains($0) || GitHubScopes.implied(by: granted).contains($0) })
+                {
+                    return "missing_scope"
+                }
+            }
+            return nil
+        default:
+            return nil
+        }
+    }
+
+    /// Classifies a failed HTTP response (or a 200 that carries an OAuth `error`).
+    public func classify(status: Int, headers: HTTPHeaders, body: Data) -> AuthError {
+        let json = body.count <= 1 << 20 ? JSONValue(parsing: body) : nil
+        let identifier = Self.errorIdentifier(status: status, headers: headers, json: json)
+        let rule = Self.table.firstMatch(ErrorFacts(error: identifier, status: status)) ?? Self.lastResort
+        var info = Self.info(rule: rule, identifier: identifier)
+        let accepted = GitHubText.scopes(headers["X-Accepted-OAuth-Scopes"])
+        let granted = GitHubText.scopes(headers["X-OAuth-Scopes"])
+        if !accepted.isEmpty { info[GitHubErrorInfoKey.acceptedScopes] = .array(accepted.map(JSONValue.string)) }
+        if headers["X-OAuth-Scopes"] != nil {
+            info[GitHubErrorInfoKey.grantedScopes] = .array(granted.map(JSONValue.string))
+        }
+        if let docs = json?["documentation_url"]?.stringValue {
+            info[GitHubErrorInfoKey.documentationURL] = .string(GitHubText.printable(docs))
+        }
+
+        let githubMessage = (json?["message"]?.stringValue ?? json?["error_description"]?.stringValue).map(
+            GitHubText.printable)
+        var message = "\(host.isGitHubDotCom ? "GitHub" : "GitHub (\(host.hostname))") answered HTTP \(status)"
+        if let githubMessage, !githubMessage.isEmpty { message += ": \(githubMessage)" }
+        if !message.hasSuffix(".") { message += "." }
+        var userMessage = rule.userMessage
+        var retryAfter: Duration?
+
+        switch identifier {
+        case "sso_required":
+            let url = Self.ssoURL(headers["X-GitHub-SSO"] ?? "")
+            if let url {
+                info[GitHubErrorInfoKey.ssoURL] = .string(url)
+                message += " Authorise the token for the organisation at \(url), then try again."
+                userMessage = (userMessage ?? "") + " Open \(url) to authorise it, then try again."
+            } else {
+                message +=
+                    " The organisation requires SAML single sign-on; authorise the token for it in GitHub's "
+                    + "settings (Settings → Applications, or the token's \"Configure SSO\"), then try again."
+            }
+        case "primary_rate_limit":
+            let reset = headers["x-ratelimit-reset"].flatMap { Int($0.trimmingCharacters(in: .whitespaces)) }
+            if let reset {
+                info[GitHubErrorInfoKey.rateLimitReset] = .number(Double(reset))
+                let seconds = max(
+                    1,
+                    Int(
+                        (Date(timeIntervalSince1970: TimeInterval(reset)).timeIntervalSince(now()))
+                            .rounded(.up)))
+                retryAfter = .seconds(seconds)
+                message += " The primary rate limit is used up; it resets in \(seconds) s (x-ratelimit-reset \(reset))."
+            } else {
+                retryAfter = Self.secondaryLimitDefaultWait
+                message += " The primary rate limit is used up; wait for it to reset."
+            }
+        case "secondary_rate_limit":
+            retryAfter = Self.retryAfter(headers, now: now()) ?? Self.secondaryLimitDefaultWait
+            message += " A secondary rate limit was hit; wait \(retryAfter!.formattedSeconds) before trying again."
+        case "resource_not_accessible", "missing_scope":
+            let implied = GitHubScopes.implied(by: Set(granted))
+            let missing = accepted.filter { !granted.contains($0) && !implied.contains($0) }
+            if !missing.isEmpty {
+                let names = missing.map { "'\($0)'" }.joined(separator: " or ")
+                message +=
+                    " The token needs the scope \(names) (X-Accepted-OAuth-Scopes); it has "
+                    + (granted.isEmpty ? "none" : granted.map { "'\($0)'" }.joined(separator: ", "))
+                    + ". Log in again asking for it."
+                userMessage =
+                    "This needs the GitHub permission \(names), which your sign-in does not have. Sign in "
+                    + "again and allow it."
+            } else {
+                message +=
+                    " The token (or the app) lacks a permission this endpoint needs; for a fine-grained token "
+                    + "or a GitHub App, grant it in the token's or app's settings."
+            }
+        case "bad_credentials":
+            message += " Log in again (the token was revoked, expired or is not valid)."
+        default:
+            if status == 422 {
+                let errors = json?["errors"]?.arrayValue ?? []
+                if !errors.isEmpty {
+                    info[GitHubErrorInfoKey.validationErrors] = .array(Array(errors.prefix(20)))
+                    message += " Errors: " + errors.prefix(10).map(Self.validationText).joined(separator: "; ") + "."
+                }
+            } else if (500...599).contains(status) {
+                retryAfter = Self.retryAfter(headers, now: now())
+            } else if status == 429 {
+                retryAfter = Self.retryAfter(headers, now: now())
+            }
+        }
+        message += " " + rule.meaning
+        return AuthError(
+            category: rule.category,
+            message: message,
+            shouldNotifyUser: rule.shouldNotifyUser,
+            userTitle: rule.userTitle,
+            userMessage: userMessage,
+            httpStatus: status,
+            recoveryTactic: rule.recoveryTactic,
+            closesSession: rule.closesSession,
+            retryAfter: retryAfter,
+            errorType: identifier,
+            body: json,
+            provider: .github,
+            providerInfo: info
+        )
+    }
+
+    /// Classifies an OAuth error of the device flow or of a refresh (sent with HTTP 200).
+    public func classifyLoginError(_ error: OAuthErrorResponse) -> AuthError {
+        let rule = Self.table.firstMatch(ErrorFacts(error: error.error)) ?? Self.lastResort
+        var message = "GitHub answered the login with '\(GitHubText.printable(error.error))'"
+        if let description = error.errorDescription { message += ": \(GitHubText.printable(description))" }
+        if !message.hasSuffix(".") { message += "." }
+        message += " " + rule.meaning
+        return AuthError(
+            category: rule.category,
+            message: message,
+            shouldNotifyUser: rule.shouldNotifyUser,
+            userTitle: rule.userTitle,
+            userMessage: rule.userMessage,
+            loginFailedReason: rule.category == .userCancelled
+                ? .userCancelled : error.error == "expired_token" ? .codeExpired : .providerError,
+            recoveryTactic: rule.recoveryTactic,
+            closesSession: rule.closesSession,
+            errorType: error.error,
+            provider: .github,
+            providerInfo: Self.info(rule: rule, identifier: error.error)
+        )
+    }
+
+    private static func info(rule: ErrorRule, identifier: String?) -> [String: JSONValue] {
+        var info: [String: JSONValue] = [
+            ErrorRuleInfoKey.rule: .string(rule.id),
+            ErrorRuleInfoKey.allowsSilentReauthentication: .bool(rule.allowsSilentReauthentication),
+        ]
+        if let key = rule.messageKey { info[ErrorRuleInfoKey.messageKey] = .string(key) }
+        if let identifier { info[GitHubErrorInfoKey.githubError] = .string(GitHubText.printable(identifier)) }
+        return info
+    }
+
+    static let lastResort = ErrorRule(
+        id: "other", match: ErrorRuleMatch(), category: .providerOther, recoveryTactic: .showMessage,
+        shouldNotifyUser: false, closesSession: false, meaning: "An error no rule describes.", source: "Sesame")
+
+    /// The `url=` of an `X-GitHub-SSO: required; url=https://...` header, when it is an https URL.
+    public static func ssoURL(_ header: String) -> String? {
+        for part in header.split(separator: ";") {
+            let trimmed = part.trimmingCharacters(in: .whitespaces)
+            guard trimmed.lowercased().hasPrefix("url=") else { continue }
+            let url = String(trimmed.dropFirst(4))
+            guard let parsed = URL(string: url), parsed.scheme?.lowercased() == "https" || parsed.host == "127.0.0.1"
+            else { return nil }
+            return GitHubText.printable(url)
+        }
+        return nil
+    }
+
+    /// The wait a `Retry-After` header asks for (delay-seconds or an HTTP date), when sensible.
+    static func retryAfter(_ headers: HTTPHeaders, now: Date) -> Duration? {
+        guard let text = headers["Retry-After"]?.trimmingCharacters(in: .whitespaces), !text.isEmpty else {
+            return nil
+        }
+        if let seconds = Int(text) { return (0..<10_000_000).contains(seconds) ? .seconds(seconds) : nil }
+        let formatter = DateFormatter()
+        formatter.locale = Locale(identifier: "en_US_POSIX")
+        formatter.timeZone = TimeZone(identifier: "GMT")
+        formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss zzz"
+        guard let date = formatter.date(from: text) else { return nil }
+        let seconds = Int(date.timeIntervalSince(now).rounded(.up))
+        return (0..<10_000_000).contains(seconds) ? .seconds(seconds) : nil
+    }
+
+    /// One entry of a 422's `errors`: `Repository.name: already_exists (name already exists)`.
+    static func validationText(_ entry: JSONValue) -> String {
+        if let text = entry.stringValue { return GitHubText.printable(text) }
+        var text = [entry["resource"]?.stringValue, entry["field"]?.stringValue].compactMap { $0 }.joined(
+            separator: ".")
+        if let code = entry["code"]?.stringValue { text += text.isEmpty ? code : ": \(code)" }
+        if let message = entry["message"]?.stringValue { text += text.isEmpty ? message : " (\(message))" }
+        return GitHubText.printable(text.isEmpty ? entry.jsonText : text)
+    }
+}
+
+/// GitHub's scope hierarchy, so a token with `repo` is not said to lack `public_repo`.
+public enum GitHubScopes {
+    /// Scopes that `granted` include without naming them (`repo` includes `public_repo`...).
+    public static func implied(by granted: Set<String>) -> Set<String> {
+        let children: [String: [String]] = [
+            "repo": ["repo:status", "repo_deployment", "public_repo", "repo:invite", "security_events"],
+            "admin:org": ["write:org", "read:org", "manage_runners:org"],
+            "write:org": ["read:org"],
+            "admin:public_key": ["write:public_key", "read:public_key"],
+            "write:public_key": ["read:public_key"],
+            "admin:repo_hook": ["write:repo_hook", "read:repo_hook"],
+            "write:repo_hook": ["read:repo_hook"],
+            "admin:gpg_key": ["write:gpg_key", "read:gpg_key"],
+            "write:gpg_key": ["read:gpg_key"],
+            "user": ["read:user", "user:email", "user:follow"],
+            "write:packages": ["read:packages"],
+            "project": ["read:project"],
+            "write:discussion": ["read:discussion"],
+        ]
+        var result = Set<String>()
+        var queue = Array(granted)
+        while let scope = queue.popLast() {
+            for child in children[scope] ?? [] where result.insert(child).inserted { queue.append(child) }
+        }
+        return result
+    }
+}
