@@ -5,9 +5,10 @@ import Sesame
 ///
 /// The login is stored under provider `github`, app id = the host name
 /// (``GitHubProvider/credentialAppID``), account = `account`. Expiring user tokens (GitHub
-/// Apps) are refreshed through the core's one refresh path, `Session.freshToken(leeway:refresh:)`,
-/// with ``GitHubProvider/refresh(_:transport:)`` as the hook: concurrent callers share one
-/// refresh, and the new token is saved before it is used. Tokens without an expiry (OAuth apps,
+/// Apps) are refreshed through the core's one renewal path (`Session.renewToken(isDue:renew:)`:
+/// the cross-process lock, the store read again, one save), with
+/// ``GitHubProvider/refresh(_:transport:)`` as the hook: concurrent callers and processes share
+/// one refresh, and the new token is saved before it is used. Tokens without an expiry (OAuth apps,
 /// classic personal tokens) are used as they are.
 public struct GitHubSession: Sendable {
     /// The host and app.
@@ -18,20 +19,26 @@ public struct GitHubSession: Sendable {
     public let session: Session
     /// How a login is shown, when one is allowed.
     public let loginUI: (any LoginUI)?
-    /// Seconds before expiry at which a token is refreshed.
-    public var refreshLeeway: TimeInterval
+    /// How long before expiry a token is refreshed.
+    public var refreshLeeway: Duration
 
     /// Creates a session for `account` on `provider`'s host, kept in `store`.
+    ///
+    /// - Parameters:
+    ///   - refreshLocking: the cross-process refresh lock; none by default (the desktop adapter
+    ///     passes a lock directory).
     public init(
         provider: GitHubProvider, transport: any HTTPTransport, store: any CredentialStore,
-        account: String = "default", loginUI: (any LoginUI)? = nil, refreshLeeway: TimeInterval = 300
+        account: String = "default", loginUI: (any LoginUI)? = nil, refreshLeeway: Duration = .seconds(300),
+        refreshLocking: RefreshLocking = .none
     ) {
         self.provider = provider
         self.transport = transport
         self.loginUI = loginUI
         self.refreshLeeway = refreshLeeway
         self.session = Session(
-            provider: .github, appID: provider.credentialAppID, account: account, store: store, now: provider.now)
+            provider: .github, appID: provider.credentialAppID, account: account, store: store,
+            refreshLocking: refreshLocking, now: provider.now)
     }
 
     /// Where the token is kept.
@@ -58,7 +65,7 @@ public struct GitHubSession: Sendable {
     /// here, with the same hook.
     private func refreshExpiredStoredToken() async throws {
         guard var stored = try await session.store.load(key), !stored.needsLogin, stored.token.refreshToken != nil,
-            stored.token.isExpired(at: provider.now(), leeway: refreshLeeway)
+            stored.token.isExpired(at: provider.now(), leeway: Double(refreshLeeway.components.seconds))
         else { return }
         do {
             let refreshed = try await provider.refresh(stored.token, transport: transport)
@@ -69,19 +76,21 @@ public struct GitHubSession: Sendable {
         }
     }
 
-    /// A token valid for at least ``refreshLeeway`` seconds, refreshed first when needed.
+    /// A token valid for at least ``refreshLeeway``, refreshed first when needed.
     public func validToken() async throws -> AccessToken {
         try await session.freshToken(leeway: refreshLeeway, refresh: refreshHook)
     }
 
-    /// Refreshes the token now (a token with no expiry is returned as it is).
+    /// Refreshes the token now (a token with no expiry or no refresh token is returned as it is).
     @discardableResult
     public func refresh() async throws -> AccessToken {
-        try await session.freshToken(leeway: .infinity, refresh: refreshHook)
+        try await session.renewToken(
+            isDue: { $0.expirationDate != nil && $0.refreshToken != nil }, renew: refreshHook
+        ).token
     }
 
-    /// GitHub's refresh, as the core's refresh path calls it.
-    public var refreshHook: @Sendable (AccessToken) async throws -> AccessToken {
+    /// GitHub's refresh, as the core's renewal path calls it.
+    public var refreshHook: @Sendable (AccessToken) async throws -> AccessToken? {
         { [provider, transport] current in try await provider.refresh(current, transport: transport) }
     }
 
