@@ -170,6 +170,12 @@ package struct EmulatorCommand: Sendable, Equatable {
         if oidc { return await runOIDC(io: io, signals: signals) }
         if github { return await runGitHub(io: io, signals: signals) }
         let configuration = configuration(io: io)
+        if let stateFile, let problem = Self.unwritable(stateFile) {
+            io.writeError(
+                "sesame emulator: its state cannot be kept in \(stateFile): \(problem). Give another file with "
+                    + "--state-file, or set XDG_STATE_HOME to a writable directory.\n")
+            return ExitStatus.cannotCreate
+        }
         let emulator: Emulator
         do { emulator = try Emulator(configuration: configuration) } catch {
             io.writeError("sesame emulator: \(error)\n")
@@ -192,6 +198,10 @@ package struct EmulatorCommand: Sendable, Equatable {
                 io.write(text)
             }
             io.write("Stopped (\(signal == SIGINT ? "SIGINT" : signal == SIGTERM ? "SIGTERM" : "signal \(signal)")).\n")
+            if let stateFile, !FileManager.default.fileExists(atPath: stateFile) {
+                io.writeError("sesame emulator: its state could not be saved to \(stateFile); the changes are lost.\n")
+                return ExitStatus.cannotCreate
+            }
             return ExitStatus.success
         } catch {
             io.writeError("sesame emulator: \(error)\n")
@@ -225,6 +235,10 @@ extension EmulatorCommand {
             let signal = await waiter.wait()
             await emulator.stop()
             io.write("Stopped (\(signal == SIGINT ? "SIGINT" : signal == SIGTERM ? "SIGTERM" : "signal \(signal)")).\n")
+            if let stateFile, !FileManager.default.fileExists(atPath: stateFile) {
+                io.writeError("sesame emulator: its state could not be saved to \(stateFile); the changes are lost.\n")
+                return ExitStatus.cannotCreate
+            }
             return ExitStatus.success
         } catch {
             io.writeError("sesame emulator: \(error)\n")
@@ -260,6 +274,10 @@ extension EmulatorCommand {
             let signal = await waiter.wait()
             await emulator.stop()
             io.write("Stopped (\(signal == SIGINT ? "SIGINT" : signal == SIGTERM ? "SIGTERM" : "signal \(signal)")).\n")
+            if let stateFile, !FileManager.default.fileExists(atPath: stateFile) {
+                io.writeError("sesame emulator: its state could not be saved to \(stateFile); the changes are lost.\n")
+                return ExitStatus.cannotCreate
+            }
             return ExitStatus.success
         } catch {
             io.writeError("sesame emulator: \(error)\n")
@@ -281,4 +299,25 @@ private func wrapped(_ text: String, width: Int = 80) -> String {
     }
     if !line.isEmpty { lines.append(line) }
     return lines.joined(separator: "\n")
+}
+
+extension EmulatorCommand {
+    /// Why `stateFile` cannot be written, or `nil` when its directory takes a new file.
+    static func unwritable(_ stateFile: String) -> String? {
+        let directory = URL(fileURLWithPath: stateFile).deletingLastPathComponent()
+        do {
+            try FileManager.default.createDirectory(
+                at: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        } catch {
+            return "its directory \(directory.path) cannot be created"
+        }
+        let probe = directory.appendingPathComponent(".sesame-write-check-\(getpid())").path
+        let descriptor = open(probe, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0o600)
+        guard descriptor >= 0 else {
+            return "its directory \(directory.path) is not writable (\(String(cString: strerror(errno))))"
+        }
+        close(descriptor)
+        unlink(probe)
+        return nil
+    }
 }

@@ -425,6 +425,14 @@ package struct CommandFailure: Error, Sendable, CustomStringConvertible {
             return CommandFailure("\(error)", status: status)
         case let error as RevocationFailed:
             return CommandFailure("\(error)", status: ExitStatus.unavailable)
+        case let error as CocoaError:
+            // A file Sesame keeps (the active account, remembered issuers) could not be written:
+            // say which, in words, not as a Foundation error dump.
+            let path = (error.userInfo[NSFilePathErrorKey] as? String) ?? error.userInfo[NSURLErrorKey].map { "\($0)" }
+            let file = path.map { " \($0)" } ?? ""
+            return CommandFailure(
+                "Sesame could not write its state file\(file) (\(error.localizedDescription)); make its directory "
+                    + "writable, or set XDG_STATE_HOME to one that is.", status: ExitStatus.cannotCreate)
         default:
             return CommandFailure("\(error)", status: ExitStatus.failure)
         }

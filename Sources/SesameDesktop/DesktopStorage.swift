@@ -71,11 +71,17 @@ public enum DesktopStorage {
         return StorageSelection(store: resolved.store, backend: backend, reason: reason ?? why, kind: kind)
     }
 
-    /// The error for a keyring that is needed and absent, with the command-line way out.
+    /// The error for a keyring that is needed and absent: one sentence, with the way out.
     private static func unavailable(_ error: CredentialStoreError) -> DesktopError {
-        DesktopError(
-            error.message + " (For sesame and the examples: --storage file or --storage keyring-or-file, or "
-                + "SESAME_STORAGE.)", status: .unavailable)
+        let why =
+            error.kind == .noSessionBus
+            ? "there is no D-Bus session bus"
+            : error.kind == .noSecretService
+                ? "no Secret Service runs on the session bus"
+                : "the keyring cannot be reached"
+        return DesktopError(
+            "There is no desktop keyring here (\(why)); run inside your desktop session (or under dbus-run-session), "
+                + "or keep logins in a 0600 file with --storage file (or SESAME_STORAGE=file).", status: .unavailable)
     }
 }
 

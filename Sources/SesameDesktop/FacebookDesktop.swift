@@ -201,6 +201,12 @@ struct FacebookConnection: ConnectedProvider {
         case .browser(let openBrowser):
             ui = browserLogin(openBrowser: openBrowser)
         case .automatic, .device:
+            guard provider.clientToken != nil else {
+                throw DesktopError(
+                    "Facebook device login needs the app's client token: set SESAME_FACEBOOK_CLIENT_TOKEN (or "
+                        + "facebook.client_token in the config file) from App Dashboard → Settings → Advanced, or "
+                        + "log in with --web.", status: .config)
+            }
             ui = deviceLogin()
         }
         let token = try await ui.logIn(

@@ -67,6 +67,12 @@ struct InProcessCLI {
     let store: ScriptedStore
     let environment: [String: String]
 
+    init(store: ScriptedStore, environment: [String: String]) {
+        root = URL(fileURLWithPath: environment["XDG_CONFIG_HOME"] ?? "/tmp").deletingLastPathComponent()
+        self.store = store
+        self.environment = environment
+    }
+
     init(store: ScriptedStore = ScriptedStore(), extra: [String: String] = [:]) throws {
         root = FileManager.default.temporaryDirectory.appending(path: "sesame-inproc-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: root, withIntermediateDirectories: true)
@@ -255,6 +261,55 @@ struct AccountBehaviourTests {
         let result = await cli.run(["login", "facebook"])
         #expect(result.status == 78, "\(result.error)")
         #expect(result.error.contains(says), "\(result.error)")
+    }
+
+    @Test(
+        "what --with-token reads is checked before anything is sent: too long, NUL, empty",
+        arguments: [
+            (String(repeating: "A", count: 10 << 20), "too long for an access token"),
+            ("EAA\u{0}abc", "not an access token"),
+            ("\n", "gave no token"),
+        ])
+    func withTokenInput(_ input: String, _ says: String) async throws {
+        let cli = try InProcessCLI()
+        let result = await cli.run(["login", "facebook", "--with-token"], input: input)
+        #expect(result.status == 65, "\(result.error)")
+        #expect(result.error.contains(says), "\(result.error)")
+        #expect(!result.error.contains("Network error"))
+    }
+
+    @Test("device login with a real app id and no client token names the setting to give")
+    func clientTokenMissing() async throws {
+        let cli = try InProcessCLI(extra: ["SESAME_FACEBOOK_APP_ID": "1234567890"])
+        let result = await cli.run(["login", "facebook"])
+        #expect(result.status == 78)
+        #expect(result.error.contains("SESAME_FACEBOOK_CLIENT_TOKEN"))
+        #expect(!result.error.contains("FacebookProvider"))
+    }
+
+    @Test("a state directory that cannot be written is said plainly, never as a Foundation error dump")
+    func unwritableState() async throws {
+        let cli = try InProcessCLI(extra: ["SESAME_EMULATOR_APPROVE": "auto"])
+        let blocker = cli.root.appending(path: "not-a-directory")
+        try Data().write(to: blocker)
+        var environment = cli.environment
+        environment["XDG_STATE_HOME"] = blocker.appending(path: "state").path
+        let result = await InProcessCLI(store: cli.store, environment: environment).run(["login", "facebook"])
+        #expect(result.status == 73, "\(result.error)")
+        #expect(result.error.contains("XDG_STATE_HOME"))
+        #expect(!result.error.contains("NSCocoaErrorDomain") && !result.error.contains("Error Domain"))
+    }
+
+    @Test("sesame emulator refuses a state file it cannot write before it accepts any change")
+    func emulatorStateChecked() async throws {
+        let cli = try CLIHarness()
+        let blocker = cli.root.appending(path: "file")
+        try Data().write(to: blocker)
+        let result = try await cli.run(
+            "sesame", ["emulator", "--state-file", blocker.appending(path: "emulator.json").path])
+        #expect(result.status == 73)
+        #expect(result.standardError.contains("cannot be kept"))
+        #expect(!result.standardOutput.contains("Press Ctrl-C"))
     }
 
     @Test("a config file that is a directory is an error, not ignored")
