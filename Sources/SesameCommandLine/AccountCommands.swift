@@ -107,26 +107,37 @@ struct AccountCommands {
             defer {
                 if let usage = session.lastUsage { try? accounts.recordUsage(usage, for: key) }
             }
-            switch action {
-            case .list:
-                let permissions = try await session.listPermissions()
-                for permission in permissions.granted.sorted() {
-                    io.write("granted   \(permission.sanitizedForTerminal)\n")
-                }
-                for permission in permissions.declined.sorted() {
-                    io.write("declined  \(permission.sanitizedForTerminal)\n")
-                }
-            case .request(let names, let options):
-                let outcome = try await session.requestPermissions(names, options: options)
-                io.write("granted: \(outcome.granted.sorted().joined(separator: ", ").sanitizedForTerminal)\n")
-                if !outcome.declined.isEmpty {
-                    io.write("declined: \(outcome.declined.sorted().joined(separator: ", ").sanitizedForTerminal)\n")
-                }
-            case .revoke(let permission):
-                try await session.revokePermission(permission)
-                io.write("Revoked \(permission.sanitizedForTerminal).\n")
+            do {
+                try await permissions(action, session: session)
+            } catch {
+                // An error that ends the login (the person removed the app) clears it: another
+                // stored login becomes the active one, as after a logout.
+                await switchAwayIfGone(key, accounts: accounts, store: storage.store)
+                throw error
             }
             return ExitStatus.success
+        }
+    }
+
+    private func permissions(_ action: ProviderCommand.PermissionsAction, session: any AccountSession) async throws {
+        switch action {
+        case .list:
+            let permissions = try await session.listPermissions()
+            for permission in permissions.granted.sorted() {
+                io.write("granted   \(permission.sanitizedForTerminal)\n")
+            }
+            for permission in permissions.declined.sorted() {
+                io.write("declined  \(permission.sanitizedForTerminal)\n")
+            }
+        case .request(let names, let options):
+            let outcome = try await session.requestPermissions(names, options: options)
+            io.write("granted: \(outcome.granted.sorted().joined(separator: ", ").sanitizedForTerminal)\n")
+            if !outcome.declined.isEmpty {
+                io.write("declined: \(outcome.declined.sorted().joined(separator: ", ").sanitizedForTerminal)\n")
+            }
+        case .revoke(let permission):
+            try await session.revokePermission(permission)
+            io.write("Revoked \(permission.sanitizedForTerminal).\n")
         }
     }
 

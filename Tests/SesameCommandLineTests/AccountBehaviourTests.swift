@@ -140,6 +140,19 @@ struct AccountBehaviourTests {
         #expect(again.status == 0, "the second logout removes alice: \(again.error)")
     }
 
+    @Test("a login the provider ends (an invalid token) is cleared, and a remaining one becomes active")
+    func providerEndsLogin() async throws {
+        let cli = try InProcessCLI()
+        try await cli.storeEmulatorLogin(account: "alice")
+        try await cli.storeEmulatorLogin(account: "bob", token: "EAAneverissuedbytheemulator")
+        #expect(await cli.run(["switch", "facebook", "bob"]).status == 0)
+        let permissions = await cli.run(["permissions", "facebook"])
+        #expect(permissions.status == 77, "\(permissions.error)")
+        #expect(permissions.error.contains("Account 'alice' is now the active one."), "\(permissions.error)")
+        let token = await cli.run(["token", "facebook"])
+        #expect(token.status == 0, "\(token.error)")
+    }
+
     @Test("a login that cannot be removed is an error with a non-zero exit, and its token is still there")
     func failedRemoval() async throws {
         let cli = try InProcessCLI(store: ScriptedStore(failDeletes: true))
