@@ -37,7 +37,8 @@ struct AccountCommands {
             ProviderConnectionRequest(
                 instance: name, flags: flags, configuration: configuration, environment: context.environment,
                 terminal: context.terminal, transport: CurlTransport(), emulators: .sesame,
-                purpose: command.action.isLogin ? .login : .use))
+                purpose: command.action.isLogin ? .login : .use,
+                readSecret: { [io] prompt in String(decoding: await io.readSecret(prompt), as: UTF8.self) }))
         do {
             let status = try await run(connected, storage: storage)
             await connected.shutdown()

@@ -176,6 +176,8 @@ public struct DesktopError: Error, Sendable, Hashable, CustomStringConvertible {
         public static let cannotCreate = Status(rawValue: 73)
         /// EX_USAGE: an option that does not fit.
         public static let usage = Status(rawValue: 64)
+        /// EX_DATAERR: what was given (on standard input, say) is not usable.
+        public static let dataError = Status(rawValue: 65)
     }
 
     /// What went wrong and what to do.

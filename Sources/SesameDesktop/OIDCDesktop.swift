@@ -13,6 +13,7 @@ import SesameOIDC
 /// | issuer | `--issuer` | `SESAME_OIDC_ISSUER` / `SESAME_OIDC_WORK_ISSUER` | `oidc.NAME.issuer` |
 /// | client id | `--client-id` | `SESAME_OIDC_CLIENT_ID` / `SESAME_OIDC_WORK_CLIENT_ID` | `oidc.NAME.clientID` |
 /// | client secret | (never a flag) | `SESAME_OIDC_CLIENT_SECRET` / `SESAME_OIDC_WORK_CLIENT_SECRET` | `oidc.NAME.client_secret` |
+/// | client secret, typed | `--client-secret-stdin` (login: read from standard input) | | |
 /// | scopes | `--scopes` (per login) | `SESAME_OIDC_SCOPES` / `SESAME_OIDC_WORK_SCOPES` | `oidc.NAME.scopes` |
 ///
 /// Last come the issuer and client of the previous login under the same name, so that
@@ -50,6 +51,9 @@ public struct OIDCPlugin: ProviderPlugin {
                 "client-secret", value: "SECRET", secret: true,
                 environment: Self.variable("CLIENT_SECRET", instance: instance), configKey: "client_secret",
                 "The client secret, for clients the issuer registered with one (never on the command line)."),
+            ProviderSetting(
+                "client-secret-stdin", kind: .flag,
+                "Read the client secret from standard input (a prompt without echo on a terminal)."),
             ProviderSetting(
                 "scopes", value: "a,b", kind: .list, flag: false,
                 environment: Self.variable("SCOPES", instance: instance),
@@ -101,7 +105,7 @@ public struct OIDCPlugin: ProviderPlugin {
         var clientSecret: Sourced<String>?
         var scopes: [String]
 
-        init(_ request: ProviderConnectionRequest) throws {
+        init(_ request: ProviderConnectionRequest) async throws {
             let instance = request.instance
             let plugin = OIDCPlugin()
             let section = try OIDCPlugin.configured(request.configuration)[instance] ?? [:]
@@ -129,7 +133,20 @@ public struct OIDCPlugin: ProviderPlugin {
             self.issuer = issuer
             self.clientID = clientID
             self.clientSecret = try value(2)
-            self.scopes = (try value(3)?.value ?? "").split(whereSeparator: { $0 == "," || $0 == " " }).map(String.init)
+            if request.flags["client-secret-stdin"] != nil {
+                guard let readSecret = request.readSecret else {
+                    throw DesktopError("This program cannot read a client secret from standard input.", status: .usage)
+                }
+                let text = await readSecret("Client secret for '\(instance)': ")
+                    .trimmingCharacters(in: .whitespacesAndNewlines)
+                guard !text.isEmpty, settings[2].problem(with: text) == nil else {
+                    throw DesktopError(
+                        "Standard input gave no usable client secret; pipe it in, as in "
+                            + "'sesame login \(instance) --client-secret-stdin < secret.txt'.", status: .dataError)
+                }
+                self.clientSecret = Sourced(text, source: "standard input")
+            }
+            self.scopes = (try value(4)?.value ?? "").split(whereSeparator: { $0 == "," || $0 == " " }).map(String.init)
         }
 
         static func missing(
@@ -152,7 +169,7 @@ public struct OIDCPlugin: ProviderPlugin {
     }
 
     func connection(_ request: ProviderConnectionRequest) async throws -> OIDCConnection {
-        let settings = try Settings(request)
+        let settings = try await Settings(request)
         let instance = request.instance
         var configuration = OIDCConfiguration(
             providerID: ProviderID(instance), displayName: instance == "oidc" ? nil : instance,
@@ -168,7 +185,7 @@ public struct OIDCPlugin: ProviderPlugin {
 
     public func doctor(_ request: ProviderConnectionRequest) async -> [DoctorLine] {
         do {
-            let settings = try Settings(request)
+            let settings = try await Settings(request)
             var lines = [
                 DoctorLine(
                     .ok,

@@ -191,13 +191,19 @@ public struct ProviderConnectionRequest: Sendable {
     public var emulators: BuiltInEmulators?
     /// Why the provider is connected.
     public var purpose: ConnectionPurpose
+    /// Reads a secret the person gives on standard input (a prompt without echo on a terminal),
+    /// for settings a flag asks to read that way; `nil` when the program has no standard input to
+    /// offer.
+    public var readSecret: (@Sendable (_ prompt: String) async -> String)?
 
     /// Creates a request.
     public init(
         instance: String, flags: [String: String] = [:], configuration: DesktopConfiguration,
         environment: [String: String], terminal: Terminal, transport: any HTTPTransport,
-        emulators: BuiltInEmulators?, purpose: ConnectionPurpose
+        emulators: BuiltInEmulators?, purpose: ConnectionPurpose,
+        readSecret: (@Sendable (_ prompt: String) async -> String)? = nil
     ) {
+        self.readSecret = readSecret
         self.instance = instance
         self.flags = flags
         self.configuration = configuration
