@@ -260,14 +260,10 @@ struct FacebookAccountSession: AccountSession {
     func validToken() async throws -> AccessToken { try await session.validToken() }
 
     func logOut(revoke: Bool) async throws -> String? {
-        do {
+        try await RevocationFailed.loggingOut(
+            revoke: revoke, advice: "remove the app in Facebook's settings (Apps and Websites)"
+        ) {
             try await session.logout(revoke: revoke)
-        } catch let error as CredentialStoreError {
-            throw error
-        } catch  where revoke {
-            throw RevocationFailed(
-                underlying: SendableErrorBox(error), advice: "remove the app in Facebook's settings (Apps and Websites)"
-            )
         }
         return revoke ? "the app's access was revoked" : nil
     }

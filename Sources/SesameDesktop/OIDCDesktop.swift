@@ -330,13 +330,10 @@ struct OIDCAccountSession: AccountSession {
     func validToken() async throws -> AccessToken { try await session.validToken() }
 
     func logOut(revoke: Bool) async throws -> String? {
-        do {
+        try await RevocationFailed.loggingOut(
+            revoke: revoke, advice: "end the session in the provider's account settings"
+        ) {
             try await session.logout(revoke: revoke)
-        } catch let error as CredentialStoreError {
-            throw error
-        } catch  where revoke {
-            throw RevocationFailed(
-                underlying: SendableErrorBox(error), advice: "end the session in the provider's account settings")
         }
         guard revoke else { return nil }
         return canRevoke

@@ -422,6 +422,21 @@ public struct RevocationFailed: Error, Sendable, CustomStringConvertible {
     }
 
     public var description: String { "revoking failed (\(underlying)); \(advice)" }
+
+    /// Runs a provider's logout: a store error (the login could not be removed) passes through;
+    /// any other error, when `revoke` was asked for, means the login is gone here but the
+    /// revocation failed.
+    public static func loggingOut(
+        revoke: Bool, advice: String, _ body: () async throws -> Void
+    ) async throws {
+        do {
+            try await body()
+        } catch let error as CredentialStoreError {
+            throw error
+        } catch  where revoke {
+            throw RevocationFailed(underlying: SendableErrorBox(error), advice: advice)
+        }
+    }
 }
 
 /// One line of `sesame doctor`: what was checked, how it is, and what to do when it is wrong.
