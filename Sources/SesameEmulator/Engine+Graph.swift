@@ -218,7 +218,9 @@ extension EmulatorEngine {
             !$0.isEmpty
         }
         guard !ids.isEmpty else { throw GraphError.invalidParameter("The parameter ids is empty.") }
-        guard ids.count <= 50 else { throw GraphError.invalidParameter("The parameter ids names more than 50 objects.") }
+        guard ids.count <= 50 else {
+            throw GraphError.invalidParameter("The parameter ids names more than 50 objects.")
+        }
         var result: [String: JSONValue] = [:]
         for id in ids where result[id] == nil { result[id] = try objectAnswer(context, id: id).body }
         return GraphAnswer(body: .object(result))

@@ -304,7 +304,8 @@ final class OIDCEngine: Sendable {
             guard bodySecret == nil else {
                 return .refused(
                     Self.oauthError(
-                        "invalid_request", "The client authenticated twice (HTTP Basic and client_secret in the body)."))
+                        "invalid_request", "The client authenticated twice (HTTP Basic and client_secret in the body).")
+                )
             }
             if let bodyID, bodyID != id {
                 return .refused(Self.oauthError("invalid_request", "client_id differs from the HTTP Basic user."))
@@ -322,7 +323,8 @@ final class OIDCEngine: Sendable {
         }
         if let registered {
             guard let bodySecret else {
-                return refuse("This client is confidential: authenticate with its secret (HTTP Basic or client_secret).")
+                return refuse(
+                    "This client is confidential: authenticate with its secret (HTTP Basic or client_secret).")
             }
             guard OAuth.constantTimeEquals(bodySecret, registered) else { return refuse("The client secret is wrong.") }
         } else if let bodySecret, !bodySecret.isEmpty {
@@ -435,7 +437,9 @@ final class OIDCEngine: Sendable {
     }
 
     /// Issues a code for `pending` as `person` and sends the browser back with it.
-    private func codeRedirect(_ pending: Pending, person: Person, authTime: Date, _ state: inout State)
+    private func codeRedirect(
+        _ pending: Pending, person: Person, authTime: Date, _ state: inout State
+    )
         -> HTTPResponse
     {
         guard let url = URL(string: pending.redirectURI) else {
@@ -576,7 +580,9 @@ final class OIDCEngine: Sendable {
 
     /// Issues an access token for `grant` and a refresh token for `refreshGrant` (the same grant
     /// unless a refresh narrowed the access token's scope), with an ID token when `openid` is in scope.
-    private func issue(_ grant: Grant, refreshGrant: Grant? = nil, nonce: String?, _ state: inout State)
+    private func issue(
+        _ grant: Grant, refreshGrant: Grant? = nil, nonce: String?, _ state: inout State
+    )
         -> HTTPResponse
     {
         let access = "at-" + ((try? Crypto.randomURLSafeString(byteCount: 32)) ?? UUID().uuidString)
@@ -730,7 +736,8 @@ final class OIDCEngine: Sendable {
             state.scenarios.removeAll()
             return Self.json(.object(["cleared": .bool(true)]))
         case (.post, "/__sesame/device"):
-            guard let userCode = json?["user_code"]?.stringValue, let code = Self.deviceCode(matching: userCode, in: state)
+            guard let userCode = json?["user_code"]?.stringValue,
+                let code = Self.deviceCode(matching: userCode, in: state)
             else { return Self.json(.object(["error": .string("No device login has that user_code.")]), status: 404) }
             guard let person = try? Self.person(json?["user"]?.stringValue, in: state) else {
                 return Self.json(.object(["error": .string("No such person.")]), status: 404)
@@ -742,7 +749,8 @@ final class OIDCEngine: Sendable {
                 return Self.json(
                     .object([
                         "error": .string(
-                            "Send {\"client_id\": \"…\", \"client_secret\": \"…\"}; without a secret the client is public.")
+                            "Send {\"client_id\": \"…\", \"client_secret\": \"…\"}; without a secret the client is public."
+                        )
                     ]), status: 400)
             }
             let secret = json?["client_secret"]?.stringValue
