@@ -80,10 +80,18 @@ public final class OIDCSession: Sendable {
     /// Closes the session and keeps the token.
     public func close() async { await session.close() }
 
-    /// An access token that is valid for at least ``refreshLeeway`` seconds, refreshed first
-    /// when needed; concurrent callers share one refresh.
+    /// An access token that is valid for at least its margin (``TokenExpiry/margin(for:maximum:)``,
+    /// at most ``refreshLeeway`` seconds), refreshed first when needed; concurrent callers share
+    /// one refresh. A token that cannot be refreshed is returned while it is still valid at all;
+    /// ``TokenExpiry/warning(for:now:maximum:)`` says what to tell the person.
     public func validToken() async throws -> AccessToken {
-        try await refreshing(leeway: refreshLeeway)
+        let current = await session.token
+        if let current, current.refreshToken == nil, await session.state.isOpen,
+            !current.isExpired(at: provider.now())
+        {
+            return current
+        }
+        return try await refreshing(leeway: current.map { TokenExpiry.margin(for: $0, maximum: refreshLeeway) } ?? 0)
     }
 
     /// Refreshes the token now (a token with no expiry date is returned as it is).
@@ -124,7 +132,8 @@ public final class OIDCSession: Sendable {
             }
             // Another process refreshed (and rotated the refresh token) while this one waited.
             if stored.token.tokenString != current.tokenString || stored.token.refreshToken != current.refreshToken {
-                if !stored.token.isExpired(at: provider.now(), leeway: refreshLeeway) { return stored.token }
+                let margin = TokenExpiry.margin(for: stored.token, maximum: refreshLeeway)
+                if !stored.token.isExpired(at: provider.now(), leeway: margin) { return stored.token }
                 base = stored.token
             }
         }
