@@ -254,7 +254,10 @@ extension EmulatorEngine {
         guard var response = outcome.response else { return outcome }
         response.headers["facebook-api-version"] = servedVersion(versionPrefix)
         var pairs = request.query
-        if request.contentType == "application/x-www-form-urlencoded" {
+        // Decoded a second time only when the body names the parameter at all.
+        if request.contentType == "application/x-www-form-urlencoded",
+            request.body.range(of: Data("suppress_http_code".utf8)) != nil
+        {
             pairs += FormEncoding.decode(String(decoding: request.body, as: UTF8.self))
         }
         if Parameters(pairs).bool("suppress_http_code", default: false) { response.status = 200 }
