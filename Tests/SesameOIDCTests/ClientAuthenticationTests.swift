@@ -125,3 +125,19 @@ struct ClientAuthenticationTests {
         }
     }
 }
+
+@Suite("The person's name from the stored ID token")
+struct IDTokenPersonNameTests {
+    @Test("an OIDC login's token names the person from its ID token, for status to show")
+    func personName() async throws {
+        let harness = try await OIDCHarness.start()
+        defer { Task { await harness.stop() } }
+        let session = harness.session(store: InMemoryCredentialStore(), loginUI: try harness.deviceLogin())
+        try await session.open(allowLoginUI: true)
+        let token = try #require(await session.token)
+        #expect(token.idTokenPersonName == "Alice Example")
+        var bare = token
+        bare.idToken = nil
+        #expect(bare.idTokenPersonName == nil)
+    }
+}
