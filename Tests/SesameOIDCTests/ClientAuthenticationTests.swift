@@ -61,7 +61,7 @@ struct ClientAuthenticationTests {
         "a confidential client logs in, refreshes and revokes with its secret, by Basic or in the body",
         arguments: [nil, OIDCClientAuthMethod.clientSecretPost])
     func confidentialRoundTrip(_ method: OIDCClientAuthMethod?) async throws {
-        let harness = try await OIDCHarness.start()
+        let harness = try await OIDCHarness.start(algorithm: "ES256")
         defer { Task { await harness.stop() } }
         try await harness.emulator.registerClient("confidential-desktop", secret: "desktop secret+/:")
         let revokedBefore = harness.emulator.revokedCount
@@ -72,7 +72,7 @@ struct ClientAuthenticationTests {
 
     @Test("a refused client is told what to configure, without the secret in the message")
     func refusedClient() async throws {
-        let harness = try await OIDCHarness.start()
+        let harness = try await OIDCHarness.start(algorithm: "ES256")
         defer { Task { await harness.stop() } }
         try await harness.emulator.registerClient("confidential-desktop", secret: "the-real-secret")
         for (secret, hint) in [(nil, "No client secret is configured"), ("wrong-secret", "client secret was sent")] {
@@ -104,7 +104,7 @@ struct ClientAuthenticationTests {
 
     @Test("a short-lived token without a refresh token is usable right after login, with a warning near its end")
     func shortLivedTokenWithoutRefresh() async throws {
-        let harness = try await OIDCHarness.start()
+        let harness = try await OIDCHarness.start(algorithm: "ES256")
         defer { Task { await harness.stop() } }
         let store = InMemoryCredentialStore()
         let key = CredentialKey(provider: .oidc, appID: OIDCEmulator.defaultClientID, account: "default")
@@ -130,7 +130,7 @@ struct ClientAuthenticationTests {
 struct IDTokenPersonNameTests {
     @Test("an OIDC login's token names the person from its ID token, for status to show")
     func personName() async throws {
-        let harness = try await OIDCHarness.start()
+        let harness = try await OIDCHarness.start(algorithm: "ES256")
         defer { Task { await harness.stop() } }
         let session = harness.session(store: InMemoryCredentialStore(), loginUI: try harness.deviceLogin())
         try await session.open(allowLoginUI: true)

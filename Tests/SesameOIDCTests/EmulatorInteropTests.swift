@@ -82,7 +82,7 @@ struct EmulatorInteropTests {
     }
 
     static func with(_ body: (Client) async throws -> Void) async throws {
-        let emulator = try OIDCEmulator()
+        let emulator = try OIDCEmulator(algorithm: "ES256")  // EC keys: generated in microseconds, not seconds
         let endpoints = try await emulator.start()
         do {
             try await body(Client(emulator: emulator, endpoints: endpoints))
