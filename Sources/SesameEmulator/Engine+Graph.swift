@@ -48,21 +48,87 @@ enum PermissionCatalogue {
     }
 }
 
-/// One entry of a `fields` parameter: a name, with any `{…}` sub-fields or `.modifier(…)` dropped.
+/// A `fields` parameter: its entries, each a name with any `{…}` sub-fields and `.modifier(…)`s
+/// (field expansion: `picture{url}`, `feed.limit(5){message}`).
 struct FieldList {
-    var names: [String]
+    /// One entry of the list.
+    struct Entry {
+        var name: String
+        /// The text between the entry's braces, when it has any.
+        var subfields: String?
+        /// `.limit(5)` is `["limit": "5"]`.
+        var modifiers: [String: String] = [:]
+
+        /// `.limit(n)`, checked, or `nil` when there is none.
+        func limit() throws -> Int? {
+            guard let text = modifiers["limit"] else { return nil }
+            guard let value = Int(text.trimmedASCII), value >= 0 else {
+                throw GraphError.invalidParameter("limit(\(text)) in the fields parameter is not a whole number.")
+            }
+            return value
+        }
+
+        /// Reads one entry: a name, then `.modifier(value)`s and at most one `{…}`, in any order.
+        static func parse(_ text: Substring) throws -> Entry {
+            let syntax = GraphError.invalidParameter("Syntax error in the fields parameter near '\(text.prefix(80))'.")
+            let characters = Array(text)
+            var index = characters.firstIndex { "{.(".contains($0) } ?? characters.count
+            var entry = Entry(name: String(characters[..<index]).trimmedASCII)
+            /// The text up to the bracket that closes the one at `index`, and where it ends.
+            func enclosed(open: Character, close: Character) throws -> String {
+                var depth = 0
+                var end = index
+                while end < characters.count {
+                    if characters[end] == open { depth += 1 }
+                    if characters[end] == close {
+                        depth -= 1
+                        if depth == 0 { break }
+                    }
+                    end += 1
+                }
+                guard end < characters.count else { throw syntax }
+                defer { index = end + 1 }
+                return String(characters[(index + 1)..<end])
+            }
+            while index < characters.count {
+                switch characters[index] {
+                case "{":
+                    guard entry.subfields == nil else { throw syntax }
+                    entry.subfields = try enclosed(open: "{", close: "}")
+                case ".":
+                    let nameStart = index + 1
+                    guard let open = characters[nameStart...].firstIndex(of: "(") else { throw syntax }
+                    let name = String(characters[nameStart..<open]).trimmedASCII
+                    guard !name.isEmpty else { throw syntax }
+                    index = open
+                    entry.modifiers[name] = try enclosed(open: "(", close: ")")
+                case " ", "\t", "\n", "\r": index += 1
+                default: throw syntax
+                }
+            }
+            return entry
+        }
+    }
+
+    var entries: [Entry]
+
+    /// The entries' names, in order.
+    var names: [String] { entries.map(\.name) }
+
+    init(names: [String]) { entries = names.map { Entry(name: $0) } }
+    init(entries: [Entry]) { self.entries = entries }
 
     /// Parses `fields`, splitting at top-level commas only.
     static func parse(_ text: String?, defaults: [String], limit: Int) throws -> FieldList {
         guard let text, !text.trimmedASCII.isEmpty else { return FieldList(names: defaults) }
-        var names: [String] = []
+        var entries: [Entry] = []
         var depth = 0
         var start = text.utf8.startIndex
         // The name ends at the first `{`, `.` or `(` of its entry.
         var nameEnd: String.Index?
-        func finish(_ end: String.Index) {
+        func finish(_ end: String.Index) throws {
             let name = String(text[start..<(nameEnd ?? end)]).trimmedASCII
-            if !name.isEmpty { names.append(name) }
+            if !name.isEmpty { entries.append(try Entry.parse(text[start..<end])) }
         }
         var index = text.utf8.startIndex
         while index < text.utf8.endIndex {
@@ -77,7 +143,7 @@ struct FieldList {
             case UInt8(ascii: ".") where depth == 0:
                 if nameEnd == nil { nameEnd = index }
             case UInt8(ascii: ",") where depth == 0:
-                finish(index)
+                try finish(index)
                 start = text.utf8.index(after: index)
                 nameEnd = nil
             default: break
@@ -85,11 +151,11 @@ struct FieldList {
             index = text.utf8.index(after: index)
         }
         guard depth == 0 else { throw GraphError.invalidParameter("Syntax error in the fields parameter.") }
-        finish(text.utf8.endIndex)
-        guard names.count <= limit else {
+        try finish(text.utf8.endIndex)
+        guard entries.count <= limit else {
             throw GraphError.invalidParameter("Too many fields (the emulator accepts \(limit)).")
         }
-        return FieldList(names: names)
+        return FieldList(entries: entries)
     }
 }
 
@@ -100,6 +166,9 @@ extension EmulatorEngine {
         let segments = context.segments
         let method = context.method
         guard let first = segments.first else {
+            if method == .get, context.parameters["ids"] != nil || context.parameters["id"] != nil {
+                return try multiRead(context)
+            }
             if method == .post, context.parameters["batch"] != nil { return try batch(context) }
             if method == .post { throw GraphError.invalidParameter("The parameter batch is required") }
             throw GraphError.unsupported(method, id: "")
@@ -137,6 +206,64 @@ extension EmulatorEngine {
             if segments.count == 1, let post = findPost(first) { return try postRoute(context, post: post) }
             throw GraphError.unsupported(method, id: first)
         }
+    }
+
+    /// `GET /?ids=a,b` (an object keyed by id, failing whole when one fails, as Facebook does) and
+    /// `GET /?id=x` (the object itself); a URL as an id reads the URL's share counts.
+    func multiRead(_ context: GraphContext) throws -> GraphAnswer {
+        if let single = context.parameters.nonEmpty("id"), context.parameters["ids"] == nil {
+            return try objectAnswer(context, id: single)
+        }
+        let ids = (context.parameters["ids"] ?? "").split(separator: ",").map { $0.trimmedASCII }.filter {
+            !$0.isEmpty
+        }
+        guard !ids.isEmpty else { throw GraphError.invalidParameter("The parameter ids is empty.") }
+        guard ids.count <= 50 else {
+            throw GraphError.invalidParameter("The parameter ids names more than 50 objects.")
+        }
+        var result: [String: JSONValue] = [:]
+        for id in ids where result[id] == nil { result[id] = try objectAnswer(context, id: id).body }
+        return GraphAnswer(body: .object(result))
+    }
+
+    private func objectAnswer(_ context: GraphContext, id: String) throws -> GraphAnswer {
+        let lowered = id.lowercased()
+        if lowered.hasPrefix("http://") || lowered.hasPrefix("https://") {
+            return GraphAnswer(
+                body: .object([
+                    "id": .string(id), "share": .object(["comment_count": .int(0), "share_count": .int(0)]),
+                ]))
+        }
+        var item = context
+        item.segments = id.split(separator: "/").map(String.init)
+        guard !item.segments.isEmpty else { throw GraphError.unsupported(.get, id: id) }
+        return try route(&item)
+    }
+
+    /// The version that served a call: the one in its path, else the emulator's default (which
+    /// is what Facebook does for an unversioned call).
+    func servedVersion(_ versionPrefix: String) -> String {
+        guard versionPrefix.hasPrefix("/") else { return configuration.graphVersion }
+        let version = String(versionPrefix.dropFirst())
+        return version.contains(".") ? version : version + ".0"
+    }
+
+    /// What every Graph answer gets last: `facebook-api-version` naming the version that served
+    /// it, and status 200 for errors when the caller asked for `suppress_http_code=1`.
+    func finishing(_ outcome: EmulatorOutcome, _ request: EmulatorRequest, versionPrefix: String) -> EmulatorOutcome {
+        guard var response = outcome.response else { return outcome }
+        response.headers["facebook-api-version"] = servedVersion(versionPrefix)
+        var pairs = request.query
+        // Decoded a second time only when the body names the parameter at all.
+        if request.contentType == "application/x-www-form-urlencoded",
+            request.body.range(of: Data("suppress_http_code".utf8)) != nil
+        {
+            pairs += FormEncoding.decode(String(decoding: request.body, as: UTF8.self))
+        }
+        if Parameters(pairs).bool("suppress_http_code", default: false) { response.status = 200 }
+        var finished = outcome
+        finished.response = response
+        return finished
     }
 
     func pathText(_ rest: some Collection<String>) -> String { "/" + rest.joined(separator: "/") }
@@ -205,7 +332,8 @@ extension EmulatorEngine {
             context.parameters["fields"], defaults: ["id", "name"], limit: limits.maxFields)
         let granted = Set(effectivePermissions(appID: caller.appID, userID: userID).granted)
         var node: [String: JSONValue] = [:]
-        for field in fields.names {
+        for entry in fields.entries {
+            let field = entry.name
             switch field {
             case "id": node["id"] = .string(user.id)
             case "name": node["name"] = .string(user.name)
@@ -224,17 +352,34 @@ extension EmulatorEngine {
                     node["installed"] = .bool(grant(appID: caller.appID, userID: userID)?.isInstalled ?? false)
                 }
             case "picture":
-                node["picture"] = .object([
-                    "data": .object([
-                        "height": .int(50), "width": .int(50), "is_silhouette": .bool(true),
-                        "url": .string("\(origin(for: context.request))\(context.versionPrefix)/\(user.id)/picture"),
-                    ])
-                ])
+                var data: [String: JSONValue] = [
+                    "height": .int(50), "width": .int(50), "is_silhouette": .bool(true),
+                    "url": .string("\(origin(for: context.request))\(context.versionPrefix)/\(user.id)/picture"),
+                ]
+                if let subfields = entry.subfields {
+                    let wanted = try FieldList.parse(subfields, defaults: [], limit: limits.maxFields).names
+                    for name in wanted where data[name] == nil {
+                        throw GraphError.nonexistingField(name, node: "ProfilePictureSource")
+                    }
+                    data = data.filter { wanted.contains($0.key) }
+                }
+                node["picture"] = .object(["data": .object(data)])
             case "permissions":
                 if access != .publicOnly {
-                    node["permissions"] = .object([
-                        "data": .array(permissionEntries(appID: caller.appID, userID: userID))
-                    ])
+                    var entries = permissionEntries(appID: caller.appID, userID: userID)
+                    if let limit = try entry.limit() { entries = Array(entries.prefix(limit)) }
+                    node["permissions"] = .object(["data": .array(entries)])
+                }
+            case "feed", "posts":
+                // Field expansion of the feed edge: `feed.limit(2){message}`.
+                if access != .publicOnly {
+                    var edge = context
+                    var pairs: [(String, String)] = []
+                    if let subfields = entry.subfields { pairs.append(("fields", subfields)) }
+                    if let limit = try entry.limit() { pairs.append(("limit", String(max(limit, 1)))) }
+                    if let token = context.parameters["access_token"] { pairs.append(("access_token", token)) }
+                    edge.parameters = Parameters(pairs)
+                    node[field] = try feed(edge, userID: userID, appID: caller.appID, pathName: userID).body
                 }
             default: throw GraphError.nonexistingField(field, node: "User")
             }

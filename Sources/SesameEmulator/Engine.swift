@@ -150,7 +150,8 @@ package final class EmulatorEngine: @unchecked Sendable {  // All mutable state 
         }
         let (segments, versionPrefix) = Self.splitVersion(all)
         if let page = page(request, segments: segments, versionPrefix: versionPrefix) { return .respond(page) }
-        return graph(request, segments: segments, versionPrefix: versionPrefix)
+        return finishing(
+            graph(request, segments: segments, versionPrefix: versionPrefix), request, versionPrefix: versionPrefix)
     }
 
     /// Whether `segment` is a Graph API version such as `v19.0` or `v2`.

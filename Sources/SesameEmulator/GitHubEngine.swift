@@ -125,11 +125,12 @@ final class GitHubEngine: Sendable {
         method: HTTPMethod, path: String, query: [(String, String)], headers: HTTPHeaders, body: Data
     ) -> HTTPResponse {
         let isForm = (headers["Content-Type"] ?? "").lowercased().hasPrefix("application/x-www-form-urlencoded")
-        let parameters = query + (isForm ? FormEncoding.decode(body) : [])
+        let form = isForm ? FormEncoding.decode(body) : []
         return locked { state in
             state.requestCounts[path, default: 0] += 1
             let request = OIDCEngine.Request(
-                method: method, path: path, parameters: parameters, headers: headers, body: body)
+                method: method, path: path, query: query, form: form, parameters: query + form, headers: headers,
+                body: body)
             return route(request, &state)
         }
     }

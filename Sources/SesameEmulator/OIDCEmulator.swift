@@ -131,7 +131,15 @@ public final class OIDCEmulator: Sendable {
     public func activate(_ setting: OIDCScenarioSetting) async throws { try engine.activate(setting) }
     /// Ends every scenario.
     public func clearScenarios() async { engine.locked { $0.scenarios.removeAll() } }
-    /// Approves a pending device login as `user` (the first person when `nil`).
+    /// Registers a client (or changes an existing one): with a `secret` it is confidential and must
+    /// authenticate at the token, device and revocation endpoints (HTTP Basic or `client_secret`
+    /// in the body); without one it is public and must use PKCE. The admin API does the same:
+    /// `POST /__sesame/clients` with `{"client_id": …, "client_secret": …}`.
+    public func registerClient(_ clientID: String, secret: String?) async throws {
+        try engine.register(clientID: clientID, secret: secret)
+    }
+    /// Approves a pending device login as `user` (the first person when `nil`); the code may be
+    /// typed in any case, with or without its dash.
     public func approveDevice(userCode: String, user: String? = nil) async throws {
         try engine.answerDevice(userCode: userCode, user: user, approve: true)
     }

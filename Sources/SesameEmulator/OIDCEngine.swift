@@ -22,11 +22,17 @@ final class OIDCEngine: Sendable {
         var pending: Pending
         var sub: String
         var expiresAt: Date
+        var authTime: Date
     }
+    /// One person's consent to one client: every token issued from it shares its `id`, so that
+    /// revoking its refresh token revokes its access tokens too (RFC 7009 §2.1).
     struct Grant: Sendable {
+        var id: String
         var clientID: String
         var sub: String
         var scope: String
+        /// When the person signed in (the ID token's `auth_time`).
+        var authTime: Date
     }
     struct Device: Sendable {
         var clientID: String
@@ -34,6 +40,7 @@ final class OIDCEngine: Sendable {
         var scope: String
         var expiresAt: Date
         var approvedFor: String?
+        var approvedAt: Date?
         var denied = false
     }
     struct Scenario: Sendable {
@@ -57,6 +64,8 @@ final class OIDCEngine: Sendable {
         var devicePollInterval = 5
         var requestCounts: [String: Int] = [:]
         var nextKeyNumber = 2
+        /// The scopes each person consented to, per client (`"client sub"`), for `prompt=none`.
+        var consents: [String: Set<String>] = [:]
     }
 
     let algorithm: SignatureAlgorithm
@@ -102,12 +111,41 @@ final class OIDCEngine: Sendable {
 
     func answerDevice(userCode: String, user: String?, approve: Bool) throws {
         try locked { state in
-            guard let code = state.devices.first(where: { $0.value.userCode == userCode })?.key else {
+            guard let code = Self.deviceCode(matching: userCode, in: state) else {
                 throw EmulatorError(message: "No device login is waiting with the code \(userCode).")
             }
             let person = try Self.person(user, in: state)
-            if approve { state.devices[code]?.approvedFor = person.sub } else { state.devices[code]?.denied = true }
+            Self.answer(device: code, as: person, approve: approve, &state)
         }
+    }
+
+    /// A user code as people type it: case and separators ignored (RFC 8628 §6.1).
+    static func normalizedUserCode(_ code: String) -> String {
+        String(code.uppercased().unicodeScalars.filter { ("A"..."Z").contains($0) || ("0"..."9").contains($0) })
+    }
+
+    /// The device code of the waiting login whose user code is `userCode`, however it was typed.
+    static func deviceCode(matching userCode: String, in state: State) -> String? {
+        let wanted = normalizedUserCode(userCode)
+        guard !wanted.isEmpty else { return nil }
+        return state.devices.first { normalizedUserCode($0.value.userCode) == wanted }?.key
+    }
+
+    static func answer(device code: String, as person: Person, approve: Bool, _ state: inout State) {
+        if approve {
+            state.devices[code]?.approvedFor = person.sub
+            state.devices[code]?.approvedAt = Date().addingTimeInterval(state.clockOffset)
+        } else {
+            state.devices[code]?.denied = true
+        }
+    }
+
+    /// Registers a client, or replaces its secret: a secret makes it confidential, `nil` public.
+    func register(clientID: String, secret: String?) throws {
+        guard !clientID.isEmpty, clientID.utf8.count <= 200 else {
+            throw EmulatorError(message: "A client id must be 1 to 200 bytes long.")
+        }
+        locked { $0.clients[clientID] = .some(secret) }
     }
 
     static func person(_ id: String?, in state: State) throws -> Person {
@@ -126,10 +164,14 @@ final class OIDCEngine: Sendable {
         -> HTTPResponse
     {
         let isForm = (headers["Content-Type"] ?? "").lowercased().hasPrefix("application/x-www-form-urlencoded")
-        let parameters = query + (isForm ? FormEncoding.decode(body) : [])
+        let form = isForm ? FormEncoding.decode(body) : []
+        // HEAD is answered as GET; the server sends the headers without the body.
+        let routed = method == .head ? HTTPMethod.get : method
         return locked { state in
             state.requestCounts[path, default: 0] += 1
-            let request = Request(method: method, path: path, parameters: parameters, headers: headers, body: body)
+            let request = Request(
+                method: routed, path: path, query: query, form: form, parameters: query + form, headers: headers,
+                body: body)
             return route(request, &state)
         }
     }
@@ -137,6 +179,10 @@ final class OIDCEngine: Sendable {
     struct Request {
         var method: HTTPMethod
         var path: String
+        var query: [(String, String)]
+        /// The `application/x-www-form-urlencoded` body's parameters.
+        var form: [(String, String)]
+        /// The query's parameters, then the form's.
         var parameters: [(String, String)]
         var headers: HTTPHeaders
         var body: Data
@@ -150,32 +196,27 @@ final class OIDCEngine: Sendable {
         case (.get, "/.well-known/openid-configuration"): return Self.json(discovery(state))
         case (.get, "/jwks"): return Self.json(jwks(state))
         case (.get, "/authorize"): return authorize(request, &state)
-        case (.post, "/authorize"): return decide(request, &state)
+        // Core §3.1.2.1: the authorization request may be form-POSTed; the consent page posts
+        // its decision to the same place, without a response_type.
+        case (.post, "/authorize"):
+            return request["response_type"] == nil ? decide(request, &state) : authorize(request, &state)
         case (.post, "/token"): return token(request, &state)
         case (.post, "/device_authorization"): return deviceAuthorization(request, &state)
         case (.get, "/userinfo"), (.post, "/userinfo"): return userinfo(request, state)
         case (.post, "/revoke"): return revoke(request, &state)
-        case (.get, "/device"):
-            return Self.html(
-                page(
-                    title: "Enter your code",
-                    body: "<h1>Sign in on another device</h1><p>Enter the code shown by the app.</p>"
-                        + "<form method=\"post\" action=\"/device\"><input name=\"user_code\">"
-                        + "<div class=\"buttons\"><button class=\"primary\" name=\"action\" value=\"allow\">Allow</button>"
-                        + "<button name=\"action\" value=\"deny\">Deny</button></div></form>"))
+        case (.get, "/device"): return Self.html(devicePage(prefilled: request["user_code"], state))
         case (.post, "/device"):
             guard let code = request["user_code"] else {
-                return Self.html(page(title: "No code", body: "No code."), status: 400)
+                return Self.html(page(title: "No code", body: "<p>Enter the code the app shows.</p>"), status: 400)
             }
-            let approve = request["action"] != "deny"
-            guard let deviceCode = state.devices.first(where: { $0.value.userCode == code })?.key else {
-                return Self.html(page(title: "Unknown code", body: "<p>That code is not valid.</p>"), status: 400)
+            guard let deviceCode = Self.deviceCode(matching: code, in: state) else {
+                return Self.html(
+                    page(title: "Unknown code", body: "<p>That code is not valid, or it expired.</p>"), status: 400)
             }
-            if approve {
-                state.devices[deviceCode]?.approvedFor = state.people[0].sub
-            } else {
-                state.devices[deviceCode]?.denied = true
+            guard let person = try? Self.person(request["user"], in: state) else {
+                return Self.html(page(title: "Unknown person", body: "<p>No such person.</p>"), status: 400)
             }
+            Self.answer(device: deviceCode, as: person, approve: request["action"] != "deny", &state)
             return Self.html(page(title: "Done", body: "<p>You can return to the app.</p>"))
         default:
             if request.path.hasPrefix("/__sesame") { return admin(request, &state) }
@@ -185,8 +226,15 @@ final class OIDCEngine: Sendable {
 
     // MARK: Discovery and keys
 
+    /// The claims an ID token or userinfo answer can carry (`claims_supported`).
+    static let claimsSupported = [
+        "iss", "sub", "aud", "exp", "iat", "auth_time", "nonce", "azp", "at_hash", "name", "email", "email_verified",
+    ]
+
     private func discovery(_ state: State) -> JSONValue {
         let issuer = state.issuer
+        let authMethods: JSONValue = .array(
+            ["client_secret_basic", "client_secret_post", "none"].map { .string($0) })
         return .object([
             "issuer": .string(issuer),
             "authorization_endpoint": .string(issuer + "/authorize"),
@@ -196,6 +244,7 @@ final class OIDCEngine: Sendable {
             "revocation_endpoint": .string(issuer + "/revoke"),
             "device_authorization_endpoint": .string(issuer + "/device_authorization"),
             "response_types_supported": .array([.string("code")]),
+            "response_modes_supported": .array([.string("query")]),
             "grant_types_supported": .array(
                 ["authorization_code", "refresh_token", "urn:ietf:params:oauth:grant-type:device_code"].map {
                     .string($0)
@@ -205,7 +254,10 @@ final class OIDCEngine: Sendable {
             "id_token_signing_alg_values_supported": .array([.string(algorithm.rawValue)]),
             "code_challenge_methods_supported": .array([.string("S256")]),
             "scopes_supported": .array(["openid", "profile", "email", "offline_access"].map { .string($0) }),
-            "token_endpoint_auth_methods_supported": .array([.string("none"), .string("client_secret_post")]),
+            "claims_supported": .array(Self.claimsSupported.map { .string($0) }),
+            "prompt_values_supported": .array(["none", "consent", "login"].map { .string($0) }),
+            "token_endpoint_auth_methods_supported": authMethods,
+            "revocation_endpoint_auth_methods_supported": authMethods,
         ])
     }
 
@@ -222,6 +274,65 @@ final class OIDCEngine: Sendable {
         ])
     }
 
+    // MARK: Client authentication
+
+    enum ClientCheck {
+        case client(String)
+        case refused(HTTPResponse)
+    }
+
+    /// Who the client is, from HTTP Basic (`client_secret_basic`), the form body
+    /// (`client_secret_post`) or `client_id` alone (`none`, public clients) — RFC 6749 §2.3.1.
+    private func authenticateClient(_ request: Request, _ state: State) -> ClientCheck {
+        func refuse(_ description: String) -> ClientCheck {
+            var response = Self.oauthError("invalid_client", description, status: 401)
+            // RFC 6749 §5.2: a 401 names the scheme the client can authenticate with.
+            response.headers["WWW-Authenticate"] = "Basic realm=\"sesame-emulator\", charset=\"UTF-8\""
+            return .refused(response)
+        }
+        let bodyID = request.form.first { $0.0 == "client_id" }?.1
+        let bodySecret = request.form.first { $0.0 == "client_secret" }?.1
+        let header = request.headers["Authorization"] ?? ""
+        if header.lowercased().hasPrefix("basic ") {
+            guard let data = Data(base64Encoded: header.dropFirst(6).trimmedASCII),
+                let text = String(data: data, encoding: .utf8), let colon = text.firstIndex(of: ":")
+            else { return refuse("The Authorization header is not HTTP Basic client_id:client_secret.") }
+            let id = String(text[..<colon]).removingPercentEncoding ?? String(text[..<colon])
+            let secret =
+                String(text[text.index(after: colon)...]).removingPercentEncoding
+                ?? String(text[text.index(after: colon)...])
+            guard bodySecret == nil else {
+                return .refused(
+                    Self.oauthError(
+                        "invalid_request", "The client authenticated twice (HTTP Basic and client_secret in the body).")
+                )
+            }
+            if let bodyID, bodyID != id {
+                return .refused(Self.oauthError("invalid_request", "client_id differs from the HTTP Basic user."))
+            }
+            guard let registered = state.clients[id] else { return refuse("Unknown client.") }
+            if let registered {
+                guard OAuth.constantTimeEquals(secret, registered) else { return refuse("The client secret is wrong.") }
+            } else if !secret.isEmpty {
+                return refuse("This client is public and has no secret.")
+            }
+            return .client(id)
+        }
+        guard let id = bodyID ?? request["client_id"], let registered = state.clients[id] else {
+            return refuse("Unknown client.")
+        }
+        if let registered {
+            guard let bodySecret else {
+                return refuse(
+                    "This client is confidential: authenticate with its secret (HTTP Basic or client_secret).")
+            }
+            guard OAuth.constantTimeEquals(bodySecret, registered) else { return refuse("The client secret is wrong.") }
+        } else if let bodySecret, !bodySecret.isEmpty {
+            return refuse("This client is public and has no secret.")
+        }
+        return .client(id)
+    }
+
     // MARK: Authorization
 
     private func authorize(_ request: Request, _ state: inout State) -> HTTPResponse {
@@ -236,9 +347,11 @@ final class OIDCEngine: Sendable {
                 page(title: "Bad redirect", body: "<p>redirect_uri must be a loopback http URL (RFC 8252).</p>"),
                 status: 400)
         }
+        let issuer = state.issuer
         func fail(_ error: String, _ description: String) -> HTTPResponse {
             var items = [("error", error), ("error_description", description)]
             if let state = request["state"] { items.append(("state", state)) }
+            items.append(("iss", issuer))
             return Self.redirect(OAuth.appendingQuery(items, to: url).absoluteString)
         }
         guard request["response_type"] == "code" else { return fail("unsupported_response_type", "Only code.") }
@@ -252,22 +365,55 @@ final class OIDCEngine: Sendable {
                 return fail("invalid_request", "Public clients must send a PKCE S256 code_challenge.")
             }
         }
-        let id = (try? Crypto.randomURLSafeString(byteCount: 12)) ?? UUID().uuidString
-        state.pending[id] = Pending(
+        let pending = Pending(
             clientID: clientID, redirectURI: redirect, state: request["state"], nonce: request["nonce"], scope: scope,
             challenge: challenge)
+        let prompts = Set((request["prompt"] ?? "").split(separator: " ").map(String.init))
+        if prompts.contains("none") {
+            // Core §3.1.2.1: no page may be shown. The emulator keeps no browser session, so a
+            // person is known only by login_hint, and only a consent given before counts.
+            guard prompts.count == 1 else {
+                return fail("invalid_request", "prompt=none cannot be combined with other prompt values.")
+            }
+            guard let hint = request["login_hint"], let person = try? Self.person(hint, in: state) else {
+                return fail("login_required", "No one is signed in; the emulator needs login_hint with prompt=none.")
+            }
+            let asked = Set(scope.split(separator: " ").map(String.init))
+            guard asked.isSubset(of: state.consents[clientID + " " + person.sub] ?? []) else {
+                return fail("consent_required", "\(person.name) has not consented to these scopes for this client.")
+            }
+            return codeRedirect(pending, person: person, authTime: now(state), &state)
+        }
+        let id = (try? Crypto.randomURLSafeString(byteCount: 12)) ?? UUID().uuidString
+        state.pending[id] = pending
         var body = "<h1>Sign in to \(HTML.escape(clientID))</h1>\n<form method=\"post\" action=\"/authorize\">\n"
         body += "<input type=\"hidden\" name=\"request\" value=\"\(HTML.escape(id))\">\n"
-        body += "<p><label for=\"user\">Continue as</label> <select id=\"user\" name=\"user\">\n"
-        for person in state.people {
-            body += "<option value=\"\(HTML.escape(person.sub))\">\(HTML.escape(person.name))</option>\n"
-        }
-        body += "</select></p>\n<p>\(HTML.escape(clientID)) is requesting access to:</p>\n<ul>\n"
+        body += personPicker(state, label: "Continue as")
+        body += "<p>\(HTML.escape(clientID)) is requesting access to:</p>\n<ul>\n"
         for name in scope.split(separator: " ") { body += "<li><code>\(HTML.escape(String(name)))</code></li>\n" }
         body += "</ul>\n<div class=\"buttons\">\n"
         body += "<button class=\"primary\" type=\"submit\" name=\"action\" value=\"allow\">Allow</button>\n"
         body += "<button type=\"submit\" name=\"action\" value=\"cancel\">Cancel</button>\n</div>\n</form>\n"
         return Self.html(page(title: "Sign in to \(clientID)", body: body))
+    }
+
+    /// A `<select>` of the people, so a page can be answered as any of them.
+    private func personPicker(_ state: State, label: String) -> String {
+        var html = "<p><label for=\"user\">\(HTML.escape(label))</label> <select id=\"user\" name=\"user\">\n"
+        for person in state.people {
+            html += "<option value=\"\(HTML.escape(person.sub))\">\(HTML.escape(person.name))</option>\n"
+        }
+        return html + "</select></p>\n"
+    }
+
+    private func devicePage(prefilled code: String?, _ state: State) -> String {
+        var body = "<h1>Sign in on another device</h1><p>Enter the code shown by the app.</p>\n"
+        body += "<form method=\"post\" action=\"/device\">\n<p><input name=\"user_code\" autocomplete=\"off\""
+        if let code { body += " value=\"\(HTML.escape(code))\"" }
+        body += "></p>\n" + personPicker(state, label: "Approve as")
+        body += "<div class=\"buttons\"><button class=\"primary\" name=\"action\" value=\"allow\">Allow</button>"
+        body += "<button name=\"action\" value=\"deny\">Deny</button></div></form>"
+        return page(title: "Enter your code", body: body)
     }
 
     private func decide(_ request: Request, _ state: inout State) -> HTTPResponse {
@@ -277,19 +423,40 @@ final class OIDCEngine: Sendable {
             return Self.html(
                 page(title: "Expired", body: "<p>This sign-in request is no longer valid.</p>"), status: 400)
         }
-        var items: [(String, String)]
         if request["action"] == "cancel" {
-            items = [("error", "access_denied"), ("error_description", "The person cancelled.")]
-        } else {
-            guard let person = try? Self.person(request["user"], in: state) else {
-                return Self.html(page(title: "Unknown person", body: "<p>No such person.</p>"), status: 400)
-            }
-            let code = (try? Crypto.randomURLSafeString(byteCount: 24)) ?? UUID().uuidString
-            state.codes[code] = Code(pending: pending, sub: person.sub, expiresAt: now(state).addingTimeInterval(600))
-            items = [("code", code)]
+            var items = [("error", "access_denied"), ("error_description", "The person cancelled.")]
+            if let value = pending.state { items.append(("state", value)) }
+            return issuerRedirect(url, items, &state)
         }
+        guard let person = try? Self.person(request["user"], in: state) else {
+            return Self.html(page(title: "Unknown person", body: "<p>No such person.</p>"), status: 400)
+        }
+        state.consents[pending.clientID + " " + person.sub, default: []].formUnion(
+            pending.scope.split(separator: " ").map(String.init))
+        return codeRedirect(pending, person: person, authTime: now(state), &state)
+    }
+
+    /// Issues a code for `pending` as `person` and sends the browser back with it.
+    private func codeRedirect(
+        _ pending: Pending, person: Person, authTime: Date, _ state: inout State
+    )
+        -> HTTPResponse
+    {
+        guard let url = URL(string: pending.redirectURI) else {
+            return Self.html(page(title: "Bad redirect", body: "<p>The redirect_uri is not a URL.</p>"), status: 400)
+        }
+        let code = (try? Crypto.randomURLSafeString(byteCount: 24)) ?? UUID().uuidString
+        state.codes[code] = Code(
+            pending: pending, sub: person.sub, expiresAt: now(state).addingTimeInterval(600), authTime: authTime)
+        var items = [("code", code)]
         if let value = pending.state { items.append(("state", value)) }
-        // RFC 9207: the issuer identifies itself in every authorization response.
+        return issuerRedirect(url, items, &state)
+    }
+
+    /// A redirect to the client with `items`, and `iss` as RFC 9207 has every authorization
+    /// response carry (unless a scenario drops or changes it).
+    private func issuerRedirect(_ url: URL, _ items: [(String, String)], _ state: inout State) -> HTTPResponse {
+        var items = items
         if consume(.redirectNoIssuer, &state) == nil {
             let wrong = consume(.redirectWrongIssuer, &state) != nil
             items.append(("iss", wrong ? "https://another-issuer.example" : state.issuer))
@@ -307,11 +474,10 @@ final class OIDCEngine: Sendable {
             response.body = Data("{\"message\":\"rate limited\"}".utf8)
             return response
         }
-        guard let clientID = request["client_id"], let secret = state.clients[clientID] else {
-            return Self.oauthError("invalid_client", "Unknown client.", status: 401)
-        }
-        if let secret, !OAuth.constantTimeEquals(request["client_secret"] ?? "", secret) {
-            return Self.oauthError("invalid_client", "The client secret is wrong.", status: 401)
+        let clientID: String
+        switch authenticateClient(request, state) {
+        case .client(let id): clientID = id
+        case .refused(let response): return response
         }
         switch request["grant_type"] {
         case "authorization_code": return codeGrant(request, clientID: clientID, &state)
@@ -319,6 +485,12 @@ final class OIDCEngine: Sendable {
         case "urn:ietf:params:oauth:grant-type:device_code": return deviceGrant(request, clientID: clientID, &state)
         default: return Self.oauthError("unsupported_grant_type", "Unsupported grant_type.")
         }
+    }
+
+    private func newGrant(clientID: String, sub: String, scope: String, authTime: Date) -> Grant {
+        Grant(
+            id: (try? Crypto.randomURLSafeString(byteCount: 12)) ?? UUID().uuidString, clientID: clientID, sub: sub,
+            scope: scope, authTime: authTime)
     }
 
     private func codeGrant(_ request: Request, clientID: String, _ state: inout State) -> HTTPResponse {
@@ -335,19 +507,32 @@ final class OIDCEngine: Sendable {
                 return Self.oauthError("invalid_grant", "The PKCE code_verifier does not match.")
             }
         }
-        let grant = Grant(clientID: clientID, sub: record.sub, scope: record.pending.scope)
-        return issue(grant, nonce: record.pending.nonce, withIDToken: true, &state)
+        let grant = newGrant(
+            clientID: clientID, sub: record.sub, scope: record.pending.scope, authTime: record.authTime)
+        return issue(grant, nonce: record.pending.nonce, &state)
     }
 
     private func refreshGrant(_ request: Request, clientID: String, _ state: inout State) -> HTTPResponse {
         guard let token = request["refresh_token"], let grant = state.refreshTokens[token], grant.clientID == clientID
         else { return Self.oauthError("invalid_grant", "The refresh token is invalid or was revoked.") }
+        // RFC 6749 §6: a refresh may narrow the scope, never widen it; the refresh token keeps the
+        // grant's whole scope.
+        var narrowed = grant
+        if let asked = request["scope"] {
+            let granted = Set(grant.scope.split(separator: " "))
+            let wanted = asked.split(separator: " ")
+            guard Set(wanted).isSubset(of: granted) else {
+                return Self.oauthError(
+                    "invalid_scope", "A refresh may only ask for scopes of the original grant (\(grant.scope)).")
+            }
+            narrowed.scope = wanted.joined(separator: " ")
+        }
         if consume(.refreshRevoked, &state) != nil {
             state.refreshTokens[token] = nil
             return Self.oauthError("invalid_grant", "The refresh token was revoked.")
         }
         state.refreshTokens[token] = nil  // Rotation: each refresh token works once.
-        return issue(grant, nonce: nil, withIDToken: true, &state)
+        return issue(narrowed, refreshGrant: grant, nonce: nil, &state)
     }
 
     private func deviceGrant(_ request: Request, clientID: String, _ state: inout State) -> HTTPResponse {
@@ -364,12 +549,16 @@ final class OIDCEngine: Sendable {
             return Self.oauthError("authorization_pending", "The person has not finished yet.")
         }
         state.devices[code] = nil
-        return issue(Grant(clientID: clientID, sub: sub, scope: device.scope), nonce: nil, withIDToken: true, &state)
+        let grant = newGrant(
+            clientID: clientID, sub: sub, scope: device.scope, authTime: device.approvedAt ?? now(state))
+        return issue(grant, nonce: nil, &state)
     }
 
     private func deviceAuthorization(_ request: Request, _ state: inout State) -> HTTPResponse {
-        guard let clientID = request["client_id"], state.clients[clientID] != nil else {
-            return Self.oauthError("invalid_client", "Unknown client.", status: 401)
+        let clientID: String
+        switch authenticateClient(request, state) {
+        case .client(let id): clientID = id
+        case .refused(let response): return response
         }
         let deviceCode = (try? Crypto.randomURLSafeString(byteCount: 24)) ?? UUID().uuidString
         let letters = Array("BCDFGHJKLMNPQRSTVWXZ")
@@ -379,28 +568,35 @@ final class OIDCEngine: Sendable {
         state.devices[deviceCode] = Device(
             clientID: clientID, userCode: userCode, scope: request["scope"] ?? "openid",
             expiresAt: now(state).addingTimeInterval(600))
+        let complete = OAuth.appendingQuery([("user_code", userCode)], to: URL(string: state.issuer + "/device")!)
         return Self.json(
             .object([
                 "device_code": .string(deviceCode), "user_code": .string(userCode),
                 "verification_uri": .string(state.issuer + "/device"),
-                "verification_uri_complete": .string(state.issuer + "/device?user_code=" + userCode),
+                "verification_uri_complete": .string(complete.absoluteString),
                 "expires_in": .number(600), "interval": .number(Double(state.devicePollInterval)),
             ]))
     }
 
-    private func issue(_ grant: Grant, nonce: String?, withIDToken: Bool, _ state: inout State) -> HTTPResponse {
+    /// Issues an access token for `grant` and a refresh token for `refreshGrant` (the same grant
+    /// unless a refresh narrowed the access token's scope), with an ID token when `openid` is in scope.
+    private func issue(
+        _ grant: Grant, refreshGrant: Grant? = nil, nonce: String?, _ state: inout State
+    )
+        -> HTTPResponse
+    {
         let access = "at-" + ((try? Crypto.randomURLSafeString(byteCount: 32)) ?? UUID().uuidString)
         let refresh = "rt-" + ((try? Crypto.randomURLSafeString(byteCount: 32)) ?? UUID().uuidString)
         state.accessTokens[access] = (grant, now(state).addingTimeInterval(accessTokenLifetime))
-        state.refreshTokens[refresh] = grant
+        state.refreshTokens[refresh] = refreshGrant ?? grant
         var body: [String: JSONValue] = [
             "access_token": .string(access), "token_type": .string("Bearer"),
             "expires_in": .number(accessTokenLifetime), "refresh_token": .string(refresh),
             "scope": .string(grant.scope),
         ]
-        if withIDToken, grant.scope.split(separator: " ").contains("openid") {
+        if grant.scope.split(separator: " ").contains("openid") {
             do {
-                body["id_token"] = .string(try idToken(for: grant, nonce: nonce, &state))
+                body["id_token"] = .string(try idToken(for: grant, nonce: nonce, accessToken: access, &state))
             } catch {
                 return Self.oauthError("server_error", "The ID token could not be signed.", status: 500)
             }
@@ -408,14 +604,27 @@ final class OIDCEngine: Sendable {
         return Self.json(.object(body))
     }
 
-    private func idToken(for grant: Grant, nonce: String?, _ state: inout State) throws -> String {
+    /// Seconds since 1970, rounded down: a time rounded up would be in the future for up to half
+    /// a second, and clients with no leeway refuse an `iat` in the future.
+    static func epochSeconds(_ date: Date) -> JSONValue {
+        .number(date.timeIntervalSince1970.rounded(.down))
+    }
+
+    /// `at_hash` (Core §3.1.3.6): the left half of the SHA-256 of the access token, base64url.
+    static func accessTokenHash(_ token: String) -> String {
+        Base64URL.encode(Crypto.sha256(Data(token.utf8)).prefix(16))
+    }
+
+    private func idToken(for grant: Grant, nonce: String?, accessToken: String, _ state: inout State) throws -> String {
         let person = state.people.first { $0.sub == grant.sub } ?? state.people[0]
         let skew = TimeInterval(state.scenarios.first { $0.setting.scenario == .clockSkew }?.setting.seconds ?? 0)
         let issuedAt = now(state).addingTimeInterval(skew)
         var expiresAt = issuedAt.addingTimeInterval(3600)
         var claims: [String: JSONValue] = [
             "iss": .string(state.issuer), "sub": .string(person.sub), "aud": .string(grant.clientID),
-            "iat": .number(issuedAt.timeIntervalSince1970.rounded()), "name": .string(person.name),
+            "azp": .string(grant.clientID), "iat": Self.epochSeconds(issuedAt),
+            "auth_time": Self.epochSeconds(grant.authTime.addingTimeInterval(skew)),
+            "at_hash": .string(Self.accessTokenHash(accessToken)), "name": .string(person.name),
             "email": .string(person.email),
         ]
         if let nonce { claims["nonce"] = .string(nonce) }
@@ -423,7 +632,7 @@ final class OIDCEngine: Sendable {
         if consume(.wrongAudience, &state) != nil { claims["aud"] = .string("someone-else") }
         if consume(.expiredIDToken, &state) != nil { expiresAt = issuedAt.addingTimeInterval(-3600) }
         if consume(.wrongNonce, &state) != nil { claims["nonce"] = .string("not-the-nonce-you-sent") }
-        claims["exp"] = .number(expiresAt.timeIntervalSince1970.rounded())
+        claims["exp"] = Self.epochSeconds(expiresAt)
         var signer = state.keys[0]
         if consume(.unknownKey, &state) != nil {
             signer = (kid: "key-not-published", key: try SignatureSigningKey(generating: algorithm))
@@ -441,15 +650,19 @@ final class OIDCEngine: Sendable {
 
     private func userinfo(_ request: Request, _ state: State) -> HTTPResponse {
         let header = request.headers["Authorization"] ?? ""
-        guard header.lowercased().hasPrefix("bearer "), let record = state.accessTokens[String(header.dropFirst(7))],
-            record.expiresAt > now(state)
-        else {
-            return HTTPResponse(
-                status: 401,
-                headers: [
-                    "WWW-Authenticate":
-                        "Bearer realm=\"sesame\", error=\"invalid_token\", error_description=\"The access token is invalid or expired\""
-                ])
+        let headerToken = header.lowercased().hasPrefix("bearer ") ? String(header.dropFirst(7)).trimmedASCII : nil
+        // RFC 6750 §2.2: the token may come in a form body instead of the header.
+        let formToken = request.form.first { $0.0 == "access_token" }?.1
+        if headerToken != nil, formToken != nil {
+            return Self.bearerError(
+                "invalid_request", "The access token was sent twice (header and body).", status: 400)
+        }
+        guard let token = headerToken ?? formToken, !token.isEmpty else {
+            // RFC 6750 §3.1: a request without credentials gets no error code.
+            return HTTPResponse(status: 401, headers: ["WWW-Authenticate": "Bearer realm=\"sesame\""])
+        }
+        guard let record = state.accessTokens[token], record.expiresAt > now(state) else {
+            return Self.bearerError("invalid_token", "The access token is invalid or expired", status: 401)
         }
         let person = state.people.first { $0.sub == record.grant.sub } ?? state.people[0]
         var claims: [String: JSONValue] = ["sub": .string(person.sub)]
@@ -462,13 +675,33 @@ final class OIDCEngine: Sendable {
         return Self.json(.object(claims))
     }
 
+    static func bearerError(_ error: String, _ description: String, status: Int) -> HTTPResponse {
+        HTTPResponse(
+            status: status,
+            headers: [
+                "WWW-Authenticate":
+                    "Bearer realm=\"sesame\", error=\"\(error)\", error_description=\"\(description)\""
+            ])
+    }
+
     private func revoke(_ request: Request, _ state: inout State) -> HTTPResponse {
-        guard let clientID = request["client_id"], state.clients[clientID] != nil else {
-            return Self.oauthError("invalid_client", "Unknown client.", status: 401)
+        let clientID: String
+        switch authenticateClient(request, state) {
+        case .client(let id): clientID = id
+        case .refused(let response): return response
         }
         guard let token = request["token"] else { return Self.oauthError("invalid_request", "token is required.") }
-        if state.refreshTokens.removeValue(forKey: token) != nil || state.accessTokens.removeValue(forKey: token) != nil
-        {
+        // RFC 7009 §2.1: revoking a refresh token revokes the access tokens of the same grant;
+        // a token of another client is left alone (and still answered with 200).
+        if let grant = state.refreshTokens[token], grant.clientID == clientID {
+            state.refreshTokens[token] = nil
+            for (access, record) in state.accessTokens where record.grant.id == grant.id {
+                state.accessTokens[access] = nil
+                state.revokedCount += 1
+            }
+            state.revokedCount += 1
+        } else if let record = state.accessTokens[token], record.grant.clientID == clientID {
+            state.accessTokens[token] = nil
             state.revokedCount += 1
         }
         return HTTPResponse(status: 200)
@@ -504,17 +737,26 @@ final class OIDCEngine: Sendable {
             return Self.json(.object(["cleared": .bool(true)]))
         case (.post, "/__sesame/device"):
             guard let userCode = json?["user_code"]?.stringValue,
-                let code = state.devices.first(where: { $0.value.userCode == userCode })?.key
+                let code = Self.deviceCode(matching: userCode, in: state)
             else { return Self.json(.object(["error": .string("No device login has that user_code.")]), status: 404) }
             guard let person = try? Self.person(json?["user"]?.stringValue, in: state) else {
                 return Self.json(.object(["error": .string("No such person.")]), status: 404)
             }
-            if json?["action"]?.stringValue == "deny" {
-                state.devices[code]?.denied = true
-            } else {
-                state.devices[code]?.approvedFor = person.sub
-            }
+            Self.answer(device: code, as: person, approve: json?["action"]?.stringValue != "deny", &state)
             return Self.json(.object(["user_code": .string(userCode)]))
+        case (.post, "/__sesame/clients"):
+            guard let id = json?["client_id"]?.stringValue, !id.isEmpty, id.utf8.count <= 200 else {
+                return Self.json(
+                    .object([
+                        "error": .string(
+                            "Send {\"client_id\": \"…\", \"client_secret\": \"…\"}; without a secret the client is public."
+                        )
+                    ]), status: 400)
+            }
+            let secret = json?["client_secret"]?.stringValue
+            state.clients[id] = .some(secret)
+            return Self.json(
+                .object(["client_id": .string(id), "confidential": .bool(secret != nil)]), status: 201)
         case (.post, "/__sesame/clock"):
             state.clockOffset += json?["advance"]?.doubleValue ?? 0
             return Self.json(.object(["offset": .number(state.clockOffset)]))

@@ -24,6 +24,9 @@ public struct OIDCErrorTaxonomy: ErrorTaxonomy {
     public var displayName: String
     /// The wall clock, for `Retry-After` dates.
     public var now: @Sendable () -> Date
+    /// How the client authenticates, when known: a refused client's message then says what
+    /// to configure (the secret, or the client id).
+    public var clientAuthMethod: OIDCClientAuthMethod?
 
     /// The rows of `OAuthErrors.json`, in the order they are tried.
     public static var table: ErrorRuleTable { OAuthErrors.table }
@@ -92,6 +95,14 @@ public struct OIDCErrorTaxonomy: ErrorTaxonomy {
         }
         if !message.hasSuffix(".") { message += "." }
         message += " " + rule.meaning
+        if rule.id == "client-refused", let method = clientAuthMethod {
+            message +=
+                method == .none
+                ? " No client secret is configured, so none was sent: if the provider gave this client a secret,"
+                    + " configure it; otherwise check the client id."
+                : " The configured client secret was sent (\(method)): check that it and the client id are the"
+                    + " ones the provider issued."
+        }
         return AuthError(
             category: rule.category,
             message: message,

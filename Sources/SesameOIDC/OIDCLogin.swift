@@ -67,7 +67,7 @@ public struct OIDCDeviceDialect: DeviceLoginDialect {
         self.standard = RFC8628DeviceDialect(
             provider: oidc.id, errorTaxonomy: oidc.taxonomy, deviceAuthorizationEndpoint: endpoint,
             tokenEndpoint: oidc.endpoints.tokenEndpoint, clientID: oidc.configuration.clientID,
-            clientSecret: oidc.configuration.clientSecret?.value, now: oidc.now)
+            clientSecret: nil, now: oidc.now)
     }
 
     public var provider: ProviderID { oidc.id }
@@ -76,14 +76,16 @@ public struct OIDCDeviceDialect: DeviceLoginDialect {
     public func startRequest(for request: LoginRequest) -> HTTPRequest {
         var scoped = request
         scoped.permissions = oidc.scopes(for: request).map { Permission.read($0) }
-        return standard.startRequest(for: scoped)
+        return oidc.authenticated(standard.startRequest(for: scoped))
     }
 
     public func authorization(from response: HTTPResponse, for request: LoginRequest) throws -> DeviceAuthorization {
         try standard.authorization(from: response, for: request)
     }
 
-    public func pollRequest(_ context: DevicePollContext) -> HTTPRequest { standard.pollRequest(context) }
+    public func pollRequest(_ context: DevicePollContext) -> HTTPRequest {
+        oidc.authenticated(standard.pollRequest(context))
+    }
 
     public func readPoll(_ response: HTTPResponse, context: DevicePollContext) async throws -> DevicePollAnswer {
         // `error` first: a 2xx answer may carry `authorization_pending` (GitHub's does).

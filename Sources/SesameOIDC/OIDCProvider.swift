@@ -28,13 +28,18 @@ public struct OIDCEndpoints: Sendable, Hashable {
     /// Whether every authorization response carries `iss` (RFC 9207
     /// `authorization_response_iss_parameter_supported`); a response without it is then refused.
     public var authorizationResponseIssParameterSupported: Bool
+    /// `token_endpoint_auth_methods_supported`, when the provider says; `nil` means
+    /// `client_secret_basic` only (OpenID Connect Discovery §3).
+    public var tokenEndpointAuthMethodsSupported: [String]?
 
     /// Creates endpoints.
     public init(
         issuer: String, authorizationEndpoint: URL, tokenEndpoint: URL, jwksURI: URL? = nil,
         userinfoEndpoint: URL? = nil, revocationEndpoint: URL? = nil, deviceAuthorizationEndpoint: URL? = nil,
-        scopesSupported: [String]? = nil, authorizationResponseIssParameterSupported: Bool = false
+        scopesSupported: [String]? = nil, authorizationResponseIssParameterSupported: Bool = false,
+        tokenEndpointAuthMethodsSupported: [String]? = nil
     ) {
+        self.tokenEndpointAuthMethodsSupported = tokenEndpointAuthMethodsSupported
         self.issuer = issuer
         self.authorizationEndpoint = authorizationEndpoint
         self.tokenEndpoint = tokenEndpoint
@@ -74,7 +79,9 @@ public struct OIDCEndpoints: Sendable, Hashable {
             deviceAuthorizationEndpoint: try url("device_authorization_endpoint", required: false),
             scopesSupported: json?["scopes_supported"]?.arrayValue?.compactMap(\.stringValue),
             authorizationResponseIssParameterSupported:
-                json?["authorization_response_iss_parameter_supported"]?.boolValue ?? false)
+                json?["authorization_response_iss_parameter_supported"]?.boolValue ?? false,
+            tokenEndpointAuthMethodsSupported: json?["token_endpoint_auth_methods_supported"]?.arrayValue?.compactMap(
+                \.stringValue))
     }
 
     /// Fetches `issuer/.well-known/openid-configuration` and checks that its `issuer` is `issuer`
@@ -132,6 +139,34 @@ public struct OIDCClientSecret: Sendable, Hashable, CustomStringConvertible, Cus
     public var customMirror: Mirror { Mirror(self, children: ["value": Redaction.placeholder]) }
 }
 
+/// How a client proves who it is at the token, device authorization and revocation endpoints
+/// (RFC 6749 §2.3.1, OpenID Connect Core §9).
+public struct OIDCClientAuthMethod: RawRepresentable, Sendable, Hashable, CustomStringConvertible {
+    /// The name discovery uses (`token_endpoint_auth_methods_supported`).
+    public let rawValue: String
+    /// Creates a method from its discovery name.
+    public init(rawValue: String) { self.rawValue = rawValue }
+    /// The client id and secret in an HTTP Basic `Authorization` header: the default when
+    /// discovery names no method.
+    public static let clientSecretBasic = OIDCClientAuthMethod(rawValue: "client_secret_basic")
+    /// The client id and secret in the form body.
+    public static let clientSecretPost = OIDCClientAuthMethod(rawValue: "client_secret_post")
+    /// The client id alone, in the form body: a public client.
+    public static let none = OIDCClientAuthMethod(rawValue: "none")
+    public var description: String { rawValue }
+
+    /// The method a client uses with a provider: `none` without a secret; with one,
+    /// `client_secret_basic` when the provider supports it or names no method (Discovery §3's
+    /// default), else `client_secret_post` when it supports that.
+    public static func chosen(hasSecret: Bool, supported: [String]?) -> OIDCClientAuthMethod {
+        guard hasSecret else { return .none }
+        let supported = supported ?? [clientSecretBasic.rawValue]
+        if supported.contains(clientSecretBasic.rawValue) { return .clientSecretBasic }
+        if supported.contains(clientSecretPost.rawValue) { return .clientSecretPost }
+        return .clientSecretBasic
+    }
+}
+
 /// How to reach an OpenID provider as one client.
 public struct OIDCConfiguration: Sendable {
     /// The id the provider is known by here (`oidc`, or a name such as `work`).
@@ -144,8 +179,12 @@ public struct OIDCConfiguration: Sendable {
     public var endpoints: OIDCEndpoints?
     /// The client id.
     public var clientID: String
-    /// The client secret, for confidential clients only.
+    /// The client secret, for confidential clients and providers that give desktop clients one
+    /// (Google's "Desktop app" clients do).
     public var clientSecret: OIDCClientSecret?
+    /// How to authenticate the client; `nil` chooses from discovery
+    /// (``OIDCClientAuthMethod/chosen(hasSecret:supported:)``).
+    public var clientAuthMethod: OIDCClientAuthMethod?
     /// Scopes asked for when a login names none; `openid` is always added.
     public var scopes: [String]
     /// Added to every authorization URL, in order (`prompt`, `login_hint`, `acr_values`...).
@@ -165,6 +204,7 @@ public struct OIDCConfiguration: Sendable {
         self.endpoints = endpoints
         self.clientID = clientID
         self.clientSecret = clientSecret
+        self.clientAuthMethod = nil
         self.scopes = scopes
         self.extraAuthorizationParameters = extraAuthorizationParameters
         self.clockLeeway = clockLeeway
@@ -202,9 +242,13 @@ public struct OIDCProvider: AuthProvider {
         self.configuration = configuration
         self.endpoints = endpoints
         self.now = now
-        let taxonomy = OIDCErrorTaxonomy(
+        var taxonomy = OIDCErrorTaxonomy(
             provider: configuration.providerID, displayName: "the OpenID provider '\(configuration.providerID)'",
             now: now)
+        taxonomy.clientAuthMethod =
+            configuration.clientAuthMethod
+            ?? OIDCClientAuthMethod.chosen(
+                hasSecret: configuration.clientSecret != nil, supported: endpoints.tokenEndpointAuthMethodsSupported)
         self.taxonomy = taxonomy
         self.keys = endpoints.jwksURI.map { JWKSCache(url: $0, transport: transport, taxonomy: taxonomy, now: now) }
     }
@@ -252,15 +296,40 @@ public struct OIDCProvider: AuthProvider {
         return ["openid"] + asked.filter { $0 != "openid" }
     }
 
-    /// A form POST to `url` with client authentication (`client_id`, and the secret for a
-    /// confidential client).
+    /// How this client authenticates: the configured method, or the one chosen from discovery.
+    public var clientAuthMethod: OIDCClientAuthMethod {
+        configuration.clientAuthMethod
+            ?? OIDCClientAuthMethod.chosen(
+                hasSecret: configuration.clientSecret != nil, supported: endpoints.tokenEndpointAuthMethodsSupported)
+    }
+
+    /// A form POST to `url` with client authentication by ``clientAuthMethod``: `client_id` in
+    /// the body (`none`), with `client_secret` beside it (`client_secret_post`), or both in an
+    /// HTTP Basic header, form-encoded first as RFC 6749 §2.3.1 says (`client_secret_basic`).
     func formRequest(_ url: URL, _ form: [(String, String)]) -> HTTPRequest {
-        var form = form
-        form.append(("client_id", configuration.clientID))
-        if let secret = configuration.clientSecret { form.append(("client_secret", secret.value)) }
-        return HTTPRequest(
-            method: .post, url: url,
-            headers: ["Content-Type": "application/x-www-form-urlencoded", "Accept": "application/json"],
-            body: Data(FormEncoding.encode(form).utf8))
+        var form = form.filter { $0.0 != "client_id" && $0.0 != "client_secret" }
+        var headers: HTTPHeaders = ["Content-Type": "application/x-www-form-urlencoded", "Accept": "application/json"]
+        let secret = configuration.clientSecret?.value ?? ""
+        switch clientAuthMethod {
+        case .clientSecretBasic:
+            let pair = FormEncoding.escape(configuration.clientID) + ":" + FormEncoding.escape(secret)
+            headers["Authorization"] = "Basic " + Data(pair.utf8).base64EncodedString()
+        case .clientSecretPost:
+            form.append(("client_id", configuration.clientID))
+            form.append(("client_secret", secret))
+        default:
+            form.append(("client_id", configuration.clientID))
+        }
+        return HTTPRequest(method: .post, url: url, headers: headers, body: Data(FormEncoding.encode(form).utf8))
+    }
+
+    /// `request`, a form POST built elsewhere, with this client's authentication in place of
+    /// whatever client credentials it carried.
+    func authenticated(_ request: HTTPRequest) -> HTTPRequest {
+        var rebuilt = formRequest(request.url, FormEncoding.decode(request.body ?? Data()))
+        for field in request.headers where rebuilt.headers[field.name] == nil {
+            rebuilt.headers[field.name] = field.value
+        }
+        return rebuilt
     }
 }

@@ -93,11 +93,24 @@ public final class OIDCSession: Sendable {
     /// Closes the session and keeps the token.
     public func close() async { await session.close() }
 
-    /// An access token that is valid for at least ``Configuration/refreshLeeway``, refreshed
-    /// first when needed; concurrent callers share one refresh.
+    /// An access token that is valid for at least its margin (``TokenExpiry/margin(for:maximum:)``:
+    /// a quarter of its lifetime, at most ``Configuration/refreshLeeway``), refreshed first when
+    /// needed; concurrent callers share one refresh. A token that cannot be refreshed is returned
+    /// while it is still valid at all; ``TokenExpiry/warning(for:now:maximum:)`` says what to tell
+    /// the person.
     public func validToken() async throws -> AccessToken {
-        try await refreshing { [leeway = configuration.refreshLeeway] in
-            try await $0.freshToken(leeway: leeway) { [self] in try await refreshRequest($0) }
+        let current = await session.token
+        if let current, current.refreshToken == nil, await session.state.isOpen,
+            !current.isExpired(at: provider.now())
+        {
+            return current
+        }
+        let maximum = Double(configuration.refreshLeeway.components.seconds)
+        let margin = current.map { TokenExpiry.margin(for: $0, maximum: maximum) } ?? 0
+        return try await refreshing {
+            try await $0.freshToken(leeway: .milliseconds(Int64(margin * 1000))) { [self] in
+                try await refreshRequest($0)
+            }
         }
     }
 

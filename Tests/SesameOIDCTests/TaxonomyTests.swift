@@ -38,7 +38,7 @@ struct OIDCTaxonomyTests {
         Row(status: 500, body: oauth("server_error"), rule: "server-error", category: .server),
         Row(status: 502, body: "<html>Bad gateway</html>", rule: "server-5xx", category: .server),
         Row(status: 500, body: #"{"error":"#, rule: "server-5xx", category: .server),
-        Row(status: 401, body: oauth("invalid_client"), rule: "client-misconfigured", category: .invalid),
+        Row(status: 401, body: oauth("invalid_client"), rule: "client-refused", category: .invalid),
         Row(status: 400, body: oauth("unauthorized_client"), rule: "client-misconfigured", category: .invalid),
         Row(status: 400, body: oauth("invalid_request"), rule: "invalid-request", category: .badRequest),
         Row(
