@@ -21,6 +21,7 @@ let benchmarks: [Benchmark] = [
     taxonomyBenchmark,
     graphBenchmark,
     KeyringBenchmark.benchmark,
+    jsonBenchmark,
 ]
 
 func usage() -> String {

@@ -127,9 +127,12 @@ final class OIDCEngine: Sendable {
     {
         let isForm = (headers["Content-Type"] ?? "").lowercased().hasPrefix("application/x-www-form-urlencoded")
         let parameters = query + (isForm ? FormEncoding.decode(body) : [])
+        // Parsed before the lock is taken, so that a large body holds up only its own client.
+        let json = path.hasPrefix("/__sesame/") && !body.isEmpty ? JSONValue(parsing: body) : nil
         return locked { state in
             state.requestCounts[path, default: 0] += 1
-            let request = Request(method: method, path: path, parameters: parameters, headers: headers, body: body)
+            let request = Request(
+                method: method, path: path, parameters: parameters, headers: headers, body: body, json: json)
             return route(request, &state)
         }
     }
@@ -140,6 +143,8 @@ final class OIDCEngine: Sendable {
         var parameters: [(String, String)]
         var headers: HTTPHeaders
         var body: Data
+        /// The body parsed as JSON, for the admin API (parsed outside the lock).
+        var json: JSONValue?
         subscript(name: String) -> String? {
             parameters.first { $0.0 == name }.map(\.1).flatMap { $0.isEmpty ? nil : $0 }
         }
@@ -477,7 +482,7 @@ final class OIDCEngine: Sendable {
     // MARK: Admin
 
     private func admin(_ request: Request, _ state: inout State) -> HTTPResponse {
-        let json = JSONValue(parsing: request.body)
+        let json = request.json
         switch (request.method, request.path) {
         case (.post, "/__sesame/scenarios"):
             guard let name = json?["scenario"]?.stringValue, let scenario = OIDCScenario(rawValue: name) else {
