@@ -106,6 +106,7 @@ final class ServerCore: Sendable {
         guard let address = ListenSocket.Address(configuration.host) else {
             throw HTTPServerError.invalidHost(configuration.host)
         }
+        guard (0...65535).contains(configuration.port) else { throw HTTPServerError.invalidPort(configuration.port) }
         let display = { (host: String, port: Int) in host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)" }
         let backlog = Int32(max(16, min(configuration.maxConnections, Int(SOMAXCONN))))
         let wantsIPv6 = configuration.alsoListenOnIPv6Loopback && !address.isIPv6
@@ -153,7 +154,7 @@ final class ServerCore: Sendable {
                 uriLogCallback,
                 opaque,
                 UInt32(clamping: configuration.maxConnections),
-                max(4096, configuration.maxHeaderBytes * 2),
+                max(4096, min(configuration.maxHeaderBytes, HTTPServer.Configuration.largestHeaderLimit) * 2),
                 timeoutSeconds)
             guard let daemon else {
                 for started in daemons { MHD_stop_daemon(started) }
@@ -279,7 +280,10 @@ final class ServerCore: Sendable {
                 request.headers = headers
                 request.phase = .receiving
             }
-            if let problem = Self.framingProblem(method: method.map { String(cString: $0) } ?? "", headers: headers) {
+            if let problem = Self.framingProblem(
+                method: method.map { String(cString: $0) } ?? "", version: version.map { String(cString: $0) } ?? "",
+                headers: headers)
+            {
                 return answer(connection, context, .text("Bad request: \(problem).", status: 400), close: true)
             }
             if let declared = headers["Content-Length"].flatMap({ Int($0.trimmingCharacters(in: .whitespaces)) }),
@@ -396,18 +400,36 @@ final class ServerCore: Sendable {
     private static let managedHeaders: Set<String> = ["content-length", "transfer-encoding", "connection"]
 
     /// What libmicrohttpd lets through but RFC 9112 says a server must refuse, because a proxy
-    /// in front could read the request differently (request smuggling): a method that is not a
-    /// token, differing `Content-Length` fields, or both `Content-Length` and `Transfer-Encoding`.
-    static func framingProblem(method: String, headers: HTTPHeaders) -> String? {
+    /// in front could read the request differently (request smuggling) or the body's length
+    /// cannot be known: a method that is not a token, differing `Content-Length` fields, both
+    /// `Content-Length` and `Transfer-Encoding`, a `Transfer-Encoding` other than a single
+    /// `chunked` (§6.3: the server must answer 400, where libmicrohttpd would wait for a body
+    /// until the connection closed), and an HTTP/1.1 request without exactly one `Host` (§3.2).
+    static func framingProblem(method: String, version: String, headers: HTTPHeaders) -> String? {
         guard !method.isEmpty, method.utf8.allSatisfy(tokenCharacters.contains) else {
             return "the method is not an HTTP token"
         }
         let lengths = headers.values(for: "Content-Length")
-            .flatMap { $0.split(separator: ",") }
+            .flatMap { $0.split(separator: ",", omittingEmptySubsequences: false) }
             .map { $0.trimmingCharacters(in: .whitespaces) }
         if Set(lengths).count > 1 { return "the request has conflicting Content-Length fields" }
-        if !lengths.isEmpty, headers.contains("Transfer-Encoding") {
-            return "the request has both Content-Length and Transfer-Encoding"
+        if let length = lengths.first, length.isEmpty || !length.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) {
+            return "the Content-Length is not a number of bytes"
+        }
+        let codings = headers.values(for: "Transfer-Encoding")
+            .flatMap { $0.split(separator: ",") }
+            .map { $0.trimmingCharacters(in: .whitespaces).lowercased() }
+        if !codings.isEmpty || headers.contains("Transfer-Encoding") {
+            if !lengths.isEmpty { return "the request has both Content-Length and Transfer-Encoding" }
+            if codings != ["chunked"] {
+                return "the Transfer-Encoding must be chunked alone (this server decodes no other transfer coding, "
+                    + "and chunked must be last and not repeated)"
+            }
+        }
+        if version.uppercased() != "HTTP/1.0" {
+            let hosts = headers.values(for: "Host")
+            if hosts.isEmpty { return "an HTTP/1.1 request needs a Host header" }
+            if hosts.count > 1 { return "the request has more than one Host header" }
         }
         return nil
     }
