@@ -259,7 +259,7 @@ extension AuthError {
     }
 
     /// Wraps a failure below HTTP: transient ones (timeouts, refused, reset, DNS) are
-    /// ``ErrorCategory/retry``; the rest (TLS, oversized bodies, ...) are ``ErrorCategory/server``.
+    /// ``ErrorCategory/retry``; the rest (oversized bodies, ...) are ``ErrorCategory/server``.
     ///
     /// A TLS failure or a refused certificate is ``ErrorCategory/invalid``, not ``ErrorCategory/server``:
     /// trying again later does not fix a certificate or a handshake, and the message says what is wrong.
