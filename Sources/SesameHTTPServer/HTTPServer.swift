@@ -28,9 +28,17 @@ public final class HTTPServer: Sendable {
         /// Whether to listen on `::1` too, on the same port, for clients that resolve
         /// `localhost` to IPv6 first.
         public var alsoListenOnIPv6Loopback: Bool
-        /// The most connections open at once; more wait in the system's listen queue until one
-        /// closes.
+        /// The most connections open at once; one more is answered `503 Service Unavailable`
+        /// and closed at once (past a small headroom, more wait in the system's listen queue).
         public var maxConnections: Int
+        /// The most connections open at once from one client address; more are closed at once.
+        /// 0: no limit (a loopback login receiver shares its address with every local program).
+        public var maxConnectionsPerClient: Int
+        /// How long a new connection may take to send its first request head (request line and
+        /// header fields). Unlike ``connectionIdleTimeout`` it is not reset by each byte, so a
+        /// client that dribbles its head cannot hold a connection; later requests on a kept-alive
+        /// connection are bounded by the idle timeout only. Zero or less: no limit.
+        public var requestHeadTimeout: Duration
         /// About the largest request head (request line and header fields) accepted; a larger
         /// one gets libmicrohttpd's error answer. It sizes libmicrohttpd's per-connection
         /// memory (twice this, at least 4 KiB); values above ``largestHeaderLimit`` count as it.
@@ -58,12 +66,16 @@ public final class HTTPServer: Sendable {
             maxHeaderBytes: Int = 16 * 1024,
             maxBodyBytes: Int = 1024 * 1024,
             connectionIdleTimeout: Duration = .seconds(30),
-            stopGracePeriod: Duration = .seconds(10)
+            stopGracePeriod: Duration = .seconds(10),
+            maxConnectionsPerClient: Int = 0,
+            requestHeadTimeout: Duration = .seconds(10)
         ) {
             self.host = host
             self.port = port
             self.alsoListenOnIPv6Loopback = alsoListenOnIPv6Loopback
             self.maxConnections = maxConnections
+            self.maxConnectionsPerClient = maxConnectionsPerClient
+            self.requestHeadTimeout = requestHeadTimeout
             self.maxHeaderBytes = maxHeaderBytes
             self.maxBodyBytes = maxBodyBytes
             self.connectionIdleTimeout = connectionIdleTimeout

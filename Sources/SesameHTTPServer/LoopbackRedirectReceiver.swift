@@ -80,8 +80,11 @@ public struct LoopbackRedirectReceiver: RedirectReceiver {
         let server = HTTPServer(
             configuration: .init(
                 host: host, port: port, alsoListenOnIPv6Loopback: redirectURIHost == "localhost",
-                maxConnections: 32, maxHeaderBytes: 16 * 1024, maxBodyBytes: 64 * 1024,
-                connectionIdleTimeout: .seconds(30), stopGracePeriod: .seconds(2))
+                // Room for the browser beside many idle or slow local connections (each must
+                // send its head within 10 s); no per-address limit, as every local program
+                // shares the browser's address.
+                maxConnections: 512, maxHeaderBytes: 16 * 1024, maxBodyBytes: 64 * 1024,
+                connectionIdleTimeout: .seconds(30), stopGracePeriod: .seconds(2), requestHeadTimeout: .seconds(10))
         ) { request in
             await exchange.handle(request)
         }

@@ -86,12 +86,20 @@ final class ServerCore: Sendable {
     let maxBodyBytes: Int
     let port: Int
     let state: Mutex<State>
+    /// Head deadlines and the 503 past the connection limit.
+    let connectionGuard: ConnectionGuard
+
+    /// Connections libmicrohttpd accepts past ``HTTPServer/Configuration/maxConnections``, so that
+    /// they can be answered 503 rather than left in the listen queue.
+    static let refusalHeadroom = 64
 
     private init(
-        port: Int, maxBodyBytes: Int, handler: @escaping @Sendable (HTTPServerRequest) async -> HTTPServerResponse
+        port: Int, maxBodyBytes: Int, connectionGuard: ConnectionGuard,
+        handler: @escaping @Sendable (HTTPServerRequest) async -> HTTPServerResponse
     ) {
         self.port = port
         self.maxBodyBytes = maxBodyBytes
+        self.connectionGuard = connectionGuard
         self.handler = handler
         self.state = Mutex(State())
     }
@@ -135,7 +143,11 @@ final class ServerCore: Sendable {
             }
         }
 
-        let core = ServerCore(port: sockets[0].port, maxBodyBytes: configuration.maxBodyBytes, handler: handler)
+        let connectionGuard = ConnectionGuard(
+            maxConnections: configuration.maxConnections, headTimeout: configuration.requestHeadTimeout)
+        let core = ServerCore(
+            port: sockets[0].port, maxBodyBytes: configuration.maxBodyBytes, connectionGuard: connectionGuard,
+            handler: handler)
         let opaque = Unmanaged.passRetained(core).toOpaque()
         let timeout = configuration.connectionIdleTimeout
         let timeoutSeconds =
@@ -153,9 +165,13 @@ final class ServerCore: Sendable {
                 requestCompletedCallback,
                 uriLogCallback,
                 opaque,
-                UInt32(clamping: configuration.maxConnections),
+                UInt32(
+                    clamping: max(1, configuration.maxConnections).addingReportingOverflow(Self.refusalHeadroom)
+                        .partialValue),
                 max(4096, min(configuration.maxHeaderBytes, HTTPServer.Configuration.largestHeaderLimit) * 2),
-                timeoutSeconds)
+                timeoutSeconds,
+                UInt32(clamping: max(0, configuration.maxConnectionsPerClient)),
+                notifyConnectionCallback)
             guard let daemon else {
                 for started in daemons { MHD_stop_daemon(started) }
                 for unowned in sockets[index...] { close(unowned.descriptor) }
@@ -166,6 +182,7 @@ final class ServerCore: Sendable {
             daemons.append(daemon)
         }
         core.state.withLock { $0.daemons = daemons.map(MHDHandle.init) }
+        connectionGuard.start()
         return core
     }
 
@@ -187,6 +204,7 @@ final class ServerCore: Sendable {
             group.cancelAll()
         }
         let stopping = abandonRunningRequests()
+        connectionGuard.stop()
         // MHD_stop_daemon joins libmicrohttpd's thread: keep it off the cooperative pool.
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             let thread = Thread {
@@ -201,6 +219,7 @@ final class ServerCore: Sendable {
     /// Stops at once, from a synchronous context (the server's `deinit`).
     func stopNow() {
         state.withLock { $0.stopping = true }
+        connectionGuard.stop()
         abandonRunningRequests().stop()
     }
 
@@ -268,6 +287,7 @@ final class ServerCore: Sendable {
         let phase = context.state.withLock { $0.phase }
         switch phase {
         case .new:
+            connectionGuard.headReceived(UInt(bitPattern: connection))
             var fields: [HTTPHeaders.Field] = []
             withUnsafeMutablePointer(to: &fields) { pointer in
                 _ = MHD_get_connection_values_n(connection, .HEADER_KIND, headerIterator, pointer)
@@ -494,11 +514,22 @@ private let accessHandlerCallback: MHD_AccessHandlerCallback = {
         uploadDataSize: uploadDataSize)
 }
 
-private let requestCompletedCallback: MHD_RequestCompletedCallback = { cls, _, contextPointer, _ in
+private let requestCompletedCallback: MHD_RequestCompletedCallback = { cls, connection, contextPointer, _ in
+    if let connection { core(cls)?.connectionGuard.requestFinished(UInt(bitPattern: connection)) }
     guard let contextPointer, let raw = contextPointer.pointee else { return }
     contextPointer.pointee = nil
     let context = Unmanaged<RequestContext>.fromOpaque(raw).takeRetainedValue()
     core(cls)?.completed(context)
+}
+
+private let notifyConnectionCallback: MHD_NotifyConnectionCallback = { cls, connection, _, code in
+    guard let core = core(cls), let connection else { return }
+    let key = UInt(bitPattern: connection)
+    if code.rawValue == 0 {  // MHD_CONNECTION_NOTIFY_STARTED
+        core.connectionGuard.opened(key, descriptor: sesame_mhd_connection_fd(connection))
+    } else {
+        core.connectionGuard.closed(key)
+    }
 }
 
 private let headerIterator: MHD_KeyValueIteratorN = { cls, _, key, keySize, value, valueSize in

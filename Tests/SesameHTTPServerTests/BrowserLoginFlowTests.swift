@@ -157,13 +157,21 @@ struct BrowserLoginFlowTests {
         let authorization = try TinyAuthorizationServer(.forgeState)
         let browser = FollowingBrowser()
         var flow = Self.flow(authorization, browser: browser)
-        // The forged redirect does not end the login: only the (short) timeout does.
-        flow.receiver = LoopbackRedirectReceiver(timeout: .seconds(2), appName: "Example")
-        let error = await #expect(throws: AuthError.self) {
-            try await flow.logIn(LoginRequest(provider: "example", appID: "app-1"))
+        // The forged redirect does not end the login: only the timeout does, on a clock the test moves.
+        let clock = ManualClock()
+        flow.receiver = LoopbackRedirectReceiver(timeout: .seconds(300), clock: clock, appName: "Example")
+        let login = Task { try await flow.logIn(LoginRequest(provider: "example", appID: "app-1")) }
+        await clock.waitForSleepers()
+        var visits: [FollowingBrowser.Visit] = []
+        while visits.isEmpty {
+            try await Task.sleep(for: .milliseconds(20))
+            visits = try await browser.lastVisits()
         }
+        #expect(visits.last?.status == 400)
+        #expect(visits.last?.body.contains("keeps waiting") == true)
+        clock.advance(by: .seconds(300))
+        let error = await #expect(throws: AuthError.self) { try await login.value }
         #expect(error?.loginFailedReason == .timedOut)
-        #expect(try await browser.lastVisits().last?.status == 400)
         #expect(authorization.requests == ["GET /authorize"])
         await authorization.server.stop()
     }

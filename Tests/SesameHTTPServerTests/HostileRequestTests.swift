@@ -11,7 +11,8 @@ import Testing
 /// Sends `request` on a new loopback connection and reads everything the server sends until it
 /// closes the connection or `timeout` seconds pass without a byte; returns the bytes and whether
 /// the server closed.
-private func exchangeUntilClose(port: Int, _ request: String, timeout: Int = 5) async throws -> (String, closed: Bool) {
+private func exchangeUntilClose(port: Int, _ request: String, timeout: Int = 20) async throws -> (String, closed: Bool)
+{
     try await RawHTTPConnection.blocking {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { throw RawHTTPConnection.Failure(description: "socket failed") }
@@ -77,7 +78,8 @@ struct HostileRequestTests {
             #expect(statusLines(text).count == 1, "answers: \(statusLines(text))")
             #expect(statusLines(text).first?.hasPrefix("HTTP/1.1 400") == true)
             #expect(closed, "the connection should be closed after the 400")
-            #expect(ContinuousClock.now - started < .seconds(5))
+            // Not libmicrohttpd's 30 s wait for a body it cannot delimit.
+            #expect(ContinuousClock.now - started < .seconds(15))
             #expect(calls.withLock { $0 } == 0)
         }
     }
@@ -86,7 +88,7 @@ struct HostileRequestTests {
     func validRequestsPass() async throws {
         try await withServer(handler: { request in .text("got \(request.body.count)") }) { server in
             let (old, _) = try await exchangeUntilClose(
-                port: server.port, "GET / HTTP/1.0\r\n\r\n", timeout: 5)
+                port: server.port, "GET / HTTP/1.0\r\n\r\n")
             #expect(statusLines(old).first?.contains(" 200") == true)
             let (chunked, _) = try await exchangeUntilClose(
                 port: server.port,
@@ -125,7 +127,7 @@ struct HostileRequestTests {
                 if hasLength { head += "Content-Length: \(length)\r\n" }
                 let request = head + "\r\n" + (hasCoding ? "3\r\nabc\r\n0\r\n\r\n" : "abc")
                 let before = calls.withLock { $0 }
-                let (text, _) = try await exchangeUntilClose(port: server.port, request, timeout: 4)
+                let (text, _) = try await exchangeUntilClose(port: server.port, request, timeout: 10)
                 let answers = statusLines(text)
                 #expect(answers.count <= 1, "\(request.debugDescription) got \(answers)")
                 let valid =
