@@ -1,5 +1,12 @@
 import Foundation
 import Sesame
+import SesameCurl
+import SesameEmulator
+import SesameHTTPServer
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 /// `sesame-bench json`: the time `JSONValue(parsing:)` takes per nesting depth and on
 /// megabyte bodies, beside Foundation's `JSONSerialization` and the `Decodable` path, and the
@@ -88,4 +95,102 @@ private enum CascadeJSON: Decodable {
             self = .object(try container.decode([String: CascadeJSON].self))
         }
     }
+}
+
+/// `sesame-bench slowclients [count]`: how long a normal request waits while `count` (default
+/// 2,000) slow connections sit on the emulator, and 200 on a server configured as the login
+/// receiver is (issue 17, item 2). Each slow connection sends part of a request head and then
+/// nothing; they come from eight loopback addresses for the emulator (as from several hosts) and
+/// from 127.0.0.1 for the receiver (every local program shares the browser's address).
+let slowClientsBenchmark = Benchmark(
+    name: "slowclients",
+    summary: "a normal request's latency beside 2,000 slow connections (emulator) and 200 (receiver)"
+) { arguments in
+    let count = arguments.first.flatMap { Int($0) } ?? 2_000
+    var limit = rlimit()
+    getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
+    if limit.rlim_cur < rlim_t(2 * count + 512) {
+        limit.rlim_cur = min(limit.rlim_max, rlim_t(2 * count + 512))
+        setrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
+        print("soft descriptor limit raised to \(limit.rlim_cur)")
+    }
+
+    func connectFrom(_ source: String, port: Int) -> Int32 {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        var local = sockaddr_in()
+        local.sin_family = sa_family_t(AF_INET)
+        local.sin_addr.s_addr = inet_addr(source)
+        var remote = sockaddr_in()
+        remote.sin_family = sa_family_t(AF_INET)
+        remote.sin_port = in_port_t(UInt16(port).bigEndian)
+        remote.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let ok =
+            withUnsafePointer(to: &local) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                    bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+                }
+            } == 0
+            && withUnsafePointer(to: &remote) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                    connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+                }
+            } == 0
+        guard ok else {
+            close(fd)
+            return -1
+        }
+        _ = "GET / HTTP/1.1\r\nHost: 127.0.0.1\r\n".withCString { send(fd, $0, strlen($0), Int32(MSG_NOSIGNAL)) }
+        return fd
+    }
+
+    /// Opens `count` slow connections; the sources cycle through `addresses`.
+    func openSlow(_ count: Int, port: Int, addresses: [String]) -> [Int32] {
+        (0..<count).compactMap { index in
+            let fd = connectFrom(addresses[index * addresses.count / count], port: port)
+            return fd >= 0 ? fd : nil
+        }
+    }
+
+    func measure(_ url: URL) async -> (median: Duration, worst: Duration, failures: Int) {
+        let transport = CurlTransport(configuration: .init(timeout: .seconds(10)))
+        var times: [Duration] = []
+        var failures = 0
+        for _ in 0..<21 {
+            let started = ContinuousClock.now
+            do {
+                _ = try await transport.send(HTTPRequest(url: url))
+                times.append(ContinuousClock.now - started)
+            } catch {
+                failures += 1
+            }
+        }
+        times.sort()
+        return (times.isEmpty ? .zero : times[times.count / 2], times.last ?? .zero, failures)
+    }
+
+    let emulator = try Emulator(configuration: EmulatorConfiguration())
+    let endpoints = try await emulator.start()
+    let baseline = await measure(endpoints.baseURL.appendingPathComponent("__sesame/health"))
+    let slow = openSlow(count, port: endpoints.baseURL.port!, addresses: (2...9).map { "127.0.0.\($0)" })
+    let loaded = await measure(endpoints.baseURL.appendingPathComponent("__sesame/health"))
+    print(
+        "emulator, GET /__sesame/health: alone median \(baseline.median), with \(slow.count) slow connections "
+            + "median \(loaded.median), worst \(loaded.worst), failed \(loaded.failures) of 21")
+    slow.forEach { close($0) }
+    await emulator.stop()
+
+    // The login receiver's server settings (LoopbackRedirectReceiver).
+    let receiverLike = HTTPServer(
+        configuration: .init(
+            maxConnections: 512, maxHeaderBytes: 16 * 1024, maxBodyBytes: 64 * 1024,
+            connectionIdleTimeout: .seconds(30), stopGracePeriod: .seconds(2), requestHeadTimeout: .seconds(10))
+    ) { _ in .text("signed in") }
+    try receiverLike.start()
+    let held = openSlow(200, port: receiverLike.port, addresses: ["127.0.0.1"])
+    let redirect = await measure(receiverLike.url("/callback?code=c&state=s"))
+    print(
+        "receiver-configured server, GET /callback with \(held.count) slow local connections: median "
+            + "\(redirect.median), worst \(redirect.worst), failed \(redirect.failures) of 21")
+    held.forEach { close($0) }
+    await receiverLike.stop()
 }

@@ -22,6 +22,7 @@ let benchmarks: [Benchmark] = [
     graphBenchmark,
     KeyringBenchmark.benchmark,
     jsonBenchmark,
+    slowClientsBenchmark,
 ]
 
 func usage() -> String {
