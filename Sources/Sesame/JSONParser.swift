@@ -20,20 +20,6 @@ enum JSONParser {
         }
     }
 
-    /// An open array or object. A class, so that appending to the innermost one mutates it in
-    /// place instead of copying its elements.
-    private final class Frame {
-        let isObject: Bool
-        var elements: [JSONValue] = []
-        var members: [String: JSONValue] = [:]
-        var key = ""
-
-        init(isObject: Bool, key: String = "") {
-            self.isObject = isObject
-            self.key = key
-        }
-    }
-
     private struct Reader {
         let bytes: UnsafeBufferPointer<UInt8>
         var index = 0
@@ -63,7 +49,14 @@ enum JSONParser {
         }
 
         mutating func document() -> JSONValue? {
-            var stack: [Frame] = []
+            // The open containers, innermost last: whether each is an object, and the elements
+            // or members read so far. Kept in flat stacks rather than one object per container,
+            // so that a document of many small containers costs no allocation beyond their
+            // contents; the innermost is mutated in place.
+            var isObject: [Bool] = []
+            var arrays: [[JSONValue]] = []
+            var objects: [[String: JSONValue]] = []
+            var keys: [String] = []
             if bytes.count >= 3, bytes[0] == 0xEF, bytes[1] == 0xBB, bytes[2] == 0xBF { index = 3 }  // a UTF-8 BOM
             skipWhitespace()
             while true {
@@ -78,8 +71,10 @@ enum JSONParser {
                         index += 1
                         value = .object([:])
                     } else {
-                        guard stack.count < JSONValue.maximumNestingDepth, let key = memberName() else { return nil }
-                        stack.append(Frame(isObject: true, key: key))
+                        guard isObject.count < JSONValue.maximumNestingDepth, let key = memberName() else { return nil }
+                        isObject.append(true)
+                        objects.append([:])
+                        keys.append(key)
                         continue
                     }
                 case UInt8(ascii: "["):
@@ -89,8 +84,9 @@ enum JSONParser {
                         index += 1
                         value = .array([])
                     } else {
-                        guard stack.count < JSONValue.maximumNestingDepth else { return nil }
-                        stack.append(Frame(isObject: false))
+                        guard isObject.count < JSONValue.maximumNestingDepth else { return nil }
+                        isObject.append(false)
+                        arrays.append([])
                         continue
                     }
                 case UInt8(ascii: "\""):
@@ -113,32 +109,39 @@ enum JSONParser {
                 }
                 // Hand the value to its container; close containers that end here.
                 while true {
-                    guard let frame = stack.last else {
+                    guard let inObject = isObject.last else {
                         skipWhitespace()
                         return index == bytes.count ? value : nil
                     }
                     skipWhitespace()
-                    if frame.isObject {
-                        if frame.members[frame.key] == nil { frame.members[frame.key] = value }
+                    if inObject {
+                        let top = objects.count - 1
+                        // A repeated member keeps its first value.
+                        if objects[top][keys[top]] == nil { objects[top][keys[top]] = value }
                     } else {
-                        frame.elements.append(value)
+                        arrays[arrays.count - 1].append(value)
                     }
-                    let close = UInt8(ascii: frame.isObject ? "}" : "]")
+                    let close = UInt8(ascii: inObject ? "}" : "]")
                     if current == UInt8(ascii: ",") {
                         index += 1
                         skipWhitespace()
                         if current != close {
-                            if frame.isObject {
+                            if inObject {
                                 guard let next = memberName() else { return nil }
-                                frame.key = next
+                                keys[keys.count - 1] = next
                             }
                             break
                         }
                     }
                     guard current == close else { return nil }
                     index += 1
-                    stack.removeLast()
-                    value = frame.isObject ? .object(frame.members) : .array(frame.elements)
+                    isObject.removeLast()
+                    if inObject {
+                        keys.removeLast()
+                        value = .object(objects.removeLast())
+                    } else {
+                        value = .array(arrays.removeLast())
+                    }
                 }
             }
         }
@@ -166,14 +169,29 @@ enum JSONParser {
             } else if digits(&self) == 0 {
                 return nil
             }
+            var isFractional = false
             if current == UInt8(ascii: ".") {
+                isFractional = true
                 index += 1
                 guard digits(&self) > 0 else { return nil }
             }
             if current == UInt8(ascii: "e") || current == UInt8(ascii: "E") {
+                isFractional = true
                 index += 1
                 if current == UInt8(ascii: "+") || current == UInt8(ascii: "-") { index += 1 }
                 guard digits(&self) > 0 else { return nil }
+            }
+            // A whole number of up to 15 digits is exact in a Double: no text conversion needed.
+            if !isFractional, index - start <= 15 {
+                var whole: Int64 = 0
+                var position = start
+                let negative = bytes[position] == UInt8(ascii: "-")
+                if negative { position += 1 }
+                while position < index {
+                    whole = whole * 10 + Int64(bytes[position] - UInt8(ascii: "0"))
+                    position += 1
+                }
+                return negative ? -Double(whole) : Double(whole)
             }
             let text = String(decoding: UnsafeBufferPointer(rebasing: bytes[start..<index]), as: UTF8.self)
             guard let value = Double(text), value.isFinite else { return nil }
