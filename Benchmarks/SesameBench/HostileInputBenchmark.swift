@@ -62,10 +62,14 @@ let jsonBenchmark = Benchmark(
         ("\(flat.count / 1024) KB flat array of objects", flat),
         ("1 MB string", Data(("\"" + String(repeating: "x", count: megabyte - 2) + "\"").utf8)),
     ]
+    print("body                              JSONValue(parsing:)  JSONSerialization")
     for (name, data) in cases {
         var accepted = false
         let time = milliseconds(runs: 5) { accepted = JSONValue(parsing: data) != nil }
-        print("\(name.padding(toLength: 34, withPad: " ", startingAt: 0))\(format(time))\(accepted ? "" : " refused")")
+        let foundation = milliseconds(runs: 5) { _ = try? JSONSerialization.jsonObject(with: data) }
+        print(
+            "\(name.padding(toLength: 34, withPad: " ", startingAt: 0))\(format(time))\(accepted ? "        " : " refused")"
+                + "  \(format(foundation))")
     }
 }
 
@@ -193,4 +197,16 @@ let slowClientsBenchmark = Benchmark(
             + "\(redirect.median), worst \(redirect.worst), failed \(redirect.failures) of 21")
     held.forEach { close($0) }
     await receiverLike.stop()
+}
+
+/// `sesame-bench tokens`: the emulator's token table, time per token issued past its limit, at
+/// 100,000 and 1,000,000 tokens (issue 17, item 3: it used to sort the whole table each time).
+let tokenTableBenchmark = Benchmark(
+    name: "tokens",
+    summary: "the emulator's token table: time per token issued past its limit, at 100k and 1M tokens"
+) { _ in
+    for limit in [100_000, 1_000_000] {
+        let mean = TokenTableBenchmark.meanInsertionPastLimit(limit: limit, sample: 100_000)
+        print("\(limit) tokens: \(mean) per token issued past the limit (mean of 100,000)")
+    }
 }

@@ -23,6 +23,7 @@ let benchmarks: [Benchmark] = [
     KeyringBenchmark.benchmark,
     jsonBenchmark,
     slowClientsBenchmark,
+    tokenTableBenchmark,
 ]
 
 func usage() -> String {

@@ -122,3 +122,26 @@ struct TokenTable: Sendable {
         }
     }
 }
+
+/// For `sesame-bench tokens`: the table's cost at scale, without exposing its types.
+package enum TokenTableBenchmark {
+    /// Fills a table limited to `limit` with `limit` tokens, then times `sample` more (each one
+    /// past the limit, so each evicts); returns the mean time per token issued past the limit.
+    package static func meanInsertionPastLimit(limit: Int, sample: Int) -> Duration {
+        var table = TokenTable()
+        let now = Date()
+        func record(_ serial: Int) -> TokenRecord {
+            TokenRecord(
+                token: "EAA\(serial)", kind: .user, appID: "1", userID: "u", serial: serial, issuedAt: now,
+                expiresAt: now.addingTimeInterval(Double(serial % 7_200)), isLongLived: false)
+        }
+        for serial in 1...limit { table[record(serial).token] = record(serial) }
+        let started = ContinuousClock.now
+        for serial in (limit + 1)...(limit + sample) {
+            let issued = record(serial)
+            table[issued.token] = issued
+            table.evict(downTo: limit, now: now)
+        }
+        return (ContinuousClock.now - started) / sample
+    }
+}
