@@ -37,7 +37,8 @@ public final class HTTPServer: Sendable {
         /// How long a new connection may take to send its first request head (request line and
         /// header fields). Unlike ``connectionIdleTimeout`` it is not reset by each byte, so a
         /// client that dribbles its head cannot hold a connection; later requests on a kept-alive
-        /// connection are bounded by the idle timeout only. Zero or less: no limit.
+        /// connection are bounded by the idle timeout only. Zero or less (the default): no limit;
+        /// the emulator and the login receiver set 10 s.
         public var requestHeadTimeout: Duration
         /// About the largest request head (request line and header fields) accepted; a larger
         /// one gets libmicrohttpd's error answer. It sizes libmicrohttpd's per-connection
@@ -68,7 +69,7 @@ public final class HTTPServer: Sendable {
             connectionIdleTimeout: Duration = .seconds(30),
             stopGracePeriod: Duration = .seconds(10),
             maxConnectionsPerClient: Int = 0,
-            requestHeadTimeout: Duration = .seconds(10)
+            requestHeadTimeout: Duration = .zero
         ) {
             self.host = host
             self.port = port

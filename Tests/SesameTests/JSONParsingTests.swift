@@ -96,7 +96,7 @@ struct JSONParsingTests {
     @Test("property: a random value survives writing and parsing, and equals Foundation's reading")
     func roundTrip() throws {
         var generator = SeededGenerator(state: 17)
-        for iteration in 0..<2_000 {
+        for iteration in 0..<300 {
             let value = randomValue(depth: 5, using: &generator)
             let data = Data(value.jsonText.utf8)
             #expect(JSONValue(parsing: data) == value, "iteration \(iteration): \(value.jsonText)")
@@ -111,7 +111,7 @@ struct JSONParsingTests {
         var generator = SeededGenerator(state: 9)
         let noise: [UInt8] = Array("{}[],:\"\\u0-1eE.tfn ".utf8) + [0x00, 0x1F, 0x80, 0xC3, 0xFF]
         var accepted = 0
-        for _ in 0..<5_000 {
+        for _ in 0..<1_000 {
             var bytes = Array(randomValue(depth: 4, using: &generator).jsonText.utf8)
             for _ in 0..<Int.random(in: 1...4, using: &generator) {
                 let position = Int.random(in: 0...bytes.count, using: &generator)
@@ -126,6 +126,6 @@ struct JSONParsingTests {
             #expect(JSONValue(parsing: Data(value.jsonText.utf8)) == value)
         }
         // Some mutations leave valid JSON (a changed digit, an inserted space): the check above ran.
-        #expect(accepted > 100)
+        #expect(accepted > 20)
     }
 }
