@@ -22,6 +22,9 @@ let benchmarks: [Benchmark] = [
     graphBenchmark,
     KeyringBenchmark.benchmark,
     githubBenchmark,
+    jsonBenchmark,
+    slowClientsBenchmark,
+    tokenTableBenchmark,
 ]
 
 func usage() -> String {

@@ -35,17 +35,28 @@ static inline struct MHD_Daemon *sesame_mhd_start_daemon(
     void *cls,
     unsigned int connection_limit,
     size_t memory_limit,
-    unsigned int connection_timeout_seconds)
+    unsigned int connection_timeout_seconds,
+    unsigned int per_ip_connection_limit,
+    MHD_NotifyConnectionCallback notify_connection)
 {
     return MHD_start_daemon(
         flags, 0, NULL, NULL, handler, cls,
         MHD_OPTION_LISTEN_SOCKET, listen_socket,
         MHD_OPTION_NOTIFY_COMPLETED, completed, cls,
         MHD_OPTION_URI_LOG_CALLBACK, uri_log, cls,
+        MHD_OPTION_NOTIFY_CONNECTION, notify_connection, cls,
         MHD_OPTION_CONNECTION_LIMIT, connection_limit,
+        MHD_OPTION_PER_IP_CONNECTION_LIMIT, per_ip_connection_limit,
         MHD_OPTION_CONNECTION_MEMORY_LIMIT, memory_limit,
         MHD_OPTION_CONNECTION_TIMEOUT, connection_timeout_seconds,
         MHD_OPTION_END);
+}
+
+/// The socket of a connection (`MHD_get_connection_info` is variadic); -1 when unknown.
+static inline int sesame_mhd_connection_fd(struct MHD_Connection *connection)
+{
+    const union MHD_ConnectionInfo *info = MHD_get_connection_info(connection, MHD_CONNECTION_INFO_CONNECTION_FD);
+    return info != NULL ? info->connect_fd : -1;
 }
 
 /// How many connections the daemon has open (`MHD_get_daemon_info` is variadic).

@@ -259,10 +259,14 @@ extension AuthError {
     }
 
     /// Wraps a failure below HTTP: transient ones (timeouts, refused, reset, DNS) are
-    /// ``ErrorCategory/retry``; the rest (TLS, oversized bodies, ...) are ``ErrorCategory/server``.
+    /// ``ErrorCategory/retry``; the rest (oversized bodies, ...) are ``ErrorCategory/server``.
+    ///
+    /// A TLS failure or a refused certificate is ``ErrorCategory/invalid``, not ``ErrorCategory/server``:
+    /// trying again later does not fix a certificate or a handshake, and the message says what is wrong.
     public static func transport(_ error: TransportError, provider: ProviderID? = nil) -> AuthError {
-        AuthError(
-            category: error.isTransient ? .retry : .server,
+        let isTLS = error.kind == .tlsFailure || error.kind == .certificateRejected
+        return AuthError(
+            category: error.isTransient ? .retry : (isTLS ? .invalid : .server),
             message: error.description,
             isTransient: error.isTransient,
             provider: provider,

@@ -17,7 +17,8 @@ import Synchronization
 /// crash mid-write leaves the previous contents intact. A file that group or others can read
 /// is refused with the `chmod` that fixes it; a file that is not valid JSON is reported and
 /// left in place, never overwritten. Writers in several processes are serialised with an
-/// advisory lock on a `.lock` file beside it.
+/// advisory lock on a `.lock` file beside it, which is never followed if it is a symbolic link;
+/// a directory that group or others may use is made private (0700) before anything is written.
 public final class FileCredentialStore: CredentialStore {
     /// The file that holds the credentials.
     public let url: URL
@@ -177,30 +178,13 @@ public final class FileCredentialStore: CredentialStore {
         }
     }
 
+    /// The directory is made 0700, or repaired to 0700 when group or others may use it.
     private func ensureDirectory() throws {
-        let directory = url.deletingLastPathComponent()
-        do {
-            try FileManager.default.createDirectory(
-                at: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
-        } catch {
-            throw CredentialStoreError(
-                kind: .ioFailure, message: "Could not create \(directory.path): \(error.localizedDescription)")
-        }
+        try PrivateFiles.ensurePrivateDirectory(url.deletingLastPathComponent())
     }
 
-    private func openLockFile() throws -> Int32 {
-        let path = url.path + ".lock"
-        let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
-        guard fd >= 0 else { throw ioError("could not open the lock file \(path)", errno) }
-        while flock(fd, LOCK_EX) != 0 {
-            guard errno == EINTR else {
-                let code = errno
-                close(fd)
-                throw ioError("could not lock \(path)", code)
-            }
-        }
-        return fd
-    }
+    /// The `.lock` file beside the credentials, opened without following a symbolic link.
+    private func openLockFile() throws -> Int32 { try PrivateFiles.lock(url.path + ".lock") }
 
     private func ioError(_ what: String, _ code: Int32) -> CredentialStoreError {
         CredentialStoreError(kind: .ioFailure, message: "Sesame \(what): \(String(cString: strerror(code))).")

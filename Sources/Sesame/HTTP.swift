@@ -177,8 +177,13 @@ public struct TransportError: Error, Sendable, Hashable, CustomStringConvertible
         public static let connectionLost = Kind(rawValue: "connectionLost")
         /// The connect or total timeout ran out.
         public static let timedOut = Kind(rawValue: "timedOut")
-        /// TLS could not be established or the certificate was not trusted.
+        /// TLS could not be established (the handshake failed, no protocol or cipher in common,
+        /// the local CA bundle is missing). Not transient: waiting does not fix it.
         public static let tlsFailure = Kind(rawValue: "tlsFailure")
+        /// The server's certificate was refused: not signed by a trusted CA, expired, for another
+        /// host name, revoked, or not the pinned key. Not transient: waiting does not fix a
+        /// certificate, so it is never retried.
+        public static let certificateRejected = Kind(rawValue: "certificateRejected")
         /// The response body was larger than the configured limit.
         public static let bodyTooLarge = Kind(rawValue: "bodyTooLarge")
         /// The request itself could not be sent (bad URL, unsupported scheme, ...).

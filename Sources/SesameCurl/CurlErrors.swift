@@ -44,9 +44,11 @@ enum CurlErrors {
         case CURLE_GOT_NOTHING, CURLE_SEND_ERROR, CURLE_RECV_ERROR, CURLE_PARTIAL_FILE, CURLE_HTTP2,
             CURLE_HTTP2_STREAM:
             .connectionLost
-        case CURLE_SSL_CONNECT_ERROR, CURLE_PEER_FAILED_VERIFICATION, CURLE_SSL_CERTPROBLEM, CURLE_SSL_CIPHER,
-            CURLE_SSL_CACERT_BADFILE, CURLE_SSL_ISSUER_ERROR, CURLE_SSL_PINNEDPUBKEYNOTMATCH,
-            CURLE_SSL_INVALIDCERTSTATUS, CURLE_SSL_SHUTDOWN_FAILED, CURLE_SSL_ENGINE_NOTFOUND,
+        case CURLE_PEER_FAILED_VERIFICATION, CURLE_SSL_ISSUER_ERROR, CURLE_SSL_PINNEDPUBKEYNOTMATCH,
+            CURLE_SSL_INVALIDCERTSTATUS:
+            .certificateRejected
+        case CURLE_SSL_CONNECT_ERROR, CURLE_SSL_CERTPROBLEM, CURLE_SSL_CIPHER,
+            CURLE_SSL_CACERT_BADFILE, CURLE_SSL_SHUTDOWN_FAILED, CURLE_SSL_ENGINE_NOTFOUND,
             CURLE_SSL_ENGINE_SETFAILED, CURLE_SSL_ENGINE_INITFAILED, CURLE_SSL_CRL_BADFILE, CURLE_USE_SSL_FAILED:
             .tlsFailure
         case CURLE_FILESIZE_EXCEEDED:
@@ -68,6 +70,11 @@ enum CurlErrors {
             "The connection closed before a full response arrived; trying again may work."
         case .timedOut:
             "The server did not answer in time; try again later, or raise the timeout if it is known to be slow."
+        case .certificateRejected:
+            "The server's certificate is not trusted (libcurl's message above says why: self-signed, expired, "
+                + "issued for another host name, or by an unknown CA). Trying again will not help: check the URL, "
+                + "the system clock and the CA certificates (Debian: ca-certificates), or give the server's CA "
+                + "file in the transport's configuration."
         case .tlsFailure:
             "The secure connection could not be set up or the server's certificate is not trusted; check the "
                 + "system clock, the CA certificates (Debian: ca-certificates) and the server's certificate."

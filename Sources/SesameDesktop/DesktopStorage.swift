@@ -86,7 +86,9 @@ public enum DesktopStorage {
 }
 
 /// Which account is active per provider, and the last rate-limit usage seen per account: a
-/// small JSON file, `$XDG_STATE_HOME/sesame/accounts.json`, replaced atomically. No secrets.
+/// small JSON file, `$XDG_STATE_HOME/sesame/accounts.json`, replaced atomically under a lock on
+/// `accounts.json.lock` (as the credentials file is), so concurrent processes lose no change. No
+/// secrets.
 public struct AccountState: Sendable {
     /// The file.
     public var url: URL
@@ -100,10 +102,15 @@ public struct AccountState: Sendable {
         FileManager.default.contents(atPath: url.path).flatMap { JSONValue(parsing: $0)?.objectValue } ?? [:]
     }
 
-    private func write(_ object: [String: JSONValue]) throws {
-        try FileManager.default.createDirectory(
-            at: url.deletingLastPathComponent(), withIntermediateDirectories: true,
-            attributes: [.posixPermissions: 0o700])
+    /// Reads, changes and writes the file under an exclusive lock on `accounts.json.lock`, the
+    /// credentials file's discipline, so that concurrent logins in several processes each keep
+    /// their change (without it, 20 at once kept 13 usage entries of 20).
+    private func modify(_ change: (inout [String: JSONValue]) -> Void) throws {
+        try PrivateFiles.ensurePrivateDirectory(url.deletingLastPathComponent())
+        let lock = try PrivateFiles.lock(url.path + ".lock")
+        defer { close(lock) }
+        var object = read()
+        change(&object)
         try Data(JSONValue.object(object).jsonText.utf8).write(to: url, options: .atomic)
     }
 
@@ -114,11 +121,11 @@ public struct AccountState: Sendable {
 
     /// Makes `account` the active one for `provider`.
     public func setActiveAccount(_ account: String, for provider: ProviderID) throws {
-        var object = read()
-        var active = object["active"]?.objectValue ?? [:]
-        active[provider.rawValue] = .string(account)
-        object["active"] = .object(active)
-        try write(object)
+        try modify { object in
+            var active = object["active"]?.objectValue ?? [:]
+            active[provider.rawValue] = .string(account)
+            object["active"] = .object(active)
+        }
     }
 
     /// The last rate-limit usage seen for `key`, as JSON.
@@ -126,11 +133,11 @@ public struct AccountState: Sendable {
 
     /// Records the last rate-limit usage seen for `key`.
     public func recordUsage(_ usage: JSONValue, for key: CredentialKey) throws {
-        var object = read()
-        var all = object["usage"]?.objectValue ?? [:]
-        all[Self.name(key)] = usage
-        object["usage"] = .object(all)
-        try write(object)
+        try modify { object in
+            var all = object["usage"]?.objectValue ?? [:]
+            all[Self.name(key)] = usage
+            object["usage"] = .object(all)
+        }
     }
 
     private static func name(_ key: CredentialKey) -> String { "\(key.provider.rawValue)/\(key.appID)/\(key.account)" }

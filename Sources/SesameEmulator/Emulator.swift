@@ -85,8 +85,13 @@ public final class Emulator: Sendable {
     public func start() async throws -> EmulatorEndpoints {
         let engine = self.engine
         let serverConfiguration = HTTPServer.Configuration(
-            host: "127.0.0.1", port: configuration.port, maxConnections: 1024,
-            maxBodyBytes: configuration.limits.maxBodyBytes, stopGracePeriod: .seconds(2))
+            // Slow clients cannot starve the others: room for thousands of connections, at most
+            // half of them from one address, a request head within 10 s however it is dribbled, and a 503
+            // rather than a hang past the limit (issue 17).
+            host: "127.0.0.1", port: configuration.port, maxConnections: 4096,
+            maxBodyBytes: configuration.limits.maxBodyBytes, stopGracePeriod: .seconds(2),
+            maxConnectionsPerClient: 2048,
+            requestHeadTimeout: .seconds(10))
         let server = HTTPServer(configuration: serverConfiguration) { request in
             let outcome = engine.handle(
                 EmulatorRequest(

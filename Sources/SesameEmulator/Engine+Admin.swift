@@ -134,7 +134,7 @@ extension EmulatorEngine {
     func adminBody(_ request: EmulatorRequest) throws -> [String: JSONValue] {
         if request.body.isEmpty { return [:] }
         guard request.body.count <= 65_536 else { throw GraphError.admin("The body is larger than 64 KiB.") }
-        guard case .object(let members)? = JSONValue(parsing: request.body) else {
+        guard case .object(let members)? = request.jsonBody else {
             throw GraphError.admin("The body must be a JSON object.")
         }
         return members
@@ -321,7 +321,7 @@ extension EmulatorEngine {
     func reset() {
         users = [:]
         userOrder = []
-        tokens = [:]
+        tokens = TokenTable()
         grants = [:]
         posts = [:]
         codes = [:]

@@ -6,8 +6,8 @@ import Synchronization
 ///
 /// Concurrent clients see one consistent Facebook: every entry point (``handle(_:)``, ``run(_:)``,
 /// ``saveNow()``) takes `lock`, and a request is handled start to finish under it without
-/// suspending, so it is atomic. Only the `slow` scenario's delay and the state file's write happen
-/// outside it. A lock rather than an actor: handling takes microseconds, and an actor hop per
+/// suspending, so it is atomic. Only the `slow` scenario's delay, the state file's write and the
+/// parsing of a JSON request body happen outside it. A lock rather than an actor: handling takes microseconds, and an actor hop per
 /// request halved the throughput under load.
 package final class EmulatorEngine: @unchecked Sendable {  // All mutable state is guarded by `lock`.
     struct GrantKey: Hashable, Sendable {
@@ -23,7 +23,7 @@ package final class EmulatorEngine: @unchecked Sendable {  // All mutable state 
     var users: [String: EmulatedUser] = [:]
     /// User ids in the order they were added (the dialog lists them so).
     var userOrder: [String] = []
-    var tokens: [String: TokenRecord] = [:]
+    var tokens = TokenTable()
     var grants: [GrantKey: GrantRecord] = [:]
     /// Each person's posts, oldest first.
     var posts: [String: [PostRecord]] = [:]
@@ -120,13 +120,38 @@ package final class EmulatorEngine: @unchecked Sendable {  // All mutable state 
 
     /// Answers one request.
     package func handle(_ request: EmulatorRequest) -> EmulatorOutcome {
+        // A JSON body is parsed before the lock: a large one then delays only its own client.
+        let request = request.parsingBody()
         let outcome = lock.withLock { _ in handleLocked(request) }
         // Outside the lock: the log is the caller's code.
         if let log = configuration.requestLog {
             let status = outcome.response.map { String($0.status) } ?? "dropped"
-            log("\(request.method.rawValue) \(String(request.path.prefix(200))) \(status)")
+            log(
+                "\(Self.loggable(request.method.rawValue)) \(Self.loggable(String(request.path.prefix(200)))) \(status)"
+            )
         }
         return outcome
+    }
+
+    /// `text` safe to print on one terminal line: control characters (a decoded `%0a` would
+    /// start a forged log line, `%1b` a terminal escape), `\` and the Unicode line and format
+    /// controls are written as `\xNN` or `\u{NNNN}`.
+    static func loggable(_ text: String) -> String {
+        var output = ""
+        output.reserveCapacity(text.utf8.count)
+        for scalar in text.unicodeScalars {
+            switch scalar.value {
+            case 0x5C: output += "\\\\"
+            case 0..<0x20, 0x7F:
+                let digits = Array("0123456789abcdef")
+                output += "\\x\(digits[Int(scalar.value >> 4)])\(digits[Int(scalar.value & 0xF)])"
+            case 0x80...0x9F, 0x2028, 0x2029, 0x200E, 0x200F, 0x202A...0x202E, 0x2066...0x2069, 0xFEFF:
+                output += "\\u{\(String(scalar.value, radix: 16))}"
+            default:
+                output.unicodeScalars.append(scalar)
+            }
+        }
+        return output
     }
 
     private func handleLocked(_ request: EmulatorRequest) -> EmulatorOutcome {
@@ -393,10 +418,25 @@ package final class EmulatorEngine: @unchecked Sendable {  // All mutable state 
     func issueUserToken(appID: String, userID: String, longLived: Bool) throws -> TokenRecord {
         let lifetime = longLived ? configuration.longLivedTokenLifetime : configuration.shortLivedTokenLifetime
         let record = TokenRecord(
-            token: "EAA" + (try Crypto.randomURLSafeString(byteCount: 48)), kind: .user, appID: appID, userID: userID,
+            token: try Self.facebookLikeToken(), kind: .user, appID: appID, userID: userID,
             serial: takeSerial(), issuedAt: now, expiresAt: now.addingTimeInterval(lifetime), isLongLived: longLived)
         store(record)
         return record
+    }
+
+    /// A user token shaped like Facebook's: `EAA` and letters and digits only (no `-` or `_`),
+    /// about 200 characters, so that what handles and redacts real tokens is exercised as it
+    /// will be in production.
+    static func facebookLikeToken() throws -> String {
+        let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789".utf8)
+        var bytes: [UInt8] = Array("EAA".utf8)
+        while bytes.count < 200 {
+            // 248 = 4 × 62: bytes at or above it are dropped, so every character is equally likely.
+            for byte in try Crypto.randomBytes(count: 240) where byte < 248 && bytes.count < 200 {
+                bytes.append(alphabet[Int(byte) % alphabet.count])
+            }
+        }
+        return String(decoding: bytes, as: UTF8.self)
     }
 
     func takeSerial() -> Int {
@@ -407,15 +447,8 @@ package final class EmulatorEngine: @unchecked Sendable {  // All mutable state 
     func store(_ record: TokenRecord) {
         tokens[record.token] = record
         markDirty()
-        guard tokens.count > limits.maxTokens else { return }
-        // Drop expired tokens first, then the oldest.
-        let now = self.now
-        let expired = tokens.values.filter { ($0.expiresAt ?? .distantFuture) <= now }.map(\.token)
-        for token in expired { tokens[token] = nil }
-        if tokens.count > limits.maxTokens {
-            let oldest = tokens.values.sorted { $0.serial < $1.serial }.prefix(tokens.count - limits.maxTokens)
-            for record in oldest { tokens[record.token] = nil }
-        }
+        // Expired tokens go first, then the oldest; O(log n) a token (TokenTable).
+        tokens.evict(downTo: limits.maxTokens, now: now)
     }
 
     // MARK: - Grants
@@ -638,7 +671,7 @@ package final class EmulatorEngine: @unchecked Sendable {  // All mutable state 
             if grants[key]?.isInstalled == true { installedCount[key.appID, default: 1] -= 1 }
             grants[key] = nil
         }
-        for record in tokens.values where record.userID == id { tokens[record.token] = nil }
+        tokens.removeAll { $0.userID == id }
         posts[id] = nil
         markDirty()
     }

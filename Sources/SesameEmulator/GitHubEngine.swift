@@ -130,7 +130,7 @@ final class GitHubEngine: Sendable {
             state.requestCounts[path, default: 0] += 1
             let request = OIDCEngine.Request(
                 method: method, path: path, query: query, form: form, parameters: query + form, headers: headers,
-                body: body)
+                body: body, json: nil)
             return route(request, &state)
         }
     }

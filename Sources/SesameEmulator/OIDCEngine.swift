@@ -167,11 +167,13 @@ final class OIDCEngine: Sendable {
         let form = isForm ? FormEncoding.decode(body) : []
         // HEAD is answered as GET; the server sends the headers without the body.
         let routed = method == .head ? HTTPMethod.get : method
+        // Parsed before the lock is taken, so that a large body holds up only its own client.
+        let json = path.hasPrefix("/__sesame/") && !body.isEmpty ? JSONValue(parsing: body) : nil
         return locked { state in
             state.requestCounts[path, default: 0] += 1
             let request = Request(
                 method: routed, path: path, query: query, form: form, parameters: query + form, headers: headers,
-                body: body)
+                body: body, json: json)
             return route(request, &state)
         }
     }
@@ -186,6 +188,8 @@ final class OIDCEngine: Sendable {
         var parameters: [(String, String)]
         var headers: HTTPHeaders
         var body: Data
+        /// The body parsed as JSON, for the admin API (parsed outside the lock).
+        var json: JSONValue?
         subscript(name: String) -> String? {
             parameters.first { $0.0 == name }.map(\.1).flatMap { $0.isEmpty ? nil : $0 }
         }
@@ -710,7 +714,7 @@ final class OIDCEngine: Sendable {
     // MARK: Admin
 
     private func admin(_ request: Request, _ state: inout State) -> HTTPResponse {
-        let json = JSONValue(parsing: request.body)
+        let json = request.json
         switch (request.method, request.path) {
         case (.post, "/__sesame/scenarios"):
             guard let name = json?["scenario"]?.stringValue, let scenario = OIDCScenario(rawValue: name) else {

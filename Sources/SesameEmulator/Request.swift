@@ -10,6 +10,10 @@ package struct EmulatorRequest: Sendable {
     package var query: [(String, String)]
     package var headers: HTTPHeaders
     package var body: Data
+    /// The body parsed as JSON when it looks like JSON, done by ``parsingBody()`` before the
+    /// engine's lock is taken; `nil` otherwise.
+    private(set) var parsedBody: JSONValue?
+    private var bodyWasParsed = false
 
     package init(
         method: HTTPMethod, path: String, query: [(String, String)] = [], headers: HTTPHeaders = [:],
@@ -30,6 +34,22 @@ package struct EmulatorRequest: Sendable {
             method: method, path: path.isEmpty ? "/" : path,
             query: FormEncoding.decode(components?.percentEncodedQuery ?? ""), headers: headers, body: body)
     }
+
+    /// The request with its body parsed when it starts like a JSON array or object. The engine
+    /// calls this before it takes its lock, so that parsing a large body never holds up other
+    /// clients.
+    func parsingBody() -> EmulatorRequest {
+        var copy = self
+        guard !bodyWasParsed else { return copy }
+        copy.bodyWasParsed = true
+        let start = body.first { $0 != 0x20 && $0 != 0x09 && $0 != 0x0A && $0 != 0x0D }
+        if start == UInt8(ascii: "{") || start == UInt8(ascii: "[") { copy.parsedBody = JSONValue(parsing: body) }
+        return copy
+    }
+
+    /// The body as JSON: the value parsed before the lock, or parsed now (a request that did not
+    /// come through ``EmulatorEngine/handle(_:)``, such as a batch item).
+    var jsonBody: JSONValue? { bodyWasParsed ? parsedBody : JSONValue(parsing: body) }
 
     /// The media type of the body, lower case, without parameters.
     var contentType: String {
@@ -87,7 +107,7 @@ package struct Parameters: Sendable {
         if !request.body.isEmpty {
             switch request.contentType {
             case "application/json":
-                guard case .object(let members)? = JSONValue(parsing: request.body) else {
+                guard case .object(let members)? = request.jsonBody else {
                     throw GraphError.invalidParameter("The request body is not a JSON object.")
                 }
                 for (name, value) in members.sorted(by: { $0.key < $1.key }) {

@@ -72,13 +72,20 @@ extension PermissionSet {
 /// Small Graph calls for the login flows and the session, with errors classified.
 enum FacebookHTTP {
     /// `debug_token` on `token`, checked with the app token when a secret is configured, else
-    /// with the token itself.
+    /// with the token itself. The token travels in a form body (`POST` with `method=get`, which
+    /// Graph reads as the `GET`), never in the URL, where proxies and server logs would keep it.
     static func debugToken(
         _ token: String, provider: FacebookProvider, transport: any HTTPTransport
     ) async throws -> TokenIntrospection {
         let checker = provider.appSecret.map { "\(provider.appID)|\($0.value)" } ?? token
-        let json = try await get(
-            "debug_token", query: [("input_token", token)], token: checker, provider: provider, transport: transport)
+        let json: JSONValue
+        do {
+            json = try await send(
+                .post, "debug_token", parameters: [("input_token", token), ("method", "get")], token: checker,
+                provider: provider, transport: transport)
+        } catch let error as AuthError {
+            throw error.redacting([token])
+        }
         return TokenIntrospection(debugTokenData: json["data"] ?? .null)
     }
 

@@ -39,6 +39,10 @@ public struct FacebookProvider: AuthProvider {
     public var appSecret: FacebookAppSecret?
     /// The mapping from Graph errors to `AuthError`.
     public var taxonomy: FacebookErrorTaxonomy
+    /// Host names the dialog and Graph URLs may reach over plain `http`: the user's explicit,
+    /// by-name opt-in. Empty by default: `https` only, except to loopback addresses (the
+    /// emulator), as `EndpointSecurity` rules.
+    public var allowedInsecureHosts: Set<String>
 
     /// Creates a configuration.
     ///
@@ -50,12 +54,15 @@ public struct FacebookProvider: AuthProvider {
     ///   - graphBaseURL: the Graph API origin.
     ///   - appSecret: server-side code only; see ``FacebookAppSecret``.
     ///   - taxonomy: the mapping from Graph errors to `AuthError`; Facebook's own table by default.
+    ///   - allowedInsecureHosts: hosts the dialog and Graph URLs may reach over plain `http`
+    ///     although they are not loopback addresses; see ``allowedInsecureHosts``.
     public init(
         appID: String, graphVersion: String = FacebookProvider.defaultGraphVersion, clientToken: String? = nil,
         dialogBaseURL: URL = FacebookProvider.facebookDialogBaseURL,
         graphBaseURL: URL = FacebookProvider.facebookGraphBaseURL, appSecret: FacebookAppSecret? = nil,
-        taxonomy: FacebookErrorTaxonomy = FacebookErrorTaxonomy()
+        taxonomy: FacebookErrorTaxonomy = FacebookErrorTaxonomy(), allowedInsecureHosts: Set<String> = []
     ) {
+        self.allowedInsecureHosts = allowedInsecureHosts
         self.appID = appID
         self.graphVersion = graphVersion
         self.clientToken = clientToken
@@ -111,7 +118,12 @@ public struct FacebookProvider: AuthProvider {
 
     /// The URL of a Graph path (`me`, `/me/feed`) at `version` (the pinned one when `nil`),
     /// with `query` appended.
+    ///
+    /// - Throws: `AuthError` (`invalid`) for a bad version or path, or a Graph origin that is
+    ///   plain `http` to a host that is neither loopback nor in ``allowedInsecureHosts``.
     public func graphURL(_ path: String, version: String? = nil, query: [(String, String)] = []) throws -> URL {
+        try EndpointSecurity.check(
+            graphBaseURL, role: "The Graph API URL", provider: .facebook, allowingInsecureHosts: allowedInsecureHosts)
         let trimmed = path.drop { $0 == "/" }
         guard let url = URL(string: "\(Self.trimmedBase(graphBaseURL))/\(try self.version(version))/\(trimmed)") else {
             throw AuthError(
@@ -121,7 +133,13 @@ public struct FacebookProvider: AuthProvider {
     }
 
     /// The login dialog, `…/{version}/dialog/oauth`.
+    ///
+    /// - Throws: `AuthError` (`invalid`) for a bad version, or a dialog origin that is plain
+    ///   `http` to a host that is neither loopback nor in ``allowedInsecureHosts``.
     public func dialogURL(version: String? = nil) throws -> URL {
+        try EndpointSecurity.check(
+            dialogBaseURL, role: "The login dialog URL", provider: .facebook,
+            allowingInsecureHosts: allowedInsecureHosts)
         return URL(string: "\(Self.trimmedBase(dialogBaseURL))/\(try self.version(version))/dialog/oauth")!
     }
 

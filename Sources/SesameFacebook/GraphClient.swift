@@ -353,13 +353,14 @@ public struct GraphClient: Sendable {
         do {
             response = try await transport.send(request)
         } catch let error as TransportError {
-            let classified = provider.taxonomy.classify(error)
+            let classified = provider.taxonomy.classify(error).redacting(token.map { [$0] } ?? [])
             await report(classified)
             throw classified
         }
         governor.record(response.headers)
         guard response.isSuccess else {
-            let error = provider.taxonomy.classify(response)
+            // A server may echo the token back; whatever its characters, it leaves the error here.
+            let error = provider.taxonomy.classify(response).redacting(token.map { [$0] } ?? [])
             await report(error)
             throw error
         }

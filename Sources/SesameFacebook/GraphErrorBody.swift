@@ -161,18 +161,22 @@ public struct GraphErrorBody: Sendable, Hashable {
         return text
     }
 
-    /// Replaces Facebook access tokens (`EAA…`) and `access_token=` values in `text`.
+    /// Replaces Facebook access tokens (`EAA…`, with any `-` or `_` in them, as other token
+    /// issuers and the emulator use) and `access_token=` values in `text`.
     static func redactingTokens(_ text: String) -> String {
         guard text.contains("EAA") || text.contains("access_token") else { return text }
+        func isTokenCharacter(_ character: Character) -> Bool {
+            (character.isASCII && (character.isLetter || character.isNumber)) || character == "-" || character == "_"
+        }
         var output = ""
         var rest = Substring(text)
         while !rest.isEmpty {
             if rest.hasPrefix("access_token=") {
                 output += "access_token=" + Redaction.placeholder
                 rest = rest.dropFirst("access_token=".count).drop { !$0.isWhitespace && $0 != "&" && $0 != "\"" }
-            } else if rest.hasPrefix("EAA"), rest.prefix(while: { $0.isLetter || $0.isNumber }).count >= 20 {
+            } else if rest.hasPrefix("EAA"), rest.prefix(while: isTokenCharacter).count >= 20 {
                 output += Redaction.placeholder
-                rest = rest.drop { $0.isLetter || $0.isNumber }
+                rest = rest.drop(while: isTokenCharacter)
             } else {
                 output.append(rest.removeFirst())
             }

@@ -10,8 +10,8 @@ import Sesame
 /// recursion (so nesting cannot overflow the stack; deeper than ``maximumDepth`` is refused) and
 /// without `JSONDecoder`'s per-value error handling, which dominated the classifier's time.
 enum ResponseJSON {
-    /// The deepest nesting accepted, as `JSONDecoder` allows.
-    static let maximumDepth = 512
+    /// The deepest nesting accepted, as the core parser allows.
+    static let maximumDepth = JSONValue.maximumNestingDepth
 
     /// The parsed document, or `nil` when `data` is not JSON.
     static func parse(_ data: Data) -> JSONValue? {

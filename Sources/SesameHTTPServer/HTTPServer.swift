@@ -28,13 +28,25 @@ public final class HTTPServer: Sendable {
         /// Whether to listen on `::1` too, on the same port, for clients that resolve
         /// `localhost` to IPv6 first.
         public var alsoListenOnIPv6Loopback: Bool
-        /// The most connections open at once; more wait in the system's listen queue until one
-        /// closes.
+        /// The most connections open at once; one more is answered `503 Service Unavailable`
+        /// and closed at once (past a small headroom, more wait in the system's listen queue).
         public var maxConnections: Int
+        /// The most connections open at once from one client address; more are closed at once.
+        /// 0: no limit (a loopback login receiver shares its address with every local program).
+        public var maxConnectionsPerClient: Int
+        /// How long a new connection may take to send its first request head (request line and
+        /// header fields). Unlike ``connectionIdleTimeout`` it is not reset by each byte, so a
+        /// client that dribbles its head cannot hold a connection; later requests on a kept-alive
+        /// connection are bounded by the idle timeout only. Zero or less (the default): no limit;
+        /// the emulator and the login receiver set 10 s.
+        public var requestHeadTimeout: Duration
         /// About the largest request head (request line and header fields) accepted; a larger
         /// one gets libmicrohttpd's error answer. It sizes libmicrohttpd's per-connection
-        /// memory (twice this, at least 4 KiB).
+        /// memory (twice this, at least 4 KiB); values above ``largestHeaderLimit`` count as it.
         public var maxHeaderBytes: Int
+        /// The most ``maxHeaderBytes`` can be: 1 MiB (libmicrohttpd reserves twice the limit for
+        /// every connection, so a larger one would fail to allocate).
+        public static let largestHeaderLimit = 1 << 20
         /// The largest request body accepted; a larger one gets `413 Content Too Large` and
         /// the connection is closed.
         public var maxBodyBytes: Int
@@ -55,12 +67,16 @@ public final class HTTPServer: Sendable {
             maxHeaderBytes: Int = 16 * 1024,
             maxBodyBytes: Int = 1024 * 1024,
             connectionIdleTimeout: Duration = .seconds(30),
-            stopGracePeriod: Duration = .seconds(10)
+            stopGracePeriod: Duration = .seconds(10),
+            maxConnectionsPerClient: Int = 0,
+            requestHeadTimeout: Duration = .zero
         ) {
             self.host = host
             self.port = port
             self.alsoListenOnIPv6Loopback = alsoListenOnIPv6Loopback
             self.maxConnections = maxConnections
+            self.maxConnectionsPerClient = maxConnectionsPerClient
+            self.requestHeadTimeout = requestHeadTimeout
             self.maxHeaderBytes = maxHeaderBytes
             self.maxBodyBytes = maxBodyBytes
             self.connectionIdleTimeout = connectionIdleTimeout
@@ -158,9 +174,33 @@ public final class HTTPServer: Sendable {
         return URL(string: "http://\(host):\(port)")!
     }
 
-    /// `baseURL` with `path` (and any query in it) appended.
+    /// `baseURL` with `path` (and any query in it) appended. Characters a URL cannot hold as
+    /// they are (a space, a quote, a `%` not followed by two hex digits, non-ASCII text) are
+    /// percent-encoded, so any string gives a URL: `url("/a b")` is `http://127.0.0.1:port/a%20b`.
     public func url(_ path: String) -> URL {
-        URL(string: baseURL.absoluteString + (path.hasPrefix("/") ? path : "/" + path))!
+        let path = path.hasPrefix("/") ? path : "/" + path
+        if let url = URL(string: baseURL.absoluteString + path) { return url }
+        return URL(string: baseURL.absoluteString + Self.percentEncoded(path)) ?? baseURL
+    }
+
+    /// `text` with every byte outside RFC 3986's unreserved, reserved and `%XX` forms encoded.
+    static func percentEncoded(_ text: String) -> String {
+        let allowed = Set("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~:/?#[]@!$&'()*+,;=".utf8)
+        let hex = Set("0123456789ABCDEFabcdef".utf8)
+        let bytes = Array(text.utf8)
+        var output = ""
+        for (index, byte) in bytes.enumerated() {
+            let escapes =
+                byte == UInt8(ascii: "%") && index + 2 < bytes.count && hex.contains(bytes[index + 1])
+                && hex.contains(bytes[index + 2])
+            if allowed.contains(byte) || escapes {
+                output.unicodeScalars.append(Unicode.Scalar(byte))
+            } else {
+                let digits = Array("0123456789ABCDEF")
+                output += "%\(digits[Int(byte >> 4)])\(digits[Int(byte & 0x0F)])"
+            }
+        }
+        return output
     }
 
     /// Stops the server: no new connection is accepted, requests being handled are answered

@@ -1,6 +1,8 @@
 /// A server that could not start.
 public struct HTTPServerError: Error, Sendable, Hashable, CustomStringConvertible {
-    private enum Code: Hashable { case addressInUse, invalidHost, bindFailed, daemonFailed, alreadyStarted }
+    private enum Code: Hashable {
+        case addressInUse, invalidHost, invalidPort, bindFailed, daemonFailed, alreadyStarted
+    }
     private let code: Code
     /// The address the server was asked to listen on, such as `127.0.0.1:8080`.
     public let address: String
@@ -13,6 +15,8 @@ public struct HTTPServerError: Error, Sendable, Hashable, CustomStringConvertibl
     }
     /// The host is not an IPv4 or IPv6 address literal.
     public static func invalidHost(_ host: String) -> Self { Self(code: .invalidHost, address: host, reason: nil) }
+    /// The port is not between 0 and 65535 (`address` holds the port asked for).
+    public static func invalidPort(_ port: Int) -> Self { Self(code: .invalidPort, address: String(port), reason: nil) }
     /// The listening socket could not be made, bound or listened on.
     public static func bindFailed(_ address: String, reason: String) -> Self {
         Self(code: .bindFailed, address: address, reason: reason)
@@ -34,6 +38,9 @@ public struct HTTPServerError: Error, Sendable, Hashable, CustomStringConvertibl
         case .invalidHost:
             return "Cannot listen on '\(address)': the host must be an IPv4 or IPv6 address such as 127.0.0.1 or ::1, "
                 + "not a name."
+        case .invalidPort:
+            return "Cannot listen on port \(address): a port is a number from 1 to 65535, or 0 to let the system "
+                + "pick a free one."
         case .bindFailed:
             return "Cannot listen on \(address): \(reason ?? "unknown error")."
         case .daemonFailed:

@@ -6,10 +6,14 @@ import Synchronization
 /// as RFC 8252 (OAuth 2.0 for Native Apps) describes.
 ///
 /// Each login gets its own listener on a random port of `127.0.0.1`; the redirect URI is
-/// `http://127.0.0.1:<port>/callback`. Exactly one redirect is accepted:
-/// - one whose `state` is missing or wrong is refused and fails the login with
-///   `AuthError.stateMismatch(provider:missing:)` (a possible forgery); one whose `iss` fails
-///   the RFC 9207 check, when the login asks for it, with `AuthError.issuerMismatch`;
+/// `http://127.0.0.1:<port>/callback`. Exactly one redirect is accepted, a `GET` to the callback
+/// path with a loopback `Host`, no cross-site `Origin` and the login's `state`:
+/// - anything else (a wrong or missing `state`, a cross-site form `POST`, a DNS-rebound `Host`)
+///   gets an error page and the login keeps waiting for the real redirect; after ten such
+///   requests the login fails with the last
+///   refusal (for a bad `state`, `AuthError.stateMismatch(provider:missing:)`);
+/// - a redirect with the right `state` whose `iss` fails the RFC 9207 check, when the login asks
+///   for it, fails the login with `AuthError.issuerMismatch`;
 /// - another path gets 404; a hit after the login ended gets a "you can close this window"
 ///   page and delivers nothing;
 /// - no redirect within ``timeout`` (5 minutes by default) fails the login with
@@ -76,8 +80,11 @@ public struct LoopbackRedirectReceiver: RedirectReceiver {
         let server = HTTPServer(
             configuration: .init(
                 host: host, port: port, alsoListenOnIPv6Loopback: redirectURIHost == "localhost",
-                maxConnections: 32, maxHeaderBytes: 16 * 1024, maxBodyBytes: 64 * 1024,
-                connectionIdleTimeout: .seconds(30), stopGracePeriod: .seconds(2))
+                // Room for the browser beside many idle or slow local connections (each must
+                // send its head within 10 s); no per-address limit, as every local program
+                // shares the browser's address.
+                maxConnections: 512, maxHeaderBytes: 16 * 1024, maxBodyBytes: 64 * 1024,
+                connectionIdleTimeout: .seconds(30), stopGracePeriod: .seconds(2), requestHeadTimeout: .seconds(10))
         ) { request in
             await exchange.handle(request)
         }
@@ -137,6 +144,7 @@ final class RedirectExchange: Sendable {
         var waiterCancelled = false
         var verdict: LoginPageVerdict?
         var pageWaiters: [CheckedContinuation<LoginPageVerdict, Never>] = []
+        var refusedRequests = 0
     }
 
     let expectedState: String
@@ -228,14 +236,30 @@ final class RedirectExchange: Sendable {
                 title: "Not found", message: "There is nothing here. This address only receives a sign-in answer.",
                 status: 404)
         }
-        guard request.method == .get || request.method == .post else {
-            var response = LoginPage.render(
-                title: "Method not allowed", message: "This address only receives a sign-in answer.", status: 405)
-            response.headers["Allow"] = "GET, POST"
+        guard request.method == .get else {
+            // The redirect is a browser navigation, a GET; a POST here is a cross-site form.
+            var response = refuse(
+                AuthError.redirectRefused(
+                    "it was a \(request.method.rawValue), not the browser's GET", provider: provider),
+                status: 405)
+            response.headers["Allow"] = "GET"
             return response
         }
+        guard let host = request.headers["Host"], Self.isLoopbackAuthority(host) else {
+            // DNS rebinding: a page on another name made the browser send this here.
+            return refuse(
+                AuthError.redirectRefused("it was addressed to another host name", provider: provider), status: 421)
+        }
+        if let origin = request.headers["Origin"], !Self.isLoopbackOrigin(origin) {
+            return refuse(AuthError.redirectRefused("it came from another site", provider: provider), status: 403)
+        }
         guard !isDelivered else { return LoginPage.alreadyFinished() }
-        let parameters = request.query + request.form
+        let parameters = request.query
+        let states = parameters.filter { $0.0 == "state" }.map(\.1)
+        guard states.count == 1, Self.constantTimeEqual(states[0], expectedState) else {
+            // A forged or stale redirect: refuse it and keep waiting for the real one, up to a bound.
+            return refuse(.stateMismatch(provider: provider, missing: states.isEmpty), status: 400)
+        }
         let outcome: RedirectOutcome
         do {
             outcome = try OAuth.parseRedirectParameters(
@@ -251,6 +275,72 @@ final class RedirectExchange: Sendable {
         }
         guard deliver(.success(outcome)) else { return LoginPage.alreadyFinished() }
         return LoginPage.render(await verdict(), appName: appName)
+    }
+
+    /// How many refused requests to the callback a login tolerates before it fails with the
+    /// last refusal: enough for a stray reload or a forged request or two, few enough that a
+    /// local process cannot keep a login waiting by flooding it.
+    static let maximumRefusedRequests = 10
+
+    /// Answers a request that is not the login's redirect with an error page; the login keeps
+    /// waiting unless this was one refusal too many.
+    private func refuse(_ error: AuthError, status: Int) -> HTTPServerResponse {
+        let tooMany = state.withLock { state -> Bool in
+            state.refusedRequests += 1
+            return state.refusedRequests >= Self.maximumRefusedRequests
+        }
+        if tooMany { deliver(.failure(error)) }
+        return LoginPage.render(
+            title: "Sign-in refused",
+            message: error.message + (tooMany ? "" : " This window is not the sign-in; the application keeps waiting."),
+            status: status)
+    }
+
+    /// Whether a `Host` field names a loopback address (`127.0.0.1:port`, `localhost`, `[::1]:port`).
+    static func isLoopbackAuthority(_ authority: String) -> Bool {
+        var name = Substring(authority.trimmingCharacters(in: .whitespaces))
+        if name.hasPrefix("[") {
+            guard let close = name.firstIndex(of: "]") else { return false }
+            let rest = name[name.index(after: close)...]
+            guard rest.isEmpty || (rest.first == ":" && rest.dropFirst().allSatisfy(\.isASCII) && rest.count > 1)
+            else { return false }
+            name = name[...close]
+        } else if let colon = name.firstIndex(of: ":") {
+            guard name[name.index(after: colon)...].allSatisfy({ $0.isASCII && $0.isNumber }) else { return false }
+            name = name[..<colon]
+        }
+        return !name.isEmpty && EndpointSecurity.isLoopback(String(name))
+    }
+
+    /// Whether an `Origin` field is a loopback origin (`http://127.0.0.1:port`); `null` and
+    /// every other site are not.
+    static func isLoopbackOrigin(_ origin: String) -> Bool {
+        guard let url = URL(string: origin), let scheme = url.scheme?.lowercased(),
+            scheme == "http" || scheme == "https",
+            let host = url.host
+        else { return false }
+        return EndpointSecurity.isLoopback(host)
+    }
+
+    /// Compares without stopping at the first difference, so timing does not reveal the state.
+    static func constantTimeEqual(_ a: String, _ b: String) -> Bool {
+        let x = Array(a.utf8)
+        let y = Array(b.utf8)
+        guard x.count == y.count else { return false }
+        var difference: UInt8 = 0
+        for index in x.indices { difference |= x[index] ^ y[index] }
+        return difference == 0
+    }
+}
+
+extension AuthError {
+    /// A request to the redirect URI that cannot be the login's redirect.
+    fileprivate static func redirectRefused(_ why: String, provider: ProviderID?) -> AuthError {
+        AuthError(
+            category: .invalid,
+            message: "A request to the sign-in address was refused because \(why) (a possible cross-site request "
+                + "forgery).",
+            loginFailedReason: .stateMismatch, recoveryTactic: RecoveryTactic.none, provider: provider)
     }
 }
 

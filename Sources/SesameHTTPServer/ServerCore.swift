@@ -86,12 +86,20 @@ final class ServerCore: Sendable {
     let maxBodyBytes: Int
     let port: Int
     let state: Mutex<State>
+    /// Head deadlines and the 503 past the connection limit.
+    let connectionGuard: ConnectionGuard
+
+    /// Connections libmicrohttpd accepts past ``HTTPServer/Configuration/maxConnections``, so that
+    /// they can be answered 503 rather than left in the listen queue.
+    static let refusalHeadroom = 64
 
     private init(
-        port: Int, maxBodyBytes: Int, handler: @escaping @Sendable (HTTPServerRequest) async -> HTTPServerResponse
+        port: Int, maxBodyBytes: Int, connectionGuard: ConnectionGuard,
+        handler: @escaping @Sendable (HTTPServerRequest) async -> HTTPServerResponse
     ) {
         self.port = port
         self.maxBodyBytes = maxBodyBytes
+        self.connectionGuard = connectionGuard
         self.handler = handler
         self.state = Mutex(State())
     }
@@ -106,6 +114,7 @@ final class ServerCore: Sendable {
         guard let address = ListenSocket.Address(configuration.host) else {
             throw HTTPServerError.invalidHost(configuration.host)
         }
+        guard (0...65535).contains(configuration.port) else { throw HTTPServerError.invalidPort(configuration.port) }
         let display = { (host: String, port: Int) in host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)" }
         let backlog = Int32(max(16, min(configuration.maxConnections, Int(SOMAXCONN))))
         let wantsIPv6 = configuration.alsoListenOnIPv6Loopback && !address.isIPv6
@@ -134,7 +143,11 @@ final class ServerCore: Sendable {
             }
         }
 
-        let core = ServerCore(port: sockets[0].port, maxBodyBytes: configuration.maxBodyBytes, handler: handler)
+        let connectionGuard = ConnectionGuard(
+            maxConnections: configuration.maxConnections, headTimeout: configuration.requestHeadTimeout)
+        let core = ServerCore(
+            port: sockets[0].port, maxBodyBytes: configuration.maxBodyBytes, connectionGuard: connectionGuard,
+            handler: handler)
         let opaque = Unmanaged.passRetained(core).toOpaque()
         let timeout = configuration.connectionIdleTimeout
         let timeoutSeconds =
@@ -152,9 +165,13 @@ final class ServerCore: Sendable {
                 requestCompletedCallback,
                 uriLogCallback,
                 opaque,
-                UInt32(clamping: configuration.maxConnections),
-                max(4096, configuration.maxHeaderBytes * 2),
-                timeoutSeconds)
+                UInt32(
+                    clamping: max(1, configuration.maxConnections).addingReportingOverflow(Self.refusalHeadroom)
+                        .partialValue),
+                max(4096, min(configuration.maxHeaderBytes, HTTPServer.Configuration.largestHeaderLimit) * 2),
+                timeoutSeconds,
+                UInt32(clamping: max(0, configuration.maxConnectionsPerClient)),
+                notifyConnectionCallback)
             guard let daemon else {
                 for started in daemons { MHD_stop_daemon(started) }
                 for unowned in sockets[index...] { close(unowned.descriptor) }
@@ -165,6 +182,7 @@ final class ServerCore: Sendable {
             daemons.append(daemon)
         }
         core.state.withLock { $0.daemons = daemons.map(MHDHandle.init) }
+        connectionGuard.start()
         return core
     }
 
@@ -186,6 +204,7 @@ final class ServerCore: Sendable {
             group.cancelAll()
         }
         let stopping = abandonRunningRequests()
+        connectionGuard.stop()
         // MHD_stop_daemon joins libmicrohttpd's thread: keep it off the cooperative pool.
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             let thread = Thread {
@@ -200,6 +219,7 @@ final class ServerCore: Sendable {
     /// Stops at once, from a synchronous context (the server's `deinit`).
     func stopNow() {
         state.withLock { $0.stopping = true }
+        connectionGuard.stop()
         abandonRunningRequests().stop()
     }
 
@@ -267,6 +287,7 @@ final class ServerCore: Sendable {
         let phase = context.state.withLock { $0.phase }
         switch phase {
         case .new:
+            connectionGuard.headReceived(UInt(bitPattern: connection))
             var fields: [HTTPHeaders.Field] = []
             withUnsafeMutablePointer(to: &fields) { pointer in
                 _ = MHD_get_connection_values_n(connection, .HEADER_KIND, headerIterator, pointer)
@@ -279,7 +300,10 @@ final class ServerCore: Sendable {
                 request.headers = headers
                 request.phase = .receiving
             }
-            if let problem = Self.framingProblem(method: method.map { String(cString: $0) } ?? "", headers: headers) {
+            if let problem = Self.framingProblem(
+                method: method.map { String(cString: $0) } ?? "", version: version.map { String(cString: $0) } ?? "",
+                headers: headers)
+            {
                 return answer(connection, context, .text("Bad request: \(problem).", status: 400), close: true)
             }
             if let declared = headers["Content-Length"].flatMap({ Int($0.trimmingCharacters(in: .whitespaces)) }),
@@ -396,18 +420,36 @@ final class ServerCore: Sendable {
     private static let managedHeaders: Set<String> = ["content-length", "transfer-encoding", "connection"]
 
     /// What libmicrohttpd lets through but RFC 9112 says a server must refuse, because a proxy
-    /// in front could read the request differently (request smuggling): a method that is not a
-    /// token, differing `Content-Length` fields, or both `Content-Length` and `Transfer-Encoding`.
-    static func framingProblem(method: String, headers: HTTPHeaders) -> String? {
+    /// in front could read the request differently (request smuggling) or the body's length
+    /// cannot be known: a method that is not a token, differing `Content-Length` fields, both
+    /// `Content-Length` and `Transfer-Encoding`, a `Transfer-Encoding` other than a single
+    /// `chunked` (§6.3: the server must answer 400, where libmicrohttpd would wait for a body
+    /// until the connection closed), and an HTTP/1.1 request without exactly one `Host` (§3.2).
+    static func framingProblem(method: String, version: String, headers: HTTPHeaders) -> String? {
         guard !method.isEmpty, method.utf8.allSatisfy(tokenCharacters.contains) else {
             return "the method is not an HTTP token"
         }
         let lengths = headers.values(for: "Content-Length")
-            .flatMap { $0.split(separator: ",") }
+            .flatMap { $0.split(separator: ",", omittingEmptySubsequences: false) }
             .map { $0.trimmingCharacters(in: .whitespaces) }
         if Set(lengths).count > 1 { return "the request has conflicting Content-Length fields" }
-        if !lengths.isEmpty, headers.contains("Transfer-Encoding") {
-            return "the request has both Content-Length and Transfer-Encoding"
+        if let length = lengths.first, length.isEmpty || !length.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) {
+            return "the Content-Length is not a number of bytes"
+        }
+        let codings = headers.values(for: "Transfer-Encoding")
+            .flatMap { $0.split(separator: ",") }
+            .map { $0.trimmingCharacters(in: .whitespaces).lowercased() }
+        if !codings.isEmpty || headers.contains("Transfer-Encoding") {
+            if !lengths.isEmpty { return "the request has both Content-Length and Transfer-Encoding" }
+            if codings != ["chunked"] {
+                return "the Transfer-Encoding must be chunked alone (this server decodes no other transfer coding, "
+                    + "and chunked must be last and not repeated)"
+            }
+        }
+        if version.uppercased() != "HTTP/1.0" {
+            let hosts = headers.values(for: "Host")
+            if hosts.isEmpty { return "an HTTP/1.1 request needs a Host header" }
+            if hosts.count > 1 { return "the request has more than one Host header" }
         }
         return nil
     }
@@ -472,11 +514,22 @@ private let accessHandlerCallback: MHD_AccessHandlerCallback = {
         uploadDataSize: uploadDataSize)
 }
 
-private let requestCompletedCallback: MHD_RequestCompletedCallback = { cls, _, contextPointer, _ in
+private let requestCompletedCallback: MHD_RequestCompletedCallback = { cls, connection, contextPointer, _ in
+    if let connection { core(cls)?.connectionGuard.requestFinished(UInt(bitPattern: connection)) }
     guard let contextPointer, let raw = contextPointer.pointee else { return }
     contextPointer.pointee = nil
     let context = Unmanaged<RequestContext>.fromOpaque(raw).takeRetainedValue()
     core(cls)?.completed(context)
+}
+
+private let notifyConnectionCallback: MHD_NotifyConnectionCallback = { cls, connection, _, code in
+    guard let core = core(cls), let connection else { return }
+    let key = UInt(bitPattern: connection)
+    if code.rawValue == 0 {  // MHD_CONNECTION_NOTIFY_STARTED
+        core.connectionGuard.opened(key, descriptor: sesame_mhd_connection_fd(connection))
+    } else {
+        core.connectionGuard.closed(key)
+    }
 }
 
 private let headerIterator: MHD_KeyValueIteratorN = { cls, _, key, keySize, value, valueSize in

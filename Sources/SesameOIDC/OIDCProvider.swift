@@ -86,13 +86,19 @@ public struct OIDCEndpoints: Sendable, Hashable {
 
     /// Fetches `issuer/.well-known/openid-configuration` and checks that its `issuer` is `issuer`
     /// exactly (Discovery §4.3), so one provider cannot speak for another.
+    ///
+    /// The issuer and every endpoint must be `https`, or plain `http` to a loopback address or to
+    /// a host in `allowingInsecureHosts` (`EndpointSecurity`).
     public static func discover(
-        issuer: String, transport: any HTTPTransport, provider: ProviderID = .oidc
+        issuer: String, transport: any HTTPTransport, provider: ProviderID = .oidc,
+        allowingInsecureHosts: Set<String> = []
     ) async throws -> OIDCEndpoints {
         let trimmed = issuer.hasSuffix("/") ? String(issuer.dropLast()) : issuer
         guard let url = URL(string: trimmed + "/.well-known/openid-configuration"), url.host != nil else {
             throw OIDCConfigurationError.discovery("the issuer '\(issuer)' is not a URL", provider: provider)
         }
+        try EndpointSecurity.check(
+            url, role: "The OpenID issuer", provider: provider, allowingInsecureHosts: allowingInsecureHosts)
         let taxonomy = OIDCErrorTaxonomy(provider: provider)
         let response = try await LoginHTTP.send(
             HTTPRequest(url: url, headers: ["Accept": "application/json"]), through: transport, taxonomy: taxonomy)
@@ -102,7 +108,25 @@ public struct OIDCEndpoints: Sendable, Hashable {
             throw OIDCConfigurationError.discovery(
                 "its issuer is '\(endpoints.issuer)', not '\(issuer)' as configured", provider: provider)
         }
+        try endpoints.checkSecurity(provider: provider, allowingInsecureHosts: allowingInsecureHosts)
         return endpoints
+    }
+
+    /// Checks every endpoint with `EndpointSecurity`: `https`, or plain `http` only to a loopback
+    /// address or a host in `allowingInsecureHosts`.
+    ///
+    /// - Throws: `AuthError` (`invalid`) naming the first endpoint refused.
+    public func checkSecurity(provider: ProviderID, allowingInsecureHosts: Set<String> = []) throws {
+        let named: [(String, URL?)] = [
+            ("authorization endpoint", authorizationEndpoint), ("token endpoint", tokenEndpoint),
+            ("JWKS URI", jwksURI), ("userinfo endpoint", userinfoEndpoint),
+            ("revocation endpoint", revocationEndpoint), ("device authorization endpoint", deviceAuthorizationEndpoint),
+        ]
+        for case (let name, let url?) in named {
+            try EndpointSecurity.check(
+                url, role: "The OpenID provider's \(name)", provider: provider,
+                allowingInsecureHosts: allowingInsecureHosts)
+        }
     }
 }
 
@@ -191,13 +215,19 @@ public struct OIDCConfiguration: Sendable {
     public var extraAuthorizationParameters: [(String, String)]
     /// How far clocks may disagree when checking ID tokens, in seconds.
     public var clockLeeway: TimeInterval
+    /// Host names the issuer and its endpoints may use over plain `http`: the user's explicit,
+    /// by-name opt-in. Empty by default: `https` only, except to loopback addresses, as
+    /// `EndpointSecurity` rules (RFC 9700).
+    public var allowedInsecureHosts: Set<String>
 
     /// Creates a configuration.
     public init(
         providerID: ProviderID = .oidc, displayName: String? = nil, issuer: String, endpoints: OIDCEndpoints? = nil,
         clientID: String, clientSecret: OIDCClientSecret? = nil, scopes: [String] = ["openid", "profile", "email"],
-        extraAuthorizationParameters: [(String, String)] = [], clockLeeway: TimeInterval = 60
+        extraAuthorizationParameters: [(String, String)] = [], clockLeeway: TimeInterval = 60,
+        allowedInsecureHosts: Set<String> = []
     ) {
+        self.allowedInsecureHosts = allowedInsecureHosts
         self.providerID = providerID
         self.displayName = displayName ?? (providerID == .oidc ? "OpenID Connect" : providerID.rawValue)
         self.issuer = issuer
@@ -263,8 +293,11 @@ public struct OIDCProvider: AuthProvider {
                 explicit
             } else {
                 try await OIDCEndpoints.discover(
-                    issuer: configuration.issuer, transport: transport, provider: configuration.providerID)
+                    issuer: configuration.issuer, transport: transport, provider: configuration.providerID,
+                    allowingInsecureHosts: configuration.allowedInsecureHosts)
             }
+        try endpoints.checkSecurity(
+            provider: configuration.providerID, allowingInsecureHosts: configuration.allowedInsecureHosts)
         return OIDCProvider(configuration: configuration, endpoints: endpoints, transport: transport, now: now)
     }
 

@@ -137,7 +137,7 @@ struct CurlInternalsTests {
         arguments: [
             (6, TransportError.Kind.dnsFailure), (5, .dnsFailure), (7, .connectionFailed), (28, .timedOut),
             (52, .connectionLost), (55, .connectionLost), (56, .connectionLost), (18, .connectionLost),
-            (16, .connectionLost), (35, .tlsFailure), (60, .tlsFailure), (58, .tlsFailure), (77, .tlsFailure),
+            (16, .connectionLost), (35, .tlsFailure), (60, .certificateRejected), (58, .tlsFailure), (77, .tlsFailure),
             (63, .bodyTooLarge), (1, .invalidRequest), (3, .invalidRequest), (47, .other), (8, .other),
         ])
     func errorKinds(code: Int, kind: TransportError.Kind) {

@@ -84,17 +84,22 @@ final class OpenSSLServer: Sendable {
     .serialized,
     .enabled(if: OpenSSLServer.available, "needs the openssl command (Debian package openssl, in scripts/bootstrap)"))
 struct CurlTLSTests {
-    @Test("a certificate no trusted CA signed is refused by default, as a tlsFailure the core does not retry")
+    @Test("a certificate no trusted CA signed is refused by default, as a rejected certificate that is not retried")
     func untrustedByDefault() async throws {
         let server = try OpenSSLServer()
         defer { server.stop() }
         let error = try await #require(throws: TransportError.self) {
             try await CurlTransport().send(HTTPRequest(url: server.url))
         }
-        #expect(error.kind == .tlsFailure)
+        #expect(error.kind == .certificateRejected)
+        #expect(!error.isTransient)
         #expect(error.message.contains("libcurl error 60"))
         #expect(error.message.localizedCaseInsensitiveContains("certificate"))
-        #expect(AuthError.transport(error).category == .server)
+        #expect(error.message.contains("Trying again will not help"))
+        // Not `server` (the CLI's "try again in a little while", exit 75): `invalid`, not retried.
+        let classified = AuthError.transport(error)
+        #expect(classified.category == .invalid)
+        #expect(classified.recoveryTactic != .retry && classified.recoveryTactic != .retryAfterBackoff)
     }
 
     @Test("trusting the server's CA file lets the request through, host name still checked")

@@ -429,9 +429,10 @@ struct LoginErrorTests {
         #expect(error.userMessage?.isEmpty == false)
     }
 
-    @Test("transport failures are retry when transient, server otherwise")
+    @Test("transport failures are retry when transient, invalid for a refused certificate, server otherwise")
     func transport() {
         #expect(taxonomy.classify(TransportError(kind: .timedOut, message: "t")).category == .retry)
-        #expect(taxonomy.classify(TransportError(kind: .tlsFailure, message: "t")).category == .server)
+        #expect(taxonomy.classify(TransportError(kind: .certificateRejected, message: "t")).category == .invalid)
+        #expect(taxonomy.classify(TransportError(kind: .other, message: "t")).category == .server)
     }
 }

@@ -152,16 +152,26 @@ struct BrowserLoginFlowTests {
         await authorization.server.stop()
     }
 
-    @Test("a redirect with someone else's state is refused and no code is exchanged")
+    @Test("a redirect with someone else's state is refused, no code is exchanged, and the login waits on")
     func forgedState() async throws {
         let authorization = try TinyAuthorizationServer(.forgeState)
         let browser = FollowingBrowser()
-        let error = await #expect(throws: AuthError.self) {
-            try await Self.flow(authorization, browser: browser).logIn(
-                LoginRequest(provider: "example", appID: "app-1"))
+        var flow = Self.flow(authorization, browser: browser)
+        // The forged redirect does not end the login: only the timeout does, on a clock the test moves.
+        let clock = ManualClock()
+        flow.receiver = LoopbackRedirectReceiver(timeout: .seconds(300), clock: clock, appName: "Example")
+        let login = Task { try await flow.logIn(LoginRequest(provider: "example", appID: "app-1")) }
+        await clock.waitForSleepers()
+        var visits: [FollowingBrowser.Visit] = []
+        while visits.isEmpty {
+            try await Task.sleep(for: .milliseconds(20))
+            visits = try await browser.lastVisits()
         }
-        #expect(error?.loginFailedReason == .stateMismatch)
-        #expect(try await browser.lastVisits().last?.status == 400)
+        #expect(visits.last?.status == 400)
+        #expect(visits.last?.body.contains("keeps waiting") == true)
+        clock.advance(by: .seconds(300))
+        let error = await #expect(throws: AuthError.self) { try await login.value }
+        #expect(error?.loginFailedReason == .timedOut)
         #expect(authorization.requests == ["GET /authorize"])
         await authorization.server.stop()
     }

@@ -54,24 +54,89 @@ struct LoopbackRedirectReceiverTests {
     }
 
     @Test(
-        "a redirect whose state does not match fails the login as a possible forgery",
-        arguments: [[("code", "c"), ("state", "forged")], [("code", "c")]])
+        "a redirect whose state does not match is refused and the login keeps waiting for the real one",
+        arguments: [
+            [("code", "c"), ("state", "forged")], [("code", "c")],
+            [("code", "c"), ("state", "expected"), ("state", "x")],
+        ])
     func stateMismatch(_ items: [(String, String)]) async throws {
         let receiver = LoopbackRedirectReceiver()
-        let page = Mutex<Task<FollowingBrowser.Visit, any Error>?>(nil)
+        let forged = Mutex<FollowingBrowser.Visit?>(nil)
+        let code = try await receiver.receiveRedirect(
+            expectedState: "expected", provider: "example",
+            open: { redirectURI in
+                let visit = try await Self.visit(Self.redirect(redirectURI, items)).value
+                forged.withLock { $0 = visit }
+                _ = Self.visit(Self.redirect(redirectURI, [("code", "real"), ("state", "expected")]))
+            },
+            complete: { outcome, _ in
+                guard case .code(let code) = outcome else { return "" }
+                return code
+            })
+        #expect(code == "real")
+        let visit = try #require(forged.withLock { $0 })
+        #expect(visit.status == 400)
+        #expect(visit.body.contains("Sign-in refused"))
+        #expect(visit.body.contains("keeps waiting"))
+    }
+
+    /// Sends `head` to the redirect URI's port and reads the answer.
+    static func raw(_ head: String, to redirectURI: URL) async throws -> RawHTTPConnection.Response {
+        let connection = try await RawHTTPConnection.connect(port: redirectURI.port!)
+        try await connection.send(head)
+        guard case .response(let response) = try await connection.read() else {
+            throw RawHTTPConnection.Failure(description: "closed without an answer")
+        }
+        return response
+    }
+
+    @Test("a cross-site POST, a rebound Host and a foreign Origin are refused, and the real redirect still works")
+    func forgedRequests() async throws {
+        let receiver = LoopbackRedirectReceiver()
+        let statuses = Mutex<[Int]>([])
+        let code = try await receiver.receiveRedirect(
+            expectedState: "s", provider: "example",
+            open: { redirectURI in
+                let path = redirectURI.path + "?code=evil&state=s"
+                let port = redirectURI.port!
+                let heads = [
+                    "POST \(redirectURI.path) HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\nOrigin: https://evil.example\r\n"
+                        + "Content-Type: application/x-www-form-urlencoded\r\nContent-Length: 18\r\n\r\ncode=evil&state=s\n",
+                    "GET \(path) HTTP/1.1\r\nHost: rebind.attacker.example:\(port)\r\n\r\n",
+                    "GET \(path) HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\nOrigin: https://evil.example\r\n\r\n",
+                    "GET \(path) HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\nOrigin: null\r\n\r\n",
+                ]
+                for head in heads {
+                    let response = try await Self.raw(head, to: redirectURI)
+                    statuses.withLock { $0.append(response.status) }
+                }
+                _ = Self.visit(Self.redirect(redirectURI, [("code", "real"), ("state", "s")]))
+            },
+            complete: { outcome, _ in
+                guard case .code(let code) = outcome else { return "" }
+                return code
+            })
+        #expect(code == "real")
+        #expect(statuses.withLock { $0 } == [405, 421, 403, 403])
+    }
+
+    @Test("after too many refused requests the login fails as a possible forgery")
+    func tooManyRefusals() async throws {
+        let receiver = LoopbackRedirectReceiver()
         let completed = Mutex(false)
         let error = await #expect(throws: AuthError.self) {
             try await receiver.receiveRedirect(
                 expectedState: "expected", provider: "example",
-                open: { redirectURI in page.withLock { $0 = Self.visit(Self.redirect(redirectURI, items)) } },
+                open: { redirectURI in
+                    for index in 0..<12 {
+                        _ = Self.visit(Self.redirect(redirectURI, [("code", "c"), ("state", "forged-\(index)")]))
+                    }
+                },
                 complete: { _, _ in completed.withLock { $0 = true } })
         }
         #expect(error?.loginFailedReason == .stateMismatch)
         #expect(error?.message.contains("cross-site request forgery") == true)
         #expect(!completed.withLock { $0 })
-        let visit = try await #require(page.withLock { $0 }).value
-        #expect(visit.status == 400)
-        #expect(visit.body.contains("Sign-in refused"))
     }
 
     @Test("a redirect saying the person declined reaches the flow, whose error the browser is shown")

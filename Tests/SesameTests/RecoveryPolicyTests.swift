@@ -129,10 +129,13 @@ struct RecoveryPolicyTests {
                 == .showMessage(title: "Account locked", message: "Log in at www.facebook.com to continue."))
     }
 
-    @Test("transport failures are classified retry when transient and server otherwise")
+    @Test("transport failures are retry when transient, invalid for TLS and certificates, server otherwise")
     func transportClassification() {
         #expect(AuthError.transport(TransportError(kind: .timedOut, message: "t")).category == .retry)
         #expect(AuthError.transport(TransportError(kind: .connectionFailed, message: "refused")).category == .retry)
-        #expect(AuthError.transport(TransportError(kind: .tlsFailure, message: "bad cert")).category == .server)
+        #expect(AuthError.transport(TransportError(kind: .tlsFailure, message: "handshake")).category == .invalid)
+        #expect(
+            AuthError.transport(TransportError(kind: .certificateRejected, message: "bad cert")).category == .invalid)
+        #expect(AuthError.transport(TransportError(kind: .other, message: "odd")).category == .server)
     }
 }

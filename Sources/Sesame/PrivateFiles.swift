@@ -1,0 +1,94 @@
+import Foundation
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Musl)
+    import Musl
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
+/// The rules for Sesame's own state files (credentials, accounts), in one place: a private
+/// directory, and lock files that cannot be redirected with a symbolic link.
+package enum PrivateFiles {
+    /// Makes `directory` (and its parents) with mode 0700 when missing. One that exists must be a
+    /// directory owned by this user; if group or others may use it (a `0777` left by an
+    /// installer or a careless `chmod`), its mode is repaired to 0700, as it holds secrets.
+    ///
+    /// - Throws: ``CredentialStoreError`` (`insecurePermissions` for another user's directory,
+    ///   `ioFailure` otherwise) saying what is wrong and what to do.
+    package static func ensurePrivateDirectory(_ directory: URL) throws {
+        let path = directory.path
+        do {
+            try FileManager.default.createDirectory(
+                at: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        } catch {
+            throw CredentialStoreError(
+                kind: .ioFailure, message: "Could not create \(path): \(error.localizedDescription)")
+        }
+        var info = stat()
+        guard stat(path, &info) == 0 else { throw ioError("could not inspect \(path)", errno) }
+        guard info.st_mode & S_IFMT == S_IFDIR else {
+            throw CredentialStoreError(
+                kind: .ioFailure, message: "\(path) is not a directory; move it aside so that Sesame can make one.")
+        }
+        guard info.st_uid == geteuid() else {
+            throw CredentialStoreError(
+                kind: .insecurePermissions,
+                message: "\(path) belongs to another user (uid \(info.st_uid)), so Sesame will not keep secrets in "
+                    + "it. Remove it or point XDG_STATE_HOME at a directory of your own.")
+        }
+        if info.st_mode & 0o077 != 0, chmod(path, 0o700) != 0 {
+            throw CredentialStoreError(
+                kind: .insecurePermissions,
+                message: "\(path) can be used by other users (mode \(String(info.st_mode & 0o777, radix: 8))) and "
+                    + "Sesame could not make it private (\(String(cString: strerror(errno)))). Run: chmod 700 '\(path)'"
+            )
+        }
+    }
+
+    /// Opens (creating when missing, mode 0600) and exclusively locks the lock file `path`,
+    /// waiting while another process holds it; returns the descriptor, to `close` when done.
+    /// A symbolic link at `path` is refused, not followed (a dangling one would otherwise make
+    /// Sesame create its target), and so is a file that is not a regular file of this user.
+    package static func lock(_ path: String) throws -> Int32 {
+        let fd = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0o600)
+        guard fd >= 0 else {
+            let code = errno
+            if code == ELOOP {
+                throw CredentialStoreError(
+                    kind: .insecurePermissions,
+                    message: "The lock file \(path) is a symbolic link, which Sesame does not follow; remove it "
+                        + "(rm '\(path)') and try again.")
+            }
+            throw ioError("could not open the lock file \(path)", code)
+        }
+        var info = stat()
+        guard fstat(fd, &info) == 0 else {
+            let code = errno
+            close(fd)
+            throw ioError("could not inspect the lock file \(path)", code)
+        }
+        guard info.st_mode & S_IFMT == S_IFREG, info.st_uid == geteuid() else {
+            close(fd)
+            throw CredentialStoreError(
+                kind: .insecurePermissions,
+                message: "The lock file \(path) is not a regular file of yours; remove it (rm '\(path)') and try again."
+            )
+        }
+        // A lock file others can write to could be replaced under us; it is ours, so tighten it.
+        if info.st_mode & 0o077 != 0 { _ = fchmod(fd, 0o600) }
+        while flock(fd, LOCK_EX) != 0 {
+            guard errno == EINTR else {
+                let code = errno
+                close(fd)
+                throw ioError("could not lock \(path)", code)
+            }
+        }
+        return fd
+    }
+
+    private static func ioError(_ what: String, _ code: Int32) -> CredentialStoreError {
+        CredentialStoreError(kind: .ioFailure, message: "Sesame \(what): \(String(cString: strerror(code))).")
+    }
+}

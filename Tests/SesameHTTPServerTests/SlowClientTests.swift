@@ -1,0 +1,212 @@
+import Foundation
+import Sesame
+import SesameHTTPServer
+import Synchronization
+import Testing
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// Raw loopback sockets for slow-client tests: each connects from a chosen loopback source
+/// address, so that per-address limits can be exercised on one machine.
+enum SlowClients {
+    struct Failure: Error, CustomStringConvertible { var description: String }
+
+    /// Makes sure this process may open `count` more descriptors, raising the soft limit up to
+    /// the hard one when needed (said on standard error when it does).
+    static func ensureDescriptors(_ count: Int) throws {
+        var limit = rlimit()
+        getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
+        guard limit.rlim_cur < rlim_t(count + 256) else { return }
+        let wanted = min(limit.rlim_max, rlim_t(count + 1024))
+        FileHandle.standardError.write(
+            Data("raising the soft descriptor limit from \(limit.rlim_cur) to \(wanted)\n".utf8))
+        limit.rlim_cur = wanted
+        setrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
+        getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
+        guard limit.rlim_cur >= rlim_t(count + 256) else {
+            throw Failure(
+                description: "this test needs \(count + 256) descriptors; the hard limit is \(limit.rlim_max)")
+        }
+    }
+
+    /// A blocking TCP connection to 127.0.0.1:`port` from `source` (any 127.x.y.z address).
+    static func connect(port: Int, from source: String = "127.0.0.1", receiveTimeout: Int = 30) throws -> Int32 {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        guard fd >= 0 else { throw Failure(description: "socket: \(String(cString: strerror(errno)))") }
+        var local = sockaddr_in()
+        local.sin_family = sa_family_t(AF_INET)
+        local.sin_addr.s_addr = inet_addr(source)
+        var remote = sockaddr_in()
+        remote.sin_family = sa_family_t(AF_INET)
+        remote.sin_port = in_port_t(UInt16(port).bigEndian)
+        remote.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let bound = withUnsafePointer(to: &local) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+            }
+        }
+        let connected = withUnsafePointer(to: &remote) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+            }
+        }
+        guard bound == 0, connected == 0 else {
+            let reason = String(cString: strerror(errno))
+            close(fd)
+            throw Failure(description: "connect from \(source): \(reason)")
+        }
+        var wait = timeval(tv_sec: receiveTimeout, tv_usec: 0)
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &wait, socklen_t(MemoryLayout<timeval>.size))
+        return fd
+    }
+
+    /// Sends `text`; false when the connection is gone.
+    @discardableResult
+    static func send(_ fd: Int32, _ text: String) -> Bool {
+        let bytes = Array(text.utf8)
+        return bytes.withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) } == bytes.count
+    }
+
+    /// Reads until the server closes or the receive timeout passes; nil on a timeout with nothing read.
+    static func readAll(_ fd: Int32) -> String? {
+        var received: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        while true {
+            let count = recv(fd, &buffer, buffer.count, 0)
+            if count > 0 {
+                received += buffer[0..<count]
+                continue
+            }
+            if count < 0 && errno == EINTR { continue }
+            if count < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) && received.isEmpty { return nil }
+            return String(decoding: received, as: UTF8.self)
+        }
+    }
+
+    /// A blocking body run on a thread of its own.
+    static func blocking<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
+        try await withCheckedThrowingContinuation { continuation in
+            Thread.detachNewThread { continuation.resume(with: Result { try body() }) }
+        }
+    }
+}
+
+@Suite("Slow clients")
+struct SlowClientTests {
+    @Test("a client that dribbles its request head is closed at the head deadline, though each byte resets idleness")
+    func dribbledHeadIsClosed() async throws {
+        try await withServer(
+            .init(connectionIdleTimeout: .seconds(30), requestHeadTimeout: .seconds(1)),
+            handler: { _ in .text("ok") }
+        ) { server in
+            let port = server.port
+            let elapsed = try await SlowClients.blocking { () -> Duration in
+                let fd = try SlowClients.connect(port: port)
+                defer { close(fd) }
+                let started = ContinuousClock.now
+                SlowClients.send(fd, "GET / HTTP/1.1\r\nHost: x\r\n")
+                // A byte every 200 ms for up to 12 s; the server must end it long before.
+                for _ in 0..<60 {
+                    usleep(200_000)
+                    guard SlowClients.send(fd, "X") else { break }
+                    var probe: UInt8 = 0
+                    let peeked = recv(fd, &probe, 1, Int32(MSG_PEEK | MSG_DONTWAIT))
+                    if peeked == 0 || (peeked < 0 && errno != EAGAIN && errno != EWOULDBLOCK) { break }
+                }
+                return ContinuousClock.now - started
+            }
+            #expect(elapsed < .seconds(8), "the dribbling connection stayed open \(elapsed)")
+            // A well-behaved client is still served.
+            let fd = try SlowClients.connect(port: port)
+            defer { close(fd) }
+            SlowClients.send(fd, "GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+            #expect(SlowClients.readAll(fd)?.hasPrefix("HTTP/1.1 200") == true)
+        }
+    }
+
+    @Test("past the connection limit a client is answered 503 at once instead of waiting in the queue")
+    func refusedPastLimit() async throws {
+        try await withServer(.init(maxConnections: 8), handler: { _ in .text("ok") }) { server in
+            let port = server.port
+            let answer = try await SlowClients.blocking { () -> String? in
+                let held = try (0..<8).map { _ in try SlowClients.connect(port: port) }
+                defer { held.forEach { close($0) } }
+                for fd in held { SlowClients.send(fd, "GET / HTTP/1.1\r\n") }
+                usleep(200_000)
+                let extra = try SlowClients.connect(port: port, receiveTimeout: 15)
+                defer { close(extra) }
+                SlowClients.send(extra, "GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+                return SlowClients.readAll(extra)
+            }
+            #expect(answer?.hasPrefix("HTTP/1.1 503") == true, "\(answer ?? "no answer within 15 s")")
+            // Once they are gone, the server serves again.
+            try await Task.sleep(for: .milliseconds(200))
+            let fd = try SlowClients.connect(port: port)
+            defer { close(fd) }
+            SlowClients.send(fd, "GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+            #expect(SlowClients.readAll(fd)?.hasPrefix("HTTP/1.1 200") == true)
+        }
+    }
+
+    @Test("one client address cannot take more than its share of connections")
+    func perClientLimit() async throws {
+        try await withServer(.init(maxConnectionsPerClient: 4), handler: { _ in .text("ok") }) { server in
+            let port = server.port
+            let (fifth, other) = try await SlowClients.blocking { () -> (String?, String?) in
+                let held = try (0..<4).map { _ in try SlowClients.connect(port: port, from: "127.0.0.2") }
+                defer { held.forEach { close($0) } }
+                for fd in held { SlowClients.send(fd, "GET / HTTP/1.1\r\n") }
+                let extra = try SlowClients.connect(port: port, from: "127.0.0.2", receiveTimeout: 15)
+                defer { close(extra) }
+                SlowClients.send(extra, "GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+                let fifth = SlowClients.readAll(extra)
+                let normal = try SlowClients.connect(port: port, from: "127.0.0.1")
+                defer { close(normal) }
+                SlowClients.send(normal, "GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+                return (fifth, SlowClients.readAll(normal))
+            }
+            // libmicrohttpd closes the fifth without a word; what matters is that it is not served.
+            #expect(fifth != nil, "the fifth connection was left hanging")
+            #expect(fifth?.contains(" 200 ") != true)
+            #expect(other?.hasPrefix("HTTP/1.1 200") == true)
+        }
+    }
+
+    @Test("the login redirect is received while 200 slow local connections are open")
+    func receiverUnderSlowClients() async throws {
+        try SlowClients.ensureDescriptors(500)
+        let receiver = LoopbackRedirectReceiver()
+        let held = SlowHeld()
+        defer { held.closeAll() }
+        let code = try await receiver.receiveRedirect(
+            expectedState: "s", provider: "example",
+            open: { redirectURI in
+                let port = redirectURI.port!
+                try await SlowClients.blocking {
+                    for _ in 0..<200 {
+                        let fd = try SlowClients.connect(port: port)
+                        held.add(fd)
+                        SlowClients.send(fd, "GET /callback?code=x")
+                    }
+                }
+                _ = LoopbackRedirectReceiverTests.visit(
+                    LoopbackRedirectReceiverTests.redirect(redirectURI, [("code", "real"), ("state", "s")]))
+            },
+            complete: { outcome, _ in
+                guard case .code(let code) = outcome else { return "" }
+                return code
+            })
+        #expect(code == "real")
+        #expect(held.count == 200)
+    }
+}
+
+/// Descriptors a test holds open and closes itself.
+final class SlowHeld: Sendable {
+    private let descriptors = Mutex<[Int32]>([])
+    func add(_ fd: Int32) { descriptors.withLock { $0.append(fd) } }
+    var count: Int { descriptors.withLock { $0.count } }
+    func closeAll() { for fd in descriptors.withLock({ $0 }) { close(fd) } }
+}
