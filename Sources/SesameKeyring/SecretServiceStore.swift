@@ -263,9 +263,15 @@ public final class SecretServiceStore: CredentialStore {
     ) throws
         -> DeleteOutcome
     {
-        if unlock { _ = try client.search(search, unlock: true) }
+        if unlock {
+            _ = try client.unlock(paths: try client.collectionLocks().filter(\.locked).map(\.path))
+            _ = try client.search(search, unlock: true)
+        }
         var outcome = DeleteOutcome()
-        for item in try client.search(search) {
+        let items = try client.search(search)
+        // A locked collection that could not be searched (KeePassXC) may hold the credential.
+        if client.notes.skippedLockedCollection { outcome.locked += 1 }
+        for item in items {
             // The token is overwritten first: a service may keep deleted items (KeePassXC's
             // Recycle Bin), and the token must not stay in them.
             try outcome.record(Result { () throws(LibSecretError) in try client.scrubAndDelete(item) })
@@ -346,6 +352,9 @@ public final class SecretServiceStore: CredentialStore {
             ) { cancellation in
                 try body(try LibSecretClient(cancellation))
             }
+        } catch let error as CredentialStoreError where error.kind == .locked {
+            // An unlock prompt that was not answered in time: say where to unlock.
+            throw await lockedError { KeyringMessages.timedOut(stage: .unlockPrompt, operation, limit, $0) }
         } catch let error as LibSecretError where error.failure == .locked {
             throw await lockedError { KeyringMessages.unlockDeclined(operation, $0) }
         } catch let error as LibSecretError {
@@ -368,7 +377,11 @@ enum KeyringMessages {
         "`keyring-or-file`)")
     /// Where to unlock the keyring, for the service that provides it.
     static func unlockHint(_ provider: SecretServiceProvider?) -> String {
-        let provider = provider ?? SecretServiceProvider(kind: .other, processName: nil, processID: nil)
+        guard let provider, provider.kind != .other || provider.processName != nil else {
+            return text(
+                "Unlock the keyring (in the program that provides the Secret Service, or with `secret-tool search ",
+                "--unlock xdg:schema org.sesame.Credential`) and try again.")
+        }
         let advice = provider.unlockAdvice
         return
             "The Secret Service here is \(provider.name): \(advice.prefix(1).uppercased() + advice.dropFirst()), and try again."
@@ -448,7 +461,9 @@ enum KeyringMessages {
         return CredentialStoreError(kind: .unavailable, message: message)
     }
 
-    static func timedOut(stage: KeyringStage, _ operation: String, _ timeout: Duration) -> CredentialStoreError {
+    static func timedOut(
+        stage: KeyringStage, _ operation: String, _ timeout: Duration, _ provider: SecretServiceProvider? = nil
+    ) -> CredentialStoreError {
         let limit = describe(timeout)
         switch stage {
         case .bus:
@@ -470,7 +485,7 @@ enum KeyringMessages {
         case .unlockPrompt:
             let message = text(
                 "The keyring is locked and its unlock prompt was not answered within \(limit), so \(operation) was ",
-                "not done. \(unlockHint(nil))")
+                "not done. \(unlockHint(provider))")
             return CredentialStoreError(kind: .locked, message: message)
         }
     }
