@@ -107,7 +107,7 @@ let package = Package(
             name: "SesameCommandLine",
             dependencies: [
                 "Sesame", "SesameFacebook", "SesameOIDC", "SesameDesktop", "SesameEmulator", "SesameCurl",
-                "SesameHTTPServer",
+                "SesameHTTPServer", "SesameKeyring",
             ]),
         .executableTarget(name: "sesame", dependencies: ["SesameCommandLine"]),
         .testTarget(
@@ -151,7 +151,11 @@ let package = Package(
         .target(name: "SesameKeyring", dependencies: ["Sesame", "CLibSecret"]),
         .testTarget(
             name: "SesameKeyringTests",
-            dependencies: ["SesameKeyring", "Sesame", "sesame-keyring-probe", "SesameTestSupport"]),
+            dependencies: [
+                "SesameKeyring", "Sesame", "sesame-keyring-probe", "SesameTestSupport",
+                // `sesame doctor`, whose keyring lines come from SecretServiceInfo.
+                "sesame",
+            ]),
         // Runs one keyring call in its own process, so tests can give it a different D-Bus
         // environment (libsecret keeps one bus connection per process).
         .executableTarget(

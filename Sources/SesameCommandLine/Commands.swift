@@ -2,6 +2,7 @@ import Foundation
 import Sesame
 import SesameCurl
 import SesameDesktop
+import SesameKeyring
 
 private let storageOption = OptionSpec(
     "storage", value: "MODE",
@@ -369,19 +370,20 @@ package struct DoctorCommand: Sendable, Equatable {
             secretService = await DBusProbe.nameHasOwner("org.freedesktop.secrets", environment: environment)
             switch secretService {
             case true?:
-                lines.append(DoctorLine(.ok, "Secret Service (org.freedesktop.secrets) is present."))
-                switch await DBusProbe.defaultCollectionLocked(environment: environment) {
-                case false?: lines.append(DoctorLine(.ok, "The default keyring collection is unlocked."))
-                case true?:
-                    lines.append(
-                        DoctorLine(
-                            .warning, "The default keyring collection is locked.",
-                            fix: "unlock it (log in to the desktop, or open Passwords and Keys); Sesame will ask"))
-                case nil:
-                    lines.append(
-                        DoctorLine(
-                            .warning, "There is no default keyring collection (or it could not be read).",
-                            fix: "create a default keyring in Passwords and Keys (seahorse)"))
+                // Who provides it, and advice in that service's terms (SesameKeyring).
+                do {
+                    let info = try await SecretServiceInfo.probe(busAddress: bus)
+                    lines += info.findings.map { finding in
+                        let level: DoctorLine.Level =
+                            switch finding.level {
+                            case .ok: .ok
+                            case .warning: .warning
+                            case .problem: .problem
+                            }
+                        return DoctorLine(level, finding.text, fix: finding.fix)
+                    }
+                } catch {
+                    lines.append(DoctorLine(.warning, "The Secret Service could not be asked about itself: \(error)"))
                 }
             case false?:
                 lines.append(

@@ -219,3 +219,54 @@ final class BusConnection {
 
     deinit { g_object_unref(UnsafeMutableRawPointer(pointer)) }
 }
+
+extension SecretServiceInfo {
+    /// One line of a diagnosis, such as `sesame doctor` prints.
+    public struct Finding: Sendable, Hashable {
+        /// How the line reads: fine, worth knowing, or in the way.
+        public enum Level: Sendable, Hashable { case ok, warning, problem }
+
+        /// How the line reads.
+        public var level: Level
+        /// What was found.
+        public var text: String
+        /// What to do about it, for a line that is not fine.
+        public var fix: String?
+
+        /// Creates a finding.
+        public init(_ level: Level, _ text: String, fix: String? = nil) {
+            self.level = level
+            self.text = text
+            self.fix = fix
+        }
+    }
+
+    /// What this says about the Secret Service, in the terms of the service that provides it:
+    /// who that is, and whether its default collection is there and unlocked.
+    public var findings: [Finding] {
+        guard let provider else {
+            return [
+                Finding(
+                    .problem, "No Secret Service on the session bus (nobody owns org.freedesktop.secrets).",
+                    fix: "start one (GNOME Keyring: `gnome-keyring-daemon --start --components=secrets`; KeePassXC "
+                        + "with Tools → Settings → Secret Service Integration on), or use --storage file")
+            ]
+        }
+        var findings = [Finding(.ok, "Secret Service (org.freedesktop.secrets) is provided by \(provider).")]
+        switch (defaultCollection, isLocked) {
+        case (let label?, false):
+            findings.append(Finding(.ok, "The default collection “\(label)” of \(provider.name) is unlocked."))
+        case (let label?, true):
+            findings.append(
+                Finding(
+                    .warning, "The default collection “\(label)” of \(provider.name) is locked.",
+                    fix: provider.unlockAdvice))
+        case (nil, _):
+            findings.append(
+                Finding(
+                    .warning, "\(provider.name) has no default collection (or it could not be read).",
+                    fix: provider.defaultCollectionAdvice))
+        }
+        return findings
+    }
+}
