@@ -14,9 +14,9 @@ import Sesame
 /// Each credential is one keyring item in the default collection (the “Login” keyring on
 /// GNOME), labelled like `Sesame: facebook (app 1234) — alice`, with the attributes
 /// `xdg:schema` = `org.sesame.Credential`, `provider`, `app_id`, `account` and
-/// `schema_version`, and the credential's JSON as its secret. Nothing secret goes into the
-/// attributes, which the Secret Service stores unencrypted. `secret-tool` reads and writes the
-/// same items; see <doc:SesameKeyring#Working-with-secret-tool>.
+/// `schema_version`, and the credential's JSON (in base64) as its secret. Nothing secret goes
+/// into the attributes, which the Secret Service stores unencrypted. `secret-tool` reads and
+/// writes the same items; see <doc:SesameKeyring#Working-with-secret-tool>.
 ///
 /// Every call runs on a dedicated thread, never on Swift's cooperative pool, and is bounded
 /// by ``timeout``: a keyring or bus that never answers becomes a
