@@ -263,10 +263,7 @@ public final class SecretServiceStore: CredentialStore {
     ) throws
         -> DeleteOutcome
     {
-        if unlock {
-            _ = try client.unlock(paths: try client.collectionLocks().filter(\.locked).map(\.path))
-            _ = try client.search(search, unlock: true)
-        }
+        if unlock { try unlockAll(search, with: client) }
         var outcome = DeleteOutcome()
         let items = try client.search(search)
         // A locked collection that could not be searched (KeePassXC) may hold the credential.
@@ -277,6 +274,16 @@ public final class SecretServiceStore: CredentialStore {
             try outcome.record(Result { () throws(LibSecretError) in try client.scrubAndDelete(item) })
         }
         return outcome
+    }
+
+    /// Asks the service to unlock its locked collections, then the locked items matching
+    /// `search` (KeePassXC locks items a client may not read yet), which may show the person
+    /// prompts. A collection still locked (the prompt was dismissed) is left so: searching it
+    /// would make KeePassXC show its unlock window again and wait.
+    private static func unlockAll(_ search: [String: String], with client: LibSecretClient) throws {
+        let locked = try client.collectionLocks().filter(\.locked).map(\.path)
+        guard try client.unlock(paths: locked) else { return }
+        _ = try client.search(search, unlock: true)
     }
 
     private struct DeleteOutcome: Sendable {
@@ -312,9 +319,7 @@ public final class SecretServiceStore: CredentialStore {
         guard needsUnlock else { return items }
         let promptTimeout = try await promptTimeout(operation)
         let (unlocked, stillSkipped) = try await call(operation, timeout: promptTimeout) { client in
-            let locked = try client.collectionLocks().filter(\.locked).map(\.path)
-            _ = try client.unlock(paths: locked)
-            _ = try client.search(search, unlock: true)
+            try Self.unlockAll(search, with: client)
             // Searched again so that the items' locked state and secrets are read afresh.
             return (try client.items(search), client.notes.skippedLockedCollection)
         }
