@@ -64,6 +64,12 @@ static inline GDBusConnection *sesame_proxy_connection(gpointer proxy) {
     return g_dbus_proxy_get_connection(G_DBUS_PROXY(proxy));
 }
 
+/// The unique bus name of the service a proxy talks to, as the proxy last saw it (no call is
+/// made), or NULL. Free with g_free.
+static inline char *sesame_proxy_name_owner(gpointer proxy) {
+    return g_dbus_proxy_get_name_owner(G_DBUS_PROXY(proxy));
+}
+
 /// A connection to the message bus at `address` (for a bus other than the process's session bus).
 static inline GDBusConnection *sesame_bus_for_address(const char *address, GCancellable *cancellable, GError **error) {
     return g_dbus_connection_new_for_address_sync(

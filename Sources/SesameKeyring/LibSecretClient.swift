@@ -72,6 +72,10 @@ final class GObjectReference<Pointee> {
 /// went away, so Sesame turns that off for the connection it uses.
 private let sessionBus = Mutex<HeldConnection?>(nil)
 
+/// The providers of the Secret Service met so far, by the owner's unique bus name (which is
+/// never reused on a bus).
+private let knownProviders = Mutex<[String: SecretServiceProvider]>([:])
+
 /// A `GDBusConnection` reference kept in `sessionBus`.
 ///
 /// `@unchecked Sendable`: it is only read and replaced under the `sessionBus` mutex, and GDBus
@@ -99,8 +103,19 @@ struct LibSecretClient {
     /// The bus connection libsecret uses.
     var connection: OpaquePointer { sesame_proxy_connection(service.pointer) }
 
-    /// The program that provides the Secret Service, or nil when it cannot be told.
-    func provider() -> SecretServiceProvider? { SecretServiceInfo.provider(on: connection, cancellation: cancellation) }
+    /// The program that provides the Secret Service, or nil when it cannot be told. Found once
+    /// per service instance (its unique bus name), then remembered: searches ask on every call.
+    func provider() -> SecretServiceProvider? {
+        guard let owner = sesame_proxy_name_owner(service.pointer) else {
+            return SecretServiceInfo.provider(on: connection, cancellation: cancellation)
+        }
+        let name = String(cString: owner)
+        g_free(owner)
+        if let known = knownProviders.withLock({ $0[name] }) { return known }
+        let found = SecretServiceInfo.provider(on: connection, cancellation: cancellation)
+        if let found { knownProviders.withLock { $0[name] = found } }
+        return found
+    }
 
     /// The object paths of the service's collections, each with whether it is locked, read
     /// afresh from the service (not from libsecret's cache).
@@ -202,11 +217,11 @@ struct LibSecretClient {
             cancellation.stage = .unlockPrompt
         }
         defer { cancellation.stage = .call }
-        if !unlock {
+        if !unlock, provider()?.searchOfLockedCollectionPrompts == true {
             // KeePassXC answers a search that touches a locked database by showing its unlock
             // dialog and waiting: such collections are left out, and the store told.
             let locks = try collectionLocks()
-            if locks.contains(where: \.locked), provider()?.searchOfLockedCollectionPrompts == true {
+            if locks.contains(where: \.locked) {
                 notes.skippedLockedCollection = true
                 return try searchEach(locks.filter { !$0.locked }.map(\.path), table)
             }

@@ -218,6 +218,9 @@ public final class SecretServiceStore: CredentialStore {
         // The collection is looked up again if it vanishes between the lookup and the write
         // (see LibSecretClient.defaultCollection).
         let path: String?
+        // Every item of the credential, whichever version wrote it, searched once for both the
+        // update in place and the clean-up of copies.
+        var existing: [GObjectReference<SecretItem>] = []
         do {
             path = try client.retryingVanishedObjects { () throws -> String in
                 let collection = try client.collectionForDefaultAlias()
@@ -230,7 +233,8 @@ public final class SecretServiceStore: CredentialStore {
                 // service to replace it (CreateItem with `replace`) makes KeePassXC 2.7 show an
                 // access dialog to every process but the one that created the item.
                 let prefix = sesame_object_path(collection.pointer).map { String(cString: $0) + "/" } ?? "\u{0}"
-                for item in try client.search(request.attributes) {
+                existing = try client.search(request.search)
+                for item in existing {
                     let found = client.read(item)
                     guard found.path.hasPrefix(prefix), !found.isLocked,
                         found.attributes[KeyringItemFormat.Attribute.schemaVersion]
@@ -250,7 +254,7 @@ public final class SecretServiceStore: CredentialStore {
         // other attributes, for example by hand) are replaced by the one just saved. A copy in a
         // locked collection stays; the newest item is the one read.
         var cleanup = DeleteOutcome()
-        for item in try client.search(request.search) where client.read(item).path != path {
+        for item in existing where client.read(item).path != path {
             try cleanup.record(Result { () throws(LibSecretError) in try client.scrubAndDelete(item) })
         }
         return .saved
