@@ -1,7 +1,9 @@
 import Foundation
-import SesameKeyring
+import Sesame
 import SesameTestSupport
 import Testing
+
+@testable import SesameKeyring
 
 /// `sesame doctor`'s keyring lines come from ``SecretServiceInfo``: they name the program that
 /// provides the Secret Service and give that program's advice.
@@ -58,5 +60,17 @@ struct DoctorTests {
         #expect(none.findings.last?.fix?.contains("Secret Service Integration") == true)
         #expect(
             SecretServiceInfo(provider: nil, defaultCollection: nil, isLocked: false).findings.first?.level == .problem)
+    }
+
+    @Test("with no default collection, the message is whole: the key quoted, then the service's own advice")
+    func noDefaultCollectionMessage() {
+        let key = CredentialKey(provider: "facebook", appID: "1234567890123456", account: "default")
+        let keePassXC = SecretServiceProvider(processName: "keepassxc", processID: 42)
+        let message = KeyringMessages.noDefaultCollection(key, keePassXC).message
+        #expect(message.contains("the credential for “facebook (app 1234567890123456) — default” could not be saved"))
+        #expect(!message.contains("— default in."))
+        #expect(message.hasSuffix("then try again."))
+        #expect(message.contains(keePassXC.defaultCollectionAdvice))
+        #expect(!message.contains("Passwords and Keys"))
     }
 }
