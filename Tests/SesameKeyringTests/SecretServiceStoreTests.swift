@@ -326,18 +326,27 @@ struct SecretServiceStoreTests {
         try await store.save(saved)
         let secrets = try [first, saved].map { String(decoding: try KeyringItemFormat.secret(for: $0), as: UTF8.self) }
         // The file shows the token once KeePassXC has saved it: the check below can see one.
-        let written = await KeyringTestSupport.waitForDatabase(database) { $0.contains(secrets[1]) }
+        // A change that makes KeePassXC save again, on another item of this test's provider.
+        let poke = { try await store.save(credential("poke")) }
+        let written = await KeyringTestSupport.waitForDatabase(database, poke: poke) { $0.contains(secrets[1]) }
         try #require(written, "KeePassXC never wrote the saved credential to its database file")
 
         #expect(try await store.delete(saved.key))
         #expect(try await store.load(saved.key) == nil)
-        let clean = await KeyringTestSupport.waitForDatabase(database) { export in
+        let clean = await KeyringTestSupport.waitForDatabase(database, poke: poke) { export in
             !secrets.contains { export.contains($0) } && !export.contains(token)
         }
-        #expect(clean, "a token is still in the database after delete")
         let export = try await KeyringTestSupport.exportDatabase(database)
+        #expect(
+            clean,
+            """
+            a token is still in the database after delete: the first secret \(export.contains(secrets[0])), \
+            the second \(export.contains(secrets[1])), the token in clear \(export.contains(token)), \
+            overwritten \(export.components(separatedBy: "deleted by Sesame").count - 1) times
+            """)
         // The item itself was kept (moved to the Recycle Bin), with nothing but the marker.
         #expect(export.contains("Recycle Bin") && export.contains("deleted by Sesame"))
+        await cleanUp()
     }
 
     @Test(

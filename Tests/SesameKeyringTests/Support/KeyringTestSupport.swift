@@ -52,12 +52,23 @@ enum KeyringTestSupport {
         return result.standardOutput
     }
 
-    /// Exports the database until `condition` holds for the export (KeePassXC saves a change
-    /// a moment after it is made), for up to 20 seconds; returns whether it came to hold.
-    static func waitForDatabase(_ path: String, until condition: (String) -> Bool) async -> Bool {
+    /// Exports the database until `condition` holds for the export, for up to 20 seconds;
+    /// returns whether it came to hold.
+    ///
+    /// KeePassXC saves a change a moment after it is made, and skips that save when one is
+    /// already under way, so the file may lag behind until the next change: every two seconds
+    /// `poke` makes one (a change of its own, unrelated to what is checked).
+    static func waitForDatabase(
+        _ path: String, poke: () async throws -> Void, until condition: (String) -> Bool
+    ) async -> Bool {
         let deadline = ContinuousClock.now + .seconds(20)
+        var nextPoke = ContinuousClock.now + .seconds(2)
         while ContinuousClock.now < deadline {
             if let export = try? await exportDatabase(path), condition(export) { return true }
+            if ContinuousClock.now >= nextPoke {
+                try? await poke()
+                nextPoke = ContinuousClock.now + .seconds(2)
+            }
             try? await Task.sleep(for: .milliseconds(300))
         }
         return false
