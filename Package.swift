@@ -117,7 +117,9 @@ let package = Package(
         // and a thin executable.
         .target(
             name: "SesameCommandLine",
-            dependencies: ["Sesame", "SesameDesktop", "SesameDesktopEmulator", "SesameEmulator", "SesameCurl"]),
+            dependencies: [
+                "Sesame", "SesameDesktop", "SesameDesktopEmulator", "SesameEmulator", "SesameCurl", "SesameKeyring",
+            ]),
         .executableTarget(name: "sesame", dependencies: ["SesameCommandLine"]),
         .testTarget(
             name: "SesameCommandLineTests",
@@ -166,7 +168,11 @@ let package = Package(
         .target(name: "SesameKeyring", dependencies: ["Sesame", "CLibSecret"]),
         .testTarget(
             name: "SesameKeyringTests",
-            dependencies: ["SesameKeyring", "Sesame", "sesame-keyring-probe", "SesameTestSupport"]),
+            dependencies: [
+                "SesameKeyring", "Sesame", "sesame-keyring-probe", "SesameTestSupport",
+                // `sesame doctor`, whose keyring lines come from SecretServiceInfo.
+                "sesame",
+            ]),
         // Git's credential helper on the logic of `sesame git-credential`, for tests that run the
         // real `git credential fill` against a test's file store.
         .executableTarget(

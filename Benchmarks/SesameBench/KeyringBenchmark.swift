@@ -202,7 +202,9 @@ struct KeyringBenchmark {
         var toolStore: [Double] = []
         for _ in 0..<processRuns {
             let (lookupTime, printed) = try runTimed(secretTool, ["lookup"] + attributes + ["account", account])
-            guard (try? JSONDecoder().decode(StoredCredential.self, from: printed)) == credential else {
+            // The secret is the credential's JSON in base64 (schema_version 2).
+            let json = Data(base64Encoded: Data(printed.filter { $0 != UInt8(ascii: "\n") })) ?? printed
+            guard (try? JSONDecoder().decode(StoredCredential.self, from: json)) == credential else {
                 throw Failure(description: "secret-tool lookup printed something other than the saved credential")
             }
             toolLookup.append(lookupTime)

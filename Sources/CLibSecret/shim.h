@@ -5,6 +5,9 @@
 // Swift cannot call or spell directly: GLib type-cast macros, hash tables of strings, and
 // a classification of GError values that SesameKeyring turns into CredentialStoreError.
 
+// The object-path functions (secret-paths.h: items and collections by path, unlocking by path)
+// have been unchanged since libsecret 0.18; libsecret still files them as "unstable".
+#define SECRET_API_SUBJECT_TO_CHANGE 1
 #include <gio/gio.h>
 #include <libsecret/secret.h>
 
@@ -50,6 +53,146 @@ static inline const char *sesame_object_path(gpointer proxy) {
 /// Frees a list of GObjects and drops a reference on each.
 static inline void sesame_object_list_free(GList *list) {
     g_list_free_full(list, g_object_unref);
+}
+
+/// Direct D-Bus calls to the Secret Service and the bus, for what libsecret does not expose:
+/// who owns org.freedesktop.secrets, and properties read afresh rather than from a cache.
+/// Each blocks for at most `timeout_ms` (or until `cancellable` is cancelled).
+
+/// The connection a libsecret proxy (the service, a collection, an item) talks on.
+static inline GDBusConnection *sesame_proxy_connection(gpointer proxy) {
+    return g_dbus_proxy_get_connection(G_DBUS_PROXY(proxy));
+}
+
+/// The unique bus name of the service a proxy talks to, as the proxy last saw it (no call is
+/// made), or NULL. Free with g_free.
+static inline char *sesame_proxy_name_owner(gpointer proxy) {
+    return g_dbus_proxy_get_name_owner(G_DBUS_PROXY(proxy));
+}
+
+/// A connection to the message bus at `address` (for a bus other than the process's session bus).
+static inline GDBusConnection *sesame_bus_for_address(const char *address, GCancellable *cancellable, GError **error) {
+    return g_dbus_connection_new_for_address_sync(
+        address, G_DBUS_CONNECTION_FLAGS_AUTHENTICATION_CLIENT | G_DBUS_CONNECTION_FLAGS_MESSAGE_BUS_CONNECTION, NULL,
+        cancellable, error);
+}
+
+static inline GVariant *sesame_call(GDBusConnection *connection, const char *destination, const char *path,
+                                    const char *interface, const char *method, GVariant *parameters,
+                                    const char *reply_type, int timeout_ms, GCancellable *cancellable,
+                                    GError **error) {
+    return g_dbus_connection_call_sync(connection, destination, path, interface, method, parameters,
+                                       G_VARIANT_TYPE(reply_type), G_DBUS_CALL_FLAGS_NO_AUTO_START, timeout_ms,
+                                       cancellable, error);
+}
+
+/// `(s)` with `text`, a floating reference for a call's parameters.
+static inline GVariant *sesame_variant_string_tuple(const char *text) { return g_variant_new("(s)", text); }
+
+/// A copy of the first member of a tuple whose first member is a string or object path. Free
+/// with g_free.
+static inline char *sesame_variant_first_string(GVariant *tuple) {
+    GVariant *child = g_variant_get_child_value(tuple, 0);
+    char *text = g_variant_dup_string(child, NULL);
+    g_variant_unref(child);
+    return text;
+}
+
+/// The unique name of the owner of `name`, or NULL (with `error` set) when nobody owns it.
+/// Free with g_free.
+static inline char *sesame_name_owner(GDBusConnection *connection, const char *name, int timeout_ms,
+                                      GCancellable *cancellable, GError **error) {
+    GVariant *reply = sesame_call(connection, "org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus",
+                                  "GetNameOwner", g_variant_new("(s)", name), "(s)", timeout_ms, cancellable, error);
+    if (reply == NULL) return NULL;
+    char *owner = NULL;
+    g_variant_get(reply, "(s)", &owner);
+    g_variant_unref(reply);
+    return owner;
+}
+
+/// The process id of the connection `unique_name`, or 0 (with `error` set).
+static inline guint32 sesame_connection_pid(GDBusConnection *connection, const char *unique_name, int timeout_ms,
+                                            GCancellable *cancellable, GError **error) {
+    GVariant *reply = sesame_call(connection, "org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus",
+                                  "GetConnectionUnixProcessID", g_variant_new("(s)", unique_name), "(u)", timeout_ms,
+                                  cancellable, error);
+    if (reply == NULL) return 0;
+    guint32 pid = 0;
+    g_variant_get(reply, "(u)", &pid);
+    g_variant_unref(reply);
+    return pid;
+}
+
+/// Property `property` of `interface` on the Secret Service object `path`, asked afresh.
+static inline GVariant *sesame_secret_property(GDBusConnection *connection, const char *path, const char *interface,
+                                               const char *property, int timeout_ms, GCancellable *cancellable,
+                                               GError **error) {
+    GVariant *reply = sesame_call(connection, "org.freedesktop.secrets", path, "org.freedesktop.DBus.Properties", "Get",
+                                  g_variant_new("(ss)", interface, property), "(v)", timeout_ms, cancellable, error);
+    if (reply == NULL) return NULL;
+    GVariant *value = NULL;
+    g_variant_get(reply, "(v)", &value);
+    g_variant_unref(reply);
+    return value;
+}
+
+/// A string property (Label), or NULL with `error` set. Free with g_free.
+static inline char *sesame_secret_string_property(GDBusConnection *connection, const char *path,
+                                                  const char *interface, const char *property, int timeout_ms,
+                                                  GCancellable *cancellable, GError **error) {
+    GVariant *value = sesame_secret_property(connection, path, interface, property, timeout_ms, cancellable, error);
+    if (value == NULL) return NULL;
+    char *text = g_variant_is_of_type(value, G_VARIANT_TYPE_STRING) ? g_variant_dup_string(value, NULL) : g_strdup("");
+    g_variant_unref(value);
+    return text;
+}
+
+/// A boolean property (Locked): 1 or 0, or -1 with `error` set.
+static inline int sesame_secret_bool_property(GDBusConnection *connection, const char *path, const char *interface,
+                                              const char *property, int timeout_ms, GCancellable *cancellable,
+                                              GError **error) {
+    GVariant *value = sesame_secret_property(connection, path, interface, property, timeout_ms, cancellable, error);
+    if (value == NULL) return -1;
+    int result = g_variant_is_of_type(value, G_VARIANT_TYPE_BOOLEAN) ? (g_variant_get_boolean(value) ? 1 : 0) : 0;
+    g_variant_unref(value);
+    return result;
+}
+
+/// The object paths of the service's collections, or NULL with `error` set. Free with g_strfreev.
+static inline gchar **sesame_secret_collections(GDBusConnection *connection, int timeout_ms,
+                                                GCancellable *cancellable, GError **error) {
+    GVariant *value = sesame_secret_property(connection, "/org/freedesktop/secrets", "org.freedesktop.Secret.Service",
+                                             "Collections", timeout_ms, cancellable, error);
+    if (value == NULL) return NULL;
+    gchar **paths = g_variant_is_of_type(value, G_VARIANT_TYPE_OBJECT_PATH_ARRAY) ? g_variant_dup_objv(value, NULL)
+                                                                                 : g_new0(gchar *, 1);
+    g_variant_unref(value);
+    return paths;
+}
+
+/// The object paths of the items in the collection `path` whose attributes include
+/// `attributes`, or NULL with `error` set. Free with g_strfreev.
+static inline gchar **sesame_collection_search(GDBusConnection *connection, const char *path,
+                                               GHashTable *attributes, int timeout_ms, GCancellable *cancellable,
+                                               GError **error) {
+    GVariantBuilder builder;
+    g_variant_builder_init(&builder, G_VARIANT_TYPE("a{ss}"));
+    GHashTableIter iter;
+    gpointer key, value;
+    g_hash_table_iter_init(&iter, attributes);
+    while (g_hash_table_iter_next(&iter, &key, &value)) {
+        g_variant_builder_add(&builder, "{ss}", (const char *)key, (const char *)value);
+    }
+    GVariant *reply = sesame_call(connection, "org.freedesktop.secrets", path, "org.freedesktop.Secret.Collection",
+                                  "SearchItems", g_variant_new("(a{ss})", &builder), "(ao)", timeout_ms, cancellable,
+                                  error);
+    if (reply == NULL) return NULL;
+    GVariant *list = g_variant_get_child_value(reply, 0);
+    gchar **paths = g_variant_dup_objv(list, NULL);
+    g_variant_unref(list);
+    g_variant_unref(reply);
+    return paths;
 }
 
 /// What a GError from GIO or libsecret means for Sesame.

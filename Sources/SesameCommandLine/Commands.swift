@@ -2,6 +2,7 @@ import Foundation
 import Sesame
 import SesameCurl
 import SesameDesktop
+import SesameKeyring
 
 /// `sesame providers`.
 enum ProvidersCommand {
@@ -118,24 +119,33 @@ extension DoctorCommand {
         switch await DBusProbe.nameHasOwner("org.freedesktop.secrets", environment: environment) {
         case .answer(true):
             lines.append(DoctorLine(.ok, "D-Bus session bus: \(address)."))
-            lines.append(DoctorLine(.ok, "Secret Service (org.freedesktop.secrets) is present."))
-            switch await DBusProbe.defaultCollectionLocked(environment: environment) {
-            case .answer(false): lines.append(DoctorLine(.ok, "The default keyring collection is unlocked."))
-            case .answer(true):
-                lines.append(
-                    DoctorLine(
-                        .warning, "The default keyring collection is locked.",
-                        fix: "unlock it (log in to the desktop, or open Passwords and Keys); Sesame will ask"))
-            case .noAnswer:
+            // Who provides it, and advice in that service's terms (SesameKeyring), bounded.
+            let findings = await withTimeLimit(DoctorLimits.perProbe) { () -> Result<[DoctorLine], any Error> in
+                do {
+                    let info = try await SecretServiceInfo.probe(busAddress: bus)
+                    return .success(
+                        info.findings.map { finding in
+                            let level: DoctorLine.Level =
+                                switch finding.level {
+                                case .ok: .ok
+                                case .warning: .warning
+                                case .problem: .problem
+                                }
+                            return DoctorLine(level, finding.text, fix: finding.fix)
+                        })
+                } catch {
+                    return .failure(error)
+                }
+            }
+            switch findings {
+            case .success(let found)?: lines += found
+            case .failure(let error)?:
+                lines.append(DoctorLine(.warning, "The Secret Service could not be asked about itself: \(error)"))
+            case nil:
                 lines.append(
                     DoctorLine(
                         .problem, "The Secret Service did not answer within \(limit).",
-                        fix: "restart gnome-keyring (or the Secret Service in use), or use --storage file"))
-            case .failed:
-                lines.append(
-                    DoctorLine(
-                        .warning, "There is no default keyring collection (or it could not be read).",
-                        fix: "create a default keyring in Passwords and Keys (seahorse)"))
+                        fix: "restart the Secret Service in use (gnome-keyring, KeePassXC), or use --storage file"))
             }
         case .answer(false):
             lines.append(DoctorLine(.ok, "D-Bus session bus: \(address)."))

@@ -18,16 +18,22 @@ struct KeyringItem: Sendable {
 }
 
 /// How Sesame lays a credential out in the keyring: attributes that find it, a label that
-/// reads well, and the secret, which is the credential's JSON.
+/// reads well, and the secret, which is the credential's JSON in base64.
 ///
 /// Attributes are stored unencrypted, so they hold only what identifies the credential:
 /// `provider`, `app_id`, `account` and `schema_version`, plus `xdg:schema` =
 /// `org.sesame.Credential`, which libsecret adds from the schema and every search includes.
+///
+/// Layouts: schema_version 1 (and items without the attribute, written by hand) hold the JSON
+/// itself, or a bare token. Version 2, written since, holds the JSON in base64 (RFC 4648, with
+/// padding): KeePassXC treats `{…}` in a secret as placeholders (`{REF:…}`, `{USERNAME}`) and
+/// resolves or refuses them, which could alter a token or a name; base64 has no braces. Both
+/// layouts are read.
 enum KeyringItemFormat {
     /// The schema name, stored as the `xdg:schema` attribute.
     static let schemaName = "org.sesame.Credential"
     /// The layout this version of Sesame writes and the newest it reads.
-    static let schemaVersion = 1
+    static let schemaVersion = 2
 
     /// Attribute names.
     enum Attribute {
@@ -53,13 +59,22 @@ enum KeyringItemFormat {
     /// The label, for example `Sesame: facebook (app 1234) — alice`.
     static func label(for key: CredentialKey) -> String { "Sesame: \(key)" }
 
-    /// The secret stored for `credential`: its JSON.
+    /// The secret stored for `credential`: its JSON, in base64 (schema_version 2).
     static func secret(for credential: StoredCredential) throws -> [UInt8] {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys]
         // Dates keep Foundation's default encoding so that they round-trip exactly.
-        return Array(try encoder.encode(credential))
+        return Array(try encoder.encode(credential).base64EncodedData())
     }
+
+    /// How many times a credential's secret is overwritten before the item is deleted: one
+    /// more than KeePassXC keeps in an entry's history by default (10), so that no earlier
+    /// secret stays in the history of an entry moved to its Recycle Bin.
+    static let scrubWrites = 11
+
+    /// What a deleted item's secret is overwritten with, the `round`th time, before it is
+    /// deleted. Holds no token; each round differs, since an unchanged value adds no history.
+    static func scrubbedSecret(round: Int) -> [UInt8] { Array("deleted by Sesame (\(round))".utf8) }
 
     /// The key an item's attributes name, or why they do not name one.
     static func key(of item: KeyringItem) -> Result<CredentialKey, CredentialStoreError> {
@@ -103,8 +118,15 @@ enum KeyringItemFormat {
                 return .failure(CredentialStoreError(kind: .corrupt, message: message))
             }
         }
-        guard let secret = item.secret else {
+        guard var secret = item.secret else {
             return .failure(corrupt(item, key: key, reason: "its secret could not be read"))
+        }
+        if let version = item.attributes[Attribute.schemaVersion], Int(version) ?? 0 >= 2 {
+            guard let decoded = Data(base64Encoded: Data(secret.trimmingASCIIWhitespace())) else {
+                return .failure(
+                    corrupt(item, key: key, reason: "its secret is not base64, as schema_version \(version) says"))
+            }
+            secret = Array(decoded)
         }
         let bytes = secret.trimmingASCIIWhitespace()
         guard let first = bytes.first else {

@@ -72,6 +72,10 @@ final class GObjectReference<Pointee> {
 /// went away, so Sesame turns that off for the connection it uses.
 private let sessionBus = Mutex<HeldConnection?>(nil)
 
+/// The providers of the Secret Service met so far, by the owner's unique bus name (which is
+/// never reused on a bus).
+private let knownProviders = Mutex<[String: SecretServiceProvider]>([:])
+
 /// A `GDBusConnection` reference kept in `sessionBus`.
 ///
 /// `@unchecked Sendable`: it is only read and replaced under the `sessionBus` mutex, and GDBus
@@ -80,11 +84,83 @@ private struct HeldConnection: @unchecked Sendable {
     let pointer: OpaquePointer
 }
 
+/// What a client's searches met, for the store to act on. Used within one worker call.
+final class SearchNotes {
+    /// A search left out a locked collection, because searching it would have made the service
+    /// prompt (KeePassXC); the collection may hold matching items that cannot be seen until it
+    /// is unlocked.
+    var skippedLockedCollection = false
+}
+
 /// Synchronous libsecret calls for one keyring operation. Every method blocks, so a client
 /// is made and used only inside a ``KeyringWorker`` call, with that call's cancellation.
 struct LibSecretClient {
     let service: GObjectReference<SecretService>
     let cancellation: Cancellation
+    /// What the searches of this client met.
+    let notes = SearchNotes()
+
+    /// The bus connection libsecret uses.
+    var connection: OpaquePointer { sesame_proxy_connection(service.pointer) }
+
+    /// The program that provides the Secret Service, or nil when it cannot be told. Found once
+    /// per service instance (its unique bus name), then remembered: searches ask on every call.
+    func provider() -> SecretServiceProvider? {
+        guard let owner = sesame_proxy_name_owner(service.pointer) else {
+            return SecretServiceInfo.provider(on: connection, cancellation: cancellation)
+        }
+        let name = String(cString: owner)
+        g_free(owner)
+        if let known = knownProviders.withLock({ $0[name] }) { return known }
+        let found = SecretServiceInfo.provider(on: connection, cancellation: cancellation)
+        if let found { knownProviders.withLock { $0[name] = found } }
+        return found
+    }
+
+    /// The object paths of the service's collections, each with whether it is locked, read
+    /// afresh from the service (not from libsecret's cache).
+    func collectionLocks() throws(LibSecretError) -> [(path: String, locked: Bool)] {
+        var error: UnsafeMutablePointer<GError>?
+        guard let paths = sesame_secret_collections(connection, 5000, cancellation.pointer, &error) else {
+            throw Self.failure(error, stage: .call)
+        }
+        defer { g_strfreev(paths) }
+        var states: [(path: String, locked: Bool)] = []
+        var index = 0
+        while let path = paths[index] {
+            index += 1
+            let locked = sesame_secret_bool_property(
+                connection, path, "org.freedesktop.Secret.Collection", "Locked", 5000, cancellation.pointer, &error)
+            if locked < 0 {
+                let failure = Self.failure(error, stage: .call)
+                error = nil
+                if failure.failure == .noSuchObject { continue }
+                throw failure
+            }
+            states.append((String(cString: path), locked == 1))
+        }
+        return states
+    }
+
+    /// Asks the service to unlock the collections at `paths`, which may show the person a
+    /// prompt (through the Secret Service's Prompt API); returns whether all were unlocked.
+    func unlock(paths: [String]) throws(LibSecretError) -> Bool {
+        guard !paths.isEmpty else { return true }
+        cancellation.stage = .unlockPrompt
+        defer { cancellation.stage = .call }
+        let copies = paths.map { strdup($0) }
+        defer { for pointer in copies { free(pointer) } }
+        var strings: [UnsafePointer<gchar>?] = copies.map { $0.map { UnsafePointer($0) } } + [nil]
+        var unlocked: UnsafeMutablePointer<UnsafeMutablePointer<gchar>?>?
+        var error: UnsafeMutablePointer<GError>?
+        let count = strings.withUnsafeMutableBufferPointer { buffer in
+            secret_service_unlock_dbus_paths_sync(
+                service.pointer, buffer.baseAddress, cancellation.pointer, &unlocked, &error)
+        }
+        g_strfreev(unlocked)
+        if let error { throw LibSecretError(taking: error, stage: .call) }
+        return count == paths.count
+    }
 
     /// Connects to the session bus and to the Secret Service on it, with an open session.
     init(_ cancellation: Cancellation) throws(LibSecretError) {
@@ -141,6 +217,15 @@ struct LibSecretClient {
             cancellation.stage = .unlockPrompt
         }
         defer { cancellation.stage = .call }
+        if !unlock, provider()?.searchOfLockedCollectionPrompts == true {
+            // KeePassXC answers a search that touches a locked database by showing its unlock
+            // dialog and waiting: such collections are left out, and the store told.
+            let locks = try collectionLocks()
+            if locks.contains(where: \.locked) {
+                notes.skippedLockedCollection = true
+                return try searchEach(locks.filter { !$0.locked }.map(\.path), table)
+            }
+        }
         var attempt = 0
         while true {
             var error: UnsafeMutablePointer<GError>?
@@ -154,6 +239,41 @@ struct LibSecretClient {
             attempt += 1
             guard failure.failure == .noSuchObject, attempt < 3 else { throw failure }
         }
+    }
+
+    /// Items with Sesame's schema matching `table` in each of the collections at `paths`.
+    private func searchEach(
+        _ paths: [String], _ table: OpaquePointer
+    ) throws(LibSecretError)
+        -> [GObjectReference<SecretItem>]
+    {
+        sesame_attributes_set(table, KeyringItemFormat.Attribute.schema, KeyringItemFormat.schemaName)
+        var items: [GObjectReference<SecretItem>] = []
+        for collection in paths {
+            var error: UnsafeMutablePointer<GError>?
+            guard
+                let found = sesame_collection_search(connection, collection, table, 5000, cancellation.pointer, &error)
+            else {
+                let failure = Self.failure(error, stage: .call)
+                if failure.failure == .noSuchObject { continue }
+                throw failure
+            }
+            defer { g_strfreev(found) }
+            var index = 0
+            while let path = found[index] {
+                index += 1
+                guard
+                    let item = secret_item_new_for_dbus_path_sync(
+                        service.pointer, path, SECRET_ITEM_NONE, cancellation.pointer, &error)
+                else {
+                    let failure = Self.failure(error, stage: .call)
+                    if failure.failure == .noSuchObject { continue }
+                    throw failure
+                }
+                items.append(GObjectReference(taking: item))
+            }
+        }
+        return items
     }
 
     /// The items matching `attributes` with the secrets of those not locked, read into Swift
@@ -265,16 +385,37 @@ struct LibSecretClient {
         return nil
     }
 
-    /// The collection's label, for messages.
+    /// The collection's label, for messages. When libsecret has none cached (as with
+    /// KeePassXC), it is asked for.
     func label(of collection: GObjectReference<SecretCollection>) -> String {
-        guard let label = secret_collection_get_label(collection.pointer) else { return "" }
+        if let label = secret_collection_get_label(collection.pointer) {
+            defer { g_free(label) }
+            if label.pointee != 0 { return String(cString: label) }
+        }
+        var error: UnsafeMutablePointer<GError>?
+        guard
+            let label = sesame_secret_string_property(
+                connection, sesame_object_path(collection.pointer), "org.freedesktop.Secret.Collection", "Label", 5000,
+                cancellation.pointer, &error)
+        else {
+            if let error { g_error_free(error) }
+            return ""
+        }
         defer { g_free(label) }
-        return String(cString: label)
+        if label.pointee != 0 { return String(cString: label) }
+        // No label (a KeePassXC database without a name): the object path's last part.
+        let path = String(cString: sesame_object_path(collection.pointer))
+        return path.split(separator: "/").last.map(String.init) ?? path
     }
 
     /// Whether the collection is locked.
     func isLocked(_ collection: GObjectReference<SecretCollection>) -> Bool {
-        secret_collection_get_locked(collection.pointer) != 0
+        var error: UnsafeMutablePointer<GError>?
+        let locked = sesame_secret_bool_property(
+            connection, sesame_object_path(collection.pointer), "org.freedesktop.Secret.Collection", "Locked", 5000,
+            cancellation.pointer, &error)
+        if let error { g_error_free(error) }
+        return locked < 0 ? secret_collection_get_locked(collection.pointer) != 0 : locked == 1
     }
 
     /// Asks the service to unlock `collection`, which may show the person a prompt; returns
@@ -314,6 +455,33 @@ struct LibSecretClient {
         }
         let reference = GObjectReference(taking: item)
         return String(cString: sesame_object_path(reference.pointer))
+    }
+
+    /// Replaces the secret of `item` with `secret`.
+    func overwrite(_ item: GObjectReference<SecretItem>, with secret: [UInt8]) throws(LibSecretError) {
+        let value = secret.withUnsafeBufferPointer { buffer in
+            buffer.withMemoryRebound(to: CChar.self) { secret_value_new($0.baseAddress, $0.count, "text/plain") }
+        }
+        defer { secret_value_unref(UnsafeMutableRawPointer(value)) }
+        var error: UnsafeMutablePointer<GError>?
+        if secret_item_set_secret_sync(item.pointer, value, cancellation.pointer, &error) == 0 {
+            throw Self.failure(error, stage: .call)
+        }
+    }
+
+    /// Overwrites the secret of `item` with text that holds no token, several times, then
+    /// deletes it.
+    ///
+    /// A Secret Service may keep what is deleted: KeePassXC moves a deleted entry to its Recycle
+    /// Bin, with the entry's history, which holds a copy of each earlier secret (ten by
+    /// default). Each overwrite pushes one earlier secret out of that history, so after
+    /// `KeyringItemFormat.scrubWrites` of them neither the entry nor its history holds a token,
+    /// unless the database keeps an unlimited history.
+    func scrubAndDelete(_ item: GObjectReference<SecretItem>) throws(LibSecretError) {
+        for round in 1...KeyringItemFormat.scrubWrites {
+            try overwrite(item, with: KeyringItemFormat.scrubbedSecret(round: round))
+        }
+        try delete(item)
     }
 
     /// Deletes `item`.

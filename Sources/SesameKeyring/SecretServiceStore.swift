@@ -1,3 +1,4 @@
+internal import CLibSecret
 import Foundation
 import Sesame
 
@@ -13,9 +14,9 @@ import Sesame
 /// Each credential is one keyring item in the default collection (the “Login” keyring on
 /// GNOME), labelled like `Sesame: facebook (app 1234) — alice`, with the attributes
 /// `xdg:schema` = `org.sesame.Credential`, `provider`, `app_id`, `account` and
-/// `schema_version`, and the credential's JSON as its secret. Nothing secret goes into the
-/// attributes, which the Secret Service stores unencrypted. `secret-tool` reads and writes the
-/// same items; see <doc:SesameKeyring#Working-with-secret-tool>.
+/// `schema_version`, and the credential's JSON (in base64) as its secret. Nothing secret goes
+/// into the attributes, which the Secret Service stores unencrypted. `secret-tool` reads and
+/// writes the same items; see <doc:SesameKeyring#Working-with-secret-tool>.
 ///
 /// Every call runs on a dedicated thread, never on Swift's cooperative pool, and is bounded
 /// by ``timeout``: a keyring or bus that never answers becomes a
@@ -39,9 +40,12 @@ public final class SecretServiceStore: CredentialStore {
         /// `CredentialStoreError.Kind.locked`, without a prompt. For programs
         /// that must not wait for a person.
         case never
-        /// The keyring shows its unlock prompt and Sesame waits up to `timeout` for the
-        /// person's answer; a dismissed or unanswered prompt is reported as
-        /// `CredentialStoreError.Kind.locked`.
+        /// The keyring is asked to unlock through the Secret Service's Prompt API (what
+        /// `secret-tool search --unlock` does): it shows its own unlock dialog (GNOME Keyring's
+        /// password prompt, KeePassXC's database unlock window), and Sesame waits up to
+        /// `timeout` for the person's answer; a dismissed or unanswered prompt is reported as
+        /// `CredentialStoreError.Kind.locked`. Only for programs a person is using and that
+        /// asked for it.
         case prompt(timeout: Duration)
     }
 
@@ -59,8 +63,10 @@ public final class SecretServiceStore: CredentialStore {
     /// - Parameters:
     ///   - timeout: the longest one keyring call may take; 3 seconds by default.
     ///   - unlocking: whether a locked keyring may prompt the person, and how long to wait for
-    ///     them; by default it may, for up to a minute.
-    public convenience init(timeout: Duration = .seconds(3), unlocking: Unlocking = .prompt(timeout: .seconds(60))) {
+    ///     them. By default it may not: a locked keyring is reported at once, with where to
+    ///     unlock it, and no dialog surprises a script. Pass `.prompt(timeout:)` when a person
+    ///     is there and asked for it (what `secret-tool search --unlock` does).
+    public convenience init(timeout: Duration = .seconds(3), unlocking: Unlocking = .never) {
         self.init(timeout: timeout, unlocking: unlocking, worker: .shared)
     }
 
@@ -85,13 +91,15 @@ public final class SecretServiceStore: CredentialStore {
 
         var outcome = try await call(operation) { client in try Self.store(request, with: client, unlock: false) }
         if outcome == .locked {
-            let promptTimeout = try promptTimeout(operation)
+            let promptTimeout = try await promptTimeout(operation)
             outcome = try await call(operation, timeout: promptTimeout) { client in
                 try Self.store(request, with: client, unlock: true)
             }
-            if outcome == .locked { throw KeyringMessages.unlockDeclined(operation) }
+            if outcome == .locked { throw await lockedError { KeyringMessages.unlockDeclined(operation, $0) } }
         }
-        if outcome == .noDefaultCollection { throw KeyringMessages.noDefaultCollection(key) }
+        if outcome == .noDefaultCollection {
+            throw await lockedError { KeyringMessages.noDefaultCollection(key, $0) }
+        }
     }
 
     public func load(_ key: CredentialKey) async throws -> StoredCredential? {
@@ -109,11 +117,11 @@ public final class SecretServiceStore: CredentialStore {
 
         var result = try await call(operation) { client in try Self.remove(search, with: client, unlock: false) }
         if result.locked > 0 {
-            let promptTimeout = try promptTimeout(operation)
+            let promptTimeout = try await promptTimeout(operation)
             let retry = try await call(operation, timeout: promptTimeout) { client in
                 try Self.remove(search, with: client, unlock: true)
             }
-            if retry.locked > 0 { throw KeyringMessages.unlockDeclined(operation) }
+            if retry.locked > 0 { throw await lockedError { KeyringMessages.unlockDeclined(operation, $0) } }
             result.deleted += retry.deleted
         }
         return result.deleted > 0
@@ -215,6 +223,9 @@ public final class SecretServiceStore: CredentialStore {
         // The collection is looked up again if it vanishes between the lookup and the write
         // (see LibSecretClient.defaultCollection).
         let path: String?
+        // Every item of the credential, whichever version wrote it, searched once for both the
+        // update in place and the clean-up of copies.
+        var existing: [GObjectReference<SecretItem>] = []
         do {
             path = try client.retryingVanishedObjects { () throws -> String in
                 let collection = try client.collectionForDefaultAlias()
@@ -222,6 +233,20 @@ public final class SecretServiceStore: CredentialStore {
                     guard unlock, try client.unlock(collection) else {
                         throw LibSecretError(stage: .call, failure: .locked, message: "the collection is locked")
                     }
+                }
+                // An item Sesame wrote there before gets the new secret in place. Asking the
+                // service to replace it (CreateItem with `replace`) makes KeePassXC 2.7 show an
+                // access dialog to every process but the one that created the item.
+                let prefix = sesame_object_path(collection.pointer).map { String(cString: $0) + "/" } ?? "\u{0}"
+                existing = try client.search(request.search)
+                for item in existing {
+                    let found = client.read(item)
+                    guard found.path.hasPrefix(prefix), !found.isLocked,
+                        found.attributes[KeyringItemFormat.Attribute.schemaVersion]
+                            == request.attributes[KeyringItemFormat.Attribute.schemaVersion]
+                    else { continue }
+                    try client.overwrite(item, with: request.secret)
+                    return found.path
                 }
                 return try client.create(
                     in: collection, attributes: request.attributes, label: request.label, secret: request.secret)
@@ -234,8 +259,8 @@ public final class SecretServiceStore: CredentialStore {
         // other attributes, for example by hand) are replaced by the one just saved. A copy in a
         // locked collection stays; the newest item is the one read.
         var cleanup = DeleteOutcome()
-        for item in try client.search(request.search) where client.read(item).path != path {
-            try cleanup.record(Result { () throws(LibSecretError) in try client.delete(item) })
+        for item in existing where client.read(item).path != path {
+            try cleanup.record(Result { () throws(LibSecretError) in try client.scrubAndDelete(item) })
         }
         return .saved
     }
@@ -247,12 +272,27 @@ public final class SecretServiceStore: CredentialStore {
     ) throws
         -> DeleteOutcome
     {
-        if unlock { _ = try client.search(search, unlock: true) }
+        if unlock { try unlockAll(search, with: client) }
         var outcome = DeleteOutcome()
-        for item in try client.search(search) {
-            try outcome.record(Result { () throws(LibSecretError) in try client.delete(item) })
+        let items = try client.search(search)
+        // A locked collection that could not be searched (KeePassXC) may hold the credential.
+        if client.notes.skippedLockedCollection { outcome.locked += 1 }
+        for item in items {
+            // The token is overwritten first: a service may keep deleted items (KeePassXC's
+            // Recycle Bin), and the token must not stay in them.
+            try outcome.record(Result { () throws(LibSecretError) in try client.scrubAndDelete(item) })
         }
         return outcome
+    }
+
+    /// Asks the service to unlock its locked collections, then the locked items matching
+    /// `search` (KeePassXC locks items a client may not read yet), which may show the person
+    /// prompts. A collection still locked (the prompt was dismissed) is left so: searching it
+    /// would make KeePassXC show its unlock window again and wait.
+    private static func unlockAll(_ search: [String: String], with client: LibSecretClient) throws {
+        let locked = try client.collectionLocks().filter(\.locked).map(\.path)
+        guard try client.unlock(paths: locked) else { return }
+        _ = try client.search(search, unlock: true)
     }
 
     private struct DeleteOutcome: Sendable {
@@ -277,25 +317,41 @@ public final class SecretServiceStore: CredentialStore {
     ) async throws
         -> [KeyringItem]
     {
-        let items = try await call(operation) { client in try client.items(search) }
-        let needsUnlock =
-            everyItem ? items.contains(where: \.isLocked) : !items.isEmpty && items.allSatisfy(\.isLocked)
-        guard needsUnlock else { return items }
-        let promptTimeout = try promptTimeout(operation)
-        let unlocked = try await call(operation, timeout: promptTimeout) { client in
-            _ = try client.search(search, unlock: true)
-            // Searched again so that the items' locked state and secrets are read afresh.
-            return try client.items(search)
+        let (items, skippedLocked) = try await call(operation) { client in
+            (try client.items(search), client.notes.skippedLockedCollection)
         }
-        if unlocked.contains(where: \.isLocked) { throw KeyringMessages.unlockDeclined(operation) }
+        // A locked collection that could not be searched (KeePassXC) may hold the credential.
+        let needsUnlock =
+            everyItem
+            ? items.contains(where: \.isLocked) || skippedLocked
+            : (!items.isEmpty && items.allSatisfy(\.isLocked)) || (skippedLocked && !items.contains { !$0.isLocked })
+        guard needsUnlock else { return items }
+        let promptTimeout = try await promptTimeout(operation)
+        let (unlocked, stillSkipped) = try await call(operation, timeout: promptTimeout) { client in
+            try Self.unlockAll(search, with: client)
+            // Searched again so that the items' locked state and secrets are read afresh.
+            return (try client.items(search), client.notes.skippedLockedCollection)
+        }
+        if unlocked.contains(where: \.isLocked) || (stillSkipped && !unlocked.contains { !$0.isLocked }) {
+            throw await lockedError { KeyringMessages.unlockDeclined(operation, $0) }
+        }
         return unlocked
     }
 
-    private func promptTimeout(_ operation: String) throws -> Duration {
+    private func promptTimeout(_ operation: String) async throws -> Duration {
         switch unlocking {
-        case .never: throw KeyringMessages.lockedWithoutPrompt(operation)
+        case .never: throw await lockedError { KeyringMessages.lockedWithoutPrompt(operation, $0) }
         case .prompt(let timeout): return timeout
         }
+    }
+
+    /// The error `make` builds with the program that provides the Secret Service, so that it
+    /// can say where to unlock it (nil when that cannot be told).
+    private func lockedError(
+        _ make: (SecretServiceProvider?) -> CredentialStoreError
+    ) async -> CredentialStoreError {
+        let provider = try? await call("asking who provides the Secret Service") { client in client.provider() }
+        return make(provider ?? nil)
     }
 
     /// Runs `body` with a connected client on the keyring worker, bounded by `timeout`, and
@@ -310,6 +366,11 @@ public final class SecretServiceStore: CredentialStore {
             ) { cancellation in
                 try body(try LibSecretClient(cancellation))
             }
+        } catch let error as CredentialStoreError where error.kind == .locked {
+            // An unlock prompt that was not answered in time: say where to unlock.
+            throw await lockedError { KeyringMessages.timedOut(stage: .unlockPrompt, operation, limit, $0) }
+        } catch let error as LibSecretError where error.failure == .locked {
+            throw await lockedError { KeyringMessages.unlockDeclined(operation, $0) }
         } catch let error as LibSecretError {
             throw KeyringMessages.storeError(error, operation, limit)
         }
@@ -328,9 +389,17 @@ enum KeyringMessages {
     static let fileStoreHint = text(
         "on a machine without a desktop keyring, choose the file store instead (storage policy `file`, or ",
         "`keyring-or-file`)")
-    static let unlockHint = text(
-        "Unlock the keyring (in Passwords and Keys, or with `secret-tool search --unlock xdg:schema ",
-        "org.sesame.Credential`) and try again.")
+    /// Where to unlock the keyring, for the service that provides it.
+    static func unlockHint(_ provider: SecretServiceProvider?) -> String {
+        guard let provider, provider.kind != .other || provider.processName != nil else {
+            return text(
+                "Unlock the keyring (in the program that provides the Secret Service, or with `secret-tool search ",
+                "--unlock xdg:schema org.sesame.Credential`) and try again.")
+        }
+        let advice = provider.unlockAdvice
+        return
+            "The Secret Service here is \(provider.name): \(advice.prefix(1).uppercased() + advice.dropFirst()), and try again."
+    }
 
     static func storeError(_ error: LibSecretError, _ operation: String, _ timeout: Duration) -> CredentialStoreError {
         let detail = error.message
@@ -338,7 +407,7 @@ enum KeyringMessages {
         case (_, .cancelled), (_, .noReply): return timedOut(stage: error.stage, operation, timeout)
         case (.bus, _), (_, .disconnected): return noSessionBus(operation, detail: detail)
         case (_, .noService): return noSecretService(operation, detail: detail)
-        case (_, .locked): return unlockDeclined(operation)
+        case (_, .locked): return unlockDeclined(operation, nil)
         case (.service, _):
             let message = text(
                 "The desktop keyring's Secret Service refused to open a session for Sesame (\(detail)), so ",
@@ -381,28 +450,34 @@ enum KeyringMessages {
         return CredentialStoreError(kind: .noSecretService, message: message)
     }
 
-    static func lockedWithoutPrompt(_ operation: String) -> CredentialStoreError {
+    static func lockedWithoutPrompt(_ operation: String, _ provider: SecretServiceProvider?) -> CredentialStoreError {
         let message = text(
-            "The keyring is locked and this store may not ask to unlock it (unlocking: .never), so \(operation) was ",
-            "not done. \(unlockHint)")
+            "The keyring is locked, so \(operation) was not done (this store does not ask to unlock it: unlocking ",
+            "is `.never`; a program may offer `.prompt`, as `secret-tool search --unlock` does). ",
+            unlockHint(provider))
         return CredentialStoreError(kind: .locked, message: message)
     }
 
-    static func unlockDeclined(_ operation: String) -> CredentialStoreError {
+    static func unlockDeclined(_ operation: String, _ provider: SecretServiceProvider?) -> CredentialStoreError {
         let message = text(
             "The keyring is locked and was not unlocked: the unlock prompt was dismissed or could not be shown, so ",
-            "\(operation) was not done. \(unlockHint)")
+            "\(operation) was not done. \(unlockHint(provider))")
         return CredentialStoreError(kind: .locked, message: message)
     }
 
-    static func noDefaultCollection(_ key: CredentialKey) -> CredentialStoreError {
+    static func noDefaultCollection(_ key: CredentialKey, _ provider: SecretServiceProvider?) -> CredentialStoreError {
+        let provider = provider ?? SecretServiceProvider(kind: .other, processName: nil, processID: nil)
+        // The key is quoted: it ends with the account (“— default”), which a reader would
+        // otherwise run into the rest of the sentence.
         let message = text(
-            "The desktop keyring has no default collection to save the credential for \(key) in. Create one (a ",
-            "“Login” keyring in Passwords and Keys), or make an existing keyring the default, and try again.")
+            "The desktop keyring (\(provider.name)) has no default collection, so the credential for “\(key)” ",
+            "could not be saved. To fix it, \(provider.defaultCollectionAdvice); then try again.")
         return CredentialStoreError(kind: .unavailable, message: message)
     }
 
-    static func timedOut(stage: KeyringStage, _ operation: String, _ timeout: Duration) -> CredentialStoreError {
+    static func timedOut(
+        stage: KeyringStage, _ operation: String, _ timeout: Duration, _ provider: SecretServiceProvider? = nil
+    ) -> CredentialStoreError {
         let limit = describe(timeout)
         switch stage {
         case .bus:
@@ -424,7 +499,7 @@ enum KeyringMessages {
         case .unlockPrompt:
             let message = text(
                 "The keyring is locked and its unlock prompt was not answered within \(limit), so \(operation) was ",
-                "not done. \(unlockHint)")
+                "not done. \(unlockHint(provider))")
             return CredentialStoreError(kind: .locked, message: message)
         }
     }

@@ -388,7 +388,11 @@ struct DesktopProcessTests {
         #expect(found.status == 0, "\(found.standardError)\n\(status.standardOutput)")
         #expect(token.status == 0, "\(token.standardError)")
         let tokenString = token.standardOutput.trimmingCharacters(in: .newlines)
-        #expect(!tokenString.isEmpty && found.standardOutput.contains(tokenString))
+        // The secret is the credential's JSON in base64 (schema_version 2).
+        let secret = try #require(
+            Data(base64Encoded: found.standardOutput.trimmingCharacters(in: .whitespacesAndNewlines)),
+            "the item's secret is not base64")
+        #expect(!tokenString.isEmpty && String(decoding: secret, as: UTF8.self).contains(tokenString))
 
         let logout = try await cli.run("sesame", ["logout", "facebook", "--account", account])
         #expect(logout.status == 0)

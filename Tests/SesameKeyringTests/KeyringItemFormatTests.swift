@@ -16,7 +16,8 @@ struct KeyringItemFormatTests {
     )
         -> KeyringItem
     {
-        var all = attributes ?? KeyringItemFormat.attributes(for: key)
+        // By default, the layout of schema_version 1 (the secret as it is), as items stored by hand.
+        var all = attributes ?? KeyringItemFormat.attributes(for: key).merging(["schema_version": "1"]) { $1 }
         all["xdg:schema"] = "org.sesame.Credential"
         return KeyringItem(
             path: "/org/freedesktop/secrets/collection/login/1", label: KeyringItemFormat.label(for: key),
@@ -27,7 +28,7 @@ struct KeyringItemFormatTests {
     func attributes() {
         #expect(
             KeyringItemFormat.attributes(for: Self.key) == [
-                "provider": "facebook", "app_id": "1234", "account": "alice", "schema_version": "1",
+                "provider": "facebook", "app_id": "1234", "account": "alice", "schema_version": "2",
             ])
         #expect(KeyringItemFormat.label(for: Self.key) == "Sesame: facebook (app 1234) — alice")
     }
@@ -44,6 +45,36 @@ struct KeyringItemFormatTests {
             path: "/p", label: "l", attributes: KeyringItemFormat.attributes(for: Self.key), isLocked: false,
             modified: Date(), secret: secret)
         #expect(try KeyringItemFormat.credential(from: item).get() == credential)
+    }
+
+    /// Values that KeePassXC would take for placeholders and resolve, or refuse, in a secret.
+    static let placeholders = [
+        "{REF:P@I:46C9B1FFBD4ABC4BBB260C6190BAD20C}", "{USERNAME}", "{PASSWORD}", "tok{REF:T@I:x}en", "{{S:x}}",
+    ]
+
+    @Test("the secret Sesame writes has no braces, and values that look like placeholders come back as they were")
+    func placeholdersRoundTrip() throws {
+        for value in Self.placeholders {
+            let key = CredentialKey(provider: "facebook", appID: "1234", account: value)
+            let token = AccessToken(tokenString: value, provider: "facebook", appID: "1234", refreshToken: value)
+            let credential = StoredCredential(key: key, token: token)
+            let secret = try KeyringItemFormat.secret(for: credential)
+            #expect(!secret.contains(UInt8(ascii: "{")) && !secret.contains(UInt8(ascii: "}")), "\(value)")
+            let item = KeyringItem(
+                path: "/p", label: "l", attributes: KeyringItemFormat.attributes(for: key), isLocked: false,
+                modified: Date(), secret: secret)
+            #expect(try KeyringItemFormat.credential(from: item).get() == credential, "\(value)")
+        }
+    }
+
+    @Test("an item of the first layout (schema_version 1: the JSON itself) is still read")
+    func firstLayout() throws {
+        let token = AccessToken(tokenString: "EAAB", provider: "facebook", appID: "1234", userID: "7")
+        let credential = StoredCredential(key: Self.key, token: token)
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys]
+        let json = String(decoding: try encoder.encode(credential), as: UTF8.self)
+        #expect(try KeyringItemFormat.credential(from: Self.item(secret: json)).get() == credential)
     }
 
     @Test("a bare token stored by hand reads as a token for the item's provider and app")
@@ -83,6 +114,10 @@ struct KeyringItemFormatTests {
             "bad schema_version", "SECRET",
             ["provider": "facebook", "app_id": "1234", "account": "alice", "schema_version": "x"],
             "not a version number"
+        ),
+        (
+            "schema_version 2 but not base64", "{SECRET}",
+            ["provider": "facebook", "app_id": "1234", "account": "alice", "schema_version": "2"], "is not base64"
         ),
         (
             "newer schema_version", "SECRET",

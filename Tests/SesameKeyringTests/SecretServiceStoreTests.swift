@@ -1,8 +1,9 @@
 import Foundation
 import Sesame
-import SesameKeyring
 import SesameTestSupport
 import Testing
+
+@testable import SesameKeyring
 
 /// The store against the keyring of the session the tests run in (scripts/with-keyring gives
 /// them a private, unlocked gnome-keyring). Each test uses a provider name of its own, so tests
@@ -170,14 +171,16 @@ struct SecretServiceStoreTests {
         #expect(search.standardOutput.contains("label = Sesame: \(provider) (app 1234) — alice"))
         #expect(search.standardOutput.contains("schema = org.sesame.Credential"))
         // secret-tool prints the attributes on standard error.
-        #expect(search.standardError.contains("attribute.schema_version = 1"))
+        #expect(search.standardError.contains("attribute.schema_version = 2"))
         #expect(search.standardError.contains("attribute.app_id = 1234"))
 
         let lookup = try await secretTool([
             "lookup", "provider", provider.rawValue, "app_id", "1234", "account", "alice",
         ])
         #expect(lookup.status == 0)
-        #expect(try JSONDecoder().decode(StoredCredential.self, from: Data(lookup.standardOutput.utf8)) == saved)
+        // The secret is the credential's JSON in base64 (`secret-tool lookup … | base64 -d`).
+        let json = try #require(Data(base64Encoded: lookup.standardOutput), "the secret is not base64")
+        #expect(try JSONDecoder().decode(StoredCredential.self, from: json) == saved)
         await cleanUp()
     }
 
@@ -252,7 +255,7 @@ struct SecretServiceStoreTests {
     @Test("an item written by a newer Sesame is reported, not misread")
     func newerSchemaReported() async throws {
         let key = key("future")
-        try await storeByHand("{\"from\": \"the future\"}", for: key, schemaVersion: "2")
+        try await storeByHand("{\"from\": \"the future\"}", for: key, schemaVersion: "3")
         let error = await #expect(throws: CredentialStoreError.self) { try await store.load(key) }
         #expect(error?.kind == .corrupt)
         #expect(error?.message.contains("newer Sesame") == true)
@@ -279,8 +282,71 @@ struct SecretServiceStoreTests {
     @Test("status names the default collection and says it is unlocked")
     func statusNamesCollection() async throws {
         let status = try await store.status()
-        #expect(status.defaultCollection == "Login")
+        #expect(status.defaultCollection == KeyringTestSupport.service.defaultCollection)
         #expect(status.isLocked == false)
+    }
+
+    @Test("the probe names the program that provides the Secret Service, and its default collection")
+    func probeNamesProvider() async throws {
+        let info = try await SecretServiceInfo.probe()
+        let provider = try #require(info.provider, "nobody owns org.freedesktop.secrets")
+        #expect(provider.kind == KeyringTestSupport.service.kind)
+        #expect(provider.processID != nil)
+        #expect(info.defaultCollection == KeyringTestSupport.service.defaultCollection)
+        #expect(info.isLocked == false)
+    }
+
+    @Test("values that a Secret Service could take for placeholders come back unaltered")
+    func placeholdersSurvive() async throws {
+        // KeePassXC resolves `{REF:…}`, `{USERNAME}` and the like in a secret it hands out, and
+        // refuses to store a secret holding a reference, keeping an empty one instead.
+        for (index, value) in KeyringItemFormatTests.placeholders.enumerated() {
+            let key = key("placeholder-\(index)")
+            let saved = StoredCredential(
+                key: key,
+                token: AccessToken(
+                    tokenString: "EAAB\(value)", provider: provider, appID: key.appID, userID: value,
+                    refreshToken: value))
+            try await store.save(saved)
+            #expect(try await store.load(key) == saved, "\(value)")
+        }
+        await cleanUp()
+    }
+
+    @Test(
+        "after delete, the database file holds no trace of the token, not even in KeePassXC's Recycle Bin",
+        .enabled(if: KeyringTestSupport.keePassXCDatabase != nil, KeyringTestSupport.keePassXCSkipReason))
+    func deleteLeavesNoToken() async throws {
+        let database = try #require(KeyringTestSupport.keePassXCDatabase)
+        let token = "EAAB-\(UUID().uuidString)"
+        // Saved twice, so that the earlier token sits in the entry's history too.
+        let first = credential("recycled", token: token + "-first")
+        let saved = credential("recycled", token: token)
+        try await store.save(first)
+        try await store.save(saved)
+        let secrets = try [first, saved].map { String(decoding: try KeyringItemFormat.secret(for: $0), as: UTF8.self) }
+        // The file shows the token once KeePassXC has saved it: the check below can see one.
+        // A change that makes KeePassXC save again, on another item of this test's provider.
+        let poke = { try await store.save(credential("poke")) }
+        let written = await KeyringTestSupport.waitForDatabase(database, poke: poke) { $0.contains(secrets[1]) }
+        try #require(written, "KeePassXC never wrote the saved credential to its database file")
+
+        #expect(try await store.delete(saved.key))
+        #expect(try await store.load(saved.key) == nil)
+        let clean = await KeyringTestSupport.waitForDatabase(database, poke: poke) { export in
+            !secrets.contains { export.contains($0) } && !export.contains(token)
+        }
+        let export = try await KeyringTestSupport.exportDatabase(database)
+        #expect(
+            clean,
+            """
+            a token is still in the database after delete: the first secret \(export.contains(secrets[0])), \
+            the second \(export.contains(secrets[1])), the token in clear \(export.contains(token)), \
+            overwritten \(export.components(separatedBy: "deleted by Sesame").count - 1) times
+            """)
+        // The item itself was kept (moved to the Recycle Bin), with nothing but the marker.
+        #expect(export.contains("Recycle Bin") && export.contains("deleted by Sesame"))
+        await cleanUp()
     }
 
     @Test(
@@ -294,7 +360,7 @@ struct SecretServiceStoreTests {
         #expect(resolved.backend == .keyring)
         #expect(resolved.warning == nil)
         #expect(resolved.fallbackReason == nil)
-        #expect(resolved.detail.contains("Login"))
+        #expect(resolved.detail.contains(KeyringTestSupport.service.defaultCollection))
         #expect(resolved.store.backendDescription == store.backendDescription)
     }
 }

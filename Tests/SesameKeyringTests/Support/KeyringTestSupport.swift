@@ -1,5 +1,6 @@
 import Foundation
 import Sesame
+import SesameKeyring
 import SesameTestSupport
 import Testing
 
@@ -20,6 +21,58 @@ enum KeyringTestSupport {
     /// The reason printed when keyring tests are skipped.
     static let keyringSkipReason: Comment =
         "needs a Secret Service: run `scripts/with-keyring swift test --filter SesameKeyringTests`"
+
+    /// The Secret Service the test scripts started: what it is and its default collection's label.
+    struct Service: Sendable {
+        var kind: SecretServiceProvider.Kind
+        var defaultCollection: String
+    }
+
+    /// `scripts/with-keepassxc` sets `SESAME_TEST_SECRET_SERVICE=keepassxc`; `scripts/with-keyring`
+    /// starts GNOME Keyring.
+    static let service: Service =
+        ProcessInfo.processInfo.environment["SESAME_TEST_SECRET_SERVICE"] == "keepassxc"
+        ? Service(kind: .keePassXC, defaultCollection: "Sesame tests")
+        : Service(kind: .gnomeKeyring, defaultCollection: "Login")
+
+    /// The KeePassXC database that serves the Secret Service, under `scripts/with-keepassxc`.
+    static let keePassXCDatabase = ProcessInfo.processInfo.environment["SESAME_TEST_KEEPASSXC_DATABASE"]
+
+    /// The reason printed when KeePassXC-only tests are skipped.
+    static let keePassXCSkipReason: Comment =
+        "needs KeePassXC as the Secret Service: run `scripts/with-keepassxc swift test --filter SesameKeyringTests`"
+
+    /// The database at `path` as XML, every value in clear (`keepassxc-cli export`), history
+    /// and Recycle Bin included.
+    static func exportDatabase(_ path: String) async throws -> String {
+        let password = ProcessInfo.processInfo.environment["SESAME_TEST_KEEPASSXC_PASSWORD"] ?? ""
+        let result = try await run(
+            "keepassxc-cli", ["export", "-q", "-f", "xml", path], input: Data((password + "\n").utf8))
+        try #require(result.status == 0, "keepassxc-cli export failed: \(result.standardError)")
+        return result.standardOutput
+    }
+
+    /// Exports the database until `condition` holds for the export, for up to 20 seconds;
+    /// returns whether it came to hold.
+    ///
+    /// KeePassXC saves a change a moment after it is made, and skips that save when one is
+    /// already under way, so the file may lag behind until the next change: every two seconds
+    /// `poke` makes one (a change of its own, unrelated to what is checked).
+    static func waitForDatabase(
+        _ path: String, poke: () async throws -> Void, until condition: (String) -> Bool
+    ) async -> Bool {
+        let deadline = ContinuousClock.now + .seconds(20)
+        var nextPoke = ContinuousClock.now + .seconds(2)
+        while ContinuousClock.now < deadline {
+            if let export = try? await exportDatabase(path), condition(export) { return true }
+            if ContinuousClock.now >= nextPoke {
+                try? await poke()
+                nextPoke = ContinuousClock.now + .seconds(2)
+            }
+            try? await Task.sleep(for: .milliseconds(300))
+        }
+        return false
+    }
 
     /// Whether tests that need the given command-line tools should run: when the tools are all
     /// there, or when a keyring was promised (so that a missing tool fails the test).
