@@ -70,7 +70,8 @@ struct EmulatorCommandTests {
         let process = ChildProcess(
             executableURL: executable,
             arguments: ["emulator", "--in-memory", "--app-id", "777", "--scenario", "unknown-error,count=1"],
-            standardOutput: .pipe(output), standardError: .pipe(error))
+            environment: TestChildren.environment(), standardOutput: .pipe(output), standardError: .pipe(error),
+            diesWithParent: true)
         try process.run()
         defer { if process.isRunning { process.terminate() } }
 

@@ -35,7 +35,7 @@ final class NGHTTP2Server: Sendable {
         process = ChildProcess(
             executableURL: URL(fileURLWithPath: Self.executable),
             arguments: ["-a", "127.0.0.1", "-d", documents.path, "-v", String(port), keyPath, certificatePath],
-            standardInput: .null, standardOutput: .handle(log), standardError: .null)
+            standardInput: .null, standardOutput: .handle(log), standardError: .null, diesWithParent: true)
         try process.run()
         try log.close()
         for _ in 0..<300 {

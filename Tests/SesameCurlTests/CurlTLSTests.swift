@@ -27,7 +27,7 @@ final class OpenSSLServer: Sendable {
             arguments: [
                 "s_server", "-accept", "127.0.0.1:\(port)", "-cert", certificatePath, "-key", keyPath, "-www",
                 "-quiet",
-            ], standardInput: .null, standardOutput: .null, standardError: .null)
+            ], standardInput: .null, standardOutput: .null, standardError: .null, diesWithParent: true)
         try process.run()
         // Ready when it accepts a connection (it shrugs off the aborted handshake).
         for _ in 0..<300 {
@@ -58,7 +58,7 @@ final class OpenSSLServer: Sendable {
     private static func run(_ arguments: [String]) throws {
         let process = ChildProcess(
             executableURL: URL(fileURLWithPath: executable), arguments: arguments, standardOutput: .null,
-            standardError: .null)
+            standardError: .null, diesWithParent: true)
         try process.run()
         guard process.waitUntilExit() == 0 else { throw POSIXError(.EINVAL) }
     }
