@@ -31,19 +31,18 @@ final class NGHTTP2Server: Sendable {
         logPath = directory.appendingPathComponent("frames.log").path
         guard FileManager.default.createFile(atPath: logPath, contents: nil) else { throw POSIXError(.EIO) }
         let log = try FileHandle(forWritingTo: URL(fileURLWithPath: logPath))
-        port = try RawListener.unusedPort()
-        process = ChildProcess(
-            executableURL: URL(fileURLWithPath: Self.executable),
-            arguments: ["-a", "127.0.0.1", "-d", documents.path, "-v", String(port), keyPath, certificatePath],
-            standardInput: .null, standardOutput: .handle(log), standardError: .null, diesWithParent: true)
-        try process.run()
-        try log.close()
-        for _ in 0..<300 {
-            if OpenSSLServer.accepts(port: port) { return }
-            usleep(10_000)
+        let certificate = certificatePath
+        let started = try RawListener.startServer { port in
+            let process = ChildProcess(
+                executableURL: URL(fileURLWithPath: Self.executable),
+                arguments: ["-a", "127.0.0.1", "-d", documents.path, "-v", String(port), keyPath, certificate],
+                standardInput: .null, standardOutput: .handle(log), standardError: .null, diesWithParent: true)
+            try process.run()
+            return process
         }
-        stop()
-        throw POSIXError(.ETIMEDOUT)
+        port = started.port
+        process = started.process
+        try log.close()
     }
 
     func url(_ path: String) -> URL { URL(string: "https://127.0.0.1:\(port)\(path)")! }

@@ -21,21 +21,19 @@ final class OpenSSLServer: Sendable {
         certificatePath = directory.appendingPathComponent("cert.pem").path
         let keyPath = directory.appendingPathComponent("key.pem").path
         try Self.makeCertificate(certificatePath: certificatePath, keyPath: keyPath)
-        port = try RawListener.unusedPort()
-        process = ChildProcess(
-            executableURL: URL(fileURLWithPath: Self.executable),
-            arguments: [
-                "s_server", "-accept", "127.0.0.1:\(port)", "-cert", certificatePath, "-key", keyPath, "-www",
-                "-quiet",
-            ], standardInput: .null, standardOutput: .null, standardError: .null, diesWithParent: true)
-        try process.run()
-        // Ready when it accepts a connection (it shrugs off the aborted handshake).
-        for _ in 0..<300 {
-            if Self.accepts(port: port) { return }
-            usleep(10_000)
+        let certificate = certificatePath
+        let started = try RawListener.startServer { port in
+            let process = ChildProcess(
+                executableURL: URL(fileURLWithPath: Self.executable),
+                arguments: [
+                    "s_server", "-accept", "127.0.0.1:\(port)", "-cert", certificate, "-key", keyPath, "-www",
+                    "-quiet",
+                ], standardInput: .null, standardOutput: .null, standardError: .null, diesWithParent: true)
+            try process.run()
+            return process
         }
-        stop()
-        throw POSIXError(.ETIMEDOUT)
+        port = started.port
+        process = started.process
     }
 
     var url: URL { URL(string: "https://127.0.0.1:\(port)/")! }
@@ -63,20 +61,6 @@ final class OpenSSLServer: Sendable {
         guard process.waitUntilExit() == 0 else { throw POSIXError(.EINVAL) }
     }
 
-    /// Whether something accepts TCP connections on 127.0.0.1:`port`.
-    static func accepts(port: Int) -> Bool {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        defer { close(fd) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        address.sin_port = UInt16(port).bigEndian
-        return withUnsafePointer(to: &address) { pointer in
-            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0
-            }
-        }
-    }
 }
 
 @Suite(
