@@ -101,6 +101,7 @@ struct EmulatorCommandTests {
         _ = await process.exitStatus()
         #expect(process.terminationStatus == 0, "\(String(decoding: errors, as: UTF8.self))")
         #expect(String(decoding: rest, as: UTF8.self).contains("Stopped (SIGTERM)."))
-        await #expect(throws: TransportError.self) { try await transport.send(me) }
+        // Not asserted: that the freed port now refuses connections. Any process on the machine
+        // may have been given that port since; the exit status and the message above say it stopped.
     }
 }
