@@ -1,7 +1,9 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <signal.h>
+#include <string.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -54,19 +56,35 @@ int sesame_spawn(pid_t *pid, const char *path, char *const argv[], char *const e
             sources[index] = moved[index];
         }
     }
+    // vfork, as glibc's posix_spawn does (clone with CLONE_VM | CLONE_VFORK): no copy of this
+    // (large, many-threaded) process's page tables, and this thread waits until the child has
+    // called execve, so the child holds copies of this process's descriptors (sockets in other
+    // threads' epoll sets among them) only for the few calls below. The child touches nothing
+    // but its own stack frame and makes only system calls; every signal is blocked around the
+    // vfork, and the child sets every caught signal to its default action before unblocking,
+    // so no handler of this process ever runs in the child.
+    sigset_t all, previous;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &previous);
     pid_t parent = getpid();
-    pid_t child = fork();
+    pid_t child = vfork();
     if (child == 0) {
-        // A clean signal state: nothing blocked, default actions for what the parent ignores
-        // or catches (GLib ignores SIGPIPE; exec resets only caught signals).
-        sigset_t none;
-        sigemptyset(&none);
-        sigprocmask(SIG_SETMASK, &none, NULL);
-        int defaults[] = {SIGPIPE, SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGCHLD, SIGUSR1, SIGUSR2};
-        for (unsigned index = 0; index < sizeof defaults / sizeof defaults[0]; index++) signal(defaults[index], SIG_DFL);
+        for (int number = 1; number < NSIG; number++) {
+            struct sigaction action;
+            if (sigaction(number, NULL, &action) != 0) continue;  // SIGKILL, SIGSTOP, glibc's own
+            int caught = action.sa_handler != SIG_DFL && action.sa_handler != SIG_IGN;
+            int reset = number == SIGPIPE || number == SIGTERM || number == SIGINT || number == SIGHUP
+                        || number == SIGQUIT || number == SIGCHLD || number == SIGUSR1 || number == SIGUSR2;
+            if (caught || (reset && action.sa_handler == SIG_IGN)) {
+                struct sigaction fallback;
+                memset(&fallback, 0, sizeof fallback);
+                fallback.sa_handler = SIG_DFL;
+                sigaction(number, &fallback, NULL);
+            }
+        }
         if (die_with_parent) {
             if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0) sesame_child_fail(report[1], errno);
-            // The parent may have died between fork and prctl: then nothing would ever signal.
+            // The parent may have died between vfork and prctl: then nothing would ever signal.
             if (getppid() != parent) _exit(127);
         }
         for (int target = 0; target < 3; target++) {
@@ -76,10 +94,15 @@ int sesame_spawn(pid_t *pid, const char *path, char *const argv[], char *const e
         // Nothing else of the parent leaks into the child: no sockets, no other children's pipes.
         if (report[1] > 3) syscall(SYS_close_range, 3U, (unsigned)report[1] - 1, 0U);
         syscall(SYS_close_range, (unsigned)report[1] + 1, ~0U, 0U);
+        // Nothing blocked in the program (this thread's mask, which vfork copied, blocks all).
+        sigset_t none;
+        sigemptyset(&none);
+        sigprocmask(SIG_SETMASK, &none, NULL);
         execve(path, argv, envp);
         sesame_child_fail(report[1], errno);
     }
     int saved = errno;
+    pthread_sigmask(SIG_SETMASK, &previous, NULL);
     for (int index = 0; index < 3; index++)
         if (moved[index] >= 0) close(moved[index]);
     close(report[1]);

@@ -8,8 +8,8 @@ import Synchronization
     import Musl
 #endif
 
-/// A child process started with fork and exec (the C shim `sesame_spawn`), with the small part of `Foundation.Process`'s
-/// interface this package uses.
+/// A child process started with vfork and exec (the C shim `sesame_spawn`), with the small part
+/// of `Foundation.Process`'s interface this package uses.
 ///
 /// swift-corelibs-foundation's `Process.run()` (Swift 6.3) crashes intermittently on Linux:
 /// while listing `/proc/self/fd` it copies a whole 256-byte `d_name` from each `readdir` record

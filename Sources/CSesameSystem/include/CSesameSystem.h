@@ -9,8 +9,9 @@
 
 /// Starts `path` with `argv` and `envp` in a child process whose standard input, output and
 /// error are `input`, `output` and `error` (a negative descriptor: inherited), with every other
-/// descriptor closed, no signal blocked, and SIGPIPE, SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGCHLD,
-/// SIGUSR1 and SIGUSR2 at their default actions.
+/// descriptor closed, no signal blocked, every signal this process catches at its default action,
+/// and SIGPIPE, SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGCHLD, SIGUSR1 and SIGUSR2 at their default
+/// actions even when this process ignores them. The child is made with vfork, as posix_spawn does.
 ///
 /// When `die_with_parent` is non-zero, the child gets SIGKILL when the *thread* that called this
 /// ends (PR_SET_PDEATHSIG), and so also when this process ends in any way, even SIGKILL: call it
