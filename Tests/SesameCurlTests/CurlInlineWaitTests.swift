@@ -10,14 +10,14 @@ import Testing
 /// cannot turn the path off; a slow answer is one the server holds until the test lets it go,
 /// not one that merely takes longer than a budget; and the server answers from its own threads,
 /// so that a caller waiting inline cannot starve it. The counters say which path each took.
-@Suite(
-    "CurlTransport inline waits", .serialized,
-    .enabled(
-        if: ProcessInfo.processInfo.activeProcessorCount >= 2,
-        "needs two processors: a caller waiting inline holds one cooperative thread, and the test needs another"))
+///
+/// Every request is sent through ``BlockingWaitExecutor``, so that an inline wait holds one of
+/// its threads, never one of the cooperative pool that the rest of the suite needs.
+@Suite("CurlTransport inline waits", .serialized)
 struct CurlInlineWaitTests {
+    /// Sends off the cooperative pool: an inline wait holds the thread it runs on.
     private func get(_ transport: CurlTransport, _ url: URL, timeout: Duration? = nil) async throws -> HTTPResponse {
-        try await transport.send(HTTPRequest(url: url, timeout: timeout))
+        try await BlockingWaitExecutor.run { try await transport.send(HTTPRequest(url: url, timeout: timeout)) }
     }
 
     /// Waits until `condition` holds: polling the engine, not timing it; a minute's limit turns
@@ -177,14 +177,14 @@ struct CurlInlineWaitTests {
         let transport = CurlTransport(inlineBudget: .seconds(5))
         let base = "http://localhost:\(server.port)"
         for index in 0..<5 {
-            let response = try await transport.send(HTTPRequest(url: URL(string: "\(base)/delay/0?i=\(index)")!))
+            let response = try await get(transport, URL(string: "\(base)/delay/0?i=\(index)")!)
             #expect(String(decoding: response.body, as: UTF8.self) == "/delay/0?i=\(index)")
         }
         try await withThrowingTaskGroup(of: Void.self) { group in
             for index in 0..<20 {
                 group.addTask {
                     let fresh = CurlTransport(inlineBudget: .seconds(5))  // a name lookup each, at once
-                    let response = try await fresh.send(HTTPRequest(url: URL(string: "\(base)/delay/1?c=\(index)")!))
+                    let response = try await get(fresh, URL(string: "\(base)/delay/1?c=\(index)")!)
                     #expect(String(decoding: response.body, as: UTF8.self) == "/delay/1?c=\(index)")
                 }
             }

@@ -15,14 +15,14 @@ final class OpenSSLServer: Sendable {
     private let directory: URL
     private let process: ChildProcess
 
-    init() throws {
+    init() async throws {
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("sesame-tls-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         certificatePath = directory.appendingPathComponent("cert.pem").path
         let keyPath = directory.appendingPathComponent("key.pem").path
-        try Self.makeCertificate(certificatePath: certificatePath, keyPath: keyPath)
+        try await Self.makeCertificate(certificatePath: certificatePath, keyPath: keyPath)
         let certificate = certificatePath
-        let started = try RawListener.startServer { port in
+        let started = try await RawListener.startServer { port in
             let process = ChildProcess(
                 executableURL: URL(fileURLWithPath: Self.executable),
                 arguments: [
@@ -45,20 +45,20 @@ final class OpenSSLServer: Sendable {
     }
 
     /// Writes a throwaway self-signed EC certificate for 127.0.0.1, valid for a day, and its key.
-    static func makeCertificate(certificatePath: String, keyPath: String) throws {
-        try run([
+    static func makeCertificate(certificatePath: String, keyPath: String) async throws {
+        try await run([
             "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-days", "1",
             "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1", "-keyout", keyPath, "-out",
             certificatePath,
         ])
     }
 
-    private static func run(_ arguments: [String]) throws {
+    private static func run(_ arguments: [String]) async throws {
         let process = ChildProcess(
             executableURL: URL(fileURLWithPath: executable), arguments: arguments, standardOutput: .null,
             standardError: .null, diesWithParent: true)
         try process.run()
-        guard process.waitUntilExit() == 0 else { throw POSIXError(.EINVAL) }
+        guard await process.exitStatus() == 0 else { throw POSIXError(.EINVAL) }
     }
 
 }
@@ -70,7 +70,7 @@ final class OpenSSLServer: Sendable {
 struct CurlTLSTests {
     @Test("a certificate no trusted CA signed is refused by default, as a tlsFailure the core does not retry")
     func untrustedByDefault() async throws {
-        let server = try OpenSSLServer()
+        let server = try await OpenSSLServer()
         defer { server.stop() }
         let error = try await #require(throws: TransportError.self) {
             try await CurlTransport().send(HTTPRequest(url: server.url))
@@ -83,7 +83,7 @@ struct CurlTLSTests {
 
     @Test("trusting the server's CA file lets the request through, host name still checked")
     func trustedCertificateAuthority() async throws {
-        let server = try OpenSSLServer()
+        let server = try await OpenSSLServer()
         defer { server.stop() }
         let transport = CurlTransport(
             configuration: .init(tlsVerification: .certificateAuthorities(file: server.certificatePath)))
@@ -93,7 +93,7 @@ struct CurlTLSTests {
 
     @Test("dangerouslyAcceptAnyCertificate accepts the self-signed certificate")
     func verificationDisabled() async throws {
-        let server = try OpenSSLServer()
+        let server = try await OpenSSLServer()
         defer { server.stop() }
         let transport = CurlTransport(configuration: .init(tlsVerification: .dangerouslyAcceptAnyCertificate))
         let response = try await transport.send(HTTPRequest(url: server.url))

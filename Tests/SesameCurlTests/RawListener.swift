@@ -73,18 +73,20 @@ final class RawListener: Sendable {
     /// Lets one held `/hold` request be answered (or the next one, when none is held yet).
     func releaseHeld() { holdGate.signal() }
 
-    /// Stops accepting and closes every connection.
+    /// Stops accepting and ends every connection.
+    ///
+    /// Connections are shut down, which wakes the thread serving each, and that thread closes
+    /// its own descriptor: closing it here would let the number be given to another socket of
+    /// this process while the serving thread still reads from it.
     func stop() {
         let connections = state.withLock { state in
             state.stopped = true
-            defer { state.connections.removeAll() }
             return state.connections
         }
         shutdown(listenSocket, Int32(SHUT_RDWR))
         for _ in 0..<64 { holdGate.signal() }  // frees threads serving held requests
         for connection in connections {
             shutdown(connection, Int32(SHUT_RDWR))  // wakes a serving thread blocked in recv
-            close(connection)
         }
     }
 
@@ -130,10 +132,11 @@ final class RawListener: Sendable {
     /// once it accepts connections, however long the start takes on a loaded machine. A server
     /// that exits first (another process took the port) is started again on another port, up
     /// to five times; one that neither accepts nor exits within a minute is killed, and the
-    /// start fails.
+    /// start fails. It waits without holding a thread of the cooperative pool (which has one
+    /// per CPU, and which the servers of other tests running meanwhile need).
     ///
     /// - Parameter start: starts the server on the port it is given, and returns it running.
-    static func startServer(_ start: (Int) throws -> ChildProcess) throws -> (port: Int, process: ChildProcess) {
+    static func startServer(_ start: (Int) throws -> ChildProcess) async throws -> (port: Int, process: ChildProcess) {
         var lastStatus: Int32?
         for _ in 0..<5 {
             let port = try unusedPort()
@@ -141,16 +144,16 @@ final class RawListener: Sendable {
             let deadline = ContinuousClock.now + .seconds(60)
             while process.isRunning && ContinuousClock.now < deadline {
                 if accepts(port: port) { return (port, process) }
-                usleep(10_000)  // polling for the server, not timing it
+                try await Task.sleep(for: .milliseconds(10))  // polling for the server, not timing it
             }
             if process.isRunning {
                 process.terminate(signal: SIGKILL)
-                process.waitUntilExit()
+                _ = await process.exitStatus()
                 throw ServerDidNotStart(
                     description: "\(process.executableURL.lastPathComponent) did not accept connections on port "
                         + "\(port) within a minute")
             }
-            lastStatus = process.waitUntilExit()
+            lastStatus = await process.exitStatus()
         }
         throw ServerDidNotStart(
             description: "the server exited at each of five starts (last exit status \(lastStatus ?? -1)); "
@@ -198,11 +201,17 @@ final class RawListener: Sendable {
             closeOnce(connection)
             return
         }
-        guard readRequestHead(connection) else { return }
+        guard readRequestHead(connection) else {
+            closeOnce(connection)
+            return
+        }
         state.withLock { $0.requestsSeen += 1 }
         switch behaviour {
         case .silent:
-            return  // stop() closes it
+            // Never answers: waits until the client goes away or stop() shuts the connection down.
+            var buffer = [UInt8](repeating: 0, count: 1024)
+            while recv(connection, &buffer, buffer.count, 0) > 0 {}
+            closeOnce(connection)
         case .resetAfterRequest:
             var linger = Glibc.linger(l_onoff: 1, l_linger: 0)
             setsockopt(connection, SOL_SOCKET, SO_LINGER, &linger, socklen_t(MemoryLayout<Glibc.linger>.size))
@@ -268,7 +277,7 @@ final class RawListener: Sendable {
         }
     }
 
-    /// Closes `connection` unless stop() already did.
+    /// Closes `connection` (its serving thread is the only one that does) and forgets it.
     private func closeOnce(_ connection: Int32) {
         let owned = state.withLock { state in
             guard let index = state.connections.firstIndex(of: connection) else { return false }
