@@ -4,7 +4,7 @@ import SesameHTTPServer
 import Synchronization
 import Testing
 
-@Suite("HTTPServer responses, limits and lifecycle")
+@Suite("HTTPServer responses, limits and lifecycle", .timeLimit(.minutes(2)))
 struct HTTPServerLifecycleTests {
     @Test("status, headers, redirect and JSON answers go out as set")
     func responses() async throws {
