@@ -50,7 +50,8 @@ let package = Package(
 
         // The provider-neutral core.
         .target(name: "Sesame", dependencies: ["CCrypto", "CSesameSystem"]),
-        // The few libc calls Swift's Glibc module does not import (posix_spawn's closefrom).
+        // The few libc calls Swift's Glibc module does not import: spawning a child (with
+        // PR_SET_PDEATHSIG on request), ppoll.
         .target(name: "CSesameSystem"),
 
         // Test doubles that people building on Sesame need in their own tests.

@@ -8,15 +8,15 @@ import Synchronization
     import Musl
 #endif
 
-/// A child process started with `posix_spawn`, with the small part of `Foundation.Process`'s
-/// interface this package uses.
+/// A child process started with vfork and exec (the C shim `sesame_spawn`), with the small part
+/// of `Foundation.Process`'s interface this package uses.
 ///
 /// swift-corelibs-foundation's `Process.run()` (Swift 6.3) crashes intermittently on Linux:
 /// while listing `/proc/self/fd` it copies a whole 256-byte `d_name` from each `readdir` record
 /// and can read past the end of glibc's buffer (swift-corelibs-foundation#5472). Sesame starts
 /// `xdg-open`, `dbus-send` and, in its tests, its own executables, often from many threads at
 /// once, so it spawns children itself: descriptors 3 and up are closed in the child with
-/// `posix_spawn_file_actions_addclosefrom_np`, and one thread per child reaps it with `waitpid`.
+/// `close_range`, and the thread that started a child waits for it and reaps it.
 package final class ChildProcess: Sendable {
     /// Where a standard stream of the child goes.
     package enum Stream: Sendable {
@@ -32,6 +32,8 @@ package final class ChildProcess: Sendable {
 
     private struct State {
         var pid: pid_t?
+        /// Set once the child has exited, before it is reaped: from then on its pid is not signalled.
+        var exited = false
         var status: Int32?
         var waiters: [CheckedContinuation<Int32, Never>] = []
     }
@@ -49,15 +51,22 @@ package final class ChildProcess: Sendable {
     let standardOutput: Stream
     let standardError: Stream
     private let terminationHandler: (@Sendable (Int32) -> Void)?
+    /// Whether the child is killed (SIGKILL) when this process ends, however it ends.
+    package let diesWithParent: Bool
 
     /// Describes a child; nothing starts until ``run()``.
     ///
-    /// - Parameter terminationHandler: called on the reaper thread with the exit status.
+    /// - Parameters:
+    ///   - diesWithParent: kill the child (SIGKILL, through `PR_SET_PDEATHSIG`) when this process
+    ///     ends, even when it crashes or is killed. Tests set it for every server and daemon they
+    ///     start, so that none outlives the test process.
+    ///   - terminationHandler: called on the reaper thread with the exit status.
     package init(
         executableURL: URL, arguments: [String] = [], environment: [String: String]? = nil,
         standardInput: Stream = .inherit, standardOutput: Stream = .inherit, standardError: Stream = .inherit,
-        terminationHandler: (@Sendable (Int32) -> Void)? = nil
+        diesWithParent: Bool = false, terminationHandler: (@Sendable (Int32) -> Void)? = nil
     ) {
+        self.diesWithParent = diesWithParent
         self.executableURL = executableURL
         self.arguments = arguments
         self.environment = environment
@@ -78,74 +87,88 @@ package final class ChildProcess: Sendable {
 
     /// Starts the child.
     ///
+    /// The child is started from a thread of its own that then waits for it, so that a child
+    /// made with `diesWithParent` lives exactly as long as that thread, which ends only once the
+    /// child has been reaped (or with this process).
+    ///
     /// - Throws: ``ChildProcessError`` naming the program and the reason.
     package func run() throws {
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
         var childEndsToClose: [FileHandle] = []
-        for (stream, target, childReads) in [
-            (standardInput, Int32(0), true), (standardOutput, Int32(1), false), (standardError, Int32(2), false),
-        ] {
+        var nullDescriptors: [Int32] = []
+        defer { for descriptor in nullDescriptors { close(descriptor) } }
+        var descriptors: [Int32] = []
+        for (stream, childReads) in [(standardInput, true), (standardOutput, false), (standardError, false)] {
             switch stream {
-            case .inherit: break
+            case .inherit: descriptors.append(-1)
             case .null:
-                posix_spawn_file_actions_addopen(&actions, target, "/dev/null", childReads ? O_RDONLY : O_WRONLY, 0)
+                let descriptor = open("/dev/null", (childReads ? O_RDONLY : O_WRONLY) | O_CLOEXEC)
+                guard descriptor >= 0 else {
+                    throw ChildProcessError(
+                        message:
+                            "Could not start \(executableURL.path): /dev/null: \(String(cString: strerror(errno))).")
+                }
+                nullDescriptors.append(descriptor)
+                descriptors.append(descriptor)
             case .pipe(let pipe):
                 let childEnd = childReads ? pipe.fileHandleForReading : pipe.fileHandleForWriting
-                posix_spawn_file_actions_adddup2(&actions, childEnd.fileDescriptor, target)
+                descriptors.append(childEnd.fileDescriptor)
                 childEndsToClose.append(childEnd)
             case .handle(let handle):
-                posix_spawn_file_actions_adddup2(&actions, handle.fileDescriptor, target)
+                descriptors.append(handle.fileDescriptor)
             }
         }
-        // Nothing else of this process leaks into the child: no sockets, no other children's pipes.
-        _ = sesame_spawn_file_actions_addclosefrom(&actions, 3)
-
         let argv = [executableURL.path] + arguments
         let envp = (environment ?? ProcessInfo.processInfo.environment).map { "\($0.key)=\($0.value)" }
-        // A clean signal state: nothing blocked (threads of this process may block SIGTERM), and
-        // the default action for signals this process ignores (such as SIGPIPE).
-        var attributes = posix_spawnattr_t()
-        posix_spawnattr_init(&attributes)
-        defer { posix_spawnattr_destroy(&attributes) }
-        var empty = sigset_t()
-        sigemptyset(&empty)
-        posix_spawnattr_setsigmask(&attributes, &empty)
-        var defaults = sigset_t()
-        sigemptyset(&defaults)
-        for signal in [SIGPIPE, SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGCHLD] { sigaddset(&defaults, signal) }
-        posix_spawnattr_setsigdefault(&attributes, &defaults)
-        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
-        var pid: pid_t = 0
-        let result = withCStrings(argv) { cArguments in
-            withCStrings(envp) { cEnvironment in
-                posix_spawn(&pid, executableURL.path, &actions, &attributes, cArguments, cEnvironment)
+        let path = executableURL.path
+        let streams = descriptors
+        let diesWithParent = diesWithParent
+        let started = DispatchSemaphore(value: 0)
+        let outcome = Mutex<Int32?>(nil)
+        Thread.detachNewThread { [self] in
+            var pid: pid_t = 0
+            let result = withCStrings(argv) { cArguments in
+                withCStrings(envp) { cEnvironment in
+                    sesame_spawn(
+                        &pid, path, cArguments, cEnvironment, streams[0], streams[1], streams[2],
+                        diesWithParent ? 1 : 0)
+                }
             }
+            if result == 0 { state.withLock { $0.pid = pid } }
+            outcome.withLock { $0 = result }
+            started.signal()
+            if result == 0 { reap(pid) }
         }
+        started.wait()
+        let result = outcome.withLock { $0 } ?? EINVAL
         guard result == 0 else {
-            throw ChildProcessError(
-                message: "Could not start \(executableURL.path): \(String(cString: strerror(result))).")
+            throw ChildProcessError(message: "Could not start \(path): \(String(cString: strerror(result))).")
         }
         // The child has its copies; the parent keeps only its own ends of the pipes (closed
         // through the handle, so that it does not close the number again when it goes away).
         for handle in childEndsToClose { try? handle.close() }
-        let child = pid
-        state.withLock { $0.pid = child }
-        let handler = terminationHandler
-        Thread.detachNewThread { [self] in
-            var raw: Int32 = 0
-            while waitpid(child, &raw, 0) < 0 && errno == EINTR {}
-            let status = Self.exitStatus(raw)
-            let waiters = state.withLock { state in
-                state.status = status
-                defer { state.waiters = [] }
-                return state.waiters
-            }
-            exited.signal()
-            for waiter in waiters { waiter.resume(returning: status) }
-            handler?(status)
+    }
+
+    /// Waits for the child on the thread that started it, then hands its status to the waiters.
+    ///
+    /// The child is first waited for without being reaped (`WNOWAIT`), and marked as exited
+    /// under the lock that ``terminate(signal:)`` holds while it signals; only then is it
+    /// reaped. So a signal can reach the child or its zombie, never another process that was
+    /// given the same pid after it.
+    private func reap(_ child: pid_t) {
+        var info = siginfo_t()
+        while waitid(P_PID, id_t(child), &info, WEXITED | WNOWAIT) < 0 && errno == EINTR {}
+        state.withLock { $0.exited = true }
+        var raw: Int32 = 0
+        while waitpid(child, &raw, 0) < 0 && errno == EINTR {}
+        let status = Self.exitStatus(raw)
+        let waiters = state.withLock { state in
+            state.status = status
+            defer { state.waiters = [] }
+            return state.waiters
         }
+        exited.signal()
+        for waiter in waiters { waiter.resume(returning: status) }
+        terminationHandler?(status)
     }
 
     /// Blocks the calling thread until the child has exited; returns its status. Call it off
@@ -170,9 +193,14 @@ package final class ChildProcess: Sendable {
     }
 
     /// Sends `signal` (default SIGTERM) to a running child.
+    ///
+    /// The signal is sent under the lock the reaper takes before it reaps the child, so it never
+    /// reaches a process that was later given the same pid.
     package func terminate(signal: Int32 = SIGTERM) {
-        let pid: pid_t? = state.withLock { $0.status == nil ? $0.pid : nil }
-        if let pid { kill(pid, signal) }
+        state.withLock { state in
+            guard !state.exited, let pid = state.pid else { return }
+            kill(pid, signal)
+        }
     }
 
     private static func exitStatus(_ raw: Int32) -> Int32 {

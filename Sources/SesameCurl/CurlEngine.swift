@@ -141,6 +141,15 @@ final class CurlEngine: @unchecked Sendable {  // every var is guarded by `lock`
     /// How transfers ended up being waited for; for tests and diagnostics.
     let counters = Counters()
 
+    /// For tests: as if the last crowd were long past, so that the next lone caller may wait
+    /// inline without the test sleeping through ``quietPeriod`` (and a loaded machine deciding
+    /// whether it has passed).
+    func forgetCrowds() { lastCrowded.store(0, ordering: .relaxed) }
+
+    /// Whether a lone caller is waiting inline (in `ppoll`) now; for tests that start a second
+    /// request during that wait.
+    var isWaitingInline: Bool { lock.withLock { _ in inlinePolling } }
+
     /// Counts of how transfers were waited for.
     final class Counters: Sendable {
         /// Transfers answered while their caller waited on its own thread.

@@ -41,7 +41,7 @@ package final class EmulatorEngine: @unchecked Sendable {  // All mutable state 
     /// Where the emulator listens, once started; absolute URLs are built from it.
     var baseURL: URL?
 
-    private let writer: StateWriter?
+    let writer: StateWriter?
     private var savedState: PersistedState?
     private var isPrepared = false
     private var isDirty = false

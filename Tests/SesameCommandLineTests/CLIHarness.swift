@@ -20,7 +20,9 @@ final class CLIHarness: Sendable {
         root = FileManager.default.temporaryDirectory.appending(path: "sesame-cli-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: root, withIntermediateDirectories: true)
         var environment = ProcessInfo.processInfo.environment
-        for name in environment.keys where name.hasPrefix("SESAME_") && name != "SESAME_TEST_KEYRING" {
+        // SESAME_TEST_RUN_ID marks the processes of one scripts/test run, for its orphan check.
+        let kept: Set = ["SESAME_TEST_KEYRING", "SESAME_TEST_RUN_ID"]
+        for name in environment.keys where name.hasPrefix("SESAME_") && !kept.contains(name) {
             environment[name] = nil
         }
         environment["XDG_STATE_HOME"] = root.appending(path: "state").path
@@ -28,7 +30,7 @@ final class CLIHarness: Sendable {
         environment["HOME"] = root.appending(path: "home").path
         environment["SESAME_STORAGE"] = storage
         environment["NO_COLOR"] = "1"
-        self.environment = environment
+        self.environment = TestChildren.environment(environment)
     }
 
     deinit { try? FileManager.default.removeItem(at: root) }
@@ -108,12 +110,15 @@ final class LiveProcess: Sendable {
         let errorPipe = Pipe()
         let inputPipe = Pipe()
         let process = ChildProcess(
-            executableURL: executable, arguments: arguments, environment: environment,
-            standardInput: .pipe(inputPipe), standardOutput: .pipe(outputPipe), standardError: .pipe(errorPipe))
+            executableURL: executable, arguments: arguments, environment: TestChildren.environment(environment),
+            standardInput: .pipe(inputPipe), standardOutput: .pipe(outputPipe), standardError: .pipe(errorPipe),
+            diesWithParent: true)
         self.process = process
         try process.run()
         Thread.detachNewThread {
-            inputPipe.fileHandleForWriting.write(input)
+            // A program that exits without reading its input fails its test on its exit status
+            // and standard error; the write only reports the closed pipe.
+            TestChildren.write(input, to: inputPipe.fileHandleForWriting)
             try? inputPipe.fileHandleForWriting.close()
         }
         let errorDone = DispatchSemaphore(value: 0)
@@ -146,23 +151,32 @@ final class LiveProcess: Sendable {
     /// Standard error so far.
     var standardError: String { String(decoding: error.withLock { $0 }, as: UTF8.self) }
 
-    /// Waits until standard error contains `text` (or the program exits without it).
-    func waitForError(containing text: String) async throws -> String {
-        try await waitForError { $0.contains(text) }
+    /// Waits until standard error contains `text`; throws, with what the program printed, when
+    /// it exits without it or has not printed it within `timeout`.
+    func waitForError(containing text: String, timeout: Duration = .seconds(120)) async throws -> String {
+        try await waitForError(timeout: timeout) { $0.contains(text) }
     }
 
-    /// Waits until standard error matches `pattern`.
-    func waitForError(matching pattern: String) async throws -> String {
+    /// Waits until standard error matches `pattern` (as ``waitForError(containing:timeout:)``).
+    func waitForError(matching pattern: String, timeout: Duration = .seconds(120)) async throws -> String {
         let regex = try Regex(pattern)
-        return try await waitForError { $0.firstMatch(of: regex) != nil }
+        return try await waitForError(timeout: timeout) { $0.firstMatch(of: regex) != nil }
     }
 
-    private func waitForError(_ ready: (String) -> Bool) async throws -> String {
+    private func waitForError(timeout: Duration, _ ready: (String) -> Bool) async throws -> String {
+        // The limit is far beyond any expected wait: it turns a hang into a failure, it does not
+        // time anything.
+        let deadline = ContinuousClock.now + timeout
         while true {
             let text = standardError
             if ready(text) { return text }
             if done.withLock({ $0 != nil }) {
                 throw ProcessEnded(description: "the program exited first; it printed: \(text)")
+            }
+            if ContinuousClock.now >= deadline {
+                process.terminate(signal: SIGKILL)
+                throw ProcessEnded(
+                    description: "the program did not print what was expected in \(timeout); it printed: \(text)")
             }
             try await Task.sleep(for: .milliseconds(20))  // polling for output, not timing anything
         }

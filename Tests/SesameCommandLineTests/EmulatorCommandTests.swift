@@ -74,7 +74,8 @@ struct EmulatorCommandTests {
         let process = ChildProcess(
             executableURL: executable,
             arguments: ["emulator", "--in-memory", "--app-id", "777", "--scenario", "unknown-error,count=1"],
-            standardOutput: .pipe(output), standardError: .pipe(error))
+            environment: TestChildren.environment(), standardOutput: .pipe(output), standardError: .pipe(error),
+            diesWithParent: true)
         try process.run()
         defer { if process.isRunning { process.terminate() } }
 
@@ -104,7 +105,8 @@ struct EmulatorCommandTests {
         _ = await process.exitStatus()
         #expect(process.terminationStatus == 0, "\(String(decoding: errors, as: UTF8.self))")
         #expect(String(decoding: rest, as: UTF8.self).contains("Stopped (SIGTERM)."))
-        await #expect(throws: TransportError.self) { try await transport.send(me) }
+        // Not asserted: that the freed port now refuses connections. Any process on the machine
+        // may have been given that port since; the exit status and the message above say it stopped.
     }
 
     @Test("as a process with --github: prints its URLs, answers the GitHub API, and stops cleanly on SIGTERM")

@@ -178,7 +178,8 @@ struct OIDCProcessTests {
         let error = Pipe()
         let process = ChildProcess(
             executableURL: try ProcessRunner.builtExecutable("sesame"), arguments: ["emulator", "--oidc"],
-            standardOutput: .pipe(output), standardError: .pipe(error))
+            environment: TestChildren.environment(), standardOutput: .pipe(output), standardError: .pipe(error),
+            diesWithParent: true)
         try process.run()
         defer { if process.isRunning { process.terminate() } }
         let banner = await readUntil(output.fileHandleForReading, contains: "Press Ctrl-C to stop.")

@@ -11,9 +11,10 @@ struct CurlFailureTests {
 
     @Test("a refused connection is a connectionFailed error that the core retries")
     func refused() async throws {
-        let port = try RawListener.unusedPort()
+        let refusing = try RefusingPort()
+        defer { refusing.release() }
         let error = try await #require(throws: TransportError.self) {
-            try await transport.send(HTTPRequest(url: URL(string: "http://127.0.0.1:\(port)/me")!))
+            try await transport.send(HTTPRequest(url: URL(string: "http://127.0.0.1:\(refusing.port)/me")!))
         }
         #expect(error.kind == .connectionFailed)
         #expect(error.host == "127.0.0.1")
@@ -28,7 +29,7 @@ struct CurlFailureTests {
         let request = HTTPRequest(url: listener.baseURL.appending(path: "slow"), timeout: .milliseconds(300))
         let error = try await #require(throws: TransportError.self) { try await transport.send(request) }
         #expect(error.kind == .timedOut)
-        #expect(listener.requestsSeen == 1)
+        #expect(try await listener.requestsSeen(atLeast: 1) == 1)
         #expect(AuthError.transport(error).category == .retry)
     }
 
@@ -78,7 +79,9 @@ struct CurlFailureTests {
 
     @Test("the query, where tokens travel, never appears in an error")
     func errorsHideTheQuery() async throws {
-        let port = try RawListener.unusedPort()
+        let refusing = try RefusingPort()
+        defer { refusing.release() }
+        let port = refusing.port
         let url = URL(string: "http://127.0.0.1:\(port)/me?access_token=EAAB-secret-token&fields=id")!
         let error = try await #require(throws: TransportError.self) {
             try await transport.send(HTTPRequest(url: url))

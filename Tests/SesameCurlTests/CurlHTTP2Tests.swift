@@ -18,7 +18,7 @@ final class NGHTTP2Server: Sendable {
     private let process: ChildProcess
 
     /// Starts the server with `files` (name → contents) in its document root.
-    init(files: [String: String]) throws {
+    init(files: [String: String]) async throws {
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("sesame-h2-\(UUID().uuidString)")
         let documents = directory.appendingPathComponent("docs")
         try FileManager.default.createDirectory(at: documents, withIntermediateDirectories: true)
@@ -27,23 +27,22 @@ final class NGHTTP2Server: Sendable {
         }
         certificatePath = directory.appendingPathComponent("cert.pem").path
         let keyPath = directory.appendingPathComponent("key.pem").path
-        try OpenSSLServer.makeCertificate(certificatePath: certificatePath, keyPath: keyPath)
+        try await OpenSSLServer.makeCertificate(certificatePath: certificatePath, keyPath: keyPath)
         logPath = directory.appendingPathComponent("frames.log").path
         guard FileManager.default.createFile(atPath: logPath, contents: nil) else { throw POSIXError(.EIO) }
         let log = try FileHandle(forWritingTo: URL(fileURLWithPath: logPath))
-        port = try RawListener.unusedPort()
-        process = ChildProcess(
-            executableURL: URL(fileURLWithPath: Self.executable),
-            arguments: ["-a", "127.0.0.1", "-d", documents.path, "-v", String(port), keyPath, certificatePath],
-            standardInput: .null, standardOutput: .handle(log), standardError: .null)
-        try process.run()
-        try log.close()
-        for _ in 0..<300 {
-            if OpenSSLServer.accepts(port: port) { return }
-            usleep(10_000)
+        let certificate = certificatePath
+        let started = try await RawListener.startServer { port in
+            let process = ChildProcess(
+                executableURL: URL(fileURLWithPath: Self.executable),
+                arguments: ["-a", "127.0.0.1", "-d", documents.path, "-v", String(port), keyPath, certificate],
+                standardInput: .null, standardOutput: .handle(log), standardError: .null, diesWithParent: true)
+            try process.run()
+            return process
         }
-        stop()
-        throw POSIXError(.ETIMEDOUT)
+        port = started.port
+        process = started.process
+        try log.close()
     }
 
     func url(_ path: String) -> URL { URL(string: "https://127.0.0.1:\(port)\(path)")! }
@@ -77,7 +76,7 @@ struct CurlHTTP2Tests {
 
     @Test("over HTTPS, HTTP/2 is used when the server offers it, and 20 requests at once share one connection")
     func multiplexed() async throws {
-        let server = try NGHTTP2Server(files: ["me.json": Self.body])
+        let server = try await NGHTTP2Server(files: ["me.json": Self.body])
         defer { server.stop() }
         let transport = CurlTransport(
             configuration: .init(tlsVerification: .certificateAuthorities(file: server.certificatePath)))
@@ -96,13 +95,16 @@ struct CurlHTTP2Tests {
 
     @Test("a lone caller waits inline on an HTTP/2 connection, and a crowd after it shares that connection")
     func inlineThenCrowdOverHTTP2() async throws {
-        let server = try NGHTTP2Server(files: ["me.json": Self.body])
+        let server = try await NGHTTP2Server(files: ["me.json": Self.body])
         defer { server.stop() }
         let transport = CurlTransport(
             configuration: .init(tlsVerification: .certificateAuthorities(file: server.certificatePath)),
             inlineBudget: .seconds(5))
         for _ in 0..<10 {
-            let response = try await transport.send(HTTPRequest(url: server.url("/me.json")))
+            // Off the cooperative pool: the inline wait holds the thread it runs on.
+            let response = try await BlockingWaitExecutor.run {
+                try await transport.send(HTTPRequest(url: server.url("/me.json")))
+            }
             #expect(String(decoding: response.body, as: UTF8.self) == Self.body)
         }
         #expect(transport.engine.counters.finishedInline.load(ordering: .relaxed) == 9)

@@ -15,27 +15,25 @@ final class OpenSSLServer: Sendable {
     private let directory: URL
     private let process: ChildProcess
 
-    init() throws {
+    init() async throws {
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("sesame-tls-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         certificatePath = directory.appendingPathComponent("cert.pem").path
         let keyPath = directory.appendingPathComponent("key.pem").path
-        try Self.makeCertificate(certificatePath: certificatePath, keyPath: keyPath)
-        port = try RawListener.unusedPort()
-        process = ChildProcess(
-            executableURL: URL(fileURLWithPath: Self.executable),
-            arguments: [
-                "s_server", "-accept", "127.0.0.1:\(port)", "-cert", certificatePath, "-key", keyPath, "-www",
-                "-quiet",
-            ], standardInput: .null, standardOutput: .null, standardError: .null)
-        try process.run()
-        // Ready when it accepts a connection (it shrugs off the aborted handshake).
-        for _ in 0..<300 {
-            if Self.accepts(port: port) { return }
-            usleep(10_000)
+        try await Self.makeCertificate(certificatePath: certificatePath, keyPath: keyPath)
+        let certificate = certificatePath
+        let started = try await RawListener.startServer { port in
+            let process = ChildProcess(
+                executableURL: URL(fileURLWithPath: Self.executable),
+                arguments: [
+                    "s_server", "-accept", "127.0.0.1:\(port)", "-cert", certificate, "-key", keyPath, "-www",
+                    "-quiet",
+                ], standardInput: .null, standardOutput: .null, standardError: .null, diesWithParent: true)
+            try process.run()
+            return process
         }
-        stop()
-        throw POSIXError(.ETIMEDOUT)
+        port = started.port
+        process = started.process
     }
 
     var url: URL { URL(string: "https://127.0.0.1:\(port)/")! }
@@ -47,36 +45,22 @@ final class OpenSSLServer: Sendable {
     }
 
     /// Writes a throwaway self-signed EC certificate for 127.0.0.1, valid for a day, and its key.
-    static func makeCertificate(certificatePath: String, keyPath: String) throws {
-        try run([
+    static func makeCertificate(certificatePath: String, keyPath: String) async throws {
+        try await run([
             "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-days", "1",
             "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1", "-keyout", keyPath, "-out",
             certificatePath,
         ])
     }
 
-    private static func run(_ arguments: [String]) throws {
+    private static func run(_ arguments: [String]) async throws {
         let process = ChildProcess(
             executableURL: URL(fileURLWithPath: executable), arguments: arguments, standardOutput: .null,
-            standardError: .null)
+            standardError: .null, diesWithParent: true)
         try process.run()
-        guard process.waitUntilExit() == 0 else { throw POSIXError(.EINVAL) }
+        guard await process.exitStatus() == 0 else { throw POSIXError(.EINVAL) }
     }
 
-    /// Whether something accepts TCP connections on 127.0.0.1:`port`.
-    static func accepts(port: Int) -> Bool {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        defer { close(fd) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        address.sin_port = UInt16(port).bigEndian
-        return withUnsafePointer(to: &address) { pointer in
-            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0
-            }
-        }
-    }
 }
 
 @Suite(
@@ -86,7 +70,7 @@ final class OpenSSLServer: Sendable {
 struct CurlTLSTests {
     @Test("a certificate no trusted CA signed is refused by default, as a rejected certificate that is not retried")
     func untrustedByDefault() async throws {
-        let server = try OpenSSLServer()
+        let server = try await OpenSSLServer()
         defer { server.stop() }
         let error = try await #require(throws: TransportError.self) {
             try await CurlTransport().send(HTTPRequest(url: server.url))
@@ -104,7 +88,7 @@ struct CurlTLSTests {
 
     @Test("trusting the server's CA file lets the request through, host name still checked")
     func trustedCertificateAuthority() async throws {
-        let server = try OpenSSLServer()
+        let server = try await OpenSSLServer()
         defer { server.stop() }
         let transport = CurlTransport(
             configuration: .init(tlsVerification: .certificateAuthorities(file: server.certificatePath)))
@@ -114,7 +98,7 @@ struct CurlTLSTests {
 
     @Test("dangerouslyAcceptAnyCertificate accepts the self-signed certificate")
     func verificationDisabled() async throws {
-        let server = try OpenSSLServer()
+        let server = try await OpenSSLServer()
         defer { server.stop() }
         let transport = CurlTransport(configuration: .init(tlsVerification: .dangerouslyAcceptAnyCertificate))
         let response = try await transport.send(HTTPRequest(url: server.url))

@@ -292,8 +292,9 @@ struct CurlTransportTests {
         let server = try TestServer()
         let direct = CurlTransport(configuration: .init(proxy: .direct))
         #expect(try await direct.send(HTTPRequest(url: server.url("/echo"))).status == 200)
-        let port = try RawListener.unusedPort()
-        let proxied = CurlTransport(configuration: .init(proxy: .url("http://127.0.0.1:\(port)")))
+        let refusing = try RefusingPort()
+        defer { refusing.release() }
+        let proxied = CurlTransport(configuration: .init(proxy: .url("http://127.0.0.1:\(refusing.port)")))
         let error = try await #require(throws: TransportError.self) {
             try await proxied.send(HTTPRequest(url: server.url("/echo")))
         }

@@ -1,4 +1,5 @@
 import Foundation
+import Sesame
 import Synchronization
 
 /// A bare TCP listener on 127.0.0.1 for the cases a well-behaved HTTP server never produces:
@@ -19,7 +20,8 @@ final class RawListener: Sendable {
         case respond(Data)
         /// Keep-alive HTTP/1.1: every `GET` is answered with its request target as a
         /// `text/plain` body, on the same connection; `/delay/<ms>…` answers that many
-        /// milliseconds late; `/stall…` never answers; `/close…` answers with
+        /// milliseconds late; `/hold…` answers once the test calls ``releaseHeld()``
+        /// (one answer per call); `/stall…` never answers; `/close…` answers with
         /// `Connection: close` and closes the connection. Answers come from this listener's own
         /// threads, never from Swift's cooperative pool, so a test holding a pool thread cannot
         /// slow them.
@@ -30,6 +32,8 @@ final class RawListener: Sendable {
     private let listenSocket: Int32
     private let behaviour: Behaviour
     private let state = Mutex(State())
+    /// Signalled once per `/hold` answer the test lets go.
+    private let holdGate = DispatchSemaphore(value: 0)
 
     private struct State {
         var stopped = false
@@ -55,17 +59,34 @@ final class RawListener: Sendable {
     /// How many complete request heads the listener has read.
     var requestsSeen: Int { state.withLock { $0.requestsSeen } }
 
-    /// Stops accepting and closes every connection.
+    /// How many request heads the listener has read, once it has read `count` of them or a
+    /// minute has passed. The client may be done (a timeout) before this listener's thread has
+    /// read what was sent; this waits for the listener, however loaded the machine is.
+    func requestsSeen(atLeast count: Int) async throws -> Int {
+        let deadline = ContinuousClock.now + .seconds(60)
+        while requestsSeen < count && ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(5))  // polling the listener, not timing anything
+        }
+        return requestsSeen
+    }
+
+    /// Lets one held `/hold` request be answered (or the next one, when none is held yet).
+    func releaseHeld() { holdGate.signal() }
+
+    /// Stops accepting and ends every connection.
+    ///
+    /// Connections are shut down, which wakes the thread serving each, and that thread closes
+    /// its own descriptor: closing it here would let the number be given to another socket of
+    /// this process while the serving thread still reads from it.
     func stop() {
         let connections = state.withLock { state in
             state.stopped = true
-            defer { state.connections.removeAll() }
             return state.connections
         }
         shutdown(listenSocket, Int32(SHUT_RDWR))
+        for _ in 0..<64 { holdGate.signal() }  // frees threads serving held requests
         for connection in connections {
             shutdown(connection, Int32(SHUT_RDWR))  // wakes a serving thread blocked in recv
-            close(connection)
         }
     }
 
@@ -74,7 +95,11 @@ final class RawListener: Sendable {
         close(listenSocket)
     }
 
-    /// A port on 127.0.0.1 that nothing listens on (bound, then closed again).
+    /// A port on 127.0.0.1 that was free a moment ago (bound, then closed again), for a server
+    /// the test starts as a child process. Another process may take it first: the caller starts
+    /// its server again on another port when the server exits (see ``startServer(_:)``).
+    ///
+    /// For a port that must refuse connections, use ``RefusingPort``.
     static func unusedPort() throws -> Int {
         let (socket, port) = try bindLoopback(listening: false)
         close(socket)
@@ -103,6 +128,55 @@ final class RawListener: Sendable {
         return (fd, Int(UInt16(bigEndian: address.sin_port)))
     }
 
+    /// Starts a server that a child process runs on a port of ``unusedPort()``'s, and returns
+    /// once it accepts connections, however long the start takes on a loaded machine. A server
+    /// that exits first (another process took the port) is started again on another port, up
+    /// to five times; one that neither accepts nor exits within a minute is killed, and the
+    /// start fails. It waits without holding a thread of the cooperative pool (which has one
+    /// per CPU, and which the servers of other tests running meanwhile need).
+    ///
+    /// - Parameter start: starts the server on the port it is given, and returns it running.
+    static func startServer(_ start: (Int) throws -> ChildProcess) async throws -> (port: Int, process: ChildProcess) {
+        var lastStatus: Int32?
+        for _ in 0..<5 {
+            let port = try unusedPort()
+            let process = try start(port)
+            let deadline = ContinuousClock.now + .seconds(60)
+            while process.isRunning && ContinuousClock.now < deadline {
+                if accepts(port: port) { return (port, process) }
+                try await Task.sleep(for: .milliseconds(10))  // polling for the server, not timing it
+            }
+            if process.isRunning {
+                process.terminate(signal: SIGKILL)
+                _ = await process.exitStatus()
+                throw ServerDidNotStart(
+                    description: "\(process.executableURL.lastPathComponent) did not accept connections on port "
+                        + "\(port) within a minute")
+            }
+            lastStatus = await process.exitStatus()
+        }
+        throw ServerDidNotStart(
+            description: "the server exited at each of five starts (last exit status \(lastStatus ?? -1)); "
+                + "run it by hand to see why")
+    }
+
+    struct ServerDidNotStart: Error, CustomStringConvertible { var description: String }
+
+    /// Whether something accepts TCP connections on 127.0.0.1:`port`.
+    static func accepts(port: Int) -> Bool {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(fd) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        address.sin_port = UInt16(port).bigEndian
+        return withUnsafePointer(to: &address) { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0
+            }
+        }
+    }
+
     private func acceptLoop() {
         while true {
             let connection = accept(listenSocket, nil, nil)
@@ -127,11 +201,17 @@ final class RawListener: Sendable {
             closeOnce(connection)
             return
         }
-        guard readRequestHead(connection) else { return }
+        guard readRequestHead(connection) else {
+            closeOnce(connection)
+            return
+        }
         state.withLock { $0.requestsSeen += 1 }
         switch behaviour {
         case .silent:
-            return  // stop() closes it
+            // Never answers: waits until the client goes away or stop() shuts the connection down.
+            var buffer = [UInt8](repeating: 0, count: 1024)
+            while recv(connection, &buffer, buffer.count, 0) > 0 {}
+            closeOnce(connection)
         case .resetAfterRequest:
             var linger = Glibc.linger(l_onoff: 1, l_linger: 0)
             setsockopt(connection, SOL_SOCKET, SO_LINGER, &linger, socklen_t(MemoryLayout<Glibc.linger>.size))
@@ -172,6 +252,10 @@ final class RawListener: Sendable {
                 while recv(connection, &buffer, buffer.count, 0) > 0 {}
                 return
             }
+            if target.hasPrefix("/hold") {
+                holdGate.wait()
+                if state.withLock({ $0.stopped }) { return }
+            }
             if target.hasPrefix("/delay/"),
                 let milliseconds = Int(target.dropFirst("/delay/".count).prefix { $0.isNumber })
             {
@@ -193,7 +277,7 @@ final class RawListener: Sendable {
         }
     }
 
-    /// Closes `connection` unless stop() already did.
+    /// Closes `connection` (its serving thread is the only one that does) and forgets it.
     private func closeOnce(_ connection: Int32) {
         let owned = state.withLock { state in
             guard let index = state.connections.firstIndex(of: connection) else { return false }
@@ -214,6 +298,27 @@ final class RawListener: Sendable {
         }
         return true
     }
+}
+
+/// A port on 127.0.0.1 that refuses connections for as long as it is held: its socket is bound
+/// and never listens, so the kernel answers every connection with a reset and no other process
+/// can take the port (a port bound and closed again may be anyone's a moment later).
+final class RefusingPort: Sendable {
+    let port: Int
+    private let socket: Mutex<Int32?>
+
+    init() throws {
+        let (socket, port) = try RawListener.bindLoopback(listening: false)
+        self.socket = Mutex(socket)
+        self.port = port
+    }
+
+    /// Lets the port go; call it when the test is done with it.
+    func release() {
+        if let descriptor = socket.withLock({ $0.take() }) { close(descriptor) }
+    }
+
+    deinit { release() }
 }
 
 extension [UInt8] {

@@ -1,7 +1,9 @@
 import Foundation
 import Sesame
-import SesameEmulator
+import Synchronization
 import Testing
+
+@testable import SesameEmulator
 
 @Suite("Admin API")
 struct AdminAPITests {
@@ -103,11 +105,24 @@ struct StateFileTests {
         configuration.stateFileURL = file
         let emulator = try Emulator(configuration: configuration)
         _ = try await emulator.start()
-        // A large state, so that writing it takes a while; the save the last change scheduled
-        // (50 ms after it) is under way when stop() is called.
+        // The writer's queue is held, so the save the changes below schedule is queued and stays
+        // under way, not on disk, until the test lets it go: no sleep decides which case is tested.
+        let writer = try #require(emulator.engine.writer)
+        let gate = DispatchSemaphore(value: 0)
+        writer.afterQueuedWrites { gate.wait() }
         for _ in 0..<5_000 { _ = try await emulator.issueToken() }
-        try await Task.sleep(for: .milliseconds(55))
-        await emulator.stop()
+        let saving = Task { await emulator.engine.saveNow() }
+        let stopped = Atomic<Bool>(false)
+        let stopping = Task {
+            await emulator.stop()
+            stopped.store(true, ordering: .sequentiallyConsistent)
+        }
+        await Task.yield()
+        let returnedEarly = stopped.load(ordering: .sequentiallyConsistent)
+        #expect(!returnedEarly, "stop() returned while the save was held")
+        gate.signal()
+        await saving.value
+        await stopping.value
 
         // What a process exiting right after stop() leaves on disk: every token.
         let saved = try #require(JSONValue(parsing: try Data(contentsOf: file)))
@@ -149,26 +164,5 @@ struct StateFileTests {
         #expect(
             EmulatorConfiguration.defaultStateFileURL(environment: ["HOME": "/home/u"]).path
                 == "/home/u/.local/state/sesame/emulator.json")
-    }
-}
-
-@Suite("Serving until a signal")
-struct ServeTests {
-    @Test("serve(untilSignals:) answers until the signal, then stops and returns it")
-    func untilSignal() async throws {
-        let emulator = try Emulator()
-        let (stream, continuation) = AsyncStream.makeStream(of: EmulatorEndpoints.self)
-        let serving = Task { try await emulator.serve(untilSignals: [SIGUSR2]) { continuation.yield($0) } }
-        var iterator = stream.makeAsyncIterator()
-        let endpoints = try #require(await iterator.next())
-        let reply = try await loopbackTransport().send(
-            HTTPRequest(url: endpoints.adminURL.appendingPathComponent("health")))
-        #expect(reply.status == 200)
-        kill(getpid(), SIGUSR2)
-        #expect(try await serving.value == SIGUSR2)
-        #expect(emulator.endpoints == nil)
-        await #expect(throws: TransportError.self) {
-            try await loopbackTransport().send(HTTPRequest(url: endpoints.adminURL.appendingPathComponent("health")))
-        }
     }
 }

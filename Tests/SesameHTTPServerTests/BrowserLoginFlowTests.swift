@@ -96,7 +96,7 @@ final class TinyAuthorizationServer: Sendable {
     }
 }
 
-@Suite("Browser login flow, end to end over loopback")
+@Suite("Browser login flow, end to end over loopback", .timeLimit(.minutes(2)))
 struct BrowserLoginFlowTests {
     static func flow(_ authorization: TinyAuthorizationServer, browser: FollowingBrowser) -> BrowserLoginFlow {
         BrowserLoginFlow(

@@ -184,7 +184,7 @@ final class RecordingPresenter: DeviceCodePresenter {
     }
 }
 
-@Suite("Device login flow over loopback, RFC 8628 and Facebook's variant")
+@Suite("Device login flow over loopback, RFC 8628 and Facebook's variant", .timeLimit(.minutes(2)))
 struct DeviceLoginFlowTests {
     static let request = LoginRequest(provider: "example", appID: "app-1", permissions: [.read("email")])
 

@@ -4,7 +4,7 @@ import SesameHTTPServer
 import Synchronization
 import Testing
 
-@Suite("HTTPServer responses, limits and lifecycle")
+@Suite("HTTPServer responses, limits and lifecycle", .timeLimit(.minutes(2)))
 struct HTTPServerLifecycleTests {
     @Test("status, headers, redirect and JSON answers go out as set")
     func responses() async throws {
@@ -192,8 +192,17 @@ struct HTTPServerLifecycleTests {
             await server.stop()
             stopped.open()
         }
-        // Once new connections are refused, stop is under way and waiting for the handler.
-        while (try? await RawHTTPConnection.connect(port: port)) != nil { await Task.yield() }
+        // Once new connections are refused, stop is under way and waiting for the handler. (A
+        // minute's limit: should another process be given the freed port, this fails, not hangs.)
+        let deadline = ContinuousClock.now + .seconds(60)
+        while (try? await RawHTTPConnection.connect(port: port)) != nil {
+            guard ContinuousClock.now < deadline else {
+                Issue.record("port \(port) still accepted connections a minute after stop() began")
+                release.open()
+                return
+            }
+            await Task.yield()
+        }
         #expect(!server.isRunning)
         release.open()
         guard case .response(let response) = try await connection.read() else {

@@ -45,16 +45,27 @@ actor Rendezvous {
 
 /// A one-shot latch a test opens to let a handler finish.
 final class Latch: Sendable {
-    private let state = Mutex<(open: Bool, waiters: [CheckedContinuation<Void, Never>])>((false, []))
+    private let state = Mutex<(open: Bool, next: Int, waiters: [Int: CheckedContinuation<Void, Never>])>(
+        (false, 0, [:]))
 
+    /// Returns once ``open()`` has been called, or once the task is cancelled: a test whose
+    /// time limit ran out (or a handler the server cancelled) ends instead of waiting for ever.
     func wait() async {
-        await withCheckedContinuation { continuation in
-            let openNow = state.withLock { state in
-                if state.open { return true }
-                state.waiters.append(continuation)
-                return false
+        let id = state.withLock { state in
+            state.next += 1
+            return state.next
+        }
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { continuation in
+                let resumeNow = state.withLock { state in
+                    if state.open || Task.isCancelled { return true }
+                    state.waiters[id] = continuation
+                    return false
+                }
+                if resumeNow { continuation.resume() }
             }
-            if openNow { continuation.resume() }
+        } onCancel: {
+            state.withLock { $0.waiters.removeValue(forKey: id) }?.resume()
         }
     }
 
@@ -62,13 +73,13 @@ final class Latch: Sendable {
         let waiters = state.withLock { state in
             state.open = true
             defer { state.waiters.removeAll() }
-            return state.waiters
+            return Array(state.waiters.values)
         }
         for waiter in waiters { waiter.resume() }
     }
 }
 
-@Suite("HTTPServer over loopback")
+@Suite("HTTPServer over loopback", .timeLimit(.minutes(2)))
 struct HTTPServerTests {
     static let echo: @Sendable (HTTPServerRequest) async -> HTTPServerResponse = { request in
         var lines = ["\(request.method) \(request.path)"]

@@ -5,7 +5,7 @@ import SesameTesting
 import Synchronization
 import Testing
 
-@Suite("LoopbackRedirectReceiver over loopback")
+@Suite("LoopbackRedirectReceiver over loopback", .timeLimit(.minutes(2)))
 struct LoopbackRedirectReceiverTests {
     /// Makes the browser's request to the redirect URI in the background, as a browser would,
     /// and gives back its page when it comes.

@@ -90,8 +90,11 @@ public enum FileLocks {
 
 /// Waits, checking every 10 ms, until `condition` holds or `limit` has passed.
 ///
+/// The limit only turns a hang into a failure: on a machine whose CPUs other processes keep
+/// busy, 30 s was seen to pass before a file lock was taken, so it is two minutes.
+///
 /// - Returns: whether the condition held (a `false` is for the test to report, not a timing claim).
-public func waitUntil(limit: Duration = .seconds(30), _ condition: () -> Bool) async -> Bool {
+public func waitUntil(limit: Duration = .seconds(120), _ condition: () -> Bool) async -> Bool {
     let deadline = ContinuousClock.now.advanced(by: limit)
     while !condition() {
         if ContinuousClock.now >= deadline { return false }

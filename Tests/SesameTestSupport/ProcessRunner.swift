@@ -4,6 +4,10 @@ import Foundation
 import Sesame
 import Synchronization
 
+#if canImport(Glibc)
+    import Glibc
+#endif
+
 /// What a finished process printed and returned.
 public struct ProcessResult: Sendable {
     /// The exit status.
@@ -50,7 +54,8 @@ public enum ProcessRunner {
     /// once it has exited. Both output pipes are read to the end before waiting for the exit.
     ///
     /// - Parameters:
-    ///   - environment: the child's whole environment; `nil` inherits this process's.
+    ///   - environment: the child's whole environment (`nil`: this process's), with the locale
+    ///     of ``TestChildren/environment(_:)`` set. The child dies with the test process.
     ///   - killAfter: when set, a child still running after this long is killed (SIGKILL) and the
     ///     result says so, so that a test of something that must not hang fails instead of hanging.
     public static func run(
@@ -78,19 +83,22 @@ public enum ProcessRunner {
         let error = Pipe()
         let standardInput = Pipe()
         let process = ChildProcess(
-            executableURL: executable, arguments: arguments, environment: environment,
-            standardInput: .pipe(standardInput), standardOutput: .pipe(output), standardError: .pipe(error))
+            executableURL: executable, arguments: arguments, environment: TestChildren.environment(environment),
+            standardInput: .pipe(standardInput), standardOutput: .pipe(output), standardError: .pipe(error),
+            diesWithParent: true)
         try process.run()
         let watchdog = Watchdog()
         if let killAfter {
-            let pid = process.processIdentifier
             let (seconds, attoseconds) = killAfter.components
             DispatchQueue.global().asyncAfter(deadline: .now() + Double(seconds) + Double(attoseconds) / 1e18) {
-                if watchdog.fire() { kill(pid, SIGKILL) }
+                // terminate(signal:) never signals a pid once its child has been reaped.
+                if watchdog.fire() { process.terminate(signal: SIGKILL) }
             }
         }
         let writer = Thread {
-            standardInput.fileHandleForWriting.write(input)
+            // A child that exits without reading its input is not an error here: the test sees
+            // its exit status and standard error.
+            TestChildren.write(input, to: standardInput.fileHandleForWriting)
             try? standardInput.fileHandleForWriting.close()
         }
         writer.start()
@@ -140,19 +148,59 @@ public enum ProcessRunner {
 }
 
 /// Reads `handle` on a thread of its own (never the cooperative pool) until what has arrived
-/// contains `marker` or the stream ends; returns all of it. For a program's start-up banner.
-public func readUntil(_ handle: FileHandle, contains marker: String) async -> String {
+/// contains `marker`, the stream ends, or `timeout` passes; returns all of it. For a program's
+/// start-up banner: the caller checks that the marker is there, and a program that hangs or
+/// exits early fails that check with what it did print instead of hanging the test.
+public func readUntil(_ handle: FileHandle, contains marker: String, timeout: Duration = .seconds(120)) async -> String
+{
     await withCheckedContinuation { (continuation: CheckedContinuation<String, Never>) in
         Thread {
-            var text = ""
-            while true {
-                let chunk = handle.availableData
-                text += String(decoding: chunk, as: UTF8.self)
-                if text.contains(marker) || chunk.isEmpty {
-                    continuation.resume(returning: text)
-                    return
-                }
+            let descriptor = handle.fileDescriptor
+            let deadline = ContinuousClock.now + timeout
+            var text = Data()
+            var buffer = [UInt8](repeating: 0, count: 4096)
+            while !String(decoding: text, as: UTF8.self).contains(marker) {
+                let left = ContinuousClock.now.duration(to: deadline)
+                guard left > .zero else { break }
+                var descriptorSet = pollfd(fd: descriptor, events: Int16(POLLIN), revents: 0)
+                let milliseconds = Int32(min(left.components.seconds * 1000 + 1, 60_000))
+                let ready = poll(&descriptorSet, 1, milliseconds)
+                if ready < 0 && errno == EINTR { continue }
+                if ready <= 0 { continue }
+                let count = buffer.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) }
+                if count < 0 && errno == EINTR { continue }
+                if count <= 0 { break }
+                text.append(contentsOf: buffer[0..<count])
             }
+            continuation.resume(returning: String(decoding: text, as: UTF8.self))
         }.start()
     }
+}
+
+/// What every process a test starts gets: the environment it needs, spelled out, and a way to
+/// write to it that never traps.
+public enum TestChildren {
+    /// `base` (or this process's environment) with what a child needs whatever the test process
+    /// was started with: a UTF-8 locale (`LANG` and `LC_ALL` are `C.UTF-8`; under the C locale
+    /// `secret-tool` refuses a label with a non-ASCII character), and `PATH` when missing.
+    public static func environment(_ base: [String: String]? = nil) -> [String: String] {
+        var environment = base ?? ProcessInfo.processInfo.environment
+        environment["LANG"] = "C.UTF-8"
+        environment["LC_ALL"] = "C.UTF-8"
+        if environment["PATH"] == nil { environment["PATH"] = "/usr/local/bin:/usr/bin:/bin" }
+        return environment
+    }
+
+    /// Writes all of `data` to `handle`; returns `false` when the reader went away (`EPIPE`) or
+    /// the write failed otherwise. Never traps, unlike `FileHandle.write(_:)`, and never lets
+    /// `SIGPIPE` end the test process.
+    @discardableResult
+    public static func write(_ data: Data, to handle: FileHandle) -> Bool {
+        _ = ignoreBrokenPipes
+        return StandardStreams.write(Array(data), to: handle.fileDescriptor)
+    }
+
+    /// SIGPIPE ignored in the test process, once: a write to a child that has exited then fails
+    /// with `EPIPE` instead of killing every test. (Children get the default action back.)
+    private static let ignoreBrokenPipes: Void = { _ = signal(SIGPIPE, SIG_IGN) }()
 }

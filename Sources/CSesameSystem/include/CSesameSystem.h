@@ -2,14 +2,25 @@
 #define SESAME_CSESAMESYSTEM_H
 
 #include <poll.h>
-#include <spawn.h>
+#include <sys/types.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/timerfd.h>
 
-/// posix_spawn_file_actions_addclosefrom_np, which glibc declares only under _GNU_SOURCE and
-/// Swift's Glibc module therefore does not import.
-int sesame_spawn_file_actions_addclosefrom(posix_spawn_file_actions_t *actions, int from);
+/// Starts `path` with `argv` and `envp` in a child process whose standard input, output and
+/// error are `input`, `output` and `error` (a negative descriptor: inherited), with every other
+/// descriptor closed, no signal blocked, every signal this process catches at its default action,
+/// and SIGPIPE, SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGCHLD, SIGUSR1 and SIGUSR2 at their default
+/// actions even when this process ignores them. The child is made with vfork, as posix_spawn does.
+///
+/// When `die_with_parent` is non-zero, the child gets SIGKILL when the *thread* that called this
+/// ends (PR_SET_PDEATHSIG), and so also when this process ends in any way, even SIGKILL: call it
+/// from a thread that lives as long as the child.
+///
+/// Returns 0 and sets `*pid`, or an errno value (the program could not be started; no child is
+/// left behind).
+int sesame_spawn(pid_t *pid, const char *path, char *const argv[], char *const envp[], int input, int output,
+                 int error, int die_with_parent);
 
 /// poll(2) with a timeout of `nanoseconds` (≥ 0; ppoll, which glibc declares only under
 /// _GNU_SOURCE). Returns what ppoll returns.

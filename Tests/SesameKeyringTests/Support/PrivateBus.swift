@@ -1,5 +1,6 @@
 import Foundation
 import Sesame
+import SesameTestSupport
 import Testing
 
 #if canImport(Glibc)
@@ -12,6 +13,8 @@ final class PrivateBus {
     let directory: URL
     let address: String
     private let daemon: ChildProcess
+    /// The read end of the daemon's standard output, kept open while it runs.
+    private var keptOutput: FileHandle?
 
     init() async throws {
         let dbusDaemon = try KeyringTestSupport.requireExecutable("dbus-daemon")
@@ -34,22 +37,28 @@ final class PrivateBus {
             """
         let configurationFile = directory.appendingPathComponent("bus.conf")
         try configuration.write(to: configurationFile, atomically: true, encoding: .utf8)
+        // The daemon prints its address once it listens: waiting for that line waits exactly as
+        // long as the start takes, however loaded the machine is.
+        let printed = Pipe()
+        let errorLog = directory.appendingPathComponent("dbus-daemon.log")
+        guard FileManager.default.createFile(atPath: errorLog.path, contents: nil),
+            let errors = FileHandle(forWritingAtPath: errorLog.path)
+        else { throw MissingPrerequisite(name: "a log file for dbus-daemon in \(directory.path)") }
+        defer { try? errors.close() }
         daemon = ChildProcess(
             executableURL: URL(fileURLWithPath: dbusDaemon),
-            arguments: ["--nofork", "--config-file=\(configurationFile.path)"], standardInput: .null,
-            standardOutput: .null, standardError: .null)
+            arguments: ["--nofork", "--print-address", "--config-file=\(configurationFile.path)"],
+            environment: TestChildren.environment(), standardInput: .null, standardOutput: .pipe(printed),
+            standardError: .handle(errors), diesWithParent: true)
         try daemon.run()
-        // The daemon is up once its socket exists.
-        var attempts = 0
-        while access(socket, F_OK) != 0 && daemon.isRunning && attempts < 100 {
-            try await Task.sleep(for: .milliseconds(50))
-            attempts += 1
-        }
-        guard access(socket, F_OK) == 0 else {
+        let banner = await readUntil(printed.fileHandleForReading, contains: "\n")
+        guard banner.contains(socket) else {
+            let log = (try? String(contentsOf: errorLog, encoding: .utf8)) ?? ""
             stop()
-            Issue.record("dbus-daemon did not start a bus at \(socket)")
+            Issue.record("dbus-daemon did not start a bus at \(socket); it printed: \(banner) \(log)")
             throw MissingPrerequisite(name: "a private D-Bus bus")
         }
+        keptOutput = printed.fileHandleForReading
     }
 
     /// Stops the bus and removes its files.
@@ -78,7 +87,7 @@ final class PrivateKeyring {
             try FileManager.default.createDirectory(
                 at: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
         }
-        var environment = ProcessInfo.processInfo.environment
+        var environment = TestChildren.environment()
         environment["DBUS_SESSION_BUS_ADDRESS"] = bus.address
         environment["HOME"] = home.path
         environment["XDG_DATA_HOME"] = data.path
@@ -87,18 +96,26 @@ final class PrivateKeyring {
         daemon = ChildProcess(
             executableURL: URL(fileURLWithPath: keyringDaemon),
             arguments: ["--foreground", "--unlock", "--components=secrets"],
-            environment: environment, standardInput: .pipe(input), standardOutput: .null, standardError: .null)
+            environment: environment, standardInput: .pipe(input), standardOutput: .null, standardError: .null,
+            diesWithParent: true)
         do { try daemon.run() } catch {
             bus.stop()
             throw error
         }
         // --unlock reads the password up to end of file; it creates the login collection.
-        input.fileHandleForWriting.write(Data(Self.password.utf8))
+        let written = TestChildren.write(Data(Self.password.utf8), to: input.fileHandleForWriting)
         try input.fileHandleForWriting.close()
+        guard written else {
+            stop()
+            Issue.record("gnome-keyring-daemon exited before it read the password (exit \(daemon.waitUntilExit()))")
+            throw MissingPrerequisite(name: "a private gnome-keyring")
+        }
 
-        // The Secret Service registers on the bus asynchronously.
+        // The Secret Service registers on the bus asynchronously. Asked until it answers or the
+        // daemon exits; the minute's limit only turns a hang into a failure.
         var last: ProbeResult?
-        for _ in 0..<50 {
+        let deadline = ContinuousClock.now + .seconds(60)
+        while daemon.isRunning && ContinuousClock.now < deadline {
             last = try await runProbe(["status"], busAddress: bus.address)
             if last?.ok == true { return }
             try await Task.sleep(for: .milliseconds(100))
