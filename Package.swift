@@ -135,7 +135,8 @@ let package = Package(
         .target(
             name: "SesameDesktop",
             dependencies: [
-                "Sesame", "SesameFacebook", "SesameOIDC", "SesameCurl", "SesameHTTPServer", "SesameKeyring",
+                "Sesame", "SesameFacebook", "SesameOIDC", "SesameGitHub", "SesameCurl", "SesameHTTPServer",
+                "SesameKeyring",
             ]),
         // Sesame's emulators offered to SesameDesktop as the built-in fallback (BuiltInEmulators.sesame),
         // for the sesame command and the examples, which ask for it explicitly.
