@@ -123,8 +123,8 @@ let package = Package(
             name: "SesameCommandLineTests",
             dependencies: [
                 "SesameCommandLine", "SesameFacebook", "Sesame", "SesameDesktop", "SesameEmulator", "SesameCurl",
-                "SesameTestSupport", "sesame", "fb-login", "fb-publish", "fb-errors", "sesame-git-credential-probe",
-                "SesameHTTPServer",
+                "SesameTestSupport", "sesame", "fb-login", "fb-publish", "fb-errors", "SesameHTTPServer",
+                "SesameGitHub",
             ]
         ),
 
@@ -168,11 +168,6 @@ let package = Package(
         .testTarget(
             name: "SesameKeyringTests",
             dependencies: ["SesameKeyring", "Sesame", "sesame-keyring-probe", "SesameTestSupport"]),
-        // Git's credential helper on the logic of `sesame git-credential`, for tests that run the
-        // real `git credential fill` against a test's file store.
-        .executableTarget(
-            name: "sesame-git-credential-probe", dependencies: ["SesameCommandLine", "Sesame"],
-            path: "Tests/SesameGitCredentialProbe"),
         // Runs one keyring call in its own process, so tests can give it a different D-Bus
         // environment (libsecret keeps one bus connection per process).
         .executableTarget(

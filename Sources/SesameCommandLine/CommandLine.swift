@@ -19,6 +19,8 @@ package enum Command: Sendable, Equatable {
     case emulator(EmulatorCommand)
     /// `sesame providers`.
     case providers
+    /// `sesame git-credential`.
+    case gitCredential(GitCredentialCommand)
     /// `sesame --version`.
     case version
 
@@ -32,6 +34,7 @@ package enum Command: Sendable, Equatable {
         case .doctor: "doctor"
         case .emulator: "emulator"
         case .providers: "providers"
+        case .gitCredential: "git-credential"
         case .version: "version"
         }
     }
@@ -102,6 +105,7 @@ package enum SesameCLI {
         ProviderCommands.login, StatusCommand.definition, ProviderCommands.token, ProviderCommands.logout,
         ProviderCommands.switchAccount, ProviderCommands.permissions, DoctorCommand.definition,
         EmulatorCommand.definition, ExplainError.definition, ProvidersCommand.definition,
+        GitCredentialCommand.definition,
     ]
 
     /// The top-level help.
@@ -229,6 +233,8 @@ package enum SesameCLI {
                 return await doctor.run(context: context)
             case .emulator(let emulator):
                 return await emulator.run(io: io)
+            case .gitCredential(let gitCredential):
+                return try await gitCredential.run(context: context)
             default:
                 return ExitStatus.success
             }
