@@ -263,8 +263,10 @@ struct GitHubConnection: ConnectedProvider {
             let user = try await client.user()
             return AccountCheck(validity: .valid, userName: user.name, usage: Self.usage(governor, scopes: user.scopes))
         } catch let error as AuthError {
+            // GitHub keeps a refused login stored (closesSession is false), but it needs a new login.
+            let refused = error.closesSession || error.category == .authenticationReopenSession
             return AccountCheck(
-                validity: error.closesSession ? .invalid : .unverified, problem: error.userMessage ?? error.message,
+                validity: refused ? .invalid : .unverified, problem: error.userMessage ?? error.message,
                 usage: Self.usage(governor, scopes: nil))
         } catch {
             return AccountCheck(validity: .unverified, problem: "\(error)")
