@@ -96,6 +96,18 @@ struct GitHubProcessTests {
         #expect(logout.standardOutput.contains("Logged out of the GitHub emulator account 'default' (user octocat)"))
         #expect(logout.standardOutput.contains("GitHub keeps the app's grant"))
         #expect(try await cli.storedTokens().count == 1)
+
+        // The built-in emulator's scenarios come from the environment.
+        let refused = try await cli.run(
+            "sesame", ["status", "--json"], environment: ["SESAME_GITHUB_EMULATOR_SCENARIO": "bad-credentials"])
+        #expect(refused.status == 77, "\(refused.standardError)")
+        let remaining = try #require(try Self.github(in: refused)["accounts"]?[0])
+        #expect(remaining["account"]?.stringValue == "work")
+        #expect(remaining["validity"]?.stringValue == "invalid")
+        let unknown = try await cli.run(
+            "sesame", ["token", "github"], environment: ["SESAME_GITHUB_EMULATOR_SCENARIO": "no-such-thing"])
+        #expect(unknown.status == 78)
+        #expect(unknown.standardError.contains("bad-credentials"))
         cli.expectNoTokenLeaks(stored)
     }
 
