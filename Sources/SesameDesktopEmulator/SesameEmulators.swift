@@ -101,6 +101,8 @@ extension SesameEmulators {
                 // Tokens another run saved meanwhile are kept too.
                 if let data = FileManager.default.contents(atPath: stateFile.path) {
                     try? emulator.restoreState(from: data)
+                } else if !emulator.hasIssuedTokens {
+                    return  // nothing to keep: no file for a run that issued nothing
                 }
                 try save(emulator.stateData(), to: stateFile)
             })

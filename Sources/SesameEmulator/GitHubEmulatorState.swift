@@ -23,6 +23,9 @@ extension GitHubEmulator {
         return (try? encoder.encode(state)) ?? Data("{}".utf8)
     }
 
+    /// Whether the emulator holds any access or refresh token.
+    public var hasIssuedTokens: Bool { engine.locked { !$0.tokens.isEmpty || !$0.refreshTokens.isEmpty } }
+
     /// Takes back tokens saved by ``stateData()``; tokens it already has are kept.
     ///
     /// - Throws: `EmulatorError` when `data` is not what ``stateData()`` writes.
