@@ -77,6 +77,15 @@ public struct GitHubPlugin: ProviderPlugin {
         func host() throws -> GitHubHost {
             do {
                 if let serverURL, let url = URL(string: serverURL.value.trimmingSuffix("/")) {
+                    // Tokens travel to it: in clear text only to this machine.
+                    if url.scheme?.lowercased() == "http",
+                        !["127.0.0.1", "::1", "localhost"].contains(url.host?.lowercased() ?? "")
+                    {
+                        throw DesktopError(
+                            "\(serverURL.source) is \(serverURL.value.sanitizedForTerminal), plain http to another "
+                                + "machine, which would send GitHub tokens in clear text; use https (http is allowed "
+                                + "only for 127.0.0.1, ::1 and localhost).", status: .config)
+                    }
                     let named = try hostname.map { try GitHubHost(hostname: $0.value).hostname }
                     let own = url.host.map { host in url.port.map { "\(host):\($0)" } ?? host } ?? "localhost"
                     return GitHubHost(

@@ -149,6 +149,19 @@ struct GitHubProcessTests {
         let browser = try await cli.run("sesame", ["login", "github", "--web"], environment: server.environment)
         #expect(browser.status == 64)
         #expect(browser.standardError.contains("device code"))
+
+        // GitHub lets no desktop app revoke a grant: the login goes, and the command says where to revoke it.
+        let stored = try await cli.storedTokens()
+        let revoke = try await cli.run(
+            "sesame", ["logout", "github", "--account", "pat", "--revoke"], environment: server.environment)
+        #expect(revoke.status == 69, "\(revoke.standardError)")
+        #expect(revoke.standardError.contains("/settings/applications"))
+        #expect(try await cli.storedTokens().count == stored.count - 1)
+
+        let clear = try await cli.run(
+            "sesame", ["token", "github"], environment: ["SESAME_GITHUB_URL": "http://github.example.com"])
+        #expect(clear.status == 78)
+        #expect(clear.standardError.contains("clear text"))
         cli.expectNoTokenLeaks(try await cli.storedTokens() + [personal])
     }
 
