@@ -68,6 +68,21 @@ public struct GitHubPlugin: ProviderPlugin {
             clientID = try value(GitHubPlugin.clientID)
             clientSecret = try value(GitHubPlugin.clientSecret)
             serverURL = try value(GitHubPlugin.serverURL)
+            // Nothing names a host: the previous login's host (and its client id) are used, as a
+            // unit, so that 'sesame token github' works after 'sesame login github --client-id ...'.
+            if hostname == nil, serverURL == nil {
+                let remembered = GitHubRememberedLogin(stateDirectory: request.configuration.stateDirectory).read()
+                let source = GitHubRememberedLogin.source
+                func checked(_ setting: ProviderSetting, _ key: String) -> Sourced<String>? {
+                    guard let text = remembered[key]?.stringValue, setting.problem(with: text) == nil else {
+                        return nil
+                    }
+                    return Sourced(text, source: source)
+                }
+                hostname = checked(GitHubPlugin.hostname, "hostname")
+                serverURL = checked(GitHubPlugin.serverURL, "url")
+                if hostname != nil, clientID == nil { clientID = checked(GitHubPlugin.clientID, "client_id") }
+            }
         }
 
         /// Nothing says which GitHub to use.
@@ -138,9 +153,12 @@ public struct GitHubPlugin: ProviderPlugin {
         let provider = GitHubProvider(
             host: try settings.host(), clientID: clientID ?? "",
             clientSecret: settings.clientSecret.map { GitHubClientSecret($0.value) })
-        return GitHubConnection(
+        var connection = GitHubConnection(
             provider: provider, hasClientID: clientID != nil, transport: request.transport,
             terminal: request.terminal, emulator: nil, approvalMode: .off, environment: request.environment)
+        connection.remembered = GitHubRememberedLogin(stateDirectory: request.configuration.stateDirectory)
+        connection.serverURL = settings.serverURL?.value
+        return connection
     }
 
     /// GitHub answers git for every host: its logins are stored with the host name as the app
@@ -152,6 +170,8 @@ public struct GitHubPlugin: ProviderPlugin {
         // The configured server address applies only to the host it names.
         if let configured = try? settings.host(), configured.hostname != host.lowercased() {
             settings.serverURL = nil
+            // The previous login's client id belongs to the previous login's host.
+            if settings.clientID?.source == GitHubRememberedLogin.source { settings.clientID = nil }
         }
         if settings.serverURL == nil { settings.hostname = Sourced(host, source: "git's request") }
         return try connection(settings, request: request)
@@ -209,6 +229,10 @@ struct GitHubConnection: ConnectedProvider {
     var emulator: RunningEmulator?
     var approvalMode: EmulatorApproval.Mode
     var environment: [String: String]
+    /// Where a login's host is remembered (not for the emulator).
+    var remembered: GitHubRememberedLogin?
+    /// The configured server address, when there is one.
+    var serverURL: String?
 
     var providerID: ProviderID { .github }
     var appID: String { provider.credentialAppID }
@@ -250,6 +274,8 @@ struct GitHubConnection: ConnectedProvider {
             LoginRequest(
                 provider: .github, appID: provider.credentialAppID, permissions: options.scopes.map(Permission.read)))
         try await DesktopLogin.save(token, account: account, store: store, label: label)
+        try? remembered?.remember(
+            hostname: provider.host.hostname, clientID: hasClientID ? provider.clientID : nil, url: serverURL)
         let user = try? await provider.user(token: token.tokenString, transport: transport)
         return LoginResult(token: token, userName: user?.name)
     }
@@ -301,6 +327,32 @@ struct GitHubConnection: ConnectedProvider {
         } catch {
             terminal.say("The built-in GitHub emulator's state could not be saved: \(error)\n")
         }
+    }
+}
+
+/// The host, client id and server address of the last GitHub login (never a secret), in
+/// `$XDG_STATE_HOME/sesame/github.json`.
+struct GitHubRememberedLogin: Sendable {
+    /// Where remembered values say they come from, in messages.
+    static let source = "the previous 'sesame login github'"
+    var url: URL
+
+    init(stateDirectory: URL) {
+        url = stateDirectory.appendingPathComponent("github.json")
+    }
+
+    func read() -> [String: JSONValue] {
+        FileManager.default.contents(atPath: url.path).flatMap { JSONValue(parsing: $0)?.objectValue } ?? [:]
+    }
+
+    func remember(hostname: String, clientID: String?, url server: String?) throws {
+        var object: [String: JSONValue] = ["hostname": .string(hostname)]
+        if let clientID { object["client_id"] = .string(clientID) }
+        if let server { object["url"] = .string(server) }
+        try FileManager.default.createDirectory(
+            at: url.deletingLastPathComponent(), withIntermediateDirectories: true,
+            attributes: [.posixPermissions: 0o700])
+        try Data(JSONValue.object(object).jsonText.utf8).write(to: url, options: .atomic)
     }
 }
 

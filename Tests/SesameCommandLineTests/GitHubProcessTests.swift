@@ -268,6 +268,10 @@ struct GitHubProcessTests {
             environment: server.environment)
         #expect(forget.status == 0, "\(forget.standardError)")
         #expect(try await cli.storedTokens() == [octocat])
+
+        // With no setting at all, commands use the previous login's host (ghe.example.com here).
+        let remembered = try await cli.run("sesame", ["status", "--json"])
+        #expect(try Self.github(in: remembered)["details"]?["host"]?.stringValue == "ghe.example.com")
         cli.expectNoTokenLeaks([octocat, hubot])
     }
 
