@@ -165,6 +165,28 @@ struct GitHubProcessTests {
         cli.expectNoTokenLeaks(try await cli.storedTokens() + [personal])
     }
 
+    @Test("the device poll's HTTP-200 answers through the CLI: slow_down is obeyed, expired_token ends the login")
+    func devicePollAnswers() async throws {
+        let server = try await Server()
+        defer { server.stop() }
+        let cli = try CLIHarness()
+        await server.emulator.activate(GitHubScenarioSetting(.slowDown, count: 1))
+        let polls = server.emulator.requestCount(path: "/login/oauth/access_token")
+        let slowed = try await Self.deviceLogin(cli, server: server)
+        #expect(slowed.status == 0, "\(slowed.standardError)")
+        #expect(server.emulator.requestCount(path: "/login/oauth/access_token") - polls >= 2)
+
+        let process = try cli.start(
+            "sesame", ["login", "github", "--account", "late"], environment: server.environment)
+        _ = try await process.waitForError(matching: #"enter the code\n\n\s+[A-Z0-9]{4}-[A-Z0-9]{4}\n"#)
+        await server.emulator.advanceClock(by: 3600)
+        let expired = await process.finish()
+        cli.record("sesame login github --account late", expired)
+        #expect(expired.status != 0)
+        #expect(expired.standardError.contains("expired"), "\(expired.standardError)")
+        #expect(try await cli.storedTokens().count == 1)
+    }
+
     /// What `sesame status` shows for each scenario of the emulator.
     static let scenarios: [(GitHubScenario, AccountCheck.Validity, String, Int32)] = [
         (.badCredentials, .invalid, "no longer valid", 77),
