@@ -231,12 +231,13 @@ struct GitHubProcessTests {
             "sesame", ["login", "github", "--with-token"], input: Data(octocat.utf8), environment: server.environment)
         #expect(local.status == 0, "\(local.standardError)")
         let enterprise = try await cli.run(
-            "sesame", ["login", "github", "--with-token", "--hostname", "ghe.example.com"], input: Data(hubot.utf8),
+            "sesame", ["login", "github", "--with-token", "--hostname", "ghe.example.com", "--account", "work"],
+            input: Data(hubot.utf8),
             environment: server.environment)
         #expect(enterprise.status == 0, "\(enterprise.standardError)")
         #expect(enterprise.standardOutput.contains("as Hubot (hubot)"))
 
-        // Two logins of account 'default', one per host: neither replaced the other.
+        // One login per host, each host with its own active account: neither replaced the other.
         #expect(Set(try await cli.storedTokens()) == [octocat, hubot])
         let token = try await cli.run("sesame", ["token", "github"], environment: server.environment)
         #expect(token.standardOutput == octocat + "\n")
