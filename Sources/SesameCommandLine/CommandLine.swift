@@ -125,8 +125,9 @@ package enum SesameCLI {
         text += HelpFormatter.table(commands.map { ($0.spec.name, $0.spec.summary) })
         text += """
 
-            With no app id configured, commands use Sesame's built-in Facebook emulator, whose state
-            is kept under $XDG_STATE_HOME/sesame/.
+            A provider with nothing configured (no app or client id) uses Sesame's built-in
+            emulator for it, whose state is kept under $XDG_STATE_HOME/sesame/ ('sesame doctor'
+            says which ones).
 
             EXIT STATUS
 
