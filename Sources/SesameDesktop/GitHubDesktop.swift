@@ -166,6 +166,8 @@ public struct GitHubPlugin: ProviderPlugin {
     public func connect(
         _ request: ProviderConnectionRequest, credentialHost host: String
     ) async throws -> (any ConnectedProvider)? {
+        // A name that cannot be a GitHub host has no GitHub login.
+        guard (try? GitHubHost(hostname: host)) != nil else { return nil }
         var settings = try Settings(request)
         // The configured server address applies only to the host it names.
         if let configured = try? settings.host(), configured.hostname != host.lowercased() {

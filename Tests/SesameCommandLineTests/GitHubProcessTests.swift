@@ -323,6 +323,11 @@ struct GitHubProcessTests {
         #expect(nothing.status == 0)
         #expect(nothing.standardOutput.isEmpty)
         #expect(nothing.standardError.isEmpty)
+        let oddHost = try await cli.run(
+            "sesame", ["git-credential", "get"], input: Data("protocol=https\nhost=not a host/x\n\n".utf8),
+            environment: server.environment)
+        #expect(oddHost.status == 0, "\(oddHost.standardError)")
+        #expect(oddHost.standardOutput.isEmpty)
     }
 
     @Test("explain-error --provider github, providers and doctor")
