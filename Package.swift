@@ -126,8 +126,7 @@ let package = Package(
             name: "SesameCommandLineTests",
             dependencies: [
                 "SesameCommandLine", "SesameFacebook", "Sesame", "SesameDesktop", "SesameEmulator", "SesameCurl",
-                "SesameTestSupport", "sesame", "fb-login", "fb-publish", "fb-errors", "sesame-git-credential-probe",
-                "SesameHTTPServer",
+                "SesameTestSupport", "sesame", "fb-login", "fb-publish", "fb-errors", "SesameHTTPServer",
             ]
         ),
 
@@ -138,7 +137,8 @@ let package = Package(
         .target(
             name: "SesameDesktop",
             dependencies: [
-                "Sesame", "SesameFacebook", "SesameOIDC", "SesameCurl", "SesameHTTPServer", "SesameKeyring",
+                "Sesame", "SesameFacebook", "SesameOIDC", "SesameGitHub", "SesameCurl", "SesameHTTPServer",
+                "SesameKeyring",
             ]),
         // Sesame's emulators offered to SesameDesktop as the built-in fallback (BuiltInEmulators.sesame),
         // for the sesame command and the examples, which ask for it explicitly.
@@ -174,11 +174,6 @@ let package = Package(
                 // `sesame doctor`, whose keyring lines come from SecretServiceInfo.
                 "sesame",
             ]),
-        // Git's credential helper on the logic of `sesame git-credential`, for tests that run the
-        // real `git credential fill` against a test's file store.
-        .executableTarget(
-            name: "sesame-git-credential-probe", dependencies: ["SesameCommandLine", "Sesame"],
-            path: "Tests/SesameGitCredentialProbe"),
         // Runs one keyring call in its own process, so tests can give it a different D-Bus
         // environment (libsecret keeps one bus connection per process).
         .executableTarget(

@@ -71,7 +71,7 @@ struct AccountCommands {
 
     private func run(_ connected: any ConnectedProvider, storage: StorageSelection) async throws -> Int32 {
         let accounts = AccountState(environment: context.environment)
-        let account = command.account ?? accounts.activeAccount(for: connected.providerID)
+        let account = command.account ?? accounts.activeAccount(for: connected.providerID, appID: connected.appID)
         let key = CredentialKey(provider: connected.providerID, appID: connected.appID, account: account)
         switch command.action {
         case .login(let login):
@@ -99,7 +99,7 @@ struct AccountCommands {
                         + "; log in to it with 'sesame login \(name) --account \(target.sanitizedForTerminal)'.",
                     status: ExitStatus.permission)
             }
-            try accounts.setActiveAccount(target, for: key.provider)
+            try accounts.setActiveAccount(target, for: key.provider, appID: key.appID)
             io.write("\(connected.label) account '\(target)' is now the active one.\n")
             return ExitStatus.success
         case .permissions(let action):
@@ -162,7 +162,7 @@ struct AccountCommands {
         let previous = try? await storage.store.load(key)
         let result = try await connected.logIn(
             LoginOptions(flow: flow, scopes: login.scopes), account: key.account, store: storage.store)
-        try accounts.setActiveAccount(key.account, for: key.provider)
+        try accounts.setActiveAccount(key.account, for: key.provider, appID: key.appID)
         let token = result.token
         let subject = token.userID ?? "?"
         let who =
@@ -259,10 +259,11 @@ struct AccountCommands {
     /// When the active account's login is gone (logged out, or cleared by the provider's
     /// error), makes another stored login of the same app the active one, as `gh` does.
     private func switchAwayIfGone(_ key: CredentialKey, accounts: AccountState, store: any CredentialStore) async {
-        guard accounts.activeAccount(for: key.provider) == key.account, await isStored(key, in: store) == false,
+        guard accounts.activeAccount(for: key.provider, appID: key.appID) == key.account,
+            await isStored(key, in: store) == false,
             let next = try? await logins(of: key, in: store).first
         else { return }
-        guard (try? accounts.setActiveAccount(next.account, for: key.provider)) != nil else { return }
+        guard (try? accounts.setActiveAccount(next.account, for: key.provider, appID: key.appID)) != nil else { return }
         context.io.writeError("Account '\(next.account)' is now the active one.\n")
     }
 

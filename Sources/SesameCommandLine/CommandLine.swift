@@ -19,6 +19,8 @@ package enum Command: Sendable, Equatable {
     case emulator(EmulatorCommand)
     /// `sesame providers`.
     case providers
+    /// `sesame git-credential`.
+    case gitCredential(GitCredentialCommand)
     /// `sesame --version`.
     case version
 
@@ -32,6 +34,7 @@ package enum Command: Sendable, Equatable {
         case .doctor: "doctor"
         case .emulator: "emulator"
         case .providers: "providers"
+        case .gitCredential: "git-credential"
         case .version: "version"
         }
     }
@@ -102,6 +105,7 @@ package enum SesameCLI {
         ProviderCommands.login, StatusCommand.definition, ProviderCommands.token, ProviderCommands.logout,
         ProviderCommands.switchAccount, ProviderCommands.permissions, DoctorCommand.definition,
         EmulatorCommand.definition, ExplainError.definition, ProvidersCommand.definition,
+        GitCredentialCommand.definition,
     ]
 
     /// The top-level help.
@@ -121,8 +125,9 @@ package enum SesameCLI {
         text += HelpFormatter.table(commands.map { ($0.spec.name, $0.spec.summary) })
         text += """
 
-            With no app id configured, commands use Sesame's built-in Facebook emulator, whose state
-            is kept under $XDG_STATE_HOME/sesame/.
+            A provider with nothing configured (no app or client id) uses Sesame's built-in
+            emulator for it, whose state is kept under $XDG_STATE_HOME/sesame/ ('sesame doctor'
+            says which ones).
 
             EXIT STATUS
 
@@ -229,6 +234,8 @@ package enum SesameCLI {
                 return await doctor.run(context: context)
             case .emulator(let emulator):
                 return await emulator.run(io: io)
+            case .gitCredential(let gitCredential):
+                return try await gitCredential.run(context: context)
             default:
                 return ExitStatus.success
             }

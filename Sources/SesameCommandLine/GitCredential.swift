@@ -255,15 +255,15 @@ package enum GitCredential {
 }
 
 extension GitCredential {
-    /// The stored login that answers git for `host`: a `github` credential whose app id is the
-    /// host name (how SesameGitHub keys logins), not marked as needing a login. With a wanted
+    /// The stored login that answers git for `host`: a credential of `provider` whose app id is
+    /// the host name (how SesameGitHub keys logins), not marked as needing a login. With a wanted
     /// `username`, only the login of that name; otherwise `preferredAccount` when it is stored
     /// for the host, else the most recently saved one.
     ///
     /// - Throws: the store's error (a locked or missing keyring), for the command to report on
     ///   standard error.
     package static func storedLogin(
-        in store: any CredentialStore, provider: ProviderID = "github", host: String, username: String?,
+        in store: any CredentialStore, provider: ProviderID, host: String, username: String?,
         preferredAccount: String? = nil
     ) async throws -> StoredCredential? {
         let candidates = try await store.list(provider: provider).filter {

@@ -121,15 +121,17 @@ package enum ProviderTable {
     /// Every flag some provider's login takes, for the parser (each is checked against the
     /// named provider afterwards).
     static var loginOptions: [OptionSpec] {
-        var seen: Set<String> = []
         var options: [OptionSpec] = []
         for plugin in Desktop.providers {
-            for setting in plugin.settings(instance: plugin.name)
-            where setting.isFlag && seen.insert(setting.name).inserted {
-                options.append(
-                    OptionSpec(
-                        setting.name, value: setting.kind == .flag ? nil : setting.valueName,
-                        "\(plugin.displayName): \(setting.summary)"))
+            for setting in plugin.settings(instance: plugin.name) where setting.isFlag {
+                let summary = "\(plugin.displayName): \(setting.summary)"
+                // A flag several providers take (--client-id) says what it is for each of them.
+                if let index = options.firstIndex(where: { $0.name == setting.name }) {
+                    options[index].summary += " \(summary)"
+                } else {
+                    options.append(
+                        OptionSpec(setting.name, value: setting.kind == .flag ? nil : setting.valueName, summary))
+                }
             }
         }
         return options

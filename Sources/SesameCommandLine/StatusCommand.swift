@@ -285,7 +285,7 @@ package struct StatusCommand: Sendable, Equatable {
             return checks
         }
         await connected.shutdown()
-        let active = accounts.activeAccount(for: connected.providerID)
+        let active = accounts.activeAccount(for: connected.providerID, appID: connected.appID)
         report.accounts = zip(credentials, checks).map { credential, check in
             var check = check
             if Task.isCancelled, check.validity == .unverified {

@@ -20,6 +20,7 @@ public enum Desktop {
     public static let providers: [any ProviderPlugin] = [
         FacebookPlugin(),
         OIDCPlugin(),
+        GitHubPlugin(),
     ]
 
     /// The plug-in that answers to `name`: a plug-in's own name, or an instance name from the

@@ -114,16 +114,21 @@ public struct AccountState: Sendable {
         try Data(JSONValue.object(object).jsonText.utf8).write(to: url, options: .atomic)
     }
 
-    /// The active account for `provider` (`default` when none was chosen).
-    public func activeAccount(for provider: ProviderID) -> String {
-        read()["active"]?[provider.rawValue]?.stringValue ?? "default"
+    /// The active account for `provider` (`default` when none was chosen): with `appID`, the
+    /// one chosen for that app (a GitHub host) when there is one, else the provider's.
+    public func activeAccount(for provider: ProviderID, appID: String? = nil) -> String {
+        let active = read()["active"]
+        if let appID, let account = active?["\(provider.rawValue)/\(appID)"]?.stringValue { return account }
+        return active?[provider.rawValue]?.stringValue ?? "default"
     }
 
-    /// Makes `account` the active one for `provider`.
-    public func setActiveAccount(_ account: String, for provider: ProviderID) throws {
+    /// Makes `account` the active one for `provider`, and for its app `appID` when given, so that
+    /// each app (each GitHub host) keeps its own active account.
+    public func setActiveAccount(_ account: String, for provider: ProviderID, appID: String? = nil) throws {
         try modify { object in
             var active = object["active"]?.objectValue ?? [:]
             active[provider.rawValue] = .string(account)
+            if let appID { active["\(provider.rawValue)/\(appID)"] = .string(account) }
             object["active"] = .object(active)
         }
     }

@@ -52,6 +52,16 @@ public protocol ProviderPlugin: Sendable {
 
     /// The provider's lines of `sesame doctor`, each probe bounded in time.
     func doctor(_ request: ProviderConnectionRequest) async -> [DoctorLine]
+
+    /// Connects the provider for the git host `host` (lower case, without the default port),
+    /// when its logins can answer git's credential questions (`sesame git-credential`); `nil`
+    /// (the default) for a provider whose logins are not git credentials. Never starts an
+    /// emulator and never asks the person anything.
+    ///
+    /// - Throws: ``DesktopError`` for a setting that is wrong.
+    func connect(
+        _ request: ProviderConnectionRequest, credentialHost host: String
+    ) async throws -> (any ConnectedProvider)?
 }
 
 extension ProviderPlugin {
@@ -60,6 +70,9 @@ extension ProviderPlugin {
     public var permissionOptions: [ProviderSetting] { [] }
     public func instanceNames(configuration: DesktopConfiguration) throws -> [String] { [] }
     public func mayBeInstance(_ instance: String) -> Bool { instance == name }
+    public func connect(
+        _ request: ProviderConnectionRequest, credentialHost host: String
+    ) async throws -> (any ConnectedProvider)? { nil }
 }
 
 /// What `sesame permissions` can do for a provider.

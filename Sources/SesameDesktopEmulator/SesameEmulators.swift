@@ -11,6 +11,7 @@ extension BuiltInEmulators {
     public static let sesame = BuiltInEmulators { provider, environment in
         switch provider {
         case "facebook": try await SesameEmulators.facebook(environment: environment)
+        case "github": try await SesameEmulators.github(environment: environment)
         default: nil
         }
     }
@@ -58,5 +59,101 @@ enum SesameEmulators {
             approveDevice: { code in try await emulator.approveDevice(userCode: code) },
             approveDialog: { url in try await emulator.approveDialog(url: url) },
             stop: { await emulator.stop() })
+    }
+}
+
+extension SesameEmulators {
+    /// The GitHub emulator, in-process, with the tokens it issued kept in
+    /// `$XDG_STATE_HOME/sesame/github-emulator.json` (0600) between runs. Scenarios come from
+    /// `SESAME_GITHUB_EMULATOR_SCENARIO` (`name[,count=N][,seconds=N][,scope=S]`, several separated
+    /// by `;`).
+    static func github(environment: [String: String]) async throws -> RunningEmulator {
+        let directory = XDG.stateDirectory(environment: environment)
+        let stateFile = directory.appendingPathComponent("github-emulator.json")
+        let scenarios = try githubScenarios(environment["SESAME_GITHUB_EMULATOR_SCENARIO"] ?? "")
+        // A demo should not make people wait GitHub's five seconds between device polls.
+        let emulator = GitHubEmulator(devicePollInterval: 2)
+        if let data = FileManager.default.contents(atPath: stateFile.path) {
+            do {
+                try emulator.restoreState(from: data)
+            } catch let error as EmulatorError {
+                throw DesktopError(
+                    "\(stateFile.path): \(error.message) Remove the file to start the GitHub emulator afresh.",
+                    status: .config)
+            }
+        }
+        for scenario in scenarios { await emulator.activate(scenario) }
+        let endpoints: GitHubEmulatorEndpoints
+        do {
+            endpoints = try await emulator.start()
+        } catch {
+            throw DesktopError("The built-in GitHub emulator could not start: \(error)", status: .unavailable)
+        }
+        return RunningEmulator(
+            endpoints: ["base": endpoints.baseURL, "api": endpoints.apiURL], appID: GitHubEmulator.defaultClientID,
+            clientCredential: nil, stateFile: stateFile, personName: "octocat",
+            approveDevice: { code in try await emulator.approveDevice(userCode: code) },
+            approveDialog: { _ in
+                throw DesktopError("The GitHub emulator has no browser login.", status: .usage)
+            },
+            stop: {
+                await emulator.stop()
+                // Tokens another run saved meanwhile are kept too.
+                if let data = FileManager.default.contents(atPath: stateFile.path) {
+                    try? emulator.restoreState(from: data)
+                } else if !emulator.hasIssuedTokens {
+                    return  // nothing to keep: no file for a run that issued nothing
+                }
+                try save(emulator.stateData(), to: stateFile)
+            })
+    }
+
+    /// `name[,count=N][,seconds=N][,scope=S]`, several separated by `;`.
+    static func githubScenarios(_ text: String) throws -> [GitHubScenarioSetting] {
+        try text.split(separator: ";").map { item in
+            let parts = item.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
+            guard let name = parts.first, let scenario = GitHubScenario(rawValue: name) else {
+                throw DesktopError(
+                    "SESAME_GITHUB_EMULATOR_SCENARIO: '\(String(item).sanitizedForTerminal)' is not a GitHub scenario; "
+                        + "use one of \(GitHubScenario.allCases.map(\.rawValue).joined(separator: ", ")).",
+                    status: .config)
+            }
+            var setting = GitHubScenarioSetting(scenario)
+            for part in parts.dropFirst() {
+                let pair = part.split(separator: "=", maxSplits: 1).map(String.init)
+                switch (pair.first, pair.count == 2 ? pair[1] : nil) {
+                case ("count", let value?) where Int(value).map({ $0 > 0 }) == true: setting.count = Int(value)
+                case ("seconds", let value?) where Int(value).map({ $0 >= 0 }) == true: setting.seconds = Int(value)
+                case ("scope", let value?) where !value.isEmpty: setting.scope = value
+                default:
+                    throw DesktopError(
+                        "SESAME_GITHUB_EMULATOR_SCENARIO: '\(part.sanitizedForTerminal)' is not count=N, seconds=N or "
+                            + "scope=NAME.", status: .config)
+                }
+            }
+            return setting
+        }
+    }
+
+    /// Writes `data` to `url` with mode 0600, replacing the file at once.
+    static func save(_ data: Data, to url: URL) throws {
+        let directory = url.deletingLastPathComponent()
+        do {
+            try FileManager.default.createDirectory(
+                at: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+            let temporary = directory.appendingPathComponent(".\(url.lastPathComponent).\(UUID().uuidString)")
+            guard
+                FileManager.default.createFile(
+                    atPath: temporary.path, contents: data, attributes: [.posixPermissions: 0o600])
+            else { throw CocoaError(.fileWriteNoPermission) }
+            guard rename(temporary.path, url.path) == 0 else {
+                try? FileManager.default.removeItem(at: temporary)
+                throw CocoaError(.fileWriteUnknown)
+            }
+        } catch {
+            throw DesktopError(
+                "The built-in GitHub emulator's tokens could not be kept in \(url.path): make \(directory.path) "
+                    + "writable, or set XDG_STATE_HOME to a directory that is.", status: .cannotCreate)
+        }
     }
 }

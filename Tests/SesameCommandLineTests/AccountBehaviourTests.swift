@@ -367,6 +367,7 @@ struct ProviderPluginTests {
             for forbidden in [
                 "import SesameFacebook", "import SesameOIDC", "import SesameGitHub", #"== "facebook""#, #"== "oidc""#,
                 "ProviderID.facebook", ": .facebook", "(.facebook", "FacebookErrorTaxonomy",
+                "ProviderID.github", "(.github", "GitHubErrorTaxonomy",
             ] {
                 #expect(!text.contains(forbidden), "\(file) contains \(forbidden)")
             }

@@ -325,7 +325,7 @@ struct DesktopProcessTests {
         let cli = try CLIHarness()
         for command in [
             "login", "status", "token", "logout", "switch", "permissions", "doctor", "emulator", "explain-error",
-            "providers",
+            "providers", "git-credential",
         ] {
             let result = try await cli.run("sesame", [command, "--help"])
             #expect(result.status == 0)

@@ -7,14 +7,14 @@ import Testing
 
 @testable import SesameCommandLine
 
-/// The real `git credential fill`, with the credential-helper logic of `sesame git-credential`
-/// (in `sesame-git-credential-probe`) as its only helper, over a test's own file store.
-@Suite("git credential fill through the git-credential logic")
+/// The real `git credential fill` (and `git clone`), with `sesame git-credential` as its only
+/// helper, over a test's own file store.
+@Suite("git credential fill through sesame git-credential")
 struct GitCredentialProcessTests {
     struct Setup {
         let directory: URL
         let git: URL
-        let probe: URL
+        let sesame: URL
         let environment: [String: String]
 
         init() async throws {
@@ -25,11 +25,11 @@ struct GitCredentialProcessTests {
                         + "scripts/bootstrap installs it.")
             }
             git = URL(fileURLWithPath: path)
-            probe = try ProcessRunner.builtExecutable("sesame-git-credential-probe")
+            sesame = try ProcessRunner.builtExecutable("sesame")
             directory = FileManager.default.temporaryDirectory.appendingPathComponent(
                 "sesame-git-credential-\(UUID().uuidString)", isDirectory: true)
             try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-            let store = FileCredentialStore(url: directory.appendingPathComponent("credentials.json"))
+            let store = FileCredentialStore(url: directory.appendingPathComponent("state/sesame/credentials.json"))
             for (host, login, token) in [
                 ("github.com", "octocat", "gho_fromTheStore0123456789"),
                 ("ghe.example.com", "hubot", "gho_enterpriseToken000000"),
@@ -39,12 +39,13 @@ struct GitCredentialProcessTests {
                         key: CredentialKey(provider: "github", appID: host, account: login),
                         token: AccessToken(tokenString: token, provider: "github", appID: host, userID: login)))
             }
-            // A git with no system or global configuration of the person's, that never prompts.
+            // A git with no system or global configuration of the person's, that never prompts; a
+            // sesame whose logins are in the test's file store.
             environment = [
                 "HOME": directory.path, "XDG_CONFIG_HOME": directory.appendingPathComponent("config").path,
                 "GIT_CONFIG_NOSYSTEM": "1", "GIT_TERMINAL_PROMPT": "0", "GIT_ASKPASS": "", "SSH_ASKPASS": "",
                 "LANG": "C.UTF-8", "PATH": "/usr/bin:/bin",
-                "SESAME_PROBE_STORE": directory.appendingPathComponent("credentials.json").path,
+                "XDG_STATE_HOME": directory.appendingPathComponent("state").path, "SESAME_STORAGE": "file",
             ]
         }
 
@@ -52,7 +53,11 @@ struct GitCredentialProcessTests {
 
         func fill(_ request: String) async throws -> ProcessResult {
             try await ProcessRunner.run(
-                git, ["-c", "credential.helper=", "-c", "credential.helper=!\(probe.path)", "credential", "fill"],
+                git,
+                [
+                    "-c", "credential.helper=", "-c", "credential.helper=!\(sesame.path) git-credential", "credential",
+                    "fill",
+                ],
                 input: Data(request.utf8), environment: environment, killAfter: .seconds(30))
         }
 
@@ -108,7 +113,8 @@ struct GitCredentialProcessTests {
         #expect(server.authenticatedRequests == 0)
 
         let clone = try await setup.git([
-            "-c", "credential.helper=", "-c", "credential.helper=!\(setup.probe.path)", "clone", "-q", url, "cloned",
+            "-c", "credential.helper=", "-c", "credential.helper=!\(setup.sesame.path) git-credential", "clone", "-q",
+            url, "cloned",
         ])
         #expect(clone.status == 0, "\(clone.standardError)")
         let readme = setup.directory.appendingPathComponent("cloned/README")
@@ -120,7 +126,9 @@ struct GitCredentialProcessTests {
 }
 
 extension GitCredentialProcessTests.Setup {
-    var store: FileCredentialStore { FileCredentialStore(url: directory.appendingPathComponent("credentials.json")) }
+    var store: FileCredentialStore {
+        FileCredentialStore(url: directory.appendingPathComponent("state/sesame/credentials.json"))
+    }
 
     /// Runs git in the test's directory with the test's environment.
     func git(_ arguments: [String]) async throws -> ProcessResult {

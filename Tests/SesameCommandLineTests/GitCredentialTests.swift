@@ -144,7 +144,8 @@ struct GitCredentialTests {
             credential("ghe.example.com", "alice", saved: 50),
         ])
         func login(_ host: String, _ username: String?, preferred: String? = nil) async throws -> String? {
-            try await GitCredential.storedLogin(in: store, host: host, username: username, preferredAccount: preferred)?
+            try await GitCredential.storedLogin(
+                in: store, provider: "github", host: host, username: username, preferredAccount: preferred)?
                 .token.userID
         }
         #expect(try await login("github.com", nil) == "hubot")
@@ -153,7 +154,8 @@ struct GitCredentialTests {
         #expect(try await login("github.com", "stale") == nil)
         #expect(try await login("ghe.example.com", nil) == "alice")
         #expect(try await login("gitlab.com", nil) == nil)
-        let stored = try #require(try await GitCredential.storedLogin(in: store, host: "github.com", username: "hubot"))
+        let stored = try #require(
+            try await GitCredential.storedLogin(in: store, provider: "github", host: "github.com", username: "hubot"))
         #expect(GitCredentialLogin(stored).token == "t-hubot")
     }
 }
