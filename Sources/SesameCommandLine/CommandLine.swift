@@ -21,6 +21,8 @@ package enum Command: Sendable, Equatable {
     case providers
     /// `sesame --version`.
     case version
+    /// `sesame completion SHELL` and `sesame manpage`.
+    case completion(CompletionCommand)
 
     /// The command's name, for messages.
     var name: String {
@@ -33,6 +35,7 @@ package enum Command: Sendable, Equatable {
         case .emulator: "emulator"
         case .providers: "providers"
         case .version: "version"
+        case .completion(let completion): completion.format == .man ? "manpage" : "completion"
         }
     }
 }
@@ -102,6 +105,7 @@ package enum SesameCLI {
         ProviderCommands.login, StatusCommand.definition, ProviderCommands.token, ProviderCommands.logout,
         ProviderCommands.switchAccount, ProviderCommands.permissions, DoctorCommand.definition,
         EmulatorCommand.definition, ExplainError.definition, ProvidersCommand.definition,
+        CompletionCommand.definition, CompletionCommand.manPageDefinition,
     ]
 
     /// The top-level help.
@@ -211,6 +215,9 @@ package enum SesameCLI {
             return ProvidersCommand.run(io: io)
         case .version:
             io.write("sesame \(version)\n")
+            return ExitStatus.success
+        case .completion(let completion):
+            io.write(completion.text)
             return ExitStatus.success
         default:
             break
