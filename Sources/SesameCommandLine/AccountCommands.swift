@@ -36,7 +36,7 @@ struct AccountCommands {
         let connected = try await plugin.connect(
             ProviderConnectionRequest(
                 instance: name, flags: flags, configuration: configuration, environment: context.environment,
-                terminal: context.terminal, transport: CurlTransport(), emulators: .sesame,
+                terminal: context.terminal, transport: LazyTransport.curl(), emulators: .sesame,
                 purpose: command.action.isLogin ? .login : .use))
         do {
             let status = try await run(connected, storage: storage)

@@ -94,7 +94,15 @@ public struct FacebookPlugin: ProviderPlugin {
                     + "\(request.configuration.configFileDescription)), or ask for the built-in emulator.",
                 status: .config)
         }
-        guard let emulator = try await emulators.start(name, request.environment),
+        // Only a login needs the emulator at once (its approval step, a browser's address); any
+        // other command gets one that starts on its first request, if there is one.
+        var prepared: RunningEmulator?
+        if request.purpose != .login, let prepare = emulators.prepare {
+            prepared = try prepare(name, request.environment)
+        }
+        var started: RunningEmulator?
+        if prepared == nil { started = try await emulators.start(name, request.environment) }
+        guard let emulator = prepared ?? started,
             let base = emulator.endpoints["base"], let graph = emulator.endpoints["graph"]
         else {
             throw DesktopError(
@@ -111,8 +119,8 @@ public struct FacebookPlugin: ProviderPlugin {
                         + "\(emulator.stateFile.path)); set SESAME_FACEBOOK_APP_ID to use a real app.") + "\n")
         }
         return FacebookConnection(
-            provider: provider, transport: request.transport, terminal: request.terminal, emulator: emulator,
-            approvalMode: approvalMode, environment: request.environment)
+            provider: provider, transport: emulator.route(request.transport), terminal: request.terminal,
+            emulator: emulator, approvalMode: approvalMode, environment: request.environment)
     }
 
     public func doctor(_ request: ProviderConnectionRequest) async -> [DoctorLine] {
