@@ -22,6 +22,7 @@ let benchmarks: [Benchmark] = [
     graphBenchmark,
     KeyringBenchmark.benchmark,
     githubBenchmark,
+    CLIBenchmark.benchmark,
 ]
 
 func usage() -> String {
