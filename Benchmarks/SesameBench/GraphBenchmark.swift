@@ -139,6 +139,11 @@ struct GraphBenchmark {
         let stackMicroseconds = 1e6 / median(figures["stackOnly"]!)
         let batch = median(batchTimes)
         let sequential = median(sequentialTimes)
+        // Each round's stack ÷ raw, measured back to back against the same server: the figure the
+        // goal (≥ 0.9×) is about, with its median and spread over the rounds of this run.
+        let ratios = zip(figures["provider"]!, figures["rawCurl"]!).map { $0 / $1 }
+        let ratioMedian = median(ratios)
+        let ratioSpread = (ratios.min() ?? .nan, ratios.max() ?? .nan)
         if json {
             let report: JSONValue = .object([
                 "benchmark": .string("graph"),
@@ -147,6 +152,10 @@ struct GraphBenchmark {
                 "rawCurl.rps": .number(raw.rounded()), "provider.rps": .number(stack.rounded()),
                 "urlSession.rps": .number(foundation.rounded()), "curlTransport.rps": .number(curl.rounded()),
                 "provider.vsRaw": .number((stack / raw * 100).rounded() / 100),
+                "provider.vsRaw.perRound": .array(ratios.map { .number(($0 * 100).rounded() / 100) }),
+                "provider.vsRaw.median": .number((ratioMedian * 100).rounded() / 100),
+                "provider.vsRaw.spread": .array(
+                    [ratioSpread.0, ratioSpread.1].map { .number(($0 * 100).rounded() / 100) }),
                 "provider.vsURLSession": .number((stack / foundation * 100).rounded() / 100),
                 "batch50.ms": .number((batch * 100).rounded() / 100),
                 "providerOnly.microsecondsPerCall": .number((stackMicroseconds * 10).rounded() / 10),
@@ -162,6 +171,12 @@ struct GraphBenchmark {
                 "  FacebookSession + GraphClient    \(Int(stack)) req/s  "
                     + "(\(String(format: "%.2f", stack / raw))× raw, \(String(format: "%.1f", stack / foundation))× URLSession)"
             )
+            print(
+                "  stack ÷ raw per round            "
+                    + ratios.map { String(format: "%.2f", $0) }.joined(separator: ", ")
+                    + String(
+                        format: "  (median %.2f×, spread %.2f–%.2f×; goal ≥ 0.9×)", ratioMedian, ratioSpread.0,
+                        ratioSpread.1))
             print("  CurlTransport alone (no session) \(Int(curl)) req/s")
             print("  URLSession                       \(Int(foundation)) req/s")
             print(

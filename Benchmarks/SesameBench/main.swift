@@ -25,6 +25,7 @@ let benchmarks: [Benchmark] = [
     jsonBenchmark,
     slowClientsBenchmark,
     tokenTableBenchmark,
+    CLIBenchmark.benchmark,
 ]
 
 func usage() -> String {

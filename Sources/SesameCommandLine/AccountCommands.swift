@@ -36,7 +36,7 @@ struct AccountCommands {
         let connected = try await plugin.connect(
             ProviderConnectionRequest(
                 instance: name, flags: flags, configuration: configuration, environment: context.environment,
-                terminal: context.terminal, transport: CurlTransport(), emulators: .sesame,
+                terminal: context.terminal, transport: LazyTransport.curl(), emulators: .sesame,
                 purpose: command.action.isLogin ? .login : .use,
                 readSecret: { [io] prompt in String(decoding: await io.readSecret(prompt), as: UTF8.self) }))
         do {

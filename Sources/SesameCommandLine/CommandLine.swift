@@ -23,6 +23,8 @@ package enum Command: Sendable, Equatable {
     case gitCredential(GitCredentialCommand)
     /// `sesame --version`.
     case version
+    /// `sesame completion SHELL` and `sesame manpage`.
+    case completion(CompletionCommand)
 
     /// The command's name, for messages.
     var name: String {
@@ -36,6 +38,7 @@ package enum Command: Sendable, Equatable {
         case .providers: "providers"
         case .gitCredential: "git-credential"
         case .version: "version"
+        case .completion(let completion): completion.format == .man ? "manpage" : "completion"
         }
     }
 }
@@ -106,6 +109,7 @@ package enum SesameCLI {
         ProviderCommands.switchAccount, ProviderCommands.permissions, DoctorCommand.definition,
         EmulatorCommand.definition, ExplainError.definition, ProvidersCommand.definition,
         GitCredentialCommand.definition,
+        CompletionCommand.definition, CompletionCommand.manPageDefinition,
     ]
 
     /// The top-level help.
@@ -216,6 +220,9 @@ package enum SesameCLI {
             return ProvidersCommand.run(io: io)
         case .version:
             io.write("sesame \(version)\n")
+            return ExitStatus.success
+        case .completion(let completion):
+            io.write(completion.text)
             return ExitStatus.success
         default:
             break

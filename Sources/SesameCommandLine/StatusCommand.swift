@@ -197,8 +197,8 @@ package struct StatusCommand: Sendable, Equatable {
         let selection = try await DesktopStorage.select(
             configuration.storage, keyring: context.keyring, environment: context.environment)
         let names = try Desktop.names(configuration: configuration)
-        let transport = CurlTransport(
-            configuration: CurlTransport.Configuration(connectTimeout: .seconds(3), timeout: Self.deadline))
+        let transport = LazyTransport.curl(
+            CurlTransport.Configuration(connectTimeout: .seconds(3), timeout: Self.deadline))
         let accounts = AccountState(environment: context.environment)
         let gather = Task {
             await withTaskGroup(of: (Int, ProviderReport?).self) { group in

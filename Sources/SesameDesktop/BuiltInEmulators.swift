@@ -13,13 +13,21 @@ public struct BuiltInEmulators: Sendable {
     /// when there is none for it.
     public var start: @Sendable (_ provider: String, _ environment: [String: String]) async throws -> RunningEmulator?
 
-    /// Creates the hook.
+    /// Describes the emulator for the provider without starting it, or returns `nil` when it
+    /// cannot (then ``start`` is used). The emulator it returns starts on its first request (see
+    /// ``RunningEmulator/route``), so a command that only reads the store (`sesame token`) never
+    /// binds a port or reads the emulator's state.
+    public var prepare: (@Sendable (_ provider: String, _ environment: [String: String]) throws -> RunningEmulator?)?
+
+    /// Creates the hooks.
     public init(
         start:
             @escaping @Sendable (_ provider: String, _ environment: [String: String]) async throws
-            -> RunningEmulator?
+            -> RunningEmulator?,
+        prepare: (@Sendable (_ provider: String, _ environment: [String: String]) throws -> RunningEmulator?)? = nil
     ) {
         self.start = start
+        self.prepare = prepare
     }
 }
 
@@ -43,13 +51,18 @@ public struct RunningEmulator: Sendable {
     ///
     /// - Throws: when its state could not be saved.
     public var stop: @Sendable () async throws -> Void
+    /// Wraps the transport a provider uses to reach it: for an emulator that starts on first use,
+    /// a transport that starts it and sends requests for ``endpoints`` to its real address; for a
+    /// started one, the transport itself.
+    public var route: @Sendable (any HTTPTransport) -> any HTTPTransport
 
     /// Creates a description of a running emulator.
     public init(
         endpoints: [String: URL], appID: String, clientCredential: String?, stateFile: URL, personName: String,
         approveDevice: @escaping @Sendable (_ userCode: String) async throws -> Void,
         approveDialog: @escaping @Sendable (_ dialog: URL) async throws -> URL,
-        stop: @escaping @Sendable () async throws -> Void
+        stop: @escaping @Sendable () async throws -> Void,
+        route: @escaping @Sendable (any HTTPTransport) -> any HTTPTransport = { $0 }
     ) {
         self.endpoints = endpoints
         self.appID = appID
@@ -59,5 +72,6 @@ public struct RunningEmulator: Sendable {
         self.approveDevice = approveDevice
         self.approveDialog = approveDialog
         self.stop = stop
+        self.route = route
     }
 }

@@ -94,7 +94,15 @@ public struct FacebookPlugin: ProviderPlugin {
                     + "\(request.configuration.configFileDescription)), or ask for the built-in emulator.",
                 status: .config)
         }
-        guard let emulator = try await emulators.start(name, request.environment),
+        // Only a login needs the emulator at once (its approval step, a browser's address); any
+        // other command gets one that starts on its first request, if there is one.
+        var prepared: RunningEmulator?
+        if request.purpose != .login, let prepare = emulators.prepare {
+            prepared = try prepare(name, request.environment)
+        }
+        var started: RunningEmulator?
+        if prepared == nil { started = try await emulators.start(name, request.environment) }
+        guard let emulator = prepared ?? started,
             let base = emulator.endpoints["base"], let graph = emulator.endpoints["graph"]
         else {
             throw DesktopError(
@@ -102,8 +110,11 @@ public struct FacebookPlugin: ProviderPlugin {
                     + "SESAME_FACEBOOK_APP_ID.", status: .config)
         }
         let approvalMode = try EmulatorApproval.mode(environment: request.environment, terminal: request.terminal)
+        // The emulator is on loopback; a prepared one's placeholder host is never resolved (its
+        // transport routes it to the emulator once started), so it may be named over plain http.
         let provider = FacebookProvider(
-            appID: emulator.appID, clientToken: emulator.clientCredential, dialogBaseURL: base, graphBaseURL: graph)
+            appID: emulator.appID, clientToken: emulator.clientCredential, dialogBaseURL: base, graphBaseURL: graph,
+            allowedInsecureHosts: Set([base.host, graph.host].compactMap { $0 }))
         if request.purpose == .login {
             request.terminal.say(
                 request.terminal.dim(
@@ -111,8 +122,8 @@ public struct FacebookPlugin: ProviderPlugin {
                         + "\(emulator.stateFile.path)); set SESAME_FACEBOOK_APP_ID to use a real app.") + "\n")
         }
         return FacebookConnection(
-            provider: provider, transport: request.transport, terminal: request.terminal, emulator: emulator,
-            approvalMode: approvalMode, environment: request.environment)
+            provider: provider, transport: emulator.route(request.transport), terminal: request.terminal,
+            emulator: emulator, approvalMode: approvalMode, environment: request.environment)
     }
 
     public func doctor(_ request: ProviderConnectionRequest) async -> [DoctorLine] {

@@ -1,0 +1,263 @@
+import Foundation
+import Sesame
+import SesameEmulator
+import SesameKeyring
+
+// sesame-bench cli: the command line's hot path as whole processes, beside `secret-tool lookup`
+// of the same keyring item, in one run:
+//
+// - `sesame token facebook`: one stored Facebook login of the built-in emulator's app (no app id
+//   configured), valid for 60 days, so nothing but the keyring is needed;
+// - `sesame status`, one account, no network: the same login with its app id configured and the
+//   Graph API at a loopback port where nothing listens, so the check fails at once;
+// - `sesame status` against the built-in emulator, which starts in-process and is asked once
+//   (for information: that is a network call).
+//
+// Run it in a throw-away keyring; the bench stores one item and removes it at the end:
+//
+//   swift build -c release --static-swift-stdlib --product sesame
+//   swift build -c release --product sesame-bench
+//   scripts/with-keyring .build/release/sesame-bench cli [--json] [--runs N] [--sesame PATH]
+
+struct CLIBenchmark {
+    static let benchmark = Benchmark(
+        name: "cli",
+        summary: "sesame token / status as whole processes beside secret-tool lookup (scripts/with-keyring)"
+    ) { arguments in
+        try await CLIBenchmark(arguments: arguments).run()
+    }
+
+    typealias Failure = KeyringBenchmark.Failure
+    typealias Series = KeyringBenchmark.Series
+
+    struct Row: Encodable {
+        var command: String
+        var series: Series
+        var p90: Double
+        /// This row's median over `secret-tool lookup`'s, when it is a Sesame command.
+        var ratio: Double?
+        /// The ratio the issue asks for, when there is one.
+        var goal: Double?
+    }
+
+    struct Report: Encodable {
+        var benchmark = "cli"
+        var runs: Int
+        var sesame: String
+        var rows: [Row]
+    }
+
+    let json: Bool
+    let runs: Int
+    let sesame: String
+
+    init(arguments: [String]) throws {
+        var json = false
+        var runs = 40
+        var sesame: String?
+        var rest = arguments[...]
+        while let argument = rest.popFirst() {
+            switch argument {
+            case "--json": json = true
+            case "--runs":
+                guard let value = rest.popFirst().flatMap(Int.init), value > 0 else {
+                    throw Failure(description: "--runs needs a positive number")
+                }
+                runs = value
+            case "--sesame":
+                guard let value = rest.popFirst() else { throw Failure(description: "--sesame needs a path") }
+                sesame = value
+            default:
+                throw Failure(
+                    description: "unknown argument '\(argument)'; usage: sesame-bench cli [--json] [--runs N] "
+                        + "[--sesame PATH]")
+            }
+        }
+        self.json = json
+        self.runs = runs
+        let beside = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath()
+            .deletingLastPathComponent().appendingPathComponent("sesame").path
+        self.sesame = sesame ?? beside
+        guard FileManager.default.isExecutableFile(atPath: self.sesame) else {
+            throw Failure(
+                description: "no sesame executable at \(self.sesame); build it with 'swift build -c release "
+                    + "--static-swift-stdlib --product sesame' or give --sesame PATH (an installed one)")
+        }
+    }
+
+    func run() async throws {
+        let environment = ProcessInfo.processInfo.environment
+        guard let bus = environment["DBUS_SESSION_BUS_ADDRESS"], !bus.isEmpty else {
+            throw Failure(description: "no D-Bus session; run it in a throw-away keyring: scripts/with-keyring ...")
+        }
+        let secretTool = try KeyringBenchmark.findSecretTool()
+        let appID = EmulatedApp.sesameDefault.id
+        // The default account, so that the commands are the plain ones: `sesame token facebook`.
+        let account = "default"
+        let key = CredentialKey(provider: ProviderID("facebook"), appID: appID, account: account)
+        let tokenString = "EAAB" + String(repeating: "x", count: 200)
+        let token = AccessToken(
+            tokenString: tokenString, provider: key.provider, appID: appID, userID: "100000000000001",
+            permissions: PermissionSet(granted: ["public_profile", "email"], declined: []),
+            expirationDate: Date(timeIntervalSinceNow: 60 * 86400),
+            dataAccessExpirationDate: Date(timeIntervalSinceNow: 90 * 86400))
+        let store = SecretServiceStore(unlocking: .never)
+        if !(try await store.list(provider: key.provider)).isEmpty {
+            throw Failure(
+                description: "this keyring already holds Facebook logins; run the bench in a throw-away keyring "
+                    + "(scripts/with-keyring), where its one login is the only one")
+        }
+        try await store.save(StoredCredential(key: key, token: token))
+
+        let scratch = FileManager.default.temporaryDirectory.appendingPathComponent("sesame-bench-cli-\(getpid())")
+        try FileManager.default.createDirectory(at: scratch, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: scratch) }
+        var base = [
+            "PATH": environment["PATH"] ?? "/usr/bin:/bin", "LANG": "C.UTF-8", "DBUS_SESSION_BUS_ADDRESS": bus,
+            "HOME": scratch.path, "XDG_STATE_HOME": scratch.appendingPathComponent("state").path,
+            "XDG_CONFIG_HOME": scratch.appendingPathComponent("config").path, "NO_COLOR": "1",
+        ]
+        if let runtime = environment["XDG_RUNTIME_DIR"] { base["XDG_RUNTIME_DIR"] = runtime }
+        var offline = base
+        offline["SESAME_FACEBOOK_APP_ID"] = appID
+        offline["SESAME_FACEBOOK_GRAPH_URL"] = "http://127.0.0.1:\(try Self.closedPort())"
+
+        struct Case {
+            var command: String
+            var executable: String
+            var arguments: [String]
+            var environment: [String: String]
+            /// `nil`: whatever the first run returns, as long as it reports the login.
+            var expectedStatus: Int32?
+            var goal: Double?
+        }
+        let cases = [
+            Case(
+                command: "secret-tool lookup (the same item)", executable: secretTool,
+                arguments: ["lookup", "provider", "facebook", "app_id", appID, "account", account],
+                environment: base, expectedStatus: 0),
+            Case(
+                command: "sesame token facebook", executable: sesame,
+                arguments: ["token", "facebook"], environment: base, expectedStatus: 0,
+                goal: 1.2),
+            Case(
+                command: "sesame status, one account, no network", executable: sesame, arguments: ["status"],
+                environment: offline, expectedStatus: nil, goal: 2),
+            Case(
+                command: "sesame status, built-in emulator (one GET /me)", executable: sesame, arguments: ["status"],
+                environment: base, expectedStatus: nil),
+        ]
+
+        // Each output checked once: the figures are of commands that did their job.
+        let lookup = try Self.runProcess(cases[0].executable, cases[0].arguments, environment: base)
+        guard lookup.status == 0, String(decoding: lookup.output, as: UTF8.self).contains(tokenString) else {
+            throw Failure(description: "secret-tool lookup did not print the stored login")
+        }
+        let printed = try Self.runProcess(cases[1].executable, cases[1].arguments, environment: base)
+        guard printed.status == 0, String(decoding: printed.output, as: UTF8.self) == tokenString + "\n" else {
+            throw Failure(description: "sesame token exited \(printed.status) without printing the stored token")
+        }
+        var expected = cases.map(\.expectedStatus)
+        for index in cases.indices.dropFirst(2) {
+            let check = cases[index]
+            let result = try Self.runProcess(check.executable, check.arguments, environment: check.environment)
+            let text = String(decoding: result.output, as: UTF8.self)
+            guard text.contains("default"), !text.contains(tokenString) else {
+                throw Failure(description: "\(check.command) did not report the stored login: \(text)")
+            }
+            expected[index] = result.status
+            progress("\(check.command) exits \(result.status): \(text.split(separator: "\n").dropFirst().first ?? "")")
+        }
+
+        progress("\(runs) runs of each, interleaved, after 3 to warm up")
+        var samples = [[Double]](repeating: [], count: cases.count)
+        for round in -3..<runs {
+            for (index, item) in cases.enumerated() {
+                let start = ContinuousClock.now
+                let result = try Self.runProcess(item.executable, item.arguments, environment: item.environment)
+                let elapsed = Self.milliseconds(ContinuousClock.now - start)
+                guard result.status == expected[index] else {
+                    throw Failure(description: "\(item.command) exited \(result.status) in round \(round)")
+                }
+                if round >= 0 { samples[index].append(elapsed) }
+            }
+        }
+        try await store.delete(key)
+
+        let lookupMedian = Series(name: cases[0].command, milliseconds: samples[0]).p50
+        let rows = zip(cases, samples).enumerated().map { index, pair in
+            let (item, milliseconds) = pair
+            let series = Series(name: item.command, milliseconds: milliseconds)
+            return Row(
+                command: item.command, series: series,
+                p90: Series.percentile(milliseconds.sorted(), 0.9),
+                ratio: index == 0 ? nil : series.p50 / lookupMedian, goal: item.goal)
+        }
+        let report = Report(runs: runs, sesame: sesame, rows: rows)
+        if json {
+            let encoder = JSONEncoder()
+            encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
+            FileHandle.standardOutput.write(try encoder.encode(report) + Data("\n".utf8))
+        } else {
+            FileHandle.standardOutput.write(Data(Self.table(report).utf8))
+        }
+    }
+
+    static func table(_ report: Report) -> String {
+        var text = "cli: whole processes, \(report.runs) runs each, interleaved (\(report.sesame))\n\n"
+        text += "command                                              p50 ms   p90 ms   ÷ lookup   goal\n"
+        for row in report.rows {
+            let name = row.command.padding(toLength: 50, withPad: " ", startingAt: 0)
+            let ratio = row.ratio.map { String(format: "%8.2f×", $0) } ?? "         "
+            let goal = row.goal.map { String(format: "  ≤ %.1f× %@", $0, (row.ratio ?? 0) <= $0 ? "met" : "NOT met") }
+            text += "\(name) \(String(format: "%8.2f %8.2f", row.series.p50, row.p90)) \(ratio)\(goal ?? "")\n"
+        }
+        return text
+    }
+
+    /// A loopback port where nothing listens: bound, read, and closed again.
+    static func closedPort() throws -> UInt16 {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { throw Failure(description: "socket() failed") }
+        defer { close(fd) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        address.sin_port = 0
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &address) { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { generic in
+                bind(fd, generic, length) == 0 && getsockname(fd, generic, &length) == 0
+            }
+        }
+        guard bound else { throw Failure(description: "could not bind a loopback port") }
+        return UInt16(bigEndian: address.sin_port)
+    }
+
+    /// Runs a process to completion with exactly `environment`; its exit status and standard output.
+    static func runProcess(
+        _ executable: String, _ arguments: [String], environment: [String: String]
+    ) throws -> (status: Int32, output: Data) {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: executable)
+        process.arguments = arguments
+        process.environment = environment
+        let stdout = Pipe()
+        process.standardInput = FileHandle.nullDevice
+        process.standardOutput = stdout
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        let output = stdout.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return (process.terminationStatus, output)
+    }
+
+    static func milliseconds(_ duration: Duration) -> Double {
+        let (seconds, attoseconds) = duration.components
+        return Double(seconds) * 1000 + Double(attoseconds) / 1e15
+    }
+
+    func progress(_ message: String) {
+        FileHandle.standardError.write(Data("sesame-bench cli: \(message)\n".utf8))
+    }
+}

@@ -1,0 +1,27 @@
+import Sesame
+import SesameCurl
+import Synchronization
+
+/// A transport made on its first request: commands that never reach the network (`sesame token`
+/// with a valid stored token) do not initialise libcurl or start its engine.
+final class LazyTransport: HTTPTransport {
+    private let make: @Sendable () -> any HTTPTransport
+    private let made = Mutex<(any HTTPTransport)?>(nil)
+
+    init(_ make: @escaping @Sendable () -> any HTTPTransport) { self.make = make }
+
+    /// A ``CurlTransport`` with `configuration`, made when first used.
+    static func curl(_ configuration: CurlTransport.Configuration = .init()) -> LazyTransport {
+        LazyTransport { CurlTransport(configuration: configuration) }
+    }
+
+    func send(_ request: HTTPRequest) async throws -> HTTPResponse {
+        let transport = made.withLock { made in
+            if let made { return made }
+            let transport = make()
+            made = transport
+            return transport
+        }
+        return try await transport.send(request)
+    }
+}
