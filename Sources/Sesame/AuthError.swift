@@ -73,7 +73,7 @@ public struct LoginFailedReason: RawRepresentable, Hashable, Sendable, Codable, 
 
 /// Every failure Sesame reports: classified, with what to tell the person and what to do.
 ///
-/// This is the seed's `NSError(FBError)`: check ``shouldNotifyUser`` and show
+/// This is the Facebook SDK's `NSError(FBError)`: check ``shouldNotifyUser`` and show
 /// ``userMessage``; otherwise examine ``category`` (or follow ``recoveryTactic``). The raw
 /// ``code``, ``subcode``, ``httpStatus`` and parsed ``body`` are kept for contextual messages.
 ///
@@ -312,20 +312,26 @@ extension ErrorTaxonomy {
 
     /// RFC 6749 reading: `access_denied` is the person declining (``ErrorCategory/userCancelled``,
     /// nothing to show); anything else is a failed login with the provider's description.
+    ///
+    /// Two common extra parameters are read too: `error_reason=user_denied` (servers that tell
+    /// an explicit "no" from a closed dialog send it) makes the reason
+    /// ``LoginFailedReason/userDenied``, and a numeric `error_code` becomes ``AuthError/code``.
     public func classifyLoginError(_ error: OAuthErrorResponse) -> AuthError {
+        let code = error.additionalParameters["error_code"].flatMap { Int($0) }
         if error.error == "access_denied" {
             return AuthError(
                 category: .userCancelled,
                 message: "The person declined the login (\(error.summary)).",
-                code: error.errorCode,
-                loginFailedReason: error.errorReason == "user_denied" ? .userDenied : .userCancelled,
+                code: code,
+                loginFailedReason: error.additionalParameters["error_reason"] == "user_denied"
+                    ? .userDenied : .userCancelled,
                 provider: provider
             )
         }
         return AuthError(
             category: .providerOther,
             message: "The login failed: \(error.summary).",
-            code: error.errorCode,
+            code: code,
             loginFailedReason: .providerError,
             provider: provider
         )
