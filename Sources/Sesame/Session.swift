@@ -241,6 +241,8 @@ public actor Session {
     /// Concurrent callers share one read of the store.
     ///
     /// - Returns: whether a token was loaded.
+    /// - Throws: the store's ``CredentialStoreError`` when it could not be read (the session is
+    ///   unchanged), or ``SessionTransitionError`` if the state moved illegally meanwhile.
     @discardableResult public func loadCachedToken() async throws -> Bool {
         if let loading { return try await loading.value }
         if state == .createdTokenLoaded { return true }
@@ -334,6 +336,9 @@ public actor Session {
     /// `openTokenExtended`. A cancelled or failed request leaves the session open and throws.
     ///
     /// - Returns: which of the requested permissions were granted and which declined.
+    /// - Throws: ``AuthError`` when the session is not open or from the login (the person
+    ///   declining is ``ErrorCategory/userCancelled``); `CancellationError`; the store's
+    ///   ``CredentialStoreError`` when the new token could not be saved (the old one stays).
     public func requestPermissions(
         _ permissions: [Permission], options: LoginRequest.Options = LoginRequest.Options(), loginUI: any LoginUI
     ) async throws -> PermissionRequestOutcome {
@@ -415,6 +420,7 @@ public actor Session {
     ///   - refresh: the provider's hook: a new token for the one given, or `nil` to carry on
     ///     with the one given (a provider that declines to refresh a token that has not
     ///     expired yet, say).
+    /// - Throws: what ``renewToken(isDue:renew:)`` throws.
     public func freshToken(
         leeway: Duration = .seconds(60), refresh: @escaping @Sendable (AccessToken) async throws -> AccessToken?
     ) async throws -> AccessToken {
