@@ -40,14 +40,7 @@ public final class FileCredentialStore: CredentialStore {
     /// The conventional location: `$XDG_STATE_HOME/sesame/credentials.json`, or
     /// `~/.local/state/sesame/credentials.json`.
     public static func defaultURL(environment: [String: String] = ProcessInfo.processInfo.environment) -> URL {
-        let base: URL
-        if let state = environment["XDG_STATE_HOME"], state.hasPrefix("/") {
-            base = URL(fileURLWithPath: state, isDirectory: true)
-        } else {
-            let home = environment["HOME"] ?? NSHomeDirectory()
-            base = URL(fileURLWithPath: home, isDirectory: true).appendingPathComponent(".local/state")
-        }
-        return base.appendingPathComponent("sesame/credentials.json")
+        XDG.stateDirectory(environment: environment).appendingPathComponent("credentials.json")
     }
 
     public var backendDescription: String { "file (\(url.path))" }
