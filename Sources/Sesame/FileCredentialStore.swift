@@ -66,14 +66,6 @@ public final class FileCredentialStore: CredentialStore {
         }
     }
 
-    /// Runs `body` (file reads and writes, `fsync`, and `flock`, which waits as long as another
-    /// process holds the lock) on a thread of its own, so that no cooperative-pool thread blocks.
-    private func onOwnThread<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
-        try await withCheckedThrowingContinuation { continuation in
-            Thread.detachNewThread { continuation.resume(with: Result { try body() }) }
-        }
-    }
-
     // MARK: - File format
 
     private struct FileContents: Codable {

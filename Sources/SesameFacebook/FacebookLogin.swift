@@ -293,17 +293,13 @@ public struct ExistingTokenLogin: LoginUI {
     /// Reads one line from standard input on its own thread (the token is not echoed by Sesame;
     /// pipe it in or type it).
     public static func standardInputLine() async throws -> String {
-        try await withCheckedThrowingContinuation { continuation in
-            Thread.detachNewThread {
-                if let line = readLine(strippingNewline: true) {
-                    continuation.resume(returning: line)
-                } else {
-                    continuation.resume(
-                        throwing: AuthError(
-                            category: .userCancelled, message: "No token was given on standard input.",
-                            loginFailedReason: .userCancelled, provider: .facebook))
-                }
+        try await onOwnThread {
+            guard let line = readLine(strippingNewline: true) else {
+                throw AuthError(
+                    category: .userCancelled, message: "No token was given on standard input.",
+                    loginFailedReason: .userCancelled, provider: .facebook)
             }
+            return line
         }
     }
 
