@@ -105,7 +105,9 @@ struct KeyringBenchmark {
             userID: "100004321",
             permissions: PermissionSet(granted: ["public_profile", "email", "user_posts"], declined: ["user_friends"]),
             expirationDate: Date(timeIntervalSinceNow: 60 * 86400),
-            dataAccessExpirationDate: Date(timeIntervalSinceNow: 90 * 86400))
+            providerExtras: [
+                "data_access_expires_at": .number(Date(timeIntervalSinceNow: 90 * 86400).timeIntervalSince1970)
+            ])
         return StoredCredential(key: key(account), token: token)
     }
 

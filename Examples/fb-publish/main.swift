@@ -83,7 +83,7 @@ final class Recovery: FacebookRecoveryDelegate {
     }
 
     func willRetry(after delay: Duration, attempt: Int, error: AuthError) async {
-        let seconds = delay.inSeconds
+        let seconds = Double(delay.components.seconds) + Double(delay.components.attoseconds) / 1e18
         say("Facebook said: \(error.message) Waiting \(String(format: "%.1f", seconds)) s before attempt \(attempt).")
     }
 }

@@ -19,9 +19,10 @@ public struct AccessToken: Sendable, Hashable, Codable {
     public var permissions: PermissionSet
     /// When the token stops working; `nil` when the provider gave no expiry.
     public var expirationDate: Date?
-    /// When the app loses access to the person's data (Facebook's data-access expiry), even if
-    /// the token itself is still valid.
-    public var dataAccessExpirationDate: Date?
+    /// What the provider said about the token that only its own module understands (Facebook's
+    /// data-access expiry, say), by the provider's name for it. Stored with the token; the
+    /// provider module reads it through typed accessors. Never holds a secret.
+    public var providerExtras: [String: JSONValue]
     /// When the token was issued or last refreshed or extended.
     public var refreshDate: Date
     /// A refresh token (OAuth 2.0), when the provider issued one. Secret.
@@ -37,10 +38,10 @@ public struct AccessToken: Sendable, Hashable, Codable {
         userID: String? = nil,
         permissions: PermissionSet = PermissionSet(),
         expirationDate: Date? = nil,
-        dataAccessExpirationDate: Date? = nil,
         refreshDate: Date = Date(),
         refreshToken: String? = nil,
-        idToken: String? = nil
+        idToken: String? = nil,
+        providerExtras: [String: JSONValue] = [:]
     ) {
         self.tokenString = tokenString
         self.provider = provider
@@ -48,7 +49,7 @@ public struct AccessToken: Sendable, Hashable, Codable {
         self.userID = userID
         self.permissions = permissions
         self.expirationDate = expirationDate
-        self.dataAccessExpirationDate = dataAccessExpirationDate
+        self.providerExtras = providerExtras
         self.refreshDate = refreshDate
         self.refreshToken = refreshToken
         self.idToken = idToken
@@ -61,11 +62,54 @@ public struct AccessToken: Sendable, Hashable, Codable {
         guard let expirationDate else { return false }
         return expirationDate.timeIntervalSince(date) <= leeway
     }
+}
 
-    /// Whether access to the person's data has expired at `date`.
-    public func isDataAccessExpired(at date: Date = Date()) -> Bool {
-        guard let dataAccessExpirationDate else { return false }
-        return dataAccessExpirationDate <= date
+extension AccessToken {
+    private enum CodingKeys: String, CodingKey {
+        case tokenString, provider, appID, userID, permissions, expirationDate, refreshDate, refreshToken, idToken
+        case providerExtras
+        /// Where records written before ``AccessToken/providerExtras`` existed kept Facebook's
+        /// data-access expiry, as a top-level date.
+        case dataAccessExpirationDate
+    }
+
+    /// The ``providerExtras`` name of a data-access expiry, in seconds since 1970: Facebook's
+    /// name, which `SesameFacebook` reads, an old record's top-level `dataAccessExpirationDate`
+    /// is read into, and `sesame status` shows for any provider that sets it.
+    package static let dataAccessExpiryExtra = "data_access_expires_at"
+
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        tokenString = try container.decode(String.self, forKey: .tokenString)
+        provider = try container.decode(ProviderID.self, forKey: .provider)
+        appID = try container.decode(String.self, forKey: .appID)
+        userID = try container.decodeIfPresent(String.self, forKey: .userID)
+        permissions = try container.decode(PermissionSet.self, forKey: .permissions)
+        expirationDate = try container.decodeIfPresent(Date.self, forKey: .expirationDate)
+        refreshDate = try container.decode(Date.self, forKey: .refreshDate)
+        refreshToken = try container.decodeIfPresent(String.self, forKey: .refreshToken)
+        idToken = try container.decodeIfPresent(String.self, forKey: .idToken)
+        providerExtras = try container.decodeIfPresent([String: JSONValue].self, forKey: .providerExtras) ?? [:]
+        // Keyring items and token files written before the extras existed still read.
+        if providerExtras[Self.dataAccessExpiryExtra] == nil,
+            let legacy = try container.decodeIfPresent(Date.self, forKey: .dataAccessExpirationDate)
+        {
+            providerExtras[Self.dataAccessExpiryExtra] = .number(legacy.timeIntervalSince1970)
+        }
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(tokenString, forKey: .tokenString)
+        try container.encode(provider, forKey: .provider)
+        try container.encode(appID, forKey: .appID)
+        try container.encodeIfPresent(userID, forKey: .userID)
+        try container.encode(permissions, forKey: .permissions)
+        try container.encodeIfPresent(expirationDate, forKey: .expirationDate)
+        try container.encode(refreshDate, forKey: .refreshDate)
+        try container.encodeIfPresent(refreshToken, forKey: .refreshToken)
+        try container.encodeIfPresent(idToken, forKey: .idToken)
+        if !providerExtras.isEmpty { try container.encode(providerExtras, forKey: .providerExtras) }
     }
 }
 
@@ -97,7 +141,7 @@ extension AccessToken: CustomStringConvertible, CustomDebugStringConvertible, Cu
                 "userID": userID as Any,
                 "permissions": permissions,
                 "expirationDate": expirationDate as Any,
-                "dataAccessExpirationDate": dataAccessExpirationDate as Any,
+                "providerExtras": providerExtras,
                 "refreshDate": refreshDate,
                 "refreshToken": refreshToken == nil ? "nil" : Redaction.placeholder,
                 "idToken": idToken == nil ? "nil" : Redaction.placeholder,

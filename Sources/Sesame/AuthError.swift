@@ -4,44 +4,90 @@ import Foundation
 ///
 /// These are the Facebook SDK's `FBErrorCategory` values made provider-neutral. Their
 /// spelling is stable: it is what `sesame explain-error --json` prints.
-public enum ErrorCategory: String, Sendable, Hashable, Codable, CaseIterable {
+///
+/// ``ErrorCategory``, ``RecoveryTactic`` and ``LoginFailedReason`` are extensible: each is a
+/// struct with a raw string and static members, not an enum, so a category added later does
+/// not break an app's `switch`. Switch over the ones you handle and keep a `default`:
+///
+/// ```swift
+/// switch error.category {
+/// case .authenticationReopenSession: showLogin()
+/// case .throttling, .retry: scheduleRetry()
+/// default: show(error.userMessage ?? error.message)
+/// }
+/// ```
+public struct ErrorCategory: RawRepresentable, Sendable, Hashable, Codable, CaseIterable, CustomStringConvertible {
+    /// The category's stable name, for example `throttling`.
+    public var rawValue: String
+    /// Creates a category from its name.
+    public init(rawValue: String) { self.rawValue = rawValue }
+
     /// A request the app should not have made as it did; fix the request.
-    case invalid
+    public static let invalid = ErrorCategory(rawValue: "invalid")
     /// A passing failure; the same call may succeed if made again.
-    case retry
+    public static let retry = ErrorCategory(rawValue: "retry")
     /// The session is no longer valid; the person must log in again.
-    case authenticationReopenSession
+    public static let authenticationReopenSession = ErrorCategory(rawValue: "authenticationReopenSession")
     /// A permission the call needs is missing; ask for it again.
-    case permissions
+    public static let permissions = ErrorCategory(rawValue: "permissions")
     /// The provider failed.
-    case server
+    public static let server = ErrorCategory(rawValue: "server")
     /// The app, user or page is over a rate limit; back off, then retry.
-    case throttling
+    public static let throttling = ErrorCategory(rawValue: "throttling")
     /// The person cancelled or declined. Usually nothing to show.
-    case userCancelled
+    public static let userCancelled = ErrorCategory(rawValue: "userCancelled")
     /// A provider error that fits no other category.
-    case providerOther
+    public static let providerOther = ErrorCategory(rawValue: "providerOther")
     /// The provider rejected the request as malformed.
-    case badRequest
+    public static let badRequest = ErrorCategory(rawValue: "badRequest")
+
+    /// The categories this version of Sesame defines, in a stable order. A later version may
+    /// add more.
+    public static let allCases: [ErrorCategory] = [
+        .invalid, .retry, .authenticationReopenSession, .permissions, .server, .throttling, .userCancelled,
+        .providerOther, .badRequest,
+    ]
+
+    public var description: String { rawValue }
 }
 
 /// What Sesame recommends doing about an ``AuthError``.
-public enum RecoveryTactic: String, Sendable, Hashable, Codable, CaseIterable {
-    /// Nothing to do (for example, the person cancelled).
-    case none
+///
+/// Extensible like ``ErrorCategory``: a struct with static members, so switch with a
+/// `default`.
+public struct RecoveryTactic: RawRepresentable, Sendable, Hashable, Codable, CaseIterable, CustomStringConvertible {
+    /// The tactic's stable name, for example `retryAfterBackoff`.
+    public var rawValue: String
+    /// Creates a tactic from its name.
+    public init(rawValue: String) { self.rawValue = rawValue }
+
+    /// Nothing to do (for example, the person cancelled). Write it `RecoveryTactic.none`
+    /// where an optional is expected, so it is not read as `nil`.
+    public static let none = RecoveryTactic(rawValue: "none")
     /// Close the session and ask the person to log in again.
-    case reauthenticate
+    public static let reauthenticate = RecoveryTactic(rawValue: "reauthenticate")
     /// Ask the person again for the permission the call needs, then replay the call.
-    case requestPermissions
+    public static let requestPermissions = RecoveryTactic(rawValue: "requestPermissions")
     /// Make the same call again.
-    case retry
+    public static let retry = RecoveryTactic(rawValue: "retry")
     /// Wait (honouring any server hint), then make the same call again.
-    case retryAfterBackoff
+    public static let retryAfterBackoff = RecoveryTactic(rawValue: "retryAfterBackoff")
     /// Show the person the error's message.
-    case showMessage
+    public static let showMessage = RecoveryTactic(rawValue: "showMessage")
+
+    /// The tactics this version of Sesame defines, in a stable order. A later version may add
+    /// more.
+    public static let allCases: [RecoveryTactic] = [
+        .none, .reauthenticate, .requestPermissions, .retry, .retryAfterBackoff, .showMessage,
+    ]
+
+    public var description: String { rawValue }
 }
 
 /// Why a login failed, when it did (the SDK's `FBErrorLoginFailedReason`).
+///
+/// Extensible like ``ErrorCategory``: a struct with static members, so switch with a
+/// `default`.
 public struct LoginFailedReason: RawRepresentable, Hashable, Sendable, Codable, CustomStringConvertible {
     public var rawValue: String
     public init(rawValue: String) { self.rawValue = rawValue }
@@ -73,7 +119,7 @@ public struct LoginFailedReason: RawRepresentable, Hashable, Sendable, Codable, 
 
 /// Every failure Sesame reports: classified, with what to tell the person and what to do.
 ///
-/// This is the seed's `NSError(FBError)`: check ``shouldNotifyUser`` and show
+/// This is the Facebook SDK's `NSError(FBError)`: check ``shouldNotifyUser`` and show
 /// ``userMessage``; otherwise examine ``category`` (or follow ``recoveryTactic``). The raw
 /// ``code``, ``subcode``, ``httpStatus`` and parsed ``body`` are kept for contextual messages.
 ///
@@ -179,15 +225,16 @@ public struct AuthError: Error, Sendable, CustomStringConvertible {
 }
 
 extension ErrorCategory {
-    /// The tactic a category implies when the taxonomy names none.
+    /// The tactic a category implies when the taxonomy names none: ``RecoveryTactic/showMessage``
+    /// for a category this version of Sesame does not define.
     public var defaultTactic: RecoveryTactic {
         switch self {
         case .retry: .retry
         case .throttling: .retryAfterBackoff
         case .authenticationReopenSession: .reauthenticate
         case .permissions: .requestPermissions
-        case .userCancelled: .none
-        case .invalid, .server, .providerOther, .badRequest: .showMessage
+        case .userCancelled: RecoveryTactic.none
+        default: .showMessage  // invalid, server, providerOther, badRequest, and any category added later
         }
     }
 }
@@ -275,16 +322,17 @@ extension AuthError {
     }
 }
 
+// Helpers for this package's messages, not API: an app's `Duration` gains nothing from Sesame.
 extension Duration {
     /// The duration as seconds with up to three decimals, for messages ("2.5 s").
-    public var formattedSeconds: String {
+    package var formattedSeconds: String {
         let seconds = inSeconds
         if seconds.rounded() == seconds { return "\(Int(seconds)) s" }
         return String(format: "%.3g s", seconds)
     }
 
     /// The duration in seconds as a `Double`.
-    public var inSeconds: Double { Double(components.seconds) + Double(components.attoseconds) / 1e18 }
+    package var inSeconds: Double { Double(components.seconds) + Double(components.attoseconds) / 1e18 }
 }
 
 /// A provider's mapping from its raw errors to ``AuthError``.
@@ -316,20 +364,26 @@ extension ErrorTaxonomy {
 
     /// RFC 6749 reading: `access_denied` is the person declining (``ErrorCategory/userCancelled``,
     /// nothing to show); anything else is a failed login with the provider's description.
+    ///
+    /// Two common extra parameters are read too: `error_reason=user_denied` (servers that tell
+    /// an explicit "no" from a closed dialog send it) makes the reason
+    /// ``LoginFailedReason/userDenied``, and a numeric `error_code` becomes ``AuthError/code``.
     public func classifyLoginError(_ error: OAuthErrorResponse) -> AuthError {
+        let code = error.additionalParameters["error_code"].flatMap { Int($0) }
         if error.error == "access_denied" {
             return AuthError(
                 category: .userCancelled,
                 message: "The person declined the login (\(error.summary)).",
-                code: error.errorCode,
-                loginFailedReason: error.errorReason == "user_denied" ? .userDenied : .userCancelled,
+                code: code,
+                loginFailedReason: error.additionalParameters["error_reason"] == "user_denied"
+                    ? .userDenied : .userCancelled,
                 provider: provider
             )
         }
         return AuthError(
             category: .providerOther,
             message: "The login failed: \(error.summary).",
-            code: error.errorCode,
+            code: code,
             loginFailedReason: .providerError,
             provider: provider
         )

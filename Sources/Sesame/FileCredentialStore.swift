@@ -41,14 +41,7 @@ public final class FileCredentialStore: CredentialStore {
     /// The conventional location: `$XDG_STATE_HOME/sesame/credentials.json`, or
     /// `~/.local/state/sesame/credentials.json`.
     public static func defaultURL(environment: [String: String] = ProcessInfo.processInfo.environment) -> URL {
-        let base: URL
-        if let state = environment["XDG_STATE_HOME"], state.hasPrefix("/") {
-            base = URL(fileURLWithPath: state, isDirectory: true)
-        } else {
-            let home = environment["HOME"] ?? NSHomeDirectory()
-            base = URL(fileURLWithPath: home, isDirectory: true).appendingPathComponent(".local/state")
-        }
-        return base.appendingPathComponent("sesame/credentials.json")
+        XDG.stateDirectory(environment: environment).appendingPathComponent("credentials.json")
     }
 
     public var backendDescription: String { "file (\(url.path))" }
@@ -71,14 +64,6 @@ public final class FileCredentialStore: CredentialStore {
                 try self.readTable().values.filter { provider == nil || $0.key.provider == provider }
                     .sorted { $0.key < $1.key }
             }
-        }
-    }
-
-    /// Runs `body` (file reads and writes, `fsync`, and `flock`, which waits as long as another
-    /// process holds the lock) on a thread of its own, so that no cooperative-pool thread blocks.
-    private func onOwnThread<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
-        try await withCheckedThrowingContinuation { continuation in
-            Thread.detachNewThread { continuation.resume(with: Result { try body() }) }
         }
     }
 

@@ -149,13 +149,16 @@ public enum OAuth {
             }
         }
         if let error = value("error"), !error.isEmpty {
+            var additional: [String: String] = [:]
+            for (name, text) in parameters where !OAuthErrorResponse.redirectParameterNames.contains(name) {
+                additional[name] = additional[name] ?? text
+            }
             return .error(
                 OAuthErrorResponse(
                     error: error,
                     errorDescription: value("error_description"),
-                    errorReason: value("error_reason"),
-                    errorCode: value("error_code").flatMap { Int($0) },
-                    errorURI: value("error_uri")
+                    errorURI: value("error_uri"),
+                    additionalParameters: additional
                 ))
         }
         if let code = value("code"), !code.isEmpty { return .code(code) }
@@ -205,47 +208,65 @@ public enum RedirectOutcome: Sendable, Hashable, CustomStringConvertible {
     }
 }
 
-/// An OAuth 2.0 error answer (RFC 6749 §4.1.2.1 and §5.2), with Facebook's extra fields.
+/// An OAuth 2.0 error answer (RFC 6749 §4.1.2.1 and §5.2).
+///
+/// A provider's own fields (Facebook's `error_reason` and `error_code`, say) are kept in
+/// ``additionalParameters``, which the provider's module reads through typed accessors.
 public struct OAuthErrorResponse: Sendable, Hashable, Codable {
     /// The error code, such as `access_denied` or `invalid_grant`.
     public var error: String
     /// The human-readable description, when given.
     public var errorDescription: String?
-    /// Facebook's `error_reason` (for example `user_denied`).
-    public var errorReason: String?
-    /// Facebook's numeric `error_code`.
-    public var errorCode: Int?
     /// A page about the error, when given.
     public var errorURI: String?
+    /// The answer's other parameters (redirect query parameters, or a JSON body's string and
+    /// number members), by name; the first of a repeated name. The redirect's `state`, `iss` and
+    /// `code` are not kept.
+    public var additionalParameters: [String: String]
+
+    /// The redirect parameters that are not provider extras.
+    static let redirectParameterNames: Set<String> = [
+        "error", "error_description", "error_uri", "state", "iss", "code",
+    ]
 
     /// Creates an error answer.
     public init(
-        error: String, errorDescription: String? = nil, errorReason: String? = nil, errorCode: Int? = nil,
-        errorURI: String? = nil
+        error: String, errorDescription: String? = nil, errorURI: String? = nil,
+        additionalParameters: [String: String] = [:]
     ) {
         self.error = error
         self.errorDescription = errorDescription
-        self.errorReason = errorReason
-        self.errorCode = errorCode
         self.errorURI = errorURI
+        self.additionalParameters = additionalParameters
     }
 
     /// Reads an RFC 6749 §5.2 JSON error body; `nil` when the body is not one.
+    ///
+    /// Top-level string members and whole numbers other than the standard three become
+    /// ``additionalParameters`` (a number as its decimal text).
     public init?(json: JSONValue?) {
-        guard let json, let error = json["error"]?.stringValue else { return nil }
+        guard let json, let error = json["error"]?.stringValue, case .object(let members) = json else { return nil }
+        var additional: [String: String] = [:]
+        for (name, value) in members where !Self.redirectParameterNames.contains(name) {
+            if let text = value.stringValue {
+                additional[name] = text
+            } else if let number = value.lenientInt {
+                additional[name] = String(number)
+            }
+        }
         self.init(
             error: error,
             errorDescription: json["error_description"]?.stringValue,
-            errorReason: json["error_reason"]?.stringValue,
-            errorCode: json["error_code"]?.lenientInt,
-            errorURI: json["error_uri"]?.stringValue
+            errorURI: json["error_uri"]?.stringValue,
+            additionalParameters: additional
         )
     }
 
-    /// `error`, with the reason and description when present.
+    /// `error`, with the provider's reason (an `error_reason` parameter) and the description
+    /// when present.
     public var summary: String {
         var text = error
-        if let errorReason { text += ", reason \(errorReason)" }
+        if let reason = additionalParameters["error_reason"] { text += ", reason \(reason)" }
         if let errorDescription { text += ": \(errorDescription)" }
         return text
     }

@@ -1,16 +1,27 @@
 /// A permission (scope) an app asks a person to grant.
 public struct Permission: Hashable, Sendable, Codable, CustomStringConvertible {
-    /// Whether a permission lets the app read, or act on the person's behalf.
-    public enum Kind: String, Hashable, Sendable, Codable, CaseIterable {
-        /// Reading the person's data.
-        case read
-        /// Publishing or acting for the person; requested with a ``DefaultAudience``.
-        case publish
+    /// What a permission lets the app do, as the provider groups its permissions.
+    ///
+    /// The core knows one kind, ``read``. A provider with more kinds adds them as static
+    /// members in its own module (Facebook's `publish`, asked for with an audience), the way
+    /// ``LoginFailedReason`` grows, so a new kind never breaks an app's code. Encoded as its
+    /// raw string.
+    public struct Kind: RawRepresentable, Hashable, Sendable, Codable, CustomStringConvertible {
+        /// The kind's name, for example `read`.
+        public var rawValue: String
+
+        /// Creates a kind from its name.
+        public init(rawValue: String) { self.rawValue = rawValue }
+
+        /// Reading the person's data: the kind every provider has.
+        public static let read = Kind(rawValue: "read")
+
+        public var description: String { rawValue }
     }
 
-    /// The provider's name for the permission, for example `email` or `publish_actions`.
+    /// The provider's name for the permission, for example `email` or `repo`.
     public var name: String
-    /// Read or publish.
+    /// What the permission lets the app do; ``Kind/read`` unless the provider says otherwise.
     public var kind: Kind
 
     /// Creates a permission.
@@ -21,22 +32,8 @@ public struct Permission: Hashable, Sendable, Codable, CustomStringConvertible {
 
     /// A read permission.
     public static func read(_ name: String) -> Permission { Permission(name, kind: .read) }
-    /// A publish permission.
-    public static func publish(_ name: String) -> Permission { Permission(name, kind: .publish) }
 
     public var description: String { name }
-}
-
-/// Who can see what an app publishes for the person (the SDK's `FBSessionDefaultAudience`).
-public enum DefaultAudience: String, Hashable, Sendable, Codable, CaseIterable {
-    /// No audience given: the provider's own default applies.
-    case none
-    /// Only the person.
-    case onlyMe
-    /// The person's friends.
-    case friends
-    /// Everyone.
-    case everyone
 }
 
 /// The permissions a person has granted and declined to an app.

@@ -110,7 +110,7 @@ public struct RecoveryPolicy: Sendable {
             return .reauthenticate
         case .requestPermissions:
             return .requestPermissions
-        case .showMessage, .none:
+        default:  // .showMessage, RecoveryTactic.none, and any tactic added later
             return message(for: error)
         }
     }

@@ -56,31 +56,23 @@ public struct RefreshLock: Sendable, Hashable {
     private func acquire() async throws -> Int32 {
         let path = url.path
         let directory = url.deletingLastPathComponent().path
-        return try await withCheckedThrowingContinuation { continuation in
-            Thread.detachNewThread {
-                do {
-                    try FileManager.default.createDirectory(
-                        atPath: directory, withIntermediateDirectories: true,
-                        attributes: [.posixPermissions: 0o700])
-                } catch {
-                    continuation.resume(throwing: Self.failure("could not create \(directory): \(error)"))
-                    return
-                }
-                let descriptor = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
-                guard descriptor >= 0 else {
-                    continuation.resume(throwing: Self.failure("could not open \(path): \(Self.errnoText())"))
-                    return
-                }
-                var result: Int32
-                repeat { result = flock(descriptor, LOCK_EX) } while result != 0 && errno == EINTR
-                guard result == 0 else {
-                    let text = Self.errnoText()
-                    close(descriptor)
-                    continuation.resume(throwing: Self.failure("could not lock \(path): \(text)"))
-                    return
-                }
-                continuation.resume(returning: descriptor)
+        return try await onOwnThread {
+            do {
+                try FileManager.default.createDirectory(
+                    atPath: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+            } catch {
+                throw Self.failure("could not create \(directory): \(error)")
             }
+            let descriptor = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
+            guard descriptor >= 0 else { throw Self.failure("could not open \(path): \(Self.errnoText())") }
+            var result: Int32
+            repeat { result = flock(descriptor, LOCK_EX) } while result != 0 && errno == EINTR
+            guard result == 0 else {
+                let text = Self.errnoText()
+                close(descriptor)
+                throw Self.failure("could not lock \(path): \(text)")
+            }
+            return descriptor
         }
     }
 

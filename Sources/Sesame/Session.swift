@@ -44,7 +44,7 @@ public enum SessionState: String, Sendable, Hashable, Codable, CaseIterable, Cus
     public var description: String { rawValue }
 }
 
-/// One change of a session's state: what every observer receives, in order (the seed's
+/// One change of a session's state: what every observer receives, in order (the Facebook SDK's
 /// `sessionStateChanged:state:error:`).
 public struct SessionStateChange: Sendable, CustomStringConvertible {
     /// The new state.
@@ -93,22 +93,28 @@ public struct LoginRequest: Sendable, Hashable {
     public var appID: String
     /// The permissions to ask for.
     public var permissions: [Permission]
-    /// The audience for publish permissions.
-    public var defaultAudience: DefaultAudience
-    /// Whether this asks an already logged-in person again (Facebook's `auth_type=rerequest`).
+    /// The provider's own settings for this login (Facebook's default audience, say), which
+    /// the provider's module reads and writes through typed accessors.
+    public var options: Options
+    /// Whether this asks for more permissions on a session that is already open
+    /// (``Session/requestPermissions(_:options:loginUI:)``).
+    ///
+    /// Kept in the core because asking an open session's person again is part of the session
+    /// model every provider shares; each provider's login says it in its own words (Facebook's
+    /// `auth_type=rerequest`, for example), and one without such a notion ignores it.
     public var isRerequest: Bool
     /// The token the session already has, for a re-request.
     public var currentToken: AccessToken?
 
     /// Creates a request.
     public init(
-        provider: ProviderID, appID: String, permissions: [Permission] = [], defaultAudience: DefaultAudience = .none,
+        provider: ProviderID, appID: String, permissions: [Permission] = [], options: Options = Options(),
         isRerequest: Bool = false, currentToken: AccessToken? = nil
     ) {
         self.provider = provider
         self.appID = appID
         self.permissions = permissions
-        self.defaultAudience = defaultAudience
+        self.options = options
         self.isRerequest = isRerequest
         self.currentToken = currentToken
     }
@@ -208,7 +214,7 @@ public actor Session {
     // MARK: Observing
 
     /// A stream of every state change from now on, in order. Each call makes a new observer,
-    /// registered before this returns, so a subscription made before ``open(permissions:defaultAudience:allowLoginUI:loginUI:)``
+    /// registered before this returns, so a subscription made before ``open(permissions:options:allowLoginUI:loginUI:)``
     /// sees every transition of that open. The stream ends when the observer stops iterating
     /// or the session goes away.
     public nonisolated func stateChanges() -> AsyncStream<SessionStateChange> {
@@ -235,6 +241,8 @@ public actor Session {
     /// Concurrent callers share one read of the store.
     ///
     /// - Returns: whether a token was loaded.
+    /// - Throws: the store's ``CredentialStoreError`` when it could not be read (the session is
+    ///   unchanged), or ``SessionTransitionError`` if the state moved illegally meanwhile.
     @discardableResult public func loadCachedToken() async throws -> Bool {
         if let loading { return try await loading.value }
         if state == .createdTokenLoaded { return true }
@@ -266,7 +274,7 @@ public actor Session {
     ///   progress.
     @discardableResult
     public func open(
-        permissions: [Permission] = [], defaultAudience: DefaultAudience = .none, allowLoginUI: Bool,
+        permissions: [Permission] = [], options: LoginRequest.Options = LoginRequest.Options(), allowLoginUI: Bool,
         loginUI: (any LoginUI)? = nil
     ) async throws -> SessionState {
         if state.isOpen { return state }
@@ -280,7 +288,7 @@ public actor Session {
         guard allowLoginUI, let loginUI else { return state }
         return try await runLogin(
             LoginRequest(
-                provider: key.provider, appID: key.appID, permissions: permissions, defaultAudience: defaultAudience),
+                provider: key.provider, appID: key.appID, permissions: permissions, options: options),
             with: loginUI)
     }
 
@@ -321,14 +329,18 @@ public actor Session {
     }
 
     /// Asks an open session's person for more permissions (FBSession's
-    /// `requestNewReadPermissions:` / `requestNewPublishPermissions:defaultAudience:`).
+    /// `requestNewReadPermissions:` / `requestNewPublishPermissions:defaultAudience:`; the
+    /// audience is a provider option in `options`).
     ///
     /// On success the token is replaced (saved first) and the session moves to
     /// `openTokenExtended`. A cancelled or failed request leaves the session open and throws.
     ///
     /// - Returns: which of the requested permissions were granted and which declined.
+    /// - Throws: ``AuthError`` when the session is not open or from the login (the person
+    ///   declining is ``ErrorCategory/userCancelled``); `CancellationError`; the store's
+    ///   ``CredentialStoreError`` when the new token could not be saved (the old one stays).
     public func requestPermissions(
-        _ permissions: [Permission], defaultAudience: DefaultAudience = .none, loginUI: any LoginUI
+        _ permissions: [Permission], options: LoginRequest.Options = LoginRequest.Options(), loginUI: any LoginUI
     ) async throws -> PermissionRequestOutcome {
         guard state.isOpen, let current = token else {
             throw AuthError(
@@ -337,8 +349,8 @@ public actor Session {
                 recoveryTactic: .reauthenticate, provider: key.provider)
         }
         let request = LoginRequest(
-            provider: key.provider, appID: key.appID, permissions: permissions, defaultAudience: defaultAudience,
-            isRerequest: true, currentToken: current)
+            provider: key.provider, appID: key.appID, permissions: permissions, options: options, isRerequest: true,
+            currentToken: current)
         let newToken = try await loginUI.logIn(request)
         try await updateToken(newToken)
         return newToken.permissions.outcome(of: permissions)
@@ -408,6 +420,7 @@ public actor Session {
     ///   - refresh: the provider's hook: a new token for the one given, or `nil` to carry on
     ///     with the one given (a provider that declines to refresh a token that has not
     ///     expired yet, say).
+    /// - Throws: what ``renewToken(isDue:renew:)`` throws.
     public func freshToken(
         leeway: Duration = .seconds(60), refresh: @escaping @Sendable (AccessToken) async throws -> AccessToken?
     ) async throws -> AccessToken {

@@ -239,7 +239,7 @@ package struct ExplainError: Sendable, Equatable {
     private static func whatToDo(_ error: AuthError) -> String {
         let wait = error.retryAfter.map { " The server asks to wait at least \($0.formattedSeconds)." } ?? ""
         switch error.recoveryTactic {
-        case .none:
+        case RecoveryTactic.none:
             return "nothing; the person chose this. Offer the action again when they ask for it."
         case .retry:
             return "make the same call again; if it keeps failing, wait longer each time and give up after a few tries."
@@ -260,7 +260,7 @@ package struct ExplainError: Sendable, Equatable {
             return
                 "ask the person again for the permission the call needs (a login with auth_type=rerequest), then make "
                 + "the call again."
-        case .showMessage:
+        default:  // .showMessage, and any tactic added later
             return error.shouldNotifyUser
                 ? "show the person the message below; making the same call again as it is will not help."
                 : "show the person a message (the one below, or a generic one); making the same call again as it is "

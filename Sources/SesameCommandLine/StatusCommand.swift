@@ -161,7 +161,8 @@ package struct StatusCommand: Sendable, Equatable {
             granted = token.permissions.granted.sorted()
             declined = token.permissions.declined.sorted()
             expiresAt = token.expirationDate?.ISO8601Format()
-            dataAccessExpiresAt = token.dataAccessExpirationDate?.ISO8601Format()
+            dataAccessExpiresAt = token.providerExtras[AccessToken.dataAccessExpiryExtra]?.doubleValue
+                .map { Date(timeIntervalSince1970: $0).ISO8601Format() }
             validity = check.validity
             checkedOnline = check.validity == .valid || check.validity == .invalid && !credential.needsLogin
             needsLogin = check.validity == .invalid

@@ -56,12 +56,14 @@ public struct DesktopConfiguration: Sendable, Hashable {
     }
 
     /// Creates a configuration directly (tests, apps that have their own settings).
+    ///
+    /// A `nil` `stateDirectory` is `$XDG_STATE_HOME/sesame` (or `~/.local/state/sesame`).
     public init(
         storage: Sourced<StorageMode> = Sourced(.keyring, source: "default"), file: [String: JSONValue] = [:],
-        configFile: URL? = nil, configFileLocation: URL? = nil,
-        stateDirectory: URL = XDG.stateDirectory(environment: ProcessInfo.processInfo.environment)
+        configFile: URL? = nil, configFileLocation: URL? = nil, stateDirectory: URL? = nil
     ) {
-        self.stateDirectory = stateDirectory
+        self.stateDirectory =
+            stateDirectory ?? XDG.stateDirectory(environment: ProcessInfo.processInfo.environment)
         self.storage = storage
         self.file = file
         self.configFile = configFile
@@ -192,22 +194,4 @@ public struct DesktopError: Error, Sendable, Hashable, CustomStringConvertible {
     }
 
     public var description: String { message }
-}
-
-/// The XDG base directories Sesame uses.
-public enum XDG {
-    /// `$variable` when absolute, else `~/fallback`.
-    public static func directory(_ variable: String, fallback: String, environment: [String: String]) -> URL {
-        if let value = environment[variable], value.hasPrefix("/") {
-            return URL(fileURLWithPath: value, isDirectory: true)
-        }
-        let home = environment["HOME"] ?? NSHomeDirectory()
-        return URL(fileURLWithPath: home, isDirectory: true).appendingPathComponent(fallback, isDirectory: true)
-    }
-
-    /// `$XDG_STATE_HOME/sesame`.
-    public static func stateDirectory(environment: [String: String]) -> URL {
-        directory("XDG_STATE_HOME", fallback: ".local/state", environment: environment)
-            .appendingPathComponent("sesame", isDirectory: true)
-    }
 }

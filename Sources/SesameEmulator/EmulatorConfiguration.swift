@@ -190,14 +190,7 @@ public struct EmulatorConfiguration: Sendable {
     )
         -> URL
     {
-        let base: URL
-        if let state = environment["XDG_STATE_HOME"], state.hasPrefix("/") {
-            base = URL(fileURLWithPath: state, isDirectory: true)
-        } else {
-            let home = environment["HOME"] ?? NSHomeDirectory()
-            base = URL(fileURLWithPath: home, isDirectory: true).appendingPathComponent(".local/state")
-        }
-        return base.appendingPathComponent("sesame/emulator.json")
+        XDG.stateDirectory(environment: environment).appendingPathComponent("emulator.json")
     }
 
     /// The default app: the first in ``apps``.

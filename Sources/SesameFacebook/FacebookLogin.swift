@@ -22,9 +22,10 @@ struct FacebookTokenReader: Sendable {
         let dataAccess = answer.raw["data_access_expiration_time"]?.lenientInt.flatMap {
             $0 > 0 ? Date(timeIntervalSince1970: TimeInterval($0)) : nil
         }
-        let token = AccessToken(
+        var token = AccessToken(
             tokenString: answer.accessToken, provider: .facebook, appID: provider.appID, userID: nil,
-            expirationDate: expiry, dataAccessExpirationDate: dataAccess, refreshDate: issued)
+            expirationDate: expiry, refreshDate: issued)
+        token.dataAccessExpirationDate = dataAccess
         return try await completed(token, for: request)
     }
 
@@ -261,7 +262,7 @@ public struct FacebookDeviceDialect: DeviceLoginDialect {
         case Subcode.expired: return .expired
         case Subcode.declined:
             return .denied(
-                OAuthErrorResponse(
+                .facebook(
                     error: "access_denied", errorDescription: body.message, errorReason: "user_denied",
                     errorCode: body.code))
         default: return .unrecognized
@@ -299,17 +300,13 @@ public struct ExistingTokenLogin: LoginUI {
     /// Reads one line from standard input on its own thread (the token is not echoed by Sesame;
     /// pipe it in or type it).
     public static func standardInputLine() async throws -> String {
-        try await withCheckedThrowingContinuation { continuation in
-            Thread.detachNewThread {
-                if let line = readLine(strippingNewline: true) {
-                    continuation.resume(returning: line)
-                } else {
-                    continuation.resume(
-                        throwing: AuthError(
-                            category: .userCancelled, message: "No token was given on standard input.",
-                            loginFailedReason: .userCancelled, provider: .facebook))
-                }
+        try await onOwnThread {
+            guard let line = readLine(strippingNewline: true) else {
+                throw AuthError(
+                    category: .userCancelled, message: "No token was given on standard input.",
+                    loginFailedReason: .userCancelled, provider: .facebook)
             }
+            return line
         }
     }
 
@@ -347,7 +344,8 @@ public struct ExistingTokenLogin: LoginUI {
         var token = AccessToken(
             tokenString: text, provider: .facebook, appID: facebook.appID, userID: info.userID,
             permissions: PermissionSet(granted: info.scopes), expirationDate: info.expirationDate,
-            dataAccessExpirationDate: info.dataAccessExpirationDate, refreshDate: info.issuedAt ?? now())
+            refreshDate: info.issuedAt ?? now())
+        token.dataAccessExpirationDate = info.dataAccessExpirationDate
         token = try await FacebookTokenReader(provider: facebook, transport: transport, now: now)
             .completed(token, for: nil)
         return token

@@ -193,16 +193,3 @@ public struct FacebookAppSecret: Sendable, Hashable, CustomStringConvertible, Cu
     public var debugDescription: String { description }
     public var customMirror: Mirror { Mirror(self, children: ["value": Redaction.placeholder]) }
 }
-
-extension DefaultAudience {
-    /// The login dialog's `default_audience` value (`only_me`, `friends`, `everyone`); `nil`
-    /// for ``none``.
-    public var facebookValue: String? {
-        switch self {
-        case .none: nil
-        case .onlyMe: "only_me"
-        case .friends: "friends"
-        case .everyone: "everyone"
-        }
-    }
-}

@@ -3,7 +3,7 @@ import Sesame
 
 /// What the host app does when ``FacebookRecoveryProcessor`` needs the person.
 ///
-/// These are the three things the seed's sample app does by hand: re-request a permission,
+/// These are the three things the Facebook SDK's sample app does by hand: re-request a permission,
 /// log in again, and show a message.
 public protocol FacebookRecoveryDelegate: Sendable {
     /// Asks the person again for `permissions` (the ones the call needs; empty when the caller
@@ -63,7 +63,7 @@ public struct ReauthenticationReason: Sendable, CustomStringConvertible {
 /// The words the processor shows, which a host can replace per subcode, message key or
 /// category.
 ///
-/// The seed's app replaces the message for a removed app:
+/// The Facebook SDK's sample app replaces the message for a removed app:
 ///
 /// ```swift
 /// var texts = RecoveryTexts.standard
@@ -169,7 +169,7 @@ public enum RecoveryOutcome: Sendable, Hashable, CustomStringConvertible {
     }
 }
 
-/// Recovers from Facebook errors the way the seed's samples do, properly: bounded retries with
+/// Recovers from Facebook errors the way the Facebook SDK's samples do, properly: bounded retries with
 /// back-off, re-requested permissions, a new login, or a message for the person.
 ///
 /// | error | what happens |

@@ -139,7 +139,7 @@ public final class FacebookSession: Sendable {
     /// The current token, if any.
     public var token: AccessToken? { get async { await session.token } }
 
-    /// Every state change from now on (the seed's `sessionStateChanged:state:error:`); the
+    /// Every state change from now on (the Facebook SDK's `sessionStateChanged:state:error:`); the
     /// observer is registered before this returns, so subscribe before opening.
     public func stateChanges() -> AsyncStream<SessionStateChange> { session.stateChanges() }
 
@@ -207,7 +207,7 @@ public final class FacebookSession: Sendable {
     ///   declined every one (the session stays open); the login's error otherwise.
     @discardableResult
     public func requestNewReadPermissions(_ names: [String]) async throws -> PermissionRequestOutcome {
-        try await requestPermissions(names.map(Permission.read), defaultAudience: .none)
+        try await requestPermissions(names.map(Permission.read), options: LoginRequest.Options())
     }
 
     /// Asks for publish permissions with a default audience (`auth_type=rerequest`,
@@ -223,11 +223,12 @@ public final class FacebookSession: Sendable {
     ) async throws
         -> PermissionRequestOutcome
     {
-        try await requestPermissions(names.map(Permission.publish), defaultAudience: defaultAudience)
+        try await requestPermissions(
+            names.map(Permission.publish), options: LoginRequest.Options(defaultAudience: defaultAudience))
     }
 
     private func requestPermissions(
-        _ permissions: [Permission], defaultAudience: DefaultAudience
+        _ permissions: [Permission], options: LoginRequest.Options
     ) async throws
         -> PermissionRequestOutcome
     {
@@ -237,7 +238,7 @@ public final class FacebookSession: Sendable {
                 provider: .facebook)
         }
         let outcome = try await session.requestPermissions(
-            permissions, defaultAudience: defaultAudience, loginUI: loginUI)
+            permissions, options: options, loginUI: loginUI)
         if outcome.granted.isEmpty, !outcome.declined.isEmpty {
             throw AuthError(
                 category: .userCancelled,

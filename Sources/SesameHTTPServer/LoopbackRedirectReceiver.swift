@@ -55,16 +55,6 @@ public struct LoopbackRedirectReceiver: RedirectReceiver {
         self.appName = appName
     }
 
-    public func receiveRedirect<Result: Sendable>(
-        expectedState: String,
-        provider: ProviderID?,
-        open: (_ redirectURI: URL) async throws -> Void,
-        complete: (_ outcome: RedirectOutcome, _ redirectURI: URL) async throws -> Result
-    ) async throws -> Result {
-        try await receiveRedirect(
-            expectedState: expectedState, expectedIssuer: nil, provider: provider, open: open, complete: complete)
-    }
-
     /// Runs one login's redirect round trip, refusing a redirect whose `iss` fails the RFC 9207
     /// check against `expectedIssuer` as it refuses one with the wrong `state`.
     public func receiveRedirect<Result: Sendable>(

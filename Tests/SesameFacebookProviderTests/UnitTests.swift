@@ -239,8 +239,7 @@ struct FacebookDialectTests {
         let url = try dialect.authorizationURL(
             for: LoginRequest(
                 provider: .facebook, appID: "42", permissions: [.publish("publish_actions")],
-                defaultAudience: .everyone,
-                isRerequest: true),
+                options: LoginRequest.Options(defaultAudience: .everyone), isRerequest: true),
             redirectURI: URL(string: "http://127.0.0.1:5000/callback")!, state: "st", pkce: pkce)
         let query = FormEncoding.decode(url.query ?? "")
         for pair in [

@@ -261,7 +261,7 @@ struct RecoveryProcessorTests {
     @Test("a cancelled login shows nothing")
     func userCancelled() async throws {
         let delegate = RecordingDelegate()
-        let error = taxonomy.classifyLoginError(OAuthErrorResponse(error: "access_denied", errorReason: "user_denied"))
+        let error = taxonomy.classifyLoginError(.facebook(error: "access_denied", errorReason: "user_denied"))
         #expect(try await processor(delegate, clock: ManualClock()).recover(from: error) == .nothing)
         #expect(delegate.events.isEmpty)
     }

@@ -388,7 +388,7 @@ struct LoginErrorTests {
     @Test("the person denying the login is userCancelled with no message")
     func userDenied() {
         let error = taxonomy.classifyLoginError(
-            OAuthErrorResponse(
+            .facebook(
                 error: "access_denied", errorDescription: "Permissions error", errorReason: "user_denied",
                 errorCode: 200))
         #expect(error.category == .userCancelled)
@@ -403,7 +403,7 @@ struct LoginErrorTests {
     @Test(
         "access_denied without a reason, or the restricted-treatment code 14, is a cancel",
         arguments: [
-            OAuthErrorResponse(error: "access_denied"), OAuthErrorResponse(error: "unknown_error", errorCode: 14),
+            OAuthErrorResponse(error: "access_denied"), .facebook(error: "unknown_error", errorCode: 14),
         ])
     func cancelled(_ response: OAuthErrorResponse) {
         let error = taxonomy.classifyLoginError(response)
@@ -416,8 +416,7 @@ struct LoginErrorTests {
         "any other login failure is a failed login in the retry category",
         arguments: [
             OAuthErrorResponse(error: "server_error", errorDescription: "Try later"),
-            OAuthErrorResponse(
-                error: "invalid_scope", errorDescription: "Invalid Scopes: publish_stream", errorCode: 100),
+            .facebook(error: "invalid_scope", errorDescription: "Invalid Scopes: publish_stream", errorCode: 100),
         ])
     func otherFailures(_ response: OAuthErrorResponse) {
         let error = taxonomy.classifyLoginError(response)

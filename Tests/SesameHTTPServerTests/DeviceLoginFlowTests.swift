@@ -48,8 +48,8 @@ struct FacebookStyleDeviceDialect: DeviceLoginDialect {
         case 1_349_173:
             return .denied(
                 OAuthErrorResponse(
-                    error: "access_denied", errorDescription: error["message"]?.stringValue, errorReason: "user_denied",
-                    errorCode: subcode))
+                    error: "access_denied", errorDescription: error["message"]?.stringValue,
+                    additionalParameters: ["error_reason": "user_denied", "error_code": String(subcode)]))
         default: return .unrecognized
         }
     }

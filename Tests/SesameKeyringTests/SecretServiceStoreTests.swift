@@ -69,10 +69,12 @@ struct SecretServiceStoreTests {
             userID: "10001",
             permissions: PermissionSet(granted: ["email", "public_profile"], declined: ["user_friends"]),
             expirationDate: Date(timeIntervalSinceNow: 3600.125),
-            dataAccessExpirationDate: Date(timeIntervalSinceNow: 90 * 86400),
             refreshDate: Date(timeIntervalSinceNow: -60.5),
             refreshToken: "refresh-\(UUID().uuidString)",
-            idToken: "header.payload.signature")
+            idToken: "header.payload.signature",
+            providerExtras: [
+                "data_access_expires_at": .number(Date(timeIntervalSinceNow: 90 * 86400).timeIntervalSince1970)
+            ])
         let saved = StoredCredential(key: key, token: token, savedAt: Date(), needsLogin: true)
 
         try await store.save(saved)
@@ -83,7 +85,7 @@ struct SecretServiceStoreTests {
         #expect(loaded.token.userID == token.userID)
         #expect(loaded.token.permissions == token.permissions)
         #expect(loaded.token.expirationDate == token.expirationDate)
-        #expect(loaded.token.dataAccessExpirationDate == token.dataAccessExpirationDate)
+        #expect(loaded.token.providerExtras == token.providerExtras)
         #expect(loaded.token.refreshDate == token.refreshDate)
         #expect(loaded.token.refreshToken == token.refreshToken)
         #expect(loaded.token.idToken == token.idToken)

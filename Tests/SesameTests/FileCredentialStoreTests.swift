@@ -23,9 +23,9 @@ private let fullToken = AccessToken(
     tokenString: "EAAB-full-secret", provider: "facebook", appID: "1234", userID: "100001",
     permissions: PermissionSet(granted: ["email", "publish_actions"], declined: ["user_friends"]),
     expirationDate: Date(timeIntervalSince1970: 1_900_000_000.25),
-    dataAccessExpirationDate: Date(timeIntervalSince1970: 1_905_000_000.5),
     refreshDate: Date(timeIntervalSince1970: 1_800_000_000.125),
-    refreshToken: "refresh-secret", idToken: "id-token-secret")
+    refreshToken: "refresh-secret", idToken: "id-token-secret",
+    providerExtras: ["data_access_expires_at": .number(1_905_000_000.5)])
 
 private let key = CredentialKey(provider: "facebook", appID: "1234", account: "alice")
 

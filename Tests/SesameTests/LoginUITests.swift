@@ -151,7 +151,8 @@ struct LoginValueTests {
         let current = AccessToken(
             tokenString: "old", provider: "x", appID: "a", userID: "42", permissions: PermissionSet(granted: ["email"]))
         let request = LoginRequest(
-            provider: "x", appID: "a", permissions: [.publish("publish_actions")], isRerequest: true,
+            provider: "x", appID: "a", permissions: [Permission("publish_actions", kind: .init(rawValue: "publish"))],
+            isRerequest: true,
             currentToken: current)
         let token = AccessToken(answer, for: request)
         #expect(token.permissions.granted == ["email", "publish_actions"])

@@ -84,8 +84,7 @@ struct OAuthTests {
             return
         }
         #expect(error.error == "access_denied")
-        #expect(error.errorReason == "user_denied")
-        #expect(error.errorCode == 200)
+        #expect(error.additionalParameters == ["error_reason": "user_denied", "error_code": "200"])
         #expect(error.errorDescription == "Permissions error")
         let classified = NeutralTaxonomy().classifyLoginError(error)
         #expect(classified.category == .userCancelled)

@@ -5,6 +5,11 @@ import Testing
 
 private let facebook: ProviderID = "facebook"
 
+/// A provider's own login option, as a provider module would declare one.
+private enum AudienceOption: LoginOptionKey {
+    static let defaultValue = ""
+}
+
 private func token(_ secret: String = "EAAB-secret-token", expiresIn: TimeInterval = 3600) -> AccessToken {
     AccessToken(
         tokenString: secret, provider: facebook, appID: "1234", userID: "100001",
@@ -202,9 +207,11 @@ struct SessionTests {
         let store = InMemoryCredentialStore([stored(token())])
         let session = Session(provider: facebook, appID: "1234", store: store)
         try await session.open(allowLoginUI: false)
+        var friends = LoginRequest.Options()
+        friends[AudienceOption.self] = "friends"
         let loginUI = RecordingLoginUI { request in
             #expect(request.isRerequest)
-            #expect(request.defaultAudience == .friends)
+            #expect(request.options[AudienceOption.self] == "friends")
             var next = try #require(request.currentToken)
             next.tokenString = "with-publish"
             next.permissions = PermissionSet(granted: ["public_profile", "publish_actions"], declined: ["user_posts"])
@@ -212,7 +219,8 @@ struct SessionTests {
         }
 
         let outcome = try await session.requestPermissions(
-            [.publish("publish_actions"), .read("user_posts")], defaultAudience: .friends, loginUI: loginUI)
+            [Permission("publish_actions", kind: .init(rawValue: "publish")), .read("user_posts")],
+            options: friends, loginUI: loginUI)
 
         #expect(outcome.granted == ["publish_actions"])
         #expect(outcome.declined == ["user_posts"])

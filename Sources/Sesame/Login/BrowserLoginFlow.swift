@@ -49,8 +49,6 @@ public struct OAuth2BrowserDialect: BrowserLoginDialect {
     public var scopeSeparator: String
     /// Added to every authorization URL, in order.
     public var extraAuthorizationParameters: [(String, String)]
-    /// Added to the authorization URL of a re-request (asking again for declined permissions).
-    public var rerequestParameters: [(String, String)]
     /// The wall clock, for expiry dates.
     public var now: @Sendable () -> Date
 
@@ -58,8 +56,7 @@ public struct OAuth2BrowserDialect: BrowserLoginDialect {
     public init(
         provider: ProviderID, errorTaxonomy: any ErrorTaxonomy, authorizationEndpoint: URL, tokenEndpoint: URL,
         clientID: String, clientSecret: String? = nil, scopeSeparator: String = " ",
-        extraAuthorizationParameters: [(String, String)] = [], rerequestParameters: [(String, String)] = [],
-        now: @escaping @Sendable () -> Date = { Date() }
+        extraAuthorizationParameters: [(String, String)] = [], now: @escaping @Sendable () -> Date = { Date() }
     ) {
         self.provider = provider
         self.errorTaxonomy = errorTaxonomy
@@ -69,7 +66,6 @@ public struct OAuth2BrowserDialect: BrowserLoginDialect {
         self.clientSecret = clientSecret
         self.scopeSeparator = scopeSeparator
         self.extraAuthorizationParameters = extraAuthorizationParameters
-        self.rerequestParameters = rerequestParameters
         self.now = now
     }
 
@@ -77,7 +73,7 @@ public struct OAuth2BrowserDialect: BrowserLoginDialect {
         OAuth.authorizationURL(
             endpoint: authorizationEndpoint, clientID: clientID, redirectURI: redirectURI,
             scopes: request.permissions.map(\.name), state: state, pkce: pkce, scopeSeparator: scopeSeparator,
-            extraParameters: extraAuthorizationParameters + (request.isRerequest ? rerequestParameters : []))
+            extraParameters: extraAuthorizationParameters)
     }
 
     public func tokenRequest(code: String, redirectURI: URL, pkce: PKCE, for request: LoginRequest) -> HTTPRequest {

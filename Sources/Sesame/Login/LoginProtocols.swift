@@ -8,34 +8,29 @@ import Foundation
 /// `state` is `expectedState`, runs `complete` with it (the code exchange), shows the person
 /// how the login ended, and stops listening, whatever happens.
 public protocol RedirectReceiver: Sendable {
-    /// Runs one login's redirect round trip.
+    /// Runs one login's redirect round trip, checking the redirect's `iss` (RFC 9207) against
+    /// `expectedIssuer` before `complete` sees it.
+    ///
+    /// This is the one requirement, with no default, so a receiver cannot skip the issuer
+    /// check by leaving it out: a redirect whose `iss` fails the check must be refused with
+    /// ``AuthError/issuerMismatch(expected:received:provider:)``, the way one with the wrong
+    /// `state` is (``OAuth/parseRedirectParameters(_:expectedState:expectedIssuer:provider:)``
+    /// does both checks). `expectedIssuer` is `nil` for a provider with no issuer identifier.
     ///
     /// - Parameters:
     ///   - expectedState: the `state` sent in the authorization request; a redirect without
     ///     it is refused.
+    ///   - expectedIssuer: what the redirect's `iss` must be, or `nil` to check nothing.
     ///   - provider: the provider, for errors.
     ///   - open: called once with the redirect URI, once the receiver is listening.
     ///   - complete: called once with what the redirect carried and the redirect URI (the
     ///     token exchange needs it); what it returns or throws decides what the person is shown.
     /// - Returns: what `complete` returned.
     /// - Throws: what `open` or `complete` threw; ``AuthError/stateMismatch(provider:missing:)``
-    ///   for a redirect whose `state` is missing or wrong; ``AuthError/loginTimedOut(after:provider:)``
-    ///   when no redirect came in time; `CancellationError` when the task is cancelled.
-    func receiveRedirect<Result: Sendable>(
-        expectedState: String,
-        provider: ProviderID?,
-        open: (_ redirectURI: URL) async throws -> Void,
-        complete: (_ outcome: RedirectOutcome, _ redirectURI: URL) async throws -> Result
-    ) async throws -> Result
-
-    /// Runs one login's redirect round trip, also checking the redirect's `iss` (RFC 9207)
-    /// against `expectedIssuer` before `complete` sees it.
-    ///
-    /// A redirect that fails the check is refused with
-    /// ``AuthError/issuerMismatch(expected:received:provider:)``. The default implementation,
-    /// for receivers written before this check existed, runs
-    /// ``receiveRedirect(expectedState:provider:open:complete:)`` and does not check `iss`;
-    /// `LoopbackRedirectReceiver` checks it.
+    ///   for a redirect whose `state` is missing or wrong;
+    ///   ``AuthError/issuerMismatch(expected:received:provider:)`` for one whose `iss` is wrong
+    ///   or missing when required; ``AuthError/loginTimedOut(after:provider:)`` when no
+    ///   redirect came in time; `CancellationError` when the task is cancelled.
     func receiveRedirect<Result: Sendable>(
         expectedState: String,
         expectedIssuer: AuthorizationResponseIssuer?,
@@ -46,14 +41,19 @@ public protocol RedirectReceiver: Sendable {
 }
 
 extension RedirectReceiver {
+    /// Runs one login's redirect round trip for a provider with no issuer identifier: the
+    /// requirement with no `iss` expectation.
+    ///
+    /// - Throws: what ``receiveRedirect(expectedState:expectedIssuer:provider:open:complete:)``
+    ///   throws.
     public func receiveRedirect<Result: Sendable>(
         expectedState: String,
-        expectedIssuer: AuthorizationResponseIssuer?,
         provider: ProviderID?,
         open: (_ redirectURI: URL) async throws -> Void,
         complete: (_ outcome: RedirectOutcome, _ redirectURI: URL) async throws -> Result
     ) async throws -> Result {
-        try await receiveRedirect(expectedState: expectedState, provider: provider, open: open, complete: complete)
+        try await receiveRedirect(
+            expectedState: expectedState, expectedIssuer: nil, provider: provider, open: open, complete: complete)
     }
 }
 
