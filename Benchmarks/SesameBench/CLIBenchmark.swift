@@ -1,6 +1,7 @@
 import Foundation
 import Sesame
 import SesameEmulator
+import SesameFacebook
 import SesameKeyring
 
 // sesame-bench cli: the command line's hot path as whole processes, beside `secret-tool lookup`
@@ -96,11 +97,11 @@ struct CLIBenchmark {
         let account = "default"
         let key = CredentialKey(provider: ProviderID("facebook"), appID: appID, account: account)
         let tokenString = "EAAB" + String(repeating: "x", count: 200)
-        let token = AccessToken(
+        var token = AccessToken(
             tokenString: tokenString, provider: key.provider, appID: appID, userID: "100000000000001",
             permissions: PermissionSet(granted: ["public_profile", "email"], declined: []),
-            expirationDate: Date(timeIntervalSinceNow: 60 * 86400),
-            dataAccessExpirationDate: Date(timeIntervalSinceNow: 90 * 86400))
+            expirationDate: Date(timeIntervalSinceNow: 60 * 86400))
+        token.dataAccessExpirationDate = Date(timeIntervalSinceNow: 90 * 86400)
         let store = SecretServiceStore(unlocking: .never)
         if !(try await store.list(provider: key.provider)).isEmpty {
             throw Failure(
