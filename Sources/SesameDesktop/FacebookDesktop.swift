@@ -82,8 +82,8 @@ public struct FacebookPlugin: ProviderPlugin {
                 dialogBaseURL: settings.dialogURL.flatMap { URL(string: $0.value) }
                     ?? FacebookProvider.facebookDialogBaseURL,
                 graphBaseURL: settings.graphURL.flatMap { URL(string: $0.value) }
-                    ?? FacebookProvider.facebookGraphBaseURL
-            )
+                    ?? FacebookProvider.facebookGraphBaseURL,
+                allowedInsecureHosts: request.allowedInsecureHosts)
             return FacebookConnection(
                 provider: provider, transport: request.transport, terminal: request.terminal, emulator: nil,
                 approvalMode: .off, environment: request.environment)

@@ -176,6 +176,7 @@ public struct OIDCPlugin: ProviderPlugin {
             issuer: settings.issuer.value, clientID: settings.clientID.value,
             clientSecret: settings.clientSecret.map { OIDCClientSecret($0.value) })
         if !settings.scopes.isEmpty { configuration.scopes = settings.scopes }
+        configuration.allowedInsecureHosts = request.allowedInsecureHosts
         let provider = try await OIDCProvider.discover(configuration, transport: request.transport)
         return OIDCConnection(
             instance: instance, settings: settings, provider: provider, transport: request.transport,

@@ -227,6 +227,15 @@ public struct ProviderConnectionRequest: Sendable {
         self.purpose = purpose
     }
 
+    /// Hosts the person allows plain `http` to, although they are not loopback addresses:
+    /// `SESAME_ALLOW_INSECURE_HTTP`, host names separated by commas. Every provider passes them to
+    /// its endpoint check; by default there are none (RFC 9700: https, or http to loopback only).
+    public var allowedInsecureHosts: Set<String> {
+        Set(
+            (environment["SESAME_ALLOW_INSECURE_HTTP"] ?? "").split(separator: ",")
+                .map { $0.trimmingCharacters(in: .whitespaces).lowercased() }.filter { !$0.isEmpty })
+    }
+
     /// Resolves `setting`: the flag, then the environment, then the config file's `section`
     /// (named `sectionPath` in messages), then `fallback`.
     ///

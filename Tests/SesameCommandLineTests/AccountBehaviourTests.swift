@@ -1,6 +1,7 @@
 import Foundation
 import Sesame
 import SesameCommandLine
+import SesameCurl
 import SesameDesktop
 import SesameEmulator
 import SesameTestSupport
@@ -323,6 +324,22 @@ struct AccountBehaviourTests {
         #expect(result.status == 73)
         #expect(result.standardError.contains("cannot be kept"))
         #expect(!result.standardOutput.contains("Press Ctrl-C"))
+    }
+
+    @Test("plain http to a host that is not loopback is refused unless SESAME_ALLOW_INSECURE_HTTP names it")
+    func insecureHTTP() async throws {
+        let cli = try InProcessCLI(extra: [
+            "SESAME_FACEBOOK_APP_ID": "1234567890", "SESAME_FACEBOOK_GRAPH_URL": "http://graph.sesame-test.invalid",
+        ])
+        let refused = await cli.run(["login", "facebook", "--with-token"], input: "EAAtoken")
+        #expect(refused.status != 0)
+        #expect(refused.error.contains("plain http"), "\(refused.error)")
+        let request = ProviderConnectionRequest(
+            instance: "facebook", configuration: DesktopConfiguration(),
+            environment: ["SESAME_ALLOW_INSECURE_HTTP": "Graph.Example.test, other.test,"],
+            terminal: Terminal(inputIsInteractive: false, errorIsInteractive: false, usesColor: false),
+            transport: CurlTransport(), emulators: nil, purpose: .use)
+        #expect(request.allowedInsecureHosts == ["graph.example.test", "other.test"])
     }
 
     @Test("a config file that is a directory is an error, not ignored")
