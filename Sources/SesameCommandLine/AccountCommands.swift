@@ -81,7 +81,11 @@ struct AccountCommands {
             guard try await session.open() else { throw notLoggedIn(key, connected: connected) }
             do {
                 // The only place the command line prints a secret: that is what `sesame token` is for.
-                io.write(try await session.validToken().tokenString + "\n")
+                // A token that is still valid is printed even when it expires soon; the warning
+                // goes to standard error, where a script's $(sesame token ...) does not take it.
+                let token = try await session.validToken()
+                io.write(token.tokenString + "\n")
+                if let warning = session.warning(for: token) { io.writeError(warning + "\n") }
             } catch {
                 await switchAwayIfGone(key, accounts: accounts, store: storage.store)
                 throw error

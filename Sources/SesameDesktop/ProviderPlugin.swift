@@ -413,10 +413,14 @@ public protocol AccountSession: Sendable {
     func revokePermission(_ name: String) async throws
     /// The last rate-limit usage seen, to keep for `sesame status`.
     var lastUsage: JSONValue? { get }
+    /// What to tell the person about `token` on standard error, if anything (a token that
+    /// expires soon and cannot be renewed).
+    func warning(for token: AccessToken) -> String?
 }
 
 extension AccountSession {
     public var lastUsage: JSONValue? { nil }
+    public func warning(for token: AccessToken) -> String? { nil }
     public func listPermissions() async throws -> PermissionSet { throw PermissionsUnsupported() }
     public func requestPermissions(
         _ names: [String], options: [String: String]

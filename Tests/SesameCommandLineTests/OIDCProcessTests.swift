@@ -47,6 +47,44 @@ struct OIDCProcessTests {
         document["providers"]?.arrayValue?.first { $0["provider"]?.stringValue == name }
     }
 
+    @Test(
+        "a confidential client: refused without its secret (the message says what to set), logged in with it from the environment; a 40 s token is usable at once"
+    )
+    func confidentialClient() async throws {
+        let emulator = try OIDCEmulator(
+            algorithm: "ES256", clients: ["desktop-confidential": "s3cret-of-the-client"], accessTokenLifetime: 40,
+            devicePollInterval: 1)
+        let issuer = try await emulator.start().issuer
+        defer { Task { await emulator.stop() } }
+        let cli = try CLIHarness()
+        let arguments = ["oidc", "--issuer", issuer, "--client-id", "desktop-confidential"]
+
+        let refused = try await cli.run("sesame", ["login"] + arguments)
+        #expect(refused.status != 0)
+        #expect(refused.standardError.lowercased().contains("secret"), "\(refused.standardError)")
+
+        let process = try cli.start(
+            "sesame", ["login"] + arguments, environment: ["SESAME_OIDC_CLIENT_SECRET": "s3cret-of-the-client"])
+        let printed = try await process.waitForError(matching: #"enter the code\n\n\s+[A-Z]{4}-[A-Z]{4}\n"#)
+        let code = try #require(printed.firstMatch(of: #/\n\s+([A-Z]{4}-[A-Z]{4})\s*\n/#).map { String($0.1) })
+        let approve = try await CurlTransport().send(
+            HTTPRequest(
+                method: .post, url: URL(string: "\(issuer)/__sesame/device")!,
+                headers: ["Content-Type": "application/json"],
+                body: Data(JSONValue.object(["user_code": .string(code)]).jsonText.utf8)))
+        #expect(approve.status == 200)
+        let login = await process.finish()
+        cli.record("sesame login oidc (confidential)", login)
+        #expect(login.status == 0, "\(login.standardError)")
+
+        // 40 s of lifetime: before, the fixed 60 s margin refused it as expired right after login.
+        let token = try await cli.run(
+            "sesame", ["token", "oidc"], environment: ["SESAME_OIDC_CLIENT_SECRET": "s3cret-of-the-client"])
+        #expect(token.status == 0, "\(token.standardError)")
+        #expect(!token.standardOutput.isEmpty)
+        cli.expectNoTokenLeaks(["s3cret-of-the-client"])
+    }
+
     @Test("device login, status --json, token, logout --revoke; the token shows only in 'sesame token'")
     func lifecycle() async throws {
         let (emulator, issuer) = try await Self.emulator()
