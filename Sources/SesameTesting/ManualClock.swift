@@ -104,8 +104,18 @@ public final class ManualClock: Clock, Sendable {
         for sleeper in due { sleeper.continuation.resume() }
     }
 
-    /// Suspends until at least `count` tasks are asleep on this clock.
-    public func waitForSleepers(_ count: Int = 1) async {
-        while sleeperCount < count { await Task.yield() }
+    /// Suspends until at least `count` tasks are asleep on this clock, or `limit` has passed on
+    /// the real clock (so that a test whose code under test ended early fails on its own
+    /// expectations instead of spinning forever); returns whether they are.
+    @discardableResult
+    public func waitForSleepers(_ count: Int = 1, limit: Duration = .seconds(120)) async -> Bool {
+        let deadline = ContinuousClock.now + limit
+        while sleeperCount < count {
+            guard ContinuousClock.now < deadline, !Task.isCancelled else { return false }
+            // A short real pause rather than Task.yield(): a spin would take a core from the
+            // very tasks it waits for on a two-core machine.
+            try? await Task.sleep(for: .milliseconds(1))
+        }
+        return true
     }
 }

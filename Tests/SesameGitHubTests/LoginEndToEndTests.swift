@@ -57,7 +57,12 @@ struct GitHubLoginEndToEndTests {
             try await flow.logIn(LoginRequest(provider: .github, appID: harness.provider.credentialAppID))
         }
         // Let it poll a few times (each answer "authorization_pending"), then approve.
-        while harness.emulator.requestCount(path: "/login/oauth/access_token") < 3 { await Task.yield() }
+        let deadline = ContinuousClock.now + .seconds(120)
+        while harness.emulator.requestCount(path: "/login/oauth/access_token") < 3 {
+            // Bounded: a login that ended early fails below instead of hanging.
+            try #require(ContinuousClock.now < deadline, "the device login stopped polling")
+            try await Task.sleep(for: .milliseconds(1))
+        }
         let response = try await harness.transport.send(
             HTTPRequest(url: harness.endpoints.baseURL.appendingPathComponent("login/device")))
         #expect(response.status == 200)

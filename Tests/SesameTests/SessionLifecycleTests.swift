@@ -30,15 +30,16 @@ private func openSession(on token: AccessToken) async throws -> (Session, Counti
     return (session, store)
 }
 
-/// Two sessions on one store, as two processes are, both open on an expiring token, which
+/// Two sessions on one store, as two processes are, both open on an expiring token (30 minutes
+/// left against a one-hour leeway, so that a slow machine cannot expire it mid-test), which
 /// `there` has just renewed.
 private func renewedThere() async throws -> (here: Session, there: Session, store: InMemoryCredentialStore) {
-    let shared = InMemoryCredentialStore([StoredCredential(key: key, token: token("old", expiresIn: 30))])
+    let shared = InMemoryCredentialStore([StoredCredential(key: key, token: token("old", expiresIn: 1800))])
     let here = Session(provider: provider, appID: "app-1", store: shared)
     let there = Session(provider: provider, appID: "app-1", store: shared)
     try await here.open(allowLoginUI: false)
     try await there.open(allowLoginUI: false)
-    _ = try await there.freshToken(leeway: .seconds(60)) { renewed($0, as: "from-there") }
+    _ = try await there.freshToken(leeway: .seconds(3600)) { renewed($0, as: "from-there") }
     return (here, there, shared)
 }
 
@@ -76,8 +77,8 @@ struct SessionLifecycleTests {
 
     @Test("a renewal saves its token exactly once")
     func oneSavePerRenewal() async throws {
-        let (session, store) = try await openSession(on: token("old", expiresIn: 30))
-        let fresh = try await session.freshToken(leeway: .seconds(60)) { renewed($0, as: "new") }
+        let (session, store) = try await openSession(on: token("old", expiresIn: 1800))
+        let fresh = try await session.freshToken(leeway: .seconds(3600)) { renewed($0, as: "new") }
         #expect(fresh.tokenString == "new")
         #expect(store.saveCount == 1)
         #expect(try await store.load(key)?.token.tokenString == "new")
@@ -88,7 +89,7 @@ struct SessionLifecycleTests {
     func renewedElsewhere() async throws {
         let (here, _, _) = try await renewedThere()
         let calls = Mutex(0)
-        let renewal = try await here.renewToken(isDue: { $0.isExpired(at: Date(), leeway: 60) }) { old in
+        let renewal = try await here.renewToken(isDue: { $0.isExpired(at: Date(), leeway: 3600) }) { old in
             calls.withLock { $0 += 1 }
             return renewed(old, as: "from-here")
         }
@@ -103,8 +104,8 @@ struct SessionLifecycleTests {
 
     @Test("a hook that declines (nil) keeps the token and saves nothing")
     func declinedRenewal() async throws {
-        let (session, store) = try await openSession(on: token("old", expiresIn: 30))
-        let kept = try await session.freshToken(leeway: .seconds(60)) { _ in nil }
+        let (session, store) = try await openSession(on: token("old", expiresIn: 1800))
+        let kept = try await session.freshToken(leeway: .seconds(3600)) { _ in nil }
         #expect(kept.tokenString == "old")
         #expect(store.saveCount == 0)
         #expect(await session.state == .open)
@@ -112,11 +113,11 @@ struct SessionLifecycleTests {
 
     @Test("an update asked for during a renewal is applied to the renewed token, not to the old one")
     func updateDuringRenewal() async throws {
-        let store = InMemoryCredentialStore([StoredCredential(key: key, token: token("old", expiresIn: 30))])
+        let store = InMemoryCredentialStore([StoredCredential(key: key, token: token("old", expiresIn: 1800))])
         let session = Session(provider: provider, appID: "app-1", store: store)
         try await session.open(allowLoginUI: false)
         let door = Gate()
-        async let fresh = session.freshToken(leeway: .seconds(60)) { old in
+        async let fresh = session.freshToken(leeway: .seconds(3600)) { old in
             await door.wait()
             return renewed(old, as: "new")
         }
@@ -153,7 +154,7 @@ struct SessionLifecycleTests {
 
     @Test("a credential another process found refused stops the renewal with a clear error")
     func refusedElsewhere() async throws {
-        let shared = InMemoryCredentialStore([StoredCredential(key: key, token: token("old", expiresIn: 30))])
+        let shared = InMemoryCredentialStore([StoredCredential(key: key, token: token("old", expiresIn: 1800))])
         let session = Session(provider: provider, appID: "app-1", store: shared)
         try await session.open(allowLoginUI: false)
         var refused = try #require(try await shared.load(key))
@@ -161,7 +162,7 @@ struct SessionLifecycleTests {
         try await shared.save(refused)
 
         let error = await #expect(throws: AuthError.self) {
-            try await session.freshToken(leeway: .seconds(60)) { renewed($0, as: "never") }
+            try await session.freshToken(leeway: .seconds(3600)) { renewed($0, as: "never") }
         }
         #expect(error?.category == .authenticationReopenSession)
         #expect(error?.message.contains("log in again") == true)
