@@ -151,7 +151,10 @@ struct CLIBenchmark {
 
         // Each output checked once: the figures are of commands that did their job.
         let lookup = try Self.runProcess(cases[0].executable, cases[0].arguments, environment: base)
-        guard lookup.status == 0, String(decoding: lookup.output, as: UTF8.self).contains(tokenString) else {
+        // The secret is the credential's JSON in base64 (keyring schema 2).
+        let secret = String(decoding: lookup.output, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+        let decoded = Data(base64Encoded: secret).map { String(decoding: $0, as: UTF8.self) } ?? secret
+        guard lookup.status == 0, decoded.contains(tokenString) else {
             throw Failure(description: "secret-tool lookup did not print the stored login")
         }
         let printed = try Self.runProcess(cases[1].executable, cases[1].arguments, environment: base)
