@@ -201,9 +201,9 @@ struct CLIBenchmark {
         if json {
             let encoder = JSONEncoder()
             encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
-            FileHandle.standardOutput.write(try encoder.encode(report) + Data("\n".utf8))
+            StandardStreams.out(try encoder.encode(report) + Data("\n".utf8))
         } else {
-            FileHandle.standardOutput.write(Data(Self.table(report).utf8))
+            StandardStreams.out(Data(Self.table(report).utf8))
         }
     }
 
@@ -262,6 +262,6 @@ struct CLIBenchmark {
     }
 
     func progress(_ message: String) {
-        FileHandle.standardError.write(Data("sesame-bench cli: \(message)\n".utf8))
+        StandardStreams.err(Data("sesame-bench cli: \(message)\n".utf8))
     }
 }

@@ -214,7 +214,7 @@ struct GraphBenchmark {
     }
 
     private func progress(_ line: String) {
-        FileHandle.standardError.write(Data("graph: \(line)\n".utf8))
+        StandardStreams.err(Data("graph: \(line)\n".utf8))
     }
 }
 

@@ -158,9 +158,9 @@ struct KeyringBenchmark {
         if json {
             let encoder = JSONEncoder()
             encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
-            FileHandle.standardOutput.write(try encoder.encode(report) + Data("\n".utf8))
+            StandardStreams.out(try encoder.encode(report) + Data("\n".utf8))
         } else {
-            FileHandle.standardOutput.write(Data(Self.table(report).utf8))
+            StandardStreams.out(Data(Self.table(report).utf8))
         }
     }
 
@@ -323,6 +323,6 @@ struct KeyringBenchmark {
     }
 
     func progress(_ message: String) {
-        FileHandle.standardError.write(Data("sesame-bench keyring: \(message)\n".utf8))
+        StandardStreams.err(Data("sesame-bench keyring: \(message)\n".utf8))
     }
 }

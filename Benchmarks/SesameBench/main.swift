@@ -1,4 +1,5 @@
 import Foundation
+import Sesame
 
 // sesame-bench: side-by-side measurements that print figures. Never run by the tests.
 //
@@ -39,16 +40,16 @@ func usage() -> String {
 
 let arguments = Array(CommandLine.arguments.dropFirst())
 guard let name = arguments.first, name != "--help", name != "-h" else {
-    FileHandle.standardOutput.write(Data(usage().utf8))
+    StandardStreams.out(Data(usage().utf8))
     exit(arguments.isEmpty ? 64 : 0)
 }
 guard let benchmark = benchmarks.first(where: { $0.name == name }) else {
-    FileHandle.standardError.write(Data("sesame-bench: no benchmark named '\(name)'.\n\(usage())".utf8))
+    StandardStreams.err(Data("sesame-bench: no benchmark named '\(name)'.\n\(usage())".utf8))
     exit(64)
 }
 do {
     try await benchmark.run(Array(arguments.dropFirst()))
 } catch {
-    FileHandle.standardError.write(Data("sesame-bench \(name): \(error)\n".utf8))
+    StandardStreams.err(Data("sesame-bench \(name): \(error)\n".utf8))
     exit(1)
 }

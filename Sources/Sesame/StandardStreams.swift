@@ -1,3 +1,4 @@
+import Foundation
 import Synchronization
 
 #if canImport(Glibc)
@@ -30,6 +31,12 @@ package enum StandardStreams {
     ///
     /// - Returns: `false` when not everything was written.
     @discardableResult package static func err(_ text: String) -> Bool { write(Array(text.utf8), to: 2) }
+
+    /// Writes `data` to standard output.
+    @discardableResult package static func out(_ data: Data) -> Bool { write(Array(data), to: 1) }
+
+    /// Writes `data` to standard error.
+    @discardableResult package static func err(_ data: Data) -> Bool { write(Array(data), to: 2) }
 
     /// Writes `bytes` to `descriptor`, all of them, retrying on `EINTR`.
     ///

@@ -4,8 +4,9 @@
 import Foundation
 import SesameErrorTableGen
 
+// `write(contentsOf:)` throws where `write(_:)` would trap (EPIPE from a reader that went away).
 func fail(_ message: String, code: Int32) -> Never {
-    FileHandle.standardError.write(Data(message.utf8))
+    try? FileHandle.standardError.write(contentsOf: Data(message.utf8))
     exit(code)
 }
 
@@ -18,7 +19,7 @@ case .failure(let failure): fail("sesame-error-table-gen: \(failure.message)\n\n
 let input: String
 switch invocation {
 case .help:
-    FileHandle.standardOutput.write(Data(Generator.usage.utf8))
+    try? FileHandle.standardOutput.write(contentsOf: Data(Generator.usage.utf8))
     exit(0)
 case .check(let path): input = path
 case .generate(let path, _, _): input = path

@@ -45,7 +45,7 @@ struct EmulatorSlowClientTests {
         var limit = rlimit()
         getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
         if limit.rlim_cur < 2_000 {
-            FileHandle.standardError.write(
+            StandardStreams.err(
                 Data("raising the soft descriptor limit to \(min(limit.rlim_max, 8_192))\n".utf8))
             limit.rlim_cur = min(limit.rlim_max, 8_192)
             setrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)

@@ -20,7 +20,7 @@ enum SlowClients {
         getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
         guard limit.rlim_cur < rlim_t(count + 256) else { return }
         let wanted = min(limit.rlim_max, rlim_t(count + 1024))
-        FileHandle.standardError.write(
+        StandardStreams.err(
             Data("raising the soft descriptor limit from \(limit.rlim_cur) to \(wanted)\n".utf8))
         limit.rlim_cur = wanted
         setrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)

@@ -32,13 +32,12 @@ func emit(_ output: Output, exitCode: Int32) -> Never {
     encoder.outputFormatting = [.sortedKeys]
     var data = (try? encoder.encode(output)) ?? Data("{\"ok\":false}".utf8)
     data.append(0x0A)
-    FileHandle.standardOutput.write(data)
+    StandardStreams.write(Array(data), to: 1)
     exit(exitCode)
 }
 
 func usage() -> Never {
-    FileHandle.standardError.write(
-        Data("usage: sesame-keyring-probe [--timeout-ms N] [--no-prompt] <command> ...\n".utf8))
+    StandardStreams.err("usage: sesame-keyring-probe [--timeout-ms N] [--no-prompt] <command> ...\n")
     exit(64)
 }
 

@@ -125,7 +125,8 @@ public struct SystemBrowserOpener: BrowserOpener {
         }
     }
 
-    private func write(_ text: String) { output.write(Data(text.utf8)) }
+    // write(2), never FileHandle.write(_:), which traps when the reader is gone (EPIPE).
+    private func write(_ text: String) { StandardStreams.write(Array(text.utf8), to: output.fileDescriptor) }
 }
 
 /// Shows a device login's code on a terminal and a dot for each poll while it waits.
@@ -181,5 +182,6 @@ public struct TerminalDeviceCodePresenter: DeviceCodePresenter {
         return seconds % 60 == 0 ? "\(seconds / 60) min" : "\(seconds / 60) min \(seconds % 60) s"
     }
 
-    private func write(_ text: String) { output.write(Data(text.utf8)) }
+    // write(2), never FileHandle.write(_:), which traps when the reader is gone (EPIPE).
+    private func write(_ text: String) { StandardStreams.write(Array(text.utf8), to: output.fileDescriptor) }
 }
