@@ -62,11 +62,11 @@ struct AccountCommands {
         }
         let known = try Desktop.names(configuration: configuration).map(\.name)
         let near = Suggestion.closest(to: name, in: known).map { " (did you mean '\($0)'?)" } ?? ""
+        let hint =
+            ProviderTable.plugin(forName: name)?.newInstanceHint(name.sanitizedForTerminal).map { " \($0)" } ?? ""
         throw CommandFailure(
             "unknown provider '\(name.sanitizedForTerminal)'\(near); known providers: "
-                + "\(known.joined(separator: ", ")). An OpenID issuer gets a name in the config file: "
-                + #"{"oidc": {"\#(name.sanitizedForTerminal)": {"issuer": "https://...", "clientID": "..."}}}"#,
-            status: ExitStatus.usage)
+                + "\(known.joined(separator: ", ")).\(hint)", status: ExitStatus.usage)
     }
 
     private func run(_ connected: any ConnectedProvider, storage: StorageSelection) async throws -> Int32 {

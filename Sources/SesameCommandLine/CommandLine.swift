@@ -304,7 +304,7 @@ package struct CommandIO: Sendable {
             }
         },
         // Never FileHandle.write(_:), which traps on EPIPE: a reader that went away
-        // (`sesame token facebook | true`) ends the output quietly.
+        // (`sesame token PROVIDER | true`) ends the output quietly.
         write: { StandardStreams.out($0) },
         writeError: { StandardStreams.err($0) }
     )

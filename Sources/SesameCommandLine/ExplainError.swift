@@ -61,17 +61,7 @@ package struct ExplainError: Sendable, Equatable {
             OptionSpec("body-file", value: "PATH", "A file holding the response body; '-' reads standard input."),
             OptionSpec("json", "Print one JSON object instead of an explanation in words."),
         ],
-        examples: [
-            (
-                "sesame explain-error --provider facebook --status 400 \\\n"
-                    + "      --body '{\"error\":{\"code\":190,\"error_subcode\":458,\"type\":\"OAuthException\"}}'",
-                "The person removed the app"
-            ),
-            (
-                "sesame explain-error --provider facebook --status 503 --body-file - --json < response.html",
-                "A body from standard input, answered in JSON"
-            ),
-        ]
+        examples: Desktop.providers.flatMap(\.explainErrorExamples)
     )
 
     /// The command's place in the tree.

@@ -36,8 +36,8 @@ package struct GitCredentialCommand: Sendable, Equatable {
             ],
             examples: [
                 (
-                    "git config --global credential.https://github.com.helper '!sesame git-credential'",
-                    "Let git use the GitHub login"
+                    "git config --global credential.https://HOST.helper '!sesame git-credential'",
+                    "Let git use the stored login of a provider that serves git at HOST"
                 )
             ])
     ) { parsed throws(UsageError) in

@@ -137,6 +137,11 @@ package enum ProviderTable {
         return options
     }
 
+    /// The providers' paragraphs of `sesame login --help`.
+    static var loginDiscussion: String {
+        Desktop.providers.map(\.loginHelp.discussion).filter { !$0.isEmpty }.map { "\n\n" + $0 }.joined()
+    }
+
     /// Every option some provider's `permissions request` takes.
     static var permissionOptions: [OptionSpec] {
         var seen: Set<String> = []
@@ -193,20 +198,7 @@ enum ProviderCommands {
 
                 Each provider's settings come from its options below, then its environment variables,
                 then its object in $XDG_CONFIG_HOME/sesame/config.json ('sesame providers' lists them).
-
-                With no Facebook app id configured, the login goes to Sesame's built-in Facebook
-                emulator. Its approval step is offered on the terminal; SESAME_EMULATOR_APPROVE=auto
-                approves at once (for scripts).
-
-                OpenID Connect: 'oidc' takes the issuer (discovery at /.well-known/openid-configuration)
-                and a client id; device login when the issuer offers it, else the browser. Several
-                issuers side by side get names in the config file:
-                  {"oidc": {"work":   {"issuer": "https://id.example.com", "clientID": "desktop",
-                                       "scopes": ["openid", "email"]},
-                            "gitlab": {"issuer": "https://gitlab.com", "clientID": "..."}}}
-                then 'sesame login work'. Each name's tokens are kept apart; token, logout [--revoke],
-                switch and status take the name. Try it offline against 'sesame emulator --oidc'.
-                """,
+                """ + ProviderTable.loginDiscussion,
             options: [
                 OptionSpec("scopes", value: "a,b", "Permissions or scopes to ask for, comma-separated."),
                 OptionSpec("device", "Device login: a code to enter on any device (the default)."),
@@ -215,18 +207,7 @@ enum ProviderCommands {
                 OptionSpec("with-token", "Read an access token from standard input."),
                 accountOption, storageOption,
             ] + ProviderTable.loginOptions,
-            examples: [
-                (
-                    "sesame login facebook",
-                    "Log in with device login (the built-in emulator when nothing is configured)"
-                ),
-                ("pbpaste | sesame login facebook --with-token", "Store a token you already have"),
-                (
-                    "sesame login oidc --issuer http://127.0.0.1:8765 --client-id sesame-desktop",
-                    "Log in to the OIDC emulator started by 'sesame emulator --oidc --port 8765'"
-                ),
-                ("sesame login work --web", "Log in to the issuer named 'work' in the config file, in the browser"),
-            ])
+            examples: Desktop.providers.flatMap(\.loginHelp.examples))
     ) { parsed throws(UsageError) in
         let provider = try ProviderTable.provider(in: parsed, command: "login")
         try noExtra(parsed, after: 1, command: "login")
@@ -266,7 +247,12 @@ enum ProviderCommands {
             synopses: ["PROVIDER [--account NAME] [--storage MODE]"],
             discussion: "Refreshes it first when it is about to expire. Keep the output out of logs.",
             options: [accountOption, storageOption],
-            examples: [("curl -H \"Authorization: Bearer $(sesame token facebook)\" ...", "Use it in a script")])
+            examples: [
+                (
+                    "curl -H \"Authorization: Bearer $(sesame token \(Desktop.providers[0].name))\" ...",
+                    "Use it in a script"
+                )
+            ])
     ) { parsed throws(UsageError) in
         let provider = try ProviderTable.provider(in: parsed, command: "token")
         try noExtra(parsed, after: 1, command: "token")
@@ -309,7 +295,8 @@ enum ProviderCommands {
     ) { parsed throws(UsageError) in
         let provider = try ProviderTable.provider(in: parsed, command: "switch")
         guard parsed.positionals.count >= 2 else {
-            throw UsageError("name the account to switch to, as in 'sesame switch facebook work'", command: "switch")
+            throw UsageError(
+                "name the account to switch to, as in 'sesame switch \(provider) work'", command: "switch")
         }
         try noExtra(parsed, after: 2, command: "switch")
         return .provider(

@@ -32,7 +32,7 @@ package struct StatusCommand: Sendable, Equatable {
                 version). No token appears in it.
                   version                   2
                   providers[]               one per provider with logins or settings
-                    provider                the name on the command line ("facebook", "oidc", "work")
+                    provider                its name on the command line ('sesame providers', or a configured one)
                     display_name            "Facebook", "OpenID Connect"
                     app_id                  the app (client) id the logins belong to
                     emulator                true when it is Sesame's built-in emulator

@@ -28,6 +28,37 @@ public struct FacebookPlugin: ProviderPlugin {
         ]
     }
 
+    public var loginHelp: (discussion: String, examples: [(command: String, comment: String)]) {
+        (
+            """
+            With no Facebook app id configured, the login goes to Sesame's built-in Facebook
+            emulator. Its approval step is offered on the terminal; SESAME_EMULATOR_APPROVE=auto
+            approves at once (for scripts).
+            """,
+            [
+                (
+                    "sesame login facebook",
+                    "Log in with device login (the built-in emulator when nothing is configured)"
+                ),
+                ("pbpaste | sesame login facebook --with-token", "Store a token you already have"),
+            ]
+        )
+    }
+
+    public var explainErrorExamples: [(command: String, comment: String)] {
+        [
+            (
+                "sesame explain-error --provider facebook --status 400 \\\n"
+                    + "      --body '{\"error\":{\"code\":190,\"error_subcode\":458,\"type\":\"OAuthException\"}}'",
+                "The person removed the app"
+            ),
+            (
+                "sesame explain-error --provider facebook --status 503 --body-file - --json < response.html",
+                "A body from standard input, answered in JSON"
+            ),
+        ]
+    }
+
     static let appID = ProviderSetting(
         "app-id", value: "ID", kind: .digits, environment: "SESAME_FACEBOOK_APP_ID", configKey: "app_id",
         "The Facebook app id, from the App Dashboard.")

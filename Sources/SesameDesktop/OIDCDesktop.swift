@@ -32,6 +32,34 @@ public struct OIDCPlugin: ProviderPlugin {
     public var errorTaxonomy: any ErrorTaxonomy { OIDCErrorTaxonomy(provider: .oidc) }
     public var errorTable: ErrorRuleTable? { OIDCErrorTaxonomy.table }
 
+    public var loginHelp: (discussion: String, examples: [(command: String, comment: String)]) {
+        (
+            """
+            OpenID Connect: 'oidc' takes the issuer (discovery at /.well-known/openid-configuration)
+            and a client id; device login when the issuer offers it, else the browser. Several
+            issuers side by side get names in the config file:
+              {"oidc": {"work":   {"issuer": "https://id.example.com", "clientID": "desktop",
+                                   "scopes": ["openid", "email"]},
+                        "gitlab": {"issuer": "https://gitlab.com", "clientID": "..."}}}
+            then 'sesame login work'. Each name's tokens are kept apart; token, logout [--revoke],
+            switch and status take the name. Try it offline against 'sesame emulator --oidc'.
+            """,
+            [
+                (
+                    "sesame login oidc --issuer http://127.0.0.1:8765 --client-id sesame-desktop",
+                    "Log in to the OIDC emulator started by 'sesame emulator --oidc --port 8765'"
+                ),
+                ("sesame login work --web", "Log in to the issuer named 'work' in the config file, in the browser"),
+            ]
+        )
+    }
+
+    public func newInstanceHint(_ name: String) -> String? {
+        guard Self.isValidName(name) else { return nil }
+        return "An OpenID issuer gets a name in the config file: "
+            + #"{"oidc": {"\#(name)": {"issuer": "https://...", "clientID": "..."}}}"#
+    }
+
     /// The environment variable for `setting` of issuer `name`.
     public static func variable(_ setting: String, instance: String) -> String {
         instance == "oidc"

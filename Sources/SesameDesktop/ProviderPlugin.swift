@@ -29,6 +29,14 @@ public protocol ProviderPlugin: Sendable {
     var permissionSupport: PermissionSupport { get }
     /// Options `sesame permissions NAME request` takes for this provider (Facebook's `--audience`).
     var permissionOptions: [ProviderSetting] { get }
+    /// What `sesame login --help` says about this provider: a paragraph, and example command
+    /// lines with a comment each.
+    var loginHelp: (discussion: String, examples: [(command: String, comment: String)]) { get }
+    /// Example command lines of `sesame explain-error` for this provider's errors.
+    var explainErrorExamples: [(command: String, comment: String)] { get }
+    /// How to give `name` to this plug-in when it is not known yet (an OpenID issuer's entry in the
+    /// config file), for the message about an unknown provider; `nil` when names cannot be added.
+    func newInstanceHint(_ name: String) -> String?
 
     /// The settings of the instance called `instance` (the plug-in's ``name``, or a name the
     /// config file gives, as OpenID issuers have): flags, variables and config keys.
@@ -66,6 +74,9 @@ public protocol ProviderPlugin: Sendable {
 
 extension ProviderPlugin {
     public var errorTable: ErrorRuleTable? { nil }
+    public var loginHelp: (discussion: String, examples: [(command: String, comment: String)]) { ("", []) }
+    public var explainErrorExamples: [(command: String, comment: String)] { [] }
+    public func newInstanceHint(_ name: String) -> String? { nil }
     public var permissionSupport: PermissionSupport { .none }
     public var permissionOptions: [ProviderSetting] { [] }
     public func instanceNames(configuration: DesktopConfiguration) throws -> [String] { [] }
