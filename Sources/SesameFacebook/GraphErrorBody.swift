@@ -75,7 +75,7 @@ public struct GraphErrorBody: Sendable, Hashable {
             kind = .empty
             return
         }
-        guard let json = ResponseJSON.parse(data) else {
+        guard let json = JSONValue(parsing: data) else {
             switch first {
             case UInt8(ascii: "<"): kind = .html
             case UInt8(ascii: "{"), UInt8(ascii: "["), UInt8(ascii: "\""): kind = .malformedJSON

@@ -73,7 +73,7 @@ public struct GraphResponse: Sendable, Hashable {
     /// The body as JSON; a bare `true` (old `DELETE` answers) is `{"success": true}`, as
     /// Graph 2.1 and later send it; an empty body is `null`.
     public var json: JSONValue {
-        guard let value = ResponseJSON.parse(body) else { return .null }  // as JSONValue(parsing:), faster
+        guard let value = JSONValue(parsing: body) else { return .null }
         if case .bool(let flag) = value { return .object(["success": .bool(flag)]) }
         return value
     }

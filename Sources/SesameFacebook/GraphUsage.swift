@@ -124,7 +124,7 @@ public struct GraphUsage: Sendable, Hashable, CustomStringConvertible {
 
     // MARK: Reading the headers
 
-    private static func json(_ header: String) -> JSONValue? { ResponseJSON.parse(Data(header.utf8)) }
+    private static func json(_ header: String) -> JSONValue? { JSONValue(parsing: Data(header.utf8)) }
 
     private static func number(_ value: JSONValue?) -> Double? {
         switch value {
