@@ -197,12 +197,7 @@ package struct EmulatorCommand: Sendable, Equatable {
                 text += "Press Ctrl-C to stop.\n"
                 io.write(text)
             }
-            io.write("Stopped (\(signal == SIGINT ? "SIGINT" : signal == SIGTERM ? "SIGTERM" : "signal \(signal)")).\n")
-            if let stateFile, !FileManager.default.fileExists(atPath: stateFile) {
-                io.writeError("sesame emulator: its state could not be saved to \(stateFile); the changes are lost.\n")
-                return ExitStatus.cannotCreate
-            }
-            return ExitStatus.success
+            return Self.stopped(by: signal, io: io, stateFile: stateFile)
         } catch {
             io.writeError("sesame emulator: \(error)\n")
             return ExitStatus.failure
@@ -234,12 +229,7 @@ extension EmulatorCommand {
                 """)
             let signal = await waiter.wait()
             await emulator.stop()
-            io.write("Stopped (\(signal == SIGINT ? "SIGINT" : signal == SIGTERM ? "SIGTERM" : "signal \(signal)")).\n")
-            if let stateFile, !FileManager.default.fileExists(atPath: stateFile) {
-                io.writeError("sesame emulator: its state could not be saved to \(stateFile); the changes are lost.\n")
-                return ExitStatus.cannotCreate
-            }
-            return ExitStatus.success
+            return Self.stopped(by: signal, io: io, stateFile: nil)
         } catch {
             io.writeError("sesame emulator: \(error)\n")
             return ExitStatus.failure
@@ -273,12 +263,7 @@ extension EmulatorCommand {
                 """)
             let signal = await waiter.wait()
             await emulator.stop()
-            io.write("Stopped (\(signal == SIGINT ? "SIGINT" : signal == SIGTERM ? "SIGTERM" : "signal \(signal)")).\n")
-            if let stateFile, !FileManager.default.fileExists(atPath: stateFile) {
-                io.writeError("sesame emulator: its state could not be saved to \(stateFile); the changes are lost.\n")
-                return ExitStatus.cannotCreate
-            }
-            return ExitStatus.success
+            return Self.stopped(by: signal, io: io, stateFile: nil)
         } catch {
             io.writeError("sesame emulator: \(error)\n")
             return ExitStatus.failure
@@ -302,6 +287,16 @@ private func wrapped(_ text: String, width: Int = 80) -> String {
 }
 
 extension EmulatorCommand {
+    /// Says which signal stopped the emulator; a state file that was not written is a failure.
+    static func stopped(by signal: Int32, io: CommandIO, stateFile: String?) -> Int32 {
+        io.write("Stopped (\(signal == SIGINT ? "SIGINT" : signal == SIGTERM ? "SIGTERM" : "signal \(signal)")).\n")
+        if let stateFile, !FileManager.default.fileExists(atPath: stateFile) {
+            io.writeError("sesame emulator: its state could not be saved to \(stateFile); the changes are lost.\n")
+            return ExitStatus.cannotCreate
+        }
+        return ExitStatus.success
+    }
+
     /// Why `stateFile` cannot be written, or `nil` when its directory takes a new file.
     static func unwritable(_ stateFile: String) -> String? {
         let directory = URL(fileURLWithPath: stateFile).deletingLastPathComponent()
