@@ -74,7 +74,18 @@ enum KeyringItemFormat {
 
     /// What a deleted item's secret is overwritten with, the `round`th time, before it is
     /// deleted. Holds no token; each round differs, since an unchanged value adds no history.
-    static func scrubbedSecret(round: Int) -> [UInt8] { Array("deleted by Sesame (\(round))".utf8) }
+    static func scrubbedSecret(round: Int) -> [UInt8] { Array("\(scrubbedPrefix)\(round))".utf8) }
+
+    private static let scrubbedPrefix = "deleted by Sesame ("
+
+    /// Whether `item` is one that Sesame is deleting: its secret has been overwritten by
+    /// `scrubbedSecret(round:)` and the item itself goes in a moment. Readers treat it as gone
+    /// already, so that a `status` or `list` running beside a `logout` never reports it as a
+    /// corrupt credential, and a `load` beside a `save` never picks it as the newest copy.
+    static func isBeingDeleted(_ item: KeyringItem) -> Bool {
+        guard let secret = item.secret else { return false }
+        return secret.starts(with: scrubbedPrefix.utf8) && secret.last == UInt8(ascii: ")")
+    }
 
     /// The key an item's attributes name, or why they do not name one.
     static func key(of item: KeyringItem) -> Result<CredentialKey, CredentialStoreError> {

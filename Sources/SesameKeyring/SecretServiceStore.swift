@@ -106,7 +106,8 @@ public final class SecretServiceStore: CredentialStore {
         let operation = "reading the credential for \(key)"
         let items = try await readItems(
             KeyringItemFormat.searchAttributes(for: key), everyItem: false, operation: operation)
-        let newest = items.filter { !$0.isLocked }.max { Self.isOlder($0, than: $1) }
+        let newest = items.filter { !$0.isLocked && !KeyringItemFormat.isBeingDeleted($0) }
+            .max { Self.isOlder($0, than: $1) }
         guard let newest else { return nil }
         return try KeyringItemFormat.credential(from: newest).get()
     }
@@ -151,7 +152,7 @@ public final class SecretServiceStore: CredentialStore {
 
         var newest: [CredentialKey: KeyringItem] = [:]
         var problems: [UnreadableCredential] = []
-        for item in items {
+        for item in items where !KeyringItemFormat.isBeingDeleted(item) {
             switch KeyringItemFormat.key(of: item) {
             case .failure(let error): problems.append(UnreadableCredential(key: nil, problem: error.message))
             case .success(let key):
