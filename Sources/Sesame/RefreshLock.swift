@@ -12,7 +12,8 @@ import Foundation
 /// same token at the same time, for every provider.
 ///
 /// One file per credential, in `$XDG_STATE_HOME/sesame/locks/` (beside the per-user state),
-/// created 0600 in a 0700 directory. Waiting for the lock blocks, so it happens on a thread of
+/// created 0600 in a 0700 directory; a symbolic link in its place is refused, not followed, and
+/// a directory that others may use is made private first. Waiting for the lock blocks, so it happens on a thread of
 /// its own, never on Swift's cooperative pool. The lock is released when the body returns or
 /// throws, and by the kernel if the process dies.
 ///
@@ -54,34 +55,20 @@ public struct RefreshLock: Sendable, Hashable {
     }
 
     private func acquire() async throws -> Int32 {
-        let path = url.path
-        let directory = url.deletingLastPathComponent().path
+        let url = self.url
         return try await onOwnThread {
             do {
-                try FileManager.default.createDirectory(
-                    atPath: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
-            } catch {
-                throw Self.failure("could not create \(directory): \(error)")
+                // The same rules as the credentials file's own lock: a private directory, and a
+                // lock file that is a regular file of this user, never a symbolic link.
+                try PrivateFiles.ensurePrivateDirectory(url.deletingLastPathComponent())
+                return try PrivateFiles.lock(url.path)
+            } catch let error as CredentialStoreError where error.kind == .ioFailure {
+                throw CredentialStoreError(
+                    kind: .ioFailure,
+                    message: "The token refresh lock failed: \(error.message) Check that the state directory is "
+                        + "writable by you.")
             }
-            let descriptor = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
-            guard descriptor >= 0 else { throw Self.failure("could not open \(path): \(Self.errnoText())") }
-            var result: Int32
-            repeat { result = flock(descriptor, LOCK_EX) } while result != 0 && errno == EINTR
-            guard result == 0 else {
-                let text = Self.errnoText()
-                close(descriptor)
-                throw Self.failure("could not lock \(path): \(text)")
-            }
-            return descriptor
         }
-    }
-
-    private static func errnoText() -> String { String(cString: strerror(errno)) }
-
-    private static func failure(_ detail: String) -> CredentialStoreError {
-        CredentialStoreError(
-            kind: .ioFailure,
-            message: "The token refresh lock \(detail). Check that the state directory is writable by you.")
     }
 }
 

@@ -82,6 +82,34 @@ struct RefreshLockTests {
         #expect(error?.message.contains("state directory is writable") == true)
     }
 
+    @Test("a symbolic link in the lock file's place is refused, and its target is not created")
+    func symbolicLinkRefused() async throws {
+        let directory = Self.directory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        try FileManager.default.createDirectory(
+            at: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        let lock = RefreshLock(key: key, directory: directory)
+        let target = directory.appendingPathComponent("created-through-the-link")
+        try FileManager.default.createSymbolicLink(atPath: lock.url.path, withDestinationPath: target.path)
+
+        let error = await #expect(throws: CredentialStoreError.self) { try await lock.withLock {} }
+        #expect(error?.kind == .insecurePermissions)
+        #expect(error?.message.contains("symbolic link") == true, "\(error?.message ?? "")")
+        #expect(!FileManager.default.fileExists(atPath: target.path))
+    }
+
+    @Test("a lock directory others may write to is made private before the lock is taken")
+    func sharedDirectoryRepaired() async throws {
+        let directory = Self.directory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        try FileManager.default.setAttributes([.posixPermissions: 0o777], ofItemAtPath: directory.path)
+        let lock = RefreshLock(key: key, directory: directory)
+        #expect(try await lock.withLock { 7 } == 7)
+        let folder = try FileManager.default.attributesOfItem(atPath: directory.path)
+        #expect((folder[.posixPermissions] as? NSNumber)?.intValue == 0o700)
+    }
+
     @Test("the default directory is beside the per-user state")
     func defaultDirectory() {
         let url = RefreshLock.defaultDirectory(environment: ["XDG_STATE_HOME": "/tmp/state", "HOME": "/home/x"])
