@@ -8,22 +8,27 @@ import SesameDesktopEmulator
 package struct StatusCommand: Sendable, Equatable {
     package var json: Bool
     package var storage: StorageMode?
+    /// How long the whole command may take (`--timeout`, ``defaultDeadline`` when not given).
+    package var deadline: Duration = Self.defaultDeadline
 
     /// The `--json` document's schema version; a change that removes, renames or retypes a key
     /// bumps it.
     package static let schemaVersion = 2
 
-    /// How long the whole command may take: every account is checked at once, and what has not
-    /// answered by then is reported as not verified.
-    package static let deadline: Duration = .seconds(5)
+    /// How long the whole command may take unless `--timeout` says otherwise: every account is
+    /// checked at once, and what has not answered by then is reported as not verified.
+    package static let defaultDeadline: Duration = .seconds(5)
+
+    /// The longest `--timeout` accepted, in seconds.
+    static let longestTimeout = 600.0
 
     static let definition = CommandDefinition(
         spec: CommandSpec(
             name: "status", summary: "Show the stored logins: user, app, permissions, expiry, storage, usage.",
-            synopses: ["[--json] [--storage MODE]"],
+            synopses: ["[--json] [--timeout SECONDS] [--storage MODE]"],
             discussion: """
-                Each login is checked with its provider, all at once, within 5 seconds in all; one that
-                cannot be checked in time says so ("could not verify").
+                Each login is checked with its provider, all at once, within 5 seconds in all (or the
+                --timeout given); one that cannot be checked in time says so ("could not verify").
 
                 Exits 0 when every provider's active login works, 77 when nothing is logged in or an
                 active login needs a new login, 75 when an active login could not be verified.
@@ -58,11 +63,26 @@ package struct StatusCommand: Sendable, Equatable {
                       problem               one sentence, or null
                       last_usage            the last rate-limit usage the provider reported, or null
                 """,
-            options: [OptionSpec("json", "Print one JSON object (schema above)."), storageOption])
+            options: [
+                OptionSpec("json", "Print one JSON object (schema above)."),
+                OptionSpec(
+                    "timeout", value: "SECONDS",
+                    "How long to wait for the providers, in all (default 5; up to 600, fractions allowed)."),
+                storageOption,
+            ])
     ) { parsed throws(UsageError) in
         try noExtra(parsed, after: 0, command: "status")
-        return .status(
-            StatusCommand(json: parsed.flags.contains("json"), storage: try storageMode(parsed, command: "status")))
+        var command = StatusCommand(
+            json: parsed.flags.contains("json"), storage: try storageMode(parsed, command: "status"))
+        if let text = parsed.value("timeout") {
+            guard let seconds = Double(text), seconds.isFinite, seconds > 0, seconds <= longestTimeout else {
+                throw UsageError(
+                    "--timeout must be a number of seconds above 0 and up to \(Int(longestTimeout)) (for example 2.5); "
+                        + "'\(text.sanitizedForTerminal)' is not", command: "status")
+            }
+            command.deadline = .milliseconds(Int64((seconds * 1000).rounded(.up)))
+        }
+        return .status(command)
     }
 
     // MARK: The document
@@ -199,7 +219,9 @@ package struct StatusCommand: Sendable, Equatable {
             configuration.storage, keyring: context.keyring, environment: context.environment)
         let names = try Desktop.names(configuration: configuration)
         let transport = LazyTransport.curl(
-            CurlTransport.Configuration(connectTimeout: .seconds(3), timeout: Self.deadline))
+            // A second past the command's own bound, so that a provider too slow to answer is
+            // reported by that bound ("no answer within …"), not by curl's timeout mid-way.
+            CurlTransport.Configuration(connectTimeout: .seconds(3), timeout: deadline + .seconds(1)))
         let accounts = AccountState(environment: context.environment)
         let gather = Task {
             await withTaskGroup(of: (Int, ProviderReport?).self) { group in
@@ -207,7 +229,7 @@ package struct StatusCommand: Sendable, Equatable {
                     group.addTask {
                         let report = await Self.report(
                             name: entry.name, plugin: entry.plugin, configuration: configuration, selection: selection,
-                            transport: transport, accounts: accounts, context: context)
+                            transport: transport, accounts: accounts, deadline: deadline, context: context)
                         return (index, report)
                     }
                 }
@@ -218,7 +240,7 @@ package struct StatusCommand: Sendable, Equatable {
         }
         // Bounded: what has not answered by the deadline is cancelled and reported as unverified.
         let timer = Task {
-            try await Task.sleep(for: Self.deadline)
+            try await Task.sleep(for: deadline)
             gather.cancel()
         }
         let providers = await gather.value
@@ -237,7 +259,7 @@ package struct StatusCommand: Sendable, Equatable {
     /// One provider's report; `nil` for a provider with neither logins nor usable settings.
     private static func report(
         name: String, plugin: any ProviderPlugin, configuration: DesktopConfiguration, selection: StorageSelection,
-        transport: any HTTPTransport, accounts: AccountState, context: CommandContext
+        transport: any HTTPTransport, accounts: AccountState, deadline: Duration, context: CommandContext
     ) async -> ProviderReport? {
         let id = ProviderID(name)
         var report = ProviderReport(

@@ -185,7 +185,7 @@ struct AccountBehaviourTests {
         let cli = try InProcessCLI(
             store: ScriptedStore(unreadable: [UnreadableCredential(key: bad, problem: "Its secret is empty.")]))
         try await cli.storeEmulatorLogin(account: "default")
-        let status = await cli.run(["status"])
+        let status = await cli.run(["status", "--timeout", "60"])
         #expect(status.output.contains("default:"), "\(status.output)")
         #expect(status.output.contains("unreadable stored entry (account 'broken')"))
         let logout = await cli.run(["logout", "facebook", "--account", "broken"])
@@ -209,11 +209,11 @@ struct AccountBehaviourTests {
     @Test("status exits 77 when nothing is logged in, 0 when the active login works")
     func statusExit() async throws {
         let cli = try InProcessCLI(extra: ["SESAME_EMULATOR_APPROVE": "auto"])
-        let empty = await cli.run(["status"])
+        let empty = await cli.run(["status", "--timeout", "60"])
         #expect(empty.status == 77)
         #expect(empty.output.contains("Not logged in to any provider"))
         #expect(await cli.run(["login", "facebook"]).status == 0)
-        let status = await cli.run(["status"])
+        let status = await cli.run(["status", "--timeout", "60"])
         #expect(status.status == 0, "\(status.output)\(status.error)")
         #expect(status.output.contains("checked with the provider just now"))
         #expect(!status.output.contains("127.0.0.1"), "no address that is dead once the command exits")
@@ -249,11 +249,27 @@ struct AccountBehaviourTests {
         let started = ContinuousClock.now
         let status = await cli.run(["status"])
         let elapsed = ContinuousClock.now - started
-        // Before: 60 s per account, one after the other (180 s here). The bound is 5 s; the margin is
+        // The bound is 5 s for all three accounts together, not a wait per account; the margin is
         // for a loaded machine.
         #expect(elapsed < .seconds(60), "three accounts are checked at once within the 5 s bound, not 60 s each")
         #expect(status.status == 75, "\(status.output)\(status.error)")
         #expect(status.output.components(separatedBy: "could not verify").count - 1 == 3, "\(status.output)")
+        #expect(status.output.contains("no answer within 5.0 seconds"), "\(status.output)")
+
+        // --timeout sets the bound.
+        let short = await cli.run(["status", "--timeout", "0.5"])
+        #expect(short.status == 75, "\(short.output)\(short.error)")
+        #expect(short.output.contains("no answer within 0.5 seconds"), "\(short.output)")
+    }
+
+    @Test(
+        "status --timeout takes a number of seconds above 0 and up to 600",
+        arguments: ["0", "-1", "abc", "601", "nan", "inf", ""])
+    func statusTimeoutRefused(_ value: String) async throws {
+        let cli = try InProcessCLI()
+        let result = await cli.run(["status", "--timeout", value])
+        #expect(result.status == 64, "\(result.error)")
+        #expect(result.error.contains("--timeout must be a number of seconds"), "\(result.error)")
     }
 
     @Test(

@@ -32,7 +32,7 @@ struct DesktopProcessTests {
         #expect(again.standardOutput.contains("Welcome back, Sam Sesame"))
         #expect(!again.standardError.contains("enter the code"))
 
-        let status = try await cli.run("sesame", ["status", "--json"])
+        let status = try await cli.run("sesame", ["status", "--json", "--timeout", "60"])
         #expect(status.status == 0)
         let document = try #require(JSONValue(parsing: Data(status.standardOutput.utf8)))
         try Self.expectStatusSchema(document)
@@ -190,7 +190,7 @@ struct DesktopProcessTests {
         #expect(unknown.status == 77)
         #expect(unknown.standardError.contains("default, work"))
         #expect(try await cli.run("sesame", ["switch", "facebook", "default"]).status == 0)
-        let status = try await cli.run("sesame", ["status", "--json"])
+        let status = try await cli.run("sesame", ["status", "--json", "--timeout", "60"])
         let accounts = try #require(JSONValue(parsing: Data(status.standardOutput.utf8))?["providers"]?[0]?["accounts"])
         let active = (accounts.arrayValue ?? []).filter { $0["active"]?.boolValue == true }.map { $0["account"] }
         #expect(active == [.string("default")])
@@ -368,7 +368,7 @@ struct DesktopProcessTests {
         #expect(again.standardOutput.contains("session: created → createdTokenLoaded"), "\(again.standardOutput)")
         #expect(!again.standardError.contains("enter the code"))
 
-        let status = try await cli.run("sesame", ["status", "--json"])
+        let status = try await cli.run("sesame", ["status", "--json", "--timeout", "60"])
         let document = try #require(JSONValue(parsing: Data(status.standardOutput.utf8)))
         #expect(document["providers"]?[0]?["storage"]?["backend"]?.stringValue?.contains("keyring") == true)
         #expect(!FileManager.default.fileExists(atPath: cli.root.appending(path: "state/sesame/credentials.json").path))

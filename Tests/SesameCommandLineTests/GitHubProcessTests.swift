@@ -67,7 +67,7 @@ struct GitHubProcessTests {
         #expect(second.status == 0, "\(second.standardError)")
 
         // A later run starts a new emulator, which still knows the tokens it issued.
-        let status = try await cli.run("sesame", ["status", "--json"])
+        let status = try await cli.run("sesame", ["status", "--json", "--timeout", "60"])
         #expect(status.status == 0, "\(status.standardError)")
         let github = try Self.github(in: status)
         #expect(github["emulator"]?.boolValue == true)
@@ -99,7 +99,7 @@ struct GitHubProcessTests {
 
         // The built-in emulator's scenarios come from the environment.
         let refused = try await cli.run(
-            "sesame", ["status", "--json"], environment: ["SESAME_GITHUB_EMULATOR_SCENARIO": "bad-credentials"])
+            "sesame", ["status", "--json", "--timeout", "60"], environment: ["SESAME_GITHUB_EMULATOR_SCENARIO": "bad-credentials"])
         #expect(refused.status == 77, "\(refused.standardError)")
         let remaining = try #require(try Self.github(in: refused)["accounts"]?[0])
         #expect(remaining["account"]?.stringValue == "work")
@@ -208,7 +208,7 @@ struct GitHubProcessTests {
             "sesame", ["login", "github", "--with-token"], input: Data(personal.utf8), environment: server.environment)
         #expect(login.status == 0, "\(login.standardError)")
         await server.emulator.activate(GitHubScenarioSetting(scenario))
-        let status = try await cli.run("sesame", ["status", "--json"], environment: server.environment)
+        let status = try await cli.run("sesame", ["status", "--json", "--timeout", "60"], environment: server.environment)
         #expect(status.status == exit, "\(scenario): \(status.standardOutput) \(status.standardError)")
         let account = try #require(try Self.github(in: status)["accounts"]?[0])
         #expect(account["validity"]?.stringValue == validity.rawValue, "\(scenario)")
@@ -293,7 +293,7 @@ struct GitHubProcessTests {
         #expect(try await cli.storedTokens() == [octocat])
 
         // With no setting at all, commands use the previous login's host (ghe.example.com here).
-        let remembered = try await cli.run("sesame", ["status", "--json"])
+        let remembered = try await cli.run("sesame", ["status", "--json", "--timeout", "60"])
         #expect(try Self.github(in: remembered)["details"]?["host"]?.stringValue == "ghe.example.com")
         cli.expectNoTokenLeaks([octocat, hubot])
     }

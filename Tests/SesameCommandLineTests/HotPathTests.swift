@@ -18,7 +18,7 @@ struct HotPathTests {
     func statusStartsEmulatorOnUse() async throws {
         let cli = try InProcessCLI()
         try await cli.storeEmulatorLogin(account: "default", token: "EAAunknown")
-        let status = await cli.run(["status"])
+        let status = await cli.run(["status", "--timeout", "60"])
         // The emulator does not know this token: it was asked, and said so.
         #expect(status.status == 77, "\(status.output)\(status.error)")
         #expect(status.output.contains("default"), "\(status.output)")

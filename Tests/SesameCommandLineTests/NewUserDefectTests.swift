@@ -289,7 +289,7 @@ struct NewUserDefectTests {
             StoredCredential(
                 key: CredentialKey(provider: .facebook, appID: stored.key.appID, account: "evil\u{1B}[2J\nforged"),
                 token: hostile))
-        let status = try await cli.run("sesame", ["status"])
+        let status = try await cli.run("sesame", ["status", "--timeout", "60"])
         #expect(status.standardOutput.contains("evil[2Jforged"), "\(status.standardOutput)")
         #expect(!status.standardOutput.contains("\u{1B}"), "\(status.standardOutput.debugDescription)")
         #expect(!status.standardOutput.contains("\u{07}"), "\(status.standardOutput.debugDescription)")

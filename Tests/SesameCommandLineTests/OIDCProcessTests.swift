@@ -36,7 +36,7 @@ struct OIDCProcessTests {
     }
 
     static func statusDocument(_ cli: CLIHarness) async throws -> JSONValue {
-        let status = try await cli.run("sesame", ["status", "--json"])
+        let status = try await cli.run("sesame", ["status", "--json", "--timeout", "60"])
         #expect(status.status == 0, "\(status.standardError)")
         let document = try #require(JSONValue(parsing: Data(status.standardOutput.utf8)))
         try DesktopProcessTests.expectStatusSchema(document)
