@@ -99,7 +99,8 @@ struct GitHubProcessTests {
 
         // The built-in emulator's scenarios come from the environment.
         let refused = try await cli.run(
-            "sesame", ["status", "--json", "--timeout", "60"], environment: ["SESAME_GITHUB_EMULATOR_SCENARIO": "bad-credentials"])
+            "sesame", ["status", "--json", "--timeout", "60"],
+            environment: ["SESAME_GITHUB_EMULATOR_SCENARIO": "bad-credentials"])
         #expect(refused.status == 77, "\(refused.standardError)")
         let remaining = try #require(try Self.github(in: refused)["accounts"]?[0])
         #expect(remaining["account"]?.stringValue == "work")
@@ -208,7 +209,8 @@ struct GitHubProcessTests {
             "sesame", ["login", "github", "--with-token"], input: Data(personal.utf8), environment: server.environment)
         #expect(login.status == 0, "\(login.standardError)")
         await server.emulator.activate(GitHubScenarioSetting(scenario))
-        let status = try await cli.run("sesame", ["status", "--json", "--timeout", "60"], environment: server.environment)
+        let status = try await cli.run(
+            "sesame", ["status", "--json", "--timeout", "60"], environment: server.environment)
         #expect(status.status == exit, "\(scenario): \(status.standardOutput) \(status.standardError)")
         let account = try #require(try Self.github(in: status)["accounts"]?[0])
         #expect(account["validity"]?.stringValue == validity.rawValue, "\(scenario)")
