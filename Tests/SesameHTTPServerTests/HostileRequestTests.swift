@@ -74,10 +74,13 @@ struct HostileRequestTests {
         // loaded machine.
         var configuration = HTTPServer.Configuration()
         configuration.connectionIdleTimeout = .seconds(300)
-        try await withServer(configuration, handler: { _ in
-            calls.withLock { $0 += 1 }
-            return .text("handled")
-        }) { server in
+        try await withServer(
+            configuration,
+            handler: { _ in
+                calls.withLock { $0 += 1 }
+                return .text("handled")
+            }
+        ) { server in
             let started = ContinuousClock.now
             let (text, closed) = try await exchangeUntilClose(port: server.port, request, timeout: 200)
             #expect(statusLines(text).count == 1, "answers: \(statusLines(text))")
