@@ -204,6 +204,13 @@ public final class SecretServiceStore: CredentialStore {
         }
     }
 
+    /// Connects to the Secret Service and opens a session with it, as every other call does
+    /// first, and nothing more: the cheapest check that the keyring is there. Throws what any
+    /// other call would meet: no session bus, no Secret Service, or a timeout.
+    public func checkReachable() async throws {
+        try await call("connecting to the keyring") { _ in () }
+    }
+
     // MARK: - Calls
 
     private struct SaveRequest: Sendable {
