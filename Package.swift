@@ -35,12 +35,9 @@ let package = Package(
             pkgConfig: "libmicrohttpd",
             providers: [.apt(["libmicrohttpd-dev"])]
         ),
-        .systemLibrary(
-            name: "CCurl",
-            path: "Sources/CCurl",
-            pkgConfig: "libcurl",
-            providers: [.apt(["libcurl4-openssl-dev"])]
-        ),
+        // libcurl's headers (libcurl4-openssl-dev, which scripts/bootstrap installs); the library
+        // itself is opened with dlopen when first used, not linked (see Sources/CCurl/shim.h).
+        .systemLibrary(name: "CCurl", path: "Sources/CCurl"),
         .systemLibrary(
             name: "CLibSecret",
             path: "Sources/CLibSecret",

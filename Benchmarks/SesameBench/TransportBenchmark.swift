@@ -343,11 +343,11 @@ enum RawCurlLoop {
     }
 
     private static func loop(_ worker: Worker, url: String, until deadline: UInt64, expectedBytes: Int) {
-        guard let easy = curl_easy_init() else {
+        guard let easy = sesame_curl_easy_init() else {
             worker.failure = "curl_easy_init failed"
             return
         }
-        defer { curl_easy_cleanup(easy) }
+        defer { sesame_curl_easy_cleanup(easy) }
         let context = Unmanaged.passUnretained(worker).toOpaque()
         _ = sesame_easy_setopt_string(easy, CURLOPT_URL, url)
         _ = sesame_easy_setopt_long(easy, CURLOPT_NOSIGNAL, 1)
@@ -360,11 +360,12 @@ enum RawCurlLoop {
         var now = monotonicNanoseconds()
         while now < deadline {
             worker.received = 0
-            let result = curl_easy_perform(easy)
+            let result = sesame_curl_easy_perform(easy)
             var status = 0
             _ = sesame_easy_getinfo_long(easy, CURLINFO_RESPONSE_CODE, &status)
             guard result == CURLE_OK, status == 200, worker.received == expectedBytes else {
-                worker.failure = "curl_easy_perform: \(String(cString: curl_easy_strerror(result))), status \(status)"
+                worker.failure =
+                    "curl_easy_perform: \(String(cString: sesame_curl_easy_strerror(result))), status \(status)"
                 return
             }
             let done = monotonicNanoseconds()

@@ -10,14 +10,14 @@ final class CurlEasyHandle {
     let errorBuffer: UnsafeMutablePointer<CChar>
 
     init() {
-        guard let raw = curl_easy_init() else { fatalError("curl_easy_init failed: out of memory") }
+        guard let raw = sesame_curl_easy_init() else { fatalError("curl_easy_init failed: out of memory") }
         self.raw = raw
         errorBuffer = .allocate(capacity: Int(CURL_ERROR_SIZE))
         errorBuffer.initialize(repeating: 0, count: Int(CURL_ERROR_SIZE))
     }
 
     deinit {
-        curl_easy_cleanup(raw)
+        sesame_curl_easy_cleanup(raw)
         errorBuffer.deallocate()
     }
 
@@ -74,7 +74,7 @@ final class CurlEngine: @unchecked Sendable {  // every var is guarded by `lock`
     private var stopping = false
     private var idleHandles: [CurlEasyHandle] = []
     private var running: [UnsafeMutableRawPointer: CurlTransfer] = [:]
-    /// libcurl asked (timeout 0) for `curl_multi_socket_action(CURL_SOCKET_TIMEOUT)` as soon as possible.
+    /// libcurl asked (timeout 0) for `sesame_curl_multi_socket_action(CURL_SOCKET_TIMEOUT)` as soon as possible.
     private var timeoutDue = false
     /// The sockets in the epoll set, with the events asked for.
     private var watched: [Int32: UInt32] = [:]
@@ -166,7 +166,7 @@ final class CurlEngine: @unchecked Sendable {  // every var is guarded by `lock`
         self.configuration = configuration
         self.inlineBudget = Self.nanoseconds(inlineBudget)
         self.quietPeriod = Self.nanoseconds(quietPeriod)
-        guard let multi = curl_multi_init(), let share = curl_share_init() else {
+        guard let multi = sesame_curl_multi_init(), let share = sesame_curl_share_init() else {
             fatalError("curl_multi_init or curl_share_init failed: out of memory")
         }
         self.multi = multi
@@ -352,7 +352,7 @@ final class CurlEngine: @unchecked Sendable {  // every var is guarded by `lock`
                 running.removeValue(forKey: easy.raw) != nil
             else { return takeResumptions() }
             if inlineHandle == easy.raw { handOverInline() }
-            curl_multi_remove_handle(multi, easy.raw)
+            sesame_curl_multi_remove_handle(multi, easy.raw)
             transfer.easy = nil
             recycle(easy)
             complete(transfer, with: .failure(CancellationError()))
@@ -455,7 +455,7 @@ final class CurlEngine: @unchecked Sendable {  // every var is guarded by `lock`
 
     private func socketAction(_ socket: Int32, _ mask: Int32) {
         var stillRunning: Int32 = 0
-        _ = curl_multi_socket_action(multi, socket, mask, &stillRunning)
+        _ = sesame_curl_multi_socket_action(multi, socket, mask, &stillRunning)
     }
 
     /// Runs libcurl's timeouts for as long as it asks for one right away.
@@ -475,7 +475,7 @@ final class CurlEngine: @unchecked Sendable {  // every var is guarded by `lock`
 
     private func collectFinished() {
         var queued: Int32 = 0
-        while let message = curl_multi_info_read(multi, &queued) {
+        while let message = sesame_curl_multi_info_read(multi, &queued) {
             guard sesame_multi_message_is_done(message) != 0 else { continue }
             finish(sesame_multi_message_handle(message), result: sesame_multi_message_result(message))
         }
@@ -519,7 +519,7 @@ final class CurlEngine: @unchecked Sendable {  // every var is guarded by `lock`
         }
     }
 
-    /// CURLMOPT_TIMERFUNCTION: when libcurl next needs `curl_multi_socket_action(CURL_SOCKET_TIMEOUT)`.
+    /// CURLMOPT_TIMERFUNCTION: when libcurl next needs `sesame_curl_multi_socket_action(CURL_SOCKET_TIMEOUT)`.
     ///
     /// The timer is only ever moved earlier: one that fires before libcurl needs it costs a
     /// `curl_multi_socket_action` that finds nothing due (and sets the timer again), which is
@@ -627,10 +627,10 @@ final class CurlEngine: @unchecked Sendable {  // every var is guarded by `lock`
             complete(transfer, with: .failure(CurlErrors.error(for: configured, message: nil, transfer: transfer)))
             return false
         }
-        let added = curl_multi_add_handle(multi, easy.raw)
+        let added = sesame_curl_multi_add_handle(multi, easy.raw)
         guard added == CURLM_OK else {
             recycle(easy)
-            let message = String(cString: curl_multi_strerror(added))
+            let message = String(cString: sesame_curl_multi_strerror(added))
             complete(
                 transfer,
                 with: .failure(
@@ -746,7 +746,7 @@ final class CurlEngine: @unchecked Sendable {  // every var is guarded by `lock`
     private func finish(_ handle: UnsafeMutableRawPointer?, result: CURLcode) {
         guard let handle, let transfer = running.removeValue(forKey: handle), let easy = transfer.easy else { return }
         if inlineHandle == handle { handOverInline() }
-        curl_multi_remove_handle(multi, handle)
+        sesame_curl_multi_remove_handle(multi, handle)
         transfer.easy = nil
         if result == CURLE_OK {
             var status = 0
@@ -778,7 +778,7 @@ final class CurlEngine: @unchecked Sendable {  // every var is guarded by `lock`
     private func tearDown() {
         let resumptions = lock.withLock { _ in
             for (handle, transfer) in running {
-                curl_multi_remove_handle(multi, handle)
+                sesame_curl_multi_remove_handle(multi, handle)
                 transfer.easy = nil
                 complete(transfer, with: .failure(Self.shutDownError))
             }
@@ -790,8 +790,8 @@ final class CurlEngine: @unchecked Sendable {  // every var is guarded by `lock`
             for transfer in leftovers { complete(transfer, with: .failure(Self.shutDownError)) }
             inlineHandle = nil
             idleHandles.removeAll()
-            curl_multi_cleanup(multi)
-            curl_share_cleanup(share)
+            sesame_curl_multi_cleanup(multi)
+            sesame_curl_share_cleanup(share)
             return takeResumptions()
         }
         resume(resumptions)

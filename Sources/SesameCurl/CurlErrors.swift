@@ -22,7 +22,7 @@ enum CurlErrors {
                 host: transfer.host)
         }
         let kind = kind(of: code)
-        let detail = curlMessage ?? String(cString: curl_easy_strerror(code))
+        let detail = curlMessage ?? String(cString: sesame_curl_easy_strerror(code))
         return TransportError(
             kind: kind,
             message: "\(request) failed: \(detail) (libcurl error \(code.rawValue)). \(advice(for: kind, code: code))",

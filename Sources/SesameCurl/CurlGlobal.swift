@@ -1,15 +1,17 @@
 internal import CCurl
 
-/// libcurl's process-wide state: initialised once, before the first handle, never torn down.
+/// libcurl's process-wide state: opened (dlopen) and initialised (`curl_global_init`) once,
+/// on first use, never torn down. A program that makes no HTTP request never loads libcurl.
 enum CurlGlobal {
-    /// `curl_global_init`'s result; Swift runs this initialiser exactly once, thread-safely.
-    private static let initialization: CURLcode = curl_global_init(Int(CURL_GLOBAL_DEFAULT))
+    /// Why libcurl cannot be used in this process, or `nil` when it is loaded and initialised.
+    /// Swift runs this initialiser exactly once, thread-safely; the loader is itself run once.
+    static let failure: String? = sesame_curl_failure().map { String(cString: $0) }
 
-    /// Initialises libcurl if nothing has yet; a failure here means the process cannot use it.
+    /// Loads and initialises libcurl if nothing has yet. Without libcurl the process cannot make
+    /// an HTTP request through Sesame's transport, which is a broken installation rather than
+    /// anything a caller could recover from, so it stops with the reason and the way to fix it.
     static func initialize() {
-        precondition(
-            initialization == CURLE_OK,
-            "curl_global_init failed (\(initialization.rawValue)); libcurl cannot be used in this process")
+        if let failure { fatalError("Sesame's HTTP transport cannot start: \(failure)") }
     }
 
     /// libcurl's version number, such as `7.88.1`.

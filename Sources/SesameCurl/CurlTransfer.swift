@@ -131,7 +131,7 @@ final class CurlTransfer: @unchecked Sendable {  // guarded by CurlEngine's lock
     let requestBodyCount: Int
 
     deinit {
-        if let headerList { curl_slist_free_all(headerList) }
+        if let headerList { sesame_curl_slist_free_all(headerList) }
         if let requestBody { requestBody.deallocate() }
     }
 
@@ -140,7 +140,7 @@ final class CurlTransfer: @unchecked Sendable {  // guarded by CurlEngine's lock
     )
         -> UnsafeMutablePointer<curl_slist>?
     {
-        guard let appended = curl_slist_append(list, line) else {
+        guard let appended = sesame_curl_slist_append(list, line) else {
             fatalError("curl_slist_append ran out of memory")
         }
         return appended
