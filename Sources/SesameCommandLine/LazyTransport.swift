@@ -10,9 +10,12 @@ final class LazyTransport: HTTPTransport {
 
     init(_ make: @escaping @Sendable () -> any HTTPTransport) { self.make = make }
 
-    /// A ``CurlTransport`` with `configuration`, made when first used.
-    static func curl(_ configuration: CurlTransport.Configuration = .init()) -> LazyTransport {
-        LazyTransport { CurlTransport(configuration: configuration) }
+    /// A ``CurlTransport`` with the configuration `configure` makes, both made when first used
+    /// (a configuration's default user agent names libcurl's version, which loads libcurl).
+    static func curl(
+        _ configure: @escaping @Sendable () -> CurlTransport.Configuration = { .init() }
+    ) -> LazyTransport {
+        LazyTransport { CurlTransport(configuration: configure()) }
     }
 
     func send(_ request: HTTPRequest) async throws -> HTTPResponse {

@@ -218,10 +218,12 @@ package struct StatusCommand: Sendable, Equatable {
         let selection = try await DesktopStorage.select(
             configuration.storage, keyring: context.keyring, environment: context.environment)
         let names = try Desktop.names(configuration: configuration)
-        let transport = LazyTransport.curl(
+        let deadline = self.deadline
+        let transport = LazyTransport.curl {
             // A second past the command's own bound, so that a provider too slow to answer is
             // reported by that bound ("no answer within …"), not by curl's timeout mid-way.
-            CurlTransport.Configuration(connectTimeout: .seconds(3), timeout: deadline + .seconds(1)))
+            CurlTransport.Configuration(connectTimeout: .seconds(3), timeout: deadline + .seconds(1))
+        }
         let accounts = AccountState(environment: context.environment)
         let gather = Task {
             await withTaskGroup(of: (Int, ProviderReport?).self) { group in

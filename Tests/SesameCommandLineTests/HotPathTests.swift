@@ -1,4 +1,5 @@
 import Foundation
+import SesameTestSupport
 import Testing
 
 @Suite("The hot path starts nothing it does not use")
@@ -25,5 +26,32 @@ struct HotPathTests {
         #expect(!status.output.contains("sesame-emulator.invalid"), "the placeholder address leaked: \(status.output)")
         let state = cli.root.appending(path: "state/sesame/emulator.json")
         #expect(FileManager.default.fileExists(atPath: state.path), "the emulator was never started")
+    }
+}
+
+@Suite("libcurl is loaded only by a command that makes a request")
+struct LazyLibcurlTests {
+    /// Runs `sesame arguments` with `LD_DEBUG=files`, under which the dynamic loader reports on
+    /// standard error every shared library it opens, including those opened later by dlopen.
+    static func run(_ cli: CLIHarness, _ arguments: [String], input: String = "") async throws -> ProcessResult {
+        try await cli.run("sesame", arguments, input: Data(input.utf8), environment: ["LD_DEBUG": "files"])
+    }
+
+    @Test("--help and token never open libcurl; a command that makes a request does")
+    func onlyWhenNeeded() async throws {
+        let cli = try CLIHarness()
+        let help = try await Self.run(cli, ["--help"])
+        #expect(help.status == 0)
+        #expect(help.standardError.contains("file=libsecret-1.so.0"), "LD_DEBUG=files reported no libraries")
+        #expect(!help.standardError.contains("libcurl"), "sesame --help opened libcurl")
+
+        let token = try await Self.run(cli, ["token", "facebook"])
+        #expect(token.status == 77, "nothing is logged in: \(token.standardError.suffix(400))")
+        #expect(!token.standardError.contains("libcurl"), "sesame token opened libcurl")
+
+        // Checking a pasted token asks the built-in emulator's Graph API over HTTP.
+        let login = try await Self.run(cli, ["login", "facebook", "--with-token"], input: "EAAnot0a0real0token\n")
+        #expect(login.status != 0, "the emulator knows no such token")
+        #expect(login.standardError.contains("file=libcurl.so.4"), "\(login.standardError.suffix(600))")
     }
 }
