@@ -34,12 +34,16 @@ final class ConnectionGuard: Sendable {
     private let state = Mutex(State())
     private let maxConnections: Int
     private let headTimeout: Duration?
+    /// How long a kept-alive connection has, after a request, to send the whole head of its next
+    /// one: the idle timeout plus the head timeout, or `nil` when either is off.
+    private let nextHeadTimeout: Duration?
     private let refusedCount = Atomic<Int>(0)
     private let closedForSlowHead = Atomic<Int>(0)
 
-    init(maxConnections: Int, headTimeout: Duration) {
+    init(maxConnections: Int, headTimeout: Duration, idleTimeout: Duration = .zero) {
         self.maxConnections = max(1, maxConnections)
         self.headTimeout = headTimeout > .zero ? headTimeout : nil
+        self.nextHeadTimeout = headTimeout > .zero && idleTimeout > .zero ? idleTimeout + headTimeout : nil
     }
 
     /// Starts the watchdog thread; it ends after ``stop()``.
@@ -95,11 +99,16 @@ final class ConnectionGuard: Sendable {
         state.withLock { state in state.connections[key]?.headDeadline = nil }
     }
 
-    /// A request finished. The deadline covers a connection's first request head only: a kept-alive
-    /// connection has proved itself with a whole request, and libmicrohttpd's idle timeout ends it
-    /// when it falls silent (a deadline here as well closed connections that clients were about
-    /// to reuse).
-    func requestFinished(_ key: UInt) {}
+    /// A request finished. The connection's next head must be complete within the idle timeout
+    /// plus the head timeout: a client that keeps the connection for reuse and falls silent is
+    /// closed first by libmicrohttpd's idle timeout, as before, so only one that dribbles its next
+    /// head (each byte resetting idleness) meets this deadline. With no idle timeout, a kept-alive
+    /// connection has no deadline.
+    func requestFinished(_ key: UInt) {
+        guard let nextHeadTimeout else { return }
+        let deadline = ContinuousClock.now + nextHeadTimeout
+        state.withLock { state in state.connections[key]?.headDeadline = deadline }
+    }
 
     /// The connection closed (libmicrohttpd calls this before it closes the descriptor).
     func closed(_ key: UInt) {

@@ -36,9 +36,10 @@ public final class HTTPServer: Sendable {
         public var maxConnectionsPerClient: Int
         /// How long a new connection may take to send its first request head (request line and
         /// header fields). Unlike ``connectionIdleTimeout`` it is not reset by each byte, so a
-        /// client that dribbles its head cannot hold a connection; later requests on a kept-alive
-        /// connection are bounded by the idle timeout only. Zero or less (the default): no limit;
-        /// the emulator and the login receiver set 10 s.
+        /// client that dribbles its head cannot hold a connection. After each request, a
+        /// kept-alive connection has ``connectionIdleTimeout`` plus this to send its next whole
+        /// head (a silent one is closed at the idle timeout first, as always). Zero or less (the
+        /// default): no limit; the emulator and the login receiver set 10 s.
         public var requestHeadTimeout: Duration
         /// About the largest request head (request line and header fields) accepted; a larger
         /// one gets libmicrohttpd's error answer. It sizes libmicrohttpd's per-connection

@@ -126,6 +126,66 @@ struct SlowClientTests {
         }
     }
 
+    @Test("a kept-alive connection that dribbles its next head is closed at the idle timeout plus the head deadline")
+    func dribbledNextHeadIsClosed() async throws {
+        try await withServer(
+            .init(connectionIdleTimeout: .seconds(1), requestHeadTimeout: .seconds(1)),
+            handler: { _ in .text("ok") }
+        ) { server in
+            let port = server.port
+            let (first, elapsed) = try await SlowClients.blocking { () -> (String, Duration) in
+                let fd = try SlowClients.connect(port: port)
+                defer { close(fd) }
+                // One whole request, answered, on a connection kept alive.
+                SlowClients.send(fd, "GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+                var buffer = [UInt8](repeating: 0, count: 4096)
+                let count = recv(fd, &buffer, buffer.count, 0)
+                let answer = String(decoding: buffer[0..<max(0, count)], as: UTF8.self)
+                // Then the next head, a byte every 200 ms for up to 20 s: each byte resets
+                // idleness, so only the deadline (1 s idle + 1 s head) can end it.
+                let started = ContinuousClock.now
+                SlowClients.send(fd, "GET /next HTTP/1.1\r\nHost: x\r\n")
+                for _ in 0..<100 {
+                    usleep(200_000)
+                    guard SlowClients.send(fd, "X") else { break }
+                    var probe: UInt8 = 0
+                    let peeked = recv(fd, &probe, 1, Int32(MSG_PEEK | MSG_DONTWAIT))
+                    if peeked == 0 || (peeked < 0 && errno != EAGAIN && errno != EWOULDBLOCK) { break }
+                }
+                return (answer, ContinuousClock.now - started)
+            }
+            #expect(first.hasPrefix("HTTP/1.1 200"), "\(first)")
+            #expect(elapsed < .seconds(15), "the dribbling kept-alive connection stayed open \(elapsed)")
+        }
+    }
+
+    @Test("a kept-alive connection used again promptly is served each time")
+    func keptAliveReuse() async throws {
+        try await withServer(
+            .init(connectionIdleTimeout: .seconds(2), requestHeadTimeout: .seconds(1)),
+            handler: { request in .text("ok \(request.path)") }
+        ) { server in
+            let port = server.port
+            let answers = try await SlowClients.blocking { () -> [String] in
+                let fd = try SlowClients.connect(port: port)
+                defer { close(fd) }
+                var answers: [String] = []
+                // Past the 1 s head deadline in all, each request well within idle + head.
+                for index in 0..<4 {
+                    SlowClients.send(fd, "GET /\(index) HTTP/1.1\r\nHost: x\r\n\r\n")
+                    var buffer = [UInt8](repeating: 0, count: 4096)
+                    let count = recv(fd, &buffer, buffer.count, 0)
+                    answers.append(String(decoding: buffer[0..<max(0, count)], as: UTF8.self))
+                    usleep(700_000)
+                }
+                return answers
+            }
+            for (index, answer) in answers.enumerated() {
+                #expect(answer.hasPrefix("HTTP/1.1 200") && answer.hasSuffix("ok /\(index)"), "\(answer)")
+            }
+        }
+    }
+
     @Test("past the connection limit a client is answered 503 at once instead of waiting in the queue")
     func refusedPastLimit() async throws {
         try await withServer(.init(maxConnections: 8), handler: { _ in .text("ok") }) { server in
