@@ -29,12 +29,9 @@ let package = Package(
             pkgConfig: "libcrypto",
             providers: [.apt(["libssl-dev"])]
         ),
-        .systemLibrary(
-            name: "CMicroHTTPD",
-            path: "Sources/CMicroHTTPD",
-            pkgConfig: "libmicrohttpd",
-            providers: [.apt(["libmicrohttpd-dev"])]
-        ),
+        // libmicrohttpd's header (libmicrohttpd-dev, which scripts/bootstrap installs); the library
+        // is opened with dlopen when a server first starts, not linked (Sources/CMicroHTTPD/shim.h).
+        .systemLibrary(name: "CMicroHTTPD", path: "Sources/CMicroHTTPD"),
         // libcurl's headers (libcurl4-openssl-dev, which scripts/bootstrap installs); the library
         // itself is opened with dlopen when first used, not linked (see Sources/CCurl/shim.h).
         .systemLibrary(name: "CCurl", path: "Sources/CCurl"),

@@ -10,7 +10,112 @@
 #include <netinet/tcp.h>
 #include <arpa/inet.h>
 #include <unistd.h>
+#include <dlfcn.h>
+#include <pthread.h>
 #include <microhttpd.h>
+
+// libmicrohttpd is loaded when a server first starts (dlopen), not when the program starts: it
+// brings GnuTLS and its libraries, whose constructors cost every process about 2 ms of CPU, and
+// most `sesame` commands (`token`, `--help`) start no server. Swift calls the `sesame_mhd_*`
+// functions below instead of libmicrohttpd's own names; `sesame_mhd_failure` says, before the
+// first server starts, whether the library could be loaded.
+
+typedef struct sesame_mhd_api {
+    /// NULL once everything is resolved; otherwise why libmicrohttpd cannot be used.
+    const char *failure;
+    struct MHD_Daemon *(*start_daemon)(unsigned int flags, uint16_t port, MHD_AcceptPolicyCallback apc, void *apc_cls,
+                                       MHD_AccessHandlerCallback dh, void *dh_cls, ...);
+    void (*stop_daemon)(struct MHD_Daemon *daemon);
+    MHD_socket (*quiesce_daemon)(struct MHD_Daemon *daemon);
+    const union MHD_DaemonInfo *(*get_daemon_info)(struct MHD_Daemon *daemon, enum MHD_DaemonInfoType info_type, ...);
+    const union MHD_ConnectionInfo *(*get_connection_info)(struct MHD_Connection *connection,
+                                                           enum MHD_ConnectionInfoType info_type, ...);
+    int (*get_connection_values_n)(struct MHD_Connection *connection, enum MHD_ValueKind kind,
+                                   MHD_KeyValueIteratorN iterator, void *iterator_cls);
+    void (*suspend_connection)(struct MHD_Connection *connection);
+    void (*resume_connection)(struct MHD_Connection *connection);
+    struct MHD_Response *(*create_response_from_buffer)(size_t size, void *buffer, enum MHD_ResponseMemoryMode mode);
+    void (*destroy_response)(struct MHD_Response *response);
+    enum MHD_Result (*add_response_header)(struct MHD_Response *response, const char *header, const char *content);
+    enum MHD_Result (*queue_response)(struct MHD_Connection *connection, unsigned int status_code,
+                                      struct MHD_Response *response);
+} sesame_mhd_api;
+
+static inline sesame_mhd_api *sesame_mhd_storage(void) {
+    static sesame_mhd_api api;
+    return &api;
+}
+
+static inline void sesame_mhd_load(void) {
+    sesame_mhd_api *api = sesame_mhd_storage();
+    void *library = dlopen("libmicrohttpd.so.12", RTLD_NOW | RTLD_LOCAL);
+    if (library == NULL) {
+        api->failure = "libmicrohttpd.so.12 could not be loaded; install libmicrohttpd (Debian and Ubuntu: apt install "
+                       "libmicrohttpd12)";
+        return;
+    }
+    int missing = 0;
+#define SESAME_MHD_RESOLVE(field, name)                                                                         \
+    do {                                                                                                        \
+        *(void **)(&api->field) = dlsym(library, name);                                                         \
+        if (api->field == NULL) missing = 1;                                                                    \
+    } while (0)
+    SESAME_MHD_RESOLVE(start_daemon, "MHD_start_daemon");
+    SESAME_MHD_RESOLVE(stop_daemon, "MHD_stop_daemon");
+    SESAME_MHD_RESOLVE(quiesce_daemon, "MHD_quiesce_daemon");
+    SESAME_MHD_RESOLVE(get_daemon_info, "MHD_get_daemon_info");
+    SESAME_MHD_RESOLVE(get_connection_info, "MHD_get_connection_info");
+    SESAME_MHD_RESOLVE(get_connection_values_n, "MHD_get_connection_values_n");
+    SESAME_MHD_RESOLVE(suspend_connection, "MHD_suspend_connection");
+    SESAME_MHD_RESOLVE(resume_connection, "MHD_resume_connection");
+    SESAME_MHD_RESOLVE(create_response_from_buffer, "MHD_create_response_from_buffer");
+    SESAME_MHD_RESOLVE(destroy_response, "MHD_destroy_response");
+    SESAME_MHD_RESOLVE(add_response_header, "MHD_add_response_header");
+    SESAME_MHD_RESOLVE(queue_response, "MHD_queue_response");
+#undef SESAME_MHD_RESOLVE
+    if (missing) api->failure = "the libmicrohttpd.so.12 found lacks functions Sesame needs; install 0.9.75 or later";
+}
+
+/// libmicrohttpd, loaded on the first call.
+static inline const sesame_mhd_api *sesame_mhd(void) {
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    pthread_once(&once, sesame_mhd_load);
+    return sesame_mhd_storage();
+}
+
+/// NULL when libmicrohttpd is loaded; otherwise why it cannot be used. Checked before a server
+/// starts: the other functions here assume the library is there.
+static inline const char *sesame_mhd_failure(void) { return sesame_mhd()->failure; }
+
+static inline void sesame_mhd_stop_daemon(struct MHD_Daemon *daemon) { sesame_mhd()->stop_daemon(daemon); }
+static inline MHD_socket sesame_mhd_quiesce_daemon(struct MHD_Daemon *daemon) {
+    return sesame_mhd()->quiesce_daemon(daemon);
+}
+static inline int sesame_mhd_get_connection_values_n(struct MHD_Connection *connection, enum MHD_ValueKind kind,
+                                                     MHD_KeyValueIteratorN iterator, void *iterator_cls) {
+    return sesame_mhd()->get_connection_values_n(connection, kind, iterator, iterator_cls);
+}
+static inline void sesame_mhd_suspend_connection(struct MHD_Connection *connection) {
+    sesame_mhd()->suspend_connection(connection);
+}
+static inline void sesame_mhd_resume_connection(struct MHD_Connection *connection) {
+    sesame_mhd()->resume_connection(connection);
+}
+static inline struct MHD_Response *sesame_mhd_create_response_from_buffer(size_t size, void *buffer,
+                                                                          enum MHD_ResponseMemoryMode mode) {
+    return sesame_mhd()->create_response_from_buffer(size, buffer, mode);
+}
+static inline void sesame_mhd_destroy_response(struct MHD_Response *response) {
+    sesame_mhd()->destroy_response(response);
+}
+static inline enum MHD_Result sesame_mhd_add_response_header(struct MHD_Response *response, const char *header,
+                                                             const char *content) {
+    return sesame_mhd()->add_response_header(response, header, content);
+}
+static inline enum MHD_Result sesame_mhd_queue_response(struct MHD_Connection *connection, unsigned int status_code,
+                                                        struct MHD_Response *response) {
+    return sesame_mhd()->queue_response(connection, status_code, response);
+}
 
 /// The URI-log callback's type (libmicrohttpd declares it only in prose).
 typedef void *(*sesame_mhd_uri_log_callback)(void *cls, const char *uri, struct MHD_Connection *connection);
@@ -39,7 +144,7 @@ static inline struct MHD_Daemon *sesame_mhd_start_daemon(
     unsigned int per_ip_connection_limit,
     MHD_NotifyConnectionCallback notify_connection)
 {
-    return MHD_start_daemon(
+    return sesame_mhd()->start_daemon(
         flags, 0, NULL, NULL, handler, cls,
         MHD_OPTION_LISTEN_SOCKET, listen_socket,
         MHD_OPTION_NOTIFY_COMPLETED, completed, cls,
@@ -55,14 +160,14 @@ static inline struct MHD_Daemon *sesame_mhd_start_daemon(
 /// The socket of a connection (`MHD_get_connection_info` is variadic); -1 when unknown.
 static inline int sesame_mhd_connection_fd(struct MHD_Connection *connection)
 {
-    const union MHD_ConnectionInfo *info = MHD_get_connection_info(connection, MHD_CONNECTION_INFO_CONNECTION_FD);
+    const union MHD_ConnectionInfo *info = sesame_mhd()->get_connection_info(connection, MHD_CONNECTION_INFO_CONNECTION_FD);
     return info != NULL ? info->connect_fd : -1;
 }
 
 /// How many connections the daemon has open (`MHD_get_daemon_info` is variadic).
 static inline unsigned int sesame_mhd_connection_count(struct MHD_Daemon *daemon)
 {
-    const union MHD_DaemonInfo *info = MHD_get_daemon_info(daemon, MHD_DAEMON_INFO_CURRENT_CONNECTIONS);
+    const union MHD_DaemonInfo *info = sesame_mhd()->get_daemon_info(daemon, MHD_DAEMON_INFO_CURRENT_CONNECTIONS);
     return info != NULL ? info->num_connections : 0;
 }
 

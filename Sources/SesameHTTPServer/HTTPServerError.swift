@@ -1,7 +1,7 @@
 /// A server that could not start.
 public struct HTTPServerError: Error, Sendable, Hashable, CustomStringConvertible {
     private enum Code: Hashable {
-        case addressInUse, invalidHost, invalidPort, bindFailed, daemonFailed, alreadyStarted
+        case addressInUse, invalidHost, invalidPort, bindFailed, daemonFailed, alreadyStarted, libraryUnavailable
     }
     private let code: Code
     /// The address the server was asked to listen on, such as `127.0.0.1:8080`.
@@ -24,6 +24,11 @@ public struct HTTPServerError: Error, Sendable, Hashable, CustomStringConvertibl
     /// libmicrohttpd refused to start its daemon.
     public static func daemonFailed(_ address: String) -> Self {
         Self(code: .daemonFailed, address: address, reason: nil)
+    }
+    /// libmicrohttpd, which the server runs on, could not be loaded (`reason` says why and
+    /// what to install).
+    public static func libraryUnavailable(_ address: String, reason: String) -> Self {
+        Self(code: .libraryUnavailable, address: address, reason: reason)
     }
     /// `start()` was called on a server that was already started (a server starts once).
     public static func alreadyStarted(_ address: String) -> Self {
@@ -48,6 +53,8 @@ public struct HTTPServerError: Error, Sendable, Hashable, CustomStringConvertibl
                 + "(out of memory or threads?)."
         case .alreadyStarted:
             return "The server on \(address) was already started; make a new HTTPServer to listen again."
+        case .libraryUnavailable:
+            return "Cannot listen on \(address): \(reason ?? "libmicrohttpd could not be loaded")."
         }
     }
 }

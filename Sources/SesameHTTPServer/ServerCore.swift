@@ -144,7 +144,8 @@ final class ServerCore: Sendable {
         }
 
         let connectionGuard = ConnectionGuard(
-            maxConnections: configuration.maxConnections, headTimeout: configuration.requestHeadTimeout)
+            maxConnections: configuration.maxConnections, headTimeout: configuration.requestHeadTimeout,
+            idleTimeout: configuration.connectionIdleTimeout)
         let core = ServerCore(
             port: sockets[0].port, maxBodyBytes: configuration.maxBodyBytes, connectionGuard: connectionGuard,
             handler: handler)
@@ -156,6 +157,12 @@ final class ServerCore: Sendable {
             : UInt32(
                 clamping: Int(
                     (Double(timeout.components.seconds) + Double(timeout.components.attoseconds) / 1e18).rounded(.up)))
+        if let failure = sesame_mhd_failure() {
+            for socket in sockets { close(socket.descriptor) }
+            Unmanaged<ServerCore>.fromOpaque(opaque).release()
+            throw HTTPServerError.libraryUnavailable(
+                display(configuration.host, sockets[0].port), reason: String(cString: failure))
+        }
         var daemons: [OpaquePointer] = []
         for (index, socket) in sockets.enumerated() {
             let daemon = sesame_mhd_start_daemon(
@@ -173,7 +180,7 @@ final class ServerCore: Sendable {
                 UInt32(clamping: max(0, configuration.maxConnectionsPerClient)),
                 notifyConnectionCallback)
             guard let daemon else {
-                for started in daemons { MHD_stop_daemon(started) }
+                for started in daemons { sesame_mhd_stop_daemon(started) }
                 for unowned in sockets[index...] { close(unowned.descriptor) }
                 Unmanaged<ServerCore>.fromOpaque(opaque).release()
                 throw HTTPServerError.daemonFailed(
@@ -194,7 +201,7 @@ final class ServerCore: Sendable {
             return state.daemons
         }
         for daemon in daemons {
-            let listening = MHD_quiesce_daemon(daemon.pointer)
+            let listening = sesame_mhd_quiesce_daemon(daemon.pointer)
             if listening >= 0 { close(listening) }
         }
         await withTaskGroup(of: Void.self) { group in
@@ -229,7 +236,7 @@ final class ServerCore: Sendable {
         let core: Unmanaged<ServerCore>?
 
         func stop() {
-            for daemon in daemons { MHD_stop_daemon(daemon.pointer) }
+            for daemon in daemons { sesame_mhd_stop_daemon(daemon.pointer) }
             core?.release()
         }
     }
@@ -246,7 +253,7 @@ final class ServerCore: Sendable {
                     return (request.connection, request.task)
                 }
                 task?.cancel()
-                if let connection { MHD_resume_connection(connection.pointer) }
+                if let connection { sesame_mhd_resume_connection(connection.pointer) }
             }
             state.running.removeAll()
             let daemons = state.daemons
@@ -290,7 +297,7 @@ final class ServerCore: Sendable {
             connectionGuard.headReceived(UInt(bitPattern: connection))
             var fields: [HTTPHeaders.Field] = []
             withUnsafeMutablePointer(to: &fields) { pointer in
-                _ = MHD_get_connection_values_n(connection, .HEADER_KIND, headerIterator, pointer)
+                _ = sesame_mhd_get_connection_values_n(connection, .HEADER_KIND, headerIterator, pointer)
             }
             let headers = HTTPHeaders(fields)
             context.state.withLock { request in
@@ -373,7 +380,7 @@ final class ServerCore: Sendable {
                 connection, context, .text("The server is shutting down; try again later.", status: 503), close: true)
         }
         context.state.withLock { $0.dispatched = true }
-        MHD_suspend_connection(connection)
+        sesame_mhd_suspend_connection(connection)
         let task = Task { [self] in
             let response = await handler(request)
             finish(context, with: response)
@@ -392,7 +399,7 @@ final class ServerCore: Sendable {
                 request.task = nil
                 return request.connection
             }
-            if let connection { MHD_resume_connection(connection.pointer) }
+            if let connection { sesame_mhd_resume_connection(connection.pointer) }
         }
     }
 
@@ -469,11 +476,11 @@ final class ServerCore: Sendable {
         context.state.withLock { $0.phase = .answered }
         let status = (100...999).contains(response.status) ? response.status : 500
         let made = response.body.withUnsafeBytes { buffer in
-            MHD_create_response_from_buffer(
+            sesame_mhd_create_response_from_buffer(
                 buffer.count, UnsafeMutableRawPointer(mutating: buffer.baseAddress), .RESPMEM_MUST_COPY)
         }
         guard let made else { return .NO }
-        defer { MHD_destroy_response(made) }
+        defer { sesame_mhd_destroy_response(made) }
         var closes = close
         for field in response.headers {
             let name = field.name.lowercased()
@@ -484,10 +491,10 @@ final class ServerCore: Sendable {
             guard !Self.managedHeaders.contains(name) else { continue }
             // libmicrohttpd refuses names and values with line breaks, which keeps a handler
             // from splitting the response; such a field is left out.
-            _ = MHD_add_response_header(made, field.name, field.value)
+            _ = sesame_mhd_add_response_header(made, field.name, field.value)
         }
-        if closes { _ = MHD_add_response_header(made, "Connection", "close") }
-        return MHD_queue_response(connection, UInt32(status), made)
+        if closes { _ = sesame_mhd_add_response_header(made, "Connection", "close") }
+        return sesame_mhd_queue_response(connection, UInt32(status), made)
     }
 }
 

@@ -29,7 +29,7 @@ struct HotPathTests {
     }
 }
 
-@Suite("libcurl is loaded only by a command that makes a request")
+@Suite("libcurl and libmicrohttpd are loaded only by a command that uses them")
 struct LazyLibcurlTests {
     /// Runs `sesame arguments` with `LD_DEBUG=files`, under which the dynamic loader reports on
     /// standard error every shared library it opens, including those opened later by dlopen.
@@ -44,14 +44,19 @@ struct LazyLibcurlTests {
         #expect(help.status == 0)
         #expect(help.standardError.contains("file=libsecret-1.so.0"), "LD_DEBUG=files reported no libraries")
         #expect(!help.standardError.contains("libcurl"), "sesame --help opened libcurl")
+        #expect(!help.standardError.contains("libmicrohttpd"), "sesame --help opened libmicrohttpd")
+        #expect(!help.standardError.contains("libgnutls"), "sesame --help opened GnuTLS")
 
         let token = try await Self.run(cli, ["token", "facebook"])
         #expect(token.status == 77, "nothing is logged in: \(token.standardError.suffix(400))")
         #expect(!token.standardError.contains("libcurl"), "sesame token opened libcurl")
+        #expect(!token.standardError.contains("libmicrohttpd"), "sesame token opened libmicrohttpd")
 
         // Checking a pasted token asks the built-in emulator's Graph API over HTTP.
         let login = try await Self.run(cli, ["login", "facebook", "--with-token"], input: "EAAnot0a0real0token\n")
         #expect(login.status != 0, "the emulator knows no such token")
         #expect(login.standardError.contains("file=libcurl.so.4"), "\(login.standardError.suffix(600))")
+        // The built-in emulator, started in the process for that request, runs on libmicrohttpd.
+        #expect(login.standardError.contains("file=libmicrohttpd.so.12"), "\(login.standardError.suffix(600))")
     }
 }
