@@ -39,6 +39,12 @@ struct CLIBenchmark {
         var ratio: Double?
         /// The ratio the issue asks for, when there is one.
         var goal: Double?
+        /// The median CPU time (user and system) of the process, in milliseconds: what the
+        /// command costs, which a machine busy with other work does not inflate as it does the
+        /// elapsed time.
+        var cpuP50: Double
+        /// ``cpuP50`` over `secret-tool lookup`'s.
+        var cpuRatio: Double?
     }
 
     struct Report: Encodable {
@@ -175,27 +181,36 @@ struct CLIBenchmark {
 
         progress("\(runs) runs of each, interleaved, after 3 to warm up")
         var samples = [[Double]](repeating: [], count: cases.count)
+        var cpuSamples = [[Double]](repeating: [], count: cases.count)
         for round in -3..<runs {
             for (index, item) in cases.enumerated() {
+                let cpuBefore = Self.childrenCPUMilliseconds()
                 let start = ContinuousClock.now
                 let result = try Self.runProcess(item.executable, item.arguments, environment: item.environment)
                 let elapsed = Self.milliseconds(ContinuousClock.now - start)
+                let cpu = Self.childrenCPUMilliseconds() - cpuBefore
                 guard result.status == expected[index] else {
                     throw Failure(description: "\(item.command) exited \(result.status) in round \(round)")
                 }
-                if round >= 0 { samples[index].append(elapsed) }
+                if round >= 0 {
+                    samples[index].append(elapsed)
+                    cpuSamples[index].append(cpu)
+                }
             }
         }
         try await store.delete(key)
 
         let lookupMedian = Series(name: cases[0].command, milliseconds: samples[0]).p50
+        let lookupCPU = Series.percentile(cpuSamples[0].sorted(), 0.5)
         let rows = zip(cases, samples).enumerated().map { index, pair in
             let (item, milliseconds) = pair
             let series = Series(name: item.command, milliseconds: milliseconds)
+            let cpu = Series.percentile(cpuSamples[index].sorted(), 0.5)
             return Row(
                 command: item.command, series: series,
                 p90: Series.percentile(milliseconds.sorted(), 0.9),
-                ratio: index == 0 ? nil : series.p50 / lookupMedian, goal: item.goal)
+                ratio: index == 0 ? nil : series.p50 / lookupMedian, goal: item.goal, cpuP50: cpu,
+                cpuRatio: index == 0 ? nil : cpu / lookupCPU)
         }
         let report = Report(runs: runs, sesame: sesame, rows: rows)
         if json {
@@ -209,14 +224,25 @@ struct CLIBenchmark {
 
     static func table(_ report: Report) -> String {
         var text = "cli: whole processes, \(report.runs) runs each, interleaved (\(report.sesame))\n\n"
-        text += "command                                              p50 ms   p90 ms   ÷ lookup   goal\n"
+        text += "command                                              p50 ms   p90 ms   ÷ lookup"
+        text += "   cpu ms  cpu ÷ lookup   goal (elapsed)\n"
         for row in report.rows {
             let name = row.command.padding(toLength: 50, withPad: " ", startingAt: 0)
             let ratio = row.ratio.map { String(format: "%8.2f×", $0) } ?? "         "
+            let cpuRatio = row.cpuRatio.map { String(format: "%12.2f×", $0) } ?? "             "
             let goal = row.goal.map { String(format: "  ≤ %.1f× %@", $0, (row.ratio ?? 0) <= $0 ? "met" : "NOT met") }
-            text += "\(name) \(String(format: "%8.2f %8.2f", row.series.p50, row.p90)) \(ratio)\(goal ?? "")\n"
+            text += "\(name) \(String(format: "%8.2f %8.2f", row.series.p50, row.p90)) \(ratio)"
+            text += " \(String(format: "%8.2f", row.cpuP50)) \(cpuRatio)\(goal ?? "")\n"
         }
         return text
+    }
+
+    /// The CPU time (user and system) of every child process reaped so far, in milliseconds.
+    static func childrenCPUMilliseconds() -> Double {
+        var usage = rusage()
+        getrusage(RUSAGE_CHILDREN.rawValue, &usage)
+        func milliseconds(_ time: timeval) -> Double { Double(time.tv_sec) * 1e3 + Double(time.tv_usec) / 1e3 }
+        return milliseconds(usage.ru_utime) + milliseconds(usage.ru_stime)
     }
 
     /// A loopback port where nothing listens: bound, read, and closed again.
