@@ -121,7 +121,12 @@ func publish(_ facebook: DesktopFacebook) async -> Int32 {
         recoveryDelegate: recovery,
         recoveryPolicy: RecoveryPolicy(maxAttempts: 4, baseDelay: .milliseconds(250), maxServerHint: .seconds(10)))
     recovery.session.withLock { $0 = session }
-    defer { facebook.recordUsage(of: session) }
+    let status = await post(session, recovery: recovery)
+    await facebook.recordUsage(of: session)
+    return status
+}
+
+func post(_ session: FacebookSession, recovery: Recovery) async -> Int32 {
     do {
         try await session.openActiveSession(readPermissions: ["public_profile"], allowLoginUI: true)
         // Ask for publish_actions only when it is missing, as requestPermissionCallAPI did.

@@ -276,8 +276,13 @@ struct GitHubConnection: ConnectedProvider {
             LoginRequest(
                 provider: .github, appID: provider.credentialAppID, permissions: options.scopes.map(Permission.read)))
         try await DesktopLogin.save(token, account: account, store: store, label: label)
-        try? remembered?.remember(
-            hostname: provider.host.hostname, clientID: hasClientID ? provider.clientID : nil, url: serverURL)
+        if let remembered {
+            let hostname = provider.host.hostname
+            let clientID = hasClientID ? provider.clientID : nil
+            try? await onOwnThread {
+                try remembered.remember(hostname: hostname, clientID: clientID, url: serverURL)
+            }
+        }
         let user = try? await provider.user(token: token.tokenString, transport: transport)
         return LoginResult(token: token, userName: user?.name)
     }
@@ -337,24 +342,19 @@ struct GitHubConnection: ConnectedProvider {
 struct GitHubRememberedLogin: Sendable {
     /// Where remembered values say they come from, in messages.
     static let source = "the previous 'sesame login github'"
-    var url: URL
+    var file: JSONStateFile
 
     init(stateDirectory: URL) {
-        url = stateDirectory.appendingPathComponent("github.json")
+        file = JSONStateFile(url: stateDirectory.appendingPathComponent("github.json"))
     }
 
-    func read() -> [String: JSONValue] {
-        FileManager.default.contents(atPath: url.path).flatMap { JSONValue(parsing: $0)?.objectValue } ?? [:]
-    }
+    func read() -> [String: JSONValue] { file.read() }
 
     func remember(hostname: String, clientID: String?, url server: String?) throws {
         var object: [String: JSONValue] = ["hostname": .string(hostname)]
         if let clientID { object["client_id"] = .string(clientID) }
         if let server { object["url"] = .string(server) }
-        try FileManager.default.createDirectory(
-            at: url.deletingLastPathComponent(), withIntermediateDirectories: true,
-            attributes: [.posixPermissions: 0o700])
-        try Data(JSONValue.object(object).jsonText.utf8).write(to: url, options: .atomic)
+        try file.write(object)
     }
 }
 
