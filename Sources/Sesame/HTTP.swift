@@ -218,3 +218,26 @@ public struct TransportError: Error, Sendable, Hashable, CustomStringConvertible
         return "Network error (\(kind))\(target): \(message)"
     }
 }
+
+extension HTTPHeaders {
+    /// The wait a `Retry-After` header asks for, as delay-seconds or an HTTP date counted from
+    /// `now`, when it is at least `shortest` seconds and under 10,000,000 (about 115 days);
+    /// `nil` when there is no such header or it asks for something else.
+    package func retryAfter(now: Date, shortest: Int = 1) -> Duration? {
+        guard let text = self["Retry-After"]?.trimmingCharacters(in: .whitespaces), !text.isEmpty else {
+            return nil
+        }
+        let seconds: Int
+        if let delay = Int(text) {
+            seconds = delay
+        } else {
+            let formatter = DateFormatter()
+            formatter.locale = Locale(identifier: "en_US_POSIX")
+            formatter.timeZone = TimeZone(identifier: "GMT")
+            formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss zzz"
+            guard let date = formatter.date(from: text) else { return nil }
+            seconds = Int(date.timeIntervalSince(now).rounded(.up))
+        }
+        return (shortest..<10_000_000).contains(seconds) ? .seconds(seconds) : nil
+    }
+}

@@ -60,10 +60,7 @@ public struct GitHubPlugin: ProviderPlugin {
         var serverURL: Sourced<String>?
 
         init(_ request: ProviderConnectionRequest) throws {
-            let section = try request.configuration.section("github")
-            func value(_ setting: ProviderSetting) throws -> Sourced<String>? {
-                try request.value(of: setting, section: section, sectionPath: "github")
-            }
+            let value = try request.settingReader(section: "github")
             hostname = try value(GitHubPlugin.hostname)
             clientID = try value(GitHubPlugin.clientID)
             clientSecret = try value(GitHubPlugin.clientSecret)
@@ -301,17 +298,15 @@ struct GitHubConnection: ConnectedProvider {
         let governor = GitHubRateLimitGovernor()
         let client = GitHubClient(
             github: provider, transport: transport, token: token.tokenString, policy: nil, governor: governor)
-        do {
+        return await AccountCheck.checking {
             let user = try await client.user()
             return AccountCheck(validity: .valid, userName: user.name, usage: Self.usage(governor, scopes: user.scopes))
-        } catch let error as AuthError {
+        } refused: { error in
             // GitHub keeps a refused login stored (closesSession is false), but it needs a new login.
             let refused = error.closesSession || error.category == .authenticationReopenSession
             return AccountCheck(
                 validity: refused ? .invalid : .unverified, problem: error.userMessage ?? error.message,
                 usage: Self.usage(governor, scopes: nil))
-        } catch {
-            return AccountCheck(validity: .unverified, problem: "\(error)")
         }
     }
 
@@ -328,13 +323,7 @@ struct GitHubConnection: ConnectedProvider {
         return .object(usage)
     }
 
-    func shutdown() async {
-        do {
-            try await emulator?.stop()
-        } catch {
-            terminal.say("The built-in GitHub emulator's state could not be saved: \(error)\n")
-        }
-    }
+    func shutdown() async { await emulator?.stop(named: "built-in GitHub emulator", telling: terminal) }
 }
 
 /// The host, client id and server address of the last GitHub login (never a secret), in

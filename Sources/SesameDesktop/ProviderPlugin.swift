@@ -34,6 +34,9 @@ public protocol ProviderPlugin: Sendable {
     var loginHelp: (discussion: String, examples: [(command: String, comment: String)]) { get }
     /// Example command lines of `sesame explain-error` for this provider's errors.
     var explainErrorExamples: [(command: String, comment: String)] { get }
+    /// What `sesame explain-error` shows of `error` beyond the core's fields: the facts in this
+    /// provider's ``ProviderErrorDetails``. None by default.
+    func explanationFacts(of error: AuthError) -> ErrorExplanationFacts
     /// How to give `name` to this plug-in when it is not known yet (an OpenID issuer's entry in the
     /// config file), for the message about an unknown provider; `nil` when names cannot be added.
     func newInstanceHint(_ name: String) -> String?
@@ -76,6 +79,7 @@ extension ProviderPlugin {
     public var errorTable: ErrorRuleTable? { nil }
     public var loginHelp: (discussion: String, examples: [(command: String, comment: String)]) { ("", []) }
     public var explainErrorExamples: [(command: String, comment: String)] { [] }
+    public func explanationFacts(of error: AuthError) -> ErrorExplanationFacts { ErrorExplanationFacts() }
     public func newInstanceHint(_ name: String) -> String? { nil }
     public var permissionSupport: PermissionSupport { .none }
     public var permissionOptions: [ProviderSetting] { [] }
@@ -247,6 +251,15 @@ public struct ProviderConnectionRequest: Sendable {
                 .map { $0.trimmingCharacters(in: .whitespaces).lowercased() }.filter { !$0.isEmpty })
     }
 
+    /// A function that resolves a setting with ``value(of:section:sectionPath:fallback:)`` from
+    /// the config file's section `name`.
+    ///
+    /// - Throws: ``DesktopError`` (78) when the section is not an object.
+    func settingReader(section name: String) throws -> (ProviderSetting) throws -> Sourced<String>? {
+        let section = try configuration.section(name)
+        return { setting in try value(of: setting, section: section, sectionPath: name) }
+    }
+
     /// Resolves `setting`: the flag, then the environment, then the config file's `section`
     /// (named `sectionPath` in messages), then `fallback`.
     ///
@@ -366,6 +379,24 @@ public struct LoginResult: Sendable {
     }
 }
 
+/// The provider's own facts about an error, as `sesame explain-error` shows them: what
+/// ``ProviderPlugin/explanationFacts(of:)`` reads from the error's ``ProviderErrorDetails``.
+public struct ErrorExplanationFacts: Sendable {
+    /// The provider's error type (Facebook's `OAuthException`), shown after the code.
+    public var errorType: String?
+    /// The provider's own word on whether the error is transient (Facebook's `is_transient`).
+    public var isTransient: Bool?
+    /// Further lines of the explanation, label and value (a trace id, the rate-limit usage).
+    public var rows: [(label: String, value: String)]
+
+    /// Creates the facts.
+    public init(errorType: String? = nil, isTransient: Bool? = nil, rows: [(label: String, value: String)] = []) {
+        self.errorType = errorType
+        self.isTransient = isTransient
+        self.rows = rows
+    }
+}
+
 /// What checking a stored login with the provider found.
 public struct AccountCheck: Sendable, Hashable {
     /// Whether the login still works.
@@ -396,6 +427,22 @@ public struct AccountCheck: Sendable, Hashable {
         self.userName = userName
         self.problem = problem
         self.usage = usage
+    }
+}
+
+extension AccountCheck {
+    /// The check `body` makes; an ``AuthError`` it throws becomes what `refused` makes of it,
+    /// any other error an unverified check that names it.
+    static func checking(
+        _ body: () async throws -> AccountCheck, refused: (AuthError) -> AccountCheck
+    ) async -> AccountCheck {
+        do {
+            return try await body()
+        } catch let error as AuthError {
+            return refused(error)
+        } catch {
+            return AccountCheck(validity: .unverified, problem: "\(error)")
+        }
     }
 }
 

@@ -245,7 +245,7 @@ public final class FacebookSession: Sendable {
                 message: "The person declined \(outcome.declined.sorted().joined(separator: ", ")). The session stays "
                     + "open; do what needed the permission only if they ask again.",
                 loginFailedReason: .userDenied, recoveryTactic: RecoveryTactic.none, provider: .facebook,
-                providerInfo: ["declined": .array(outcome.declined.sorted().map { .string($0) })])
+                details: [DeclinedPermissions(outcome.declined.sorted())])
         }
         return outcome
     }
