@@ -159,6 +159,10 @@ public struct HTTPResponse: Sendable, Hashable {
 /// ``TransportError``; any HTTP status, including 4xx and 5xx, is a response, not an error.
 public protocol HTTPTransport: Sendable {
     /// Sends `request` and returns the response.
+    ///
+    /// - Throws: ``TransportError`` when no response arrived (DNS, connect, TLS, timeout, an
+    ///   oversized body); `CancellationError` when the task is cancelled. Any status is a response,
+    ///   not an error.
     func send(_ request: HTTPRequest) async throws -> HTTPResponse
 }
 

@@ -127,6 +127,9 @@ public struct LoginRequest: Sendable, Hashable {
 public protocol LoginUI: Sendable {
     /// Runs a login and returns the token, or throws a classified ``AuthError`` (the person
     /// declining is ``ErrorCategory/userCancelled``).
+    ///
+    /// - Throws: ``AuthError`` for a login that failed or was declined; `CancellationError` when
+    ///   the task is cancelled.
     func logIn(_ request: LoginRequest) async throws -> AccessToken
 }
 

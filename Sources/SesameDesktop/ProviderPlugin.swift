@@ -451,8 +451,14 @@ public protocol AccountSession: Sendable {
     /// Where its token is kept.
     var key: CredentialKey { get }
     /// Opens it from the store without UI; `false` when there is no usable stored login.
+    ///
+    /// - Throws: `CredentialStoreError` when the store cannot be read; the provider's `AuthError`
+    ///   when reopening fails.
     func open() async throws -> Bool
     /// A token good to use now, refreshed first when needed.
+    ///
+    /// - Throws: `AuthError` when there is no usable token or its refresh failed;
+    ///   `CredentialStoreError` when the store cannot be read or written.
     func validToken() async throws -> AccessToken
     /// The token's user, when the session is open.
     var userID: String? { get async }
@@ -464,10 +470,19 @@ public protocol AccountSession: Sendable {
     ///   store's error when it could not be removed.
     func logOut(revoke: Bool) async throws -> String?
     /// The permissions granted and declined, read from the provider.
+    ///
+    /// - Throws: `AuthError` from the provider; `PermissionsUnsupported` for a provider without
+    ///   permissions.
     func listPermissions() async throws -> PermissionSet
     /// Asks the person for more permissions, with the provider's options.
+    ///
+    /// - Throws: `AuthError` from the provider or the login; `PermissionsUnsupported` for a
+    ///   provider without permissions.
     func requestPermissions(_ names: [String], options: [String: String]) async throws -> PermissionRequestOutcome
     /// Gives up one permission.
+    ///
+    /// - Throws: `AuthError` from the provider; `PermissionsUnsupported` for a provider without
+    ///   permissions.
     func revokePermission(_ name: String) async throws
     /// The last rate-limit usage seen, to keep for `sesame status`.
     var lastUsage: JSONValue? { get }

@@ -261,6 +261,8 @@ public actor JWKSCache {
     }
 
     /// Fetches the set now; concurrent callers share one fetch.
+    ///
+    /// - Throws: `AuthError` when the key set cannot be fetched or read.
     public func refresh() async throws {
         if let inFlight { return try await inFlight.value }
         let task = Task { try await self.fetch() }

@@ -89,6 +89,9 @@ public struct OIDCEndpoints: Sendable, Hashable {
     ///
     /// The issuer and every endpoint must be `https`, or plain `http` to a loopback address or to
     /// a host in `allowingInsecureHosts` (`EndpointSecurity`).
+    ///
+    /// - Throws: `AuthError` when the document cannot be fetched or read, names another issuer, or
+    ///   has an endpoint that is not https; `CancellationError` when the task is cancelled.
     public static func discover(
         issuer: String, transport: any HTTPTransport, provider: ProviderID = .oidc,
         allowingInsecureHosts: Set<String> = []
@@ -284,6 +287,9 @@ public struct OIDCProvider: AuthProvider {
     }
 
     /// A provider whose endpoints come from ``OIDCConfiguration/endpoints`` or else from discovery.
+    ///
+    /// - Throws: `AuthError` when the document cannot be fetched or read, names another issuer, or
+    ///   has an endpoint that is not https; `CancellationError` when the task is cancelled.
     public static func discover(
         _ configuration: OIDCConfiguration, transport: any HTTPTransport,
         now: @escaping @Sendable () -> Date = { Date() }
