@@ -91,10 +91,14 @@ public protocol CredentialStore: Sendable {
 
 extension CredentialStore {
     /// Every stored credential, sorted by key.
+    ///
+    /// - Throws: ``CredentialStoreError`` when the store cannot be reached.
     public func list() async throws -> [StoredCredential] { try await list(provider: nil) }
 
     /// ``list(provider:)``'s credentials, with no unreadable entries reported: for stores that
     /// cannot hold an entry they cannot read.
+    ///
+    /// - Throws: ``CredentialStoreError`` when the store cannot be reached.
     public func listing(provider: ProviderID?) async throws -> CredentialListing {
         CredentialListing(credentials: try await list(provider: provider), unreadable: [])
     }

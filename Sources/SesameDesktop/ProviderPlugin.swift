@@ -525,6 +525,9 @@ public struct RevocationFailed: Error, Sendable, CustomStringConvertible {
     /// Runs a provider's logout: a store error (the login could not be removed) passes through;
     /// any other error, when `revoke` was asked for, means the login is gone here but the
     /// revocation failed.
+    ///
+    /// - Throws: the `CredentialStoreError` `body` throws; for any other error, `RevocationFailed`
+    ///   with `advice` when `revoke` was asked for, the error itself otherwise.
     public static func loggingOut(
         revoke: Bool, advice: String, _ body: () async throws -> Void
     ) async throws {

@@ -268,6 +268,8 @@ public struct FacebookRecoveryProcessor: Sendable {
     ///   - error: the error the call failed with.
     ///   - attempt: the number of the call that failed (1 for the first).
     ///   - permissions: the permissions the call needs, re-requested after a permissions error.
+    ///
+    /// - Throws: whatever the delegate throws while re-requesting permissions or logging in again.
     public func recover(
         from error: AuthError, attempt: Int = 1, permissions: [Permission] = []
     ) async throws -> RecoveryOutcome {
