@@ -149,7 +149,7 @@ public struct GitHubPlugin: ProviderPlugin {
         let clientID = try settings.checkedClientID()
         let provider = GitHubProvider(
             host: try settings.host(), clientID: clientID ?? "",
-            clientSecret: settings.clientSecret.map { GitHubClientSecret($0.value) })
+            clientSecret: settings.clientSecret.map { ClientSecret($0.value) })
         var connection = GitHubConnection(
             provider: provider, hasClientID: clientID != nil, transport: request.transport,
             terminal: request.terminal, emulator: nil, approvalMode: .off, environment: request.environment)

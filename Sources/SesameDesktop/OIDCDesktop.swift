@@ -202,7 +202,7 @@ public struct OIDCPlugin: ProviderPlugin {
         var configuration = OIDCConfiguration(
             providerID: ProviderID(instance), displayName: instance == "oidc" ? nil : instance,
             issuer: settings.issuer.value, clientID: settings.clientID.value,
-            clientSecret: settings.clientSecret.map { OIDCClientSecret($0.value) })
+            clientSecret: settings.clientSecret.map { ClientSecret($0.value) })
         if !settings.scopes.isEmpty { configuration.scopes = settings.scopes }
         configuration.allowedInsecureHosts = request.allowedInsecureHosts
         let provider = try await OIDCProvider.discover(configuration, transport: request.transport)

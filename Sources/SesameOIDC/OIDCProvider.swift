@@ -152,20 +152,6 @@ public enum OIDCConfigurationError {
     }
 }
 
-/// A client secret, kept out of every description. Only confidential clients have one; a
-/// desktop app is a public client and uses PKCE alone.
-public struct OIDCClientSecret: Sendable, Hashable, CustomStringConvertible, CustomDebugStringConvertible,
-    CustomReflectable
-{
-    /// The secret itself.
-    public let value: String
-    /// Wraps a secret.
-    public init(_ value: String) { self.value = value }
-    public var description: String { "OIDCClientSecret(\(Redaction.placeholder))" }
-    public var debugDescription: String { description }
-    public var customMirror: Mirror { Mirror(self, children: ["value": Redaction.placeholder]) }
-}
-
 /// How a client proves who it is at the token, device authorization and revocation endpoints
 /// (RFC 6749 §2.3.1, OpenID Connect Core §9).
 public struct OIDCClientAuthMethod: RawRepresentable, Sendable, Hashable, CustomStringConvertible {
@@ -208,7 +194,7 @@ public struct OIDCConfiguration: Sendable {
     public var clientID: String
     /// The client secret, for confidential clients and providers that give desktop clients one
     /// (Google's "Desktop app" clients do).
-    public var clientSecret: OIDCClientSecret?
+    public var clientSecret: ClientSecret?
     /// How to authenticate the client; `nil` chooses from discovery
     /// (``OIDCClientAuthMethod/chosen(hasSecret:supported:)``).
     public var clientAuthMethod: OIDCClientAuthMethod?
@@ -226,7 +212,7 @@ public struct OIDCConfiguration: Sendable {
     /// Creates a configuration.
     public init(
         providerID: ProviderID = .oidc, displayName: String? = nil, issuer: String, endpoints: OIDCEndpoints? = nil,
-        clientID: String, clientSecret: OIDCClientSecret? = nil, scopes: [String] = ["openid", "profile", "email"],
+        clientID: String, clientSecret: ClientSecret? = nil, scopes: [String] = ["openid", "profile", "email"],
         extraAuthorizationParameters: [(String, String)] = [], clockLeeway: TimeInterval = 60,
         allowedInsecureHosts: Set<String> = []
     ) {

@@ -39,7 +39,7 @@ struct ClientAuthenticationTests {
     ) async throws -> OIDCProvider {
         var configuration = OIDCConfiguration(
             issuer: harness.endpoints.issuer, clientID: "confidential-desktop",
-            clientSecret: secret.map(OIDCClientSecret.init))
+            clientSecret: secret.map(ClientSecret.init))
         configuration.clientAuthMethod = method
         let provider = try await OIDCProvider.discover(configuration, transport: harness.transport)
         let login = DeviceLoginFlow(

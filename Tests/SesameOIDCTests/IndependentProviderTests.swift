@@ -87,7 +87,7 @@ struct IndependentProviderTests {
 
     func session(issuer: String, clientID: String, secret: String, port: Int) async throws -> OIDCSession {
         let provider = try await OIDCProvider.discover(
-            OIDCConfiguration(issuer: issuer, clientID: clientID, clientSecret: OIDCClientSecret(secret)),
+            OIDCConfiguration(issuer: issuer, clientID: clientID, clientSecret: ClientSecret(secret)),
             transport: transport)
         #expect(provider.clientAuthMethod == .clientSecretBasic, "Discovery §3's default when none is listed")
         let login = OIDCBrowserLogin(
