@@ -57,14 +57,19 @@ let package = Package(
         .testTarget(name: "SesameTests", dependencies: ["Sesame", "SesameTesting", "SesameTestSupport"]),
 
         // Helpers shared by test targets (running built executables as processes, holding a
-        // request while a lock is checked). Not a product.
+        // request while a lock is checked, raw HTTP over loopback sockets). Not a product.
         .target(name: "SesameTestSupport", dependencies: ["Sesame"], path: "Tests/SesameTestSupport"),
         .testTarget(name: "SesameCurlTests", dependencies: ["SesameCurl", "Sesame", "SesameHTTPServer"]),
 
         // An embedded HTTP server on libmicrohttpd, and the loopback redirect receiver on it.
         .target(name: "SesameHTTPServer", dependencies: ["Sesame", "CMicroHTTPD"]),
         .testTarget(
-            name: "SesameHTTPServerTests", dependencies: ["SesameHTTPServer", "Sesame", "SesameTesting"]),
+            name: "SesameHTTPServerTests",
+            dependencies: ["SesameHTTPServer", "Sesame", "SesameTesting", "SesameTestSupport"]),
+        // The core's browser and device login flows, run over real HTTP against small local servers.
+        .testTarget(
+            name: "SesameLoginFlowTests",
+            dependencies: ["Sesame", "SesameHTTPServer", "SesameTesting", "SesameTestSupport"]),
         // A local Facebook: login dialog, Graph API, device login, scenarios (fault injection).
         .target(name: "SesameEmulator", dependencies: ["Sesame", "SesameHTTPServer"]),
         .testTarget(name: "SesameEmulatorTests", dependencies: ["SesameEmulator", "Sesame", "SesameCurl"]),

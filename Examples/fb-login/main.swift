@@ -44,7 +44,7 @@ guard arguments.isEmpty || arguments == ["logout"] else {
     exit(64)
 }
 
-/// Prints each state change as the state stream delivers it: the seed's sessionStateChanged:
+/// Prints each state change as the state stream delivers it: the Facebook SDK sample's sessionStateChanged:
 /// notification. The observer ends once the session is open or closed.
 func observe(_ session: FacebookSession) async -> Task<Void, Never> {
     let changes = session.stateChanges()  // registered now, before the session is opened
@@ -58,7 +58,7 @@ func observe(_ session: FacebookSession) async -> Task<Void, Never> {
     }
 }
 
-/// The seed's handleAuthError: a message when the SDK has one, a contextual one when the session
+/// The Scrumptious sample's handleAuthError: a message when the SDK has one, a contextual one when the session
 /// must be reopened, nothing when the person cancelled (one log line), a generic message otherwise.
 func handleAuthError(_ error: AuthError) {
     if error.shouldNotifyUser, let message = error.userMessage {
@@ -84,14 +84,14 @@ func sentence(for error: any Error) -> String {
     return text.last.map { ".!?".contains($0) } == true ? text : "\(text)."
 }
 
-/// The person's name from the Graph API (the seed's "me" request).
+/// The person's name from the Graph API (the Scrumptious sample's "me" request).
 func whoIsLoggedIn(_ session: FacebookSession) async throws -> String {
     let me = try await session.graph.get("me", parameters: ["fields": "name"])
     if let name = me["name"]?.stringValue { return name }
     return await session.token?.userID ?? "someone"
 }
 
-/// The login screen, then the login: the seed's showLoginView and openSession.
+/// The login screen, then the login: the Scrumptious sample's showLoginView and openSession.
 func showLoginScreen(_ facebook: DesktopFacebook, _ session: FacebookSession) async throws -> Int32 {
     say("┌─ Scrumptious ─────────────────────┐")
     say("│  Log in with Facebook             │")

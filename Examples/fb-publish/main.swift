@@ -1,4 +1,4 @@
-// fb-publish "message": posts to the person's feed, the way the seed's sample app publishes.
+// fb-publish "message": posts to the person's feed, the way the Facebook SDK's Scrumptious sample publishes.
 //
 // It makes sure publish_actions is granted (asking only when it is missing), posts to me/feed,
 // retries passing failures and throttling with back-off (printing each wait), asks for the
@@ -54,7 +54,7 @@ guard arguments.count == 1, !arguments[0].isEmpty else {
 }
 let message = arguments[0]
 
-/// What the recovery processor asks of the app: the three things the seed's sample does by hand.
+/// What the recovery processor asks of the app: the three things the Scrumptious sample does by hand.
 final class Recovery: FacebookRecoveryDelegate {
     let session = Mutex<FacebookSession?>(nil)
     /// Whether a message has been shown for the last failure, so it is not followed by a second one.
@@ -63,7 +63,7 @@ final class Recovery: FacebookRecoveryDelegate {
     func requestPermissions(_ permissions: [Permission]) async throws -> Bool {
         guard let session = session.withLock({ $0 }) else { return false }
         say("Facebook needs your permission again to publish; asking…")
-        // The seed's requestNewPublishPermissions:defaultAudience: with a default audience.
+        // The Scrumptious sample's requestNewPublishPermissions:defaultAudience: with a default audience.
         let outcome = try await session.requestNewPublishPermissions(
             permissions.isEmpty ? ["publish_actions"] : permissions.map(\.name), defaultAudience: .friends)
         return outcome.declined.isEmpty
@@ -95,7 +95,7 @@ func sentence(for error: any Error) -> String {
     return text.last.map { ".!?".contains($0) } == true ? text : "\(text)."
 }
 
-/// The seed's publish error handler: a message when there is one, a title that says what kind of
+/// The Scrumptious sample's publish error handler: a message when there is one, a title that says what kind of
 /// failure it is, a generic message otherwise.
 func report(_ error: AuthError, recovery: Recovery) {
     if recovery.messageShown.withLock({ $0 }) {
@@ -121,7 +121,12 @@ func publish(_ facebook: DesktopFacebook) async -> Int32 {
         recoveryDelegate: recovery,
         recoveryPolicy: RecoveryPolicy(maxAttempts: 4, baseDelay: .milliseconds(250), maxServerHint: .seconds(10)))
     recovery.session.withLock { $0 = session }
-    defer { facebook.recordUsage(of: session) }
+    let status = await post(session, recovery: recovery)
+    await facebook.recordUsage(of: session)
+    return status
+}
+
+func post(_ session: FacebookSession, recovery: Recovery) async -> Int32 {
     do {
         try await session.openActiveSession(readPermissions: ["public_profile"], allowLoginUI: true)
         // Ask for publish_actions only when it is missing, as requestPermissionCallAPI did.

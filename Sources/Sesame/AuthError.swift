@@ -117,17 +117,107 @@ public struct LoginFailedReason: RawRepresentable, Hashable, Sendable, Codable, 
     public var description: String { rawValue }
 }
 
+/// Facts about an ``AuthError`` that only its provider, or the error table that classified it,
+/// knows, as a value of a type the provider's module defines: Facebook's rate-limit usage,
+/// GitHub's single sign-on address, the ID-token check that failed.
+///
+/// Read them by type, not by string key:
+///
+/// ```swift
+/// if let sso = error.details(as: GitHubErrorDetails.self)?.ssoURL { open(sso) }
+/// ```
+public protocol ProviderErrorDetails: Sendable {
+    /// A few words for ``AuthError/description``, or `nil`.
+    var summary: String? { get }
+
+    /// The details as JSON, for logs and for tools that print every error alike.
+    var json: JSONValue { get }
+
+    /// A copy with `secrets` replaced by ``Redaction/placeholder`` in every text it holds, for
+    /// ``AuthError/redacting(_:)``.
+    func redacting(_ secrets: [String]) -> Self
+}
+
+extension ProviderErrorDetails {
+    /// A few words for ``AuthError/description`` (Facebook's: `trace EJplcsCHuLu`), when the
+    /// details have something a support request needs; `nil` by default.
+    public var summary: String? { nil }
+}
+
+extension AuthError {
+    /// The first of ``details`` that is a `Details`, if any.
+    public func details<Details: ProviderErrorDetails>(as type: Details.Type = Details.self) -> Details? {
+        details.lazy.compactMap { $0 as? Details }.first
+    }
+
+    /// Adds `newDetails` to ``details``, in place of any details of the same type.
+    public mutating func attach<Details: ProviderErrorDetails>(_ newDetails: Details) {
+        details.removeAll { $0 is Details }
+        details.append(newDetails)
+    }
+}
+
+/// The RFC 9207 issuer check a login redirect failed: attached to
+/// ``AuthError/issuerMismatch(expected:received:provider:)``.
+public struct IssuerCheckFailure: ProviderErrorDetails, Hashable {
+    /// The configured issuer.
+    public var expectedIssuer: String
+    /// The redirect's `iss`, or `nil` when it had none.
+    public var receivedIssuer: String?
+
+    /// Creates the details.
+    public init(expectedIssuer: String, receivedIssuer: String?) {
+        self.expectedIssuer = expectedIssuer
+        self.receivedIssuer = receivedIssuer
+    }
+
+    public var json: JSONValue {
+        var object: [String: JSONValue] = ["check": .string("issuer"), "expectedIssuer": .string(expectedIssuer)]
+        if let receivedIssuer { object["receivedIssuer"] = .string(receivedIssuer) }
+        return .object(object)
+    }
+
+    public func redacting(_ secrets: [String]) -> IssuerCheckFailure {
+        IssuerCheckFailure(
+            expectedIssuer: Redaction.redacting(secrets, in: expectedIssuer),
+            receivedIssuer: receivedIssuer.map { Redaction.redacting(secrets, in: $0) })
+    }
+}
+
 /// Every failure Sesame reports: classified, with what to tell the person and what to do.
 ///
 /// This is the Facebook SDK's `NSError(FBError)`: check ``shouldNotifyUser`` and show
-/// ``userMessage``; otherwise examine ``category`` (or follow ``recoveryTactic``). The raw
-/// ``code``, ``subcode``, ``httpStatus`` and parsed ``body`` are kept for contextual messages.
+/// ``userMessage``; otherwise examine ``category`` (or follow ``recoveryTactic``).
 ///
-/// `AuthError` is a struct so providers can add codes and fields without breaking anyone.
+/// Its fields come in four groups:
+/// - what to do: ``category``, ``recoveryTactic``, ``closesSession``, ``loginFailedReason``;
+/// - the texts: ``message`` for developers; ``shouldNotifyUser``, ``userTitle`` and
+///   ``userMessage`` for the person;
+/// - the provider's answer: ``provider``, ``httpStatus``, ``code``, ``subcode``, ``retryAfter``
+///   and the parsed ``body`` (the raw data, for contextual messages);
+/// - what only the provider knows, as typed values its module defines: ``details``, read with
+///   ``details(as:)``; and the ``underlyingError``.
+///
+/// `AuthError` is a struct so providers can add codes and details without breaking anyone.
 /// Its ``description`` never contains a token or other secret.
 public struct AuthError: Error, Sendable, CustomStringConvertible {
+    // MARK: What to do
+
     /// The classification.
     public var category: ErrorCategory
+    /// What Sesame recommends doing.
+    public var recoveryTactic: RecoveryTactic
+    /// Whether this error ends the session (and clears its stored token). Usually true for
+    /// ``ErrorCategory/authenticationReopenSession``; a taxonomy can keep a session open (the
+    /// SDK did for a checkpointed account).
+    public var closesSession: Bool
+    /// Why a login failed, for login errors.
+    public var loginFailedReason: LoginFailedReason?
+
+    // MARK: The texts
+
+    /// A message for developers: what happened, to what. Never shown as a user message.
+    public var message: String
     /// Whether the app should show ``userMessage`` to the person (an out-of-band action is
     /// needed, or the provider asked for its message to be shown).
     public var shouldNotifyUser: Bool
@@ -135,36 +225,27 @@ public struct AuthError: Error, Sendable, CustomStringConvertible {
     public var userTitle: String?
     /// A message for the person, when there is one.
     public var userMessage: String?
+
+    // MARK: The provider's answer
+
+    /// The provider that produced the error.
+    public var provider: ProviderID?
+    /// The HTTP status of the failed response, when there was one.
+    public var httpStatus: Int?
     /// The provider's error code (Facebook's `code`), when it sent one.
     public var code: Int?
     /// The provider's error subcode (Facebook's `error_subcode`), when it sent one.
     public var subcode: Int?
-    /// The HTTP status of the failed response, when there was one.
-    public var httpStatus: Int?
-    /// Why a login failed, for login errors.
-    public var loginFailedReason: LoginFailedReason?
-    /// What Sesame recommends doing.
-    public var recoveryTactic: RecoveryTactic
-    /// Whether this error ends the session (and clears its stored token). Usually true for
-    /// ``ErrorCategory/authenticationReopenSession``; a taxonomy can keep a session open (the
-    /// SDK did for a checkpointed account).
-    public var closesSession: Bool
-    /// The provider's own word on whether the error is transient (Facebook's `is_transient`).
-    public var isTransient: Bool?
     /// How long the provider asked the app to wait before trying again, when it said.
     public var retryAfter: Duration?
-    /// A message for developers: what happened, to what. Never shown as a user message.
-    public var message: String
-    /// The provider's error type (for Facebook, `OAuthException`, `GraphMethodException`, ...).
-    public var errorType: String?
-    /// The provider's trace identifier for support requests (Facebook's `fbtrace_id`).
-    public var traceID: String?
     /// The parsed response body, when it was JSON.
     public var body: JSONValue?
-    /// The provider that produced the error.
-    public var provider: ProviderID?
-    /// Provider-specific facts that have no field here (for Facebook, the rate-limit usage).
-    public var providerInfo: [String: JSONValue]
+
+    // MARK: What only the provider knows
+
+    /// Typed facts that only the provider, or the table that classified the error, knows:
+    /// read one with ``details(as:)``.
+    public var details: [any ProviderErrorDetails]
     /// The error underneath, such as a ``TransportError``.
     public var underlyingError: (any Error & Sendable)?
 
@@ -181,13 +262,10 @@ public struct AuthError: Error, Sendable, CustomStringConvertible {
         loginFailedReason: LoginFailedReason? = nil,
         recoveryTactic: RecoveryTactic? = nil,
         closesSession: Bool? = nil,
-        isTransient: Bool? = nil,
         retryAfter: Duration? = nil,
-        errorType: String? = nil,
-        traceID: String? = nil,
         body: JSONValue? = nil,
         provider: ProviderID? = nil,
-        providerInfo: [String: JSONValue] = [:],
+        details: [any ProviderErrorDetails] = [],
         underlyingError: (any Error & Sendable)? = nil
     ) {
         self.category = category
@@ -201,13 +279,10 @@ public struct AuthError: Error, Sendable, CustomStringConvertible {
         self.loginFailedReason = loginFailedReason
         self.recoveryTactic = recoveryTactic ?? category.defaultTactic
         self.closesSession = closesSession ?? (category == .authenticationReopenSession)
-        self.isTransient = isTransient
         self.retryAfter = retryAfter
-        self.errorType = errorType
-        self.traceID = traceID
         self.body = body
         self.provider = provider
-        self.providerInfo = providerInfo
+        self.details = details
         self.underlyingError = underlyingError
     }
 
@@ -219,7 +294,7 @@ public struct AuthError: Error, Sendable, CustomStringConvertible {
         if let code { parts.append(subcode.map { "code \(code)/\($0)" } ?? "code \(code)") }
         if let loginFailedReason { parts.append("login failed: \(loginFailedReason)") }
         var text = "AuthError(\(parts.joined(separator: ", "))): \(message)"
-        if let traceID { text += " [trace \(traceID)]" }
+        for summary in details.compactMap(\.summary) { text += " [\(summary)]" }
         return text
     }
 }
@@ -278,7 +353,7 @@ extension AuthError {
             loginFailedReason: .issuerMismatch,
             recoveryTactic: .showMessage,
             provider: provider,
-            providerInfo: ["check": .string("issuer"), "expectedIssuer": .string(expected)]
+            details: [IssuerCheckFailure(expectedIssuer: expected, receivedIssuer: received)]
         )
     }
 
@@ -315,7 +390,6 @@ extension AuthError {
         return AuthError(
             category: error.isTransient ? .retry : (isTLS ? .invalid : .server),
             message: error.description,
-            isTransient: error.isTransient,
             provider: provider,
             underlyingError: error
         )

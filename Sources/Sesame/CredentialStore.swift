@@ -57,17 +57,29 @@ public struct StoredCredential: Sendable, Hashable, Codable, CustomStringConvert
 public protocol CredentialStore: Sendable {
     /// Saves `credential`, replacing any with the same key. Either the new credential is saved
     /// or the old one is left as it was.
+    ///
+    /// - Throws: ``CredentialStoreError`` saying what to do when the store cannot be reached or
+    ///   written.
     func save(_ credential: StoredCredential) async throws
     /// The credential for `key`, or `nil` when there is none.
+    ///
+    /// - Throws: ``CredentialStoreError`` when the store cannot be reached or the entry cannot be
+    ///   read.
     func load(_ key: CredentialKey) async throws -> StoredCredential?
     /// Removes the credential for `key`; returns whether there was one.
+    ///
+    /// - Throws: ``CredentialStoreError`` when the store cannot be reached or written.
     @discardableResult func delete(_ key: CredentialKey) async throws -> Bool
     /// Every stored credential, optionally for one provider, sorted by key.
+    ///
+    /// - Throws: ``CredentialStoreError`` when the store cannot be reached.
     func list(provider: ProviderID?) async throws -> [StoredCredential]
     /// A short name of the backend for status output, such as `keyring` or `file (~/.local/...)`.
     var backendDescription: String { get }
     /// Every stored credential that can be read, optionally for one provider, and the entries
     /// that cannot, so that one bad entry hides no good one.
+    ///
+    /// - Throws: ``CredentialStoreError`` when the store cannot be reached.
     func listing(provider: ProviderID?) async throws -> CredentialListing
     /// Checks that a credential for `key` could be saved now (the keyring is unlocked and has a
     /// collection to save in, the file's directory is writable), before a login asks the person
@@ -79,15 +91,21 @@ public protocol CredentialStore: Sendable {
 
 extension CredentialStore {
     /// Every stored credential, sorted by key.
+    ///
+    /// - Throws: ``CredentialStoreError`` when the store cannot be reached.
     public func list() async throws -> [StoredCredential] { try await list(provider: nil) }
 
     /// ``list(provider:)``'s credentials, with no unreadable entries reported: for stores that
     /// cannot hold an entry they cannot read.
+    ///
+    /// - Throws: ``CredentialStoreError`` when the store cannot be reached.
     public func listing(provider: ProviderID?) async throws -> CredentialListing {
         CredentialListing(credentials: try await list(provider: provider), unreadable: [])
     }
 
     /// Saves and removes a placeholder credential (holding no token) beside `key`.
+    ///
+    /// - Throws: ``CredentialStoreError`` when the store cannot be written.
     public func checkWritable(for key: CredentialKey) async throws {
         let probe = CredentialKey(
             provider: key.provider, appID: key.appID, account: "\(key.account).sesame-write-check")

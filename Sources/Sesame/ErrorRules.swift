@@ -176,26 +176,76 @@ public struct ErrorRuleTable: Sendable {
     public func rule(id: String) -> ErrorRule? { rules.first { $0.id == id } }
 }
 
-/// Keys of ``AuthError/providerInfo`` that any table-driven taxonomy fills in.
-public enum ErrorRuleInfoKey {
-    /// The ``ErrorRule/id`` of the row that classified the error (a string).
-    public static let rule = "rule"
-    /// The row's ``ErrorRule/messageKey`` (a string).
-    public static let messageKey = "messageKey"
-    /// The row's ``ErrorRule/allowsSilentReauthentication`` (a Boolean).
-    public static let allowsSilentReauthentication = "allowsSilentReauthentication"
+/// Which row of a provider's error table classified an ``AuthError``: attached by every
+/// table-driven taxonomy, and read through ``AuthError/ruleID``, ``AuthError/messageKey`` and
+/// ``AuthError/allowsSilentReauthentication``.
+public struct ErrorRuleDetails: ProviderErrorDetails, Hashable {
+    /// The ``ErrorRule/id`` of the row.
+    public var ruleID: String
+    /// The row's ``ErrorRule/messageKey``.
+    public var messageKey: String?
+    /// The row's ``ErrorRule/allowsSilentReauthentication``.
+    public var allowsSilentReauthentication: Bool
+
+    /// Creates the details.
+    public init(ruleID: String, messageKey: String? = nil, allowsSilentReauthentication: Bool = true) {
+        self.ruleID = ruleID
+        self.messageKey = messageKey
+        self.allowsSilentReauthentication = allowsSilentReauthentication
+    }
+
+    /// The details of `rule`.
+    public init(_ rule: ErrorRule) {
+        self.init(
+            ruleID: rule.id, messageKey: rule.messageKey,
+            allowsSilentReauthentication: rule.allowsSilentReauthentication)
+    }
+
+    public var json: JSONValue {
+        var object: [String: JSONValue] = [
+            "rule": .string(ruleID), "allowsSilentReauthentication": .bool(allowsSilentReauthentication),
+        ]
+        if let messageKey { object["messageKey"] = .string(messageKey) }
+        return .object(object)
+    }
+
+    /// The same details: they come from the table, never from a request.
+    public func redacting(_ secrets: [String]) -> ErrorRuleDetails { self }
+}
+
+extension ErrorRule {
+    /// The rule a table-driven taxonomy uses if its table ever matches nothing (the generator
+    /// makes sure a table's last row matches everything, so a generated table never does).
+    public static let lastResort = ErrorRule(
+        id: "other", match: ErrorRuleMatch(), category: .providerOther, recoveryTactic: .showMessage,
+        shouldNotifyUser: false, closesSession: false, meaning: "An error no rule describes.", source: "Sesame")
+}
+
+extension ErrorRuleTable {
+    /// The first rule that matches `facts`, or ``ErrorRule/lastResort``.
+    public func classifying(_ facts: ErrorFacts) -> ErrorRule { firstMatch(facts) ?? .lastResort }
 }
 
 extension AuthError {
+    /// An error as `rule` classifies it: the rule's category, tactic, notification flag, texts
+    /// for the person and whether it closes the session, with ``ErrorRuleDetails`` attached.
+    /// The taxonomy then adds what only the response says (status, body, a wait).
+    public init(rule: ErrorRule, message: String, provider: ProviderID?) {
+        self.init(
+            category: rule.category, message: message, shouldNotifyUser: rule.shouldNotifyUser,
+            userTitle: rule.userTitle, userMessage: rule.userMessage, recoveryTactic: rule.recoveryTactic,
+            closesSession: rule.closesSession, provider: provider, details: [ErrorRuleDetails(rule)])
+    }
+
     /// The id of the error-table row that classified this error, when a table did.
-    public var ruleID: String? { providerInfo[ErrorRuleInfoKey.rule]?.stringValue }
+    public var ruleID: String? { details(as: ErrorRuleDetails.self)?.ruleID }
 
     /// The key under which a host may replace this error's message, when its row has one.
-    public var messageKey: String? { providerInfo[ErrorRuleInfoKey.messageKey]?.stringValue }
+    public var messageKey: String? { details(as: ErrorRuleDetails.self)?.messageKey }
 
     /// Whether the app may recover by logging in again without involving the person. `true`
     /// unless the classifying row says otherwise.
     public var allowsSilentReauthentication: Bool {
-        providerInfo[ErrorRuleInfoKey.allowsSilentReauthentication]?.boolValue ?? true
+        details(as: ErrorRuleDetails.self)?.allowsSilentReauthentication ?? true
     }
 }

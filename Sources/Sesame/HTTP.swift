@@ -159,6 +159,10 @@ public struct HTTPResponse: Sendable, Hashable {
 /// ``TransportError``; any HTTP status, including 4xx and 5xx, is a response, not an error.
 public protocol HTTPTransport: Sendable {
     /// Sends `request` and returns the response.
+    ///
+    /// - Throws: ``TransportError`` when no response arrived (DNS, connect, TLS, timeout, an
+    ///   oversized body); `CancellationError` when the task is cancelled. Any status is a response,
+    ///   not an error.
     func send(_ request: HTTPRequest) async throws -> HTTPResponse
 }
 
@@ -216,5 +220,28 @@ public struct TransportError: Error, Sendable, Hashable, CustomStringConvertible
     public var description: String {
         let target = host.map { " talking to \($0)" } ?? ""
         return "Network error (\(kind))\(target): \(message)"
+    }
+}
+
+extension HTTPHeaders {
+    /// The wait a `Retry-After` header asks for, as delay-seconds or an HTTP date counted from
+    /// `now`, when it is at least `shortest` seconds and under 10,000,000 (about 115 days);
+    /// `nil` when there is no such header or it asks for something else.
+    package func retryAfter(now: Date, shortest: Int = 1) -> Duration? {
+        guard let text = self["Retry-After"]?.trimmingCharacters(in: .whitespaces), !text.isEmpty else {
+            return nil
+        }
+        let seconds: Int
+        if let delay = Int(text) {
+            seconds = delay
+        } else {
+            let formatter = DateFormatter()
+            formatter.locale = Locale(identifier: "en_US_POSIX")
+            formatter.timeZone = TimeZone(identifier: "GMT")
+            formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss zzz"
+            guard let date = formatter.date(from: text) else { return nil }
+            seconds = Int(date.timeIntervalSince(now).rounded(.up))
+        }
+        return (shortest..<10_000_000).contains(seconds) ? .seconds(seconds) : nil
     }
 }

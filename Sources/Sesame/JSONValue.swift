@@ -3,7 +3,7 @@ import Foundation
 /// A parsed JSON document, kept as a value so that it can travel inside `Sendable` errors.
 ///
 /// Provider error bodies are arbitrary JSON; ``AuthError`` keeps the parsed body so that an app
-/// can look deeper than Sesame does (the seed's `com.facebook.sdk:ParsedJSONResponseKey`).
+/// can look deeper than Sesame does (the Facebook SDK's `com.facebook.sdk:ParsedJSONResponseKey`).
 public enum JSONValue: Sendable, Hashable, Codable, CustomStringConvertible {
     case null
     case bool(Bool)

@@ -64,18 +64,15 @@ extension JSONValue {
 extension AuthError {
     /// The error with `secrets` (the credentials of the request that failed) replaced by
     /// ``Redaction/placeholder`` wherever the server echoed them: in ``message``,
-    /// ``userTitle``, ``userMessage``, ``errorType``, ``traceID``, ``body`` and
-    /// ``providerInfo``.
+    /// ``userTitle``, ``userMessage``, ``body`` and ``details``.
     public func redacting(_ secrets: [String]) -> AuthError {
         guard !Redaction.variants(of: secrets).isEmpty else { return self }
         var copy = self
         copy.message = Redaction.redacting(secrets, in: message)
         copy.userTitle = userTitle.map { Redaction.redacting(secrets, in: $0) }
         copy.userMessage = userMessage.map { Redaction.redacting(secrets, in: $0) }
-        copy.errorType = errorType.map { Redaction.redacting(secrets, in: $0) }
-        copy.traceID = traceID.map { Redaction.redacting(secrets, in: $0) }
         copy.body = body?.redacting(secrets)
-        copy.providerInfo = providerInfo.mapValues { $0.redacting(secrets) }
+        copy.details = details.map { $0.redacting(secrets) }
         return copy
     }
 }

@@ -96,6 +96,9 @@ public enum RefreshLocking: Sendable, Hashable {
     }
 
     /// Runs `body` holding the lock for `key` (or at once with ``none``).
+    ///
+    /// - Throws: ``CredentialStoreError`` when the lock file cannot be opened; whatever `body`
+    ///   throws.
     public func withLock<T: Sendable>(for key: CredentialKey, _ body: () async throws -> T) async throws -> T {
         guard let lock = lock(for: key) else { return try await body() }
         return try await lock.withLock(body)

@@ -71,7 +71,12 @@ struct AccountCommands {
 
     private func run(_ connected: any ConnectedProvider, storage: StorageSelection) async throws -> Int32 {
         let accounts = AccountState(environment: context.environment)
-        let account = command.account ?? accounts.activeAccount(for: connected.providerID, appID: connected.appID)
+        let account: String
+        if let chosen = command.account {
+            account = chosen
+        } else {
+            account = await accounts.activeAccount(for: connected.providerID, appID: connected.appID)
+        }
         let key = CredentialKey(provider: connected.providerID, appID: connected.appID, account: account)
         switch command.action {
         case .login(let login):
@@ -103,23 +108,22 @@ struct AccountCommands {
                         + "; log in to it with 'sesame login \(name) --account \(target.sanitizedForTerminal)'.",
                     status: ExitStatus.permission)
             }
-            try accounts.setActiveAccount(target, for: key.provider, appID: key.appID)
+            try await accounts.setActiveAccount(target, for: key.provider, appID: key.appID)
             io.write("\(connected.label) account '\(target)' is now the active one.\n")
             return ExitStatus.success
         case .permissions(let action):
             let session = connected.session(account: account, store: storage.store)
             guard try await session.open() else { throw notLoggedIn(key, connected: connected) }
-            defer {
-                if let usage = session.lastUsage { try? accounts.recordUsage(usage, for: key) }
-            }
             do {
                 try await permissions(action, session: session)
             } catch {
+                if let usage = session.lastUsage { try? await accounts.recordUsage(usage, for: key) }
                 // An error that ends the login (the person removed the app) clears it: another
                 // stored login becomes the active one, as after a logout.
                 await switchAwayIfGone(key, accounts: accounts, store: storage.store)
                 throw error
             }
+            if let usage = session.lastUsage { try? await accounts.recordUsage(usage, for: key) }
             return ExitStatus.success
         }
     }
@@ -166,7 +170,7 @@ struct AccountCommands {
         let previous = try? await storage.store.load(key)
         let result = try await connected.logIn(
             LoginOptions(flow: flow, scopes: login.scopes), account: key.account, store: storage.store)
-        try accounts.setActiveAccount(key.account, for: key.provider, appID: key.appID)
+        try await accounts.setActiveAccount(key.account, for: key.provider, appID: key.appID)
         let token = result.token
         let subject = token.userID ?? "?"
         let who =
@@ -263,11 +267,13 @@ struct AccountCommands {
     /// When the active account's login is gone (logged out, or cleared by the provider's
     /// error), makes another stored login of the same app the active one, as `gh` does.
     private func switchAwayIfGone(_ key: CredentialKey, accounts: AccountState, store: any CredentialStore) async {
-        guard accounts.activeAccount(for: key.provider, appID: key.appID) == key.account,
+        guard await accounts.activeAccount(for: key.provider, appID: key.appID) == key.account,
             await isStored(key, in: store) == false,
             let next = try? await logins(of: key, in: store).first
         else { return }
-        guard (try? accounts.setActiveAccount(next.account, for: key.provider, appID: key.appID)) != nil else { return }
+        guard (try? await accounts.setActiveAccount(next.account, for: key.provider, appID: key.appID)) != nil else {
+            return
+        }
         context.io.writeError("Account '\(next.account)' is now the active one.\n")
     }
 

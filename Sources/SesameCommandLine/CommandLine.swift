@@ -289,19 +289,11 @@ package struct CommandIO: Sendable {
     package static let standard = CommandIO(
         readStandardInput: {
             // On a thread of its own: reading may wait as long as the person takes to paste.
-            await withCheckedContinuation { continuation in
-                Thread.detachNewThread {
-                    continuation.resume(returning: FileHandle.standardInput.readDataToEndOfFile())
-                }
-            }
+            await onOwnThread { FileHandle.standardInput.readDataToEndOfFile() }
         },
         readSecret: { prompt in
             // On a thread of its own: the person may take a while to paste.
-            await withCheckedContinuation { continuation in
-                Thread.detachNewThread {
-                    continuation.resume(returning: Data(Terminal.readSecretBlocking(prompt: prompt)))
-                }
-            }
+            await onOwnThread { Data(Terminal.readSecretBlocking(prompt: prompt)) }
         },
         // Never FileHandle.write(_:), which traps on EPIPE: a reader that went away
         // (`sesame token PROVIDER | true`) ends the output quietly.

@@ -64,38 +64,36 @@ enum ProbeAnswer<Value: Sendable>: Sendable {
 /// so a bus that accepts the connection and never answers would hold it forever. The child is
 /// killed once the limit has passed.
 enum DBusProbe {
-    /// Runs `dbus-send` on a thread of its own and returns its reply; kills it after `limit`.
+    /// Runs `dbus-send` and returns its reply, waiting for it on a thread of its own; kills it
+    /// after `limit`, or at once when the task is cancelled.
     static func dbusSend(
         _ arguments: [String], environment: [String: String], limit: Duration = DoctorLimits.perProbe
     ) async -> ProbeAnswer<String> {
         let milliseconds = max(
             100, Int(limit.components.seconds * 1000 + limit.components.attoseconds / 1_000_000_000_000_000))
-        return await withCheckedContinuation { continuation in
-            Thread.detachNewThread {
-                let output = Pipe()
-                var environment = environment
-                environment["LANG"] = "C.UTF-8"
-                let process = ChildProcess(
-                    executableURL: URL(fileURLWithPath: "/usr/bin/env"),
-                    arguments: ["dbus-send", "--session", "--print-reply", "--reply-timeout=\(milliseconds)"]
-                        + arguments,
-                    environment: environment, standardInput: .null, standardOutput: .pipe(output),
-                    standardError: .null)
-                guard (try? process.run()) != nil else { return continuation.resume(returning: .failed) }
-                let killed = Mutex(false)
-                let timer = DispatchWorkItem {
-                    guard process.isRunning else { return }
-                    killed.withLock { $0 = true }
-                    process.terminate(signal: SIGKILL)
-                }
-                DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(milliseconds), execute: timer)
-                let data = output.fileHandleForReading.readDataToEndOfFile()
-                let status = process.waitUntilExit()
-                timer.cancel()
-                if killed.withLock({ $0 }) { return continuation.resume(returning: .noAnswer) }
-                continuation.resume(returning: status == 0 ? .answer(String(decoding: data, as: UTF8.self)) : .failed)
-            }
+        let output = Pipe()
+        var environment = environment
+        environment["LANG"] = "C.UTF-8"
+        let process = ChildProcess(
+            executableURL: URL(fileURLWithPath: "/usr/bin/env"),
+            arguments: ["dbus-send", "--session", "--print-reply", "--reply-timeout=\(milliseconds)"] + arguments,
+            environment: environment, standardInput: .null, standardOutput: .pipe(output), standardError: .null)
+        guard (try? process.run()) != nil else { return .failed }
+        let killed = Mutex(false)
+        let timer = Task {
+            guard (try? await Task.sleep(for: .milliseconds(milliseconds))) != nil, process.isRunning else { return }
+            killed.withLock { $0 = true }
+            process.terminate(signal: SIGKILL)
         }
+        let reading = output.fileHandleForReading
+        let (data, status) = await onOwnThread {
+            (reading.readDataToEndOfFile(), process.waitUntilExit())
+        } onCancel: {
+            process.terminate(signal: SIGKILL)
+        }
+        timer.cancel()
+        if killed.withLock({ $0 }) { return .noAnswer }
+        return status == 0 ? .answer(String(decoding: data, as: UTF8.self)) : .failed
     }
 
     /// Whether `name` has an owner on the session bus.

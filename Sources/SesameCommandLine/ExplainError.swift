@@ -140,14 +140,18 @@ package struct ExplainError: Sendable, Equatable {
             data = contents
         }
         let error = support.taxonomy.classify(status: status, headers: headers, body: data)
-        io.write(json ? Self.json(for: error) + "\n" : Self.explanation(of: error, support: support))
+        let facts = support.facts(error)
+        io.write(
+            json
+                ? Self.json(for: error, facts: facts) + "\n"
+                : Self.explanation(of: error, facts: facts, support: support))
         return ExitStatus.success
     }
 
     // MARK: Output
 
     /// The `--json` object: exactly the documented keys, in order, `null` where unknown.
-    package static func json(for error: AuthError) -> String {
+    package static func json(for error: AuthError, facts: ErrorExplanationFacts = ErrorExplanationFacts()) -> String {
         func string(_ text: String?) -> String {
             guard let text else { return "null" }
             return JSONValue.string(text).jsonText
@@ -166,7 +170,7 @@ package struct ExplainError: Sendable, Equatable {
             ("userMessage", string(error.userMessage)),
             ("code", number(error.code)),
             ("subcode", number(error.subcode)),
-            ("isTransient", bool(error.isTransient)),
+            ("isTransient", bool(facts.isTransient)),
             ("recoveryTactic", string(error.recoveryTactic.rawValue)),
             ("retryAfterSeconds", retryAfter),
             ("closesSession", bool(error.closesSession)),
@@ -175,11 +179,13 @@ package struct ExplainError: Sendable, Equatable {
     }
 
     /// The explanation in words.
-    package static func explanation(of error: AuthError, support: ErrorProviderSupport) -> String {
+    package static func explanation(
+        of error: AuthError, facts: ErrorExplanationFacts, support: ErrorProviderSupport
+    ) -> String {
         var heading = support.displayName
         if let code = error.code {
             heading += " error \(code)" + (error.subcode.map { "/\($0)" } ?? "")
-            if let type = error.errorType { heading += " (\(type))" }
+            if let type = facts.errorType { heading += " (\(type))" }
         }
         if let status = error.httpStatus { heading += ", HTTP \(status)" }
         var text = "\(heading)\n\n\(error.message)\n\nWhat to do: \(whatToDo(error))\n"
@@ -206,10 +212,9 @@ package struct ExplainError: Sendable, Equatable {
             ),
             ("closes the session", error.closesSession ? "yes, and clears its stored token" : "no"),
             ("retry after", error.retryAfter?.formattedSeconds ?? "no hint"),
-            ("is_transient", error.isTransient.map { $0 ? "true" : "false" } ?? "not sent"),
+            ("is_transient", facts.isTransient.map { $0 ? "true" : "false" } ?? "not sent"),
         ]
-        if let trace = error.traceID { rows.append(("trace id", trace)) }
-        if let usage = error.graphUsage { rows.append(("rate-limit usage", usage.description)) }
+        rows += facts.rows.map { ($0.label, $0.value) }
         if let ruleID = error.ruleID, let table = support.table,
             let index = table.rules.firstIndex(where: { $0.id == ruleID })
         {
@@ -269,12 +274,14 @@ package struct ErrorProviderSupport: Sendable {
     package var taxonomy: any ErrorTaxonomy
     /// Its error table, when it has one, to name the rule that classified an error.
     package var table: ErrorRuleTable?
+    /// The provider's own facts about an error (``SesameDesktop/ProviderPlugin/explanationFacts(of:)``).
+    package var facts: @Sendable (AuthError) -> ErrorExplanationFacts
 
     /// Every provider the command line knows: ``SesameDesktop/Desktop/providers``.
     package static let all: [ErrorProviderSupport] = Desktop.providers.map { plugin in
         ErrorProviderSupport(
             id: ProviderID(plugin.name), displayName: plugin.displayName, taxonomy: plugin.errorTaxonomy,
-            table: plugin.errorTable)
+            table: plugin.errorTable, facts: { plugin.explanationFacts(of: $0) })
     }
 
     /// The provider named `name`.

@@ -114,7 +114,7 @@ package struct GitCredentialCommand: Sendable, Equatable {
             guard
                 let stored = try await GitCredential.storedLogin(
                     in: store, provider: connected.providerID, host: connected.appID, username: username,
-                    preferredAccount: accounts.activeAccount(for: connected.providerID, appID: connected.appID))
+                    preferredAccount: await accounts.activeAccount(for: connected.providerID, appID: connected.appID))
             else { return nil }
             // Through the session, so that an expiring token is refreshed (and saved) first.
             let session = connected.session(account: stored.key.account, store: store)

@@ -288,12 +288,14 @@ package struct StatusCommand: Sendable, Equatable {
             let why =
                 Task.isCancelled ? "no answer within \(deadline)" : CommandFailure.from(error, provider: name).message
             report.problem = "Could not reach the provider to check the logins: \(why)"
-            let active = accounts.activeAccount(for: id)
-            report.accounts = listing.credentials.map {
-                AccountReport(
-                    $0, active: $0.key.account == active,
-                    check: AccountCheck(validity: .unverified, problem: "could not verify: \(why)"),
-                    lastUsage: accounts.lastUsage(for: $0.key))
+            let active = await accounts.activeAccount(for: id)
+            report.accounts = []
+            for credential in listing.credentials {
+                report.accounts.append(
+                    AccountReport(
+                        credential, active: credential.key.account == active,
+                        check: AccountCheck(validity: .unverified, problem: "could not verify: \(why)"),
+                        lastUsage: await accounts.lastUsage(for: credential.key)))
             }
             return report
         }
@@ -310,18 +312,20 @@ package struct StatusCommand: Sendable, Equatable {
             return checks
         }
         await connected.shutdown()
-        let active = accounts.activeAccount(for: connected.providerID, appID: connected.appID)
-        report.accounts = zip(credentials, checks).map { credential, check in
+        let active = await accounts.activeAccount(for: connected.providerID, appID: connected.appID)
+        report.accounts = []
+        for (credential, check) in zip(credentials, checks) {
             var check = check
             if Task.isCancelled, check.validity == .unverified {
                 check.problem = "could not verify: no answer within \(deadline)"
             } else if check.validity == .unverified {
                 check.problem = "could not verify: \(check.problem ?? "no answer")"
             }
-            if let usage = check.usage { try? accounts.recordUsage(usage, for: credential.key) }
-            return AccountReport(
-                credential, active: credential.key.account == active, check: check,
-                lastUsage: accounts.lastUsage(for: credential.key))
+            if let usage = check.usage { try? await accounts.recordUsage(usage, for: credential.key) }
+            report.accounts.append(
+                AccountReport(
+                    credential, active: credential.key.account == active, check: check,
+                    lastUsage: await accounts.lastUsage(for: credential.key)))
         }
         return report
     }

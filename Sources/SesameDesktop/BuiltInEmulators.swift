@@ -75,3 +75,15 @@ public struct RunningEmulator: Sendable {
         self.route = route
     }
 }
+
+extension RunningEmulator {
+    /// Stops the emulator; when its state could not be saved, says so on `terminal`, naming it
+    /// `name` ("built-in emulator").
+    func stop(named name: String, telling terminal: Terminal) async {
+        do {
+            try await stop()
+        } catch {
+            terminal.say("The \(name)'s state could not be saved: \(error)\n")
+        }
+    }
+}

@@ -79,9 +79,10 @@ public enum Desktop {
             environment: environment, terminal: terminal, transport: CurlTransport(), emulators: emulators,
             purpose: .login)
         let connection = try await FacebookPlugin().connection(request)
+        let accounts = AccountState(environment: environment)
         return DesktopFacebook(
-            connection: connection, configuration: configuration, storage: storage,
-            accounts: AccountState(environment: environment))
+            connection: connection, configuration: configuration, storage: storage, accounts: accounts,
+            activeAccount: await accounts.activeAccount(for: .facebook))
     }
 }
 
@@ -95,6 +96,9 @@ public struct DesktopFacebook: Sendable {
     public let storage: StorageSelection
     /// The active account and the last usage seen.
     public let accounts: AccountState
+    /// The account that was active when ``Desktop/facebook(appID:overrides:environment:terminal:keyring:emulators:)``
+    /// read ``accounts``.
+    public let activeAccount: String
 
     /// The app (the built-in emulator's app when none is configured).
     public var provider: FacebookProvider { connection.provider }
@@ -107,7 +111,7 @@ public struct DesktopFacebook: Sendable {
 
     /// The account to use: `account` when given, else the active one.
     public func account(_ account: String? = nil) -> String {
-        account ?? accounts.activeAccount(for: .facebook)
+        account ?? activeAccount
     }
 
     /// Facebook Login for Devices with the code, a spinner and (for the emulator) its approval
@@ -133,9 +137,9 @@ public struct DesktopFacebook: Sendable {
     }
 
     /// Keeps the last rate-limit usage `session`'s Graph calls saw, for `sesame status`.
-    public func recordUsage(of session: FacebookSession) {
+    public func recordUsage(of session: FacebookSession) async {
         guard let usage = session.governor.lastUsage else { return }
-        try? accounts.recordUsage(usage.json, for: session.key)
+        try? await accounts.recordUsage(usage.json, for: session.key)
     }
 
     /// Stops the built-in emulator (writing its state file). Call before exiting.

@@ -89,6 +89,9 @@ public enum DesktopStorage {
 /// small JSON file, `$XDG_STATE_HOME/sesame/accounts.json`, replaced atomically under a lock on
 /// `accounts.json.lock` (as the credentials file is), so concurrent processes lose no change. No
 /// secrets.
+///
+/// Every call reads or writes the file on a thread of its own (waiting for the lock may take as
+/// long as another process holds it), never on the cooperative pool.
 public struct AccountState: Sendable {
     /// The file.
     public var url: URL
@@ -98,50 +101,52 @@ public struct AccountState: Sendable {
         self.url = XDG.stateDirectory(environment: environment).appendingPathComponent("accounts.json")
     }
 
-    private func read() -> [String: JSONValue] {
-        FileManager.default.contents(atPath: url.path).flatMap { JSONValue(parsing: $0)?.objectValue } ?? [:]
-    }
-
-    /// Reads, changes and writes the file under an exclusive lock on `accounts.json.lock`, the
-    /// credentials file's discipline, so that concurrent logins in several processes each keep
-    /// their change (without it, 20 at once kept 13 usage entries of 20).
-    private func modify(_ change: (inout [String: JSONValue]) -> Void) throws {
-        try PrivateFiles.ensurePrivateDirectory(url.deletingLastPathComponent())
-        let lock = try PrivateFiles.lock(url.path + ".lock")
-        defer { close(lock) }
-        var object = read()
-        change(&object)
-        try Data(JSONValue.object(object).jsonText.utf8).write(to: url, options: .atomic)
-    }
+    private var file: JSONStateFile { JSONStateFile(url: url) }
 
     /// The active account for `provider` (`default` when none was chosen): with `appID`, the
     /// one chosen for that app (a GitHub host) when there is one, else the provider's.
-    public func activeAccount(for provider: ProviderID, appID: String? = nil) -> String {
-        let active = read()["active"]
+    public func activeAccount(for provider: ProviderID, appID: String? = nil) async -> String {
+        let file = self.file
+        let active = await onOwnThread { file.read()["active"] }
         if let appID, let account = active?["\(provider.rawValue)/\(appID)"]?.stringValue { return account }
         return active?[provider.rawValue]?.stringValue ?? "default"
     }
 
     /// Makes `account` the active one for `provider`, and for its app `appID` when given, so that
     /// each app (each GitHub host) keeps its own active account.
-    public func setActiveAccount(_ account: String, for provider: ProviderID, appID: String? = nil) throws {
-        try modify { object in
-            var active = object["active"]?.objectValue ?? [:]
-            active[provider.rawValue] = .string(account)
-            if let appID { active["\(provider.rawValue)/\(appID)"] = .string(account) }
-            object["active"] = .object(active)
+    ///
+    /// - Throws: ``CredentialStoreError`` when the state directory or its lock cannot be used;
+    ///   Foundation's error when the file cannot be written.
+    public func setActiveAccount(_ account: String, for provider: ProviderID, appID: String? = nil) async throws {
+        let file = self.file
+        try await onOwnThread {
+            try file.modify { object in
+                var active = object["active"]?.objectValue ?? [:]
+                active[provider.rawValue] = .string(account)
+                if let appID { active["\(provider.rawValue)/\(appID)"] = .string(account) }
+                object["active"] = .object(active)
+            }
         }
     }
 
     /// The last rate-limit usage seen for `key`, as JSON.
-    public func lastUsage(for key: CredentialKey) -> JSONValue? { read()["usage"]?[Self.name(key)] }
+    public func lastUsage(for key: CredentialKey) async -> JSONValue? {
+        let file = self.file
+        return await onOwnThread { file.read()["usage"]?[Self.name(key)] }
+    }
 
     /// Records the last rate-limit usage seen for `key`.
-    public func recordUsage(_ usage: JSONValue, for key: CredentialKey) throws {
-        try modify { object in
-            var all = object["usage"]?.objectValue ?? [:]
-            all[Self.name(key)] = usage
-            object["usage"] = .object(all)
+    ///
+    /// - Throws: ``CredentialStoreError`` when the state directory or its lock cannot be used;
+    ///   Foundation's error when the file cannot be written.
+    public func recordUsage(_ usage: JSONValue, for key: CredentialKey) async throws {
+        let file = self.file
+        try await onOwnThread {
+            try file.modify { object in
+                var all = object["usage"]?.objectValue ?? [:]
+                all[Self.name(key)] = usage
+                object["usage"] = .object(all)
+            }
         }
     }
 

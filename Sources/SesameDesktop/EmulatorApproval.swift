@@ -76,10 +76,10 @@ public struct EmulatorApproval: Sendable {
             terminal.say(
                 "\(label) This is Sesame's built-in emulator, not the real provider. Press Enter to approve the login "
                     + "as \(person) here, or use the address above.\n")
-            let approval = self
-            Thread.detachNewThread {
-                guard readLine() != nil else { return }
-                Task { await approval.approve(step) }
+            Task {
+                // Reading the terminal blocks until the person presses Enter, so on a thread of its own.
+                guard await onOwnThread({ readLine() }) != nil else { return }
+                await approve(step)
             }
         }
     }

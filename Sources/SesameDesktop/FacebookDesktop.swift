@@ -59,6 +59,15 @@ public struct FacebookPlugin: ProviderPlugin {
         ]
     }
 
+    /// The Graph error's type and transient flag, its trace id and the rate-limit usage.
+    public func explanationFacts(of error: AuthError) -> ErrorExplanationFacts {
+        guard let graph = error.details(as: GraphErrorDetails.self) else { return ErrorExplanationFacts() }
+        var rows: [(label: String, value: String)] = []
+        if let trace = graph.traceID { rows.append(("trace id", trace)) }
+        if let usage = graph.usage { rows.append(("rate-limit usage", usage.description)) }
+        return ErrorExplanationFacts(errorType: graph.type, isTransient: graph.isTransient, rows: rows)
+    }
+
     static let appID = ProviderSetting(
         "app-id", value: "ID", kind: .digits, environment: "SESAME_FACEBOOK_APP_ID", configKey: "app_id",
         "The Facebook app id, from the App Dashboard.")
@@ -88,10 +97,7 @@ public struct FacebookPlugin: ProviderPlugin {
         var graphVersion: Sourced<String>?
 
         init(_ request: ProviderConnectionRequest) throws {
-            let section = try request.configuration.section("facebook")
-            func value(_ setting: ProviderSetting) throws -> Sourced<String>? {
-                try request.value(of: setting, section: section, sectionPath: "facebook")
-            }
+            let value = try request.settingReader(section: "facebook")
             appID = try value(FacebookPlugin.appID)
             clientToken = try value(FacebookPlugin.clientToken)
             graphURL = try value(FacebookPlugin.graphURL)
@@ -268,25 +274,17 @@ struct FacebookConnection: ConnectedProvider {
         let governor = GraphUsageGovernor()
         let graph = GraphClient(
             provider: provider, transport: transport, accessToken: credential.token.tokenString, governor: governor)
-        do {
+        return await AccountCheck.checking {
             let me = try await graph.get("me", parameters: ["fields": "id,name"])
             return AccountCheck(validity: .valid, userName: me["name"]?.stringValue, usage: governor.lastUsage?.json)
-        } catch let error as AuthError {
-            let validity: AccountCheck.Validity = error.closesSession ? .invalid : .unverified
-            return AccountCheck(
-                validity: validity, problem: error.userMessage ?? error.message, usage: governor.lastUsage?.json)
-        } catch {
-            return AccountCheck(validity: .unverified, problem: "\(error)")
+        } refused: { error in
+            AccountCheck(
+                validity: error.closesSession ? .invalid : .unverified, problem: error.userMessage ?? error.message,
+                usage: governor.lastUsage?.json)
         }
     }
 
-    func shutdown() async {
-        do {
-            try await emulator?.stop()
-        } catch {
-            terminal.say("The built-in emulator's state could not be saved: \(error)\n")
-        }
-    }
+    func shutdown() async { await emulator?.stop(named: "built-in emulator", telling: terminal) }
 }
 
 /// A Facebook session as the generic commands use it.

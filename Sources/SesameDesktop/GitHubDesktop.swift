@@ -60,10 +60,7 @@ public struct GitHubPlugin: ProviderPlugin {
         var serverURL: Sourced<String>?
 
         init(_ request: ProviderConnectionRequest) throws {
-            let section = try request.configuration.section("github")
-            func value(_ setting: ProviderSetting) throws -> Sourced<String>? {
-                try request.value(of: setting, section: section, sectionPath: "github")
-            }
+            let value = try request.settingReader(section: "github")
             hostname = try value(GitHubPlugin.hostname)
             clientID = try value(GitHubPlugin.clientID)
             clientSecret = try value(GitHubPlugin.clientSecret)
@@ -152,7 +149,7 @@ public struct GitHubPlugin: ProviderPlugin {
         let clientID = try settings.checkedClientID()
         let provider = GitHubProvider(
             host: try settings.host(), clientID: clientID ?? "",
-            clientSecret: settings.clientSecret.map { GitHubClientSecret($0.value) })
+            clientSecret: settings.clientSecret.map { ClientSecret($0.value) })
         var connection = GitHubConnection(
             provider: provider, hasClientID: clientID != nil, transport: request.transport,
             terminal: request.terminal, emulator: nil, approvalMode: .off, environment: request.environment)
@@ -276,8 +273,13 @@ struct GitHubConnection: ConnectedProvider {
             LoginRequest(
                 provider: .github, appID: provider.credentialAppID, permissions: options.scopes.map(Permission.read)))
         try await DesktopLogin.save(token, account: account, store: store, label: label)
-        try? remembered?.remember(
-            hostname: provider.host.hostname, clientID: hasClientID ? provider.clientID : nil, url: serverURL)
+        if let remembered {
+            let hostname = provider.host.hostname
+            let clientID = hasClientID ? provider.clientID : nil
+            try? await onOwnThread {
+                try remembered.remember(hostname: hostname, clientID: clientID, url: serverURL)
+            }
+        }
         let user = try? await provider.user(token: token.tokenString, transport: transport)
         return LoginResult(token: token, userName: user?.name)
     }
@@ -296,17 +298,15 @@ struct GitHubConnection: ConnectedProvider {
         let governor = GitHubRateLimitGovernor()
         let client = GitHubClient(
             github: provider, transport: transport, token: token.tokenString, policy: nil, governor: governor)
-        do {
+        return await AccountCheck.checking {
             let user = try await client.user()
             return AccountCheck(validity: .valid, userName: user.name, usage: Self.usage(governor, scopes: user.scopes))
-        } catch let error as AuthError {
+        } refused: { error in
             // GitHub keeps a refused login stored (closesSession is false), but it needs a new login.
             let refused = error.closesSession || error.category == .authenticationReopenSession
             return AccountCheck(
                 validity: refused ? .invalid : .unverified, problem: error.userMessage ?? error.message,
                 usage: Self.usage(governor, scopes: nil))
-        } catch {
-            return AccountCheck(validity: .unverified, problem: "\(error)")
         }
     }
 
@@ -323,13 +323,7 @@ struct GitHubConnection: ConnectedProvider {
         return .object(usage)
     }
 
-    func shutdown() async {
-        do {
-            try await emulator?.stop()
-        } catch {
-            terminal.say("The built-in GitHub emulator's state could not be saved: \(error)\n")
-        }
-    }
+    func shutdown() async { await emulator?.stop(named: "built-in GitHub emulator", telling: terminal) }
 }
 
 /// The host, client id and server address of the last GitHub login (never a secret), in
@@ -337,24 +331,19 @@ struct GitHubConnection: ConnectedProvider {
 struct GitHubRememberedLogin: Sendable {
     /// Where remembered values say they come from, in messages.
     static let source = "the previous 'sesame login github'"
-    var url: URL
+    var file: JSONStateFile
 
     init(stateDirectory: URL) {
-        url = stateDirectory.appendingPathComponent("github.json")
+        file = JSONStateFile(url: stateDirectory.appendingPathComponent("github.json"))
     }
 
-    func read() -> [String: JSONValue] {
-        FileManager.default.contents(atPath: url.path).flatMap { JSONValue(parsing: $0)?.objectValue } ?? [:]
-    }
+    func read() -> [String: JSONValue] { file.read() }
 
     func remember(hostname: String, clientID: String?, url server: String?) throws {
         var object: [String: JSONValue] = ["hostname": .string(hostname)]
         if let clientID { object["client_id"] = .string(clientID) }
         if let server { object["url"] = .string(server) }
-        try FileManager.default.createDirectory(
-            at: url.deletingLastPathComponent(), withIntermediateDirectories: true,
-            attributes: [.posixPermissions: 0o700])
-        try Data(JSONValue.object(object).jsonText.utf8).write(to: url, options: .atomic)
+        try file.write(object)
     }
 }
 

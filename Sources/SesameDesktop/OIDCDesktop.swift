@@ -202,7 +202,7 @@ public struct OIDCPlugin: ProviderPlugin {
         var configuration = OIDCConfiguration(
             providerID: ProviderID(instance), displayName: instance == "oidc" ? nil : instance,
             issuer: settings.issuer.value, clientID: settings.clientID.value,
-            clientSecret: settings.clientSecret.map { OIDCClientSecret($0.value) })
+            clientSecret: settings.clientSecret.map { ClientSecret($0.value) })
         if !settings.scopes.isEmpty { configuration.scopes = settings.scopes }
         configuration.allowedInsecureHosts = request.allowedInsecureHosts
         let provider = try await OIDCProvider.discover(configuration, transport: request.transport)
@@ -273,7 +273,10 @@ struct OIDCConnection: ConnectedProvider {
         let token = try await ui.logIn(
             LoginRequest(provider: provider.id, appID: appID, permissions: scopes.map { Permission.read($0) }))
         try await DesktopLogin.save(token, account: account, store: store, label: label)
-        try? remembered.remember(instance: instance, issuer: settings.issuer.value, clientID: settings.clientID.value)
+        let (remembered, instance, issuer, clientID) = (
+            remembered, instance, settings.issuer.value, settings.clientID.value
+        )
+        try? await onOwnThread { try remembered.remember(instance: instance, issuer: issuer, clientID: clientID) }
         let session = OIDCSession(provider: provider, transport: transport, store: store, account: account)
         _ = try? await session.open(allowLoginUI: false)
         let claims = try? await session.userInfo()
@@ -373,23 +376,18 @@ struct OIDCAccountSession: AccountSession {
 /// The issuer and client of the last login under each name: `$XDG_STATE_HOME/sesame/oidc-issuers.json`,
 /// replaced atomically. No secrets.
 struct OIDCRememberedIssuers: Sendable {
-    var url: URL
+    var file: JSONStateFile
 
     init(stateDirectory: URL) {
-        url = stateDirectory.appendingPathComponent("oidc-issuers.json")
+        file = JSONStateFile(url: stateDirectory.appendingPathComponent("oidc-issuers.json"))
     }
 
-    func read() -> [String: JSONValue] {
-        FileManager.default.contents(atPath: url.path).flatMap { JSONValue(parsing: $0)?.objectValue } ?? [:]
-    }
+    func read() -> [String: JSONValue] { file.read() }
 
     func remember(instance: String, issuer: String, clientID: String) throws {
-        var all = read()
-        all[instance] = .object(["issuer": .string(issuer), "clientID": .string(clientID)])
-        try FileManager.default.createDirectory(
-            at: url.deletingLastPathComponent(), withIntermediateDirectories: true,
-            attributes: [.posixPermissions: 0o700])
-        try Data(JSONValue.object(all).jsonText.utf8).write(to: url, options: .atomic)
+        try file.modify { all in
+            all[instance] = .object(["issuer": .string(issuer), "clientID": .string(clientID)])
+        }
     }
 }
 
@@ -423,7 +421,10 @@ extension Desktop {
             ProviderConnectionRequest(
                 instance: name, flags: flags, configuration: configuration, environment: environment,
                 terminal: terminal, transport: CurlTransport(), emulators: nil, purpose: .login))
-        return DesktopOIDC(connection: connection, storage: storage, accounts: AccountState(environment: environment))
+        let accounts = AccountState(environment: environment)
+        return DesktopOIDC(
+            connection: connection, storage: storage, accounts: accounts,
+            activeAccount: await accounts.activeAccount(for: connection.provider.id))
     }
 }
 
@@ -435,6 +436,9 @@ public struct DesktopOIDC: Sendable {
     public let storage: StorageSelection
     /// The active account per provider.
     public let accounts: AccountState
+    /// The account that was active for this issuer when ``Desktop/oidc(name:issuer:clientID:overrides:environment:terminal:keyring:)``
+    /// read ``accounts``.
+    public let activeAccount: String
 
     /// The discovered provider.
     public var provider: OIDCProvider { connection.provider }
@@ -459,7 +463,7 @@ public struct DesktopOIDC: Sendable {
     /// A session for `account` (the active one by default), logging in with `loginUI` (``login(openBrowser:)``
     /// by default), with the cross-process refresh lock file.
     public func session(account: String? = nil, loginUI: (any LoginUI)? = nil) throws -> OIDCSession {
-        let account = account ?? accounts.activeAccount(for: provider.id)
+        let account = account ?? activeAccount
         return OIDCSession(
             provider: provider, transport: transport, store: storage.store, account: account,
             loginUI: try loginUI ?? login(),

@@ -6,13 +6,68 @@ extension ProviderID {
     public static let facebook: ProviderID = "facebook"
 }
 
-/// Keys of `AuthError.providerInfo` that ``FacebookErrorTaxonomy`` fills in, beside
-/// those of `ErrorRuleInfoKey`.
-public enum FacebookErrorInfoKey {
-    /// The rate-limit usage read from the response's headers (see ``GraphUsage/json``).
-    public static let usage = "usage"
-    /// The ``GraphErrorBody/Kind`` of the body, as its raw value.
-    public static let bodyKind = "bodyKind"
+/// What ``FacebookErrorTaxonomy`` read from a failed Graph API answer beyond the code and
+/// subcode (which are `AuthError.code` and `AuthError.subcode`): the error's type, trace id
+/// and transient flag, the shape of the body and the rate-limit usage. Attached to its errors, read with
+/// `error.details(as: GraphErrorDetails.self)` (or ``AuthError/graphUsage`` and
+/// ``AuthError/graphBodyKind``).
+public struct GraphErrorDetails: ProviderErrorDetails, Hashable {
+    /// The error `type` (`OAuthException`, `GraphMethodException`, ...).
+    public var type: String?
+    /// The `fbtrace_id` (or the `x-fb-trace-id` header), for support requests.
+    public var traceID: String?
+    /// Facebook's `is_transient`.
+    public var isTransient: Bool?
+    /// The shape of the body.
+    public var bodyKind: GraphErrorBody.Kind
+    /// The rate-limit usage read from the response's headers, when it carried any.
+    public var usage: GraphUsage?
+
+    /// Creates the details.
+    public init(
+        type: String? = nil, traceID: String? = nil, isTransient: Bool? = nil, bodyKind: GraphErrorBody.Kind,
+        usage: GraphUsage? = nil
+    ) {
+        self.type = type
+        self.traceID = traceID
+        self.isTransient = isTransient
+        self.bodyKind = bodyKind
+        self.usage = usage
+    }
+
+    public var json: JSONValue {
+        var object: [String: JSONValue] = ["bodyKind": .string(bodyKind.rawValue)]
+        object["type"] = type.map(JSONValue.string)
+        object["fbtrace_id"] = traceID.map(JSONValue.string)
+        object["isTransient"] = isTransient.map(JSONValue.bool)
+        object["usage"] = usage?.json
+        return .object(object)
+    }
+
+    /// `trace` and the trace id, when there is one.
+    public var summary: String? { traceID.map { "trace \($0)" } }
+
+    public func redacting(_ secrets: [String]) -> GraphErrorDetails {
+        var copy = self
+        copy.type = type.map { Redaction.redacting(secrets, in: $0) }
+        copy.traceID = traceID.map { Redaction.redacting(secrets, in: $0) }
+        return copy
+    }
+}
+
+/// The permissions the person declined when a permission request got none of them: attached
+/// to the `userCancelled` error that ``FacebookSession`` throws then.
+public struct DeclinedPermissions: ProviderErrorDetails, Hashable {
+    /// The declined permissions, sorted.
+    public var declined: [String]
+
+    /// Creates the details.
+    public init(_ declined: [String]) { self.declined = declined }
+
+    public var json: JSONValue { .object(["declined": .array(declined.map(JSONValue.string))]) }
+
+    /// The same details: permission names are not secrets.
+    public func redacting(_ secrets: [String]) -> DeclinedPermissions { self }
 }
 
 /// Classifies Facebook's errors the way the Facebook SDK 3.x did, and further where
@@ -49,7 +104,7 @@ public struct FacebookErrorTaxonomy: ErrorTaxonomy {
         let facts = ErrorFacts(
             code: graph.code, subcode: graph.subcode, error: graph.errorIdentifier, status: status,
             isTransient: graph.isTransient)
-        let rule = Self.table.firstMatch(facts) ?? Self.lastResort
+        let rule = Self.table.classifying(facts)
 
         var shouldNotifyUser = rule.shouldNotifyUser
         var userMessage = rule.userMessage
@@ -64,33 +119,22 @@ public struct FacebookErrorTaxonomy: ErrorTaxonomy {
             retryAfter = [regain, Self.retryAfterHeader(headers)].compactMap { $0 }.max()
         }
 
-        var info: [String: JSONValue] = [
-            ErrorRuleInfoKey.rule: .string(rule.id),
-            ErrorRuleInfoKey.allowsSilentReauthentication: .bool(rule.allowsSilentReauthentication),
-            FacebookErrorInfoKey.bodyKind: .string(graph.kind.rawValue),
-        ]
-        if let key = rule.messageKey { info[ErrorRuleInfoKey.messageKey] = .string(key) }
-        if let usage { info[FacebookErrorInfoKey.usage] = usage.json }
-
-        return AuthError(
-            category: rule.category,
-            message: Self.developerMessage(status: status, graph: graph, rule: rule),
-            shouldNotifyUser: shouldNotifyUser,
-            userTitle: graph.userTitle ?? rule.userTitle,
-            userMessage: userMessage,
-            code: graph.code,
-            subcode: graph.subcode,
-            httpStatus: status,
-            recoveryTactic: rule.recoveryTactic,
-            closesSession: rule.closesSession,
-            isTransient: graph.isTransient,
-            retryAfter: retryAfter,
-            errorType: graph.type,
-            traceID: graph.traceID ?? headers["x-fb-trace-id"].flatMap(GraphErrorBody.text),
-            body: graph.json,
-            provider: .facebook,
-            providerInfo: info
-        )
+        let traceID = graph.traceID ?? headers["x-fb-trace-id"].flatMap(GraphErrorBody.text)
+        var error = AuthError(
+            rule: rule, message: Self.developerMessage(status: status, graph: graph, rule: rule), provider: .facebook)
+        error.shouldNotifyUser = shouldNotifyUser
+        error.userTitle = graph.userTitle ?? rule.userTitle
+        error.userMessage = userMessage
+        error.code = graph.code
+        error.subcode = graph.subcode
+        error.httpStatus = status
+        error.retryAfter = retryAfter
+        error.body = graph.json
+        error.attach(
+            GraphErrorDetails(
+                type: graph.type, traceID: traceID, isTransient: graph.isTransient, bodyKind: graph.kind,
+                usage: usage))
+        return error
     }
 
     /// Classifies an error that came back from the login dialog (the redirect's `error`,
@@ -134,12 +178,6 @@ public struct FacebookErrorTaxonomy: ErrorTaxonomy {
     }
 
     // MARK: Details
-
-    /// The rule used if a table were ever to match nothing (the generator makes sure the last
-    /// row matches everything, so this is never reached).
-    static let lastResort = ErrorRule(
-        id: "other", match: ErrorRuleMatch(), category: .providerOther, recoveryTactic: .showMessage,
-        shouldNotifyUser: false, closesSession: false, meaning: "An error no rule describes.", source: "Sesame")
 
     static func retryAfterHeader(_ headers: HTTPHeaders) -> Duration? {
         guard let text = headers["Retry-After"]?.trimmingCharacters(in: .whitespaces), let seconds = Int(text),
@@ -186,10 +224,10 @@ extension GraphErrorBody.Kind {
 
 extension AuthError {
     /// The rate-limit usage that came with the response, when it carried any usage header.
-    public var graphUsage: GraphUsage? { providerInfo[FacebookErrorInfoKey.usage].flatMap(GraphUsage.init(json:)) }
+    public var graphUsage: GraphUsage? { details(as: GraphErrorDetails.self)?.usage }
 
     /// What the body of the failed response looked like, for errors from ``FacebookErrorTaxonomy``.
     public var graphBodyKind: GraphErrorBody.Kind? {
-        providerInfo[FacebookErrorInfoKey.bodyKind]?.stringValue.flatMap(GraphErrorBody.Kind.init(rawValue:))
+        details(as: GraphErrorDetails.self)?.bodyKind
     }
 }

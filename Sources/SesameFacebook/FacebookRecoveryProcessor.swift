@@ -8,6 +8,8 @@ import Sesame
 public protocol FacebookRecoveryDelegate: Sendable {
     /// Asks the person again for `permissions` (the ones the call needs; empty when the caller
     /// did not say). Returns whether they were granted, in which case the call is replayed.
+    ///
+    /// - Throws: whatever the app's permission request throws; the call then fails with it.
     func requestPermissions(_ permissions: [Permission]) async throws -> Bool
 
     /// Asks the person to log in again. Returns whether they did, in which case the call is
@@ -16,6 +18,8 @@ public protocol FacebookRecoveryDelegate: Sendable {
     /// When ``ReauthenticationReason/allowsSilentReauthentication`` is false (the person removed
     /// the app, 458, or has not confirmed their account, 464), the login must involve the
     /// person: do not reconnect silently with a cached browser session.
+    ///
+    /// - Throws: whatever the app's login throws; the call then fails with it.
     func reauthenticate(reason: ReauthenticationReason) async throws -> Bool
 
     /// Shows the person a message (an alert, a line on a terminal).
@@ -264,6 +268,8 @@ public struct FacebookRecoveryProcessor: Sendable {
     ///   - error: the error the call failed with.
     ///   - attempt: the number of the call that failed (1 for the first).
     ///   - permissions: the permissions the call needs, re-requested after a permissions error.
+    ///
+    /// - Throws: whatever the delegate throws while re-requesting permissions or logging in again.
     public func recover(
         from error: AuthError, attempt: Int = 1, permissions: [Permission] = []
     ) async throws -> RecoveryOutcome {

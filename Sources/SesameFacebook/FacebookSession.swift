@@ -175,6 +175,8 @@ public final class FacebookSession: Sendable {
     public func close() async { await session.close() }
 
     /// Closes the session and deletes its token from the store.
+    ///
+    /// - Throws: `CredentialStoreError` when the stored token cannot be removed.
     public func closeAndClearTokenInformation() async throws { try await session.closeAndClearTokenInformation() }
 
     /// Logs the person out: with `revoke`, first deauthorizes the app on Facebook
@@ -183,6 +185,9 @@ public final class FacebookSession: Sendable {
     /// A token Facebook already refuses needs no revoking. When the revoke cannot be made (no
     /// network, say), the token is cleared here all the same and the error is thrown, so the
     /// app can tell the person the app is still connected on Facebook.
+    ///
+    /// - Throws: `AuthError` when the revoke failed (the token is cleared here all the same);
+    ///   `CredentialStoreError` when it cannot be removed from the store.
     public func logout(revoke: Bool = true) async throws {
         if revoke, let token = await session.token {
             do {
@@ -245,7 +250,7 @@ public final class FacebookSession: Sendable {
                 message: "The person declined \(outcome.declined.sorted().joined(separator: ", ")). The session stays "
                     + "open; do what needed the permission only if they ask again.",
                 loginFailedReason: .userDenied, recoveryTactic: RecoveryTactic.none, provider: .facebook,
-                providerInfo: ["declined": .array(outcome.declined.sorted().map { .string($0) })])
+                details: [DeclinedPermissions(outcome.declined.sorted())])
         }
         return outcome
     }
@@ -253,6 +258,8 @@ public final class FacebookSession: Sendable {
     /// Reads the granted and declined permissions from `GET /me/permissions` and keeps them
     /// on the token (saved).
     @discardableResult
+    /// - Throws: `AuthError` as `FacebookErrorTaxonomy` classifies the Graph answer;
+    ///   `CredentialStoreError` when the updated token cannot be saved.
     public func refreshPermissions() async throws -> PermissionSet {
         let permissions = PermissionSet(graphPermissions: try await graph.withRecovery(nil).get("me/permissions"))
         // Applied to the token as it is now: a refresh during the call is kept.
@@ -261,6 +268,9 @@ public final class FacebookSession: Sendable {
     }
 
     /// Revokes one permission (`DELETE /me/permissions/{name}`) and drops it from the token.
+    ///
+    /// - Throws: `AuthError` as `FacebookErrorTaxonomy` classifies the Graph answer;
+    ///   `CredentialStoreError` when the updated token cannot be saved.
     public func revokePermission(_ name: String) async throws {
         let encoded = FormEncoding.escape(name)
         try await graph.withRecovery(nil).delete("me/permissions/\(encoded)")
@@ -276,6 +286,8 @@ public final class FacebookSession: Sendable {
 
     /// What `debug_token` says about the current token; its expiry and data-access expiry are
     /// kept on the token when they changed.
+    ///
+    /// - Throws: `AuthError` when the session has no token or `debug_token` fails.
     public func introspectToken() async throws -> TokenIntrospection {
         guard let token = await session.token else { throw AuthError.sessionNotOpen(provider: .facebook) }
         let info = try await FacebookHTTP.debugToken(token.tokenString, provider: provider, transport: transport)
@@ -390,6 +402,9 @@ public final class FacebookSession: Sendable {
     ///
     /// When Facebook will not extend a token that has not expired yet, the token is used as
     /// it is (and not tried again for ``Configuration/extensionRetryInterval``).
+    ///
+    /// - Throws: `AuthError` when there is no usable token or its extension failed;
+    ///   `CredentialStoreError` when the store cannot be read or written.
     public func validToken() async throws -> AccessToken {
         let now = self.now
         let leeway = configuration.refreshLeeway.inSeconds

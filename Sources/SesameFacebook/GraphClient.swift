@@ -103,6 +103,10 @@ public struct GraphClient: Sendable {
     }
 
     /// `GET path` as JSON.
+    ///
+    /// - Throws: `AuthError` as `FacebookErrorTaxonomy` classifies the Graph answer or a failure
+    ///   below HTTP (after the recovery policy's retries); `CancellationError` when the task is
+    ///   cancelled.
     public func get(
         _ path: String, parameters: [String: String] = [:], version: String? = nil
     ) async throws
@@ -112,6 +116,10 @@ public struct GraphClient: Sendable {
     }
 
     /// `GET path` decoded as `T`.
+    ///
+    /// - Throws: `AuthError` as `FacebookErrorTaxonomy` classifies the Graph answer or a failure
+    ///   below HTTP (after the recovery policy's retries); `CancellationError` when the task is
+    ///   cancelled.
     public func get<T: Decodable & Sendable>(
         _ path: String, parameters: [String: String] = [:], version: String? = nil, as type: T.Type
     ) async throws -> T {
@@ -120,6 +128,10 @@ public struct GraphClient: Sendable {
 
     /// `POST path` with form parameters, as JSON.
     @discardableResult
+    ///
+    /// - Throws: `AuthError` as `FacebookErrorTaxonomy` classifies the Graph answer or a failure
+    ///   below HTTP (after the recovery policy's retries); `CancellationError` when the task is
+    ///   cancelled.
     public func post(
         _ path: String, parameters: [String: String] = [:], version: String? = nil,
         requiredPermissions: [Permission] = []
@@ -131,6 +143,10 @@ public struct GraphClient: Sendable {
     }
 
     /// `POST path` decoded as `T`.
+    ///
+    /// - Throws: `AuthError` as `FacebookErrorTaxonomy` classifies the Graph answer or a failure
+    ///   below HTTP (after the recovery policy's retries); `CancellationError` when the task is
+    ///   cancelled.
     public func post<T: Decodable & Sendable>(
         _ path: String, parameters: [String: String] = [:], version: String? = nil,
         requiredPermissions: [Permission] = [], as type: T.Type
@@ -143,6 +159,10 @@ public struct GraphClient: Sendable {
 
     /// `DELETE path`, as JSON (`{"success": true}` for the bare `true` of older versions).
     @discardableResult
+    ///
+    /// - Throws: `AuthError` as `FacebookErrorTaxonomy` classifies the Graph answer or a failure
+    ///   below HTTP (after the recovery policy's retries); `CancellationError` when the task is
+    ///   cancelled.
     public func delete(
         _ path: String, parameters: [String: String] = [:], version: String? = nil
     ) async throws

@@ -162,7 +162,7 @@ public struct GraphUsage: Sendable, Hashable, CustomStringConvertible {
         return entries
     }
 
-    // MARK: As JSON (for AuthError.providerInfo)
+    // MARK: As JSON (for GraphErrorDetails.json and the state file)
 
     /// The usage as JSON, in Facebook's own field names (minutes for the time to regain access).
     public var json: JSONValue {

@@ -56,6 +56,8 @@ public final class GraphUsageGovernor: Sendable {
     }
 
     /// Waits ``delay`` on `clock` (nothing at low usage).
+    ///
+    /// - Throws: `CancellationError` when the task is cancelled during the wait.
     public func pace(on clock: any Clock<Duration>) async throws {
         let delay = self.delay
         if delay > .zero { try await clock.sleep(for: delay) }

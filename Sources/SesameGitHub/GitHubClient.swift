@@ -165,11 +165,17 @@ public struct GitHubClient: Sendable {
     }
 
     /// `GET path` as JSON.
+    ///
+    /// - Throws: `AuthError` as `GitHubErrorTaxonomy` classifies GitHub's answer or a failure below
+    ///   HTTP; `CancellationError` when the task is cancelled.
     public func get(_ path: String, query: [(String, String)] = []) async throws -> JSONValue {
         try await send(.get, path, query: query).json
     }
 
     /// `GET /user`: who the token is for, and its scopes.
+    ///
+    /// - Throws: `AuthError` as `GitHubErrorTaxonomy` classifies GitHub's answer or a failure below
+    ///   HTTP; `CancellationError` when the task is cancelled.
     public func user() async throws -> GitHubUser {
         let response = try await send(.get, "user")
         return try GitHubUser(

@@ -1,24 +1,63 @@
 import Foundation
 import Sesame
 
-/// Keys of `AuthError.providerInfo` that ``GitHubErrorTaxonomy`` fills in, beside those of
-/// `ErrorRuleInfoKey`.
-public enum GitHubErrorInfoKey {
+/// What ``GitHubErrorTaxonomy`` read from a failed answer beyond the classification: attached
+/// to its errors, read with `error.details(as: GitHubErrorDetails.self)`.
+public struct GitHubErrorDetails: ProviderErrorDetails, Hashable {
     /// What the taxonomy read the error as (`bad_credentials`, `sso_required`, an OAuth error
     /// code...), when it read one: the `error` column of `GitHubErrors.json`.
-    public static let githubError = "githubError"
+    public var githubError: String?
     /// The SAML single sign-on authorisation URL from `X-GitHub-SSO`.
-    public static let ssoURL = "ssoURL"
-    /// The scopes the endpoint accepts, from `X-Accepted-OAuth-Scopes` (an array of strings).
-    public static let acceptedScopes = "acceptedScopes"
-    /// The scopes the token has, from `X-OAuth-Scopes` (an array of strings).
-    public static let grantedScopes = "grantedScopes"
+    public var ssoURL: String?
+    /// The scopes the endpoint accepts, from `X-Accepted-OAuth-Scopes`.
+    public var acceptedScopes: [String]?
+    /// The scopes the token has, from `X-OAuth-Scopes`.
+    public var grantedScopes: [String]?
     /// The epoch second at which the primary rate limit resets, from `x-ratelimit-reset`.
-    public static let rateLimitReset = "rateLimitReset"
-    /// The `errors` array of a 422 answer.
-    public static let validationErrors = "validationErrors"
+    public var rateLimitReset: Int?
+    /// The `errors` array of a 422 answer (at most 20 entries).
+    public var validationErrors: [JSONValue]?
     /// The `documentation_url` of the answer.
-    public static let documentationURL = "documentationURL"
+    public var documentationURL: String?
+
+    /// Creates the details.
+    public init(
+        githubError: String? = nil, ssoURL: String? = nil, acceptedScopes: [String]? = nil,
+        grantedScopes: [String]? = nil, rateLimitReset: Int? = nil, validationErrors: [JSONValue]? = nil,
+        documentationURL: String? = nil
+    ) {
+        self.githubError = githubError
+        self.ssoURL = ssoURL
+        self.acceptedScopes = acceptedScopes
+        self.grantedScopes = grantedScopes
+        self.rateLimitReset = rateLimitReset
+        self.validationErrors = validationErrors
+        self.documentationURL = documentationURL
+    }
+
+    public var json: JSONValue {
+        var object: [String: JSONValue] = [:]
+        object["githubError"] = githubError.map(JSONValue.string)
+        object["ssoURL"] = ssoURL.map(JSONValue.string)
+        object["acceptedScopes"] = acceptedScopes.map { .array($0.map(JSONValue.string)) }
+        object["grantedScopes"] = grantedScopes.map { .array($0.map(JSONValue.string)) }
+        object["rateLimitReset"] = rateLimitReset.map { .number(Double($0)) }
+        object["validationErrors"] = validationErrors.map(JSONValue.array)
+        object["documentationURL"] = documentationURL.map(JSONValue.string)
+        return .object(object)
+    }
+
+    public func redacting(_ secrets: [String]) -> GitHubErrorDetails {
+        func clean(_ text: String) -> String { Redaction.redacting(secrets, in: text) }
+        var copy = self
+        copy.githubError = githubError.map(clean)
+        copy.ssoURL = ssoURL.map(clean)
+        copy.acceptedScopes = acceptedScopes?.map(clean)
+        copy.grantedScopes = grantedScopes?.map(clean)
+        copy.validationErrors = validationErrors?.map { $0.redacting(secrets) }
+        copy.documentationURL = documentationURL.map(clean)
+        return copy
+    }
 }
 
 /// Classifies GitHub's errors through the table in `GitHubErrors.json` (``table``), generated
@@ -87,17 +126,13 @@ public struct GitHubErrorTaxonomy: ErrorTaxonomy {
     public func classify(status: Int, headers: HTTPHeaders, body: Data) -> AuthError {
         let json = body.count <= 1 << 20 ? JSONValue(parsing: body) : nil
         let identifier = Self.errorIdentifier(status: status, headers: headers, json: json)
-        let rule = Self.table.firstMatch(ErrorFacts(error: identifier, status: status)) ?? Self.lastResort
-        var info = Self.info(rule: rule, identifier: identifier)
+        let rule = Self.table.classifying(ErrorFacts(error: identifier, status: status))
+        var details = GitHubErrorDetails(githubError: identifier.map(GitHubText.printable))
         let accepted = GitHubText.scopes(headers["X-Accepted-OAuth-Scopes"])
         let granted = GitHubText.scopes(headers["X-OAuth-Scopes"])
-        if !accepted.isEmpty { info[GitHubErrorInfoKey.acceptedScopes] = .array(accepted.map(JSONValue.string)) }
-        if headers["X-OAuth-Scopes"] != nil {
-            info[GitHubErrorInfoKey.grantedScopes] = .array(granted.map(JSONValue.string))
-        }
-        if let docs = json?["documentation_url"]?.stringValue {
-            info[GitHubErrorInfoKey.documentationURL] = .string(GitHubText.printable(docs))
-        }
+        if !accepted.isEmpty { details.acceptedScopes = accepted }
+        if headers["X-OAuth-Scopes"] != nil { details.grantedScopes = granted }
+        details.documentationURL = json?["documentation_url"]?.stringValue.map(GitHubText.printable)
 
         let githubMessage = (json?["message"]?.stringValue ?? json?["error_description"]?.stringValue).map(
             GitHubText.printable)
@@ -111,7 +146,7 @@ public struct GitHubErrorTaxonomy: ErrorTaxonomy {
         case "sso_required":
             let url = Self.ssoURL(headers["X-GitHub-SSO"] ?? "")
             if let url {
-                info[GitHubErrorInfoKey.ssoURL] = .string(url)
+                details.ssoURL = url
                 message += " Authorise the token for the organisation at \(url), then try again."
                 userMessage = (userMessage ?? "") + " Open \(url) to authorise it, then try again."
             } else {
@@ -122,7 +157,7 @@ public struct GitHubErrorTaxonomy: ErrorTaxonomy {
         case "primary_rate_limit":
             let reset = headers["x-ratelimit-reset"].flatMap { Int($0.trimmingCharacters(in: .whitespaces)) }
             if let reset {
-                info[GitHubErrorInfoKey.rateLimitReset] = .number(Double(reset))
+                details.rateLimitReset = reset
                 let seconds = max(
                     1,
                     Int(
@@ -135,7 +170,7 @@ public struct GitHubErrorTaxonomy: ErrorTaxonomy {
                 message += " The primary rate limit is used up; wait for it to reset."
             }
         case "secondary_rate_limit":
-            retryAfter = Self.retryAfter(headers, now: now()) ?? Self.secondaryLimitDefaultWait
+            retryAfter = headers.retryAfter(now: now(), shortest: 0) ?? Self.secondaryLimitDefaultWait
             message += " A secondary rate limit was hit; wait \(retryAfter!.formattedSeconds) before trying again."
         case "resource_not_accessible", "missing_scope":
             let implied = GitHubScopes.implied(by: Set(granted))
@@ -160,69 +195,39 @@ public struct GitHubErrorTaxonomy: ErrorTaxonomy {
             if status == 422 {
                 let errors = json?["errors"]?.arrayValue ?? []
                 if !errors.isEmpty {
-                    info[GitHubErrorInfoKey.validationErrors] = .array(Array(errors.prefix(20)))
+                    details.validationErrors = Array(errors.prefix(20))
                     message += " Errors: " + errors.prefix(10).map(Self.validationText).joined(separator: "; ") + "."
                 }
             } else if (500...599).contains(status) {
-                retryAfter = Self.retryAfter(headers, now: now())
+                retryAfter = headers.retryAfter(now: now(), shortest: 0)
             } else if status == 429 {
-                retryAfter = Self.retryAfter(headers, now: now())
+                retryAfter = headers.retryAfter(now: now(), shortest: 0)
             }
         }
         message += " " + rule.meaning
-        return AuthError(
-            category: rule.category,
-            message: message,
-            shouldNotifyUser: rule.shouldNotifyUser,
-            userTitle: rule.userTitle,
-            userMessage: userMessage,
-            httpStatus: status,
-            recoveryTactic: rule.recoveryTactic,
-            closesSession: rule.closesSession,
-            retryAfter: retryAfter,
-            errorType: identifier,
-            body: json,
-            provider: .github,
-            providerInfo: info
-        )
+        var error = AuthError(rule: rule, message: message, provider: .github)
+        error.userMessage = userMessage
+        error.httpStatus = status
+        error.retryAfter = retryAfter
+        error.body = json
+        error.attach(details)
+        return error
     }
 
     /// Classifies an OAuth error of the device flow or of a refresh (sent with HTTP 200).
     public func classifyLoginError(_ error: OAuthErrorResponse) -> AuthError {
-        let rule = Self.table.firstMatch(ErrorFacts(error: error.error)) ?? Self.lastResort
+        let rule = Self.table.classifying(ErrorFacts(error: error.error))
         var message = "GitHub answered the login with '\(GitHubText.printable(error.error))'"
         if let description = error.errorDescription { message += ": \(GitHubText.printable(description))" }
         if !message.hasSuffix(".") { message += "." }
         message += " " + rule.meaning
-        return AuthError(
-            category: rule.category,
-            message: message,
-            shouldNotifyUser: rule.shouldNotifyUser,
-            userTitle: rule.userTitle,
-            userMessage: rule.userMessage,
-            loginFailedReason: rule.category == .userCancelled
-                ? .userCancelled : error.error == "expired_token" ? .codeExpired : .providerError,
-            recoveryTactic: rule.recoveryTactic,
-            closesSession: rule.closesSession,
-            errorType: error.error,
-            provider: .github,
-            providerInfo: Self.info(rule: rule, identifier: error.error)
-        )
+        var classified = AuthError(rule: rule, message: message, provider: .github)
+        classified.loginFailedReason =
+            rule.category == .userCancelled
+            ? .userCancelled : error.error == "expired_token" ? .codeExpired : .providerError
+        classified.attach(GitHubErrorDetails(githubError: GitHubText.printable(error.error)))
+        return classified
     }
-
-    private static func info(rule: ErrorRule, identifier: String?) -> [String: JSONValue] {
-        var info: [String: JSONValue] = [
-            ErrorRuleInfoKey.rule: .string(rule.id),
-            ErrorRuleInfoKey.allowsSilentReauthentication: .bool(rule.allowsSilentReauthentication),
-        ]
-        if let key = rule.messageKey { info[ErrorRuleInfoKey.messageKey] = .string(key) }
-        if let identifier { info[GitHubErrorInfoKey.githubError] = .string(GitHubText.printable(identifier)) }
-        return info
-    }
-
-    static let lastResort = ErrorRule(
-        id: "other", match: ErrorRuleMatch(), category: .providerOther, recoveryTactic: .showMessage,
-        shouldNotifyUser: false, closesSession: false, meaning: "An error no rule describes.", source: "Sesame")
 
     /// The `url=` of an `X-GitHub-SSO: required; url=https://...` header, when it is an https URL.
     public static func ssoURL(_ header: String) -> String? {
@@ -235,21 +240,6 @@ public struct GitHubErrorTaxonomy: ErrorTaxonomy {
             return GitHubText.printable(url)
         }
         return nil
-    }
-
-    /// The wait a `Retry-After` header asks for (delay-seconds or an HTTP date), when sensible.
-    static func retryAfter(_ headers: HTTPHeaders, now: Date) -> Duration? {
-        guard let text = headers["Retry-After"]?.trimmingCharacters(in: .whitespaces), !text.isEmpty else {
-            return nil
-        }
-        if let seconds = Int(text) { return (0..<10_000_000).contains(seconds) ? .seconds(seconds) : nil }
-        let formatter = DateFormatter()
-        formatter.locale = Locale(identifier: "en_US_POSIX")
-        formatter.timeZone = TimeZone(identifier: "GMT")
-        formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss zzz"
-        guard let date = formatter.date(from: text) else { return nil }
-        let seconds = Int(date.timeIntervalSince(now).rounded(.up))
-        return (0..<10_000_000).contains(seconds) ? .seconds(seconds) : nil
     }
 
     /// One entry of a 422's `errors`: `Repository.name: already_exists (name already exists)`.

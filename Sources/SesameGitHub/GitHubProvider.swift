@@ -84,22 +84,6 @@ public struct GitHubHost: Sendable, Hashable, CustomStringConvertible {
     public var description: String { hostname }
 }
 
-/// A GitHub OAuth app's or GitHub App's client secret, kept out of every description.
-///
-/// A desktop app is a public client and needs none for the device flow; GitHub Apps ask for it
-/// when a user token is refreshed.
-public struct GitHubClientSecret: Sendable, Hashable, CustomStringConvertible, CustomDebugStringConvertible,
-    CustomReflectable
-{
-    /// The secret itself.
-    public let value: String
-    /// Wraps a secret.
-    public init(_ value: String) { self.value = value }
-    public var description: String { "GitHubClientSecret(\(Redaction.placeholder))" }
-    public var debugDescription: String { description }
-    public var customMirror: Mirror { Mirror(self, children: ["value": Redaction.placeholder]) }
-}
-
 /// The GitHub provider: one host, one OAuth app (or GitHub App) client id.
 ///
 /// ```swift
@@ -122,7 +106,7 @@ public struct GitHubProvider: AuthProvider {
     /// The OAuth app's or GitHub App's client id (device flow and refresh).
     public var clientID: String
     /// The client secret, only for GitHub Apps whose user tokens are refreshed with one.
-    public var clientSecret: GitHubClientSecret?
+    public var clientSecret: ClientSecret?
     /// Scopes asked for when a login names none (OAuth apps; GitHub Apps ignore scopes).
     public var defaultScopes: [String]
     /// The error mapping.
@@ -135,7 +119,7 @@ public struct GitHubProvider: AuthProvider {
 
     /// Creates a provider.
     public init(
-        host: GitHubHost = .github, clientID: String, clientSecret: GitHubClientSecret? = nil,
+        host: GitHubHost = .github, clientID: String, clientSecret: ClientSecret? = nil,
         defaultScopes: [String] = GitHubProvider.standardScopes, now: @escaping @Sendable () -> Date = { Date() }
     ) {
         self.host = host

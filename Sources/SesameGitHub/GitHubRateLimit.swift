@@ -91,6 +91,8 @@ public final class GitHubRateLimitGovernor: Sendable {
     }
 
     /// Waits ``delay(resource:)`` on `clock` (nothing while plenty is left).
+    ///
+    /// - Throws: `CancellationError` when the task is cancelled during the wait.
     public func pace(resource: String = "core", on clock: any Clock<Duration>) async throws {
         let delay = self.delay(resource: resource)
         if delay > .zero { try await clock.sleep(for: delay) }

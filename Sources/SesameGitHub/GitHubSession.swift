@@ -55,6 +55,8 @@ public struct GitHubSession: Sendable {
     /// refresh token GitHub refuses marks the stored login as needing a login (it is kept), and
     /// the login UI runs when allowed.
     @discardableResult
+    /// - Throws: `AuthError` for a login or refresh that failed; `CredentialStoreError` when the
+    ///   store cannot be read or written.
     public func open(scopes: [String] = [], allowLoginUI: Bool) async throws -> SessionState {
         if await !session.state.isOpen { try await refreshExpiredStoredToken() }
         return try await session.open(
@@ -77,12 +79,17 @@ public struct GitHubSession: Sendable {
     }
 
     /// A token valid for at least ``refreshLeeway``, refreshed first when needed.
+    ///
+    /// - Throws: `AuthError` when there is no usable token or its refresh failed;
+    ///   `CredentialStoreError` when the store cannot be read or written.
     public func validToken() async throws -> AccessToken {
         try await session.freshToken(leeway: refreshLeeway, refresh: refreshHook)
     }
 
     /// Refreshes the token now (a token with no expiry or no refresh token is returned as it is).
     @discardableResult
+    /// - Throws: `AuthError` when GitHub refuses the refresh; `CredentialStoreError` when the store
+    ///   cannot be read or written.
     public func refresh() async throws -> AccessToken {
         try await session.renewToken(
             isDue: { $0.expirationDate != nil && $0.refreshToken != nil }, renew: refreshHook
@@ -114,5 +121,7 @@ public struct GitHubSession: Sendable {
 
     /// Closes the session and deletes the stored token (GitHub keeps the grant; revoke it in
     /// GitHub's settings).
+    ///
+    /// - Throws: `CredentialStoreError` when the stored token cannot be removed.
     public func logOut() async throws { try await session.closeAndClearTokenInformation() }
 }

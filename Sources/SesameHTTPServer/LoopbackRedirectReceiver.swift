@@ -57,6 +57,9 @@ public struct LoopbackRedirectReceiver: RedirectReceiver {
 
     /// Runs one login's redirect round trip, refusing a redirect whose `iss` fails the RFC 9207
     /// check against `expectedIssuer` as it refuses one with the wrong `state`.
+    ///
+    /// - Throws: `AuthError` for a redirect with the wrong `state` or `iss`, an error answer, no
+    ///   answer in time, or a listener that cannot start; whatever the exchange throws.
     public func receiveRedirect<Result: Sendable>(
         expectedState: String,
         expectedIssuer: AuthorizationResponseIssuer?,

@@ -80,6 +80,8 @@ public final class SecretServiceStore: CredentialStore {
 
     // MARK: - CredentialStore
 
+    /// - Throws: `CredentialStoreError` (no session bus, no Secret Service, locked, timed out)
+    ///   saying what to do.
     public func save(_ credential: StoredCredential) async throws {
         let key = credential.key
         let operation = "saving the credential for \(key)"
@@ -102,6 +104,8 @@ public final class SecretServiceStore: CredentialStore {
         }
     }
 
+    /// - Throws: `CredentialStoreError` (no session bus, no Secret Service, locked, timed out,
+    ///   corrupt) saying what to do.
     public func load(_ key: CredentialKey) async throws -> StoredCredential? {
         let operation = "reading the credential for \(key)"
         let items = try await readItems(
@@ -112,6 +116,8 @@ public final class SecretServiceStore: CredentialStore {
         return try KeyringItemFormat.credential(from: newest).get()
     }
 
+    /// - Throws: `CredentialStoreError` (no session bus, no Secret Service, locked, timed out)
+    ///   saying what to do.
     @discardableResult public func delete(_ key: CredentialKey) async throws -> Bool {
         let operation = "deleting the credential for \(key)"
         let search = KeyringItemFormat.searchAttributes(for: key)
@@ -128,6 +134,8 @@ public final class SecretServiceStore: CredentialStore {
         return result.deleted > 0
     }
 
+    /// - Throws: `CredentialStoreError` (no session bus, no Secret Service, locked, timed out)
+    ///   saying what to do.
     public func list(provider: ProviderID?) async throws -> [StoredCredential] {
         let listing = try await listing(provider: provider)
         guard !listing.unreadable.isEmpty else { return listing.credentials }
@@ -141,6 +149,8 @@ public final class SecretServiceStore: CredentialStore {
         throw CredentialStoreError(kind: .corrupt, message: message)
     }
 
+    /// - Throws: `CredentialStoreError` (no session bus, no Secret Service, locked, timed out)
+    ///   saying what to do.
     public func listing(provider: ProviderID?) async throws -> CredentialListing {
         var operation = "listing the credentials"
         var search: [String: String] = [:]

@@ -2,7 +2,10 @@ import Foundation
 import Sesame
 
 /// An ID token that failed a check; ``check`` names which one.
-public struct IDTokenError: Error, Sendable, Hashable, CustomStringConvertible {
+///
+/// It is also the ``ProviderErrorDetails`` of the `AuthError` it becomes: read it with
+/// `error.details(as: IDTokenError.self)`.
+public struct IDTokenError: Error, Sendable, Hashable, CustomStringConvertible, ProviderErrorDetails {
     /// The check that failed.
     public struct Check: RawRepresentable, Sendable, Hashable, CustomStringConvertible {
         public var rawValue: String
@@ -47,7 +50,13 @@ public struct IDTokenError: Error, Sendable, Hashable, CustomStringConvertible {
             message: "\(description) The login was refused; if it keeps happening, check the issuer and client id "
                 + "configuration and the machine's clock.",
             loginFailedReason: .providerError, recoveryTactic: .showMessage, provider: provider,
-            providerInfo: ["idTokenCheck": .string(check.rawValue)], underlyingError: self)
+            details: [self], underlyingError: self)
+    }
+
+    public var json: JSONValue { .object(["idTokenCheck": .string(check.rawValue), "detail": .string(detail)]) }
+
+    public func redacting(_ secrets: [String]) -> IDTokenError {
+        IDTokenError(check: check, detail: Redaction.redacting(secrets, in: detail))
     }
 }
 
@@ -252,6 +261,8 @@ public actor JWKSCache {
     }
 
     /// Fetches the set now; concurrent callers share one fetch.
+    ///
+    /// - Throws: `AuthError` when the key set cannot be fetched or read.
     public func refresh() async throws {
         if let inFlight { return try await inFlight.value }
         let task = Task { try await self.fetch() }

@@ -1,13 +1,30 @@
 import Foundation
 import Sesame
 
-/// Keys of `AuthError.providerInfo` that ``OIDCErrorTaxonomy`` fills in, beside those of
-/// `ErrorRuleInfoKey`.
-public enum OIDCErrorInfoKey {
-    /// The OAuth `error` code (a string), from the body or the `WWW-Authenticate` header.
-    public static let oauthError = "oauthError"
-    /// Where the code was read: `body`, `www-authenticate` or `none`.
-    public static let errorSource = "errorSource"
+/// Where ``OIDCErrorTaxonomy`` found the OAuth error it classified: attached to its errors,
+/// read with `error.details(as: OIDCErrorDetails.self)`.
+public struct OIDCErrorDetails: ProviderErrorDetails, Hashable {
+    /// The OAuth `error` code, from the body or the `WWW-Authenticate` header.
+    public var oauthError: String?
+    /// Where the code was read: `body`, `www-authenticate`, `redirect` or `none`.
+    public var errorSource: String
+
+    /// Creates the details.
+    public init(oauthError: String?, errorSource: String) {
+        self.oauthError = oauthError
+        self.errorSource = errorSource
+    }
+
+    public var json: JSONValue {
+        var object: [String: JSONValue] = ["errorSource": .string(errorSource)]
+        if let oauthError { object["oauthError"] = .string(oauthError) }
+        return .object(object)
+    }
+
+    public func redacting(_ secrets: [String]) -> OIDCErrorDetails {
+        OIDCErrorDetails(
+            oauthError: oauthError.map { Redaction.redacting(secrets, in: $0) }, errorSource: errorSource)
+    }
 }
 
 /// Classifies the errors of any OAuth 2.0 / OpenID Connect provider through the table in
@@ -73,18 +90,11 @@ public struct OIDCErrorTaxonomy: ErrorTaxonomy {
         for facts: ErrorFacts, oauth: OAuthErrorResponse?, status: Int?, headers: HTTPHeaders, body: JSONValue?,
         source: String
     ) -> AuthError {
-        let rule = Self.table.firstMatch(facts) ?? Self.lastResort
+        let rule = Self.table.classifying(facts)
         var retryAfter: Duration?
         if rule.recoveryTactic == .retry || rule.recoveryTactic == .retryAfterBackoff {
-            retryAfter = Self.retryAfter(headers, now: now())
+            retryAfter = headers.retryAfter(now: now())
         }
-        var info: [String: JSONValue] = [
-            ErrorRuleInfoKey.rule: .string(rule.id),
-            ErrorRuleInfoKey.allowsSilentReauthentication: .bool(rule.allowsSilentReauthentication),
-            OIDCErrorInfoKey.errorSource: .string(source),
-        ]
-        if let key = rule.messageKey { info[ErrorRuleInfoKey.messageKey] = .string(key) }
-        if let code = oauth?.error { info[OIDCErrorInfoKey.oauthError] = .string(code) }
         var message = "\(displayName.prefix(1).uppercased() + displayName.dropFirst()) answered"
         if let status { message += " HTTP \(status)" }
         if let oauth {
@@ -103,47 +113,17 @@ public struct OIDCErrorTaxonomy: ErrorTaxonomy {
                 : " The configured client secret was sent (\(method)): check that it and the client id are the"
                     + " ones the provider issued."
         }
-        return AuthError(
-            category: rule.category,
-            message: message,
-            shouldNotifyUser: rule.shouldNotifyUser,
-            userTitle: rule.userTitle,
-            userMessage: rule.userMessage,
-            httpStatus: status,
-            recoveryTactic: rule.recoveryTactic,
-            closesSession: rule.closesSession,
-            retryAfter: retryAfter,
-            errorType: oauth?.error,
-            body: body,
-            provider: provider,
-            providerInfo: info
-        )
+        var error = AuthError(rule: rule, message: message, provider: provider)
+        error.httpStatus = status
+        error.retryAfter = retryAfter
+        error.body = body
+        error.attach(OIDCErrorDetails(oauthError: oauth?.error, errorSource: source))
+        return error
     }
-
-    static let lastResort = ErrorRule(
-        id: "other", match: ErrorRuleMatch(), category: .providerOther, recoveryTactic: .showMessage,
-        shouldNotifyUser: false, closesSession: false, meaning: "An error no rule describes.", source: "Sesame")
 
     /// At most 200 printable characters of text from the provider, for messages.
     static func printable(_ text: String) -> String {
         String(text.unicodeScalars.filter { $0.value >= 0x20 && $0.value != 0x7F }.prefix(200).map(Character.init))
-    }
-
-    /// The wait a `Retry-After` header asks for (delay-seconds or an HTTP date), when sensible.
-    static func retryAfter(_ headers: HTTPHeaders, now: Date) -> Duration? {
-        guard let text = headers["Retry-After"]?.trimmingCharacters(in: .whitespaces), !text.isEmpty else {
-            return nil
-        }
-        if let seconds = Int(text) {
-            return (1..<10_000_000).contains(seconds) ? .seconds(seconds) : nil
-        }
-        let formatter = DateFormatter()
-        formatter.locale = Locale(identifier: "en_US_POSIX")
-        formatter.timeZone = TimeZone(identifier: "GMT")
-        formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss zzz"
-        guard let date = formatter.date(from: text) else { return nil }
-        let seconds = Int(date.timeIntervalSince(now).rounded(.up))
-        return (1..<10_000_000).contains(seconds) ? .seconds(seconds) : nil
     }
 }
 

@@ -89,6 +89,9 @@ public struct OIDCEndpoints: Sendable, Hashable {
     ///
     /// The issuer and every endpoint must be `https`, or plain `http` to a loopback address or to
     /// a host in `allowingInsecureHosts` (`EndpointSecurity`).
+    ///
+    /// - Throws: `AuthError` when the document cannot be fetched or read, names another issuer, or
+    ///   has an endpoint that is not https; `CancellationError` when the task is cancelled.
     public static func discover(
         issuer: String, transport: any HTTPTransport, provider: ProviderID = .oidc,
         allowingInsecureHosts: Set<String> = []
@@ -149,20 +152,6 @@ public enum OIDCConfigurationError {
     }
 }
 
-/// A client secret, kept out of every description. Only confidential clients have one; a
-/// desktop app is a public client and uses PKCE alone.
-public struct OIDCClientSecret: Sendable, Hashable, CustomStringConvertible, CustomDebugStringConvertible,
-    CustomReflectable
-{
-    /// The secret itself.
-    public let value: String
-    /// Wraps a secret.
-    public init(_ value: String) { self.value = value }
-    public var description: String { "OIDCClientSecret(\(Redaction.placeholder))" }
-    public var debugDescription: String { description }
-    public var customMirror: Mirror { Mirror(self, children: ["value": Redaction.placeholder]) }
-}
-
 /// How a client proves who it is at the token, device authorization and revocation endpoints
 /// (RFC 6749 §2.3.1, OpenID Connect Core §9).
 public struct OIDCClientAuthMethod: RawRepresentable, Sendable, Hashable, CustomStringConvertible {
@@ -205,7 +194,7 @@ public struct OIDCConfiguration: Sendable {
     public var clientID: String
     /// The client secret, for confidential clients and providers that give desktop clients one
     /// (Google's "Desktop app" clients do).
-    public var clientSecret: OIDCClientSecret?
+    public var clientSecret: ClientSecret?
     /// How to authenticate the client; `nil` chooses from discovery
     /// (``OIDCClientAuthMethod/chosen(hasSecret:supported:)``).
     public var clientAuthMethod: OIDCClientAuthMethod?
@@ -223,7 +212,7 @@ public struct OIDCConfiguration: Sendable {
     /// Creates a configuration.
     public init(
         providerID: ProviderID = .oidc, displayName: String? = nil, issuer: String, endpoints: OIDCEndpoints? = nil,
-        clientID: String, clientSecret: OIDCClientSecret? = nil, scopes: [String] = ["openid", "profile", "email"],
+        clientID: String, clientSecret: ClientSecret? = nil, scopes: [String] = ["openid", "profile", "email"],
         extraAuthorizationParameters: [(String, String)] = [], clockLeeway: TimeInterval = 60,
         allowedInsecureHosts: Set<String> = []
     ) {
@@ -284,6 +273,9 @@ public struct OIDCProvider: AuthProvider {
     }
 
     /// A provider whose endpoints come from ``OIDCConfiguration/endpoints`` or else from discovery.
+    ///
+    /// - Throws: `AuthError` when the document cannot be fetched or read, names another issuer, or
+    ///   has an endpoint that is not https; `CancellationError` when the task is cancelled.
     public static func discover(
         _ configuration: OIDCConfiguration, transport: any HTTPTransport,
         now: @escaping @Sendable () -> Date = { Date() }

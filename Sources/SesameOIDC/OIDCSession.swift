@@ -85,6 +85,8 @@ public final class OIDCSession: Sendable {
     /// Opens the session: from a usable stored token without UI, or by a login when allowed.
     /// A stored credential marked `needsLogin` is not used.
     @discardableResult
+    /// - Throws: `AuthError` for a login or refresh that failed; `CredentialStoreError` when the
+    ///   store cannot be read or written.
     public func open(scopes: [String] = [], allowLoginUI: Bool) async throws -> SessionState {
         try await session.open(
             permissions: scopes.map { Permission.read($0) }, allowLoginUI: allowLoginUI, loginUI: loginUI)
@@ -98,6 +100,9 @@ public final class OIDCSession: Sendable {
     /// needed; concurrent callers share one refresh. A token that cannot be refreshed is returned
     /// while it is still valid at all; ``TokenExpiry/warning(for:now:maximum:)`` says what to tell
     /// the person.
+    ///
+    /// - Throws: `AuthError` when there is no usable token or its refresh failed;
+    ///   `CredentialStoreError` when the store cannot be read or written.
     public func validToken() async throws -> AccessToken {
         let current = await session.token
         if let current, current.refreshToken == nil, await session.state.isOpen,
@@ -117,6 +122,8 @@ public final class OIDCSession: Sendable {
     /// Refreshes the token now, unless another process refreshed it while this one waited for
     /// the lock (a token with no expiry date is returned as it is).
     @discardableResult
+    /// - Throws: `AuthError` when the issuer refuses the refresh; `CredentialStoreError` when the
+    ///   store cannot be read or written.
     public func refresh() async throws -> AccessToken {
         let before = await session.token
         return try await refreshing {
@@ -175,6 +182,8 @@ public final class OIDCSession: Sendable {
 
     /// The person's claims from the userinfo endpoint. A refused token is refreshed once and
     /// the call made again.
+    ///
+    /// - Throws: `AuthError` when there is no usable token or the userinfo endpoint refuses it.
     public func userInfo() async throws -> JSONValue {
         guard let endpoint = provider.endpoints.userinfoEndpoint else {
             throw OIDCConfigurationError.unsupported("userinfo", endpoint: "userinfo_endpoint", provider: provider.id)
@@ -213,6 +222,9 @@ public final class OIDCSession: Sendable {
     ///
     /// When revocation fails (no network, say), the token is deleted here all the same and the
     /// error is thrown, so the app can tell the person the grant may still be active.
+    ///
+    /// - Throws: `AuthError` when the revocation failed (the token is cleared here all the same);
+    ///   `CredentialStoreError` when it cannot be removed from the store.
     public func logout(revoke: Bool = true) async throws {
         let token = await session.token
         var failure: (any Error)?

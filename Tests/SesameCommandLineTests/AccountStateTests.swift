@@ -13,26 +13,17 @@ struct AccountStateTests {
         let environment = ["XDG_STATE_HOME": state.path, "HOME": state.path]
         let writers = 20
         let perWriter = 5
-        // Threads, not tasks: each call blocks in flock like a separate process would.
+        // Each writer its own task: every call waits for the lock on a thread of its own, like a
+        // separate process would.
         try await withThrowingTaskGroup(of: Void.self) { group in
             for writer in 0..<writers {
                 group.addTask {
-                    try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
-                        Thread.detachNewThread {
-                            do {
-                                let accounts = AccountState(environment: environment)
-                                for index in 0..<perWriter {
-                                    let key = CredentialKey(
-                                        provider: "facebook", appID: "1", account: "w\(writer)-\(index)")
-                                    try accounts.recordUsage(.object(["call_count": .number(Double(index))]), for: key)
-                                }
-                                try accounts.setActiveAccount("w\(writer)", for: ProviderID(rawValue: "p\(writer)"))
-                                continuation.resume()
-                            } catch {
-                                continuation.resume(throwing: error)
-                            }
-                        }
+                    let accounts = AccountState(environment: environment)
+                    for index in 0..<perWriter {
+                        let key = CredentialKey(provider: "facebook", appID: "1", account: "w\(writer)-\(index)")
+                        try await accounts.recordUsage(.object(["call_count": .number(Double(index))]), for: key)
                     }
+                    try await accounts.setActiveAccount("w\(writer)", for: ProviderID(rawValue: "p\(writer)"))
                 }
             }
             try await group.waitForAll()
@@ -42,9 +33,9 @@ struct AccountStateTests {
         for writer in 0..<writers {
             for index in 0..<perWriter {
                 let key = CredentialKey(provider: "facebook", appID: "1", account: "w\(writer)-\(index)")
-                if accounts.lastUsage(for: key) == nil { missing.append(key.account) }
+                if await accounts.lastUsage(for: key) == nil { missing.append(key.account) }
             }
-            #expect(accounts.activeAccount(for: ProviderID(rawValue: "p\(writer)")) == "w\(writer)")
+            #expect(await accounts.activeAccount(for: ProviderID(rawValue: "p\(writer)")) == "w\(writer)")
         }
         #expect(missing.isEmpty, "lost usage entries: \(missing)")
         #expect(FileManager.default.fileExists(atPath: accounts.url.path + ".lock"))

@@ -271,7 +271,7 @@ struct DesktopProcessTests {
         #expect(Set(Self.alerts.map(\.0)) == Set(EmulatorScenario.allCases.map(\.rawValue)))
     }
 
-    @Test("fb-errors shows the seed's alert for each scenario", arguments: Self.alerts)
+    @Test("fb-errors shows the Scrumptious sample's alert for each scenario", arguments: Self.alerts)
     func errorAlert(_ scenario: String, _ title: String?, _ message: String?) async throws {
         let cli = try CLIHarness(storage: "memory")
         let result = try await cli.run("fb-errors", [scenario])
@@ -363,7 +363,7 @@ struct DesktopProcessTests {
         cli.record("sesame login facebook --account \(account)", result)
         #expect(result.status == 0, "\(result.standardError)")
 
-        // The seed's second start: the cached token, now in the keyring, opens the session silently.
+        // Scrumptious's second start: the cached token, now in the keyring, opens the session silently.
         let again = try await cli.run("fb-login", [])
         #expect(again.standardOutput.contains("session: created → createdTokenLoaded"), "\(again.standardOutput)")
         #expect(!again.standardError.contains("enter the code"))

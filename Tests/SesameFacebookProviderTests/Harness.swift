@@ -60,7 +60,7 @@ struct FacebookHarness: Sendable {
     }
 
     /// A session opened silently from a token the emulator issued and `store` holds: where most
-    /// of the seed's situations start.
+    /// of the Scrumptious sample's situations start.
     func openedSession(
         store: any CredentialStore, answer: DeviceAnswer = .approve(),
         recoveryDelegate: (any FacebookRecoveryDelegate)? = nil,

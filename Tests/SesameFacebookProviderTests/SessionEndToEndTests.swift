@@ -186,7 +186,7 @@ struct SessionEndToEndTests {
         let change = await iterator.next()
         #expect(change?.state == .closed)
         #expect(change?.error?.subcode == subcode)
-        // The seed's contextual message, chosen from the subcode.
+        // The Scrumptious sample's contextual message, chosen from the subcode.
         var texts = RecoveryTexts.standard
         texts.subcodes[458] = .init(title: "Session Error", message: "The app was removed. Please log in again.")
         #expect(texts.text(for: error).message.hasPrefix(contextual))

@@ -70,7 +70,8 @@ struct TokenOutOfURLTests {
         let client = GraphClient(provider: FacebookProvider(appID: "1234"), transport: echo, accessToken: token)
         let error = try await #require(throws: AuthError.self) { _ = try await client.get("me") }
         let texts = [
-            error.message, error.userMessage ?? "", error.userTitle ?? "", error.traceID ?? "", error.description,
+            error.message, error.userMessage ?? "", error.userTitle ?? "",
+            error.details(as: GraphErrorDetails.self)?.traceID ?? "", error.description,
             error.body?.jsonText ?? "",
         ]
         for text in texts {

@@ -275,7 +275,7 @@ struct RecoveryProcessorTests {
         #expect(delegate.messages == [.showMessage(title: "Already Posted", message: "You just posted that.")])
     }
 
-    @Test("the seed app's texts: 458 gets its own message, other reopen-session errors the category's")
+    @Test("the Scrumptious sample's texts: 458 gets its own message, other reopen-session errors the category's")
     func seedTexts() async throws {
         var texts = RecoveryTexts.standard
         texts.subcodes[458] = .init(title: "Session Error", message: "The app was removed. Please log in again.")

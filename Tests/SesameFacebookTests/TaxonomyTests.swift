@@ -199,7 +199,7 @@ struct TaxonomyOverlayTests {
     }
 
     @Test("the error keeps the parsed body, status, code, subcode, type, fbtrace_id and is_transient")
-    func keepsTheFacts() {
+    func keepsTheFacts() throws {
         let body = graphError(
             code: 190, subcode: 458,
             [
@@ -211,9 +211,10 @@ struct TaxonomyOverlayTests {
         #expect(error.httpStatus == 400)
         #expect(error.code == 190)
         #expect(error.subcode == 458)
-        #expect(error.errorType == "OAuthException")
-        #expect(error.traceID == "EJplcsCHuLu")
-        #expect(error.isTransient == false)
+        let graph = try #require(error.details(as: GraphErrorDetails.self))
+        #expect(graph.type == "OAuthException")
+        #expect(graph.traceID == "EJplcsCHuLu")
+        #expect(graph.isTransient == false)
         #expect(error.message.contains("Error validating access token."))
         #expect(error.description.contains("code 190/458"))
         #expect(error.graphBodyKind == .errorObject)
@@ -222,7 +223,7 @@ struct TaxonomyOverlayTests {
     @Test("the trace id falls back to the x-fb-trace-id header")
     func traceHeader() {
         let error = taxonomy.classify(status: 500, headers: ["x-fb-trace-id": "HdrTrace"], body: Data())
-        #expect(error.traceID == "HdrTrace")
+        #expect(error.details(as: GraphErrorDetails.self)?.traceID == "HdrTrace")
     }
 
     @Test(
@@ -234,7 +235,7 @@ struct TaxonomyOverlayTests {
         ])
     func transientFlag(value: JSONValue, expected: Bool?) {
         let error = taxonomy.classify(status: 400, headers: [:], body: graphError(code: 12345, ["is_transient": value]))
-        #expect(error.isTransient == expected)
+        #expect(error.details(as: GraphErrorDetails.self)?.isTransient == expected)
         #expect(error.category == (expected == true ? .retry : .badRequest))
     }
 

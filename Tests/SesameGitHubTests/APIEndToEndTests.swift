@@ -111,7 +111,7 @@ struct GitHubAPIEndToEndTests {
         #expect(error.category == .throttling)
         let wait = try #require(error.retryAfter)
         #expect(wait >= .seconds(85) && wait <= .seconds(92))
-        #expect(error.providerInfo[GitHubErrorInfoKey.rateLimitReset] != nil)
+        #expect(error.details(as: GitHubErrorDetails.self)?.rateLimitReset != nil)
     }
 
     @Test("secondary-rate-limit: 403 with retry-after backs off that long")
@@ -134,7 +134,7 @@ struct GitHubAPIEndToEndTests {
         try await harness.activate(.ssoRequired, count: 1)
         let error = try await #require(throws: AuthError.self) { try await harness.rawClient(token: pat).user() }
         #expect(error.ruleID == "sso-required")
-        let url = try #require(error.providerInfo[GitHubErrorInfoKey.ssoURL]?.stringValue)
+        let url = try #require(error.details(as: GitHubErrorDetails.self)?.ssoURL)
         #expect(url.hasPrefix(harness.endpoints.baseURL.absoluteString + "/orgs/sesame-org/sso?authorization_request="))
         #expect(error.message.contains(url))
         #expect(error.userMessage?.contains(url) == true)
@@ -153,7 +153,7 @@ struct GitHubAPIEndToEndTests {
         #expect(error.recoveryTactic == .requestPermissions)
         #expect(error.message.contains("'admin:org'"))
         #expect(error.userMessage?.contains("'admin:org'") == true)
-        #expect(error.providerInfo[GitHubErrorInfoKey.acceptedScopes] == .array([.string("admin:org")]))
+        #expect(error.details(as: GitHubErrorDetails.self)?.acceptedScopes == ["admin:org"])
     }
 
     @Test("a 404 whose X-Accepted-OAuth-Scopes the token lacks is a missing scope, not a missing page")

@@ -129,7 +129,7 @@ struct GitHubLoginEndToEndTests {
         let session = harness.session(store: InMemoryCredentialStore(), loginUI: harness.deviceLogin())
         let error = try await #require(throws: AuthError.self) { try await session.open(allowLoginUI: true) }
         #expect(error.ruleID == "client-misconfigured")
-        #expect(error.errorType == "incorrect_client_credentials")
+        #expect(error.details(as: GitHubErrorDetails.self)?.githubError == "incorrect_client_credentials")
         #expect(error.userMessage?.contains("client id") == true)
     }
 

@@ -205,7 +205,7 @@ struct GitHubUnitTests {
 
     @Test("a client secret never shows in the provider's description")
     func secretRedacted() {
-        let provider = GitHubProvider(clientID: "Iv1.x", clientSecret: GitHubClientSecret("s3cr3t-value"))
+        let provider = GitHubProvider(clientID: "Iv1.x", clientSecret: ClientSecret("s3cr3t-value"))
         #expect(!String(reflecting: provider).contains("s3cr3t-value"))
         #expect(!"\(provider)".contains("s3cr3t-value"))
     }

@@ -1,6 +1,7 @@
 import Foundation
 import Sesame
 import SesameHTTPServer
+import SesameTestSupport
 import Synchronization
 import Testing
 

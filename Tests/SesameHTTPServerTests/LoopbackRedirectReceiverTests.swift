@@ -1,6 +1,7 @@
 import Foundation
 import Sesame
 import SesameHTTPServer
+import SesameTestSupport
 import SesameTesting
 import Synchronization
 import Testing
@@ -273,12 +274,5 @@ struct LoopbackRedirectReceiverTests {
         let result = await login.result
         #expect(result.failure is CancellationError)
         #expect(throws: (any Error).self) { _ = try RawHTTPConnection.connectBlocking(port: port.withLock { $0 }) }
-    }
-}
-
-extension Result {
-    var failure: Failure? {
-        if case .failure(let error) = self { return error }
-        return nil
     }
 }

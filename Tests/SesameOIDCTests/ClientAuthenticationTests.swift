@@ -39,7 +39,7 @@ struct ClientAuthenticationTests {
     ) async throws -> OIDCProvider {
         var configuration = OIDCConfiguration(
             issuer: harness.endpoints.issuer, clientID: "confidential-desktop",
-            clientSecret: secret.map(OIDCClientSecret.init))
+            clientSecret: secret.map(ClientSecret.init))
         configuration.clientAuthMethod = method
         let provider = try await OIDCProvider.discover(configuration, transport: harness.transport)
         let login = DeviceLoginFlow(
@@ -80,7 +80,7 @@ struct ClientAuthenticationTests {
             }
             let message = error?.message ?? ""
             #expect(error?.category == .invalid)
-            #expect(error?.providerInfo[ErrorRuleInfoKey.rule]?.stringValue == "client-refused")
+            #expect(error?.ruleID == "client-refused")
             #expect(message.contains(hint), "\(message)")
             #expect(!message.contains("Contact the app's developer"))
             #expect(!message.contains("wrong-secret") && !message.contains("the-real-secret"))

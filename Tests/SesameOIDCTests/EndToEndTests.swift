@@ -70,7 +70,7 @@ struct OIDCEndToEndTests {
         let store = InMemoryCredentialStore()
         let session = harness.session(store: store, loginUI: harness.browserLogin(harness.browser()))
         let error = try await #require(throws: AuthError.self) { try await session.open(allowLoginUI: true) }
-        #expect(error.providerInfo["idTokenCheck"]?.stringValue == check)
+        #expect(error.details(as: IDTokenError.self)?.check.rawValue == check)
         #expect(error.message.contains("\(check) check"))
         #expect(await session.state == .closedLoginFailed)
         #expect(try await store.list().isEmpty)

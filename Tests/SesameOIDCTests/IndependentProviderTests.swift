@@ -87,7 +87,7 @@ struct IndependentProviderTests {
 
     func session(issuer: String, clientID: String, secret: String, port: Int) async throws -> OIDCSession {
         let provider = try await OIDCProvider.discover(
-            OIDCConfiguration(issuer: issuer, clientID: clientID, clientSecret: OIDCClientSecret(secret)),
+            OIDCConfiguration(issuer: issuer, clientID: clientID, clientSecret: ClientSecret(secret)),
             transport: transport)
         #expect(provider.clientAuthMethod == .clientSecretBasic, "Discovery §3's default when none is listed")
         let login = OIDCBrowserLogin(
@@ -126,7 +126,7 @@ struct IndependentProviderTests {
         let session = try await session(issuer: issuer, clientID: client.id, secret: "not-the-secret", port: port)
         let error = await #expect(throws: AuthError.self) { try await session.open(allowLoginUI: true) }
         #expect(
-            error?.providerInfo[ErrorRuleInfoKey.rule]?.stringValue == "client-refused", "\(String(describing: error))")
+            error?.ruleID == "client-refused", "\(String(describing: error))")
         #expect(error?.message.contains("client secret was sent") == true, "\(error?.message ?? "")")
         #expect(error?.message.contains("not-the-secret") == false)
     }

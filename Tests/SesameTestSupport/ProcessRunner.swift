@@ -1,5 +1,5 @@
-// Shared by the test targets that run this package's built executables as processes
-// (STYLE.md: end-to-end tests start the binary and check stdout, stderr and the exit code).
+// Shared by the test targets that run this package's built executables as processes: each test
+// starts the binary and checks its stdout, stderr and exit code.
 import Foundation
 import Sesame
 import Synchronization

@@ -50,13 +50,12 @@ struct EndpointAndRedactionTests {
 
         let error = AuthError(
             category: .invalid, message: "bad \(secret)", userTitle: secret, userMessage: "see \(secret)",
-            traceID: secret,
             body: .object(["error": .object(["message": .string("echo \(secret)"), secret: .bool(true)])]),
-            providerInfo: ["x": .string(secret)]
+            details: [IssuerCheckFailure(expectedIssuer: "x", receivedIssuer: secret)]
         ).redacting([secret])
         for text in [
-            error.message, error.userTitle!, error.userMessage!, error.traceID!, error.body!.jsonText,
-            JSONValue.object(error.providerInfo).jsonText,
+            error.message, error.userTitle!, error.userMessage!, error.body!.jsonText,
+            error.details.map(\.json.jsonText).joined(),
         ] {
             #expect(!text.contains("en_with"), "\(text)")
         }

@@ -46,16 +46,13 @@ struct ErrorRulesTests {
         #expect(table.rule(id: "oauth")?.category == .authenticationReopenSession)
     }
 
-    @Test("an error's rule id, message key and silent-reauthentication flag are read from providerInfo")
+    @Test("an error's rule id, message key and silent-reauthentication flag are read from its rule details")
     func accessors() {
         var error = AuthError(category: .authenticationReopenSession, message: "m")
         #expect(error.ruleID == nil)
         #expect(error.messageKey == nil)
         #expect(error.allowsSilentReauthentication)
-        error.providerInfo = [
-            ErrorRuleInfoKey.rule: .string("oauth-458"), ErrorRuleInfoKey.messageKey: .string("k"),
-            ErrorRuleInfoKey.allowsSilentReauthentication: .bool(false),
-        ]
+        error.attach(ErrorRuleDetails(ruleID: "oauth-458", messageKey: "k", allowsSilentReauthentication: false))
         #expect(error.ruleID == "oauth-458")
         #expect(error.messageKey == "k")
         #expect(!error.allowsSilentReauthentication)

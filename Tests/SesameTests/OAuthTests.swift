@@ -137,7 +137,7 @@ struct OAuthTests {
             }
             #expect(error?.loginFailedReason == .issuerMismatch)
             #expect(error?.message.contains("RFC 9207 issuer check") == true)
-            #expect(error?.providerInfo["check"]?.stringValue == "issuer")
+            #expect(error?.details(as: IssuerCheckFailure.self)?.json["check"]?.stringValue == "issuer")
         }
     }
 

@@ -134,6 +134,9 @@ public struct BrowserLoginFlow: LoginUI {
         self.transport = transport
     }
 
+    /// - Throws: ``AuthError`` for a denied, forged, timed-out or failed login
+    ///   (``AuthError/loginFailedReason`` says which); `CancellationError` when the task is
+    ///   cancelled.
     public func logIn(_ request: LoginRequest) async throws -> AccessToken {
         let state = try OAuth.makeState()
         let pkce = try PKCE.generate()

@@ -56,6 +56,9 @@ public protocol DeviceLoginDialect: Sendable {
     /// The request for one poll.
     func pollRequest(_ context: DevicePollContext) throws -> HTTPRequest
     /// What a poll answer (any status) says.
+    ///
+    /// - Throws: ``AuthError`` when the answer cannot be turned into a token (its token request
+    ///   failed).
     func readPoll(_ response: HTTPResponse, context: DevicePollContext) async throws -> DevicePollAnswer
 }
 
@@ -196,6 +199,9 @@ public struct DeviceLoginFlow: LoginUI {
         self.maxConsecutiveFailures = maxConsecutiveFailures
     }
 
+    /// - Throws: ``AuthError`` (``LoginFailedReason/codeExpired``,
+    ///   ``LoginFailedReason/userDenied``, a refused start, repeated failures); `CancellationError`
+    ///   when the task is cancelled.
     public func logIn(_ request: LoginRequest) async throws -> AccessToken {
         let taxonomy = dialect.errorTaxonomy
         let start = try await LoginHTTP.send(

@@ -49,6 +49,8 @@ public struct SystemBrowserOpener: BrowserOpener {
         ["DISPLAY", "WAYLAND_DISPLAY"].contains { !(environment[$0] ?? "").isEmpty }
     }
 
+    /// - Throws: ``AuthError`` when the browser command cannot be started or fails at once, with
+    ///   the address to open by hand.
     public func open(_ url: URL) async throws {
         switch mode {
         case .printOnly:

@@ -4,8 +4,11 @@ import Synchronization
 
 /// An `HTTPTransport` over plain loopback sockets, one connection per request: real HTTP for
 /// the login flows' tests, without depending on another backend.
-struct LoopbackTransport: HTTPTransport {
-    func send(_ request: HTTPRequest) async throws -> HTTPResponse {
+package struct LoopbackTransport: HTTPTransport {
+    /// Creates the transport.
+    package init() {}
+
+    package func send(_ request: HTTPRequest) async throws -> HTTPResponse {
         guard let host = request.url.host, let port = request.url.port else {
             throw TransportError(kind: .invalidRequest, message: "only http://<ip>:<port> URLs are supported here")
         }
@@ -28,17 +31,27 @@ struct LoopbackTransport: HTTPTransport {
 /// A `BrowserOpener` double that behaves like a browser: it loads the URL over HTTP and
 /// follows redirects, in the background (a real browser does not make `open` wait), and
 /// keeps every page it ends on.
-final class FollowingBrowser: BrowserOpener {
-    struct Visit: Sendable {
-        var url: URL
-        var status: Int
-        var body: String
+package final class FollowingBrowser: BrowserOpener {
+    package struct Visit: Sendable {
+        package var url: URL
+        package var status: Int
+        package var body: String
+
+        /// A visit to `url` that got `status` and `body`.
+        package init(url: URL, status: Int, body: String) {
+            self.url = url
+            self.status = status
+            self.body = body
+        }
     }
 
     private let state = Mutex<(visits: [Task<[Visit], any Error>], opened: [URL])>(([], []))
-    let transport = LoopbackTransport()
+    package let transport = LoopbackTransport()
 
-    func open(_ url: URL) async throws {
+    /// Creates a browser that has opened nothing yet.
+    package init() {}
+
+    package func open(_ url: URL) async throws {
         let transport = transport
         let task = Task {
             var visits: [Visit] = []
@@ -61,20 +74,23 @@ final class FollowingBrowser: BrowserOpener {
     }
 
     /// The URLs it was asked to open.
-    var opened: [URL] { state.withLock { $0.opened } }
+    package var opened: [URL] { state.withLock { $0.opened } }
 
     /// Every page of the last open, in order, once the browser has finished loading.
-    func lastVisits() async throws -> [Visit] {
+    package func lastVisits() async throws -> [Visit] {
         guard let task = state.withLock({ $0.visits.last }) else { return [] }
         return try await task.value
     }
 }
 
 /// An error taxonomy with only the defaults: enough for flows that must classify.
-struct PlainTaxonomy: ErrorTaxonomy {
-    var provider: ProviderID = "example"
+package struct PlainTaxonomy: ErrorTaxonomy {
+    package var provider: ProviderID
 
-    func classify(status: Int, headers: HTTPHeaders, body: Data) -> AuthError {
+    /// Creates the taxonomy for `provider`.
+    package init(provider: ProviderID = "example") { self.provider = provider }
+
+    package func classify(status: Int, headers: HTTPHeaders, body: Data) -> AuthError {
         if let error = OAuthErrorResponse(json: JSONValue(parsing: body)) {
             return AuthError(
                 category: status >= 500 ? .server : .badRequest, message: "HTTP \(status): \(error.summary)",
@@ -83,5 +99,13 @@ struct PlainTaxonomy: ErrorTaxonomy {
         return AuthError(
             category: status >= 500 ? .server : .providerOther, message: "HTTP \(status) with an unreadable body",
             httpStatus: status, provider: provider)
+    }
+}
+
+extension Result {
+    /// The error, when the result is a failure.
+    package var failure: Failure? {
+        if case .failure(let error) = self { return error }
+        return nil
     }
 }

@@ -12,30 +12,33 @@ import Foundation
 /// cooperative pool; every read gives up after `readTimeout` so a broken server fails a test
 /// instead of hanging it.
 // Used by one task at a time; `buffer` is touched only inside `blocking`, one call at a time.
-final class RawHTTPConnection: @unchecked Sendable {
-    struct Response: Sendable {
-        var status: Int
-        var headers: [(String, String)]
-        var body: Data
+package final class RawHTTPConnection: @unchecked Sendable {
+    package struct Response: Sendable {
+        package var status: Int
+        package var headers: [(String, String)]
+        package var body: Data
 
-        func header(_ name: String) -> String? {
+        package func header(_ name: String) -> String? {
             headers.first { $0.0.caseInsensitiveCompare(name) == .orderedSame }?.1
         }
-        var text: String { String(decoding: body, as: UTF8.self) }
+        package var text: String { String(decoding: body, as: UTF8.self) }
     }
 
-    struct Failure: Error, CustomStringConvertible {
-        var description: String
+    package struct Failure: Error, CustomStringConvertible {
+        package var description: String
+
+        /// A failure saying `description`.
+        package init(description: String) { self.description = description }
     }
 
     /// What a read found.
-    enum Outcome: Sendable {
+    package enum Outcome: Sendable {
         case response(Response)
         /// The server closed the connection (or reset it) before a full response.
         case closed
     }
 
-    let descriptor: Int32
+    package let descriptor: Int32
     private var buffer = Data()
 
     private init(descriptor: Int32) { self.descriptor = descriptor }
@@ -43,13 +46,14 @@ final class RawHTTPConnection: @unchecked Sendable {
     deinit { close(descriptor) }
 
     /// Connects to `host`:`port` (IPv4 or IPv6 literal).
-    static func connect(host: String = "127.0.0.1", port: Int, readTimeout: Int = 20) async throws -> RawHTTPConnection
-    {
+    package static func connect(
+        host: String = "127.0.0.1", port: Int, readTimeout: Int = 20
+    ) async throws -> RawHTTPConnection {
         try await blocking { try connectBlocking(host: host, port: port, readTimeout: readTimeout) }
     }
 
     /// Connects on the calling thread (a loopback connect does not wait).
-    static func connectBlocking(
+    package static func connectBlocking(
         host: String = "127.0.0.1", port: Int, readTimeout: Int = 20
     ) throws
         -> RawHTTPConnection
@@ -93,10 +97,10 @@ final class RawHTTPConnection: @unchecked Sendable {
     }
 
     /// Closes both directions now (the descriptor itself is closed on deinit).
-    func shutDown() { _ = Glibc.shutdown(descriptor, Int32(SHUT_RDWR)) }
+    package func shutDown() { _ = Glibc.shutdown(descriptor, Int32(SHUT_RDWR)) }
 
     /// Sends raw bytes.
-    func send(_ bytes: Data) async throws {
+    package func send(_ bytes: Data) async throws {
         try await Self.blocking { [self] in
             var offset = 0
             while offset < bytes.count {
@@ -110,10 +114,10 @@ final class RawHTTPConnection: @unchecked Sendable {
     }
 
     /// Sends text as UTF-8.
-    func send(_ text: String) async throws { try await send(Data(text.utf8)) }
+    package func send(_ text: String) async throws { try await send(Data(text.utf8)) }
 
     /// Sends a simple request and reads its answer.
-    func request(
+    package func request(
         _ method: String = "GET", _ target: String, headers: [(String, String)] = [], body: Data = Data()
     ) async throws -> Response {
         var head = "\(method) \(target) HTTP/1.1\r\nHost: 127.0.0.1\r\n"
@@ -128,12 +132,12 @@ final class RawHTTPConnection: @unchecked Sendable {
     }
 
     /// Reads one response, or finds the connection closed.
-    func read() async throws -> Outcome {
+    package func read() async throws -> Outcome {
         try await Self.blocking { [self] in try readBlocking() }
     }
 
     /// Reads only a response head (for HEAD requests, whose answers have no body).
-    func readHead() async throws -> Response {
+    package func readHead() async throws -> Response {
         try await Self.blocking { [self] in
             let separator = Data("\r\n\r\n".utf8)
             var headEnd = buffer.range(of: separator)
@@ -147,7 +151,7 @@ final class RawHTTPConnection: @unchecked Sendable {
         }
     }
 
-    static func parseHead(_ head: String) throws -> Response {
+    package static func parseHead(_ head: String) throws -> Response {
         var lines = head.components(separatedBy: "\r\n")
         let statusLine = lines.removeFirst().split(separator: " ")
         guard statusLine.count >= 2, let status = Int(statusLine[1]) else {
@@ -161,7 +165,7 @@ final class RawHTTPConnection: @unchecked Sendable {
     }
 
     /// Reads until the server closes the connection; true when it did (false: the read timed out).
-    func waitForClose() async throws -> Bool {
+    package func waitForClose() async throws -> Bool {
         try await Self.blocking { [self] in
             var chunk = [UInt8](repeating: 0, count: 4096)
             while true {
@@ -233,7 +237,7 @@ final class RawHTTPConnection: @unchecked Sendable {
     }
 
     /// Runs a blocking call on a thread of its own and waits for it.
-    static func blocking<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
+    package static func blocking<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
         try await withCheckedThrowingContinuation { continuation in
             let thread = Thread {
                 continuation.resume(with: Result { try body() })

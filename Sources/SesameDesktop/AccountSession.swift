@@ -1,0 +1,97 @@
+import Foundation
+import Sesame
+
+/// One account's session as the generic commands use it.
+public protocol AccountSession: Sendable {
+    /// Where its token is kept.
+    var key: CredentialKey { get }
+    /// Opens it from the store without UI; `false` when there is no usable stored login.
+    ///
+    /// - Throws: `CredentialStoreError` when the store cannot be read; the provider's `AuthError`
+    ///   when reopening fails.
+    func open() async throws -> Bool
+    /// A token good to use now, refreshed first when needed.
+    ///
+    /// - Throws: `AuthError` when there is no usable token or its refresh failed;
+    ///   `CredentialStoreError` when the store cannot be read or written.
+    func validToken() async throws -> AccessToken
+    /// The token's user, when the session is open.
+    var userID: String? { get async }
+    /// Logs out: revokes at the provider when `revoke` is true (and the provider can), then
+    /// deletes the stored login.
+    ///
+    /// - Returns: a note about the revocation for the person ("its tokens were revoked"), or nil.
+    /// - Throws: ``RevocationFailed`` when the login was removed here but revoking failed; the
+    ///   store's error when it could not be removed.
+    func logOut(revoke: Bool) async throws -> String?
+    /// The permissions granted and declined, read from the provider.
+    ///
+    /// - Throws: `AuthError` from the provider; `PermissionsUnsupported` for a provider without
+    ///   permissions.
+    func listPermissions() async throws -> PermissionSet
+    /// Asks the person for more permissions, with the provider's options.
+    ///
+    /// - Throws: `AuthError` from the provider or the login; `PermissionsUnsupported` for a
+    ///   provider without permissions.
+    func requestPermissions(_ names: [String], options: [String: String]) async throws -> PermissionRequestOutcome
+    /// Gives up one permission.
+    ///
+    /// - Throws: `AuthError` from the provider; `PermissionsUnsupported` for a provider without
+    ///   permissions.
+    func revokePermission(_ name: String) async throws
+    /// The last rate-limit usage seen, to keep for `sesame status`.
+    var lastUsage: JSONValue? { get }
+    /// What to tell the person about `token` on standard error, if anything (a token that
+    /// expires soon and cannot be renewed).
+    func warning(for token: AccessToken) -> String?
+}
+
+extension AccountSession {
+    public var lastUsage: JSONValue? { nil }
+    public func warning(for token: AccessToken) -> String? { nil }
+    public func listPermissions() async throws -> PermissionSet { throw PermissionsUnsupported() }
+    public func requestPermissions(
+        _ names: [String], options: [String: String]
+    ) async throws -> PermissionRequestOutcome { throw PermissionsUnsupported() }
+    public func revokePermission(_ name: String) async throws { throw PermissionsUnsupported() }
+}
+
+/// A provider whose permissions are chosen at login only.
+public struct PermissionsUnsupported: Error, Sendable, CustomStringConvertible {
+    public init() {}
+    public var description: String { "This provider's permissions are chosen when logging in." }
+}
+
+/// The login was removed here, but revoking it at the provider failed.
+public struct RevocationFailed: Error, Sendable, CustomStringConvertible {
+    /// Why revoking failed.
+    public var underlying: any Error & Sendable
+    /// What the person can do instead ("remove it in Facebook's settings").
+    public var advice: String
+
+    /// Creates the error.
+    public init(underlying: any Error & Sendable, advice: String) {
+        self.underlying = underlying
+        self.advice = advice
+    }
+
+    public var description: String { "revoking failed (\(underlying)); \(advice)" }
+
+    /// Runs a provider's logout: a store error (the login could not be removed) passes through;
+    /// any other error, when `revoke` was asked for, means the login is gone here but the
+    /// revocation failed.
+    ///
+    /// - Throws: the `CredentialStoreError` `body` throws; for any other error, `RevocationFailed`
+    ///   with `advice` when `revoke` was asked for, the error itself otherwise.
+    public static func loggingOut(
+        revoke: Bool, advice: String, _ body: () async throws -> Void
+    ) async throws {
+        do {
+            try await body()
+        } catch let error as CredentialStoreError {
+            throw error
+        } catch  where revoke {
+            throw RevocationFailed(underlying: SendableErrorBox(error), advice: advice)
+        }
+    }
+}

@@ -1,0 +1,127 @@
+import Foundation
+import Sesame
+
+/// A provider made ready for one command: its app, its sessions, its status checks.
+public protocol ConnectedProvider: Sendable {
+    /// The provider id logins are stored under.
+    var providerID: ProviderID { get }
+    /// The app (client) id logins are stored under.
+    var appID: String { get }
+    /// Who answers, for messages: "Facebook", "the Facebook emulator", "work (https://id.example.com)".
+    var label: String { get }
+    /// Provider-specific facts for `sesame status` (OpenID: the issuer), no secrets.
+    var details: [String: String] { get }
+    /// Whether this runs against a built-in emulator.
+    var isEmulated: Bool { get }
+
+    /// Runs a login for `account` and saves it in `store`; returns the token and who it is.
+    ///
+    /// - Throws: the login's ``AuthError``; ``DesktopError`` for options this provider does not
+    ///   take.
+    func logIn(_ options: LoginOptions, account: String, store: any CredentialStore) async throws -> LoginResult
+
+    /// The session of `account`, to open from the store without UI.
+    func session(account: String, store: any CredentialStore) -> any AccountSession
+
+    /// Checks a stored login with the provider (who it is, whether it still works), for
+    /// `sesame status`. Never changes what is stored.
+    func check(_ credential: StoredCredential) async -> AccountCheck
+
+    /// Stops what the connection started (a built-in emulator, saving its state).
+    func shutdown() async
+}
+
+extension ConnectedProvider {
+    public var details: [String: String] { [:] }
+    public var isEmulated: Bool { false }
+    public func shutdown() async {}
+}
+
+/// What a login is asked to do, as the command line gives it.
+public struct LoginOptions: Sendable, Hashable {
+    /// Which way to log in.
+    public enum Flow: Sendable, Hashable {
+        /// The provider's default (device login where offered).
+        case automatic
+        /// Device login, asked for explicitly.
+        case device
+        /// Browser login with a loopback redirect.
+        case browser(openBrowser: Bool)
+        /// A token the person already has.
+        case existingToken(String)
+    }
+
+    /// The flow.
+    public var flow: Flow
+    /// The scopes or permissions to ask for; empty for the provider's default.
+    public var scopes: [String]
+
+    /// Creates options.
+    public init(flow: Flow = .automatic, scopes: [String] = []) {
+        self.flow = flow
+        self.scopes = scopes
+    }
+}
+
+/// What a login obtained.
+public struct LoginResult: Sendable {
+    /// The token, already saved.
+    public var token: AccessToken
+    /// The person's name, when the provider said it.
+    public var userName: String?
+
+    /// Creates a result.
+    public init(token: AccessToken, userName: String?) {
+        self.token = token
+        self.userName = userName
+    }
+}
+
+/// What checking a stored login with the provider found.
+public struct AccountCheck: Sendable, Hashable {
+    /// Whether the login still works.
+    public enum Validity: String, Sendable, Hashable, Codable {
+        /// The provider accepted it just now.
+        case valid
+        /// It no longer works: a new login is needed.
+        case invalid
+        /// It could not be checked (no network, a timeout): see ``AccountCheck/problem``.
+        case unverified
+        /// It was judged from what is stored alone (expiry, a refresh token), without asking the
+        /// provider.
+        case notChecked = "not_checked"
+    }
+
+    /// The verdict.
+    public var validity: Validity
+    /// The person's name, when known.
+    public var userName: String?
+    /// What is wrong, in one sentence, when something is.
+    public var problem: String?
+    /// The last rate-limit usage seen, as the provider reports it.
+    public var usage: JSONValue?
+
+    /// Creates a check.
+    public init(validity: Validity, userName: String? = nil, problem: String? = nil, usage: JSONValue? = nil) {
+        self.validity = validity
+        self.userName = userName
+        self.problem = problem
+        self.usage = usage
+    }
+}
+
+extension AccountCheck {
+    /// The check `body` makes; an ``AuthError`` it throws becomes what `refused` makes of it,
+    /// any other error an unverified check that names it.
+    static func checking(
+        _ body: () async throws -> AccountCheck, refused: (AuthError) -> AccountCheck
+    ) async -> AccountCheck {
+        do {
+            return try await body()
+        } catch let error as AuthError {
+            return refused(error)
+        } catch {
+            return AccountCheck(validity: .unverified, problem: "\(error)")
+        }
+    }
+}

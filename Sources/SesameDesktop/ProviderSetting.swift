@@ -1,0 +1,201 @@
+import Foundation
+import Sesame
+
+/// One setting a provider reads: from a flag (when it may be given on the command line), an
+/// environment variable, or a key of its object in the config file, the first that has it
+/// winning.
+public struct ProviderSetting: Sendable {
+    /// What values are allowed.
+    public enum Kind: Sendable, Hashable {
+        /// Any non-empty text without control characters.
+        case text
+        /// An `http` or `https` address with a host.
+        case url
+        /// A list: comma-separated in a flag or variable, a JSON array (or comma-separated text)
+        /// in the config file.
+        case list
+        /// Digits only (Facebook app ids).
+        case digits
+        /// A flag that takes no value.
+        case flag
+        /// One of these words.
+        case choice([String])
+        /// An API version written `v` digits `.` digits (`v19.0`).
+        case version
+    }
+
+    /// The flag without dashes (`app-id`), also the setting's identifier.
+    public var name: String
+    /// The placeholder of its value in help (`ID`).
+    public var valueName: String
+    /// What it is, for help and `sesame providers`.
+    public var summary: String
+    /// The environment variable, if it can be set there.
+    public var environment: String?
+    /// The key in the provider's object of the config file, if it can be set there.
+    public var configKey: String?
+    /// Whether it may be given as a flag of `sesame login` (never for secrets: argv is visible
+    /// to every user in `ps`).
+    public var isFlag: Bool
+    /// A secret: never a flag, never printed.
+    public var isSecret: Bool
+    /// What values are allowed.
+    public var kind: Kind
+
+    /// Creates a setting.
+    public init(
+        _ name: String, value: String = "VALUE", kind: Kind = .text, flag: Bool = true, secret: Bool = false,
+        environment: String? = nil, configKey: String? = nil, _ summary: String
+    ) {
+        self.name = name
+        self.valueName = value
+        self.summary = summary
+        self.environment = environment
+        self.configKey = configKey
+        self.isFlag = flag && !secret
+        self.isSecret = secret
+        self.kind = kind
+    }
+
+    /// Why `value` is not allowed, or `nil` when it is.
+    public func problem(with value: String) -> String? {
+        if value.isEmpty { return "it is empty" }
+        if value.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) {
+            return "it contains control characters"
+        }
+        switch kind {
+        case .text, .list, .flag:
+            return nil
+        case .digits:
+            return value.allSatisfy(\.isASCII) && value.allSatisfy(\.isNumber) ? nil : "it must be digits only"
+        case .url:
+            guard let url = URL(string: value), ["http", "https"].contains(url.scheme?.lowercased() ?? ""),
+                url.host?.isEmpty == false
+            else { return "it must be an http(s) address such as https://example.com" }
+            return nil
+        case .choice(let words):
+            return words.contains(value) ? nil : "it must be one of \(words.joined(separator: ", "))"
+        case .version:
+            let parts = value.dropFirst().split(separator: ".", omittingEmptySubsequences: false)
+            let ok =
+                value.hasPrefix("v") && parts.count == 2
+                && parts.allSatisfy { !$0.isEmpty && $0.allSatisfy { $0.isASCII && $0.isNumber } }
+            return ok ? nil : "it must be written like v19.0"
+        }
+    }
+}
+
+/// Why a provider is being connected, so it starts no more than the command needs.
+public enum ConnectionPurpose: Sendable, Hashable {
+    /// `sesame login`: the built-in emulator, when used, is announced.
+    case login
+    /// Any other command that uses a login (`token`, `logout`, `switch`, `permissions`).
+    case use
+    /// `sesame status`.
+    case status
+    /// `sesame doctor`: nothing is started.
+    case doctor
+}
+
+/// What ``ProviderPlugin/connect(_:)`` is handed.
+public struct ProviderConnectionRequest: Sendable {
+    /// The name the provider was asked for by (a plug-in's name or an instance's).
+    public var instance: String
+    /// Values of the provider's flags from the command line, by setting name.
+    public var flags: [String: String]
+    /// The resolved configuration (storage, config file).
+    public var configuration: DesktopConfiguration
+    /// The environment.
+    public var environment: [String: String]
+    /// The terminal.
+    public var terminal: Terminal
+    /// What sends requests.
+    public var transport: any HTTPTransport
+    /// The built-in emulators the program allows (the `sesame` command and the examples allow
+    /// them; a library app gets a configuration error instead unless it asks for them).
+    public var emulators: BuiltInEmulators?
+    /// Why the provider is connected.
+    public var purpose: ConnectionPurpose
+    /// Reads a secret the person gives on standard input (a prompt without echo on a terminal),
+    /// for settings a flag asks to read that way; `nil` when the program has no standard input to
+    /// offer.
+    public var readSecret: (@Sendable (_ prompt: String) async -> String)?
+
+    /// Creates a request.
+    public init(
+        instance: String, flags: [String: String] = [:], configuration: DesktopConfiguration,
+        environment: [String: String], terminal: Terminal, transport: any HTTPTransport,
+        emulators: BuiltInEmulators?, purpose: ConnectionPurpose,
+        readSecret: (@Sendable (_ prompt: String) async -> String)? = nil
+    ) {
+        self.readSecret = readSecret
+        self.instance = instance
+        self.flags = flags
+        self.configuration = configuration
+        self.environment = environment
+        self.terminal = terminal
+        self.transport = transport
+        self.emulators = emulators
+        self.purpose = purpose
+    }
+
+    /// Hosts the person allows plain `http` to, although they are not loopback addresses:
+    /// `SESAME_ALLOW_INSECURE_HTTP`, host names separated by commas. Every provider passes them to
+    /// its endpoint check; by default there are none (RFC 9700: https, or http to loopback only).
+    public var allowedInsecureHosts: Set<String> {
+        Set(
+            (environment["SESAME_ALLOW_INSECURE_HTTP"] ?? "").split(separator: ",")
+                .map { $0.trimmingCharacters(in: .whitespaces).lowercased() }.filter { !$0.isEmpty })
+    }
+
+    /// A function that resolves a setting with ``value(of:section:sectionPath:fallback:)`` from
+    /// the config file's section `name`.
+    ///
+    /// - Throws: ``DesktopError`` (78) when the section is not an object.
+    func settingReader(section name: String) throws -> (ProviderSetting) throws -> Sourced<String>? {
+        let section = try configuration.section(name)
+        return { setting in try value(of: setting, section: section, sectionPath: name) }
+    }
+
+    /// Resolves `setting`: the flag, then the environment, then the config file's `section`
+    /// (named `sectionPath` in messages), then `fallback`.
+    ///
+    /// - Throws: ``DesktopError`` (78) naming where a bad value came from and what is allowed.
+    public func value(
+        of setting: ProviderSetting, section: [String: JSONValue], sectionPath: String,
+        fallback: Sourced<String>? = nil
+    ) throws -> Sourced<String>? {
+        func checked(_ value: String, source: String) throws -> Sourced<String> {
+            if let problem = setting.problem(with: value) {
+                throw DesktopError(
+                    "\(source) is \(setting.isSecret ? "set" : "'\(value.sanitizedForTerminal)'"), which is not a "
+                        + "valid \(setting.summary.lowercasedFirst.trimmingCharacters(in: ["."])): \(problem).",
+                    status: .config)
+            }
+            return Sourced(value, source: source)
+        }
+        if setting.isFlag, let value = flags[setting.name] { return try checked(value, source: "--\(setting.name)") }
+        if let variable = setting.environment, let value = environment[variable], !value.isEmpty {
+            return try checked(value, source: variable)
+        }
+        if let key = setting.configKey, let raw = section[key] {
+            let source = "\(configuration.configFileDescription) (\(sectionPath).\(key))"
+            switch raw {
+            case .string(let text):
+                return try checked(text, source: source)
+            case .array(let items) where setting.kind == .list:
+                let texts = items.compactMap(\.stringValue)
+                guard texts.count == items.count else {
+                    throw DesktopError("\(source) must be a list of strings.", status: .config)
+                }
+                return try checked(texts.joined(separator: ","), source: source)
+            default:
+                throw DesktopError(
+                    "\(source) is \(raw.typeDescription), but it must be "
+                        + (setting.kind == .list ? "a list of strings" : "a string")
+                        + " (write it in quotes, as in \"\(key)\": \"...\").", status: .config)
+            }
+        }
+        return fallback
+    }
+}
