@@ -88,3 +88,24 @@ struct ResponseInput {
 func require(_ condition: Bool, _ message: @autoclosure () -> String) {
     if !condition { preconditionFailure(message()) }
 }
+
+/// Numbers read from an input's bytes as they are in memory, 8 bytes each (zero past the end), so
+/// that values at the ends of their types' ranges come up at once, where mutating the digits of
+/// a number written in text seldom reaches them.
+struct RawNumbers {
+    private let bytes: [UInt8]
+    private var offset = 0
+
+    init(_ data: Data) { bytes = [UInt8](data.prefix(64)) }
+
+    mutating func int() -> Int {
+        var value: UInt64 = 0
+        for index in offset..<(offset + 8) {
+            value = value << 8 | UInt64(index < bytes.count ? bytes[index] : 0)
+        }
+        offset += 8
+        return Int(truncatingIfNeeded: value)
+    }
+
+    mutating func double() -> Double { Double(bitPattern: UInt64(truncatingIfNeeded: int())) }
+}

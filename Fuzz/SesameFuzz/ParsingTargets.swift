@@ -45,6 +45,20 @@ enum GraphErrorFuzz {
         if let usage = governor.lastUsage { _ = GraphUsage(json: usage.json) }
         // Usage as the JSON it is kept in (GraphUsage.json), read back from any body.
         if let json = JSONValue(parsing: input.body) { _ = GraphUsage(json: json)?.estimatedTimeToRegainAccess }
+        // Usage numbers straight from the input's first bytes.
+        var numbers = RawNumbers(data)
+        let (calls, regain, retry) = (numbers.double(), numbers.double(), numbers.int())
+        let usage =
+            #"{"1":[{"type":"ads","call_count":\#(calls),"estimated_time_to_regain_access":\#(regain)}]}"#
+        let usageHeaders: HTTPHeaders = [
+            "X-Business-Use-Case-Usage": usage, "X-App-Usage": #"{"call_count":\#(calls)}"#, "Retry-After": "\(retry)",
+        ]
+        show(taxonomy.classify(status: 400, headers: usageHeaders, body: Data(#"{"error":{"code":80000}}"#.utf8)))
+        governor.record(usageHeaders)
+        _ = governor.delay
+        let kept =
+            #"{"business_use_cases":[{"id":"1","call_count":\#(calls),"estimated_time_to_regain_access":\#(regain)}]}"#
+        if let json = JSONValue(parsing: Data(kept.utf8)) { _ = GraphUsage(json: json)?.estimatedTimeToRegainAccess }
     }
 }
 
@@ -75,6 +89,19 @@ enum OAuthErrorFuzz {
         governor.record(headers)
         _ = governor.delay(resource: headers["x-ratelimit-resource"] ?? "core")
         _ = governor.lastLimit(resource: headers["x-ratelimit-resource"] ?? "core")?.description
+        // Rate-limit numbers straight from the input's first bytes.
+        var numbers = RawNumbers(data)
+        let rate: HTTPHeaders = [
+            "x-ratelimit-limit": "\(numbers.int())", "x-ratelimit-remaining": "\(numbers.int())",
+            "x-ratelimit-reset": "\(numbers.int())", "Retry-After": "\(numbers.int())",
+        ]
+        let limited = Data(#"{"message":"API rate limit exceeded"}"#.utf8)
+        show(github.classify(status: 403, headers: rate, body: limited))
+        show(oidc.classify(status: 429, headers: rate, body: limited))
+        let rateGovernor = GitHubRateLimitGovernor()
+        rateGovernor.record(rate)
+        _ = rateGovernor.delay()
+        _ = rateGovernor.lastLimit()?.description
     }
 }
 
