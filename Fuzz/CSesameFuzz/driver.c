@@ -1,6 +1,6 @@
 #include "CSesameFuzz.h"
 
-// Weak: resolved when libFuzzer is linked in (`-sanitize=fuzzer`), null otherwise.
+// Weak: resolved when libFuzzer is linked in (scripts/fuzz), null otherwise.
 extern int LLVMFuzzerRunDriver(int *argc, char ***argv, sesame_fuzz_callback callback) __attribute__((weak));
 
 int sesame_fuzz_run_driver(int *argc, char ***argv, sesame_fuzz_callback callback) {

@@ -3,7 +3,7 @@
 //   sesame-fuzz <target> [libFuzzer arguments and corpus directories]
 //   sesame-fuzz --list
 //
-// Built with libFuzzer (scripts/fuzz: `-sanitize=fuzzer,address`), it hands the process to
+// Built with libFuzzer and AddressSanitizer (scripts/fuzz), it hands the process to
 // libFuzzer's driver; in an ordinary build it runs each file named (or each file of each
 // directory named) through the target once, which replays a corpus or a crash input.
 import CSesameFuzz
