@@ -126,6 +126,7 @@ let package = Package(
             dependencies: [
                 "SesameCommandLine", "SesameFacebook", "Sesame", "SesameDesktop", "SesameEmulator", "SesameCurl",
                 "SesameTestSupport", "sesame", "fb-login", "fb-publish", "fb-errors", "SesameHTTPServer",
+                "sesame-fuzz",
             ]
         ),
 
@@ -187,6 +188,16 @@ let package = Package(
             ],
             path: "Benchmarks/SesameBench"
         ),
+        // The fuzz targets, in one program (`sesame-fuzz <target>`): scripts/fuzz builds it with
+        // libFuzzer and AddressSanitizer in .build-fuzz; an ordinary build replays inputs through it.
+        .target(name: "CSesameFuzz", path: "Fuzz/CSesameFuzz"),
+        .executableTarget(
+            name: "sesame-fuzz",
+            dependencies: [
+                "CSesameFuzz", "Sesame", "SesameFacebook", "SesameOIDC", "SesameGitHub", "SesameHTTPServer",
+                "SesameDesktop", "SesameCommandLine",
+            ],
+            path: "Fuzz/SesameFuzz"),
         // A thousand requests through CurlTransport, to run under valgrind (Benchmarks/README.md).
         .executableTarget(
             name: "sesame-curl-leakcheck", dependencies: ["Sesame", "SesameCurl"], path: "Benchmarks/CurlLeakCheck"),

@@ -134,6 +134,12 @@ public struct GraphUsage: Sendable, Hashable, CustomStringConvertible {
         }
     }
 
+    /// `estimated_time_to_regain_access` (minutes) as a wait; `nil` when negative or 10 million
+    /// minutes (19 years) or more, which no answer means and a `Duration` may not hold.
+    private static func regainTime(minutes: Double?) -> Duration? {
+        minutes.flatMap { $0 >= 0 && $0 < 1e7 ? .seconds($0 * 60) : nil }
+    }
+
     private static func counters(_ json: JSONValue) -> Counters? {
         guard case .object(let members) = json else { return nil }
         let counters = Counters(
@@ -154,7 +160,7 @@ public struct GraphUsage: Sendable, Hashable, CustomStringConvertible {
                     objectID: objectID,
                     type: item["type"]?.stringValue,
                     counters: counters(.object(item)) ?? Counters(),
-                    estimatedTimeToRegainAccess: minutes.flatMap { $0 >= 0 && $0 < 1e7 ? .seconds($0 * 60) : nil },
+                    estimatedTimeToRegainAccess: regainTime(minutes: minutes),
                     accessTier: item["ads_api_access_tier"]?.stringValue)
                 if entry.counters.highest != nil || entry.estimatedTimeToRegainAccess != nil { entries.append(entry) }
             }
@@ -201,9 +207,8 @@ public struct GraphUsage: Sendable, Hashable, CustomStringConvertible {
             guard let id = item["id"]?.stringValue else { return nil }
             return BusinessUseCase(
                 objectID: id, type: item["type"]?.stringValue, counters: Self.counters(item) ?? Counters(),
-                estimatedTimeToRegainAccess: Self.number(item["estimated_time_to_regain_access"]).map {
-                    .seconds($0 * 60)
-                },
+                estimatedTimeToRegainAccess: Self.regainTime(
+                    minutes: Self.number(item["estimated_time_to_regain_access"])),
                 accessTier: item["ads_api_access_tier"]?.stringValue)
         }
         guard app != nil || page != nil || !businessUseCases.isEmpty else { return nil }

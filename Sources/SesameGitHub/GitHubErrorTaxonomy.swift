@@ -156,13 +156,14 @@ public struct GitHubErrorTaxonomy: ErrorTaxonomy {
             }
         case "primary_rate_limit":
             let reset = headers["x-ratelimit-reset"].flatMap { Int($0.trimmingCharacters(in: .whitespaces)) }
-            if let reset {
+            // Seconds until the reset, at least 1; a reset 10 million seconds (16 weeks) or more
+            // away is no answer GitHub gives, and is treated as none.
+            let untilReset = reset.map {
+                max(1, Date(timeIntervalSince1970: TimeInterval($0)).timeIntervalSince(now()).rounded(.up))
+            }
+            if let reset, let untilReset, untilReset < 10_000_000 {
                 details.rateLimitReset = reset
-                let seconds = max(
-                    1,
-                    Int(
-                        (Date(timeIntervalSince1970: TimeInterval(reset)).timeIntervalSince(now()))
-                            .rounded(.up)))
+                let seconds = Int(untilReset)
                 retryAfter = .seconds(seconds)
                 message += " The primary rate limit is used up; it resets in \(seconds) s (x-ratelimit-reset \(reset))."
             } else {

@@ -84,10 +84,16 @@ public final class GitHubRateLimitGovernor: Sendable {
         guard let limit = lastLimit(resource: resource) else { return .zero }
         let untilReset = limit.reset.timeIntervalSince(now())
         guard untilReset > 0 else { return .zero }
-        if limit.remaining == 0 { return min(.milliseconds(Int((untilReset * 1000).rounded(.up))), maxWait) }
+        if limit.remaining == 0 { return Self.milliseconds(untilReset, atMost: maxWait) }
         guard Double(limit.remaining) < Double(limit.limit) * reserve else { return .zero }
         let spread = untilReset / Double(limit.remaining + 1)
-        return min(.milliseconds(Int((spread * 1000).rounded(.up))), maxDelay)
+        return Self.milliseconds(spread, atMost: maxDelay)
+    }
+
+    /// `seconds`, rounded up to a millisecond, or `limit` when that is shorter (a reset time
+    /// far in the future gives more seconds than a `Duration` holds).
+    private static func milliseconds(_ seconds: Double, atMost limit: Duration) -> Duration {
+        seconds < limit.inSeconds ? min(.milliseconds(Int((seconds * 1000).rounded(.up))), limit) : limit
     }
 
     /// Waits ``delay(resource:)`` on `clock` (nothing while plenty is left).

@@ -123,14 +123,14 @@ public struct LoopbackRedirectReceiver: RedirectReceiver {
 }
 
 /// How a login ended, for the page the browser is shown.
-enum LoginPageVerdict: Sendable {
+package enum LoginPageVerdict: Sendable {
     case signedIn
     case failed(any Error)
 }
 
 /// One login's meeting point between the HTTP handler (the browser's redirect) and the task
 /// running the login.
-final class RedirectExchange: Sendable {
+package final class RedirectExchange: Sendable {
     private struct State {
         var delivery: Result<RedirectOutcome, AuthError>?
         var waiter: CheckedContinuation<RedirectOutcome, any Error>?
@@ -147,7 +147,7 @@ final class RedirectExchange: Sendable {
     let appName: String?
     private let state = Mutex(State())
 
-    init(
+    package init(
         expectedState: String, expectedIssuer: AuthorizationResponseIssuer?, provider: ProviderID?,
         callbackPath: String, appName: String?
     ) {
@@ -200,7 +200,7 @@ final class RedirectExchange: Sendable {
     }
 
     /// Records how the login ended and answers the browser requests waiting for it.
-    func conclude(_ verdict: LoginPageVerdict) {
+    package func conclude(_ verdict: LoginPageVerdict) {
         let waiters = state.withLock { state in
             if state.verdict == nil { state.verdict = verdict }
             defer { state.pageWaiters.removeAll() }
@@ -223,7 +223,7 @@ final class RedirectExchange: Sendable {
 
     // MARK: The browser's side
 
-    func handle(_ request: HTTPServerRequest) async -> HTTPServerResponse {
+    package func handle(_ request: HTTPServerRequest) async -> HTTPServerResponse {
         guard request.path == callbackPath else {
             return LoginPage.render(
                 title: "Not found", message: "There is nothing here. This address only receives a sign-in answer.",

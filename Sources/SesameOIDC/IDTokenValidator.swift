@@ -294,7 +294,7 @@ public actor JWKSCache {
 
     /// A verification key from one JWK; `nil` for keys Sesame does not use (encryption keys,
     /// other curves, private parts are ignored).
-    static func key(from jwk: JSONValue) -> SignatureVerificationKey? {
+    package static func key(from jwk: JSONValue) -> SignatureVerificationKey? {
         if let use = jwk["use"]?.stringValue, use != "sig" { return nil }
         switch jwk["kty"]?.stringValue {
         case "RSA":

@@ -40,6 +40,19 @@ struct UsageTests {
     }
 
     @Test(
+        "usage read back from JSON drops a time to regain access that is negative or absurdly long, as the header does",
+        arguments: ["1e300", "-5", "1e7", "\"1e300\""])
+    func usageJSONExtremeRegainTime(minutes: String) throws {
+        let text =
+            #"{"business_use_cases":[{"id":"1","type":"ads","call_count":100,"estimated_time_to_regain_access":"#
+            + minutes + "}]}"
+        let json = try #require(JSONValue(parsing: Data(text.utf8)))
+        let usage = try #require(GraphUsage(json: json))
+        #expect(usage.businessUseCases.map(\.objectID) == ["1"])
+        #expect(usage.estimatedTimeToRegainAccess == nil)
+    }
+
+    @Test(
         "a missing or unreadable header is unknown, not zero",
         arguments: [
             HTTPHeaders(), ["X-App-Usage": "not json"], ["X-App-Usage": "{}"],

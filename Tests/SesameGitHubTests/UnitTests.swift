@@ -184,6 +184,57 @@ struct GitHubUnitTests {
         #expect(governor.delay() == .zero)
     }
 
+    @Test(
+        "a reset time at either end of Int's range waits at most maxWait, and none when past",
+        arguments: [(Int.max, true), (Int.max / 1000, true), (Int.min, false), (-1, false)])
+    func governorExtremeReset(reset: Int, inFuture: Bool) {
+        let governor = GitHubRateLimitGovernor(
+            maxDelay: .seconds(30), maxWait: .seconds(900), now: { Date(timeIntervalSince1970: 1_000_000) })
+        governor.record([
+            "x-ratelimit-limit": "5000", "x-ratelimit-remaining": "0", "x-ratelimit-reset": String(reset),
+        ])
+        governor.record([
+            "x-ratelimit-limit": "5000", "x-ratelimit-remaining": "10", "x-ratelimit-reset": String(reset),
+            "x-ratelimit-resource": "search",
+        ])
+        #expect(governor.delay() == (inFuture ? .seconds(900) : .zero))
+        #expect(governor.delay(resource: "search") == (inFuture ? .seconds(30) : .zero))
+    }
+
+    @Test(
+        "a primary rate limit whose reset is absurdly far off is classified with the default wait",
+        arguments: ["9223372036854775807", "99999999999999"])
+    func primaryRateLimitExtremeReset(reset: String) {
+        let taxonomy = GitHubErrorTaxonomy(now: { Date(timeIntervalSince1970: 1_700_000_000) })
+        let error = taxonomy.classify(
+            status: 403, headers: ["x-ratelimit-remaining": "0", "x-ratelimit-reset": reset],
+            body: Data(#"{"message":"API rate limit exceeded"}"#.utf8))
+        #expect(error.category == .throttling)
+        #expect(error.retryAfter == GitHubErrorTaxonomy.secondaryLimitDefaultWait)
+        #expect(error.message.contains("wait for it to reset"))
+    }
+
+    @Test(
+        "a primary rate limit that has already reset waits one second, even at Int.min",
+        arguments: ["1699999000", "-9223372036854775808"])
+    func primaryRateLimitPastReset(reset: String) {
+        let taxonomy = GitHubErrorTaxonomy(now: { Date(timeIntervalSince1970: 1_700_000_000) })
+        let error = taxonomy.classify(
+            status: 403, headers: ["x-ratelimit-remaining": "0", "x-ratelimit-reset": reset],
+            body: Data(#"{"message":"API rate limit exceeded"}"#.utf8))
+        #expect(error.retryAfter == .seconds(1))
+        #expect(error.message.contains("it resets in 1 s"))
+    }
+
+    @Test("a primary rate limit that resets soon waits until then")
+    func primaryRateLimitSoon() {
+        let taxonomy = GitHubErrorTaxonomy(now: { Date(timeIntervalSince1970: 1_700_000_000) })
+        let error = taxonomy.classify(
+            status: 403, headers: ["x-ratelimit-remaining": "0", "x-ratelimit-reset": "1700000090"],
+            body: Data(#"{"message":"API rate limit exceeded"}"#.utf8))
+        #expect(error.retryAfter == .seconds(90))
+    }
+
     @Test("the SSO header's URL is read, and only an https one")
     func ssoHeader() {
         #expect(
