@@ -20,7 +20,7 @@ extension EmulatorEngine {
     func adminResponse(_ value: JSONValue, status: Int) -> HTTPResponse {
         HTTPResponse(
             status: status, headers: ["Content-Type": "application/json; charset=UTF-8", "Cache-Control": "no-store"],
-            body: JSONWriter.data(value))
+            body: value.jsonData)
     }
 
     private func adminRoute(_ request: EmulatorRequest, segments: [String]) throws -> (value: JSONValue, status: Int) {

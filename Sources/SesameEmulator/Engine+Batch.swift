@@ -155,7 +155,7 @@ extension EmulatorEngine {
                     return node[String(key)].map { [$0] } ?? []
                 }
             }
-            let joined = values.map { $0.stringValue ?? JSONWriter.string($0) }.joined(separator: ",")
+            let joined = values.map { $0.stringValue ?? $0.jsonText }.joined(separator: ",")
             output += encode ? FormWriter.escape(joined).replacingOccurrences(of: "%2C", with: ",") : joined
             rest = rest[rest.index(after: end)...]
         }

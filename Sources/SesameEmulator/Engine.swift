@@ -239,7 +239,7 @@ package final class EmulatorEngine: @unchecked Sendable {  // All mutable state 
         var rawBody: Data?
 
         /// The bytes to send.
-        var data: Data { rawBody ?? JSONWriter.data(body) }
+        var data: Data { rawBody ?? body.jsonData }
     }
 
     func graph(_ request: EmulatorRequest, segments: [String], versionPrefix: String) -> EmulatorOutcome {
@@ -339,7 +339,7 @@ package final class EmulatorEngine: @unchecked Sendable {  // All mutable state 
         }
         for field in error.headers { headers[field.name] = field.value }
         return HTTPResponse(
-            status: error.status, headers: headers, body: JSONWriter.data(error.envelope(traceID: traceID)))
+            status: error.status, headers: headers, body: error.envelope(traceID: traceID).jsonData)
     }
 
     /// An 11-character support id like Facebook's `fbtrace_id`. Not a secret: a SplitMix64
@@ -569,15 +569,14 @@ package final class EmulatorEngine: @unchecked Sendable {  // All mutable state 
         let appID = appID(for: context)
         let minutes = active.setting.regainAccessMinutes ?? 5
         func businessUsage(id: String, type: String) -> String {
-            JSONWriter.string(
-                .object([
-                    id: .array([
-                        .object([
-                            "type": .string(type), "call_count": .int(100), "total_cputime": .int(91),
-                            "total_time": .int(95), "estimated_time_to_regain_access": .int(minutes),
-                        ])
+            JSONValue.object([
+                id: .array([
+                    .object([
+                        "type": .string(type), "call_count": .int(100), "total_cputime": .int(91),
+                        "total_time": .int(95), "estimated_time_to_regain_access": .int(minutes),
                     ])
-                ]))
+                ])
+            ]).jsonText
         }
         let full = #"{"call_count":100,"total_cputime":91,"total_time":95}"#
         let objectID = context.caller?.userID ?? appID
@@ -644,15 +643,14 @@ package final class EmulatorEngine: @unchecked Sendable {  // All mutable state 
         guard calls > allowance else { return nil }
         let minutes = usage.minutesUntilBelow(allowance, appID: appID, at: now)
         let usageText = #"{"call_count":\#(calls * 100 / allowance),"total_cputime":0,"total_time":0}"#
-        let business = JSONWriter.string(
-            .object([
-                appID: .array([
-                    .object([
-                        "type": .string("app"), "call_count": .int(calls * 100 / allowance), "total_cputime": .int(0),
-                        "total_time": .int(0), "estimated_time_to_regain_access": .int(minutes),
-                    ])
+        let business = JSONValue.object([
+            appID: .array([
+                .object([
+                    "type": .string("app"), "call_count": .int(calls * 100 / allowance), "total_cputime": .int(0),
+                    "total_time": .int(0), "estimated_time_to_regain_access": .int(minutes),
                 ])
-            ]))
+            ])
+        ]).jsonText
         return .appThrottled(headers: ["X-App-Usage": usageText, "X-Business-Use-Case-Usage": business])
     }
 

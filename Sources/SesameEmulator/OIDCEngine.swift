@@ -644,7 +644,7 @@ final class OIDCEngine: Sendable {
         let header: JSONValue = .object([
             "alg": .string(algorithm.rawValue), "kid": .string(signer.kid), "typ": .string("JWT"),
         ])
-        let input = Base64URL.encode(JSONWriter.data(header)) + "." + Base64URL.encode(JSONWriter.data(.object(claims)))
+        let input = Base64URL.encode(header.jsonData) + "." + Base64URL.encode(JSONValue.object(claims).jsonData)
         var signature = try signer.key.sign(Data(input.utf8))
         if consume(.badSignature, &state) != nil { signature[signature.startIndex] ^= 0x01 }
         return input + "." + Base64URL.encode(signature)
@@ -795,7 +795,7 @@ final class OIDCEngine: Sendable {
     static func json(_ value: JSONValue, status: Int = 200) -> HTTPResponse {
         HTTPResponse(
             status: status, headers: ["Content-Type": "application/json", "Cache-Control": "no-store"],
-            body: JSONWriter.data(value))
+            body: value.jsonData)
     }
 
     static func oauthError(_ error: String, _ description: String, status: Int = 400) -> HTTPResponse {

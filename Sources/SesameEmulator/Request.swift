@@ -111,7 +111,7 @@ package struct Parameters: Sendable {
                     throw GraphError.invalidParameter("The request body is not a JSON object.")
                 }
                 for (name, value) in members.sorted(by: { $0.key < $1.key }) {
-                    pairs.append((name, value.stringValue ?? JSONWriter.string(value)))
+                    pairs.append((name, value.stringValue ?? value.jsonText))
                 }
             case "multipart/form-data":
                 throw GraphError.invalidParameter("multipart/form-data bodies are not supported by the emulator.")

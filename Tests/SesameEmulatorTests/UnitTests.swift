@@ -6,25 +6,6 @@ import Testing
 
 @Suite("Emulator internals")
 struct EmulatorUnitTests {
-    @Test(
-        "JSON output escapes what it must and round-trips",
-        arguments: [
-            JSONValue.string("quote \" backslash \\ newline \n tab \t bell \u{07} line-sep \u{2028} é 😀"),
-            .object(["b": .int(2), "a": .array([.null, .bool(true), .number(1.5), .int(-7)])]),
-            .number(1e20),
-            .object([:]),
-        ])
-    func jsonRoundTrip(value: JSONValue) throws {
-        let text = JSONWriter.string(value)
-        #expect(!text.contains("\n"))
-        #expect(JSONValue(parsing: Data(text.utf8)) == value)
-    }
-
-    @Test("JSON objects come out with sorted keys and whole numbers without a decimal point")
-    func jsonShape() {
-        #expect(JSONWriter.string(.object(["b": .int(2), "a": .number(1)])) == #"{"a":1,"b":2}"#)
-    }
-
     @Test("HTML escaping covers the five characters that matter")
     func htmlEscape() {
         #expect(
