@@ -159,7 +159,7 @@ struct FieldList {
     }
 }
 
-extension EmulatorEngine {
+extension FacebookState {
     // MARK: - Routing
 
     func route(_ context: inout GraphContext) throws -> GraphAnswer {
@@ -250,8 +250,8 @@ extension EmulatorEngine {
 
     /// What every Graph answer gets last: `facebook-api-version` naming the version that served
     /// it, and status 200 for errors when the caller asked for `suppress_http_code=1`.
-    func finishing(_ outcome: EmulatorOutcome, _ request: EmulatorRequest, versionPrefix: String) -> EmulatorOutcome {
-        guard var response = outcome.response else { return outcome }
+    func finishing(_ outcome: PendingOutcome, _ request: EmulatorRequest, versionPrefix: String) -> PendingOutcome {
+        guard var response = outcome.reply else { return outcome }
         response.headers["facebook-api-version"] = servedVersion(versionPrefix)
         var pairs = request.query
         // Decoded a second time only when the body names the parameter at all.
@@ -262,7 +262,7 @@ extension EmulatorEngine {
         }
         if Parameters(pairs).bool("suppress_http_code", default: false) { response.status = 200 }
         var finished = outcome
-        finished.response = response
+        finished.reply = response
         return finished
     }
 

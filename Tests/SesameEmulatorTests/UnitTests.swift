@@ -45,7 +45,7 @@ struct EmulatorUnitTests {
             ("vx.0", false),
         ])
     func versions(segment: String, isVersion: Bool) {
-        #expect(EmulatorEngine.isVersion(segment) == isVersion)
+        #expect(FacebookState.isVersion(segment) == isVersion)
     }
 
     @Test(
@@ -55,7 +55,7 @@ struct EmulatorUnitTests {
             ("evil.example", false), ("127.0.0.1.evil.example:80", false), ("127.0.0.1:80x", false), ("[::2]:1", false),
         ])
     func loopbackHost(host: String, trusted: Bool) {
-        #expect(EmulatorEngine.isLoopbackHost(host) == trusted)
+        #expect(FacebookState.isLoopbackHost(host) == trusted)
     }
 
     @Test(
@@ -92,12 +92,26 @@ struct EmulatorUnitTests {
             "feed": .object(["data": .array([.object(["id": .string("1_2")]), .object(["id": .string("1_3")])])])
         ]
         #expect(
-            try EmulatorEngine.substituteResults(in: "?ids={result=feed:$.data.*.id}", named: named, encode: true)
+            try FacebookState.substituteResults(in: "?ids={result=feed:$.data.*.id}", named: named, encode: true)
                 == "?ids=1_2,1_3")
         #expect(
-            try EmulatorEngine.substituteResults(in: "{result=feed:$.data.1.id}", named: named, encode: false) == "1_3")
+            try FacebookState.substituteResults(in: "{result=feed:$.data.1.id}", named: named, encode: false) == "1_3")
         #expect(throws: GraphError.self) {
-            try EmulatorEngine.substituteResults(in: "{result=nope:$.id}", named: named, encode: true)
+            try FacebookState.substituteResults(in: "{result=nope:$.id}", named: named, encode: true)
         }
+    }
+
+    @Test("a Graph answer leaves the lock as a JSON value, to be encoded after the lock is released")
+    func answersAreEncodedOutsideTheLock() async throws {
+        let emulator = try Emulator()
+        let token = try await emulator.issueToken()
+        let request = EmulatorRequest(method: .get, path: "/me", query: [("access_token", token)]).parsed()
+        let pending = emulator.engine.locked { $0.handle(request) }
+        let reply = try #require(pending.reply)
+        guard case .json(let value) = reply.body else {
+            Issue.record("GET /me was encoded under the lock: \(reply.body)")
+            return
+        }
+        #expect(value["id"] != nil)
     }
 }
