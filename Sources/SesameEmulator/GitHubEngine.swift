@@ -4,7 +4,7 @@ import Synchronization
 
 /// The GitHub emulator's state and request handling. Every request is handled under one lock,
 /// start to finish, without suspending.
-final class GitHubEngine: Sendable {
+final class GitHubEngine: LoopbackEngine {
     struct Person: Sendable {
         var login: String
         var id: Int
@@ -34,10 +34,7 @@ final class GitHubEngine: Sendable {
         var clientID: String
         var expiresAt: Date
     }
-    struct Scenario: Sendable {
-        var setting: GitHubScenarioSetting
-        var remaining: Int?
-    }
+    typealias Scenario = CountedScenario<GitHubScenarioSetting>
     struct Window: Sendable {
         var resetAt: Date
         var used: Int
@@ -123,24 +120,25 @@ final class GitHubEngine: Sendable {
 
     func handle(
         method: HTTPMethod, path: String, query: [(String, String)], headers: HTTPHeaders, body: Data
-    ) -> HTTPResponse {
-        let isForm = (headers["Content-Type"] ?? "").lowercased().hasPrefix("application/x-www-form-urlencoded")
-        let form = isForm ? FormEncoding.decode(body) : []
-        return locked { state in
+    )
+        -> HTTPResponse
+    {
+        // Read before the lock is taken and encoded after it is released, so that a large body
+        // or answer holds up only its own client.
+        let request = LoopbackRequest(method: method, path: path, query: query, headers: headers, body: body)
+        let reply = locked { state in
             state.requestCounts[path, default: 0] += 1
-            let request = OIDCEngine.Request(
-                method: method, path: path, query: query, form: form, parameters: query + form, headers: headers,
-                body: body, json: nil)
             return route(request, &state)
         }
+        return reply.response
     }
 
-    private func route(_ request: OIDCEngine.Request, _ state: inout State) -> HTTPResponse {
+    private func route(_ request: LoopbackRequest, _ state: inout State) -> Reply {
         switch (request.method, request.path) {
         case (.post, "/login/device/code"): return deviceCode(request, &state)
         case (.post, "/login/oauth/access_token"): return accessToken(request, &state)
         case (.get, "/login/device"):
-            return OIDCEngine.html(
+            return Reply.html(
                 page(
                     title: "Device activation",
                     body: "<h1>Device activation</h1><p>Enter the code displayed on your device.</p>"
@@ -152,14 +150,14 @@ final class GitHubEngine: Sendable {
             guard let code = request["user_code"],
                 let deviceCode = state.devices.first(where: { $0.value.userCode == code.uppercased() })?.key
             else {
-                return OIDCEngine.html(page(title: "Unknown code", body: "<p>That code is not valid.</p>"), status: 400)
+                return Reply.html(page(title: "Unknown code", body: "<p>That code is not valid.</p>"), status: 400)
             }
             if request["action"] == "cancel" {
                 state.devices[deviceCode]?.denied = true
             } else {
                 state.devices[deviceCode]?.approvedFor = state.people[0].login
             }
-            return OIDCEngine.html(page(title: "Done", body: "<p>You can return to your device.</p>"))
+            return Reply.html(page(title: "Done", body: "<p>You can return to your device.</p>"))
         default:
             if request.path.hasPrefix("/__sesame") { return admin(request, &state) }
             if request.path == "/api/v3" || request.path.hasPrefix("/api/v3/") { return api(request, &state) }
@@ -170,19 +168,19 @@ final class GitHubEngine: Sendable {
     // MARK: OAuth (device flow and refresh): errors come with HTTP 200
 
     /// An OAuth answer: JSON when asked for, else form-encoded text, as GitHub does.
-    private func oauthAnswer(_ request: OIDCEngine.Request, _ fields: [(String, JSONValue)]) -> HTTPResponse {
+    private func oauthAnswer(_ request: LoopbackRequest, _ fields: [(String, JSONValue)]) -> Reply {
         if (request.headers["Accept"] ?? "").lowercased().contains("json") {
-            return OIDCEngine.json(.object(Dictionary(fields, uniquingKeysWith: { first, _ in first })))
+            return Reply.json(.object(Dictionary(fields, uniquingKeysWith: { first, _ in first })))
         }
         let pairs = fields.map { name, value in
             (name, value.stringValue ?? value.lenientInt.map(String.init) ?? value.jsonText)
         }
-        return HTTPResponse(
+        return Reply(
             status: 200, headers: ["Content-Type": "application/x-www-form-urlencoded; charset=utf-8"],
-            body: Data(FormEncoding.encode(pairs).utf8))
+            body: .bytes(Data(FormEncoding.encode(pairs).utf8)))
     }
 
-    private func oauthError(_ request: OIDCEngine.Request, _ error: String, _ description: String) -> HTTPResponse {
+    private func oauthError(_ request: LoopbackRequest, _ error: String, _ description: String) -> Reply {
         oauthAnswer(
             request,
             [
@@ -196,7 +194,7 @@ final class GitHubEngine: Sendable {
             ])
     }
 
-    private func deviceCode(_ request: OIDCEngine.Request, _ state: inout State) -> HTTPResponse {
+    private func deviceCode(_ request: LoopbackRequest, _ state: inout State) -> Reply {
         if consume(.deviceFlowDisabled, &state) != nil {
             return oauthError(request, "device_flow_disabled", "Device Flow must be explicitly enabled for this App")
         }
@@ -221,7 +219,7 @@ final class GitHubEngine: Sendable {
             ])
     }
 
-    private func accessToken(_ request: OIDCEngine.Request, _ state: inout State) -> HTTPResponse {
+    private func accessToken(_ request: LoopbackRequest, _ state: inout State) -> Reply {
         guard let clientID = request["client_id"], state.clients.contains(clientID) else {
             return oauthError(
                 request, "incorrect_client_credentials", "The client_id and/or client_secret passed are incorrect.")
@@ -244,11 +242,11 @@ final class GitHubEngine: Sendable {
                 state.devices[code]?.interval += 5
                 var response = oauthError(
                     request, "slow_down", "Too many requests have been made in the same timeframe.")
-                if var json = JSONValue(parsing: response.body)?.objectValue,
+                if var json = response.body.json?.objectValue,
                     (request.headers["Accept"] ?? "").contains("json")
                 {
                     json["interval"] = .number(Double(device.interval + 5))
-                    response = OIDCEngine.json(.object(json))
+                    response = Reply.json(.object(json))
                 }
                 return response
             }
@@ -271,8 +269,8 @@ final class GitHubEngine: Sendable {
     }
 
     private func issue(
-        login: String, scopes: [String], clientID: String, _ request: OIDCEngine.Request, _ state: inout State
-    ) -> HTTPResponse {
+        login: String, scopes: [String], clientID: String, _ request: LoopbackRequest, _ state: inout State
+    ) -> Reply {
         let token = (expiringTokens ? "ghu_" : "gho_") + Self.random()
         let issued = now(state)
         state.tokens[token] = Token(
@@ -301,22 +299,22 @@ final class GitHubEngine: Sendable {
     static func message(
         _ text: String, status: Int, headers: HTTPHeaders = [:], extra: [String: JSONValue] = [:]
     )
-        -> HTTPResponse
+        -> Reply
     {
         var body: [String: JSONValue] = [
             "message": .string(text), "documentation_url": .string(documentation), "status": .string(String(status)),
         ]
         for (key, value) in extra { body[key] = value }
-        var response = OIDCEngine.json(.object(body), status: status)
+        var response = Reply.json(.object(body), status: status)
         for field in headers { response.headers.add(name: field.name, value: field.value) }
         return response
     }
 
-    private func api(_ request: OIDCEngine.Request, _ state: inout State) -> HTTPResponse {
+    private func api(_ request: LoopbackRequest, _ state: inout State) -> Reply {
         let path = String(request.path.dropFirst("/api/v3".count))
         if request.method == .get, path == "" || path == "/" {
             // The API root answers without a token, as GitHub's does.
-            return OIDCEngine.json(
+            return Reply.json(
                 .object([
                     "current_user_url": .string(state.baseURL + "/api/v3/user"),
                     "repository_url": .string(state.baseURL + "/api/v3/repos/{owner}/{repo}"),
@@ -374,12 +372,12 @@ final class GitHubEngine: Sendable {
             headers.add(name: "X-Accepted-OAuth-Scopes", value: missing.scope ?? "admin:org")
             return Self.message("Resource not accessible by integration", status: 403, headers: headers)
         }
-        var response: HTTPResponse
+        var response: Reply
         switch (request.method, path) {
         case (.get, "/user"):
             headers.add(name: "X-Accepted-OAuth-Scopes", value: "")
             let person = state.people.first { $0.login == token.login } ?? state.people[0]
-            response = OIDCEngine.json(
+            response = Reply.json(
                 .object([
                     "login": .string(person.login), "id": .number(Double(person.id)),
                     "node_id": .string("MDQ6VXNlcj\(person.id)"), "type": .string("User"),
@@ -413,8 +411,8 @@ final class GitHubEngine: Sendable {
     }
 
     private func repositories(
-        _ request: OIDCEngine.Request, login: String, _ headers: inout HTTPHeaders, _ state: State
-    ) -> HTTPResponse {
+        _ request: LoopbackRequest, login: String, _ headers: inout HTTPHeaders, _ state: State
+    ) -> Reply {
         let names = state.repositories[login] ?? []
         guard let perPage = Int(request["per_page"] ?? "30"), let page = Int(request["page"] ?? "1"), page >= 1 else {
             return Self.message("Invalid request: per_page and page must be numbers.", status: 400)
@@ -437,11 +435,11 @@ final class GitHubEngine: Sendable {
                 "name": .string(name), "full_name": .string("\(login)/\(name)"), "private": .bool(false),
             ])
         }
-        return OIDCEngine.json(.array(items))
+        return Reply.json(.array(items))
     }
 
-    private func createRepository(_ request: OIDCEngine.Request, login: String, _ state: inout State) -> HTTPResponse {
-        let json = JSONValue(parsing: request.body)
+    private func createRepository(_ request: LoopbackRequest, login: String, _ state: inout State) -> Reply {
+        let json = request.json
         guard let name = json?["name"]?.stringValue, !name.isEmpty else {
             return Self.message(
                 "Repository creation failed.", status: 422,
@@ -467,7 +465,7 @@ final class GitHubEngine: Sendable {
                 ])
         }
         state.repositories[login, default: []].append(name)
-        return OIDCEngine.json(
+        return Reply.json(
             .object(["name": .string(name), "full_name": .string("\(login)/\(name)"), "private": .bool(false)]),
             status: 201)
     }
@@ -476,16 +474,7 @@ final class GitHubEngine: Sendable {
 
     /// The scenario's setting when it is active, using up one of its count.
     private func consume(_ scenario: GitHubScenario, _ state: inout State) -> GitHubScenarioSetting? {
-        guard let index = state.scenarios.firstIndex(where: { $0.setting.scenario == scenario }) else { return nil }
-        let setting = state.scenarios[index].setting
-        if let remaining = state.scenarios[index].remaining {
-            if remaining <= 1 {
-                state.scenarios.remove(at: index)
-            } else {
-                state.scenarios[index].remaining = remaining - 1
-            }
-        }
-        return setting
+        state.scenarios.consumeFirst { $0.scenario == scenario }
     }
 
     func activate(_ setting: GitHubScenarioSetting) {
@@ -494,10 +483,10 @@ final class GitHubEngine: Sendable {
 
     // MARK: Admin
 
-    private func admin(_ request: OIDCEngine.Request, _ state: inout State) -> HTTPResponse {
-        let json = JSONValue(parsing: request.body)
-        func failure(_ text: String, status: Int = 400) -> HTTPResponse {
-            OIDCEngine.json(.object(["error": .string(text)]), status: status)
+    private func admin(_ request: LoopbackRequest, _ state: inout State) -> Reply {
+        let json = request.json
+        func failure(_ text: String, status: Int = 400) -> Reply {
+            Reply.json(.object(["error": .string(text)]), status: status)
         }
         switch (request.method, request.path) {
         case (.post, "/__sesame/scenarios"):
@@ -508,10 +497,10 @@ final class GitHubEngine: Sendable {
                 scenario, count: json?["count"]?.lenientInt, seconds: json?["seconds"]?.lenientInt,
                 scope: json?["scope"]?.stringValue)
             state.scenarios.append(Scenario(setting: setting, remaining: setting.count))
-            return OIDCEngine.json(.object(["scenario": .string(name)]), status: 201)
+            return Reply.json(.object(["scenario": .string(name)]), status: 201)
         case (.delete, "/__sesame/scenarios"):
             state.scenarios.removeAll()
-            return OIDCEngine.json(.object(["cleared": .bool(true)]))
+            return Reply.json(.object(["cleared": .bool(true)]))
         case (.post, "/__sesame/device"):
             guard let userCode = json?["user_code"]?.stringValue,
                 let code = state.devices.first(where: { $0.value.userCode == userCode })?.key
@@ -524,7 +513,7 @@ final class GitHubEngine: Sendable {
             } else {
                 state.devices[code]?.approvedFor = person.login
             }
-            return OIDCEngine.json(.object(["user_code": .string(userCode)]))
+            return Reply.json(.object(["user_code": .string(userCode)]))
         case (.post, "/__sesame/tokens"):
             guard let person = try? Self.person(json?["user"]?.stringValue, in: state) else {
                 return failure("No such user.", status: 404)
@@ -541,10 +530,10 @@ final class GitHubEngine: Sendable {
                 login: person.login, scopes: scopes,
                 expiresAt: json?["expiresInDays"]?.doubleValue.map { now(state).addingTimeInterval($0 * 86_400) },
                 clientID: nil, isPersonal: true)
-            return OIDCEngine.json(.object(["token": .string(token), "login": .string(person.login)]), status: 201)
+            return Reply.json(.object(["token": .string(token), "login": .string(person.login)]), status: 201)
         case (.post, "/__sesame/clock"):
             state.clockOffset += json?["advance"]?.doubleValue ?? 0
-            return OIDCEngine.json(.object(["offset": .number(state.clockOffset)]))
+            return Reply.json(.object(["offset": .number(state.clockOffset)]))
         default:
             return failure("No such admin endpoint.", status: 404)
         }

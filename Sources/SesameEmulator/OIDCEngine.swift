@@ -4,7 +4,7 @@ import Synchronization
 
 /// The OIDC emulator's state and request handling. Every request is handled under one lock,
 /// start to finish, without suspending.
-final class OIDCEngine: Sendable {
+final class OIDCEngine: LoopbackEngine {
     struct Person: Sendable {
         var sub: String
         var name: String
@@ -43,10 +43,7 @@ final class OIDCEngine: Sendable {
         var approvedAt: Date?
         var denied = false
     }
-    struct Scenario: Sendable {
-        var setting: OIDCScenarioSetting
-        var remaining: Int?
-    }
+    typealias Scenario = CountedScenario<OIDCScenarioSetting>
     struct State: Sendable {
         var issuer = "http://127.0.0.1"
         var clients: [String: String?]
@@ -163,42 +160,20 @@ final class OIDCEngine: Sendable {
     )
         -> HTTPResponse
     {
-        let isForm = (headers["Content-Type"] ?? "").lowercased().hasPrefix("application/x-www-form-urlencoded")
-        let form = isForm ? FormEncoding.decode(body) : []
-        // HEAD is answered as GET; the server sends the headers without the body.
-        let routed = method == .head ? HTTPMethod.get : method
-        // Parsed before the lock is taken, so that a large body holds up only its own client.
-        let json = path.hasPrefix("/__sesame/") && !body.isEmpty ? JSONValue(parsing: body) : nil
-        return locked { state in
+        // Read before the lock is taken and encoded after it is released, so that a large body
+        // or answer holds up only its own client.
+        let request = LoopbackRequest(method: method, path: path, query: query, headers: headers, body: body)
+        let reply = locked { state in
             state.requestCounts[path, default: 0] += 1
-            let request = Request(
-                method: routed, path: path, query: query, form: form, parameters: query + form, headers: headers,
-                body: body, json: json)
             return route(request, &state)
         }
+        return reply.response
     }
 
-    struct Request {
-        var method: HTTPMethod
-        var path: String
-        var query: [(String, String)]
-        /// The `application/x-www-form-urlencoded` body's parameters.
-        var form: [(String, String)]
-        /// The query's parameters, then the form's.
-        var parameters: [(String, String)]
-        var headers: HTTPHeaders
-        var body: Data
-        /// The body parsed as JSON, for the admin API (parsed outside the lock).
-        var json: JSONValue?
-        subscript(name: String) -> String? {
-            parameters.first { $0.0 == name }.map(\.1).flatMap { $0.isEmpty ? nil : $0 }
-        }
-    }
-
-    private func route(_ request: Request, _ state: inout State) -> HTTPResponse {
+    private func route(_ request: LoopbackRequest, _ state: inout State) -> Reply {
         switch (request.method, request.path) {
-        case (.get, "/.well-known/openid-configuration"): return Self.json(discovery(state))
-        case (.get, "/jwks"): return Self.json(jwks(state))
+        case (.get, "/.well-known/openid-configuration"): return Reply.json(discovery(state))
+        case (.get, "/jwks"): return Reply.json(jwks(state))
         case (.get, "/authorize"): return authorize(request, &state)
         // Core §3.1.2.1: the authorization request may be form-POSTed; the consent page posts
         // its decision to the same place, without a response_type.
@@ -208,23 +183,23 @@ final class OIDCEngine: Sendable {
         case (.post, "/device_authorization"): return deviceAuthorization(request, &state)
         case (.get, "/userinfo"), (.post, "/userinfo"): return userinfo(request, state)
         case (.post, "/revoke"): return revoke(request, &state)
-        case (.get, "/device"): return Self.html(devicePage(prefilled: request["user_code"], state))
+        case (.get, "/device"): return Reply.html(devicePage(prefilled: request["user_code"], state))
         case (.post, "/device"):
             guard let code = request["user_code"] else {
-                return Self.html(page(title: "No code", body: "<p>Enter the code the app shows.</p>"), status: 400)
+                return Reply.html(page(title: "No code", body: "<p>Enter the code the app shows.</p>"), status: 400)
             }
             guard let deviceCode = Self.deviceCode(matching: code, in: state) else {
-                return Self.html(
+                return Reply.html(
                     page(title: "Unknown code", body: "<p>That code is not valid, or it expired.</p>"), status: 400)
             }
             guard let person = try? Self.person(request["user"], in: state) else {
-                return Self.html(page(title: "Unknown person", body: "<p>No such person.</p>"), status: 400)
+                return Reply.html(page(title: "Unknown person", body: "<p>No such person.</p>"), status: 400)
             }
             Self.answer(device: deviceCode, as: person, approve: request["action"] != "deny", &state)
-            return Self.html(page(title: "Done", body: "<p>You can return to the app.</p>"))
+            return Reply.html(page(title: "Done", body: "<p>You can return to the app.</p>"))
         default:
             if request.path.hasPrefix("/__sesame") { return admin(request, &state) }
-            return Self.oauthError("invalid_request", "No such endpoint: \(request.path)", status: 404)
+            return Reply.oauthError("invalid_request", "No such endpoint: \(request.path)", status: 404)
         }
     }
 
@@ -282,14 +257,14 @@ final class OIDCEngine: Sendable {
 
     enum ClientCheck {
         case client(String)
-        case refused(HTTPResponse)
+        case refused(Reply)
     }
 
     /// Who the client is, from HTTP Basic (`client_secret_basic`), the form body
     /// (`client_secret_post`) or `client_id` alone (`none`, public clients) — RFC 6749 §2.3.1.
-    private func authenticateClient(_ request: Request, _ state: State) -> ClientCheck {
+    private func authenticateClient(_ request: LoopbackRequest, _ state: State) -> ClientCheck {
         func refuse(_ description: String) -> ClientCheck {
-            var response = Self.oauthError("invalid_client", description, status: 401)
+            var response = Reply.oauthError("invalid_client", description, status: 401)
             // RFC 6749 §5.2: a 401 names the scheme the client can authenticate with.
             response.headers["WWW-Authenticate"] = "Basic realm=\"sesame-emulator\", charset=\"UTF-8\""
             return .refused(response)
@@ -307,12 +282,12 @@ final class OIDCEngine: Sendable {
                 ?? String(text[text.index(after: colon)...])
             guard bodySecret == nil else {
                 return .refused(
-                    Self.oauthError(
+                    Reply.oauthError(
                         "invalid_request", "The client authenticated twice (HTTP Basic and client_secret in the body).")
                 )
             }
             if let bodyID, bodyID != id {
-                return .refused(Self.oauthError("invalid_request", "client_id differs from the HTTP Basic user."))
+                return .refused(Reply.oauthError("invalid_request", "client_id differs from the HTTP Basic user."))
             }
             guard let registered = state.clients[id] else { return refuse("Unknown client.") }
             if let registered {
@@ -339,24 +314,24 @@ final class OIDCEngine: Sendable {
 
     // MARK: Authorization
 
-    private func authorize(_ request: Request, _ state: inout State) -> HTTPResponse {
+    private func authorize(_ request: LoopbackRequest, _ state: inout State) -> Reply {
         guard let clientID = request["client_id"], let clientSecret = state.clients[clientID] else {
-            return Self.html(
+            return Reply.html(
                 page(title: "Unknown client", body: "<p>The client_id is not registered.</p>"), status: 400)
         }
         guard let redirect = request["redirect_uri"], let url = URL(string: redirect),
             url.scheme == "http", ["127.0.0.1", "localhost", "[::1]", "::1"].contains(url.host ?? "")
         else {
-            return Self.html(
+            return Reply.html(
                 page(title: "Bad redirect", body: "<p>redirect_uri must be a loopback http URL (RFC 8252).</p>"),
                 status: 400)
         }
         let issuer = state.issuer
-        func fail(_ error: String, _ description: String) -> HTTPResponse {
+        func fail(_ error: String, _ description: String) -> Reply {
             var items = [("error", error), ("error_description", description)]
             if let state = request["state"] { items.append(("state", state)) }
             items.append(("iss", issuer))
-            return Self.redirect(OAuth.appendingQuery(items, to: url).absoluteString)
+            return Reply.redirect(OAuth.appendingQuery(items, to: url).absoluteString)
         }
         guard request["response_type"] == "code" else { return fail("unsupported_response_type", "Only code.") }
         let scope = request["scope"] ?? ""
@@ -398,7 +373,7 @@ final class OIDCEngine: Sendable {
         body += "</ul>\n<div class=\"buttons\">\n"
         body += "<button class=\"primary\" type=\"submit\" name=\"action\" value=\"allow\">Allow</button>\n"
         body += "<button type=\"submit\" name=\"action\" value=\"cancel\">Cancel</button>\n</div>\n</form>\n"
-        return Self.html(page(title: "Sign in to \(clientID)", body: body))
+        return Reply.html(page(title: "Sign in to \(clientID)", body: body))
     }
 
     /// A `<select>` of the people, so a page can be answered as any of them.
@@ -420,11 +395,11 @@ final class OIDCEngine: Sendable {
         return page(title: "Enter your code", body: body)
     }
 
-    private func decide(_ request: Request, _ state: inout State) -> HTTPResponse {
+    private func decide(_ request: LoopbackRequest, _ state: inout State) -> Reply {
         guard let id = request["request"], let pending = state.pending.removeValue(forKey: id),
             let url = URL(string: pending.redirectURI)
         else {
-            return Self.html(
+            return Reply.html(
                 page(title: "Expired", body: "<p>This sign-in request is no longer valid.</p>"), status: 400)
         }
         if request["action"] == "cancel" {
@@ -433,7 +408,7 @@ final class OIDCEngine: Sendable {
             return issuerRedirect(url, items, &state)
         }
         guard let person = try? Self.person(request["user"], in: state) else {
-            return Self.html(page(title: "Unknown person", body: "<p>No such person.</p>"), status: 400)
+            return Reply.html(page(title: "Unknown person", body: "<p>No such person.</p>"), status: 400)
         }
         state.consents[pending.clientID + " " + person.sub, default: []].formUnion(
             pending.scope.split(separator: " ").map(String.init))
@@ -444,10 +419,10 @@ final class OIDCEngine: Sendable {
     private func codeRedirect(
         _ pending: Pending, person: Person, authTime: Date, _ state: inout State
     )
-        -> HTTPResponse
+        -> Reply
     {
         guard let url = URL(string: pending.redirectURI) else {
-            return Self.html(page(title: "Bad redirect", body: "<p>The redirect_uri is not a URL.</p>"), status: 400)
+            return Reply.html(page(title: "Bad redirect", body: "<p>The redirect_uri is not a URL.</p>"), status: 400)
         }
         let code = (try? Crypto.randomURLSafeString(byteCount: 24)) ?? UUID().uuidString
         state.codes[code] = Code(
@@ -459,23 +434,23 @@ final class OIDCEngine: Sendable {
 
     /// A redirect to the client with `items`, and `iss` as RFC 9207 has every authorization
     /// response carry (unless a scenario drops or changes it).
-    private func issuerRedirect(_ url: URL, _ items: [(String, String)], _ state: inout State) -> HTTPResponse {
+    private func issuerRedirect(_ url: URL, _ items: [(String, String)], _ state: inout State) -> Reply {
         var items = items
         if consume(.redirectNoIssuer, &state) == nil {
             let wrong = consume(.redirectWrongIssuer, &state) != nil
             items.append(("iss", wrong ? "https://another-issuer.example" : state.issuer))
         }
-        return Self.redirect(OAuth.appendingQuery(items, to: url).absoluteString)
+        return Reply.redirect(OAuth.appendingQuery(items, to: url).absoluteString)
     }
 
     // MARK: Token endpoint
 
-    private func token(_ request: Request, _ state: inout State) -> HTTPResponse {
+    private func token(_ request: LoopbackRequest, _ state: inout State) -> Reply {
         if let failure = scenarioFailure(at: .serverError, &state) { return failure }
         if consume(.tooManyRequests, &state) != nil {
-            var response = Self.oauthError("temporarily_unavailable", "Too many requests.", status: 429)
+            var response = Reply.oauthError("temporarily_unavailable", "Too many requests.", status: 429)
             response.headers["Retry-After"] = "7"
-            response.body = Data("{\"message\":\"rate limited\"}".utf8)
+            response.body = .json(.object(["message": .string("rate limited")]))
             return response
         }
         let clientID: String
@@ -487,7 +462,7 @@ final class OIDCEngine: Sendable {
         case "authorization_code": return codeGrant(request, clientID: clientID, &state)
         case "refresh_token": return refreshGrant(request, clientID: clientID, &state)
         case "urn:ietf:params:oauth:grant-type:device_code": return deviceGrant(request, clientID: clientID, &state)
-        default: return Self.oauthError("unsupported_grant_type", "Unsupported grant_type.")
+        default: return Reply.oauthError("unsupported_grant_type", "Unsupported grant_type.")
         }
     }
 
@@ -497,18 +472,18 @@ final class OIDCEngine: Sendable {
             scope: scope, authTime: authTime)
     }
 
-    private func codeGrant(_ request: Request, clientID: String, _ state: inout State) -> HTTPResponse {
+    private func codeGrant(_ request: LoopbackRequest, clientID: String, _ state: inout State) -> Reply {
         guard let code = request["code"], let record = state.codes.removeValue(forKey: code),
             record.pending.clientID == clientID, record.expiresAt > now(state)
-        else { return Self.oauthError("invalid_grant", "The code is invalid, used or expired.") }
+        else { return Reply.oauthError("invalid_grant", "The code is invalid, used or expired.") }
         guard request["redirect_uri"] == record.pending.redirectURI else {
-            return Self.oauthError("invalid_grant", "redirect_uri does not match the authorization request.")
+            return Reply.oauthError("invalid_grant", "redirect_uri does not match the authorization request.")
         }
         if let challenge = record.pending.challenge {
             guard let verifier = request["code_verifier"],
                 OAuth.constantTimeEquals(PKCE.challenge(for: verifier), challenge)
             else {
-                return Self.oauthError("invalid_grant", "The PKCE code_verifier does not match.")
+                return Reply.oauthError("invalid_grant", "The PKCE code_verifier does not match.")
             }
         }
         let grant = newGrant(
@@ -516,9 +491,9 @@ final class OIDCEngine: Sendable {
         return issue(grant, nonce: record.pending.nonce, &state)
     }
 
-    private func refreshGrant(_ request: Request, clientID: String, _ state: inout State) -> HTTPResponse {
+    private func refreshGrant(_ request: LoopbackRequest, clientID: String, _ state: inout State) -> Reply {
         guard let token = request["refresh_token"], let grant = state.refreshTokens[token], grant.clientID == clientID
-        else { return Self.oauthError("invalid_grant", "The refresh token is invalid or was revoked.") }
+        else { return Reply.oauthError("invalid_grant", "The refresh token is invalid or was revoked.") }
         // RFC 6749 §6: a refresh may narrow the scope, never widen it; the refresh token keeps the
         // grant's whole scope.
         var narrowed = grant
@@ -526,31 +501,31 @@ final class OIDCEngine: Sendable {
             let granted = Set(grant.scope.split(separator: " "))
             let wanted = asked.split(separator: " ")
             guard Set(wanted).isSubset(of: granted) else {
-                return Self.oauthError(
+                return Reply.oauthError(
                     "invalid_scope", "A refresh may only ask for scopes of the original grant (\(grant.scope)).")
             }
             narrowed.scope = wanted.joined(separator: " ")
         }
         if consume(.refreshRevoked, &state) != nil {
             state.refreshTokens[token] = nil
-            return Self.oauthError("invalid_grant", "The refresh token was revoked.")
+            return Reply.oauthError("invalid_grant", "The refresh token was revoked.")
         }
         state.refreshTokens[token] = nil  // Rotation: each refresh token works once.
         return issue(narrowed, refreshGrant: grant, nonce: nil, &state)
     }
 
-    private func deviceGrant(_ request: Request, clientID: String, _ state: inout State) -> HTTPResponse {
+    private func deviceGrant(_ request: LoopbackRequest, clientID: String, _ state: inout State) -> Reply {
         guard let code = request["device_code"], let device = state.devices[code], device.clientID == clientID else {
-            return Self.oauthError("invalid_grant", "Unknown device_code.")
+            return Reply.oauthError("invalid_grant", "Unknown device_code.")
         }
-        if device.expiresAt <= now(state) { return Self.oauthError("expired_token", "The device code expired.") }
-        if consume(.slowDown, &state) != nil { return Self.oauthError("slow_down", "Poll more slowly.") }
+        if device.expiresAt <= now(state) { return Reply.oauthError("expired_token", "The device code expired.") }
+        if consume(.slowDown, &state) != nil { return Reply.oauthError("slow_down", "Poll more slowly.") }
         if device.denied {
             state.devices[code] = nil
-            return Self.oauthError("access_denied", "The person declined.")
+            return Reply.oauthError("access_denied", "The person declined.")
         }
         guard let sub = device.approvedFor else {
-            return Self.oauthError("authorization_pending", "The person has not finished yet.")
+            return Reply.oauthError("authorization_pending", "The person has not finished yet.")
         }
         state.devices[code] = nil
         let grant = newGrant(
@@ -558,7 +533,7 @@ final class OIDCEngine: Sendable {
         return issue(grant, nonce: nil, &state)
     }
 
-    private func deviceAuthorization(_ request: Request, _ state: inout State) -> HTTPResponse {
+    private func deviceAuthorization(_ request: LoopbackRequest, _ state: inout State) -> Reply {
         let clientID: String
         switch authenticateClient(request, state) {
         case .client(let id): clientID = id
@@ -573,7 +548,7 @@ final class OIDCEngine: Sendable {
             clientID: clientID, userCode: userCode, scope: request["scope"] ?? "openid",
             expiresAt: now(state).addingTimeInterval(600))
         let complete = OAuth.appendingQuery([("user_code", userCode)], to: URL(string: state.issuer + "/device")!)
-        return Self.json(
+        return Reply.json(
             .object([
                 "device_code": .string(deviceCode), "user_code": .string(userCode),
                 "verification_uri": .string(state.issuer + "/device"),
@@ -587,7 +562,7 @@ final class OIDCEngine: Sendable {
     private func issue(
         _ grant: Grant, refreshGrant: Grant? = nil, nonce: String?, _ state: inout State
     )
-        -> HTTPResponse
+        -> Reply
     {
         let access = "at-" + ((try? Crypto.randomURLSafeString(byteCount: 32)) ?? UUID().uuidString)
         let refresh = "rt-" + ((try? Crypto.randomURLSafeString(byteCount: 32)) ?? UUID().uuidString)
@@ -602,10 +577,10 @@ final class OIDCEngine: Sendable {
             do {
                 body["id_token"] = .string(try idToken(for: grant, nonce: nonce, accessToken: access, &state))
             } catch {
-                return Self.oauthError("server_error", "The ID token could not be signed.", status: 500)
+                return Reply.oauthError("server_error", "The ID token could not be signed.", status: 500)
             }
         }
-        return Self.json(.object(body))
+        return Reply.json(.object(body))
     }
 
     /// Seconds since 1970, rounded down: a time rounded up would be in the future for up to half
@@ -652,7 +627,7 @@ final class OIDCEngine: Sendable {
 
     // MARK: Userinfo and revocation
 
-    private func userinfo(_ request: Request, _ state: State) -> HTTPResponse {
+    private func userinfo(_ request: LoopbackRequest, _ state: State) -> Reply {
         let header = request.headers["Authorization"] ?? ""
         let headerToken = header.lowercased().hasPrefix("bearer ") ? String(header.dropFirst(7)).trimmedASCII : nil
         // RFC 6750 §2.2: the token may come in a form body instead of the header.
@@ -663,7 +638,7 @@ final class OIDCEngine: Sendable {
         }
         guard let token = headerToken ?? formToken, !token.isEmpty else {
             // RFC 6750 §3.1: a request without credentials gets no error code.
-            return HTTPResponse(status: 401, headers: ["WWW-Authenticate": "Bearer realm=\"sesame\""])
+            return Reply.empty(status: 401, headers: ["WWW-Authenticate": "Bearer realm=\"sesame\""])
         }
         guard let record = state.accessTokens[token], record.expiresAt > now(state) else {
             return Self.bearerError("invalid_token", "The access token is invalid or expired", status: 401)
@@ -676,11 +651,11 @@ final class OIDCEngine: Sendable {
             claims["email"] = .string(person.email)
             claims["email_verified"] = .bool(true)
         }
-        return Self.json(.object(claims))
+        return Reply.json(.object(claims))
     }
 
-    static func bearerError(_ error: String, _ description: String, status: Int) -> HTTPResponse {
-        HTTPResponse(
+    static func bearerError(_ error: String, _ description: String, status: Int) -> Reply {
+        Reply.empty(
             status: status,
             headers: [
                 "WWW-Authenticate":
@@ -688,13 +663,13 @@ final class OIDCEngine: Sendable {
             ])
     }
 
-    private func revoke(_ request: Request, _ state: inout State) -> HTTPResponse {
+    private func revoke(_ request: LoopbackRequest, _ state: inout State) -> Reply {
         let clientID: String
         switch authenticateClient(request, state) {
         case .client(let id): clientID = id
         case .refused(let response): return response
         }
-        guard let token = request["token"] else { return Self.oauthError("invalid_request", "token is required.") }
+        guard let token = request["token"] else { return Reply.oauthError("invalid_request", "token is required.") }
         // RFC 7009 §2.1: revoking a refresh token revokes the access tokens of the same grant;
         // a token of another client is left alone (and still answered with 200).
         if let grant = state.refreshTokens[token], grant.clientID == clientID {
@@ -708,17 +683,17 @@ final class OIDCEngine: Sendable {
             state.accessTokens[token] = nil
             state.revokedCount += 1
         }
-        return HTTPResponse(status: 200)
+        return Reply.empty(status: 200)
     }
 
     // MARK: Admin
 
-    private func admin(_ request: Request, _ state: inout State) -> HTTPResponse {
+    private func admin(_ request: LoopbackRequest, _ state: inout State) -> Reply {
         let json = request.json
         switch (request.method, request.path) {
         case (.post, "/__sesame/scenarios"):
             guard let name = json?["scenario"]?.stringValue, let scenario = OIDCScenario(rawValue: name) else {
-                return Self.json(
+                return Reply.json(
                     .object([
                         "error": .string(
                             "Name a scenario: " + OIDCScenario.allCases.map(\.rawValue).joined(separator: ", "))
@@ -728,29 +703,29 @@ final class OIDCEngine: Sendable {
                 scenario, count: json?["count"]?.lenientInt, seconds: json?["seconds"]?.lenientInt ?? 0)
             if scenario == .keyRotated {
                 guard let key = try? SignatureSigningKey(generating: algorithm) else {
-                    return Self.json(.object(["error": .string("Key generation failed.")]), status: 500)
+                    return Reply.json(.object(["error": .string("Key generation failed.")]), status: 500)
                 }
                 state.keys.insert((kid: "key-\(state.nextKeyNumber)", key: key), at: 0)
                 state.nextKeyNumber += 1
             } else {
                 state.scenarios.append(Scenario(setting: setting, remaining: setting.count ?? 1))
             }
-            return Self.json(.object(["scenario": .string(name)]), status: 201)
+            return Reply.json(.object(["scenario": .string(name)]), status: 201)
         case (.delete, "/__sesame/scenarios"):
             state.scenarios.removeAll()
-            return Self.json(.object(["cleared": .bool(true)]))
+            return Reply.json(.object(["cleared": .bool(true)]))
         case (.post, "/__sesame/device"):
             guard let userCode = json?["user_code"]?.stringValue,
                 let code = Self.deviceCode(matching: userCode, in: state)
-            else { return Self.json(.object(["error": .string("No device login has that user_code.")]), status: 404) }
+            else { return Reply.json(.object(["error": .string("No device login has that user_code.")]), status: 404) }
             guard let person = try? Self.person(json?["user"]?.stringValue, in: state) else {
-                return Self.json(.object(["error": .string("No such person.")]), status: 404)
+                return Reply.json(.object(["error": .string("No such person.")]), status: 404)
             }
             Self.answer(device: code, as: person, approve: json?["action"]?.stringValue != "deny", &state)
-            return Self.json(.object(["user_code": .string(userCode)]))
+            return Reply.json(.object(["user_code": .string(userCode)]))
         case (.post, "/__sesame/clients"):
             guard let id = json?["client_id"]?.stringValue, !id.isEmpty, id.utf8.count <= 200 else {
-                return Self.json(
+                return Reply.json(
                     .object([
                         "error": .string(
                             "Send {\"client_id\": \"…\", \"client_secret\": \"…\"}; without a secret the client is public."
@@ -759,13 +734,13 @@ final class OIDCEngine: Sendable {
             }
             let secret = json?["client_secret"]?.stringValue
             state.clients[id] = .some(secret)
-            return Self.json(
+            return Reply.json(
                 .object(["client_id": .string(id), "confidential": .bool(secret != nil)]), status: 201)
         case (.post, "/__sesame/clock"):
             state.clockOffset += json?["advance"]?.doubleValue ?? 0
-            return Self.json(.object(["offset": .number(state.clockOffset)]))
+            return Reply.json(.object(["offset": .number(state.clockOffset)]))
         default:
-            return Self.json(.object(["error": .string("No such admin endpoint.")]), status: 404)
+            return Reply.json(.object(["error": .string("No such admin endpoint.")]), status: 404)
         }
     }
 
@@ -775,39 +750,12 @@ final class OIDCEngine: Sendable {
 
     /// Takes one use of the first active `scenario`; `nil` when none is active.
     private func consume(_ scenario: OIDCScenario, _ state: inout State) -> OIDCScenarioSetting? {
-        guard let index = state.scenarios.firstIndex(where: { $0.setting.scenario == scenario }) else { return nil }
-        let setting = state.scenarios[index].setting
-        if let remaining = state.scenarios[index].remaining {
-            if remaining <= 1 {
-                state.scenarios.remove(at: index)
-            } else {
-                state.scenarios[index].remaining = remaining - 1
-            }
-        }
-        return setting
+        state.scenarios.consumeFirst { $0.scenario == scenario }
     }
 
-    private func scenarioFailure(at scenario: OIDCScenario, _ state: inout State) -> HTTPResponse? {
+    private func scenarioFailure(at scenario: OIDCScenario, _ state: inout State) -> Reply? {
         guard consume(scenario, &state) != nil else { return nil }
-        return Self.oauthError("server_error", "The emulator was told to fail.", status: 500)
-    }
-
-    static func json(_ value: JSONValue, status: Int = 200) -> HTTPResponse {
-        HTTPResponse(
-            status: status, headers: ["Content-Type": "application/json", "Cache-Control": "no-store"],
-            body: value.jsonData)
-    }
-
-    static func oauthError(_ error: String, _ description: String, status: Int = 400) -> HTTPResponse {
-        json(.object(["error": .string(error), "error_description": .string(description)]), status: status)
-    }
-
-    static func html(_ text: String, status: Int = 200) -> HTTPResponse {
-        HTTPResponse(status: status, headers: ["Content-Type": "text/html; charset=utf-8"], body: Data(text.utf8))
-    }
-
-    static func redirect(_ location: String) -> HTTPResponse {
-        HTTPResponse(status: 302, headers: ["Location": location, "Cache-Control": "no-store"])
+        return Reply.oauthError("server_error", "The emulator was told to fail.", status: 500)
     }
 
     private func page(title: String, body: String) -> String {
