@@ -70,6 +70,12 @@ struct FieldList {
 
         /// Reads one entry: a name, then `.modifier(value)`s and at most one `{…}`, in any order.
         static func parse(_ text: Substring) throws -> Entry {
+            // Most entries are a bare name (`fields=id,name,email`).
+            if !text.utf8.contains(where: {
+                $0 == UInt8(ascii: "{") || $0 == UInt8(ascii: ".") || $0 == UInt8(ascii: "(")
+            }) {
+                return Entry(name: text.trimmedASCII)
+            }
             let syntax = GraphError.invalidParameter("Syntax error in the fields parameter near '\(text.prefix(80))'.")
             let characters = Array(text)
             var index = characters.firstIndex { "{.(".contains($0) } ?? characters.count
@@ -245,7 +251,7 @@ extension FacebookState {
     func servedVersion(_ versionPrefix: String) -> String {
         guard versionPrefix.hasPrefix("/") else { return configuration.graphVersion }
         let version = String(versionPrefix.dropFirst())
-        return version.contains(".") ? version : version + ".0"
+        return version.utf8.contains(UInt8(ascii: ".")) ? version : version + ".0"
     }
 
     /// What every Graph answer gets last: `facebook-api-version` naming the version that served
@@ -254,11 +260,9 @@ extension FacebookState {
         guard var response = outcome.reply else { return outcome }
         response.headers["facebook-api-version"] = servedVersion(versionPrefix)
         var pairs = request.query
-        // Decoded a second time only when the body names the parameter at all.
-        if request.contentType == "application/x-www-form-urlencoded",
-            request.body.range(of: Data("suppress_http_code".utf8)) != nil
-        {
-            pairs += FormEncoding.decode(String(decoding: request.body, as: UTF8.self))
+        // The form as it was decoded before the lock.
+        if !request.body.isEmpty, request.contentType == "application/x-www-form-urlencoded" {
+            pairs += request.formPairs() ?? []
         }
         if Parameters(pairs).bool("suppress_http_code", default: false) { response.status = 200 }
         var finished = outcome

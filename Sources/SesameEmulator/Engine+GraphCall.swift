@@ -108,10 +108,14 @@ extension FacebookState {
     /// The token from `access_token`, or from an `Authorization: Bearer|OAuth` header.
     static func accessToken(in request: EmulatorRequest, parameters: Parameters) -> String? {
         if let token = parameters.nonEmpty("access_token") { return token }
-        guard let header = request.headers["Authorization"] else { return nil }
-        let parts = header.split(separator: " ", maxSplits: 1).map(String.init)
-        guard parts.count == 2, ["bearer", "oauth"].contains(parts[0].lowercased()) else { return nil }
-        let token = parts[1].trimmedASCII
+        guard let header = request.headers["Authorization"], let space = header.utf8.firstIndex(of: UInt8(ascii: " "))
+        else { return nil }
+        let scheme = header.utf8[..<space]
+        guard
+            scheme.elementsEqual("bearer".utf8, by: asciiCaseInsensitive)
+                || scheme.elementsEqual("oauth".utf8, by: asciiCaseInsensitive)
+        else { return nil }
+        let token = header[header.utf8.index(after: space)...].trimmedASCII
         return token.isEmpty ? nil : token
     }
 
@@ -166,4 +170,9 @@ extension FacebookState {
 
     private static let traceSequence = Mutex(UInt64.random(in: .min ... .max))
     private static let traceAlphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_".utf8)
+}
+
+/// Whether two ASCII bytes are the same letter in any case, or the same byte.
+private func asciiCaseInsensitive(_ a: UInt8, _ b: UInt8) -> Bool {
+    a == b || (a | 0x20 == b | 0x20 && (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(a | 0x20))
 }
