@@ -5,11 +5,20 @@ import Synchronization
 
 /// The OIDC and GitHub emulators' engines, as their shared listener and transport call them.
 protocol LoopbackEngine: Sendable {
-    /// Answers one request.
+    /// Answers `request` under the engine's lock; its JSON is encoded after the lock is released.
+    func reply(to request: LoopbackRequest) -> Reply
+}
+
+extension LoopbackEngine {
+    /// Answers one request: read before the lock is taken and encoded after it is released, so
+    /// that a large body or answer holds up only its own client.
     func handle(
         method: HTTPMethod, path: String, query: [(String, String)], headers: HTTPHeaders, body: Data
     )
         -> HTTPResponse
+    {
+        reply(to: LoopbackRequest(method: method, path: path, query: query, headers: headers, body: body)).response
+    }
 }
 
 /// A request to the OIDC or GitHub emulator, read before the engine's lock is taken (the form
