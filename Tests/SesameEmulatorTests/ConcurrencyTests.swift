@@ -1,7 +1,8 @@
 import Foundation
 import Sesame
-import SesameEmulator
 import Testing
+
+@testable import SesameEmulator
 
 @Suite("Concurrent clients")
 struct ConcurrencyTests {
@@ -51,7 +52,7 @@ struct ConcurrencyTests {
         // A name of quotes is escaped twice in a batch (in each answer, then in the batch's JSON),
         // so fifty of them take long to encode and almost no time to build.
         let id = "200000000000099"
-        await emulator.addUser(EmulatedUser(id: id, name: String(repeating: "\"", count: 100_000)))
+        await emulator.addUser(EmulatedUser(id: id, name: String(repeating: "\"", count: 50_000)))
         let token = try await emulator.issueToken(user: id)
         let operations = JSONValue.array(
             Array(repeating: .object(["method": .string("GET"), "relative_url": .string("me?fields=name")]), count: 50))
@@ -62,9 +63,17 @@ struct ConcurrencyTests {
 
         let clock = ContinuousClock()
         let bigStarted = clock.now
-        let bigTask = Task.detached { () -> (ContinuousClock.Instant, Int) in
-            let outcome = await emulator.respond(to: big)
-            return (ContinuousClock().now, outcome.response?.body.count ?? 0)
+        // On a thread of its own, so that the slow encoding holds none of the threads the other
+        // tests' servers run on.
+        let engine = emulator.engine
+        let bigTask = Task {
+            await withCheckedContinuation {
+                (continuation: CheckedContinuation<(ContinuousClock.Instant, Int), Never>) in
+                Thread {
+                    let outcome = engine.handle(big)
+                    continuation.resume(returning: (ContinuousClock().now, outcome.response?.body.count ?? 0))
+                }.start()
+            }
         }
         try await Task.sleep(for: .milliseconds(50))
         let smallStarted = clock.now
@@ -73,7 +82,7 @@ struct ConcurrencyTests {
         let (bigFinished, bigSize) = await bigTask.value
 
         #expect(smallOutcome.response?.status == 200)
-        #expect(bigSize > 10_000_000)
+        #expect(bigSize > 5_000_000)
         let bigDuration = bigFinished - bigStarted
         guard smallStarted < bigFinished else {
             Issue.record(
