@@ -206,11 +206,21 @@ extension StringProtocol {
     /// Foundation's `trimmingCharacters(in:)` on Linux, and enough for HTTP and form values.
     var trimmedASCII: String {
         func isSpace(_ byte: UInt8) -> Bool { byte == 0x20 || byte == 0x09 || byte == 0x0A || byte == 0x0D }
-        let bytes = Array(utf8)
-        guard let first = bytes.firstIndex(where: { !isSpace($0) }) else { return "" }
-        let last = bytes.lastIndex(where: { !isSpace($0) })!
-        if first == 0 && last == bytes.count - 1 { return String(self) }
-        return String(decoding: bytes[first...last], as: UTF8.self)
+        let bytes = utf8
+        var start: String.Index?
+        var end = bytes.startIndex
+        var index = bytes.startIndex
+        while index < bytes.endIndex {
+            let next = bytes.index(after: index)
+            if !isSpace(bytes[index]) {
+                if start == nil { start = index }
+                end = next
+            }
+            index = next
+        }
+        guard let start else { return "" }
+        // The bounds are next to ASCII bytes, so they are character boundaries.
+        return String(self[start..<end])
     }
 }
 
