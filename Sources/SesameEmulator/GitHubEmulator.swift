@@ -1,7 +1,5 @@
 import Foundation
 import Sesame
-import SesameHTTPServer
-import Synchronization
 
 /// A situation the GitHub emulator can be put in. See <doc:GitHubMode>.
 public enum GitHubScenario: String, Sendable, Hashable, CaseIterable, Codable {

@@ -1,7 +1,5 @@
 import Foundation
 import Sesame
-import SesameHTTPServer
-import Synchronization
 
 /// A situation the OIDC emulator can be put in. See <doc:OIDCMode>.
 public enum OIDCScenario: String, Sendable, Hashable, CaseIterable, Codable {

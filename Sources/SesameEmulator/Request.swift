@@ -10,8 +10,8 @@ package struct EmulatorRequest: Sendable {
     package var query: [(String, String)]
     package var headers: HTTPHeaders
     package var body: Data
-    /// The body parsed as JSON when it looks like JSON, done by ``parsingBody()`` before the
-    /// engine's lock is taken; `nil` otherwise.
+    /// The body parsed as JSON when it looks like JSON, done by ``parsed()`` before the engine's
+    /// lock is taken; `nil` otherwise.
     private(set) var parsedBody: JSONValue?
     private var bodyWasParsed = false
     /// The parameters, or why they cannot be read, worked out by ``parsed()``.
@@ -41,10 +41,9 @@ package struct EmulatorRequest: Sendable {
             query: FormEncoding.decode(components?.percentEncodedQuery ?? ""), headers: headers, body: body)
     }
 
-    /// The request with its body parsed when it starts like a JSON array or object. The engine
-    /// calls this before it takes its lock, so that parsing a large body never holds up other
-    /// clients.
-    func parsingBody() -> EmulatorRequest {
+    /// The request with its body parsed when it starts like a JSON array or object (the first
+    /// step of ``parsed()``).
+    private func parsingBody() -> EmulatorRequest {
         var copy = self
         guard !bodyWasParsed else { return copy }
         copy.bodyWasParsed = true
@@ -54,7 +53,7 @@ package struct EmulatorRequest: Sendable {
     }
 
     /// The request with all that the engine reads from its body worked out: the body as JSON
-    /// (``parsingBody()``), as a form, the parameters and a `batch` parameter's operations. The
+    /// (when it starts like a JSON array or object), as a form, the parameters and a `batch` parameter's operations. The
     /// engine calls this before it takes its lock, so that no parsing holds up other clients.
     func parsed() -> EmulatorRequest {
         var copy = parsingBody()
