@@ -132,13 +132,10 @@ public enum JSONValue: Sendable, Hashable, Codable, CustomStringConvertible {
         }
     }
 
-    /// Compact JSON text with sorted keys.
-    public var jsonText: String {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        guard let data = try? encoder.encode(self) else { return "null" }
-        return String(decoding: data, as: UTF8.self)
-    }
+    /// Compact JSON text with sorted keys: no white space, `/` not escaped, U+2028 and U+2029
+    /// escaped, whole numbers below 10^15 without a decimal point, and `null` for a number that
+    /// is not finite.
+    public var jsonText: String { String(decoding: JSONWriter.bytes(self), as: UTF8.self) }
 
     public var description: String { jsonText }
 }

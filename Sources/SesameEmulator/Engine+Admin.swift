@@ -1,9 +1,9 @@
 import Foundation
 import Sesame
 
-extension EmulatorEngine {
+extension FacebookState {
     /// The admin API under `/__sesame/`: JSON in, JSON out. See <doc:AdminAPI>.
-    func admin(_ request: EmulatorRequest, segments: [String]) -> HTTPResponse {
+    func admin(_ request: EmulatorRequest, segments: [String]) -> Reply {
         do {
             try checkAdminOrigin(request)
             let body = try adminRoute(request, segments: segments)
@@ -17,10 +17,10 @@ extension EmulatorEngine {
         }
     }
 
-    func adminResponse(_ value: JSONValue, status: Int) -> HTTPResponse {
-        HTTPResponse(
+    func adminResponse(_ value: JSONValue, status: Int) -> Reply {
+        Reply(
             status: status, headers: ["Content-Type": "application/json; charset=UTF-8", "Cache-Control": "no-store"],
-            body: JSONWriter.data(value))
+            body: .json(value))
     }
 
     private func adminRoute(_ request: EmulatorRequest, segments: [String]) throws -> (value: JSONValue, status: Int) {

@@ -1,14 +1,14 @@
 import Foundation
 import Sesame
 
-extension EmulatorEngine {
+extension FacebookState {
     /// `POST /` with `batch`: each operation answered in order, as `{"code", "headers", "body"}` with
     /// the body a JSON string; a refused batch-level token answers one error for the whole batch.
     func batch(_ context: GraphContext) throws -> GraphAnswer {
         guard context.segments.isEmpty, !context.isBatchItem else {
             throw GraphError.invalidParameter("A batch cannot contain a batch.")
         }
-        guard let text = context.parameters["batch"], case .array(let operations)? = JSONValue(parsing: Data(text.utf8))
+        guard let text = context.parameters["batch"], case .array(let operations)? = context.request.batchJSON(text)
         else {
             throw GraphError.invalidParameter("The parameter batch must be a JSON array of requests.")
         }
@@ -20,7 +20,7 @@ extension EmulatorEngine {
         if let error = context.tokenError { throw error }
         let includeHeaders = context.parameters.bool("include_headers", default: true)
         let batchToken = Self.accessToken(in: context.request, parameters: context.parameters)
-        var results: [JSONValue] = []
+        var results: [Reply.BatchItem?] = []
         var named: [String: JSONValue] = [:]
         var failed: Set<String> = []
         for operation in operations {
@@ -29,29 +29,24 @@ extension EmulatorEngine {
             let response = outcome.response
             if let name = outcome.name {
                 if response.isSuccess {
-                    named[name] = JSONValue(parsing: response.body) ?? .null
+                    named[name] = response.body.json ?? .null
                 } else {
                     failed.insert(name)
                 }
             }
             if response.isSuccess && outcome.omitOnSuccess {
-                results.append(.null)
+                results.append(nil)
                 continue
             }
-            var item: [String: JSONValue] = [
-                "code": .int(response.status), "body": .string(String(decoding: response.body, as: UTF8.self)),
-            ]
-            if includeHeaders {
-                item["headers"] = .array(
-                    response.headers.map { .object(["name": .string($0.name), "value": .string($0.value)]) })
-            }
-            results.append(.object(item))
+            results.append(
+                Reply.BatchItem(
+                    status: response.status, headers: includeHeaders ? response.headers : nil, body: response.body))
         }
-        return GraphAnswer(body: .array(results))
+        return GraphAnswer(body: .null, batch: results)
     }
 
     private struct OperationOutcome {
-        var response: HTTPResponse
+        var response: Reply
         var name: String?
         var omitOnSuccess: Bool
     }
@@ -155,7 +150,7 @@ extension EmulatorEngine {
                     return node[String(key)].map { [$0] } ?? []
                 }
             }
-            let joined = values.map { $0.stringValue ?? JSONWriter.string($0) }.joined(separator: ",")
+            let joined = values.map { $0.stringValue ?? $0.jsonText }.joined(separator: ",")
             output += encode ? FormWriter.escape(joined).replacingOccurrences(of: "%2C", with: ",") : joined
             rest = rest[rest.index(after: end)...]
         }

@@ -1,7 +1,7 @@
 import Foundation
 import Sesame
 
-extension EmulatorEngine {
+extension FacebookState {
     // MARK: - Graph: device/login and device/login_status
 
     /// The app a device call is for: its `access_token` must be `{app-id}|{client-token}` (or an app token).

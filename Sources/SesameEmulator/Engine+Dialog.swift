@@ -8,7 +8,7 @@ enum DialogFailure: Error {
     case redirect(String)
 }
 
-extension EmulatorEngine {
+extension FacebookState {
     // MARK: - Pages
 
     /// The HTML side (the dialog, the device page, the test-user login page), or `nil` for a Graph path.
@@ -67,7 +67,7 @@ extension EmulatorEngine {
 
     func formParameters(_ request: EmulatorRequest) -> Parameters {
         var pairs = request.query
-        if let text = String(data: request.body, encoding: .utf8) { pairs += FormEncoding.decode(text) }
+        if let form = request.formPairs() { pairs += form }
         return Parameters(Array(pairs.prefix(limits.maxParameters)))
     }
 

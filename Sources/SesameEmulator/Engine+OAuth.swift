@@ -1,7 +1,7 @@
 import Foundation
 import Sesame
 
-extension EmulatorEngine {
+extension FacebookState {
     // MARK: - oauth/access_token
 
     /// `GET|POST /oauth/access_token`: code exchange (with PKCE), `fb_exchange_token`,

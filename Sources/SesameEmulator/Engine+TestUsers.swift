@@ -1,7 +1,7 @@
 import Foundation
 import Sesame
 
-extension EmulatorEngine {
+extension FacebookState {
     /// `GET|POST /{app-id}/accounts/test-users`, with the app's token.
     func testUsers(_ context: GraphContext, appID: String) throws -> GraphAnswer {
         let caller = try requireCaller(context, forMe: false)

@@ -1,7 +1,5 @@
 import Foundation
 import Sesame
-import SesameHTTPServer
-import Synchronization
 
 /// A situation the GitHub emulator can be put in. See <doc:GitHubMode>.
 public enum GitHubScenario: String, Sendable, Hashable, CaseIterable, Codable {
@@ -77,7 +75,7 @@ public final class GitHubEmulator: Sendable {
     /// The OAuth app every emulator knows.
     public static let defaultClientID = "Iv1.5e5a3e5e5a3e5e5a"
     let engine: GitHubEngine
-    private let running = Mutex<HTTPServer?>(nil)
+    private let listener = LoopbackListener(name: "GitHub")
 
     /// Creates an emulator.
     ///
@@ -105,21 +103,7 @@ public final class GitHubEmulator: Sendable {
     /// Starts listening on 127.0.0.1 (`port` 0 picks a free one).
     @discardableResult
     public func start(port: Int = 0) async throws -> GitHubEmulatorEndpoints {
-        let engine = engine
-        let server = HTTPServer(
-            configuration: HTTPServer.Configuration(host: "127.0.0.1", port: port, stopGracePeriod: .seconds(2))
-        ) { request in
-            let response = engine.handle(
-                method: request.method, path: request.path, query: request.query, headers: request.headers,
-                body: request.body)
-            return HTTPServerResponse(status: response.status, headers: response.headers, body: response.body)
-        }
-        try running.withLock { state in
-            guard state == nil else { throw EmulatorError(message: "The GitHub emulator is already running.") }
-            try server.start()
-            state = server
-        }
-        let base = server.baseURL.absoluteString.trimmingSuffix("/")
+        let base = try listener.start(port: port, engine: engine)
         engine.setBaseURL(base)
         let url = URL(string: base)!
         return GitHubEmulatorEndpoints(
@@ -128,13 +112,7 @@ public final class GitHubEmulator: Sendable {
     }
 
     /// Stops listening.
-    public func stop() async {
-        let server = running.withLock { state -> HTTPServer? in
-            defer { state = nil }
-            return state
-        }
-        await server?.stop()
-    }
+    public func stop() async { await listener.stop() }
 
     /// Where the emulator says it is, in the links it writes: `http://127.0.0.1:<port>` once
     /// started, `http://127.0.0.1` before (for ``transport``).

@@ -4,7 +4,7 @@ import Synchronization
 
 /// The GitHub emulator's state and request handling. Every request is handled under one lock,
 /// start to finish, without suspending.
-final class GitHubEngine: Sendable {
+final class GitHubEngine: LoopbackEngine {
     struct Person: Sendable {
         var login: String
         var id: Int
@@ -34,10 +34,7 @@ final class GitHubEngine: Sendable {
         var clientID: String
         var expiresAt: Date
     }
-    struct Scenario: Sendable {
-        var setting: GitHubScenarioSetting
-        var remaining: Int?
-    }
+    typealias Scenario = CountedScenario<GitHubScenarioSetting>
     struct Window: Sendable {
         var resetAt: Date
         var used: Int
@@ -121,26 +118,20 @@ final class GitHubEngine: Sendable {
 
     // MARK: Dispatch
 
-    func handle(
-        method: HTTPMethod, path: String, query: [(String, String)], headers: HTTPHeaders, body: Data
-    ) -> HTTPResponse {
-        let isForm = (headers["Content-Type"] ?? "").lowercased().hasPrefix("application/x-www-form-urlencoded")
-        let form = isForm ? FormEncoding.decode(body) : []
-        return locked { state in
-            state.requestCounts[path, default: 0] += 1
-            let request = OIDCEngine.Request(
-                method: method, path: path, query: query, form: form, parameters: query + form, headers: headers,
-                body: body, json: nil)
+    /// Counts the request and answers it, under the lock.
+    func reply(to request: LoopbackRequest) -> Reply {
+        locked { state in
+            state.requestCounts[request.path, default: 0] += 1
             return route(request, &state)
         }
     }
 
-    private func route(_ request: OIDCEngine.Request, _ state: inout State) -> HTTPResponse {
+    func route(_ request: LoopbackRequest, _ state: inout State) -> Reply {
         switch (request.method, request.path) {
         case (.post, "/login/device/code"): return deviceCode(request, &state)
         case (.post, "/login/oauth/access_token"): return accessToken(request, &state)
         case (.get, "/login/device"):
-            return OIDCEngine.html(
+            return Reply.html(
                 page(
                     title: "Device activation",
                     body: "<h1>Device activation</h1><p>Enter the code displayed on your device.</p>"
@@ -152,14 +143,14 @@ final class GitHubEngine: Sendable {
             guard let code = request["user_code"],
                 let deviceCode = state.devices.first(where: { $0.value.userCode == code.uppercased() })?.key
             else {
-                return OIDCEngine.html(page(title: "Unknown code", body: "<p>That code is not valid.</p>"), status: 400)
+                return Reply.html(page(title: "Unknown code", body: "<p>That code is not valid.</p>"), status: 400)
             }
             if request["action"] == "cancel" {
                 state.devices[deviceCode]?.denied = true
             } else {
                 state.devices[deviceCode]?.approvedFor = state.people[0].login
             }
-            return OIDCEngine.html(page(title: "Done", body: "<p>You can return to your device.</p>"))
+            return Reply.html(page(title: "Done", body: "<p>You can return to your device.</p>"))
         default:
             if request.path.hasPrefix("/__sesame") { return admin(request, &state) }
             if request.path == "/api/v3" || request.path.hasPrefix("/api/v3/") { return api(request, &state) }
@@ -170,19 +161,19 @@ final class GitHubEngine: Sendable {
     // MARK: OAuth (device flow and refresh): errors come with HTTP 200
 
     /// An OAuth answer: JSON when asked for, else form-encoded text, as GitHub does.
-    private func oauthAnswer(_ request: OIDCEngine.Request, _ fields: [(String, JSONValue)]) -> HTTPResponse {
+    func oauthAnswer(_ request: LoopbackRequest, _ fields: [(String, JSONValue)]) -> Reply {
         if (request.headers["Accept"] ?? "").lowercased().contains("json") {
-            return OIDCEngine.json(.object(Dictionary(fields, uniquingKeysWith: { first, _ in first })))
+            return Reply.json(.object(Dictionary(fields, uniquingKeysWith: { first, _ in first })))
         }
         let pairs = fields.map { name, value in
             (name, value.stringValue ?? value.lenientInt.map(String.init) ?? value.jsonText)
         }
-        return HTTPResponse(
+        return Reply(
             status: 200, headers: ["Content-Type": "application/x-www-form-urlencoded; charset=utf-8"],
-            body: Data(FormEncoding.encode(pairs).utf8))
+            body: .bytes(Data(FormEncoding.encode(pairs).utf8)))
     }
 
-    private func oauthError(_ request: OIDCEngine.Request, _ error: String, _ description: String) -> HTTPResponse {
+    func oauthError(_ request: LoopbackRequest, _ error: String, _ description: String) -> Reply {
         oauthAnswer(
             request,
             [
@@ -196,7 +187,7 @@ final class GitHubEngine: Sendable {
             ])
     }
 
-    private func deviceCode(_ request: OIDCEngine.Request, _ state: inout State) -> HTTPResponse {
+    func deviceCode(_ request: LoopbackRequest, _ state: inout State) -> Reply {
         if consume(.deviceFlowDisabled, &state) != nil {
             return oauthError(request, "device_flow_disabled", "Device Flow must be explicitly enabled for this App")
         }
@@ -221,7 +212,7 @@ final class GitHubEngine: Sendable {
             ])
     }
 
-    private func accessToken(_ request: OIDCEngine.Request, _ state: inout State) -> HTTPResponse {
+    func accessToken(_ request: LoopbackRequest, _ state: inout State) -> Reply {
         guard let clientID = request["client_id"], state.clients.contains(clientID) else {
             return oauthError(
                 request, "incorrect_client_credentials", "The client_id and/or client_secret passed are incorrect.")
@@ -244,11 +235,11 @@ final class GitHubEngine: Sendable {
                 state.devices[code]?.interval += 5
                 var response = oauthError(
                     request, "slow_down", "Too many requests have been made in the same timeframe.")
-                if var json = JSONValue(parsing: response.body)?.objectValue,
+                if var json = response.body.json?.objectValue,
                     (request.headers["Accept"] ?? "").contains("json")
                 {
                     json["interval"] = .number(Double(device.interval + 5))
-                    response = OIDCEngine.json(.object(json))
+                    response = Reply.json(.object(json))
                 }
                 return response
             }
@@ -270,9 +261,9 @@ final class GitHubEngine: Sendable {
         }
     }
 
-    private func issue(
-        login: String, scopes: [String], clientID: String, _ request: OIDCEngine.Request, _ state: inout State
-    ) -> HTTPResponse {
+    func issue(
+        login: String, scopes: [String], clientID: String, _ request: LoopbackRequest, _ state: inout State
+    ) -> Reply {
         let token = (expiringTokens ? "ghu_" : "gho_") + Self.random()
         let issued = now(state)
         state.tokens[token] = Token(
@@ -296,196 +287,11 @@ final class GitHubEngine: Sendable {
         return oauthAnswer(request, fields)
     }
 
-    // MARK: The REST API
-
-    static func message(
-        _ text: String, status: Int, headers: HTTPHeaders = [:], extra: [String: JSONValue] = [:]
-    )
-        -> HTTPResponse
-    {
-        var body: [String: JSONValue] = [
-            "message": .string(text), "documentation_url": .string(documentation), "status": .string(String(status)),
-        ]
-        for (key, value) in extra { body[key] = value }
-        var response = OIDCEngine.json(.object(body), status: status)
-        for field in headers { response.headers.add(name: field.name, value: field.value) }
-        return response
-    }
-
-    private func api(_ request: OIDCEngine.Request, _ state: inout State) -> HTTPResponse {
-        let path = String(request.path.dropFirst("/api/v3".count))
-        if request.method == .get, path == "" || path == "/" {
-            // The API root answers without a token, as GitHub's does.
-            return OIDCEngine.json(
-                .object([
-                    "current_user_url": .string(state.baseURL + "/api/v3/user"),
-                    "repository_url": .string(state.baseURL + "/api/v3/repos/{owner}/{repo}"),
-                ]))
-        }
-        let authorization = request.headers["Authorization"] ?? ""
-        let presented = authorization.split(separator: " ", maxSplits: 1).last.map(String.init)
-        guard !authorization.isEmpty, let presented else {
-            return Self.message("Requires authentication", status: 401)
-        }
-        if consume(.badCredentials, &state) != nil { return Self.message("Bad credentials", status: 401) }
-        guard let token = state.tokens[presented], token.expiresAt.map({ $0 > now(state) }) ?? true else {
-            return Self.message("Bad credentials", status: 401)
-        }
-        if consume(.serverError, &state) != nil { return Self.message("Server Error", status: 502) }
-        if consume(.ssoRequired, &state) != nil {
-            let url = state.baseURL + "/orgs/sesame-org/sso?authorization_request=" + Self.random(12)
-            return Self.message(
-                "Resource protected by organization SAML enforcement. You must grant your Personal Access token "
-                    + "access to this organization.", status: 403, headers: ["X-GitHub-SSO": "required; url=\(url)"])
-        }
-        // The primary limit, per token, in a window of an hour.
-        let nowDate = now(state)
-        var window = state.windows[presented] ?? Window(resetAt: nowDate.addingTimeInterval(3600), used: 0)
-        if window.resetAt <= nowDate { window = Window(resetAt: nowDate.addingTimeInterval(3600), used: 0) }
-        if let primary = consume(.primaryRateLimit, &state) {
-            window.used = state.rateLimit
-            window.resetAt = nowDate.addingTimeInterval(TimeInterval(primary.seconds ?? 60))
-        }
-        if window.used >= state.rateLimit {
-            state.windows[presented] = window
-            let person = state.people.first { $0.login == token.login }
-            return Self.message(
-                "API rate limit exceeded for user ID \(person?.id ?? 0). If you reach out to GitHub Support for "
-                    + "help, please include the request ID.", status: 403,
-                headers: rateHeaders(window, state))
-        }
-        if let secondary = consume(.secondaryRateLimit, &state) {
-            return Self.message(
-                "You have exceeded a secondary rate limit. Please wait a few minutes before you try again.",
-                status: 403, headers: ["retry-after": String(secondary.seconds ?? 30)])
-        }
-        window.used += 1
-        state.windows[presented] = window
-        var headers = rateHeaders(window, state)
-        if let scopes = token.scopes { headers.add(name: "X-OAuth-Scopes", value: scopes.joined(separator: ", ")) }
-        if token.isPersonal, let expiry = token.expiresAt {
-            let formatter = DateFormatter()
-            formatter.locale = Locale(identifier: "en_US_POSIX")
-            formatter.timeZone = TimeZone(identifier: "UTC")
-            formatter.dateFormat = "yyyy-MM-dd HH:mm:ss 'UTC'"
-            headers.add(name: "github-authentication-token-expiration", value: formatter.string(from: expiry))
-        }
-        if let missing = consume(.scopeMissing, &state) {
-            headers.add(name: "X-Accepted-OAuth-Scopes", value: missing.scope ?? "admin:org")
-            return Self.message("Resource not accessible by integration", status: 403, headers: headers)
-        }
-        var response: HTTPResponse
-        switch (request.method, path) {
-        case (.get, "/user"):
-            headers.add(name: "X-Accepted-OAuth-Scopes", value: "")
-            let person = state.people.first { $0.login == token.login } ?? state.people[0]
-            response = OIDCEngine.json(
-                .object([
-                    "login": .string(person.login), "id": .number(Double(person.id)),
-                    "node_id": .string("MDQ6VXNlcj\(person.id)"), "type": .string("User"),
-                    "name": .string(person.name), "html_url": .string(state.baseURL + "/" + person.login),
-                ]))
-        case (.get, "/user/repos"):
-            headers.add(name: "X-Accepted-OAuth-Scopes", value: "")
-            response = repositories(request, login: token.login, &headers, state)
-        case (.post, "/user/repos"):
-            headers.add(name: "X-Accepted-OAuth-Scopes", value: "public_repo, repo")
-            let granted = Set(token.scopes ?? ["repo"])
-            guard granted.contains("repo") || granted.contains("public_repo") else {
-                response = Self.message("Not Found", status: 404)
-                break
-            }
-            response = createRepository(request, login: token.login, &state)
-        default:
-            response = Self.message("Not Found", status: 404)
-        }
-        for field in headers { response.headers.add(name: field.name, value: field.value) }
-        return response
-    }
-
-    private func rateHeaders(_ window: Window, _ state: State) -> HTTPHeaders {
-        [
-            "x-ratelimit-limit": String(state.rateLimit),
-            "x-ratelimit-remaining": String(max(0, state.rateLimit - window.used)),
-            "x-ratelimit-reset": String(Int(window.resetAt.timeIntervalSince1970.rounded(.up))),
-            "x-ratelimit-used": String(window.used), "x-ratelimit-resource": "core",
-        ]
-    }
-
-    private func repositories(
-        _ request: OIDCEngine.Request, login: String, _ headers: inout HTTPHeaders, _ state: State
-    ) -> HTTPResponse {
-        let names = state.repositories[login] ?? []
-        guard let perPage = Int(request["per_page"] ?? "30"), let page = Int(request["page"] ?? "1"), page >= 1 else {
-            return Self.message("Invalid request: per_page and page must be numbers.", status: 400)
-        }
-        let size = min(max(perPage, 1), 100)
-        let last = max(1, (names.count + size - 1) / size)
-        let slice = names.dropFirst((page - 1) * size).prefix(size)
-        let base = state.baseURL + "/api/v3/user/repos"
-        func link(_ number: Int, _ relation: String) -> String {
-            "<\(base)?per_page=\(size)&page=\(number)>; rel=\"\(relation)\""
-        }
-        var links: [String] = []
-        if page > 1 { links += [link(page - 1, "prev"), link(1, "first")] }
-        if page < last { links += [link(page + 1, "next"), link(last, "last")] }
-        if !links.isEmpty { headers.add(name: "Link", value: links.joined(separator: ", ")) }
-        let person = state.people.first { $0.login == login }
-        let items: [JSONValue] = slice.enumerated().map { offset, name in
-            .object([
-                "id": .number(Double((person?.id ?? 0) * 1000 + (page - 1) * size + offset + 1)),
-                "name": .string(name), "full_name": .string("\(login)/\(name)"), "private": .bool(false),
-            ])
-        }
-        return OIDCEngine.json(.array(items))
-    }
-
-    private func createRepository(_ request: OIDCEngine.Request, login: String, _ state: inout State) -> HTTPResponse {
-        let json = JSONValue(parsing: request.body)
-        guard let name = json?["name"]?.stringValue, !name.isEmpty else {
-            return Self.message(
-                "Repository creation failed.", status: 422,
-                extra: [
-                    "errors": .array([
-                        .object([
-                            "resource": .string("Repository"), "code": .string("missing_field"),
-                            "field": .string("name"),
-                        ])
-                    ])
-                ])
-        }
-        if state.repositories[login, default: []].contains(name) {
-            return Self.message(
-                "Repository creation failed.", status: 422,
-                extra: [
-                    "errors": .array([
-                        .object([
-                            "resource": .string("Repository"), "code": .string("custom"), "field": .string("name"),
-                            "message": .string("name already exists on this account"),
-                        ])
-                    ])
-                ])
-        }
-        state.repositories[login, default: []].append(name)
-        return OIDCEngine.json(
-            .object(["name": .string(name), "full_name": .string("\(login)/\(name)"), "private": .bool(false)]),
-            status: 201)
-    }
-
     // MARK: Scenarios
 
     /// The scenario's setting when it is active, using up one of its count.
-    private func consume(_ scenario: GitHubScenario, _ state: inout State) -> GitHubScenarioSetting? {
-        guard let index = state.scenarios.firstIndex(where: { $0.setting.scenario == scenario }) else { return nil }
-        let setting = state.scenarios[index].setting
-        if let remaining = state.scenarios[index].remaining {
-            if remaining <= 1 {
-                state.scenarios.remove(at: index)
-            } else {
-                state.scenarios[index].remaining = remaining - 1
-            }
-        }
-        return setting
+    func consume(_ scenario: GitHubScenario, _ state: inout State) -> GitHubScenarioSetting? {
+        state.scenarios.consumeFirst { $0.scenario == scenario }
     }
 
     func activate(_ setting: GitHubScenarioSetting) {
@@ -494,10 +300,10 @@ final class GitHubEngine: Sendable {
 
     // MARK: Admin
 
-    private func admin(_ request: OIDCEngine.Request, _ state: inout State) -> HTTPResponse {
-        let json = JSONValue(parsing: request.body)
-        func failure(_ text: String, status: Int = 400) -> HTTPResponse {
-            OIDCEngine.json(.object(["error": .string(text)]), status: status)
+    func admin(_ request: LoopbackRequest, _ state: inout State) -> Reply {
+        let json = request.json
+        func failure(_ text: String, status: Int = 400) -> Reply {
+            Reply.json(.object(["error": .string(text)]), status: status)
         }
         switch (request.method, request.path) {
         case (.post, "/__sesame/scenarios"):
@@ -508,10 +314,10 @@ final class GitHubEngine: Sendable {
                 scenario, count: json?["count"]?.lenientInt, seconds: json?["seconds"]?.lenientInt,
                 scope: json?["scope"]?.stringValue)
             state.scenarios.append(Scenario(setting: setting, remaining: setting.count))
-            return OIDCEngine.json(.object(["scenario": .string(name)]), status: 201)
+            return Reply.json(.object(["scenario": .string(name)]), status: 201)
         case (.delete, "/__sesame/scenarios"):
             state.scenarios.removeAll()
-            return OIDCEngine.json(.object(["cleared": .bool(true)]))
+            return Reply.json(.object(["cleared": .bool(true)]))
         case (.post, "/__sesame/device"):
             guard let userCode = json?["user_code"]?.stringValue,
                 let code = state.devices.first(where: { $0.value.userCode == userCode })?.key
@@ -524,7 +330,7 @@ final class GitHubEngine: Sendable {
             } else {
                 state.devices[code]?.approvedFor = person.login
             }
-            return OIDCEngine.json(.object(["user_code": .string(userCode)]))
+            return Reply.json(.object(["user_code": .string(userCode)]))
         case (.post, "/__sesame/tokens"):
             guard let person = try? Self.person(json?["user"]?.stringValue, in: state) else {
                 return failure("No such user.", status: 404)
@@ -541,16 +347,16 @@ final class GitHubEngine: Sendable {
                 login: person.login, scopes: scopes,
                 expiresAt: json?["expiresInDays"]?.doubleValue.map { now(state).addingTimeInterval($0 * 86_400) },
                 clientID: nil, isPersonal: true)
-            return OIDCEngine.json(.object(["token": .string(token), "login": .string(person.login)]), status: 201)
+            return Reply.json(.object(["token": .string(token), "login": .string(person.login)]), status: 201)
         case (.post, "/__sesame/clock"):
             state.clockOffset += json?["advance"]?.doubleValue ?? 0
-            return OIDCEngine.json(.object(["offset": .number(state.clockOffset)]))
+            return Reply.json(.object(["offset": .number(state.clockOffset)]))
         default:
             return failure("No such admin endpoint.", status: 404)
         }
     }
 
-    private func page(title: String, body: String) -> String {
+    func page(title: String, body: String) -> String {
         HTML.page(title: title, body: body, header: "GitHub <small>Sesame emulator: not the real GitHub</small>")
     }
 }

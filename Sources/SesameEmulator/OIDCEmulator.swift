@@ -1,7 +1,5 @@
 import Foundation
 import Sesame
-import SesameHTTPServer
-import Synchronization
 
 /// A situation the OIDC emulator can be put in. See <doc:OIDCMode>.
 public enum OIDCScenario: String, Sendable, Hashable, CaseIterable, Codable {
@@ -75,7 +73,7 @@ public final class OIDCEmulator: Sendable {
     /// The public client every emulator knows.
     public static let defaultClientID = "sesame-desktop"
     let engine: OIDCEngine
-    private let running = Mutex<HTTPServer?>(nil)
+    private let listener = LoopbackListener(name: "OIDC")
 
     /// Creates an emulator signing ID tokens with `algorithm` (`RS256` or `ES256`).
     ///
@@ -99,33 +97,13 @@ public final class OIDCEmulator: Sendable {
     /// Starts listening on 127.0.0.1 (`port` 0 picks a free one).
     @discardableResult
     public func start(port: Int = 0) async throws -> OIDCEmulatorEndpoints {
-        let engine = engine
-        let server = HTTPServer(
-            configuration: HTTPServer.Configuration(host: "127.0.0.1", port: port, stopGracePeriod: .seconds(2))
-        ) { request in
-            let response = engine.handle(
-                method: request.method, path: request.path, query: request.query, headers: request.headers,
-                body: request.body)
-            return HTTPServerResponse(status: response.status, headers: response.headers, body: response.body)
-        }
-        try running.withLock { state in
-            guard state == nil else { throw EmulatorError(message: "The OIDC emulator is already running.") }
-            try server.start()
-            state = server
-        }
-        let issuer = server.baseURL.absoluteString.trimmingSuffix("/")
+        let issuer = try listener.start(port: port, engine: engine)
         engine.setIssuer(issuer)
         return OIDCEmulatorEndpoints(issuer: issuer, adminURL: URL(string: issuer + "/__sesame")!)
     }
 
     /// Stops listening.
-    public func stop() async {
-        let server = running.withLock { state -> HTTPServer? in
-            defer { state = nil }
-            return state
-        }
-        await server?.stop()
-    }
+    public func stop() async { await listener.stop() }
 
     /// Activates a scenario.
     public func activate(_ setting: OIDCScenarioSetting) async throws { try engine.activate(setting) }

@@ -10,10 +10,16 @@ package struct EmulatorRequest: Sendable {
     package var query: [(String, String)]
     package var headers: HTTPHeaders
     package var body: Data
-    /// The body parsed as JSON when it looks like JSON, done by ``parsingBody()`` before the
-    /// engine's lock is taken; `nil` otherwise.
+    /// The body parsed as JSON when it looks like JSON, done by ``parsed()`` before the engine's
+    /// lock is taken; `nil` otherwise.
     private(set) var parsedBody: JSONValue?
     private var bodyWasParsed = false
+    /// The parameters, or why they cannot be read, worked out by ``parsed()``.
+    private var parsedParameters: Result<Parameters, GraphError>?
+    /// The body as a form, decoded by ``parsed()`` (`nil` when it is not UTF-8).
+    private var parsedForm: [(String, String)]??
+    /// The `batch` parameter's JSON, parsed by ``parsed()``.
+    private var parsedBatch: (text: String, value: JSONValue?)?
 
     package init(
         method: HTTPMethod, path: String, query: [(String, String)] = [], headers: HTTPHeaders = [:],
@@ -35,16 +41,50 @@ package struct EmulatorRequest: Sendable {
             query: FormEncoding.decode(components?.percentEncodedQuery ?? ""), headers: headers, body: body)
     }
 
-    /// The request with its body parsed when it starts like a JSON array or object. The engine
-    /// calls this before it takes its lock, so that parsing a large body never holds up other
-    /// clients.
-    func parsingBody() -> EmulatorRequest {
+    /// The request with its body parsed when it starts like a JSON array or object (the first
+    /// step of ``parsed()``).
+    private func parsingBody() -> EmulatorRequest {
         var copy = self
         guard !bodyWasParsed else { return copy }
         copy.bodyWasParsed = true
         let start = body.first { $0 != 0x20 && $0 != 0x09 && $0 != 0x0A && $0 != 0x0D }
         if start == UInt8(ascii: "{") || start == UInt8(ascii: "[") { copy.parsedBody = JSONValue(parsing: body) }
         return copy
+    }
+
+    /// The request with all that the engine reads from its body worked out: the body as JSON
+    /// (when it starts like a JSON array or object), as a form, the parameters and a `batch` parameter's operations. The
+    /// engine calls this before it takes its lock, so that no parsing holds up other clients.
+    func parsed() -> EmulatorRequest {
+        var copy = parsingBody()
+        if copy.contentType != "application/json" { copy.parsedForm = .some(copy.formPairs()) }
+        do throws(GraphError) {
+            let parameters = try Parameters.of(copy)
+            copy.parsedParameters = .success(parameters)
+            if let batch = parameters["batch"] { copy.parsedBatch = (batch, JSONValue(parsing: Data(batch.utf8))) }
+        } catch {
+            copy.parsedParameters = .failure(error)
+        }
+        return copy
+    }
+
+    /// The parameters: those worked out by ``parsed()``, or read now (a batch item's).
+    func parameters() throws(GraphError) -> Parameters {
+        if let parsedParameters { return try parsedParameters.get() }
+        return try Parameters.of(self)
+    }
+
+    /// The body decoded as a form (`nil` when it is not UTF-8): as ``parsed()`` decoded it, or now.
+    func formPairs() -> [(String, String)]? {
+        if let parsedForm { return parsedForm }
+        if body.isEmpty { return [] }
+        return String(data: body, encoding: .utf8).map(FormEncoding.decode)
+    }
+
+    /// `text`, the value of the `batch` parameter, parsed as JSON: as ``parsed()`` parsed it, or now.
+    func batchJSON(_ text: String) -> JSONValue? {
+        if let parsedBatch, parsedBatch.text == text { return parsedBatch.value }
+        return JSONValue(parsing: Data(text.utf8))
     }
 
     /// The body as JSON: the value parsed before the lock, or parsed now (a request that did not
@@ -111,16 +151,16 @@ package struct Parameters: Sendable {
                     throw GraphError.invalidParameter("The request body is not a JSON object.")
                 }
                 for (name, value) in members.sorted(by: { $0.key < $1.key }) {
-                    pairs.append((name, value.stringValue ?? JSONWriter.string(value)))
+                    pairs.append((name, value.stringValue ?? value.jsonText))
                 }
             case "multipart/form-data":
                 throw GraphError.invalidParameter("multipart/form-data bodies are not supported by the emulator.")
             default:
                 // Facebook reads a body without a content type as a form, as curl sends it.
-                guard let text = String(data: request.body, encoding: .utf8) else {
+                guard let form = request.formPairs() else {
                     throw GraphError.invalidParameter("The request body is not UTF-8 text.")
                 }
-                pairs.append(contentsOf: FormEncoding.decode(text))
+                pairs.append(contentsOf: form)
             }
         }
         return Parameters(pairs)
@@ -165,10 +205,30 @@ extension StringProtocol {
     /// Foundation's `trimmingCharacters(in:)` on Linux, and enough for HTTP and form values.
     var trimmedASCII: String {
         func isSpace(_ byte: UInt8) -> Bool { byte == 0x20 || byte == 0x09 || byte == 0x0A || byte == 0x0D }
-        let bytes = Array(utf8)
-        guard let first = bytes.firstIndex(where: { !isSpace($0) }) else { return "" }
-        let last = bytes.lastIndex(where: { !isSpace($0) })!
-        if first == 0 && last == bytes.count - 1 { return String(self) }
-        return String(decoding: bytes[first...last], as: UTF8.self)
+        let bytes = utf8
+        var start: String.Index?
+        var end = bytes.startIndex
+        var index = bytes.startIndex
+        while index < bytes.endIndex {
+            let next = bytes.index(after: index)
+            if !isSpace(bytes[index]) {
+                if start == nil { start = index }
+                end = next
+            }
+            index = next
+        }
+        guard let start else { return "" }
+        // The bounds are next to ASCII bytes, so they are character boundaries.
+        return String(self[start..<end])
+    }
+}
+
+extension String {
+    func leftPadded(_ width: Int, with pad: Character = "0") -> String {
+        count >= width ? self : String(repeating: pad, count: width - count) + self
+    }
+
+    func trimmingSuffix(_ suffix: String) -> String {
+        hasSuffix(suffix) ? String(dropLast(suffix.count)) : self
     }
 }

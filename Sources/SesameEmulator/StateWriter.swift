@@ -1,5 +1,6 @@
 import Dispatch
 import Foundation
+import Sesame
 
 #if canImport(Glibc)
     import Glibc
@@ -9,7 +10,8 @@ import Foundation
     import Darwin
 #endif
 
-/// Reads and writes the emulator's state file: JSON, mode 0600 in a 0700 directory, replaced
+/// Reads and writes the emulator's state file: JSON, mode 0600 in a 0700 directory (made private
+/// when it exists with a looser mode), replaced
 /// atomically (a temporary file in the same directory, `fsync`, `rename`), so a crash mid-write
 /// keeps the previous state. The blocking file calls run on the writer's own queue, never on
 /// Swift's cooperative pool.
@@ -24,6 +26,7 @@ final class StateWriter: Sendable {
     /// - Throws: ``EmulatorError`` when the file cannot be read, others may read it, or it is not a
     ///   state file; the file is left as it is.
     static func load(_ url: URL) throws -> PersistedState? {
+        try ensurePrivateDirectory(for: url)
         var info = stat()
         guard stat(url.path, &info) == 0 else {
             if errno == ENOENT { return nil }
@@ -77,13 +80,22 @@ final class StateWriter: Sendable {
         queue.async(execute: body)
     }
 
+    /// Makes the state file's directory (and its parents) with mode 0700 when missing; one that
+    /// exists must be this user's, and is made private (0700) if group or others may use it, as
+    /// the credential files' directory is (``PrivateFiles``).
+    ///
+    /// - Throws: ``EmulatorError`` naming the directory and what to do.
+    static func ensurePrivateDirectory(for url: URL) throws {
+        do {
+            try PrivateFiles.ensurePrivateDirectory(url.deletingLastPathComponent())
+        } catch let error as CredentialStoreError {
+            throw EmulatorError.stateFile(url, "cannot be kept in its directory: \(error.message)")
+        }
+    }
+
     private static func replace(_ url: URL, with data: Data) throws {
         let directory = url.deletingLastPathComponent()
-        if mkdir(directory.path, 0o700) != 0, errno != EEXIST {
-            // The parent may be missing too.
-            try FileManager.default.createDirectory(
-                at: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
-        }
+        try ensurePrivateDirectory(for: url)
         let temporary = directory.appendingPathComponent(".\(url.lastPathComponent).\(getpid()).tmp")
         unlink(temporary.path)
         let fd = open(temporary.path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)

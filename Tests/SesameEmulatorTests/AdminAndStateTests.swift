@@ -156,6 +156,40 @@ struct StateFileTests {
         }
     }
 
+    @Test("a state directory others may use is made private (0700) when the emulator starts and when it saves")
+    func looseDirectory() async throws {
+        let directory = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let stateDirectory = directory.appendingPathComponent("state")
+        try FileManager.default.createDirectory(at: stateDirectory, withIntermediateDirectories: false)
+        func mode() throws -> Int {
+            try #require(FileManager.default.attributesOfItem(atPath: stateDirectory.path)[.posixPermissions] as? Int)
+        }
+        chmod(stateDirectory.path, 0o777)
+        var configuration = EmulatorConfiguration()
+        configuration.stateFileURL = stateDirectory.appendingPathComponent("emulator.json")
+        let emulator = try Emulator(configuration: configuration)
+        #expect(try mode() == 0o700)
+        chmod(stateDirectory.path, 0o777)
+        _ = try await emulator.issueToken()
+        await emulator.save()
+        #expect(try mode() == 0o700)
+        #expect(FileManager.default.fileExists(atPath: stateDirectory.appendingPathComponent("emulator.json").path))
+    }
+
+    @Test("a state file whose directory is a regular file is refused, naming it")
+    func directoryIsAFile() throws {
+        let directory = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let notADirectory = directory.appendingPathComponent("state")
+        try Data().write(to: notADirectory)
+        var configuration = EmulatorConfiguration()
+        configuration.stateFileURL = notADirectory.appendingPathComponent("emulator.json")
+        #expect { try Emulator(configuration: configuration) } throws: { error in
+            (error as? EmulatorError)?.message.contains("cannot be kept in its directory: Could not create") == true
+        }
+    }
+
     @Test("the default state file is under XDG_STATE_HOME, else ~/.local/state")
     func defaultLocation() {
         #expect(

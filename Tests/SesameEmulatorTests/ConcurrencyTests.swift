@@ -1,7 +1,8 @@
 import Foundation
 import Sesame
-import SesameEmulator
 import Testing
+
+@testable import SesameEmulator
 
 @Suite("Concurrent clients")
 struct ConcurrencyTests {
@@ -43,5 +44,55 @@ struct ConcurrencyTests {
             }
             #expect(total == 80)
         }
+    }
+
+    @Test("a huge answer being encoded does not hold up another client's small request")
+    func hugeAnswerDoesNotBlockOthers() async throws {
+        let emulator = try Emulator()
+        // A name of quotes is escaped twice in a batch (in each answer, then in the batch's JSON),
+        // so fifty of them take long to encode and almost no time to build.
+        let id = "200000000000099"
+        await emulator.addUser(EmulatedUser(id: id, name: String(repeating: "\"", count: 20_000)))
+        let token = try await emulator.issueToken(user: id)
+        let operations = JSONValue.array(
+            Array(repeating: .object(["method": .string("GET"), "relative_url": .string("me?fields=name")]), count: 50))
+        let big = EmulatorRequest(
+            method: .post, path: "/", headers: ["Content-Type": "application/x-www-form-urlencoded"],
+            body: Data(FormEncoding.encode([("access_token", token), ("batch", operations.jsonText)]).utf8))
+        let small = EmulatorRequest(method: .get, path: "/me", query: [("access_token", token), ("fields", "id")])
+
+        let clock = ContinuousClock()
+        let bigStarted = clock.now
+        // On a thread of its own, so that the slow encoding holds none of the threads the other
+        // tests' servers run on.
+        let engine = emulator.engine
+        let bigTask = Task {
+            await withCheckedContinuation {
+                (continuation: CheckedContinuation<(ContinuousClock.Instant, Int), Never>) in
+                Thread {
+                    let outcome = engine.handle(big)
+                    continuation.resume(returning: (ContinuousClock().now, outcome.response?.body.count ?? 0))
+                }.start()
+            }
+        }
+        try await Task.sleep(for: .milliseconds(50))
+        let smallStarted = clock.now
+        let smallOutcome = await emulator.respond(to: small)
+        let smallFinished = clock.now
+        let (bigFinished, bigSize) = await bigTask.value
+
+        #expect(smallOutcome.response?.status == 200)
+        #expect(bigSize > 2_000_000)
+        let bigDuration = bigFinished - bigStarted
+        guard smallStarted < bigFinished else {
+            Issue.record(
+                "The huge answer took \(bigDuration), too little to overlap the small request; make it larger.")
+            return
+        }
+        // Had the small request waited for the lock while the huge answer was encoded, it would
+        // have ended with it.
+        #expect(
+            (smallFinished - smallStarted) * 4 < bigFinished - smallStarted,
+            "small request \(smallFinished - smallStarted), huge answer \(bigDuration)")
     }
 }

@@ -59,12 +59,12 @@ struct EmulatorHostileInputTests {
     @Test("the engine issues Facebook-shaped tokens: EAA and letters and digits only")
     func tokenShape() throws {
         for _ in 0..<50 {
-            let token = try EmulatorEngine.facebookLikeToken()
+            let token = try FacebookState.facebookLikeToken()
             #expect(token.hasPrefix("EAA"))
             #expect(token.count == 200)
             #expect(token.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber) })
         }
-        #expect(try EmulatorEngine.facebookLikeToken() != EmulatorEngine.facebookLikeToken())
+        #expect(try FacebookState.facebookLikeToken() != FacebookState.facebookLikeToken())
     }
 
     @Test(

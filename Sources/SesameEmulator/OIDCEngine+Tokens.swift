@@ -1,0 +1,247 @@
+import Foundation
+import Sesame
+
+extension OIDCEngine {
+    // MARK: Token endpoint
+
+    func token(_ request: LoopbackRequest, _ state: inout State) -> Reply {
+        if let failure = scenarioFailure(at: .serverError, &state) { return failure }
+        if consume(.tooManyRequests, &state) != nil {
+            var response = Reply.oauthError("temporarily_unavailable", "Too many requests.", status: 429)
+            response.headers["Retry-After"] = "7"
+            response.body = .json(.object(["message": .string("rate limited")]))
+            return response
+        }
+        let clientID: String
+        switch authenticateClient(request, state) {
+        case .client(let id): clientID = id
+        case .refused(let response): return response
+        }
+        switch request["grant_type"] {
+        case "authorization_code": return codeGrant(request, clientID: clientID, &state)
+        case "refresh_token": return refreshGrant(request, clientID: clientID, &state)
+        case "urn:ietf:params:oauth:grant-type:device_code": return deviceGrant(request, clientID: clientID, &state)
+        default: return Reply.oauthError("unsupported_grant_type", "Unsupported grant_type.")
+        }
+    }
+
+    func newGrant(clientID: String, sub: String, scope: String, authTime: Date) -> Grant {
+        Grant(
+            id: (try? Crypto.randomURLSafeString(byteCount: 12)) ?? UUID().uuidString, clientID: clientID, sub: sub,
+            scope: scope, authTime: authTime)
+    }
+
+    func codeGrant(_ request: LoopbackRequest, clientID: String, _ state: inout State) -> Reply {
+        guard let code = request["code"], let record = state.codes.removeValue(forKey: code),
+            record.pending.clientID == clientID, record.expiresAt > now(state)
+        else { return Reply.oauthError("invalid_grant", "The code is invalid, used or expired.") }
+        guard request["redirect_uri"] == record.pending.redirectURI else {
+            return Reply.oauthError("invalid_grant", "redirect_uri does not match the authorization request.")
+        }
+        if let challenge = record.pending.challenge {
+            guard let verifier = request["code_verifier"],
+                OAuth.constantTimeEquals(PKCE.challenge(for: verifier), challenge)
+            else {
+                return Reply.oauthError("invalid_grant", "The PKCE code_verifier does not match.")
+            }
+        }
+        let grant = newGrant(
+            clientID: clientID, sub: record.sub, scope: record.pending.scope, authTime: record.authTime)
+        return issue(grant, nonce: record.pending.nonce, &state)
+    }
+
+    func refreshGrant(_ request: LoopbackRequest, clientID: String, _ state: inout State) -> Reply {
+        guard let token = request["refresh_token"], let grant = state.refreshTokens[token], grant.clientID == clientID
+        else { return Reply.oauthError("invalid_grant", "The refresh token is invalid or was revoked.") }
+        // RFC 6749 §6: a refresh may narrow the scope, never widen it; the refresh token keeps the
+        // grant's whole scope.
+        var narrowed = grant
+        if let asked = request["scope"] {
+            let granted = Set(grant.scope.split(separator: " "))
+            let wanted = asked.split(separator: " ")
+            guard Set(wanted).isSubset(of: granted) else {
+                return Reply.oauthError(
+                    "invalid_scope", "A refresh may only ask for scopes of the original grant (\(grant.scope)).")
+            }
+            narrowed.scope = wanted.joined(separator: " ")
+        }
+        if consume(.refreshRevoked, &state) != nil {
+            state.refreshTokens[token] = nil
+            return Reply.oauthError("invalid_grant", "The refresh token was revoked.")
+        }
+        state.refreshTokens[token] = nil  // Rotation: each refresh token works once.
+        return issue(narrowed, refreshGrant: grant, nonce: nil, &state)
+    }
+
+    func deviceGrant(_ request: LoopbackRequest, clientID: String, _ state: inout State) -> Reply {
+        guard let code = request["device_code"], let device = state.devices[code], device.clientID == clientID else {
+            return Reply.oauthError("invalid_grant", "Unknown device_code.")
+        }
+        if device.expiresAt <= now(state) { return Reply.oauthError("expired_token", "The device code expired.") }
+        if consume(.slowDown, &state) != nil { return Reply.oauthError("slow_down", "Poll more slowly.") }
+        if device.denied {
+            state.devices[code] = nil
+            return Reply.oauthError("access_denied", "The person declined.")
+        }
+        guard let sub = device.approvedFor else {
+            return Reply.oauthError("authorization_pending", "The person has not finished yet.")
+        }
+        state.devices[code] = nil
+        let grant = newGrant(
+            clientID: clientID, sub: sub, scope: device.scope, authTime: device.approvedAt ?? now(state))
+        return issue(grant, nonce: nil, &state)
+    }
+
+    func deviceAuthorization(_ request: LoopbackRequest, _ state: inout State) -> Reply {
+        let clientID: String
+        switch authenticateClient(request, state) {
+        case .client(let id): clientID = id
+        case .refused(let response): return response
+        }
+        let deviceCode = (try? Crypto.randomURLSafeString(byteCount: 24)) ?? UUID().uuidString
+        let letters = Array("BCDFGHJKLMNPQRSTVWXZ")
+        let userCode = String((0..<8).map { _ in letters.randomElement()! }).enumerated().map {
+            $0.offset == 4 ? "-\($0.element)" : "\($0.element)"
+        }.joined()
+        state.devices[deviceCode] = Device(
+            clientID: clientID, userCode: userCode, scope: request["scope"] ?? "openid",
+            expiresAt: now(state).addingTimeInterval(600))
+        let complete = OAuth.appendingQuery([("user_code", userCode)], to: URL(string: state.issuer + "/device")!)
+        return Reply.json(
+            .object([
+                "device_code": .string(deviceCode), "user_code": .string(userCode),
+                "verification_uri": .string(state.issuer + "/device"),
+                "verification_uri_complete": .string(complete.absoluteString),
+                "expires_in": .number(600), "interval": .number(Double(state.devicePollInterval)),
+            ]))
+    }
+
+    /// Issues an access token for `grant` and a refresh token for `refreshGrant` (the same grant
+    /// unless a refresh narrowed the access token's scope), with an ID token when `openid` is in scope.
+    func issue(
+        _ grant: Grant, refreshGrant: Grant? = nil, nonce: String?, _ state: inout State
+    )
+        -> Reply
+    {
+        let access = "at-" + ((try? Crypto.randomURLSafeString(byteCount: 32)) ?? UUID().uuidString)
+        let refresh = "rt-" + ((try? Crypto.randomURLSafeString(byteCount: 32)) ?? UUID().uuidString)
+        state.accessTokens[access] = (grant, now(state).addingTimeInterval(accessTokenLifetime))
+        state.refreshTokens[refresh] = refreshGrant ?? grant
+        var body: [String: JSONValue] = [
+            "access_token": .string(access), "token_type": .string("Bearer"),
+            "expires_in": .number(accessTokenLifetime), "refresh_token": .string(refresh),
+            "scope": .string(grant.scope),
+        ]
+        if grant.scope.split(separator: " ").contains("openid") {
+            do {
+                body["id_token"] = .string(try idToken(for: grant, nonce: nonce, accessToken: access, &state))
+            } catch {
+                return Reply.oauthError("server_error", "The ID token could not be signed.", status: 500)
+            }
+        }
+        return Reply.json(.object(body))
+    }
+
+    /// Seconds since 1970, rounded down: a time rounded up would be in the future for up to half
+    /// a second, and clients with no leeway refuse an `iat` in the future.
+    static func epochSeconds(_ date: Date) -> JSONValue {
+        .number(date.timeIntervalSince1970.rounded(.down))
+    }
+
+    /// `at_hash` (Core §3.1.3.6): the left half of the SHA-256 of the access token, base64url.
+    static func accessTokenHash(_ token: String) -> String {
+        Base64URL.encode(Crypto.sha256(Data(token.utf8)).prefix(16))
+    }
+
+    func idToken(for grant: Grant, nonce: String?, accessToken: String, _ state: inout State) throws -> String {
+        let person = state.people.first { $0.sub == grant.sub } ?? state.people[0]
+        let skew = TimeInterval(state.scenarios.first { $0.setting.scenario == .clockSkew }?.setting.seconds ?? 0)
+        let issuedAt = now(state).addingTimeInterval(skew)
+        var expiresAt = issuedAt.addingTimeInterval(3600)
+        var claims: [String: JSONValue] = [
+            "iss": .string(state.issuer), "sub": .string(person.sub), "aud": .string(grant.clientID),
+            "azp": .string(grant.clientID), "iat": Self.epochSeconds(issuedAt),
+            "auth_time": Self.epochSeconds(grant.authTime.addingTimeInterval(skew)),
+            "at_hash": .string(Self.accessTokenHash(accessToken)), "name": .string(person.name),
+            "email": .string(person.email),
+        ]
+        if let nonce { claims["nonce"] = .string(nonce) }
+        if consume(.wrongIssuer, &state) != nil { claims["iss"] = .string("https://impostor.example") }
+        if consume(.wrongAudience, &state) != nil { claims["aud"] = .string("someone-else") }
+        if consume(.expiredIDToken, &state) != nil { expiresAt = issuedAt.addingTimeInterval(-3600) }
+        if consume(.wrongNonce, &state) != nil { claims["nonce"] = .string("not-the-nonce-you-sent") }
+        claims["exp"] = Self.epochSeconds(expiresAt)
+        var signer = state.keys[0]
+        if consume(.unknownKey, &state) != nil {
+            signer = (kid: "key-not-published", key: try SignatureSigningKey(generating: algorithm))
+        }
+        let header: JSONValue = .object([
+            "alg": .string(algorithm.rawValue), "kid": .string(signer.kid), "typ": .string("JWT"),
+        ])
+        let input = Base64URL.encode(header.jsonData) + "." + Base64URL.encode(JSONValue.object(claims).jsonData)
+        var signature = try signer.key.sign(Data(input.utf8))
+        if consume(.badSignature, &state) != nil { signature[signature.startIndex] ^= 0x01 }
+        return input + "." + Base64URL.encode(signature)
+    }
+
+    // MARK: Userinfo and revocation
+
+    func userinfo(_ request: LoopbackRequest, _ state: State) -> Reply {
+        let header = request.headers["Authorization"] ?? ""
+        let headerToken = header.lowercased().hasPrefix("bearer ") ? String(header.dropFirst(7)).trimmedASCII : nil
+        // RFC 6750 §2.2: the token may come in a form body instead of the header.
+        let formToken = request.form.first { $0.0 == "access_token" }?.1
+        if headerToken != nil, formToken != nil {
+            return Self.bearerError(
+                "invalid_request", "The access token was sent twice (header and body).", status: 400)
+        }
+        guard let token = headerToken ?? formToken, !token.isEmpty else {
+            // RFC 6750 §3.1: a request without credentials gets no error code.
+            return Reply.empty(status: 401, headers: ["WWW-Authenticate": "Bearer realm=\"sesame\""])
+        }
+        guard let record = state.accessTokens[token], record.expiresAt > now(state) else {
+            return Self.bearerError("invalid_token", "The access token is invalid or expired", status: 401)
+        }
+        let person = state.people.first { $0.sub == record.grant.sub } ?? state.people[0]
+        var claims: [String: JSONValue] = ["sub": .string(person.sub)]
+        let scopes = record.grant.scope.split(separator: " ")
+        if scopes.contains("profile") { claims["name"] = .string(person.name) }
+        if scopes.contains("email") {
+            claims["email"] = .string(person.email)
+            claims["email_verified"] = .bool(true)
+        }
+        return Reply.json(.object(claims))
+    }
+
+    static func bearerError(_ error: String, _ description: String, status: Int) -> Reply {
+        Reply.empty(
+            status: status,
+            headers: [
+                "WWW-Authenticate":
+                    "Bearer realm=\"sesame\", error=\"\(error)\", error_description=\"\(description)\""
+            ])
+    }
+
+    func revoke(_ request: LoopbackRequest, _ state: inout State) -> Reply {
+        let clientID: String
+        switch authenticateClient(request, state) {
+        case .client(let id): clientID = id
+        case .refused(let response): return response
+        }
+        guard let token = request["token"] else { return Reply.oauthError("invalid_request", "token is required.") }
+        // RFC 7009 §2.1: revoking a refresh token revokes the access tokens of the same grant;
+        // a token of another client is left alone (and still answered with 200).
+        if let grant = state.refreshTokens[token], grant.clientID == clientID {
+            state.refreshTokens[token] = nil
+            for (access, record) in state.accessTokens where record.grant.id == grant.id {
+                state.accessTokens[access] = nil
+                state.revokedCount += 1
+            }
+            state.revokedCount += 1
+        } else if let record = state.accessTokens[token], record.grant.clientID == clientID {
+            state.accessTokens[token] = nil
+            state.revokedCount += 1
+        }
+        return Reply.empty(status: 200)
+    }
+}
