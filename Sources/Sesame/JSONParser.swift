@@ -4,8 +4,8 @@ import Foundation
 /// recursion, so its time grows linearly with the input whatever the nesting, and nesting cannot
 /// overflow the stack. A leading byte-order mark and a top-level fragment are accepted, a repeated
 /// member keeps its first value; invalid UTF-8, unescaped control characters, lone surrogates,
-/// numbers out of `Double`'s range and nesting deeper than ``JSONValue/maximumNestingDepth`` are
-/// not accepted.
+/// numbers out of `Double`'s range, nesting deeper than ``JSONValue/maximumNestingDepth`` and more
+/// than ``JSONValue/maximumContainerCount`` arrays and objects are not accepted.
 ///
 /// It is the one JSON reader of the package: the providers parse response bodies with it, and
 /// `sesame-bench json` measures it per nesting depth and on hostile megabyte bodies.
@@ -55,6 +55,7 @@ enum JSONParser {
             var arrays: [[JSONValue]] = []
             var objects: [[String: JSONValue]] = []
             var keys: [String] = []
+            var containers = 0
             if bytes.count >= 3, bytes[0] == 0xEF, bytes[1] == 0xBB, bytes[2] == 0xBF { index = 3 }  // a UTF-8 BOM
             skipWhitespace()
             while true {
@@ -64,6 +65,8 @@ enum JSONParser {
                 switch byte {
                 case UInt8(ascii: "{"):
                     index += 1
+                    containers += 1
+                    guard containers <= JSONValue.maximumContainerCount else { return nil }
                     skipWhitespace()
                     if current == UInt8(ascii: "}") {
                         index += 1
@@ -77,6 +80,8 @@ enum JSONParser {
                     }
                 case UInt8(ascii: "["):
                     index += 1
+                    containers += 1
+                    guard containers <= JSONValue.maximumContainerCount else { return nil }
                     skipWhitespace()
                     if current == UInt8(ascii: "]") {
                         index += 1

@@ -16,10 +16,18 @@ public enum JSONValue: Sendable, Hashable, Codable, CustomStringConvertible {
     /// document is refused (`nil`), as no provider sends one and only an attacker would.
     public static let maximumNestingDepth = 128
 
+    /// The most arrays and objects (empty ones included) that ``init(parsing:)`` accepts in one
+    /// document: 100,000. Each is a heap allocation of its own, so a megabyte made of hundreds of
+    /// thousands of tiny containers (`[[[[1]]]],…`) would cost far more than its size suggests; the
+    /// largest answers providers send (a Graph page of 5,000 objects with nested fields, a GitHub
+    /// list of 100) hold a small fraction of this.
+    public static let maximumContainerCount = 100_000
+
     /// Parses `data` as JSON (a bare string, number or `null` is accepted too); `nil` when it is
-    /// not JSON or nests deeper than ``maximumNestingDepth``. Never throws and never traps,
-    /// whatever the bytes, and reads them in one linear pass: a megabyte is parsed or refused in
-    /// milliseconds, whatever its shape.
+    /// not JSON, nests deeper than ``maximumNestingDepth`` or holds more than
+    /// ``maximumContainerCount`` arrays and objects. Never throws and never traps, whatever the
+    /// bytes, and reads them in one linear pass: a megabyte is parsed or refused in milliseconds,
+    /// whatever its shape.
     public init?(parsing data: Data) {
         guard let value = JSONParser.parse(data) else { return nil }
         self = value

@@ -70,15 +70,33 @@ struct JSONParsingTests {
         #expect(JSONValue(parsing: Data(String(repeating: #"{"a":"#, count: 200_000).utf8)) == nil)
     }
 
-    @Test("a megabyte-long flat document is parsed whole")
+    @Test("a megabyte-long flat document of as many containers as the limit allows is parsed whole")
     func longFlatDocument() throws {
-        let elements = (0..<100_000).map { #"{"n":\#($0),"s":"x\u00e9"}"# }
+        let limit = JSONValue.maximumContainerCount
+        #expect(limit == 100_000)
+        // The outer array and limit − 1 objects: exactly the limit.
+        let elements = (0..<(limit - 1)).map { #"{"n":\#($0),"s":"x\u00e9"}"# }
         let data = Data(("[" + elements.joined(separator: ",") + "]").utf8)
         #expect(data.count > 1_000_000)
         let array = try #require(JSONValue(parsing: data)?.arrayValue)
-        #expect(array.count == 100_000)
-        #expect(array[99_999]["n"] == .number(99_999))
+        #expect(array.count == limit - 1)
+        #expect(array[limit - 2]["n"] == .number(Double(limit - 2)))
         #expect(array[5]["s"] == .string("xé"))
+        // One container more, even an empty one, is refused.
+        let over = Data(("[" + elements.joined(separator: ",") + ",[]]").utf8)
+        #expect(JSONValue(parsing: over) == nil)
+    }
+
+    @Test("a megabyte of tiny nested containers is refused once it passes the container limit")
+    func manyTinyContainers() {
+        // 4,000 arrays 128 deep: 512,000 containers in about a megabyte, each an allocation.
+        let chain = String(repeating: "[", count: 127) + "1" + String(repeating: "]", count: 127)
+        let data = Data(("[" + String(repeating: chain + ",", count: 4_000) + "1]").utf8)
+        #expect(data.count > 1_000_000)
+        #expect(JSONValue(parsing: data) == nil)
+        // The same shape within the limit is parsed.
+        let small = Data(("[" + String(repeating: chain + ",", count: 700) + "1]").utf8)
+        #expect(JSONValue(parsing: small)?.arrayValue?.count == 701)
     }
 
     @Test("Decodable JSONValue reads containers and scalars, nested, the same as the parser")
