@@ -33,6 +33,36 @@ struct CurlFailureTests {
         #expect(AuthError.transport(error).category == .retry)
     }
 
+    @Test("an event loop whose epoll_wait fails fails the request in flight and every later one; the process lives")
+    func eventLoopFailure() async throws {
+        let listener = try RawListener(.silent)
+        defer { listener.stop() }
+        let broken = CurlTransport()
+        let request = HTTPRequest(url: listener.baseURL.appending(path: "waiting"), timeout: .seconds(60))
+        let inFlight = Task { try await broken.send(request) }
+        #expect(try await listener.requestsSeen(atLeast: 1) == 1)
+        broken.engine.breakEventLoop()
+        let error = try await #require(throws: TransportError.self) { _ = try await inFlight.value }
+        #expect(error.kind == .other)
+        #expect(error.message.contains("epoll_wait failed"))
+        #expect(error.message.contains("Make a new CurlTransport"))
+        // Later requests, one at a time and several at once, fail with the same error at once.
+        for _ in 0..<2 {
+            let later = try await #require(throws: TransportError.self) { try await broken.send(request) }
+            #expect(later == error)
+        }
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for _ in 0..<8 {
+                group.addTask {
+                    let later = try await #require(throws: TransportError.self) { try await broken.send(request) }
+                    #expect(later == error)
+                }
+            }
+            try await group.waitForAll()
+        }
+        #expect(listener.requestsSeen == 1)
+    }
+
     @Test(
         "a connection closed or reset before an answer is connectionLost",
         arguments: [RawListener.Behaviour.resetAfterRequest, .closeAfterRequest])
