@@ -23,12 +23,9 @@ let package = Package(
     ],
     targets: [
         // System libraries: a module map and a header of static inline shims each.
-        .systemLibrary(
-            name: "CCrypto",
-            path: "Sources/CCrypto",
-            pkgConfig: "libcrypto",
-            providers: [.apt(["libssl-dev"])]
-        ),
+        // OpenSSL's headers (libssl-dev, which scripts/bootstrap installs); libcrypto itself is opened
+        // with dlopen when first used, not linked (see Sources/CCrypto/shim.h).
+        .systemLibrary(name: "CCrypto", path: "Sources/CCrypto"),
         // libmicrohttpd's header (libmicrohttpd-dev, which scripts/bootstrap installs); the library
         // is opened with dlopen when a server first starts, not linked (Sources/CMicroHTTPD/shim.h).
         .systemLibrary(name: "CMicroHTTPD", path: "Sources/CMicroHTTPD"),

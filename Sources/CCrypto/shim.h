@@ -1,6 +1,21 @@
 #ifndef SESAME_CCRYPTO_SHIM_H
 #define SESAME_CCRYPTO_SHIM_H
 
+// OpenSSL's libcrypto for Swift, loaded when first used rather than when the program starts.
+//
+// Linked, libcrypto.so.3 costs every process about 3 ms of CPU at start (its relocations and
+// constructors: more than a whole `secret-tool lookup`), though most `sesame` commands (`token`,
+// `--help`, `switch`, `status` without an app secret) never hash, sign or draw a random number.
+// So the program is not linked against it: the first call here opens it with dlopen and resolves
+// the functions Sesame uses, once, thread-safely. Swift calls the `sesame_*` wrappers below
+// instead of libcrypto's own names; the headers are still OpenSSL's (libssl-dev), so every type
+// and constant is checked as before.
+
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
 #include <openssl/rand.h>
@@ -14,14 +29,175 @@
 #include <openssl/core_names.h>
 #include <openssl/param_build.h>
 
+// MARK: Loading
+
+/// libcrypto's functions as Sesame uses them, resolved from libcrypto.so.3.
+typedef struct sesame_crypto_api {
+    unsigned char *(*SHA256)(const unsigned char *d, size_t n, unsigned char *md);
+    unsigned char *(*HMAC)(const EVP_MD *evp_md, const void *key, int key_len, const unsigned char *data, size_t data_len, unsigned char *md, unsigned int *md_len);
+    const EVP_MD *(*EVP_sha256)(void);
+    int (*RAND_bytes)(unsigned char *buf, int num);
+    unsigned long (*ERR_get_error)(void);
+    void (*ERR_error_string_n)(unsigned long e, char *buf, size_t len);
+    void (*EVP_PKEY_free)(EVP_PKEY *pkey);
+    OSSL_PARAM *(*OSSL_PARAM_BLD_to_param)(OSSL_PARAM_BLD *bld);
+    EVP_PKEY_CTX *(*EVP_PKEY_CTX_new_from_name)(OSSL_LIB_CTX *libctx, const char *name, const char *propquery);
+    int (*EVP_PKEY_fromdata_init)(EVP_PKEY_CTX *ctx);
+    int (*EVP_PKEY_fromdata)(EVP_PKEY_CTX *ctx, EVP_PKEY **ppkey, int selection, OSSL_PARAM *param);
+    void (*EVP_PKEY_CTX_free)(EVP_PKEY_CTX *ctx);
+    void (*OSSL_PARAM_free)(OSSL_PARAM *p);
+    BIGNUM *(*BN_bin2bn)(const unsigned char *s, int len, BIGNUM *ret);
+    OSSL_PARAM_BLD *(*OSSL_PARAM_BLD_new)(void);
+    int (*OSSL_PARAM_BLD_push_BN)(OSSL_PARAM_BLD *bld, const char *key, const BIGNUM *bn);
+    void (*OSSL_PARAM_BLD_free)(OSSL_PARAM_BLD *bld);
+    void (*BN_free)(BIGNUM *a);
+    int (*OSSL_PARAM_BLD_push_utf8_string)(OSSL_PARAM_BLD *bld, const char *key, const char *buf, size_t bsize);
+    int (*OSSL_PARAM_BLD_push_octet_string)(OSSL_PARAM_BLD *bld, const char *key, const void *buf, size_t bsize);
+    EVP_MD_CTX *(*EVP_MD_CTX_new)(void);
+    void (*EVP_MD_CTX_free)(EVP_MD_CTX *ctx);
+    int (*EVP_DigestVerifyInit)(EVP_MD_CTX *ctx, EVP_PKEY_CTX **pctx, const EVP_MD *type, ENGINE *e, EVP_PKEY *pkey);
+    int (*EVP_DigestVerify)(EVP_MD_CTX *ctx, const unsigned char *sigret, size_t siglen, const unsigned char *tbs, size_t tbslen);
+    int (*EVP_PKEY_get_octet_string_param)(const EVP_PKEY *pkey, const char *key_name, unsigned char *buf, size_t max_buf_sz, size_t *out_sz);
+    int (*EVP_PKEY_get_bn_param)(const EVP_PKEY *pkey, const char *key_name, BIGNUM **bn);
+    int (*BN_num_bits)(const BIGNUM *a);
+    int (*BN_bn2bin)(const BIGNUM *a, unsigned char *to);
+    int (*EVP_DigestSignInit)(EVP_MD_CTX *ctx, EVP_PKEY_CTX **pctx, const EVP_MD *type, ENGINE *e, EVP_PKEY *pkey);
+    int (*EVP_DigestSign)(EVP_MD_CTX *ctx, unsigned char *sigret, size_t *siglen, const unsigned char *tbs, size_t tbslen);
+    ECDSA_SIG *(*ECDSA_SIG_new)(void);
+    void (*ECDSA_SIG_free)(ECDSA_SIG *sig);
+    int (*ECDSA_SIG_set0)(ECDSA_SIG *sig, BIGNUM *r, BIGNUM *s);
+    int (*i2d_ECDSA_SIG)(const ECDSA_SIG *a, unsigned char **out);
+    ECDSA_SIG *(*d2i_ECDSA_SIG)(ECDSA_SIG **a, const unsigned char **in, long len);
+    int (*BN_bn2binpad)(const BIGNUM *a, unsigned char *to, int tolen);
+    const BIGNUM *(*ECDSA_SIG_get0_r)(const ECDSA_SIG *sig);
+    const BIGNUM *(*ECDSA_SIG_get0_s)(const ECDSA_SIG *sig);
+    EVP_PKEY *(*EVP_PKEY_Q_keygen)(OSSL_LIB_CTX *libctx, const char *propq, const char *type, ...);
+} sesame_crypto_api;
+
+static inline sesame_crypto_api *sesame_crypto_storage(void) {
+    static sesame_crypto_api api;
+    return &api;
+}
+
+/// Stops the process with `reason` on standard error. A libcrypto that cannot be opened is a
+/// broken installation, not bad input: linked, the same library missing would have kept the
+/// program from starting at all, and no hash or signature can be made without it.
+static inline void sesame_crypto_unavailable(const char *reason, const char *detail) {
+    fprintf(stderr, "sesame: %s (%s); install OpenSSL 3's libcrypto (Debian and Ubuntu: apt install libssl3)\n",
+            reason, detail != NULL ? detail : "no detail");
+    abort();
+}
+
+static inline void sesame_crypto_load(void) {
+    sesame_crypto_api *api = sesame_crypto_storage();
+    // The soname of OpenSSL 3, whose EVP_PKEY_fromdata and OSSL_PARAM_BLD Sesame uses.
+    void *library = dlopen("libcrypto.so.3", RTLD_NOW | RTLD_LOCAL);
+    if (library == NULL) sesame_crypto_unavailable("libcrypto.so.3 could not be loaded", dlerror());
+#define SESAME_CRYPTO_RESOLVE(name)                                                                             \
+    do {                                                                                                        \
+        *(void **)(&api->name) = dlsym(library, #name);                                                         \
+        if (api->name == NULL) sesame_crypto_unavailable("the libcrypto.so.3 found lacks " #name, NULL);        \
+    } while (0)
+    SESAME_CRYPTO_RESOLVE(SHA256);
+    SESAME_CRYPTO_RESOLVE(HMAC);
+    SESAME_CRYPTO_RESOLVE(EVP_sha256);
+    SESAME_CRYPTO_RESOLVE(RAND_bytes);
+    SESAME_CRYPTO_RESOLVE(ERR_get_error);
+    SESAME_CRYPTO_RESOLVE(ERR_error_string_n);
+    SESAME_CRYPTO_RESOLVE(EVP_PKEY_free);
+    SESAME_CRYPTO_RESOLVE(OSSL_PARAM_BLD_to_param);
+    SESAME_CRYPTO_RESOLVE(EVP_PKEY_CTX_new_from_name);
+    SESAME_CRYPTO_RESOLVE(EVP_PKEY_fromdata_init);
+    SESAME_CRYPTO_RESOLVE(EVP_PKEY_fromdata);
+    SESAME_CRYPTO_RESOLVE(EVP_PKEY_CTX_free);
+    SESAME_CRYPTO_RESOLVE(OSSL_PARAM_free);
+    SESAME_CRYPTO_RESOLVE(BN_bin2bn);
+    SESAME_CRYPTO_RESOLVE(OSSL_PARAM_BLD_new);
+    SESAME_CRYPTO_RESOLVE(OSSL_PARAM_BLD_push_BN);
+    SESAME_CRYPTO_RESOLVE(OSSL_PARAM_BLD_free);
+    SESAME_CRYPTO_RESOLVE(BN_free);
+    SESAME_CRYPTO_RESOLVE(OSSL_PARAM_BLD_push_utf8_string);
+    SESAME_CRYPTO_RESOLVE(OSSL_PARAM_BLD_push_octet_string);
+    SESAME_CRYPTO_RESOLVE(EVP_MD_CTX_new);
+    SESAME_CRYPTO_RESOLVE(EVP_MD_CTX_free);
+    SESAME_CRYPTO_RESOLVE(EVP_DigestVerifyInit);
+    SESAME_CRYPTO_RESOLVE(EVP_DigestVerify);
+    SESAME_CRYPTO_RESOLVE(EVP_PKEY_get_octet_string_param);
+    SESAME_CRYPTO_RESOLVE(EVP_PKEY_get_bn_param);
+    SESAME_CRYPTO_RESOLVE(BN_num_bits);
+    SESAME_CRYPTO_RESOLVE(BN_bn2bin);
+    SESAME_CRYPTO_RESOLVE(EVP_DigestSignInit);
+    SESAME_CRYPTO_RESOLVE(EVP_DigestSign);
+    SESAME_CRYPTO_RESOLVE(ECDSA_SIG_new);
+    SESAME_CRYPTO_RESOLVE(ECDSA_SIG_free);
+    SESAME_CRYPTO_RESOLVE(ECDSA_SIG_set0);
+    SESAME_CRYPTO_RESOLVE(i2d_ECDSA_SIG);
+    SESAME_CRYPTO_RESOLVE(d2i_ECDSA_SIG);
+    SESAME_CRYPTO_RESOLVE(BN_bn2binpad);
+    SESAME_CRYPTO_RESOLVE(ECDSA_SIG_get0_r);
+    SESAME_CRYPTO_RESOLVE(ECDSA_SIG_get0_s);
+    SESAME_CRYPTO_RESOLVE(EVP_PKEY_Q_keygen);
+#undef SESAME_CRYPTO_RESOLVE
+}
+
+/// libcrypto, loaded on the first call.
+static inline const sesame_crypto_api *sesame_crypto(void) {
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    pthread_once(&once, sesame_crypto_load);
+    return sesame_crypto_storage();
+}
+
+// MARK: libcrypto's functions, under sesame_ names
+
+static inline unsigned char *sesame_SHA256(const unsigned char *d, size_t n, unsigned char *md) { return sesame_crypto()->SHA256(d, n, md); }
+static inline unsigned char *sesame_HMAC(const EVP_MD *evp_md, const void *key, int key_len, const unsigned char *data, size_t data_len, unsigned char *md, unsigned int *md_len) { return sesame_crypto()->HMAC(evp_md, key, key_len, data, data_len, md, md_len); }
+static inline const EVP_MD *sesame_EVP_sha256(void) { return sesame_crypto()->EVP_sha256(); }
+static inline int sesame_RAND_bytes(unsigned char *buf, int num) { return sesame_crypto()->RAND_bytes(buf, num); }
+static inline unsigned long sesame_ERR_get_error(void) { return sesame_crypto()->ERR_get_error(); }
+static inline void sesame_ERR_error_string_n(unsigned long e, char *buf, size_t len) { sesame_crypto()->ERR_error_string_n(e, buf, len); }
+static inline void sesame_EVP_PKEY_free(EVP_PKEY *pkey) { sesame_crypto()->EVP_PKEY_free(pkey); }
+static inline OSSL_PARAM *sesame_OSSL_PARAM_BLD_to_param(OSSL_PARAM_BLD *bld) { return sesame_crypto()->OSSL_PARAM_BLD_to_param(bld); }
+static inline EVP_PKEY_CTX *sesame_EVP_PKEY_CTX_new_from_name(OSSL_LIB_CTX *libctx, const char *name, const char *propquery) { return sesame_crypto()->EVP_PKEY_CTX_new_from_name(libctx, name, propquery); }
+static inline int sesame_EVP_PKEY_fromdata_init(EVP_PKEY_CTX *ctx) { return sesame_crypto()->EVP_PKEY_fromdata_init(ctx); }
+static inline int sesame_EVP_PKEY_fromdata(EVP_PKEY_CTX *ctx, EVP_PKEY **ppkey, int selection, OSSL_PARAM *param) { return sesame_crypto()->EVP_PKEY_fromdata(ctx, ppkey, selection, param); }
+static inline void sesame_EVP_PKEY_CTX_free(EVP_PKEY_CTX *ctx) { sesame_crypto()->EVP_PKEY_CTX_free(ctx); }
+static inline void sesame_OSSL_PARAM_free(OSSL_PARAM *p) { sesame_crypto()->OSSL_PARAM_free(p); }
+static inline BIGNUM *sesame_BN_bin2bn(const unsigned char *s, int len, BIGNUM *ret) { return sesame_crypto()->BN_bin2bn(s, len, ret); }
+static inline OSSL_PARAM_BLD *sesame_OSSL_PARAM_BLD_new(void) { return sesame_crypto()->OSSL_PARAM_BLD_new(); }
+static inline int sesame_OSSL_PARAM_BLD_push_BN(OSSL_PARAM_BLD *bld, const char *key, const BIGNUM *bn) { return sesame_crypto()->OSSL_PARAM_BLD_push_BN(bld, key, bn); }
+static inline void sesame_OSSL_PARAM_BLD_free(OSSL_PARAM_BLD *bld) { sesame_crypto()->OSSL_PARAM_BLD_free(bld); }
+static inline void sesame_BN_free(BIGNUM *a) { sesame_crypto()->BN_free(a); }
+static inline int sesame_OSSL_PARAM_BLD_push_utf8_string(OSSL_PARAM_BLD *bld, const char *key, const char *buf, size_t bsize) { return sesame_crypto()->OSSL_PARAM_BLD_push_utf8_string(bld, key, buf, bsize); }
+static inline int sesame_OSSL_PARAM_BLD_push_octet_string(OSSL_PARAM_BLD *bld, const char *key, const void *buf, size_t bsize) { return sesame_crypto()->OSSL_PARAM_BLD_push_octet_string(bld, key, buf, bsize); }
+static inline EVP_MD_CTX *sesame_EVP_MD_CTX_new(void) { return sesame_crypto()->EVP_MD_CTX_new(); }
+static inline void sesame_EVP_MD_CTX_free(EVP_MD_CTX *ctx) { sesame_crypto()->EVP_MD_CTX_free(ctx); }
+static inline int sesame_EVP_DigestVerifyInit(EVP_MD_CTX *ctx, EVP_PKEY_CTX **pctx, const EVP_MD *type, ENGINE *e, EVP_PKEY *pkey) { return sesame_crypto()->EVP_DigestVerifyInit(ctx, pctx, type, e, pkey); }
+static inline int sesame_EVP_DigestVerify(EVP_MD_CTX *ctx, const unsigned char *sigret, size_t siglen, const unsigned char *tbs, size_t tbslen) { return sesame_crypto()->EVP_DigestVerify(ctx, sigret, siglen, tbs, tbslen); }
+static inline int sesame_EVP_PKEY_get_octet_string_param(const EVP_PKEY *pkey, const char *key_name, unsigned char *buf, size_t max_buf_sz, size_t *out_sz) { return sesame_crypto()->EVP_PKEY_get_octet_string_param(pkey, key_name, buf, max_buf_sz, out_sz); }
+static inline int sesame_EVP_PKEY_get_bn_param(const EVP_PKEY *pkey, const char *key_name, BIGNUM **bn) { return sesame_crypto()->EVP_PKEY_get_bn_param(pkey, key_name, bn); }
+static inline int sesame_BN_num_bits(const BIGNUM *a) { return sesame_crypto()->BN_num_bits(a); }
+static inline int sesame_BN_bn2bin(const BIGNUM *a, unsigned char *to) { return sesame_crypto()->BN_bn2bin(a, to); }
+static inline int sesame_EVP_DigestSignInit(EVP_MD_CTX *ctx, EVP_PKEY_CTX **pctx, const EVP_MD *type, ENGINE *e, EVP_PKEY *pkey) { return sesame_crypto()->EVP_DigestSignInit(ctx, pctx, type, e, pkey); }
+static inline int sesame_EVP_DigestSign(EVP_MD_CTX *ctx, unsigned char *sigret, size_t *siglen, const unsigned char *tbs, size_t tbslen) { return sesame_crypto()->EVP_DigestSign(ctx, sigret, siglen, tbs, tbslen); }
+static inline ECDSA_SIG *sesame_ECDSA_SIG_new(void) { return sesame_crypto()->ECDSA_SIG_new(); }
+static inline void sesame_ECDSA_SIG_free(ECDSA_SIG *sig) { sesame_crypto()->ECDSA_SIG_free(sig); }
+static inline int sesame_ECDSA_SIG_set0(ECDSA_SIG *sig, BIGNUM *r, BIGNUM *s) { return sesame_crypto()->ECDSA_SIG_set0(sig, r, s); }
+static inline int sesame_i2d_ECDSA_SIG(const ECDSA_SIG *a, unsigned char **out) { return sesame_crypto()->i2d_ECDSA_SIG(a, out); }
+static inline ECDSA_SIG *sesame_d2i_ECDSA_SIG(ECDSA_SIG **a, const unsigned char **in, long len) { return sesame_crypto()->d2i_ECDSA_SIG(a, in, len); }
+static inline int sesame_BN_bn2binpad(const BIGNUM *a, unsigned char *to, int tolen) { return sesame_crypto()->BN_bn2binpad(a, to, tolen); }
+static inline const BIGNUM *sesame_ECDSA_SIG_get0_r(const ECDSA_SIG *sig) { return sesame_crypto()->ECDSA_SIG_get0_r(sig); }
+static inline const BIGNUM *sesame_ECDSA_SIG_get0_s(const ECDSA_SIG *sig) { return sesame_crypto()->ECDSA_SIG_get0_s(sig); }
+
+// MARK: Helpers
+
 /// A new RSA key pair of `bits` bits (EVP_RSA_gen is a macro over the variadic EVP_PKEY_Q_keygen).
 static inline EVP_PKEY *sesame_rsa_generate(unsigned int bits) {
-    return EVP_PKEY_Q_keygen(NULL, NULL, "RSA", (size_t)bits);
+    return sesame_crypto()->EVP_PKEY_Q_keygen(NULL, NULL, "RSA", (size_t)bits);
 }
 
 /// A new EC key pair on the P-256 curve (EVP_EC_gen is a macro over the variadic EVP_PKEY_Q_keygen).
 static inline EVP_PKEY *sesame_p256_generate(void) {
-    return EVP_PKEY_Q_keygen(NULL, NULL, "EC", "P-256");
+    return sesame_crypto()->EVP_PKEY_Q_keygen(NULL, NULL, "EC", "P-256");
 }
 
 /// A public key of `type` ("RSA" or "EC") from parameters built by `push`-style calls.
@@ -30,13 +206,13 @@ static inline EVP_PKEY *sesame_p256_generate(void) {
 /// OSSL_PARAM_BLD_to_param, which Swift's temporary pointers do not outlive.
 static inline EVP_PKEY *sesame_public_key_from_params(const char *type, OSSL_PARAM_BLD *builder) {
     EVP_PKEY *key = NULL;
-    OSSL_PARAM *params = OSSL_PARAM_BLD_to_param(builder);
-    EVP_PKEY_CTX *context = EVP_PKEY_CTX_new_from_name(NULL, type, NULL);
-    if (params != NULL && context != NULL && EVP_PKEY_fromdata_init(context) == 1) {
-        if (EVP_PKEY_fromdata(context, &key, EVP_PKEY_PUBLIC_KEY, params) != 1) key = NULL;
+    OSSL_PARAM *params = sesame_crypto()->OSSL_PARAM_BLD_to_param(builder);
+    EVP_PKEY_CTX *context = sesame_crypto()->EVP_PKEY_CTX_new_from_name(NULL, type, NULL);
+    if (params != NULL && context != NULL && sesame_crypto()->EVP_PKEY_fromdata_init(context) == 1) {
+        if (sesame_crypto()->EVP_PKEY_fromdata(context, &key, EVP_PKEY_PUBLIC_KEY, params) != 1) key = NULL;
     }
-    EVP_PKEY_CTX_free(context);
-    OSSL_PARAM_free(params);
+    sesame_crypto()->EVP_PKEY_CTX_free(context);
+    sesame_crypto()->OSSL_PARAM_free(params);
     return key;
 }
 
@@ -44,30 +220,30 @@ static inline EVP_PKEY *sesame_public_key_from_params(const char *type, OSSL_PAR
 static inline EVP_PKEY *sesame_rsa_public_key(const unsigned char *n, size_t n_length, const unsigned char *e,
                                               size_t e_length) {
     EVP_PKEY *key = NULL;
-    BIGNUM *bn_n = BN_bin2bn(n, (int)n_length, NULL);
-    BIGNUM *bn_e = BN_bin2bn(e, (int)e_length, NULL);
-    OSSL_PARAM_BLD *builder = OSSL_PARAM_BLD_new();
+    BIGNUM *bn_n = sesame_crypto()->BN_bin2bn(n, (int)n_length, NULL);
+    BIGNUM *bn_e = sesame_crypto()->BN_bin2bn(e, (int)e_length, NULL);
+    OSSL_PARAM_BLD *builder = sesame_crypto()->OSSL_PARAM_BLD_new();
     if (bn_n != NULL && bn_e != NULL && builder != NULL
-        && OSSL_PARAM_BLD_push_BN(builder, OSSL_PKEY_PARAM_RSA_N, bn_n) == 1
-        && OSSL_PARAM_BLD_push_BN(builder, OSSL_PKEY_PARAM_RSA_E, bn_e) == 1) {
+        && sesame_crypto()->OSSL_PARAM_BLD_push_BN(builder, OSSL_PKEY_PARAM_RSA_N, bn_n) == 1
+        && sesame_crypto()->OSSL_PARAM_BLD_push_BN(builder, OSSL_PKEY_PARAM_RSA_E, bn_e) == 1) {
         key = sesame_public_key_from_params("RSA", builder);
     }
-    OSSL_PARAM_BLD_free(builder);
-    BN_free(bn_n);
-    BN_free(bn_e);
+    sesame_crypto()->OSSL_PARAM_BLD_free(builder);
+    sesame_crypto()->BN_free(bn_n);
+    sesame_crypto()->BN_free(bn_e);
     return key;
 }
 
 /// An EC public key on P-256 from its uncompressed point (0x04 || x || y, 65 bytes).
 static inline EVP_PKEY *sesame_p256_public_key(const unsigned char *point, size_t length) {
     EVP_PKEY *key = NULL;
-    OSSL_PARAM_BLD *builder = OSSL_PARAM_BLD_new();
+    OSSL_PARAM_BLD *builder = sesame_crypto()->OSSL_PARAM_BLD_new();
     if (builder != NULL
-        && OSSL_PARAM_BLD_push_utf8_string(builder, OSSL_PKEY_PARAM_GROUP_NAME, "prime256v1", 0) == 1
-        && OSSL_PARAM_BLD_push_octet_string(builder, OSSL_PKEY_PARAM_PUB_KEY, point, length) == 1) {
+        && sesame_crypto()->OSSL_PARAM_BLD_push_utf8_string(builder, OSSL_PKEY_PARAM_GROUP_NAME, "prime256v1", 0) == 1
+        && sesame_crypto()->OSSL_PARAM_BLD_push_octet_string(builder, OSSL_PKEY_PARAM_PUB_KEY, point, length) == 1) {
         key = sesame_public_key_from_params("EC", builder);
     }
-    OSSL_PARAM_BLD_free(builder);
+    sesame_crypto()->OSSL_PARAM_BLD_free(builder);
     return key;
 }
 

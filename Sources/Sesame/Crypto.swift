@@ -12,7 +12,7 @@ public enum Crypto {
         var digest = [UInt8](repeating: 0, count: Int(SHA256_DIGEST_LENGTH))
         let bytes = Array(data)
         bytes.withUnsafeBufferPointer { input in
-            _ = SHA256(input.baseAddress, input.count, &digest)
+            _ = sesame_SHA256(input.baseAddress, input.count, &digest)
         }
         return Data(digest)
     }
@@ -25,7 +25,7 @@ public enum Crypto {
         let dataBytes = Array(data)
         keyBytes.withUnsafeBufferPointer { k in
             dataBytes.withUnsafeBufferPointer { d in
-                _ = HMAC(EVP_sha256(), k.baseAddress, Int32(k.count), d.baseAddress, d.count, &digest, &length)
+                _ = sesame_HMAC(sesame_EVP_sha256(), k.baseAddress, Int32(k.count), d.baseAddress, d.count, &digest, &length)
             }
         }
         return Data(digest.prefix(Int(length)))
@@ -38,7 +38,7 @@ public enum Crypto {
     public static func randomBytes(count: Int) throws -> Data {
         precondition(count >= 0, "randomBytes(count:) needs a non-negative count")
         var bytes = [UInt8](repeating: 0, count: count)
-        guard count == 0 || RAND_bytes(&bytes, Int32(count)) == 1 else {
+        guard count == 0 || sesame_RAND_bytes(&bytes, Int32(count)) == 1 else {
             throw CryptoError(message: "OpenSSL's random generator failed: \(lastOpenSSLError())")
         }
         return Data(bytes)
@@ -50,10 +50,10 @@ public enum Crypto {
     }
 
     static func lastOpenSSLError() -> String {
-        let code = ERR_get_error()
+        let code = sesame_ERR_get_error()
         guard code != 0 else { return "no detail from OpenSSL" }
         var buffer = [CChar](repeating: 0, count: 256)
-        ERR_error_string_n(code, &buffer, buffer.count)
+        sesame_ERR_error_string_n(code, &buffer, buffer.count)
         return String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
     }
 }

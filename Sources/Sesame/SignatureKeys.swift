@@ -23,7 +23,7 @@ package final class SignatureVerificationKey: @unchecked Sendable {
         self.algorithm = algorithm
     }
 
-    deinit { EVP_PKEY_free(key) }
+    deinit { sesame_EVP_PKEY_free(key) }
 
     /// An RSA public key from its modulus `n` and exponent `e` (big-endian bytes).
     package static func rsa(modulus: Data, exponent: Data) throws -> SignatureVerificationKey {
@@ -69,11 +69,11 @@ package final class SignatureVerificationKey: @unchecked Sendable {
             guard let der = ECDSASignature.der(fromRaw: signature) else { return false }
             derSignature = der
         }
-        guard let context = EVP_MD_CTX_new() else { return false }
-        defer { EVP_MD_CTX_free(context) }
-        guard EVP_DigestVerifyInit(context, nil, EVP_sha256(), nil, key) == 1 else { return false }
+        guard let context = sesame_EVP_MD_CTX_new() else { return false }
+        defer { sesame_EVP_MD_CTX_free(context) }
+        guard sesame_EVP_DigestVerifyInit(context, nil, sesame_EVP_sha256(), nil, key) == 1 else { return false }
         let bytes = Array(message)
-        return EVP_DigestVerify(context, derSignature, derSignature.count, bytes, bytes.count) == 1
+        return sesame_EVP_DigestVerify(context, derSignature, derSignature.count, bytes, bytes.count) == 1
     }
 }
 
@@ -99,7 +99,7 @@ package final class SignatureSigningKey: @unchecked Sendable {
         self.algorithm = algorithm
     }
 
-    deinit { EVP_PKEY_free(key) }
+    deinit { sesame_EVP_PKEY_free(key) }
 
     /// The public half as JWK members (`kty` and `n`/`e` or `crv`/`x`/`y`), base64url.
     package var publicJWKMembers: [(String, String)] {
@@ -112,7 +112,7 @@ package final class SignatureSigningKey: @unchecked Sendable {
         case .es256:
             var point = [UInt8](repeating: 0, count: 65)
             var length = 0
-            _ = EVP_PKEY_get_octet_string_param(key, OSSL_PKEY_PARAM_PUB_KEY, &point, point.count, &length)
+            _ = sesame_EVP_PKEY_get_octet_string_param(key, OSSL_PKEY_PARAM_PUB_KEY, &point, point.count, &length)
             return [
                 ("kty", "EC"), ("crv", "P-256"), ("x", Base64URL.encode(point[1..<33])),
                 ("y", Base64URL.encode(point[33..<65])),
@@ -122,24 +122,24 @@ package final class SignatureSigningKey: @unchecked Sendable {
 
     private func bigNumberParameter(_ name: String) -> Data {
         var number: OpaquePointer?
-        guard EVP_PKEY_get_bn_param(key, name, &number) == 1, let number else { return Data() }
-        defer { BN_free(number) }
-        var bytes = [UInt8](repeating: 0, count: Int((BN_num_bits(number) + 7) / 8))
-        _ = BN_bn2bin(number, &bytes)
+        guard sesame_EVP_PKEY_get_bn_param(key, name, &number) == 1, let number else { return Data() }
+        defer { sesame_BN_free(number) }
+        var bytes = [UInt8](repeating: 0, count: Int((sesame_BN_num_bits(number) + 7) / 8))
+        _ = sesame_BN_bn2bin(number, &bytes)
         return Data(bytes)
     }
 
     /// The JWS signature of `message` (raw `r || s` for ES256).
     package func sign(_ message: Data) throws -> Data {
-        guard let context = EVP_MD_CTX_new() else { throw CryptoError(message: "Out of memory signing.") }
-        defer { EVP_MD_CTX_free(context) }
+        guard let context = sesame_EVP_MD_CTX_new() else { throw CryptoError(message: "Out of memory signing.") }
+        defer { sesame_EVP_MD_CTX_free(context) }
         let bytes = Array(message)
         var length = 0
-        guard EVP_DigestSignInit(context, nil, EVP_sha256(), nil, key) == 1,
-            EVP_DigestSign(context, nil, &length, bytes, bytes.count) == 1
+        guard sesame_EVP_DigestSignInit(context, nil, sesame_EVP_sha256(), nil, key) == 1,
+            sesame_EVP_DigestSign(context, nil, &length, bytes, bytes.count) == 1
         else { throw CryptoError(message: "Signing failed: \(Crypto.lastOpenSSLError())") }
         var signature = [UInt8](repeating: 0, count: length)
-        guard EVP_DigestSign(context, &signature, &length, bytes, bytes.count) == 1 else {
+        guard sesame_EVP_DigestSign(context, &signature, &length, bytes, bytes.count) == 1 else {
             throw CryptoError(message: "Signing failed: \(Crypto.lastOpenSSLError())")
         }
         signature.removeLast(signature.count - length)
@@ -157,25 +157,25 @@ package final class SignatureSigningKey: @unchecked Sendable {
 /// Converting ECDSA signatures between JWS's raw `r || s` and the DER that libcrypto reads.
 enum ECDSASignature {
     static func der(fromRaw raw: Data) -> [UInt8]? {
-        guard raw.count == 64, let signature = ECDSA_SIG_new() else { return nil }
-        defer { ECDSA_SIG_free(signature) }
+        guard raw.count == 64, let signature = sesame_ECDSA_SIG_new() else { return nil }
+        defer { sesame_ECDSA_SIG_free(signature) }
         let bytes = Array(raw)
-        guard let r = BN_bin2bn(bytes, 32, nil) else { return nil }
-        guard let s = BN_bin2bn(Array(bytes[32...]), 32, nil) else {
-            BN_free(r)
+        guard let r = sesame_BN_bin2bn(bytes, 32, nil) else { return nil }
+        guard let s = sesame_BN_bin2bn(Array(bytes[32...]), 32, nil) else {
+            sesame_BN_free(r)
             return nil
         }
-        guard ECDSA_SIG_set0(signature, r, s) == 1 else {
-            BN_free(r)
-            BN_free(s)
+        guard sesame_ECDSA_SIG_set0(signature, r, s) == 1 else {
+            sesame_BN_free(r)
+            sesame_BN_free(s)
             return nil
         }
-        let length = i2d_ECDSA_SIG(signature, nil)
+        let length = sesame_i2d_ECDSA_SIG(signature, nil)
         guard length > 0 else { return nil }
         var der = [UInt8](repeating: 0, count: Int(length))
         let written = der.withUnsafeMutableBufferPointer { buffer -> Int32 in
             var cursor = buffer.baseAddress
-            return i2d_ECDSA_SIG(signature, &cursor)
+            return sesame_i2d_ECDSA_SIG(signature, &cursor)
         }
         return written == length ? der : nil
     }
@@ -183,14 +183,14 @@ enum ECDSASignature {
     static func raw(fromDER der: [UInt8]) -> Data? {
         let signature = der.withUnsafeBufferPointer { buffer -> OpaquePointer? in
             var cursor = buffer.baseAddress
-            return d2i_ECDSA_SIG(nil, &cursor, buffer.count)
+            return sesame_d2i_ECDSA_SIG(nil, &cursor, buffer.count)
         }
         guard let signature else { return nil }
-        defer { ECDSA_SIG_free(signature) }
+        defer { sesame_ECDSA_SIG_free(signature) }
         var raw = [UInt8](repeating: 0, count: 64)
-        guard BN_bn2binpad(ECDSA_SIG_get0_r(signature), &raw, 32) == 32 else { return nil }
+        guard sesame_BN_bn2binpad(sesame_ECDSA_SIG_get0_r(signature), &raw, 32) == 32 else { return nil }
         let wroteS = raw.withUnsafeMutableBufferPointer { buffer in
-            BN_bn2binpad(ECDSA_SIG_get0_s(signature), buffer.baseAddress! + 32, 32)
+            sesame_BN_bn2binpad(sesame_ECDSA_SIG_get0_s(signature), buffer.baseAddress! + 32, 32)
         }
         guard wroteS == 32 else { return nil }
         return Data(raw)

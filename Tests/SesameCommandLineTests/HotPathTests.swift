@@ -29,7 +29,7 @@ struct HotPathTests {
     }
 }
 
-@Suite("libcurl and libmicrohttpd are loaded only by a command that uses them")
+@Suite("libcurl, libmicrohttpd and libcrypto are loaded only by a command that uses them")
 struct LazyLibcurlTests {
     /// Runs `sesame arguments` with `LD_DEBUG=files`, under which the dynamic loader reports on
     /// standard error every shared library it opens, including those opened later by dlopen.
@@ -37,7 +37,7 @@ struct LazyLibcurlTests {
         try await cli.run("sesame", arguments, input: Data(input.utf8), environment: ["LD_DEBUG": "files"])
     }
 
-    @Test("--help and token never open libcurl; a command that makes a request does")
+    @Test("--help and token never open libcurl or libcrypto; a command that makes a request does")
     func onlyWhenNeeded() async throws {
         let cli = try CLIHarness()
         let help = try await Self.run(cli, ["--help"])
@@ -46,11 +46,13 @@ struct LazyLibcurlTests {
         #expect(!help.standardError.contains("libcurl"), "sesame --help opened libcurl")
         #expect(!help.standardError.contains("libmicrohttpd"), "sesame --help opened libmicrohttpd")
         #expect(!help.standardError.contains("libgnutls"), "sesame --help opened GnuTLS")
+        #expect(!help.standardError.contains("libcrypto"), "sesame --help opened libcrypto")
 
         let token = try await Self.run(cli, ["token", "facebook"])
         #expect(token.status == 77, "nothing is logged in: \(token.standardError.suffix(400))")
         #expect(!token.standardError.contains("libcurl"), "sesame token opened libcurl")
         #expect(!token.standardError.contains("libmicrohttpd"), "sesame token opened libmicrohttpd")
+        #expect(!token.standardError.contains("libcrypto"), "sesame token opened libcrypto")
 
         // Checking a pasted token asks the built-in emulator's Graph API over HTTP.
         let login = try await Self.run(cli, ["login", "facebook", "--with-token"], input: "EAAnot0a0real0token\n")
@@ -58,5 +60,7 @@ struct LazyLibcurlTests {
         #expect(login.standardError.contains("file=libcurl.so.4"), "\(login.standardError.suffix(600))")
         // The built-in emulator, started in the process for that request, runs on libmicrohttpd.
         #expect(login.standardError.contains("file=libmicrohttpd.so.12"), "\(login.standardError.suffix(600))")
+        // The emulator draws its tokens' random bytes from libcrypto, opened then.
+        #expect(login.standardError.contains("file=libcrypto.so.3"), "\(login.standardError.suffix(600))")
     }
 }
