@@ -25,7 +25,8 @@ public enum Crypto {
         let dataBytes = Array(data)
         keyBytes.withUnsafeBufferPointer { k in
             dataBytes.withUnsafeBufferPointer { d in
-                _ = sesame_HMAC(sesame_EVP_sha256(), k.baseAddress, Int32(k.count), d.baseAddress, d.count, &digest, &length)
+                _ = sesame_HMAC(
+                    sesame_EVP_sha256(), k.baseAddress, Int32(k.count), d.baseAddress, d.count, &digest, &length)
             }
         }
         return Data(digest.prefix(Int(length)))
