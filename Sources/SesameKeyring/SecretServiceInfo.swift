@@ -149,14 +149,23 @@ public struct SecretServiceInfo: Sendable, Hashable {
     }
 
     /// The owner of `org.freedesktop.secrets` on `connection`, or nil when nobody owns it.
-    static func provider(on connection: OpaquePointer, cancellation: Cancellation) -> SecretServiceProvider? {
+    static func provider(
+        on connection: OpaquePointer, owner known: String? = nil, cancellation: Cancellation
+    ) -> SecretServiceProvider? {
         var error: UnsafeMutablePointer<GError>?
-        guard let owner = sesame_name_owner(connection, "org.freedesktop.secrets", 2000, cancellation.pointer, &error)
-        else {
-            if let error { g_error_free(error) }
-            return nil
+        let owner: String
+        if let known {
+            owner = known
+        } else {
+            guard
+                let asked = sesame_name_owner(connection, "org.freedesktop.secrets", 2000, cancellation.pointer, &error)
+            else {
+                if let error { g_error_free(error) }
+                return nil
+            }
+            owner = String(cString: asked)
+            g_free(asked)
         }
-        defer { g_free(owner) }
         let pid = sesame_connection_pid(connection, owner, 2000, cancellation.pointer, &error)
         if let error { g_error_free(error) }
         guard pid > 0 else { return SecretServiceProvider(processName: nil, processID: nil) }
