@@ -421,7 +421,8 @@ struct LibSecretClient {
     private func secret(of path: String) throws(LibSecretError) -> [UInt8]? {
         var error: UnsafeMutablePointer<GError>?
         guard
-            let value = secret_service_get_secret_for_dbus_path_sync(service.pointer, path, cancellation.pointer, &error)
+            let value = secret_service_get_secret_for_dbus_path_sync(
+                service.pointer, path, cancellation.pointer, &error)
         else {
             let failure = Self.failure(error, stage: .call)
             if failure.failure == .noSuchObject { return nil }
