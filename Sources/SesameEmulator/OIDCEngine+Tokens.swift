@@ -127,19 +127,16 @@ extension OIDCEngine {
         let refresh = "rt-" + ((try? Crypto.randomURLSafeString(byteCount: 32)) ?? UUID().uuidString)
         state.accessTokens[access] = (grant, now(state).addingTimeInterval(accessTokenLifetime))
         state.refreshTokens[refresh] = refreshGrant ?? grant
-        var body: [String: JSONValue] = [
+        let body: [String: JSONValue] = [
             "access_token": .string(access), "token_type": .string("Bearer"),
             "expires_in": .number(accessTokenLifetime), "refresh_token": .string(refresh),
             "scope": .string(grant.scope),
         ]
+        var reply = Reply.json(.object(body))
         if grant.scope.split(separator: " ").contains("openid") {
-            do {
-                body["id_token"] = .string(try idToken(for: grant, nonce: nonce, accessToken: access, &state))
-            } catch {
-                return Reply.oauthError("server_error", "The ID token could not be signed.", status: 500)
-            }
+            reply.pendingIDToken = idToken(for: grant, nonce: nonce, accessToken: access, &state)
         }
-        return Reply.json(.object(body))
+        return reply
     }
 
     /// Seconds since 1970, rounded down: a time rounded up would be in the future for up to half
@@ -153,7 +150,9 @@ extension OIDCEngine {
         Base64URL.encode(Crypto.sha256(Data(token.utf8)).prefix(16))
     }
 
-    func idToken(for grant: Grant, nonce: String?, accessToken: String, _ state: inout State) throws -> String {
+    /// The claims of an ID token for `grant`, and its signing key, under the lock; it is signed
+    /// after the lock is released (``PendingIDToken/signed()``).
+    func idToken(for grant: Grant, nonce: String?, accessToken: String, _ state: inout State) -> PendingIDToken {
         let person = state.people.first { $0.sub == grant.sub } ?? state.people[0]
         let skew = TimeInterval(state.scenarios.first { $0.setting.scenario == .clockSkew }?.setting.seconds ?? 0)
         let issuedAt = now(state).addingTimeInterval(skew)
@@ -171,17 +170,11 @@ extension OIDCEngine {
         if consume(.expiredIDToken, &state) != nil { expiresAt = issuedAt.addingTimeInterval(-3600) }
         if consume(.wrongNonce, &state) != nil { claims["nonce"] = .string("not-the-nonce-you-sent") }
         claims["exp"] = Self.epochSeconds(expiresAt)
-        var signer = state.keys[0]
-        if consume(.unknownKey, &state) != nil {
-            signer = (kid: "key-not-published", key: try SignatureSigningKey(generating: algorithm))
-        }
-        let header: JSONValue = .object([
-            "alg": .string(algorithm.rawValue), "kid": .string(signer.kid), "typ": .string("JWT"),
-        ])
-        let input = Base64URL.encode(header.jsonData) + "." + Base64URL.encode(JSONValue.object(claims).jsonData)
-        var signature = try signer.key.sign(Data(input.utf8))
-        if consume(.badSignature, &state) != nil { signature[signature.startIndex] ^= 0x01 }
-        return input + "." + Base64URL.encode(signature)
+        let unknownKey = consume(.unknownKey, &state) != nil
+        return PendingIDToken(
+            algorithm: algorithm, kid: unknownKey ? "key-not-published" : state.keys[0].kid,
+            key: unknownKey ? nil : state.keys[0].key, claims: .object(claims),
+            breaksSignature: consume(.badSignature, &state) != nil)
     }
 
     // MARK: Userinfo and revocation
@@ -243,5 +236,30 @@ extension OIDCEngine {
             state.revokedCount += 1
         }
         return Reply.empty(status: 200)
+    }
+}
+
+/// An ID token whose claims were settled under the engine's lock, signed when its answer is
+/// encoded, after the lock is released.
+struct PendingIDToken: Sendable {
+    var algorithm: SignatureAlgorithm
+    var kid: String
+    /// The published key to sign with; nil signs with a fresh key nobody was told of (the
+    /// `unknownKey` scenario), whose generation is slower still than signing.
+    var key: SignatureSigningKey?
+    var claims: JSONValue
+    /// Whether to flip a bit of the signature (the `badSignature` scenario).
+    var breaksSignature: Bool
+
+    /// The compact JWS: header, claims and signature.
+    func signed() throws -> String {
+        let header: JSONValue = .object([
+            "alg": .string(algorithm.rawValue), "kid": .string(kid), "typ": .string("JWT"),
+        ])
+        let input = Base64URL.encode(header.jsonData) + "." + Base64URL.encode(claims.jsonData)
+        let signer = try key ?? SignatureSigningKey(generating: algorithm)
+        var signature = try signer.sign(Data(input.utf8))
+        if breaksSignature { signature[signature.startIndex] ^= 0x01 }
+        return input + "." + Base64URL.encode(signature)
     }
 }

@@ -27,6 +27,9 @@ struct Reply: Sendable {
     var status: Int
     var headers: HTTPHeaders
     var body: Body
+    /// An ID token to sign and add to the JSON object body as `id_token` when the answer is
+    /// encoded, after the lock: signing (RSA above all) is the costliest step of a token answer.
+    var pendingIDToken: PendingIDToken?
 
     init(status: Int = 200, headers: HTTPHeaders = [:], body: Body) {
         self.status = status
@@ -41,8 +44,18 @@ struct Reply: Sendable {
 
     var isSuccess: Bool { (200..<300).contains(status) }
 
-    /// The response to send: the body encoded now.
-    var response: HTTPResponse { HTTPResponse(status: status, headers: headers, body: body.data) }
+    /// The response to send: the body encoded now, with its ID token signed.
+    var response: HTTPResponse {
+        guard let pendingIDToken, case .json(.object(var fields)) = body else {
+            return HTTPResponse(status: status, headers: headers, body: body.data)
+        }
+        do {
+            fields["id_token"] = .string(try pendingIDToken.signed())
+        } catch {
+            return Reply.oauthError("server_error", "The ID token could not be signed.", status: 500).response
+        }
+        return HTTPResponse(status: status, headers: headers, body: JSONValue.object(fields).jsonData)
+    }
 }
 
 extension Reply.Body {

@@ -96,3 +96,41 @@ struct ConcurrencyTests {
             "small request \(smallFinished - smallStarted), huge answer \(bigDuration)")
     }
 }
+
+@Suite("The OIDC emulator signs outside its lock")
+struct OIDCSigningOutsideLockTests {
+    @Test("a token answer built under the lock carries its ID token unsigned; it is signed when encoded")
+    func idTokenSignedAfterLock() throws {
+        let engine = try OIDCEngine(algorithm: .rs256, clients: [:], accessTokenLifetime: 3600)
+        let grant = engine.newGrant(
+            clientID: OIDCEmulator.defaultClientID, sub: "248289761001", scope: "openid email", authTime: Date())
+        let reply = engine.locked { state in engine.issue(grant, nonce: "n-1", &state) }
+        let pending = try #require(reply.pendingIDToken, "the ID token was signed under the lock")
+        #expect(pending.kid == "key-1")
+        guard case .json(.object(let built)) = reply.body else {
+            Issue.record("the token answer is not a JSON object")
+            return
+        }
+        #expect(built["id_token"] == nil)
+        #expect(built["access_token"] != nil)
+
+        let sent = try #require(JSONValue(parsing: reply.response.body))
+        guard case .object(let fields) = sent, case .string(let idToken) = fields["id_token"] else {
+            Issue.record("the encoded answer has no id_token: \(sent)")
+            return
+        }
+        let parts = idToken.split(separator: ".", omittingEmptySubsequences: false)
+        #expect(parts.count == 3 && parts.allSatisfy { !$0.isEmpty })
+        let claims = try #require(Base64URL.decode(parts[1]).flatMap { JSONValue(parsing: $0) })
+        #expect(claims["nonce"] == .string("n-1"))
+    }
+
+    @Test("a scope without openid gets no ID token to sign")
+    func noOpenID() throws {
+        let engine = try OIDCEngine(algorithm: .es256, clients: [:], accessTokenLifetime: 3600)
+        let grant = engine.newGrant(
+            clientID: OIDCEmulator.defaultClientID, sub: "248289761001", scope: "email", authTime: Date())
+        let reply = engine.locked { state in engine.issue(grant, nonce: nil, &state) }
+        #expect(reply.pendingIDToken == nil)
+    }
+}
