@@ -125,7 +125,15 @@ public struct GitHubPlugin: ProviderPlugin {
         guard settings.isEmpty, let emulators = request.emulators else {
             return try connection(settings, request: request)
         }
-        guard let emulator = try await emulators.start(name, request.environment),
+        // Only a login needs the emulator at once; any other command gets one that starts on its
+        // first request, if there is one (`sesame status` with no GitHub login sends none).
+        var prepared: RunningEmulator?
+        if request.purpose != .login, let prepare = emulators.prepare {
+            prepared = try prepare(name, request.environment)
+        }
+        var started: RunningEmulator?
+        if prepared == nil { started = try await emulators.start(name, request.environment) }
+        guard let emulator = prepared ?? started,
             let base = emulator.endpoints["base"], let api = emulator.endpoints["api"]
         else { return try connection(settings, request: request) }
         let approvalMode = try EmulatorApproval.mode(environment: request.environment, terminal: request.terminal)
@@ -140,8 +148,9 @@ public struct GitHubPlugin: ProviderPlugin {
                         + "--hostname github.com for a token login) to use real GitHub.") + "\n")
         }
         return GitHubConnection(
-            provider: provider, hasClientID: true, transport: request.transport, terminal: request.terminal,
-            emulator: emulator, approvalMode: approvalMode, environment: request.environment)
+            provider: provider, hasClientID: true, transport: emulator.route(request.transport),
+            terminal: request.terminal, emulator: emulator, approvalMode: approvalMode,
+            environment: request.environment)
     }
 
     /// A connection to the host the settings name, never the emulator.

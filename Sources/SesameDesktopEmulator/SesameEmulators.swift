@@ -22,6 +22,7 @@ extension BuiltInEmulators {
         prepare: { provider, environment in
             switch provider {
             case "facebook": try SesameEmulators.preparedFacebook(environment: environment)
+            case "github": try SesameEmulators.preparedGitHub(environment: environment)
             default: nil
             }
         })
@@ -196,6 +197,25 @@ extension SesameEmulators {
                 }
                 try save(emulator.stateData(), to: stateFile)
             })
+    }
+
+    /// The built-in GitHub emulator, described but not started: its client id and host name are
+    /// fixed, and it starts (reading its state, binding a port) on the first request sent through
+    /// ``RunningEmulator/route`` or the first device approval. Its scenarios are checked now, so
+    /// that a mistyped one is reported by any command.
+    static func preparedGitHub(environment: [String: String]) throws -> RunningEmulator {
+        _ = try githubScenarios(environment["SESAME_GITHUB_EMULATOR_SCENARIO"] ?? "")
+        let emulator = LazyEmulator { try await github(environment: environment) }
+        let placeholder = LazyEmulator.placeholderOrigin
+        return RunningEmulator(
+            endpoints: ["base": placeholder, "api": placeholder.appendingPathComponent("api/v3")],
+            appID: GitHubEmulator.defaultClientID, clientCredential: nil,
+            stateFile: XDG.stateDirectory(environment: environment).appendingPathComponent("github-emulator.json"),
+            personName: "octocat",
+            approveDevice: { code in try await emulator.running().approveDevice(code) },
+            approveDialog: { _ in throw DesktopError("The GitHub emulator has no browser login.", status: .usage) },
+            stop: { try await emulator.stopIfStarted() },
+            route: { transport in LazyEmulatorTransport(emulator: emulator, transport: transport) })
     }
 
     /// `name[,count=N][,seconds=N][,scope=S]`, several separated by `;`.

@@ -54,6 +54,14 @@ struct LazyLibcurlTests {
         #expect(!token.standardError.contains("libmicrohttpd"), "sesame token opened libmicrohttpd")
         #expect(!token.standardError.contains("libcrypto"), "sesame token opened libcrypto")
 
+        // With nothing logged in, status has nothing to check: no built-in emulator starts (the
+        // GitHub one did, for every status, until it became one that starts on first use).
+        let status = try await Self.run(cli, ["status"])
+        #expect(status.status == 77, "nothing is logged in: \(status.standardError.suffix(400))")
+        #expect(!status.standardError.contains("libmicrohttpd"), "sesame status started an emulator")
+        #expect(!status.standardError.contains("libcurl"), "sesame status opened libcurl with nothing to check")
+        #expect(!status.standardError.contains("libcrypto"), "sesame status opened libcrypto")
+
         // Checking a pasted token asks the built-in emulator's Graph API over HTTP.
         let login = try await Self.run(cli, ["login", "facebook", "--with-token"], input: "EAAnot0a0real0token\n")
         #expect(login.status != 0, "the emulator knows no such token")
