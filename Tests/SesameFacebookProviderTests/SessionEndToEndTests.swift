@@ -140,6 +140,9 @@ struct SessionEndToEndTests {
         let store = InMemoryCredentialStore()
         try await harness.storeIssuedToken(in: store, permissions: ["email", "publish_actions"])
         let holder = SessionHolder()
+        // The session holds the delegate, whose closure holds the holder: emptied at the end, so
+        // that the cycle does not outlive the test (LeakSanitizer reported it).
+        defer { holder.session = nil }
         let delegate = RecordingRecoveryDelegate(onPermissions: { permissions in
             let session = try #require(holder.session)
             let outcome = try await session.requestNewPublishPermissions(

@@ -28,12 +28,18 @@ struct Output: Encodable {
 }
 
 func emit(_ output: Output, exitCode: Int32) -> Never {
+    StandardStreams.write(encoded(output), to: 1)
+    exit(exitCode)
+}
+
+/// `output` as one line of JSON. In a function of its own so that nothing it makes is still
+/// alive when `emit` exits: LeakSanitizer cannot follow the pointer inside a live `Data`.
+func encoded(_ output: Output) -> [UInt8] {
     let encoder = JSONEncoder()
     encoder.outputFormatting = [.sortedKeys]
     var data = (try? encoder.encode(output)) ?? Data("{\"ok\":false}".utf8)
     data.append(0x0A)
-    StandardStreams.write(Array(data), to: 1)
-    exit(exitCode)
+    return Array(data)
 }
 
 func usage() -> Never {

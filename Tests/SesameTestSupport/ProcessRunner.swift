@@ -188,8 +188,16 @@ public enum TestChildren {
         environment["LANG"] = "C.UTF-8"
         environment["LC_ALL"] = "C.UTF-8"
         if environment["PATH"] == nil { environment["PATH"] = "/usr/local/bin:/usr/bin:/bin" }
+        // A sanitized run (`swift test --sanitize=…`) builds the children with the sanitizer
+        // too: they get the test process's options (where reports go, the suppressions) even
+        // when a test spells out their whole environment.
+        for name in sanitizerOptions where environment[name] == nil {
+            environment[name] = ProcessInfo.processInfo.environment[name]
+        }
         return environment
     }
+
+    private static let sanitizerOptions = ["ASAN_OPTIONS", "LSAN_OPTIONS", "TSAN_OPTIONS", "UBSAN_OPTIONS"]
 
     /// Writes all of `data` to `handle`; returns `false` when the reader went away (`EPIPE`) or
     /// the write failed otherwise. Never traps, unlike `FileHandle.write(_:)`, and never lets
