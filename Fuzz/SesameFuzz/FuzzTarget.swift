@@ -1,6 +1,6 @@
 import Dispatch
 import Foundation
-import Synchronization
+import Sesame
 
 /// One fuzz target: a name, what it feeds, and the function that takes one input.
 ///
@@ -34,7 +34,7 @@ struct FuzzTarget: Sendable {
 
 /// Runs `body` to completion from synchronous code (libFuzzer's callback), on the cooperative pool.
 func runBlocking<T: Sendable>(_ body: @escaping @Sendable () async -> T) -> T {
-    let result = Mutex<T?>(nil)
+    let result = Locked<T?>(nil)
     let done = DispatchSemaphore(value: 0)
     Task.detached {
         let value = await body()

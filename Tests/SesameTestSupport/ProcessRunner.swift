@@ -2,7 +2,6 @@
 // starts the binary and checks its stdout, stderr and exit code.
 import Foundation
 import Sesame
-import Synchronization
 
 #if canImport(Glibc)
     import Glibc
@@ -119,7 +118,7 @@ public enum ProcessRunner {
 
     /// Decides once between "killed" and "finished in time".
     private final class Watchdog: Sendable {
-        private let state = Mutex<(fired: Bool, finished: Bool)>((false, false))
+        private let state = Locked<(fired: Bool, finished: Bool)>((false, false))
 
         /// Called at the deadline: whether to kill (the process had not finished).
         func fire() -> Bool {
@@ -141,7 +140,7 @@ public enum ProcessRunner {
 
     /// Data handed over from the reader thread.
     private final class LockedData: Sendable {
-        private let data = Mutex(Data())
+        private let data = Locked(Data())
         func set(_ value: Data) { data.withLock { $0 = value } }
         func get() -> Data { data.withLock { $0 } }
     }
