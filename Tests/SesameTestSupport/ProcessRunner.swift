@@ -181,14 +181,23 @@ public func readUntil(_ handle: FileHandle, contains marker: String, timeout: Du
 public enum TestChildren {
     /// `base` (or this process's environment) with what a child needs whatever the test process
     /// was started with: a UTF-8 locale (`LANG` and `LC_ALL` are `C.UTF-8`; under the C locale
-    /// `secret-tool` refuses a label with a non-ASCII character), and `PATH` when missing.
+    /// `secret-tool` refuses a label with a non-ASCII character), and `PATH` when missing; and this
+    /// process's sanitizer options (`TSAN_OPTIONS` and the like) when `base` has none, so that under
+    /// `scripts/sanitize` a report in a child goes to the log directory the script counts, however
+    /// bare the environment the test gives the child.
     public static func environment(_ base: [String: String]? = nil) -> [String: String] {
         var environment = base ?? ProcessInfo.processInfo.environment
         environment["LANG"] = "C.UTF-8"
         environment["LC_ALL"] = "C.UTF-8"
         if environment["PATH"] == nil { environment["PATH"] = "/usr/local/bin:/usr/bin:/bin" }
+        for name in sanitizerOptions where environment[name] == nil {
+            environment[name] = ProcessInfo.processInfo.environment[name]
+        }
         return environment
     }
+
+    /// The variables the sanitizers' runtimes read their options from.
+    private static let sanitizerOptions = ["TSAN_OPTIONS", "ASAN_OPTIONS", "LSAN_OPTIONS", "UBSAN_OPTIONS"]
 
     /// Writes all of `data` to `handle`; returns `false` when the reader went away (`EPIPE`) or
     /// the write failed otherwise. Never traps, unlike `FileHandle.write(_:)`, and never lets
