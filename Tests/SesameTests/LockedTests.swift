@@ -58,7 +58,11 @@ struct LockedTests {
     @Test("withLockIfAvailable runs its body when the lock is free, and returns nil at once while it is held")
     func ifAvailable() {
         let lock = Locked(1)
-        #expect(lock.withLockIfAvailable { $0 += 1; return $0 } == 2)
+        let incremented = lock.withLockIfAvailable { value in
+            value += 1
+            return value
+        }
+        #expect(incremented == 2)
         let ranWhileHeld: Bool? = lock.withLock { _ in lock.withLockIfAvailable { _ in true } }
         #expect(ranWhileHeld == nil)
         #expect(lock.withLock { $0 } == 2)
