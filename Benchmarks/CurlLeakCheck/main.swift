@@ -1,7 +1,6 @@
 import Foundation
 import Sesame
 import SesameCurl
-import Synchronization
 
 // sesame-curl-leakcheck: a thousand requests through CurlTransport (successes, every failure
 // path, cancellations), then the transport is released, for running under valgrind:
@@ -228,7 +227,7 @@ func exercise(server: TinyServer) async -> Tally {
 let executor = ThreadExecutor()
 let server = TinyServer()
 let done = DispatchSemaphore(value: 0)
-let result = Mutex<Tally?>(nil)
+let result = Locked<Tally?>(nil)
 Task(executorPreference: executor) {
     let tally = await exercise(server: server)
     result.withLock { $0 = tally }

@@ -3,7 +3,6 @@ import Sesame
 import SesameCurl
 import SesameEmulator
 import SesameFacebook
-import Synchronization
 
 #if canImport(FoundationNetworking)
     import FoundationNetworking

@@ -2,7 +2,6 @@ import CCurl
 import Foundation
 import Sesame
 import SesameCurl
-import Synchronization
 
 #if canImport(FoundationNetworking)
     import FoundationNetworking

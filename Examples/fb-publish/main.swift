@@ -9,7 +9,6 @@ import Sesame
 import SesameDesktop
 import SesameDesktopEmulator
 import SesameFacebook
-import Synchronization
 
 #if canImport(Glibc)
     import Glibc
@@ -56,9 +55,9 @@ let message = arguments[0]
 
 /// What the recovery processor asks of the app: the three things the Scrumptious sample does by hand.
 final class Recovery: FacebookRecoveryDelegate {
-    let session = Mutex<FacebookSession?>(nil)
+    let session = Locked<FacebookSession?>(nil)
     /// Whether a message has been shown for the last failure, so it is not followed by a second one.
-    let messageShown = Mutex(false)
+    let messageShown = Locked(false)
 
     func requestPermissions(_ permissions: [Permission]) async throws -> Bool {
         guard let session = session.withLock({ $0 }) else { return false }

@@ -1,6 +1,6 @@
 import Dispatch
 import Foundation
-import Synchronization
+import Sesame
 
 /// One fuzz target: a name, what it feeds, and the function that takes one input.
 ///
@@ -60,7 +60,7 @@ func runBlocking<T: Sendable>(_ body: @escaping @Sendable () async -> T) -> T {
 
 /// Where ``runBlocking(_:)``'s task leaves its result.
 private final class BlockingResult<T: Sendable>: Sendable {
-    let result = Mutex<T?>(nil)
+    let result = Locked<T?>(nil)
     let done = DispatchSemaphore(value: 0)
 }
 

@@ -1,6 +1,5 @@
 internal import CSesameSystem
 import Foundation
-import Synchronization
 
 #if canImport(Glibc)
     import Glibc
@@ -38,7 +37,7 @@ package final class ChildProcess: Sendable {
         var waiters: [CheckedContinuation<Int32, Never>] = []
     }
 
-    private let state = Mutex(State())
+    private let state = Locked(State())
     private let exited = DispatchSemaphore(value: 0)
 
     /// The program to run.
@@ -123,7 +122,7 @@ package final class ChildProcess: Sendable {
         let streams = descriptors
         let diesWithParent = diesWithParent
         let started = DispatchSemaphore(value: 0)
-        let outcome = Mutex<Int32?>(nil)
+        let outcome = Locked<Int32?>(nil)
         Thread.detachNewThread { [self] in
             var pid: pid_t = 0
             let result = withCStrings(argv) { cArguments in

@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 
 /// Identifies one stored credential: a provider, an app on it, and an account.
 public struct CredentialKey: Hashable, Sendable, Codable, Comparable, CustomStringConvertible {
@@ -193,11 +192,11 @@ public struct CredentialStoreError: Error, Sendable, Hashable, CustomStringConve
 /// A store that keeps credentials in memory for the life of the process. For tests, and for
 /// apps that must not persist tokens.
 public final class InMemoryCredentialStore: CredentialStore {
-    private let storage: Mutex<[CredentialKey: StoredCredential]>
+    private let storage: Locked<[CredentialKey: StoredCredential]>
 
     /// Creates a store, optionally holding some credentials.
     public init(_ credentials: [StoredCredential] = []) {
-        storage = Mutex(Dictionary(credentials.map { ($0.key, $0) }, uniquingKeysWith: { _, last in last }))
+        storage = Locked(Dictionary(credentials.map { ($0.key, $0) }, uniquingKeysWith: { _, last in last }))
     }
 
     public func save(_ credential: StoredCredential) async throws {

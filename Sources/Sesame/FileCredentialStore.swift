@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 
 #if canImport(Glibc)
     import Glibc
@@ -22,7 +21,7 @@ import Synchronization
 public final class FileCredentialStore: CredentialStore {
     /// The file that holds the credentials.
     public let url: URL
-    private let lock = Mutex(())
+    private let lock = Locked(())
     /// Called after the temporary file is written and flushed, before the rename: tests use it
     /// to fail a save at the worst moment.
     let beforeRename: (@Sendable (_ temporaryPath: String) throws -> Void)?

@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 
 /// One account's session with one provider: a state machine after FBSession.
 ///
@@ -46,7 +45,7 @@ public actor Session {
 
     /// Every observer's continuation; a lock rather than the actor so that ``stateChanges()``
     /// registers synchronously.
-    private let observers = Mutex<[UUID: AsyncStream<SessionStateChange>.Continuation]>([:])
+    private let observers = Locked<[UUID: AsyncStream<SessionStateChange>.Continuation]>([:])
     private var renewal: Task<TokenRenewal, any Error>?
     private var loading: Task<Bool, any Error>?
     /// The last of the token writes queued so far; each waits for the one before.

@@ -1,7 +1,6 @@
 import Foundation
 import Sesame
 import SesameCurl
-import Synchronization
 
 #if canImport(Glibc)
     import Glibc
@@ -34,9 +33,9 @@ func withTimeLimit<T: Sendable>(_ limit: Duration, _ work: @escaping @Sendable (
 
 /// A continuation resumed by whichever comes first; later resumes are ignored.
 private final class ResumeOnce<T: Sendable>: Sendable {
-    private let continuation: Mutex<CheckedContinuation<T?, Never>?>
+    private let continuation: Locked<CheckedContinuation<T?, Never>?>
 
-    init(_ continuation: CheckedContinuation<T?, Never>) { self.continuation = Mutex(continuation) }
+    init(_ continuation: CheckedContinuation<T?, Never>) { self.continuation = Locked(continuation) }
 
     func resume(returning value: T?) {
         let pending = continuation.withLock { state -> CheckedContinuation<T?, Never>? in
@@ -79,7 +78,7 @@ enum DBusProbe {
             arguments: ["dbus-send", "--session", "--print-reply", "--reply-timeout=\(milliseconds)"] + arguments,
             environment: environment, standardInput: .null, standardOutput: .pipe(output), standardError: .null)
         guard (try? process.run()) != nil else { return .failed }
-        let killed = Mutex(false)
+        let killed = Locked(false)
         let timer = Task {
             guard (try? await Task.sleep(for: .milliseconds(milliseconds))) != nil, process.isRunning else { return }
             killed.withLock { $0 = true }

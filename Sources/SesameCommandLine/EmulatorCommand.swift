@@ -1,7 +1,6 @@
 import Foundation
 import Sesame
 import SesameEmulator
-import Synchronization
 
 #if canImport(Glibc)
     import Glibc

@@ -1,12 +1,11 @@
 import Sesame
 import SesameCurl
-import Synchronization
 
 /// A transport made on its first request: commands that never reach the network (`sesame token`
 /// with a valid stored token) do not initialise libcurl or start its engine.
 final class LazyTransport: HTTPTransport {
     private let make: @Sendable () -> any HTTPTransport
-    private let made = Mutex<(any HTTPTransport)?>(nil)
+    private let made = Locked<(any HTTPTransport)?>(nil)
 
     init(_ make: @escaping @Sendable () -> any HTTPTransport) { self.make = make }
 

@@ -2,7 +2,6 @@ internal import CCurl
 internal import CSesameSystem
 import Foundation
 import Sesame
-import Synchronization
 
 // MARK: libcurl's multi callbacks (run inside libcurl calls, so with the engine's lock held)
 

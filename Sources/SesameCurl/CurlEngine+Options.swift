@@ -2,7 +2,6 @@ internal import CCurl
 internal import CSesameSystem
 import Foundation
 import Sesame
-import Synchronization
 
 // MARK: libcurl options
 

@@ -42,7 +42,7 @@ import Synchronization
 final class CurlEngine: @unchecked Sendable {  // every var is guarded by `lock`; see "Threads" above
     typealias Resumption = (UnsafeContinuation<Void, any Error>, Result<Void, any Error>)
 
-    let lock = Mutex<Void>(())
+    let lock = Locked<Void>(())
     let configuration: CurlTransport.Configuration
     let multi: UnsafeMutableRawPointer
     let share: UnsafeMutableRawPointer
@@ -91,7 +91,7 @@ final class CurlEngine: @unchecked Sendable {  // every var is guarded by `lock`
     var timerDeadline = UInt64.max
 
     /// Transfers left for the engine thread to start; see `start`.
-    let delegated = Mutex<[CurlTransfer]>([])
+    let delegated = Locked<[CurlTransfer]>([])
     let delegatedCount = Atomic<Int>(0)
     /// Transfers from the moment `start` takes them until they are finished, whether running,
     /// left for the engine thread, or being started: a caller that finds none is alone.

@@ -200,7 +200,13 @@ final class CurlTransfer: @unchecked Sendable {  // guarded by CurlEngine's lock
 
     /// The response, parsed on the caller's thread once the transfer has finished.
     func response() -> HTTPResponse {
-        HTTPResponse(status: status, headers: Self.parseHeaders(responseHeaderBytes), body: responseBody)
+        // The acquire in `isFinished` pairs with the release in ``finish(with:)``, so what libcurl's
+        // callbacks wrote is visible here however the caller learnt that the transfer ended:
+        // inline, or resumed through its continuation. The continuation orders it too, but
+        // ThreadSanitizer does not see every hand-over inside the concurrency runtime, and it
+        // once reported a race here on a caller the engine thread had resumed.
+        precondition(isFinished, "the response of a transfer that has not finished")
+        return HTTPResponse(status: status, headers: Self.parseHeaders(responseHeaderBytes), body: responseBody)
     }
 
     /// Parses the header block of the last response (libcurl hands over every line, and the

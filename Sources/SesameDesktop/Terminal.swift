@@ -1,6 +1,5 @@
 import Foundation
 import Sesame
-import Synchronization
 
 #if canImport(Glibc)
     import Glibc
@@ -148,7 +147,7 @@ public struct Terminal: Sendable, Hashable {
 /// error is not a terminal.
 public final class Spinner: Sendable {
     private let terminal: Terminal
-    private let task = Mutex<Task<Void, Never>?>(nil)
+    private let task = Locked<Task<Void, Never>?>(nil)
 
     /// Starts spinning with `message` (or prints it once, off a terminal).
     public init(_ message: String, terminal: Terminal) {
@@ -233,5 +232,5 @@ public struct TerminalLoginPresenter: DeviceCodePresenter {
 
 /// The presenter's running spinner, behind its lock.
 final class SpinnerSlot: Sendable {
-    let value = Mutex<Spinner?>(nil)
+    let value = Locked<Spinner?>(nil)
 }

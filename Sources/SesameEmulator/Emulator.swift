@@ -2,7 +2,6 @@ import Dispatch
 import Foundation
 import Sesame
 import SesameHTTPServer
-import Synchronization
 
 #if canImport(Glibc)
     import Glibc
@@ -67,7 +66,7 @@ public final class Emulator: Sendable {
     /// The configuration it was made with.
     public let configuration: EmulatorConfiguration
     let engine: EmulatorEngine
-    private let running = Mutex<RunningServer?>(nil)
+    private let running = Locked<RunningServer?>(nil)
 
     /// Creates an emulator; nothing listens until ``start()``.
     ///

@@ -1,6 +1,5 @@
 import Foundation
 import Sesame
-import Synchronization
 
 extension FacebookState {
     // MARK: - Graph requests
@@ -168,7 +167,7 @@ extension FacebookState {
         return String(decoding: characters, as: UTF8.self)
     }
 
-    private static let traceSequence = Mutex(UInt64.random(in: .min ... .max))
+    private static let traceSequence = Locked(UInt64.random(in: .min ... .max))
     private static let traceAlphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_".utf8)
 }
 

@@ -1,11 +1,10 @@
 import Foundation
 import Sesame
-import Synchronization
 
 /// The Facebook emulator's engine: maps a request value to a response value.
 ///
 /// Concurrent clients see one consistent Facebook: the state (``FacebookState``) lives in a
-/// `Mutex`, and a request's handling runs in its closure start to finish without suspending, so
+/// `Locked`, and a request's handling runs in its closure start to finish without suspending, so
 /// it is atomic. The work that needs no state happens outside the lock: the request's body, form
 /// and `batch` parameter are parsed before it is taken, and the answer's JSON is encoded after it
 /// is released, so a large request or answer delays only its own client. The `slow` scenario's
@@ -14,7 +13,7 @@ import Synchronization
 package final class EmulatorEngine: Sendable {
     let configuration: EmulatorConfiguration
     let writer: StateWriter?
-    private let state: Mutex<FacebookState>
+    private let state: Locked<FacebookState>
 
     /// Creates an engine, reading the state file when there is one, and applies it.
     ///
@@ -25,7 +24,7 @@ package final class EmulatorEngine: Sendable {
         let initial = try FacebookState(configuration: configuration)
         // The configured people and scenarios are saved as any other change.
         let save = initial.takeSaveRequest()
-        state = Mutex(initial)
+        state = Locked(initial)
         if save { scheduleSave() }
     }
 

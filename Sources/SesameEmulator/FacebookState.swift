@@ -3,7 +3,7 @@ import Sesame
 
 /// The Facebook emulator's state and the handlers that read and change it.
 ///
-/// Not `Sendable`: the one instance lives inside ``EmulatorEngine``'s `Mutex`, and every handler
+/// Not `Sendable`: the one instance lives inside ``EmulatorEngine``'s `Locked` lock, and every handler
 /// runs in that lock's closure, start to finish, without suspending. The handlers are split by
 /// job over the `Engine+*.swift` files.
 final class FacebookState {

@@ -1,6 +1,5 @@
 import Foundation
 import Sesame
-import Synchronization
 
 /// The GitHub emulator's state and request handling. Every request is handled under one lock,
 /// start to finish, without suspending.
@@ -57,7 +56,7 @@ final class GitHubEngine: LoopbackEngine {
 
     let expiringTokens: Bool
     let accessTokenLifetime: TimeInterval
-    private let state: Mutex<State>
+    private let state: Locked<State>
 
     static let documentation = "https://docs.github.com/rest"
 
@@ -71,7 +70,7 @@ final class GitHubEngine: LoopbackEngine {
         var state = State(clients: Set(clients + [GitHubEmulator.defaultClientID]), people: people)
         state.repositories["octocat"] = (0..<max(0, repositoryCount)).map { String(format: "repo-%03d", $0 + 1) }
         state.repositories["hubot"] = ["hello-world"]
-        self.state = Mutex(state)
+        self.state = Locked(state)
     }
 
     func locked<T>(_ body: (inout State) throws -> T) rethrows -> T { try state.withLock { try body(&$0) } }

@@ -1,7 +1,6 @@
 import Foundation
 import Sesame
 import SesameHTTPServer
-import Synchronization
 
 /// The OIDC and GitHub emulators' engines, as their shared listener and transport call them.
 protocol LoopbackEngine: Sendable {
@@ -112,7 +111,7 @@ extension Reply {
 /// The HTTP listener of the OIDC and GitHub emulators: one server at a time, on 127.0.0.1.
 final class LoopbackListener: Sendable {
     private let name: String
-    private let running = Mutex<HTTPServer?>(nil)
+    private let running = Locked<HTTPServer?>(nil)
 
     /// A listener for the emulator called `name` in its errors ("OIDC", "GitHub").
     init(name: String) { self.name = name }

@@ -1,6 +1,5 @@
 import Foundation
 import Sesame
-import Synchronization
 
 /// The OIDC emulator's state and request handling. Every request is handled under one lock,
 /// start to finish, without suspending.
@@ -67,14 +66,14 @@ final class OIDCEngine: LoopbackEngine {
 
     let algorithm: SignatureAlgorithm
     let accessTokenLifetime: TimeInterval
-    private let state: Mutex<State>
+    private let state: Locked<State>
 
     init(algorithm: SignatureAlgorithm, clients: [String: String?], accessTokenLifetime: TimeInterval) throws {
         self.algorithm = algorithm
         self.accessTokenLifetime = accessTokenLifetime
         var all = clients
         all[OIDCEmulator.defaultClientID] = .some(nil)
-        state = Mutex(
+        state = Locked(
             State(
                 clients: all,
                 people: [

@@ -1,20 +1,20 @@
 import Dispatch
 import Foundation
-import Synchronization
+import Sesame
 
 /// Waits for the first of a few signals, delivered on a dispatch queue instead of a handler:
 /// the signals' default actions are off from ``init(_:)`` until ``cancel()``, which restores
 /// their previous dispositions. `sesame emulator`'s main loops (Facebook and OIDC) wait on it.
 package final class SignalWaiter: Sendable {
-    private let state = Mutex<(signal: Int32?, waiter: CheckedContinuation<Int32, Never>?)>((nil, nil))
-    private let sources: Mutex<[any DispatchSourceSignal]>
-    private let previous: Mutex<[(Int32, sighandler_t?)]>
+    private let state = Locked<(signal: Int32?, waiter: CheckedContinuation<Int32, Never>?)>((nil, nil))
+    private let sources: Locked<[any DispatchSourceSignal]>
+    private let previous: Locked<[(Int32, sighandler_t?)]>
 
     package init(_ signals: [Int32]) {
         var previous: [(Int32, sighandler_t?)] = []
         for number in signals { previous.append((number, signal(number, SIG_IGN))) }
-        self.previous = Mutex(previous)
-        sources = Mutex([])
+        self.previous = Locked(previous)
+        sources = Locked([])
         let queue = DispatchQueue(label: "sesame.emulator.signals")
         for number in signals {
             sources.withLock { sources in

@@ -1,6 +1,5 @@
 import Foundation
 import Sesame
-import Synchronization
 
 /// A person's Facebook session in an app: FBSession brought to Linux.
 ///
@@ -51,7 +50,7 @@ public final class FacebookSession: Sendable {
     public let governor: GraphUsageGovernor
     private let clock: any Clock<Duration>
     private let now: @Sendable () -> Date
-    private let lifecycle = Mutex(Lifecycle())
+    private let lifecycle = Locked(Lifecycle())
 
     private struct Lifecycle {
         var lastExtensionAttempt: Date?

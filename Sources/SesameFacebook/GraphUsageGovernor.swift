@@ -1,6 +1,5 @@
 import Foundation
 import Sesame
-import Synchronization
 
 /// Slows Graph calls down as the app's rate-limit usage nears 100%, instead of waiting for a
 /// throttling error.
@@ -17,7 +16,7 @@ public final class GraphUsageGovernor: Sendable {
     public let maxDelay: Duration
     /// The longest wait, whatever Facebook estimates.
     public let maxWait: Duration
-    private let last = Mutex<Recorded>(Recorded())
+    private let last = Locked<Recorded>(Recorded())
 
     /// The usage last recorded, and the header values it was read from: an answer whose usage
     /// headers are the same (most are, between one percent and the next) is not parsed again.

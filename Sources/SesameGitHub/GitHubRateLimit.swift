@@ -1,6 +1,5 @@
 import Foundation
 import Sesame
-import Synchronization
 
 /// What one answer's `x-ratelimit-*` headers say about the primary rate limit.
 public struct GitHubRateLimit: Sendable, Hashable, CustomStringConvertible {
@@ -56,7 +55,7 @@ public final class GitHubRateLimitGovernor: Sendable {
     /// The longest wait when none are left.
     public let maxWait: Duration
     private let now: @Sendable () -> Date
-    private let limits = Mutex<[String: GitHubRateLimit]>([:])
+    private let limits = Locked<[String: GitHubRateLimit]>([:])
 
     /// Creates a governor.
     public init(

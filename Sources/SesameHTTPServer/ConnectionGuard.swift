@@ -1,4 +1,5 @@
 import Foundation
+import Sesame
 import Synchronization
 
 #if canImport(Glibc)
@@ -31,7 +32,7 @@ final class ConnectionGuard: Sendable {
         var stopped = false
     }
 
-    private let state = Mutex(State())
+    private let state = Locked(State())
     private let maxConnections: Int
     private let headTimeout: Duration?
     /// How long a kept-alive connection has, after a request, to send the whole head of its next

@@ -1,4 +1,5 @@
 import Foundation
+import Sesame
 import Synchronization
 
 /// A small embedded HTTP/1.1 server on libmicrohttpd, for loopback use: login redirects, the
@@ -94,7 +95,7 @@ public final class HTTPServer: Sendable {
     /// The configuration the server was made with.
     public let configuration: Configuration
     private let handler: @Sendable (HTTPServerRequest) async -> HTTPServerResponse
-    private let lifecycle = Mutex(Lifecycle.idle)
+    private let lifecycle = Locked(Lifecycle.idle)
 
     /// Creates a server that answers every request with `handler`. Call ``start()`` to listen.
     public init(

@@ -1,6 +1,5 @@
 import Foundation
 import Sesame
-import Synchronization
 
 /// Receives a browser login's redirect on a one-shot HTTP listener on the loopback address,
 /// as RFC 8252 (OAuth 2.0 for Native Apps) describes.
@@ -145,7 +144,7 @@ package final class RedirectExchange: Sendable {
     let provider: ProviderID?
     let callbackPath: String
     let appName: String?
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     package init(
         expectedState: String, expectedIssuer: AuthorizationResponseIssuer?, provider: ProviderID?,

@@ -42,11 +42,11 @@ final class RequestContext: Sendable {
         var connection: MHDHandle?
     }
 
-    let state: Mutex<State>
+    let state: Locked<State>
     private let liveCount: LiveCount
 
     init(target: String, liveCount: LiveCount) {
-        state = Mutex(State(target: target))
+        state = Locked(State(target: target))
         self.liveCount = liveCount
         liveCount.value.add(1, ordering: .relaxed)
     }
@@ -85,7 +85,7 @@ final class ServerCore: Sendable {
     let liveContexts = LiveCount()
     let maxBodyBytes: Int
     let port: Int
-    let state: Mutex<State>
+    let state: Locked<State>
     /// Head deadlines and the 503 past the connection limit.
     let connectionGuard: ConnectionGuard
 
@@ -101,7 +101,7 @@ final class ServerCore: Sendable {
         self.maxBodyBytes = maxBodyBytes
         self.connectionGuard = connectionGuard
         self.handler = handler
-        self.state = Mutex(State())
+        self.state = Locked(State())
     }
 
     // MARK: Starting and stopping

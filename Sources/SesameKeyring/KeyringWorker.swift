@@ -18,12 +18,12 @@ final class KeyringWorker: Sendable {
     static let shared = KeyringWorker(label: "org.sesame.keyring")
 
     private let label: String
-    private let queue: Mutex<(queue: DispatchQueue, generation: Int)>
+    private let queue: Locked<(queue: DispatchQueue, generation: Int)>
 
     /// Creates a worker whose queues are named after `label`.
     init(label: String) {
         self.label = label
-        queue = Mutex((Self.makeQueue("\(label).0"), 0))
+        queue = Locked((Self.makeQueue("\(label).0"), 0))
     }
 
     private static let queueLabelKey = DispatchSpecificKey<String>()
@@ -109,7 +109,7 @@ private final class PendingCall<T: Sendable>: Sendable {
         var returned = false
     }
 
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     /// Whether the body has started and not returned.
     var isRunning: Bool { state.withLock { $0.started && !$0.returned } }

@@ -1,6 +1,6 @@
 internal import CLibSecret
 import Foundation
-import Synchronization
+import Sesame
 
 /// A failure reported by GIO or libsecret, copied out of its `GError`.
 struct LibSecretError: Error, Sendable {
@@ -70,11 +70,11 @@ final class GObjectReference<Pointee> {
 /// GIO shares one session bus connection per process and, by default, raises SIGTERM in the
 /// process when that connection closes. A library must not kill its host because a keyring
 /// went away, so Sesame turns that off for the connection it uses.
-private let sessionBus = Mutex<HeldConnection?>(nil)
+private let sessionBus = Locked<HeldConnection?>(nil)
 
 /// The providers of the Secret Service met so far, by the owner's unique bus name (which is
 /// never reused on a bus).
-private let knownProviders = Mutex<[String: SecretServiceProvider]>([:])
+private let knownProviders = Locked<[String: SecretServiceProvider]>([:])
 
 /// A `GDBusConnection` reference kept in `sessionBus`.
 ///

@@ -1,6 +1,5 @@
 import Foundation
 import Sesame
-import Synchronization
 
 /// A `CredentialStore` double that passes every call to another store and counts the calls,
 /// so a test can prove that a refresh saved its token exactly once, or that two opens shared
@@ -20,7 +19,7 @@ public final class CountingCredentialStore: CredentialStore {
 
     private let base: any CredentialStore
     private let loadDelay: Duration
-    private let counts = Mutex(Counts())
+    private let counts = Locked(Counts())
 
     /// Counts the calls made to `base`. Each `load` first waits `loadDelay` (zero by default),
     /// so that concurrent callers overlap in a test.

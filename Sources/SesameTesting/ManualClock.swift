@@ -1,5 +1,4 @@
 import Sesame
-import Synchronization
 
 /// A clock that moves only when told to, so code that waits (back-off, polling, timeouts)
 /// can be tested without sleeping.
@@ -35,7 +34,7 @@ public final class ManualClock: Clock, Sendable {
         var nextID: UInt64 = 0
     }
 
-    private let state = Mutex(State())
+    private let state = Locked(State())
     private let autoAdvance: Bool
 
     /// Creates a clock at offset zero.

@@ -1,12 +1,11 @@
 import Foundation
 import Sesame
-import Synchronization
 
 /// A `LoginUI` double that counts its calls and answers from a closure, so a test can prove
 /// that a session opened from its cache without UI, or drive a login to any outcome.
 public final class RecordingLoginUI: LoginUI {
     private let handler: @Sendable (LoginRequest) async throws -> AccessToken
-    private let recorded = Mutex<[LoginRequest]>([])
+    private let recorded = Locked<[LoginRequest]>([])
 
     /// Answers each login with `handler`.
     public init(_ handler: @escaping @Sendable (LoginRequest) async throws -> AccessToken) {

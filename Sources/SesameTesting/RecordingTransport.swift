@@ -1,6 +1,5 @@
 import Foundation
 import Sesame
-import Synchronization
 
 /// An `HTTPTransport` that answers from a script and records every request it was sent.
 ///
@@ -12,7 +11,7 @@ import Synchronization
 /// ```
 public final class RecordingTransport: HTTPTransport {
     private let handler: @Sendable (HTTPRequest, Int) async throws -> HTTPResponse
-    private let recorded = Mutex<[HTTPRequest]>([])
+    private let recorded = Locked<[HTTPRequest]>([])
 
     /// Answers each request with `handler(request, index)`, where `index` counts from 0.
     public init(_ handler: @escaping @Sendable (HTTPRequest, Int) async throws -> HTTPResponse) {

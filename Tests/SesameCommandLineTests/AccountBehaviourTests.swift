@@ -5,7 +5,6 @@ import SesameCurl
 import SesameDesktop
 import SesameEmulator
 import SesameTestSupport
-import Synchronization
 import Testing
 
 #if canImport(Glibc)
@@ -18,13 +17,13 @@ final class ScriptedStore: CredentialStore {
     let inner = InMemoryCredentialStore()
     let failSaves: CredentialStoreError?
     let failDeletes: Bool
-    private let unreadable: Mutex<[UnreadableCredential]>
-    private let saveCount = Mutex(0)
+    private let unreadable: Locked<[UnreadableCredential]>
+    private let saveCount = Locked(0)
 
     init(failSaves: CredentialStoreError? = nil, failDeletes: Bool = false, unreadable: [UnreadableCredential] = []) {
         self.failSaves = failSaves
         self.failDeletes = failDeletes
-        self.unreadable = Mutex(unreadable)
+        self.unreadable = Locked(unreadable)
     }
 
     var saves: Int { saveCount.withLock { $0 } }
@@ -95,8 +94,8 @@ struct InProcessCLI {
     }
 
     func run(_ arguments: [String], input: String = "") async -> Result {
-        let output = Mutex("")
-        let error = Mutex("")
+        let output = Locked("")
+        let error = Locked("")
         let io = CommandIO(
             readStandardInput: { Data(input.utf8) }, write: { text in output.withLock { $0 += text } },
             writeError: { text in error.withLock { $0 += text } })

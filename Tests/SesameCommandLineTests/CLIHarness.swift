@@ -2,7 +2,6 @@ import Foundation
 import Sesame
 import SesameCurl
 import SesameTestSupport
-import Synchronization
 import Testing
 
 #if canImport(Glibc)
@@ -14,7 +13,7 @@ import Testing
 final class CLIHarness: Sendable {
     let root: URL
     let environment: [String: String]
-    private let outputs = Mutex<[(command: String, text: String)]>([])
+    private let outputs = Locked<[(command: String, text: String)]>([])
 
     init(storage: String = "file") throws {
         root = FileManager.default.temporaryDirectory.appending(path: "sesame-cli-\(UUID().uuidString)")
@@ -100,9 +99,9 @@ final class CLIHarness: Sendable {
 /// A program running in the background whose standard error is read as it comes.
 final class LiveProcess: Sendable {
     private let process: ChildProcess
-    private let output = Mutex(Data())
-    private let error = Mutex(Data())
-    private let done = Mutex<ProcessResult?>(nil)
+    private let output = Locked(Data())
+    private let error = Locked(Data())
+    private let done = Locked<ProcessResult?>(nil)
     private let finished = DispatchSemaphore(value: 0)
 
     init(_ executable: URL, _ arguments: [String], environment: [String: String], input: Data) throws {

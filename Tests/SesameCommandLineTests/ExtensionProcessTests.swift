@@ -3,12 +3,11 @@ import Sesame
 import SesameEmulator
 import SesameFacebook
 import SesameTestSupport
-import Synchronization
 import Testing
 
 /// Counts the emulator's request log lines that name a path.
 private final class RequestCounter: Sendable {
-    private let count = Mutex(0)
+    private let count = Locked(0)
     let path: String
     init(path: String) { self.path = path }
     var value: Int { count.withLock { $0 } }

@@ -2,7 +2,6 @@ import Foundation
 import Sesame
 import SesameHTTPServer
 import SesameTestSupport
-import Synchronization
 import Testing
 
 @testable import SesameCommandLine
@@ -171,8 +170,8 @@ final class GitSmartHTTPServer: Sendable {
     let environment: [String: String]
     /// The password (a token) the server accepts for `octocat`.
     let password = "gho_cloneToken" + UUID().uuidString.replacingOccurrences(of: "-", with: "")
-    private let counts = Mutex<(challenges: Int, authenticated: Int)>((0, 0))
-    private let server = Mutex<HTTPServer?>(nil)
+    private let counts = Locked<(challenges: Int, authenticated: Int)>((0, 0))
+    private let server = Locked<HTTPServer?>(nil)
 
     init(root: URL, git: URL, environment: [String: String]) {
         self.root = root

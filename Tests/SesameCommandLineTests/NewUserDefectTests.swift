@@ -3,7 +3,6 @@ import Sesame
 import SesameCommandLine
 import SesameDesktop
 import SesameTestSupport
-import Synchronization
 import Testing
 
 #if canImport(Glibc)
@@ -398,7 +397,7 @@ final class PseudoTerminal: Sendable {
 
     /// What the program has shown, behind its lock.
     private final class Buffer: Sendable {
-        let data = Mutex(Data())
+        let data = Locked(Data())
     }
 
     init() throws {

@@ -1,7 +1,6 @@
 import Foundation
 import Sesame
 import SesameHTTPServer
-import Synchronization
 import Testing
 
 @testable import SesameCurl
@@ -23,7 +22,7 @@ struct Echo: Codable, Sendable {
 final class TestServer: Sendable {
     /// The paths requested, in order.
     final class PathLog: Sendable {
-        let paths = Mutex<[String]>([])
+        let paths = Locked<[String]>([])
     }
 
     let server: HTTPServer

@@ -1,6 +1,5 @@
 import Foundation
 import Sesame
-import Synchronization
 
 /// A bare TCP listener on 127.0.0.1 for the cases a well-behaved HTTP server never produces:
 /// accepting and never answering, resetting the connection, or sending hand-written bytes.
@@ -31,7 +30,7 @@ final class RawListener: Sendable {
     let port: Int
     private let listenSocket: Int32
     private let behaviour: Behaviour
-    private let state = Mutex(State())
+    private let state = Locked(State())
     /// Signalled once per `/hold` answer the test lets go.
     private let holdGate = DispatchSemaphore(value: 0)
 
@@ -305,11 +304,11 @@ final class RawListener: Sendable {
 /// can take the port (a port bound and closed again may be anyone's a moment later).
 final class RefusingPort: Sendable {
     let port: Int
-    private let socket: Mutex<Int32?>
+    private let socket: Locked<Int32?>
 
     init() throws {
         let (socket, port) = try RawListener.bindLoopback(listening: false)
-        self.socket = Mutex(socket)
+        self.socket = Locked(socket)
         self.port = port
     }
 

@@ -21,7 +21,10 @@ struct DeviceLoginTests {
 
     @Test("pending, then slow down when polled too fast, then the token once approved through the admin API")
     func approveThroughAdmin() async throws {
-        try await Harness.with { h in
+        // The emulator's clock stands still but for advanceClock: two polls are "too fast"
+        // however long the machine takes between them (seconds, under ThreadSanitizer and load).
+        let frozen = Date()
+        try await Harness.with({ $0.now = { frozen } }) { h in
             let (code, userCode) = try await start(h)
             let pending = try await poll(h, code)
             #expect(pending.status == 400)

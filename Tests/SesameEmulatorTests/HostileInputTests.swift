@@ -1,6 +1,5 @@
 import Foundation
 import Sesame
-import Synchronization
 import Testing
 
 @testable import SesameEmulator
@@ -96,7 +95,7 @@ struct EmulatorHostileInputTests {
 }
 
 private final class LogLines: Sendable {
-    private let lines = Mutex<[String]>([])
+    private let lines = Locked<[String]>([])
     func append(_ line: String) { lines.withLock { $0.append(line) } }
     var all: [String] { lines.withLock { $0 } }
 }

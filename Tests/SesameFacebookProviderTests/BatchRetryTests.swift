@@ -3,13 +3,12 @@ import Sesame
 import SesameEmulator
 import SesameFacebook
 import SesameTesting
-import Synchronization
 import Testing
 
 /// Records how many calls each Graph batch request carried, around another transport.
 final class BatchSizeRecorder: HTTPTransport {
     let base: any HTTPTransport
-    private let recorded = Mutex<[Int]>([])
+    private let recorded = Locked<[Int]>([])
 
     init(_ base: any HTTPTransport) { self.base = base }
 

@@ -5,7 +5,6 @@ import SesameEmulator
 import SesameFacebook
 import SesameHTTPServer
 import SesameTesting
-import Synchronization
 import Testing
 
 /// A started emulator, a CurlTransport that counts what it sends, and a provider pointed at it.
@@ -127,7 +126,7 @@ final class EmulatorBrowser: BrowserOpener {
     let emulator: Emulator
     let transport: any HTTPTransport
     let decline: [String]
-    private let opened = Mutex<[URL]>([])
+    private let opened = Locked<[URL]>([])
 
     init(emulator: Emulator, transport: any HTTPTransport, decline: [String] = []) {
         self.emulator = emulator
@@ -148,7 +147,7 @@ final class EmulatorBrowser: BrowserOpener {
 /// Counts requests by path, around another transport.
 final class CountingTransport: HTTPTransport {
     let base: any HTTPTransport
-    private let counts = Mutex<[String: Int]>([:])
+    private let counts = Locked<[String: Int]>([:])
 
     init(_ base: any HTTPTransport) { self.base = base }
 
@@ -172,7 +171,7 @@ final class RecordingRecoveryDelegate: FacebookRecoveryDelegate {
         var messages: [(title: String, message: String)] = []
         var retries: [Duration] = []
     }
-    private let record = Mutex(Record())
+    private let record = Locked(Record())
     let onPermissions: @Sendable ([Permission]) async throws -> Bool
     let onReauthenticate: @Sendable (ReauthenticationReason) async throws -> Bool
 

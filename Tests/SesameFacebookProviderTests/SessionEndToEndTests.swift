@@ -4,7 +4,6 @@ import SesameEmulator
 import SesameFacebook
 import SesameHTTPServer
 import SesameTesting
-import Synchronization
 import Testing
 
 /// The seed situations, end to end: a FacebookSession over CurlTransport against the emulator
@@ -288,7 +287,7 @@ struct SessionEndToEndTests {
 
 /// Lets a recovery delegate reach the session it is the delegate of.
 final class SessionHolder: Sendable {
-    private let value = Mutex<FacebookSession?>(nil)
+    private let value = Locked<FacebookSession?>(nil)
     var session: FacebookSession? {
         get { value.withLock { $0 } }
         set { value.withLock { $0 = newValue } }

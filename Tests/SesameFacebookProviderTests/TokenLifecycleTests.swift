@@ -4,7 +4,6 @@ import SesameEmulator
 import SesameFacebook
 import SesameTestSupport
 import SesameTesting
-import Synchronization
 import Testing
 
 /// A store that, once armed, holds the first save at a ``Gate`` until ``release()``: a
@@ -12,7 +11,7 @@ import Testing
 private final class HeldSaveStore: CredentialStore {
     private let base = InMemoryCredentialStore()
     private let gate = Gate()
-    private let saves = Mutex<Int?>(nil)
+    private let saves = Locked<Int?>(nil)
 
     func arm() { saves.withLock { $0 = 0 } }
     var heldCount: Int { gate.waitingCount }

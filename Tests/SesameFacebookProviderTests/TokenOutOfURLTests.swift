@@ -2,13 +2,12 @@ import Foundation
 import Sesame
 import SesameFacebook
 import SesameTesting
-import Synchronization
 import Testing
 
 /// Records every request, around another transport.
 private final class RequestLog: HTTPTransport {
     let base: any HTTPTransport
-    private let requests = Mutex<[HTTPRequest]>([])
+    private let requests = Locked<[HTTPRequest]>([])
 
     init(_ base: any HTTPTransport) { self.base = base }
 

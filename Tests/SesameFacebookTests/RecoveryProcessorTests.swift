@@ -1,7 +1,6 @@
 import Foundation
 import Sesame
 import SesameTesting
-import Synchronization
 import Testing
 
 @testable import SesameFacebook
@@ -15,7 +14,7 @@ final class RecordingDelegate: FacebookRecoveryDelegate {
         case willRetry(Duration, attempt: Int)
     }
 
-    private let recorded = Mutex<[Event]>([])
+    private let recorded = Locked<[Event]>([])
     let grantPermissions: Bool
     let logInAgain: Bool
 
@@ -53,8 +52,8 @@ final class RecordingDelegate: FacebookRecoveryDelegate {
 
 /// An operation that fails with the given errors in turn, then succeeds; it counts its calls.
 final class ScriptedCall: Sendable {
-    private let state: Mutex<(failures: [any Error & Sendable], calls: Int)>
-    init(_ failures: [any Error & Sendable]) { state = Mutex((failures, 0)) }
+    private let state: Locked<(failures: [any Error & Sendable], calls: Int)>
+    init(_ failures: [any Error & Sendable]) { state = Locked((failures, 0)) }
     var calls: Int { state.withLock { $0.calls } }
 
     func callAsFunction() throws -> String {

@@ -4,7 +4,6 @@ import SesameCurl
 import SesameEmulator
 import SesameGitHub
 import SesameTesting
-import Synchronization
 import Testing
 
 /// A started GitHub emulator, CurlTransport, and a provider pointed at it (as at an
@@ -17,7 +16,7 @@ struct GitHubHarness: Sendable {
     let offset: ClockOffset
 
     final class ClockOffset: Sendable {
-        let seconds = Mutex<TimeInterval>(0)
+        let seconds = Locked<TimeInterval>(0)
         var now: Date { Date().addingTimeInterval(seconds.withLock { $0 }) }
     }
 

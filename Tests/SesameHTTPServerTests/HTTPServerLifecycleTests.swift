@@ -2,7 +2,6 @@ import Foundation
 import Sesame
 import SesameHTTPServer
 import SesameTestSupport
-import Synchronization
 import Testing
 
 @Suite("HTTPServer responses, limits and lifecycle", .timeLimit(.minutes(2)))
@@ -97,7 +96,7 @@ struct HTTPServerLifecycleTests {
 
     @Test("a connection over the limit is answered 503 at once; once another closes, a new one is served")
     func connectionLimit() async throws {
-        let calls = Mutex(0)
+        let calls = Locked(0)
         try await withServer(
             .init(maxConnections: 2),
             handler: { _ in
@@ -219,7 +218,7 @@ struct HTTPServerLifecycleTests {
     @Test("a handler still running after the grace period is cancelled and its connection closed")
     func stopGracePeriod() async throws {
         let entered = Latch()
-        let sawCancellation = Mutex(false)
+        let sawCancellation = Locked(false)
         let server = HTTPServer(configuration: .init(stopGracePeriod: .milliseconds(50))) { _ in
             entered.open()
             // Waits until cancelled.

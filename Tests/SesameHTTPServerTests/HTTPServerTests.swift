@@ -2,7 +2,6 @@ import Foundation
 import Sesame
 import SesameHTTPServer
 import SesameTestSupport
-import Synchronization
 import Testing
 
 /// Starts a server, runs `body`, and stops the server whatever happens.
@@ -46,7 +45,7 @@ actor Rendezvous {
 
 /// A one-shot latch a test opens to let a handler finish.
 final class Latch: Sendable {
-    private let state = Mutex<(open: Bool, next: Int, waiters: [Int: CheckedContinuation<Void, Never>])>(
+    private let state = Locked<(open: Bool, next: Int, waiters: [Int: CheckedContinuation<Void, Never>])>(
         (false, 0, [:]))
 
     /// Returns once ``open()`` has been called, or once the task is cancelled: a test whose
@@ -104,7 +103,7 @@ struct HTTPServerTests {
 
     @Test("the path is percent-decoded and the query decoded in order, repeats kept")
     func decodesTarget() async throws {
-        let seen = Mutex<HTTPServerRequest?>(nil)
+        let seen = Locked<HTTPServerRequest?>(nil)
         try await withServer(handler: { request in
             seen.withLock { $0 = request }
             return .text("ok")
@@ -126,7 +125,7 @@ struct HTTPServerTests {
 
     @Test("a form body is read by formValue, which falls back to the query")
     func formValues() async throws {
-        let seen = Mutex<HTTPServerRequest?>(nil)
+        let seen = Locked<HTTPServerRequest?>(nil)
         try await withServer(handler: { request in
             seen.withLock { $0 = request }
             return .text("ok")
@@ -227,7 +226,7 @@ struct HTTPServerTests {
 
     @Test("a declared body over the limit gets 413 and the server keeps serving")
     func declaredBodyTooLarge() async throws {
-        let calls = Mutex(0)
+        let calls = Locked(0)
         try await withServer(
             .init(maxBodyBytes: 1000),
             handler: { request in
@@ -248,7 +247,7 @@ struct HTTPServerTests {
 
     @Test("a chunked body that grows over the limit gets 413 and never reaches the handler")
     func chunkedBodyTooLarge() async throws {
-        let calls = Mutex(0)
+        let calls = Locked(0)
         try await withServer(
             .init(maxBodyBytes: 1000),
             handler: { request in
@@ -291,7 +290,7 @@ struct HTTPServerTests {
         "a malformed request gets a 4xx answer, never reaches the handler, and the server keeps serving",
         arguments: malformedRequests)
     func malformed(_ request: String, mayJustClose: Bool) async throws {
-        let calls = Mutex(0)
+        let calls = Locked(0)
         try await withServer(handler: { request in
             calls.withLock { $0 += 1 }
             return await Self.echo(request)

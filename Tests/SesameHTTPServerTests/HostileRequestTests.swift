@@ -2,7 +2,6 @@ import Foundation
 import Sesame
 import SesameHTTPServer
 import SesameTestSupport
-import Synchronization
 import Testing
 
 #if canImport(Glibc)
@@ -86,7 +85,7 @@ struct HostileRequestTests {
         "a Content-Length libmicrohttpd cannot read is refused before the handler and the connection closed",
         arguments: unreadableLengths)
     func unreadableContentLength(_ length: String, _ status: Int) async throws {
-        let calls = Mutex(0)
+        let calls = Locked(0)
         try await withServer(
             .init(connectionIdleTimeout: .seconds(300)),
             handler: { _ in
@@ -110,7 +109,7 @@ struct HostileRequestTests {
 
     @Test("a request whose framing or Host is wrong gets exactly one 400 at once", arguments: refused)
     func refusedAtOnce(_ request: String) async throws {
-        let calls = Mutex(0)
+        let calls = Locked(0)
         // A server that would wait 300 s for a body it cannot delimit (libmicrohttpd waits for the
         // idle timeout), so that "at once" is told apart from that wait by a wide margin even on a
         // loaded machine.
@@ -155,7 +154,7 @@ struct HostileRequestTests {
         // Only well-formed numbers: libmicrohttpd 0.9.75 answers a malformed Content-Length
         // itself, sending its status line and headers twice (see unreadableLengths).
         let lengths = ["0", "3", "3, 4", " 3"]
-        let calls = Mutex(0)
+        let calls = Locked(0)
         try await withServer(
             .init(connectionIdleTimeout: .seconds(3)),
             handler: { _ in

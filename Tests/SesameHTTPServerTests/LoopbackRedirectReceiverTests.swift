@@ -3,7 +3,6 @@ import Sesame
 import SesameHTTPServer
 import SesameTestSupport
 import SesameTesting
-import Synchronization
 import Testing
 
 @Suite("LoopbackRedirectReceiver over loopback", .timeLimit(.minutes(2)))
@@ -25,8 +24,8 @@ struct LoopbackRedirectReceiverTests {
     @Test("a redirect with the right state delivers its code, and the browser is told it is signed in")
     func success() async throws {
         let receiver = LoopbackRedirectReceiver(appName: "Test App")
-        let page = Mutex<Task<FollowingBrowser.Visit, any Error>?>(nil)
-        let seenURI = Mutex<URL?>(nil)
+        let page = Locked<Task<FollowingBrowser.Visit, any Error>?>(nil)
+        let seenURI = Locked<URL?>(nil)
         let code = try await receiver.receiveRedirect(
             expectedState: "s-123", provider: "example",
             open: { redirectURI in
@@ -62,7 +61,7 @@ struct LoopbackRedirectReceiverTests {
         ])
     func stateMismatch(_ items: [(String, String)]) async throws {
         let receiver = LoopbackRedirectReceiver()
-        let forged = Mutex<FollowingBrowser.Visit?>(nil)
+        let forged = Locked<FollowingBrowser.Visit?>(nil)
         let code = try await receiver.receiveRedirect(
             expectedState: "expected", provider: "example",
             open: { redirectURI in
@@ -94,7 +93,7 @@ struct LoopbackRedirectReceiverTests {
     @Test("a cross-site POST, a rebound Host and a foreign Origin are refused, and the real redirect still works")
     func forgedRequests() async throws {
         let receiver = LoopbackRedirectReceiver()
-        let statuses = Mutex<[Int]>([])
+        let statuses = Locked<[Int]>([])
         let code = try await receiver.receiveRedirect(
             expectedState: "s", provider: "example",
             open: { redirectURI in
@@ -124,7 +123,7 @@ struct LoopbackRedirectReceiverTests {
     @Test("after too many refused requests the login fails as a possible forgery")
     func tooManyRefusals() async throws {
         let receiver = LoopbackRedirectReceiver()
-        let completed = Mutex(false)
+        let completed = Locked(false)
         let error = await #expect(throws: AuthError.self) {
             try await receiver.receiveRedirect(
                 expectedState: "expected", provider: "example",
@@ -143,7 +142,7 @@ struct LoopbackRedirectReceiverTests {
     @Test("a redirect saying the person declined reaches the flow, whose error the browser is shown")
     func userDenied() async throws {
         let receiver = LoopbackRedirectReceiver()
-        let page = Mutex<Task<FollowingBrowser.Visit, any Error>?>(nil)
+        let page = Locked<Task<FollowingBrowser.Visit, any Error>?>(nil)
         let taxonomy = PlainTaxonomy()
         let error = await #expect(throws: AuthError.self) {
             try await receiver.receiveRedirect(
@@ -174,7 +173,7 @@ struct LoopbackRedirectReceiverTests {
     @Test("another path gets 404 and the login keeps waiting for the real redirect")
     func wrongPath() async throws {
         let receiver = LoopbackRedirectReceiver(callbackPath: "/oauth/done")
-        let pages = Mutex<[Task<FollowingBrowser.Visit, any Error>]>([])
+        let pages = Locked<[Task<FollowingBrowser.Visit, any Error>]>([])
         let code = try await receiver.receiveRedirect(
             expectedState: "s", provider: "example",
             open: { redirectURI in
@@ -202,7 +201,7 @@ struct LoopbackRedirectReceiverTests {
     func timeout() async throws {
         let clock = ManualClock()
         let receiver = LoopbackRedirectReceiver(timeout: .seconds(300), clock: clock)
-        let port = Mutex(0)
+        let port = Locked(0)
         let login = Task {
             try await receiver.receiveRedirect(
                 expectedState: "s", provider: "example",
@@ -223,9 +222,9 @@ struct LoopbackRedirectReceiverTests {
     @Test("a second redirect gets a 'close this window' page and delivers nothing")
     func secondRedirect() async throws {
         let receiver = LoopbackRedirectReceiver()
-        let first = Mutex<Task<FollowingBrowser.Visit, any Error>?>(nil)
-        let secondPage = Mutex<FollowingBrowser.Visit?>(nil)
-        let completions = Mutex<[String]>([])
+        let first = Locked<Task<FollowingBrowser.Visit, any Error>?>(nil)
+        let secondPage = Locked<FollowingBrowser.Visit?>(nil)
+        let completions = Locked<[String]>([])
         let code = try await receiver.receiveRedirect(
             expectedState: "s", provider: "example",
             open: { redirectURI in
@@ -259,7 +258,7 @@ struct LoopbackRedirectReceiverTests {
     func cancellation() async throws {
         let receiver = LoopbackRedirectReceiver()
         let opened = Latch()
-        let port = Mutex(0)
+        let port = Locked(0)
         let login = Task {
             try await receiver.receiveRedirect(
                 expectedState: "s", provider: "example",

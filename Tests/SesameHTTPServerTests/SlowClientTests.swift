@@ -1,7 +1,6 @@
 import Foundation
 import Sesame
 import SesameHTTPServer
-import Synchronization
 import Testing
 
 #if canImport(Glibc)
@@ -265,7 +264,7 @@ struct SlowClientTests {
 
 /// Descriptors a test holds open and closes itself.
 final class SlowHeld: Sendable {
-    private let descriptors = Mutex<[Int32]>([])
+    private let descriptors = Locked<[Int32]>([])
     func add(_ fd: Int32) { descriptors.withLock { $0.append(fd) } }
     var count: Int { descriptors.withLock { $0.count } }
     func closeAll() { for fd in descriptors.withLock({ $0 }) { close(fd) } }

@@ -3,7 +3,6 @@ import Sesame
 import SesameHTTPServer
 import SesameTestSupport
 import SesameTesting
-import Synchronization
 import Testing
 
 /// A tiny OAuth 2.0 authorization server: `/authorize` answers at once with a redirect (as if
@@ -23,8 +22,8 @@ final class TinyAuthorizationServer: Sendable {
     }
 
     final class Records: Sendable {
-        let grants = Mutex<[String: Grant]>([:])
-        let log = Mutex<[String]>([])
+        let grants = Locked<[String: Grant]>([:])
+        let log = Locked<[String]>([])
     }
 
     let server: HTTPServer
@@ -44,7 +43,7 @@ final class TinyAuthorizationServer: Sendable {
     var requests: [String] { records.log.withLock { $0 } }
 
     static func handle(
-        _ request: HTTPServerRequest, behaviour: Behaviour, grants: borrowing Mutex<[String: Grant]>
+        _ request: HTTPServerRequest, behaviour: Behaviour, grants: Locked<[String: Grant]>
     )
         -> HTTPServerResponse
     {

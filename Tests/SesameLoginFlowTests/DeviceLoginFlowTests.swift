@@ -3,7 +3,6 @@ import Sesame
 import SesameHTTPServer
 import SesameTestSupport
 import SesameTesting
-import Synchronization
 import Testing
 
 /// Facebook Login for Devices as a dialect: `device/login`, `device/login_status`, and the
@@ -69,8 +68,8 @@ final class TinyDeviceServer: Sendable {
     }
 
     final class Records: Sendable {
-        let polls = Mutex(0)
-        let starts = Mutex<[HTTPServerRequest]>([])
+        let polls = Locked(0)
+        let starts = Locked<[HTTPServerRequest]>([])
     }
 
     let dialect: Dialect
@@ -163,7 +162,7 @@ final class RecordingPresenter: DeviceCodePresenter {
         case succeeded, failed(ErrorCategory), cancelled
     }
 
-    private let log = Mutex<[Event]>([])
+    private let log = Locked<[Event]>([])
     var events: [Event] { log.withLock { $0 } }
 
     func present(_ authorization: DeviceAuthorization) async {

@@ -110,7 +110,7 @@ struct ClientAuthenticationTests {
         for (age, warns) in [(TimeInterval(8), false), (TimeInterval(45), true)] {
             // The ages count from now, not from the start of the test: at 45 s only a few seconds
             // are left before the session's leeway, less than a slow first round can take (under
-            // AddressSanitizer it did).
+            // AddressSanitizer and ThreadSanitizer it did).
             let now = Date()
             let token = AccessToken(
                 tokenString: "short-lived-secret-value", provider: .oidc, appID: OIDCEmulator.defaultClientID,

@@ -5,7 +5,6 @@ import SesameEmulator
 import SesameHTTPServer
 import SesameOIDC
 import SesameTesting
-import Synchronization
 import Testing
 
 /// A started OIDC emulator, CurlTransport, and a provider discovered from it.
@@ -96,7 +95,7 @@ struct OIDCHarness: Sendable {
 final class EmulatorBrowser: BrowserOpener {
     let transport: any HTTPTransport
     let action: String
-    private let opened = Mutex<[URL]>([])
+    private let opened = Locked<[URL]>([])
 
     init(transport: any HTTPTransport, action: String) {
         self.transport = transport

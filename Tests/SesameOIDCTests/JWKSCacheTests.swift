@@ -2,7 +2,6 @@ import Foundation
 import Sesame
 import SesameEmulator
 import SesameOIDC
-import Synchronization
 import Testing
 
 @Suite("JWKS cache: unknown key ids cannot make it hammer the issuer")
@@ -28,7 +27,7 @@ struct JWKSCacheTests {
         let harness = try await OIDCHarness.start()
         defer { Task { await harness.stop() } }
         let start = Date()
-        let elapsed = Mutex<TimeInterval>(0)
+        let elapsed = Locked<TimeInterval>(0)
         let now: @Sendable () -> Date = { start.addingTimeInterval(elapsed.withLock { $0 }) }
         let cache = JWKSCache(
             url: try #require(harness.provider.endpoints.jwksURI), transport: harness.transport,

@@ -1,6 +1,7 @@
 // Shared by the tests that hold one party at a chosen point (a hook, a save) while another
 // party runs, and then let it go.
-import Synchronization
+
+import Sesame
 
 /// A gate that is shut until ``open()``: ``wait()`` suspends until then, and returns at once
 /// afterwards. ``waitingCount`` lets a test see that a party has reached the gate.
@@ -10,7 +11,7 @@ public final class Gate: Sendable {
         var waiting: [CheckedContinuation<Void, Never>] = []
     }
 
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     /// A shut gate.
     public init() {}

@@ -2,7 +2,6 @@
 // a refresh at the server's door, and a way to see that another party waits for the lock file.
 import Foundation
 import Sesame
-import Synchronization
 
 /// Sends through another transport, but once armed holds the first request whose path ends
 /// with a suffix until ``release()``, and counts every such request.
@@ -20,7 +19,7 @@ public final class GatedTransport: HTTPTransport {
 
     private let base: any HTTPTransport
     private let suffix: String
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     /// Wraps `base`; requests whose URL path ends with `suffix` are the ones counted and held.
     public init(_ base: any HTTPTransport, holding suffix: String) {

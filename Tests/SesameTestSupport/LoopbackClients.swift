@@ -1,6 +1,5 @@
 import Foundation
 import Sesame
-import Synchronization
 
 /// An `HTTPTransport` over plain loopback sockets, one connection per request: real HTTP for
 /// the login flows' tests, without depending on another backend.
@@ -45,7 +44,7 @@ package final class FollowingBrowser: BrowserOpener {
         }
     }
 
-    private let state = Mutex<(visits: [Task<[Visit], any Error>], opened: [URL])>(([], []))
+    private let state = Locked<(visits: [Task<[Visit], any Error>], opened: [URL])>(([], []))
     package let transport = LoopbackTransport()
 
     /// Creates a browser that has opened nothing yet.

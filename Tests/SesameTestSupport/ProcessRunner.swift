@@ -2,7 +2,6 @@
 // starts the binary and checks its stdout, stderr and exit code.
 import Foundation
 import Sesame
-import Synchronization
 
 #if canImport(Glibc)
     import Glibc
@@ -119,7 +118,7 @@ public enum ProcessRunner {
 
     /// Decides once between "killed" and "finished in time".
     private final class Watchdog: Sendable {
-        private let state = Mutex<(fired: Bool, finished: Bool)>((false, false))
+        private let state = Locked<(fired: Bool, finished: Bool)>((false, false))
 
         /// Called at the deadline: whether to kill (the process had not finished).
         func fire() -> Bool {
@@ -141,7 +140,7 @@ public enum ProcessRunner {
 
     /// Data handed over from the reader thread.
     private final class LockedData: Sendable {
-        private let data = Mutex(Data())
+        private let data = Locked(Data())
         func set(_ value: Data) { data.withLock { $0 = value } }
         func get() -> Data { data.withLock { $0 } }
     }
@@ -182,7 +181,10 @@ public func readUntil(_ handle: FileHandle, contains marker: String, timeout: Du
 public enum TestChildren {
     /// `base` (or this process's environment) with what a child needs whatever the test process
     /// was started with: a UTF-8 locale (`LANG` and `LC_ALL` are `C.UTF-8`; under the C locale
-    /// `secret-tool` refuses a label with a non-ASCII character), and `PATH` when missing.
+    /// `secret-tool` refuses a label with a non-ASCII character), and `PATH` when missing; and this
+    /// process's sanitizer options (`TSAN_OPTIONS` and the like) when `base` has none, so that under
+    /// `scripts/sanitize` a report in a child goes to the log directory the script counts, however
+    /// bare the environment the test gives the child.
     public static func environment(_ base: [String: String]? = nil) -> [String: String] {
         var environment = base ?? ProcessInfo.processInfo.environment
         environment["LANG"] = "C.UTF-8"
@@ -197,7 +199,8 @@ public enum TestChildren {
         return environment
     }
 
-    private static let sanitizerOptions = ["ASAN_OPTIONS", "LSAN_OPTIONS", "TSAN_OPTIONS", "UBSAN_OPTIONS"]
+    /// The variables the sanitizers' runtimes read their options from.
+    private static let sanitizerOptions = ["TSAN_OPTIONS", "ASAN_OPTIONS", "LSAN_OPTIONS", "UBSAN_OPTIONS"]
 
     /// Writes all of `data` to `handle`; returns `false` when the reader went away (`EPIPE`) or
     /// the write failed otherwise. Never traps, unlike `FileHandle.write(_:)`, and never lets

@@ -1,7 +1,6 @@
 import Foundation
 import Sesame
 import SesameTesting
-import Synchronization
 import Testing
 
 /// Classifies every failure as a bad request: enough for a flow that must classify.
@@ -25,7 +24,7 @@ private func json(_ status: Int, _ text: String) -> HTTPResponse {
 
 /// Records the waits a device login announced between polls.
 private final class WaitRecorder: DeviceCodePresenter {
-    private let log = Mutex<[Duration]>([])
+    private let log = Locked<[Duration]>([])
     var waits: [Duration] { log.withLock { $0 } }
     func present(_ authorization: DeviceAuthorization) async {}
     func stillWaiting(_ authorization: DeviceAuthorization, nextPollIn: Duration) async {

@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 import Testing
 
 @testable import Sesame
@@ -153,7 +152,7 @@ struct FileCredentialStoreTests {
 
 /// A Boolean set from a `@Sendable` closure.
 final class Flag: Sendable {
-    private let storage = Mutex(false)
+    private let storage = Locked(false)
     func set(_ value: Bool) { storage.withLock { $0 = value } }
     var value: Bool { storage.withLock { $0 } }
 }

@@ -1,7 +1,6 @@
 import Foundation
 import Sesame
 import SesameTestSupport
-import Synchronization
 import Testing
 
 @Suite("RefreshLock: one refresh per credential across processes")
@@ -20,8 +19,8 @@ struct RefreshLockTests {
         // Two values, as two processes would have them: each opens the file on its own.
         let first = RefreshLock(key: key, directory: directory)
         let second = RefreshLock(key: key, directory: directory)
-        let events = Mutex<[String]>([])
-        let entered = Mutex(false)
+        let events = Locked<[String]>([])
+        let entered = Locked(false)
 
         let holder = Task {
             try await first.withLock {

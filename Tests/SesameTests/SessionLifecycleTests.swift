@@ -2,7 +2,6 @@ import Foundation
 import Sesame
 import SesameTestSupport
 import SesameTesting
-import Synchronization
 import Testing
 
 private let provider: ProviderID = "example"
@@ -88,7 +87,7 @@ struct SessionLifecycleTests {
     @Test("a token another process renewed meanwhile is used as it is: the hook is not called")
     func renewedElsewhere() async throws {
         let (here, _, _) = try await renewedThere()
-        let calls = Mutex(0)
+        let calls = Locked(0)
         let renewal = try await here.renewToken(isDue: { $0.isExpired(at: Date(), leeway: 3600) }) { old in
             calls.withLock { $0 += 1 }
             return renewed(old, as: "from-here")

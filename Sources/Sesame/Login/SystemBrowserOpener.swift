@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 
 /// Opens the system browser with `xdg-open`, or prints the address for the person to open.
 ///
@@ -92,7 +91,7 @@ public struct SystemBrowserOpener: BrowserOpener {
         let command = command
         let environment = environment
         return await withCheckedContinuation { (continuation: CheckedContinuation<LaunchOutcome, Never>) in
-            let pending = Mutex<(CheckedContinuation<LaunchOutcome, Never>?, Task<Void, Never>?)>((continuation, nil))
+            let pending = Locked<(CheckedContinuation<LaunchOutcome, Never>?, Task<Void, Never>?)>((continuation, nil))
             @Sendable func finish(_ outcome: LaunchOutcome) {
                 let (waiter, timer) = pending.withLock { state in
                     defer { state = (nil, nil) }
