@@ -195,54 +195,6 @@ static inline gchar **sesame_collection_search(GDBusConnection *connection, cons
     return paths;
 }
 
-/// An item's label, attributes, modification time and lock state, read with one
-/// `Properties.GetAll` call (a libsecret item proxy costs six more messages: matches for its
-/// signals, a service start and name lookup, and removing the matches again). Returns FALSE
-/// with `error` set when the call fails. Free `*label` with g_free and `*attributes` with
-/// g_hash_table_unref.
-static inline gboolean sesame_item_properties(GDBusConnection *connection, const char *path, int timeout_ms,
-                                              GCancellable *cancellable, GError **error, char **label,
-                                              GHashTable **attributes, guint64 *modified, gboolean *locked) {
-    GVariant *reply = sesame_call(connection, "org.freedesktop.secrets", path, "org.freedesktop.DBus.Properties",
-                                  "GetAll", g_variant_new("(s)", "org.freedesktop.Secret.Item"), "(a{sv})",
-                                  timeout_ms, cancellable, error);
-    if (reply == NULL) return FALSE;
-    *label = NULL;
-    *attributes = sesame_attributes_new();
-    *modified = 0;
-    *locked = FALSE;
-    GVariant *properties = g_variant_get_child_value(reply, 0);
-    GVariantIter iter;
-    const char *name;
-    GVariant *value;
-    g_variant_iter_init(&iter, properties);
-    while (g_variant_iter_next(&iter, "{&sv}", &name, &value)) {
-        if (g_str_equal(name, "Label") && g_variant_is_of_type(value, G_VARIANT_TYPE_STRING)) {
-            g_free(*label);
-            *label = g_variant_dup_string(value, NULL);
-        } else if (g_str_equal(name, "Attributes") && g_variant_is_of_type(value, G_VARIANT_TYPE("a{ss}"))) {
-            GVariantIter pairs;
-            const char *key, *text;
-            g_variant_iter_init(&pairs, value);
-            while (g_variant_iter_next(&pairs, "{&s&s}", &key, &text)) sesame_attributes_set(*attributes, key, text);
-        } else if (g_str_equal(name, "Modified") && g_variant_is_of_type(value, G_VARIANT_TYPE_UINT64)) {
-            *modified = g_variant_get_uint64(value);
-        } else if (g_str_equal(name, "Locked") && g_variant_is_of_type(value, G_VARIANT_TYPE_BOOLEAN)) {
-            *locked = g_variant_get_boolean(value);
-        }
-        g_variant_unref(value);
-    }
-    g_variant_unref(properties);
-    g_variant_unref(reply);
-    return TRUE;
-}
-
-/// The secret for `path` in a table from secret_service_get_secrets_for_dbus_paths_sync, or NULL.
-/// The table keeps its reference.
-static inline SecretValue *sesame_secrets_lookup(GHashTable *secrets, const char *path) {
-    return (SecretValue *)g_hash_table_lookup(secrets, path);
-}
-
 /// What a GError from GIO or libsecret means for Sesame.
 typedef enum {
     /// Anything else; the message says what.

@@ -279,174 +279,35 @@ struct LibSecretClient {
     /// The items matching `attributes` with the secrets of those not locked, read into Swift
     /// values. Items deleted meanwhile (by another program) are left out.
     ///
-    /// Read by object path, as `secret-tool lookup` reads: one search, one `GetAll` per item and
-    /// one `GetSecrets` for all of them. libsecret's item proxies would cost six more messages
-    /// each (signal matches, a service start and name lookup, and removing the matches), and its
-    /// `SECRET_SEARCH_LOAD_SECRETS` drops every secret when one item of the batch has gone, and
-    /// says nothing.
+    /// libsecret's own `SECRET_SEARCH_LOAD_SECRETS` drops every secret when one item of the
+    /// batch has gone, and says nothing, so the secrets are loaded here, where failures show.
     func items(_ attributes: [String: String]) throws(LibSecretError) -> [KeyringItem] {
-        let (unlocked, locked) = try searchPaths(attributes)
-        let secrets = try self.secrets(for: unlocked)
+        let found = try search(attributes, unlock: false)
+        let unlocked = found.filter { secret_item_get_locked($0.pointer) == 0 }
+        if !unlocked.isEmpty {
+            var list: UnsafeMutablePointer<GList>?
+            for item in unlocked.reversed() { list = g_list_prepend(list, UnsafeMutableRawPointer(item.pointer)) }
+            defer { g_list_free(list) }
+            var error: UnsafeMutablePointer<GError>?
+            if secret_item_load_secrets_sync(list, cancellation.pointer, &error) == 0 {
+                let failure = Self.failure(error, stage: .call)
+                // One item has gone: the others are loaded one by one below.
+                guard failure.failure == .noSuchObject else { throw failure }
+            }
+        }
         var items: [KeyringItem] = []
-        for path in unlocked + locked {
-            guard var item = try properties(of: path) else { continue }
-            if locked.contains(path) { item.isLocked = true }
-            if !item.isLocked {
-                if let secret = secrets[path] {
-                    item.secret = secret
-                } else {
-                    // Not in the batch's answer: read alone; gone meanwhile, it is left out.
-                    guard let secret = try secret(of: path) else { continue }
-                    item.secret = secret
+        for item in found {
+            if secret_item_get_locked(item.pointer) == 0 && !Self.hasSecret(item) {
+                var error: UnsafeMutablePointer<GError>?
+                if secret_item_load_secret_sync(item.pointer, cancellation.pointer, &error) == 0 {
+                    let failure = Self.failure(error, stage: .call)
+                    if failure.failure == .noSuchObject { continue }
+                    throw failure
                 }
             }
-            items.append(item)
+            items.append(read(item))
         }
         return items
-    }
-
-    /// The object paths of the items with Sesame's schema whose attributes include `attributes`,
-    /// those in unlocked collections apart from those in locked ones.
-    private func searchPaths(
-        _ attributes: [String: String]
-    ) throws(LibSecretError) -> (unlocked: [String], locked: [String]) {
-        let table = Self.attributeTable(attributes)
-        defer { g_hash_table_unref(table) }
-        if provider()?.searchOfLockedCollectionPrompts == true {
-            // KeePassXC answers a search that touches a locked database by showing its unlock
-            // dialog and waiting: such collections are left out, and the store told.
-            let locks = try collectionLocks()
-            if locks.contains(where: \.locked) {
-                notes.skippedLockedCollection = true
-                return (try searchPaths(in: locks.filter { !$0.locked }.map(\.path), table), [])
-            }
-        }
-        var unlocked: UnsafeMutablePointer<UnsafeMutablePointer<gchar>?>?
-        var locked: UnsafeMutablePointer<UnsafeMutablePointer<gchar>?>?
-        var error: UnsafeMutablePointer<GError>?
-        defer {
-            g_strfreev(unlocked)
-            g_strfreev(locked)
-        }
-        guard
-            secret_service_search_for_dbus_paths_sync(
-                service.pointer, sesame_credential_schema(), table, cancellation.pointer, &unlocked, &locked, &error)
-                != 0
-        else { throw Self.failure(error, stage: .call) }
-        return (Self.strings(unlocked), Self.strings(locked))
-    }
-
-    /// The paths of the items with Sesame's schema matching `table` in each of the collections at
-    /// `paths`; a collection deleted meanwhile is skipped.
-    private func searchPaths(in paths: [String], _ table: OpaquePointer) throws(LibSecretError) -> [String] {
-        sesame_attributes_set(table, KeyringItemFormat.Attribute.schema, KeyringItemFormat.schemaName)
-        var found: [String] = []
-        for collection in paths {
-            var error: UnsafeMutablePointer<GError>?
-            guard
-                let items = sesame_collection_search(connection, collection, table, 5000, cancellation.pointer, &error)
-            else {
-                let failure = Self.failure(error, stage: .call)
-                if failure.failure == .noSuchObject { continue }
-                throw failure
-            }
-            found += Self.strings(items)
-            g_strfreev(items)
-        }
-        return found
-    }
-
-    /// The item at `path` without its secret, or nil when it has gone.
-    private func properties(of path: String) throws(LibSecretError) -> KeyringItem? {
-        var error: UnsafeMutablePointer<GError>?
-        var label: UnsafeMutablePointer<gchar>?
-        var table: OpaquePointer?
-        var modified: guint64 = 0
-        var locked: gboolean = 0
-        guard
-            sesame_item_properties(
-                connection, path, 5000, cancellation.pointer, &error, &label, &table, &modified, &locked) != 0
-        else {
-            let failure = Self.failure(error, stage: .call)
-            if failure.failure == .noSuchObject { return nil }
-            throw failure
-        }
-        defer {
-            g_free(label)
-            if let table { g_hash_table_unref(table) }
-        }
-        var attributes: [String: String] = [:]
-        if let table {
-            for name in [
-                KeyringItemFormat.Attribute.schema, KeyringItemFormat.Attribute.provider,
-                KeyringItemFormat.Attribute.appID, KeyringItemFormat.Attribute.account,
-                KeyringItemFormat.Attribute.schemaVersion,
-            ] {
-                if let value = sesame_attributes_get(table, name) { attributes[name] = String(cString: value) }
-            }
-        }
-        return KeyringItem(
-            path: path, label: label.map { String(cString: $0) } ?? "", attributes: attributes,
-            isLocked: locked != 0, modified: Date(timeIntervalSince1970: TimeInterval(modified)), secret: nil)
-    }
-
-    /// The secrets of the items at `paths`, by path, in one call; when one item has gone (which
-    /// fails the whole call), the others are read one by one.
-    private func secrets(for paths: [String]) throws(LibSecretError) -> [String: [UInt8]] {
-        guard !paths.isEmpty else { return [:] }
-        let copies = paths.map { strdup($0) }
-        defer { for pointer in copies { free(pointer) } }
-        var strings: [UnsafePointer<gchar>?] = copies.map { $0.map { UnsafePointer($0) } } + [nil]
-        var error: UnsafeMutablePointer<GError>?
-        let table = strings.withUnsafeMutableBufferPointer { buffer in
-            secret_service_get_secrets_for_dbus_paths_sync(
-                service.pointer, buffer.baseAddress, cancellation.pointer, &error)
-        }
-        guard let table else {
-            let failure = Self.failure(error, stage: .call)
-            guard failure.failure == .noSuchObject else { throw failure }
-            var secrets: [String: [UInt8]] = [:]
-            for path in paths { secrets[path] = try secret(of: path) }
-            return secrets
-        }
-        defer { g_hash_table_unref(table) }
-        var secrets: [String: [UInt8]] = [:]
-        for path in paths {
-            if let value = sesame_secrets_lookup(table, path) { secrets[path] = Self.bytes(of: value) }
-        }
-        return secrets
-    }
-
-    /// The secret of the item at `path`, or nil when it has gone.
-    private func secret(of path: String) throws(LibSecretError) -> [UInt8]? {
-        var error: UnsafeMutablePointer<GError>?
-        guard
-            let value = secret_service_get_secret_for_dbus_path_sync(
-                service.pointer, path, cancellation.pointer, &error)
-        else {
-            let failure = Self.failure(error, stage: .call)
-            if failure.failure == .noSuchObject { return nil }
-            throw failure
-        }
-        defer { secret_value_unref(UnsafeMutableRawPointer(value)) }
-        return Self.bytes(of: value)
-    }
-
-    private static func bytes(of value: OpaquePointer) -> [UInt8] {
-        var length = 0
-        guard let bytes = secret_value_get(value, &length) else { return [] }
-        return Array(UnsafeRawBufferPointer(start: bytes, count: length))
-    }
-
-    /// The strings of a NULL-terminated array (not freed).
-    private static func strings(_ array: UnsafeMutablePointer<UnsafeMutablePointer<gchar>?>?) -> [String] {
-        var strings: [String] = []
-        var index = 0
-        while let string = array?[index] {
-            strings.append(String(cString: string))
-            index += 1
-        }
-        return strings
     }
 
     /// Copies what Sesame needs from `item` into Swift values.
