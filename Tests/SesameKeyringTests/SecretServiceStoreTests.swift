@@ -6,8 +6,9 @@ import Testing
 @testable import SesameKeyring
 
 /// The store against the keyring of the session the tests run in (scripts/with-keyring gives
-/// them a private, unlocked gnome-keyring). Each test uses a provider name of its own, so tests
-/// running in parallel never see each other's items.
+/// them a private, unlocked gnome-keyring; scripts/test gives this suite one of its own and runs
+/// it one test at a time). Each test uses a provider name of its own, so tests running in
+/// parallel never see each other's items.
 @Suite(
     "SecretServiceStore against the session's keyring",
     .enabled(if: KeyringTestSupport.keyringPromised, KeyringTestSupport.keyringSkipReason))
@@ -44,13 +45,7 @@ struct SecretServiceStoreTests {
             "app_id", key.appID, "account", key.account,
         ]
         if let schemaVersion { arguments += ["schema_version", schemaVersion] }
-        var output = try await secretTool(arguments, input: Data(secret.utf8))
-        // gnome-keyring answers, for a moment while other clients write, that the login
-        // collection does not exist; secret-tool does not ask again, so the test does.
-        for _ in 0..<4 where output.status != 0 && output.standardError.contains("does not exist") {
-            try await Task.sleep(for: .milliseconds(100))
-            output = try await secretTool(arguments, input: Data(secret.utf8))
-        }
+        let output = try await secretTool(arguments, input: Data(secret.utf8))
         try #require(output.status == 0, "secret-tool store failed: \(output.standardError)")
     }
 
