@@ -6,6 +6,10 @@ import SesameGitHub
 import SesameTesting
 import Testing
 
+#if canImport(Glibc)
+    import Glibc
+#endif
+
 @Suite("The GitHub REST client end to end against the emulator over CurlTransport")
 struct GitHubAPIEndToEndTests {
     @Test("GET /user gives login, id, name and the token's scopes")
@@ -75,12 +79,13 @@ struct GitHubAPIEndToEndTests {
         wrong.host.apiBaseURL = harness.endpoints.baseURL.appendingPathComponent("nothing-here")
         let error = try #require(await wrong.probe(transport: harness.transport))
         #expect(error.httpStatus == 404)
-        // A port this test had, and closed: nothing listens there now.
-        let gone = GitHubEmulator()
-        let goneEndpoints = try await gone.start()
-        await gone.stop()
+        // A port bound and never listening, held until the end: the kernel refuses every
+        // connection at once. (A port closed again may be another test's server a moment later,
+        // which once held this probe for its whole timeout on a loaded machine.)
+        let refusing = try RefusedPort()
+        defer { refusing.release() }
         var closed = harness.provider
-        closed.host.apiBaseURL = goneEndpoints.apiURL
+        closed.host.apiBaseURL = URL(string: "http://127.0.0.1:\(refusing.port)/api/v3")!
         #expect(await closed.probe(transport: harness.transport)?.category == .retry)
     }
 
@@ -328,3 +333,38 @@ struct GitHubAPIEndToEndTests {
         #expect(harness.emulator.requestCount(path: "/login/oauth/access_token") == 1)
     }
 }
+
+/// A port on 127.0.0.1 that refuses connections while it is held: bound, never listening.
+private final class RefusedPort: Sendable {
+    let port: Int
+    private let socket: Locked<Int32?>
+
+    init() throws {
+        let descriptor = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard descriptor >= 0 else { throw RefusedPortError() }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = 0
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &address) { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { socketAddress in
+                bind(descriptor, socketAddress, length) == 0 && getsockname(descriptor, socketAddress, &length) == 0
+            }
+        }
+        guard bound else {
+            close(descriptor)
+            throw RefusedPortError()
+        }
+        port = Int(UInt16(bigEndian: address.sin_port))
+        socket = Locked(descriptor)
+    }
+
+    func release() {
+        if let descriptor = socket.withLock({ $0.take() }) { close(descriptor) }
+    }
+
+    deinit { release() }
+}
+
+private struct RefusedPortError: Error {}
