@@ -29,6 +29,20 @@ public struct BuiltInEmulators: Sendable {
         self.start = start
         self.prepare = prepare
     }
+
+    /// The emulator for `provider` as a command of `purpose` needs it: for a login, started now
+    /// (its approval step, a browser's address); for any other command, one that starts on its
+    /// first request when ``prepare`` can describe it, so a command that sends none starts
+    /// nothing. `nil` when the program has no emulator for the provider.
+    ///
+    /// - Throws: what ``prepare`` or ``start`` throws (a bad scenario setting, a port or state
+    ///   file that cannot be had).
+    public func emulator(
+        for provider: String, purpose: ConnectionPurpose, environment: [String: String]
+    ) async throws -> RunningEmulator? {
+        if purpose != .login, let prepare, let prepared = try prepare(provider, environment) { return prepared }
+        return try await start(provider, environment)
+    }
 }
 
 /// An emulator started for one command, as a provider plug-in uses it.

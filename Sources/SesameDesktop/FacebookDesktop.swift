@@ -131,15 +131,9 @@ public struct FacebookPlugin: ProviderPlugin {
                     + "\(request.configuration.configFileDescription)), or ask for the built-in emulator.",
                 status: .config)
         }
-        // Only a login needs the emulator at once (its approval step, a browser's address); any
-        // other command gets one that starts on its first request, if there is one.
-        var prepared: RunningEmulator?
-        if request.purpose != .login, let prepare = emulators.prepare {
-            prepared = try prepare(name, request.environment)
-        }
-        var started: RunningEmulator?
-        if prepared == nil { started = try await emulators.start(name, request.environment) }
-        guard let emulator = prepared ?? started,
+        guard
+            let emulator = try await emulators.emulator(
+                for: name, purpose: request.purpose, environment: request.environment),
             let base = emulator.endpoints["base"], let graph = emulator.endpoints["graph"]
         else {
             throw DesktopError(

@@ -125,15 +125,10 @@ public struct GitHubPlugin: ProviderPlugin {
         guard settings.isEmpty, let emulators = request.emulators else {
             return try connection(settings, request: request)
         }
-        // Only a login needs the emulator at once; any other command gets one that starts on its
-        // first request, if there is one (`sesame status` with no GitHub login sends none).
-        var prepared: RunningEmulator?
-        if request.purpose != .login, let prepare = emulators.prepare {
-            prepared = try prepare(name, request.environment)
-        }
-        var started: RunningEmulator?
-        if prepared == nil { started = try await emulators.start(name, request.environment) }
-        guard let emulator = prepared ?? started,
+        // `sesame status` with no GitHub login sends it nothing, so it never starts.
+        guard
+            let emulator = try await emulators.emulator(
+                for: name, purpose: request.purpose, environment: request.environment),
             let base = emulator.endpoints["base"], let api = emulator.endpoints["api"]
         else { return try connection(settings, request: request) }
         let approvalMode = try EmulatorApproval.mode(environment: request.environment, terminal: request.terminal)

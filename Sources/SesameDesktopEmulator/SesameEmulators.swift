@@ -159,8 +159,7 @@ extension SesameEmulators {
     /// `SESAME_GITHUB_EMULATOR_SCENARIO` (`name[,count=N][,seconds=N][,scope=S]`, several separated
     /// by `;`).
     static func github(environment: [String: String]) async throws -> RunningEmulator {
-        let directory = XDG.stateDirectory(environment: environment)
-        let stateFile = directory.appendingPathComponent("github-emulator.json")
+        let stateFile = githubStateFile(environment: environment)
         let scenarios = try githubScenarios(environment["SESAME_GITHUB_EMULATOR_SCENARIO"] ?? "")
         // A demo should not make people wait GitHub's five seconds between device polls.
         let emulator = GitHubEmulator(devicePollInterval: 2)
@@ -210,12 +209,17 @@ extension SesameEmulators {
         return RunningEmulator(
             endpoints: ["base": placeholder, "api": placeholder.appendingPathComponent("api/v3")],
             appID: GitHubEmulator.defaultClientID, clientCredential: nil,
-            stateFile: XDG.stateDirectory(environment: environment).appendingPathComponent("github-emulator.json"),
+            stateFile: githubStateFile(environment: environment),
             personName: "octocat",
             approveDevice: { code in try await emulator.running().approveDevice(code) },
             approveDialog: { _ in throw DesktopError("The GitHub emulator has no browser login.", status: .usage) },
             stop: { try await emulator.stopIfStarted() },
             route: { transport in LazyEmulatorTransport(emulator: emulator, transport: transport) })
+    }
+
+    /// Where the GitHub emulator keeps the tokens it issued between runs.
+    static func githubStateFile(environment: [String: String]) -> URL {
+        XDG.stateDirectory(environment: environment).appendingPathComponent("github-emulator.json")
     }
 
     /// `name[,count=N][,seconds=N][,scope=S]`, several separated by `;`.
