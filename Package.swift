@@ -69,7 +69,8 @@ let package = Package(
             dependencies: ["Sesame", "SesameHTTPServer", "SesameTesting", "SesameTestSupport"]),
         // A local Facebook: login dialog, Graph API, device login, scenarios (fault injection).
         .target(name: "SesameEmulator", dependencies: ["Sesame", "SesameHTTPServer"]),
-        .testTarget(name: "SesameEmulatorTests", dependencies: ["SesameEmulator", "Sesame", "SesameCurl"]),
+        .testTarget(
+            name: "SesameEmulatorTests", dependencies: ["SesameEmulator", "Sesame", "SesameCurl", "SesameTestSupport"]),
 
         // Error tables as data: the generator (Foundation only, provider-neutral), its
         // command-line wrapper, and the build-tool plugin that runs it on `*Errors.json` files.

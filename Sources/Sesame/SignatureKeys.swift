@@ -99,6 +99,15 @@ package final class SignatureSigningKey: @unchecked Sendable {
         self.algorithm = algorithm
     }
 
+    /// A new key pair, made on a thread of its own (``init(generating:)``).
+    ///
+    /// An RSA 2048 key costs 0.1 to 1 s of CPU, several seconds on a loaded machine: made on a
+    /// thread of Swift's cooperative pool, it would hold up every task of the process for that
+    /// long (an emulator's answers included).
+    package static func generated(_ algorithm: SignatureAlgorithm) async throws -> SignatureSigningKey {
+        try await onOwnThread { try SignatureSigningKey(generating: algorithm) }
+    }
+
     deinit { sesame_EVP_PKEY_free(key) }
 
     /// The public half as JWK members (`kty` and `n`/`e` or `crv`/`x`/`y`), base64url.

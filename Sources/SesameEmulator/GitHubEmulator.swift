@@ -161,7 +161,7 @@ public struct GitHubEmulatorTransport: HTTPTransport {
 
     public func send(_ request: HTTPRequest) async throws -> HTTPResponse {
         let query = URLComponents(url: request.url, resolvingAgainstBaseURL: false)?.percentEncodedQuery ?? ""
-        return engine.handle(
+        return await engine.handle(
             method: request.method, path: request.url.path.isEmpty ? "/" : request.url.path,
             query: FormEncoding.decode(query), headers: request.headers, body: request.body ?? Data())
     }

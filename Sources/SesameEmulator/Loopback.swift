@@ -5,7 +5,9 @@ import SesameHTTPServer
 /// The OIDC and GitHub emulators' engines, as their shared listener and transport call them.
 protocol LoopbackEngine: Sendable {
     /// Answers `request` under the engine's lock; its JSON is encoded after the lock is released.
-    func reply(to request: LoopbackRequest) -> Reply
+    /// Slow work the answer needs (making a signing key) is done before the lock is taken, on a
+    /// thread of its own.
+    func reply(to request: LoopbackRequest) async -> Reply
 }
 
 extension LoopbackEngine {
@@ -13,10 +15,11 @@ extension LoopbackEngine {
     /// that a large body or answer holds up only its own client.
     func handle(
         method: HTTPMethod, path: String, query: [(String, String)], headers: HTTPHeaders, body: Data
-    )
+    ) async
         -> HTTPResponse
     {
-        reply(to: LoopbackRequest(method: method, path: path, query: query, headers: headers, body: body)).response
+        await reply(to: LoopbackRequest(method: method, path: path, query: query, headers: headers, body: body))
+            .response
     }
 }
 
@@ -122,7 +125,7 @@ final class LoopbackListener: Sendable {
         let server = HTTPServer(
             configuration: HTTPServer.Configuration(host: "127.0.0.1", port: port, stopGracePeriod: .seconds(2))
         ) { request in
-            let response = engine.handle(
+            let response = await engine.handle(
                 method: request.method, path: request.path, query: request.query, headers: request.headers,
                 body: request.body)
             return HTTPServerResponse(status: response.status, headers: response.headers, body: response.body)

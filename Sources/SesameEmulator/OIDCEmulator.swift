@@ -90,13 +90,15 @@ public final class OIDCEmulator: Sendable {
         guard let algorithm = SignatureAlgorithm(rawValue: algorithm) else {
             throw EmulatorError(message: "The OIDC emulator signs with RS256 or ES256, not \(algorithm).")
         }
-        engine = try OIDCEngine(algorithm: algorithm, clients: clients, accessTokenLifetime: accessTokenLifetime)
+        engine = OIDCEngine(algorithm: algorithm, clients: clients, accessTokenLifetime: accessTokenLifetime)
         engine.locked { $0.devicePollInterval = max(1, devicePollInterval) }
     }
 
-    /// Starts listening on 127.0.0.1 (`port` 0 picks a free one).
+    /// Starts listening on 127.0.0.1 (`port` 0 picks a free one), once the first signing key is
+    /// made (on a thread of its own: an RS256 key takes up to a second of CPU).
     @discardableResult
     public func start(port: Int = 0) async throws -> OIDCEmulatorEndpoints {
+        try await engine.prepareKeys()
         let issuer = try listener.start(port: port, engine: engine)
         engine.setIssuer(issuer)
         return OIDCEmulatorEndpoints(issuer: issuer, adminURL: URL(string: issuer + "/__sesame")!)
@@ -106,7 +108,7 @@ public final class OIDCEmulator: Sendable {
     public func stop() async { await listener.stop() }
 
     /// Activates a scenario.
-    public func activate(_ setting: OIDCScenarioSetting) async throws { try engine.activate(setting) }
+    public func activate(_ setting: OIDCScenarioSetting) async throws { try await engine.activate(setting) }
     /// Ends every scenario.
     public func clearScenarios() async { engine.locked { $0.scenarios.removeAll() } }
     /// Registers a client (or changes an existing one): with a `secret` it is confidential and must

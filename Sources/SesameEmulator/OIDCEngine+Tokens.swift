@@ -170,10 +170,12 @@ extension OIDCEngine {
         if consume(.expiredIDToken, &state) != nil { expiresAt = issuedAt.addingTimeInterval(-3600) }
         if consume(.wrongNonce, &state) != nil { claims["nonce"] = .string("not-the-nonce-you-sent") }
         claims["exp"] = Self.epochSeconds(expiresAt)
+        // The unknown-key scenario's key was made when it was activated; a key the emulator
+        // publishes under a kid it never published would do, if that key were missing.
         let unknownKey = consume(.unknownKey, &state) != nil
         return PendingIDToken(
             algorithm: algorithm, kid: unknownKey ? "key-not-published" : state.keys[0].kid,
-            key: unknownKey ? nil : state.keys[0].key, claims: .object(claims),
+            key: unknownKey ? state.unpublishedKey ?? state.keys[0].key : state.keys[0].key, claims: .object(claims),
             breaksSignature: consume(.badSignature, &state) != nil)
     }
 
@@ -244,9 +246,8 @@ extension OIDCEngine {
 struct PendingIDToken: Sendable {
     var algorithm: SignatureAlgorithm
     var kid: String
-    /// The published key to sign with; nil signs with a fresh key nobody was told of (the
-    /// `unknownKey` scenario), whose generation is slower still than signing.
-    var key: SignatureSigningKey?
+    /// The key to sign with: the newest published one, or the unknown-key scenario's.
+    var key: SignatureSigningKey
     var claims: JSONValue
     /// Whether to flip a bit of the signature (the `badSignature` scenario).
     var breaksSignature: Bool
@@ -257,8 +258,7 @@ struct PendingIDToken: Sendable {
             "alg": .string(algorithm.rawValue), "kid": .string(kid), "typ": .string("JWT"),
         ])
         let input = Base64URL.encode(header.jsonData) + "." + Base64URL.encode(claims.jsonData)
-        let signer = try key ?? SignatureSigningKey(generating: algorithm)
-        var signature = try signer.sign(Data(input.utf8))
+        var signature = try key.sign(Data(input.utf8))
         if breaksSignature { signature[signature.startIndex] ^= 0x01 }
         return input + "." + Base64URL.encode(signature)
     }

@@ -2,7 +2,7 @@ import Foundation
 import Sesame
 
 /// The OIDC emulator's state and request handling. Every request is handled under one lock,
-/// start to finish, without suspending.
+/// without suspending; a signing key a request needs is made before the lock is taken.
 final class OIDCEngine: LoopbackEngine {
     struct Person: Sendable {
         var sub: String
@@ -47,7 +47,12 @@ final class OIDCEngine: LoopbackEngine {
         var issuer = "http://127.0.0.1"
         var clients: [String: String?]
         var people: [Person]
-        var keys: [(kid: String, key: SignatureSigningKey)]
+        /// The published signing keys, newest (the one that signs) first; the first is made when
+        /// the emulator starts (``OIDCEngine/prepareKeys()``).
+        var keys: [(kid: String, key: SignatureSigningKey)] = []
+        /// The key the `id-token-unknown-key` scenario signs with, published nowhere; made when
+        /// the scenario is activated.
+        var unpublishedKey: SignatureSigningKey?
         var pending: [String: Pending] = [:]
         var codes: [String: Code] = [:]
         var accessTokens: [String: (grant: Grant, expiresAt: Date)] = [:]
@@ -68,7 +73,7 @@ final class OIDCEngine: LoopbackEngine {
     let accessTokenLifetime: TimeInterval
     private let state: Locked<State>
 
-    init(algorithm: SignatureAlgorithm, clients: [String: String?], accessTokenLifetime: TimeInterval) throws {
+    init(algorithm: SignatureAlgorithm, clients: [String: String?], accessTokenLifetime: TimeInterval) {
         self.algorithm = algorithm
         self.accessTokenLifetime = accessTokenLifetime
         var all = clients
@@ -79,22 +84,43 @@ final class OIDCEngine: LoopbackEngine {
                 people: [
                     Person(sub: "248289761001", name: "Alice Example", email: "alice@example.com"),
                     Person(sub: "248289761002", name: "Bob Example", email: "bob@example.com"),
-                ],
-                keys: [(kid: "key-1", key: try SignatureSigningKey(generating: algorithm))]))
+                ]))
+    }
+
+    /// Makes the first signing key, `key-1`, unless there is one. Keys are made on a thread of
+    /// their own, never under the lock (``SignatureSigningKey/generated(_:)``).
+    func prepareKeys() async throws {
+        guard locked({ $0.keys.isEmpty }) else { return }
+        let key = try await SignatureSigningKey.generated(algorithm)
+        locked { state in
+            if state.keys.isEmpty { state.keys = [(kid: "key-1", key: key)] }
+        }
+    }
+
+    /// Whether activating `scenario` needs a new key made first.
+    static func needsKey(_ scenario: OIDCScenario) -> Bool { scenario == .keyRotated || scenario == .unknownKey }
+
+    /// Puts a key made for `scenario` in place: a rotation publishes it as the newest key; the
+    /// unknown-key scenario keeps it unpublished.
+    static func install(_ key: SignatureSigningKey, for scenario: OIDCScenario, _ state: inout State) {
+        if scenario == .keyRotated {
+            state.keys.insert((kid: "key-\(state.nextKeyNumber)", key: key), at: 0)
+            state.nextKeyNumber += 1
+        } else {
+            state.unpublishedKey = key
+        }
     }
 
     func locked<T>(_ body: (inout State) throws -> T) rethrows -> T { try state.withLock { try body(&$0) } }
 
     func setIssuer(_ issuer: String) { locked { $0.issuer = issuer } }
 
-    func activate(_ setting: OIDCScenarioSetting) throws {
-        let fresh: SignatureSigningKey? =
-            setting.scenario == .keyRotated ? try SignatureSigningKey(generating: algorithm) : nil
+    func activate(_ setting: OIDCScenarioSetting) async throws {
+        let fresh = Self.needsKey(setting.scenario) ? try await SignatureSigningKey.generated(algorithm) : nil
         locked { state in
             if let fresh {
-                state.keys.insert((kid: "key-\(state.nextKeyNumber)", key: fresh), at: 0)
-                state.nextKeyNumber += 1
-                return
+                Self.install(fresh, for: setting.scenario, &state)
+                if setting.scenario == .keyRotated { return }
             }
             let oneShot: Set<OIDCScenario> = [
                 .badSignature, .wrongIssuer, .wrongAudience, .expiredIDToken, .wrongNonce, .unknownKey, .refreshRevoked,
@@ -154,10 +180,22 @@ final class OIDCEngine: LoopbackEngine {
 
     // MARK: Dispatch
 
-    /// Counts the request and answers it, under the lock.
-    func reply(to request: LoopbackRequest) -> Reply {
-        locked { state in
+    /// Counts the request and answers it, under the lock. A scenario that needs a new key has
+    /// it made first, outside the lock.
+    func reply(to request: LoopbackRequest) async -> Reply {
+        var key: SignatureSigningKey?
+        if request.method == .post, request.path == "/__sesame/scenarios",
+            let scenario = request.json?["scenario"]?.stringValue.flatMap(OIDCScenario.init(rawValue:)),
+            Self.needsKey(scenario)
+        {
+            guard let made = try? await SignatureSigningKey.generated(algorithm) else {
+                return Reply.json(.object(["error": .string("Key generation failed.")]), status: 500)
+            }
+            key = made
+        }
+        return locked { state in
             state.requestCounts[request.path, default: 0] += 1
+            if let key { return admin(request, madeKey: key, &state) }
             return route(request, &state)
         }
     }
@@ -247,7 +285,8 @@ final class OIDCEngine: LoopbackEngine {
 
     // MARK: Admin
 
-    func admin(_ request: LoopbackRequest, _ state: inout State) -> Reply {
+    /// The admin API. `madeKey` is the key made for a scenario that needs one (``needsKey(_:)``).
+    func admin(_ request: LoopbackRequest, madeKey: SignatureSigningKey? = nil, _ state: inout State) -> Reply {
         let json = request.json
         switch (request.method, request.path) {
         case (.post, "/__sesame/scenarios"):
@@ -260,13 +299,13 @@ final class OIDCEngine: LoopbackEngine {
             }
             let setting = OIDCScenarioSetting(
                 scenario, count: json?["count"]?.lenientInt, seconds: json?["seconds"]?.lenientInt ?? 0)
-            if scenario == .keyRotated {
-                guard let key = try? SignatureSigningKey(generating: algorithm) else {
+            if Self.needsKey(scenario) {
+                guard let madeKey else {
                     return Reply.json(.object(["error": .string("Key generation failed.")]), status: 500)
                 }
-                state.keys.insert((kid: "key-\(state.nextKeyNumber)", key: key), at: 0)
-                state.nextKeyNumber += 1
-            } else {
+                Self.install(madeKey, for: scenario, &state)
+            }
+            if scenario != .keyRotated {
                 state.scenarios.append(Scenario(setting: setting, remaining: setting.count ?? 1))
             }
             return Reply.json(.object(["scenario": .string(name)]), status: 201)

@@ -100,8 +100,9 @@ struct EmulatorCommandTests {
         #expect(try await transport.send(me).json?["id"] == .string(EmulatedUser.sesameDefault.id))
 
         process.terminate()  // SIGTERM
-        let rest = output.fileHandleForReading.readDataToEndOfFile()
-        let errors = error.fileHandleForReading.readDataToEndOfFile()
+        async let restRead = readToEnd(output.fileHandleForReading)
+        async let errorsRead = readToEnd(error.fileHandleForReading)
+        let (rest, errors) = await (restRead, errorsRead)
         _ = await process.exitStatus()
         #expect(process.terminationStatus == 0, "\(String(decoding: errors, as: UTF8.self))")
         #expect(String(decoding: rest, as: UTF8.self).contains("Stopped (SIGTERM)."))
@@ -138,8 +139,9 @@ struct EmulatorCommandTests {
         #expect(me.headers["x-ratelimit-remaining"] == "4999")
 
         process.terminate()  // SIGTERM
-        let rest = output.fileHandleForReading.readDataToEndOfFile()
-        let errors = error.fileHandleForReading.readDataToEndOfFile()
+        async let restRead = readToEnd(output.fileHandleForReading)
+        async let errorsRead = readToEnd(error.fileHandleForReading)
+        let (rest, errors) = await (restRead, errorsRead)
         _ = await process.exitStatus()
         #expect(process.terminationStatus == 0, "\(String(decoding: errors, as: UTF8.self))")
         #expect(String(decoding: rest, as: UTF8.self).contains("Stopped (SIGTERM)."))

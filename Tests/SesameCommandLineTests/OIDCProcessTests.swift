@@ -232,8 +232,9 @@ struct OIDCProcessTests {
         #expect(login.standardOutput.contains("as Alice Example (248289761001)"))
 
         process.terminate()  // SIGTERM
-        let rest = output.fileHandleForReading.readDataToEndOfFile()
-        let errors = error.fileHandleForReading.readDataToEndOfFile()
+        async let restRead = readToEnd(output.fileHandleForReading)
+        async let errorsRead = readToEnd(error.fileHandleForReading)
+        let (rest, errors) = await (restRead, errorsRead)
         _ = await process.exitStatus()
         #expect(process.terminationStatus == 0, "\(String(decoding: errors, as: UTF8.self))")
         #expect(String(decoding: rest, as: UTF8.self).contains("Stopped (SIGTERM)."))

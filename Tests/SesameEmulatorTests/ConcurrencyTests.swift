@@ -1,5 +1,6 @@
 import Foundation
 import Sesame
+import SesameTestSupport
 import Testing
 
 @testable import SesameEmulator
@@ -100,8 +101,9 @@ struct ConcurrencyTests {
 @Suite("The OIDC emulator signs outside its lock")
 struct OIDCSigningOutsideLockTests {
     @Test("a token answer built under the lock carries its ID token unsigned; it is signed when encoded")
-    func idTokenSignedAfterLock() throws {
-        let engine = try OIDCEngine(algorithm: .rs256, clients: [:], accessTokenLifetime: 3600)
+    func idTokenSignedAfterLock() async throws {
+        let engine = OIDCEngine(algorithm: .rs256, clients: [:], accessTokenLifetime: 3600)
+        try await engine.prepareKeys()
         let grant = engine.newGrant(
             clientID: OIDCEmulator.defaultClientID, sub: "248289761001", scope: "openid email", authTime: Date())
         let reply = engine.locked { state in engine.issue(grant, nonce: "n-1", &state) }
@@ -126,11 +128,67 @@ struct OIDCSigningOutsideLockTests {
     }
 
     @Test("a scope without openid gets no ID token to sign")
-    func noOpenID() throws {
-        let engine = try OIDCEngine(algorithm: .es256, clients: [:], accessTokenLifetime: 3600)
+    func noOpenID() async throws {
+        let engine = OIDCEngine(algorithm: .es256, clients: [:], accessTokenLifetime: 3600)
+        try await engine.prepareKeys()
         let grant = engine.newGrant(
             clientID: OIDCEmulator.defaultClientID, sub: "248289761001", scope: "email", authTime: Date())
         let reply = engine.locked { state in engine.issue(grant, nonce: nil, &state) }
         #expect(reply.pendingIDToken == nil)
+    }
+}
+
+/// Making an RS256 key takes 0.1 to 1 s of CPU (several seconds on a loaded machine). Made on a
+/// thread of Swift's cooperative pool, it held that thread, and with two such threads on a
+/// two-core machine a few emulators starting at once stalled every task of the process: CI's
+/// ThreadSanitizer run saw eight emulators in the same test process answer nothing for 30 s.
+@Suite("The OIDC emulator makes its keys off the cooperative pool")
+struct OIDCKeysOffPoolTests {
+    /// Whether `work`, run on a one-thread executor, suspends (true) or holds the thread until
+    /// it is done (false): a task enqueued behind it runs before it ends only if it suspends.
+    static func suspends(_ work: @escaping @Sendable () async throws -> Void) async throws -> Bool {
+        let executor = SerialTaskExecutor()
+        defer { executor.shutdown() }
+        let finished = Locked(false)
+        let first = Task(executorPreference: executor) {
+            try await work()
+            finished.withLock { $0 = true }
+        }
+        let second = Task(executorPreference: executor) { !finished.withLock { $0 } }
+        let ranFirst = await second.value
+        try await first.value
+        return ranFirst
+    }
+
+    @Test("creating an emulator makes no key; starting it makes key-1 without holding its thread")
+    func startSuspends() async throws {
+        let emulator = try OIDCEmulator()  // RS256: the slow kind
+        #expect(emulator.engine.locked { $0.keys.isEmpty })
+        #expect(try await Self.suspends { try await emulator.start() })
+        #expect(emulator.engine.locked { $0.keys.map(\.kid) } == ["key-1"])
+        await emulator.stop()
+    }
+
+    @Test("a key rotation and the unknown-key scenario make their keys without holding a thread")
+    func scenariosSuspend() async throws {
+        let emulator = try OIDCEmulator()
+        try await emulator.start()
+        #expect(try await Self.suspends { try await emulator.activate(OIDCScenarioSetting(.keyRotated)) })
+        #expect(emulator.engine.locked { $0.keys.map(\.kid) } == ["key-2", "key-1"])
+        #expect(try await Self.suspends { try await emulator.activate(OIDCScenarioSetting(.unknownKey)) })
+        let unpublished = try #require(emulator.engine.locked { $0.unpublishedKey })
+        #expect(emulator.engine.locked { state in state.keys.allSatisfy { $0.key !== unpublished } })
+        await emulator.stop()
+    }
+
+    @Test("through the admin API too: a rotation is made before the engine's lock is taken")
+    func adminRotationSuspends() async throws {
+        let engine = OIDCEngine(algorithm: .rs256, clients: [:], accessTokenLifetime: 3600)
+        try await engine.prepareKeys()
+        let request = LoopbackRequest(
+            method: .post, path: "/__sesame/scenarios", query: [], headers: ["Content-Type": "application/json"],
+            body: Data(#"{"scenario": "key-rotated"}"#.utf8))
+        #expect(try await Self.suspends { _ = await engine.reply(to: request) })
+        #expect(engine.locked { $0.keys.map(\.kid) } == ["key-2", "key-1"])
     }
 }

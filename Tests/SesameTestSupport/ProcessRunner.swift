@@ -176,6 +176,15 @@ public func readUntil(_ handle: FileHandle, contains marker: String, timeout: Du
     }
 }
 
+/// Everything `handle` delivers until end of file, read on a thread of its own: the read blocks
+/// until every writer has closed (a child, until it exits), which must not hold a thread of the
+/// cooperative pool that the rest of the test process (its in-process servers) runs on.
+public func readToEnd(_ handle: FileHandle) async -> Data {
+    await withCheckedContinuation { (continuation: CheckedContinuation<Data, Never>) in
+        Thread { continuation.resume(returning: handle.readDataToEndOfFile()) }.start()
+    }
+}
+
 /// What every process a test starts gets: the environment it needs, spelled out, and a way to
 /// write to it that never traps.
 public enum TestChildren {
