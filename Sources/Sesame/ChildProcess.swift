@@ -84,17 +84,46 @@ package final class ChildProcess: Sendable {
     /// The exit status (or 128 + the signal that ended it); `nil` while running.
     package var terminationStatus: Int32? { state.withLock { $0.status } }
 
-    /// Starts the child.
+    /// Starts the child, blocking the calling thread until it has been started.
     ///
     /// The child is started from a thread of its own that then waits for it, so that a child
     /// made with `diesWithParent` lives exactly as long as that thread, which ends only once the
-    /// child has been reaped (or with this process).
+    /// child has been reaped (or with this process). Starting takes a vfork and an exec, well
+    /// under a millisecond, but ThreadSanitizer turns vfork into a fork of the whole process,
+    /// which takes up to seconds: from a task, use ``start()``, which does not hold a thread of
+    /// the cooperative pool meanwhile.
     ///
     /// - Throws: ``ChildProcessError`` naming the program and the reason.
     package func run() throws {
-        var childEndsToClose: [FileHandle] = []
+        let started = DispatchSemaphore(value: 0)
+        let outcome = Locked<Result<Void, ChildProcessError>?>(nil)
+        try launch { result in
+            outcome.withLock { $0 = result }
+            started.signal()
+        }
+        started.wait()
+        try outcome.withLock { $0 }?.get()
+    }
+
+    /// Starts the child as ``run()`` does, suspending the calling task, not blocking its
+    /// thread, until it has been started.
+    ///
+    /// - Throws: ``ChildProcessError`` naming the program and the reason.
+    package func start() async throws {
+        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+            do {
+                try launch { result in continuation.resume(with: result.mapError { $0 as any Error }) }
+            } catch {
+                continuation.resume(throwing: error)
+            }
+        }
+    }
+
+    /// Prepares the child's streams and starts it from a thread of its own, which calls
+    /// `started` once the child has been started or could not be, then waits for it.
+    private func launch(_ started: @escaping @Sendable (Result<Void, ChildProcessError>) -> Void) throws {
+        var childEnds: [FileHandle] = []
         var nullDescriptors: [Int32] = []
-        defer { for descriptor in nullDescriptors { close(descriptor) } }
         var descriptors: [Int32] = []
         for (stream, childReads) in [(standardInput, true), (standardOutput, false), (standardError, false)] {
             switch stream {
@@ -102,16 +131,16 @@ package final class ChildProcess: Sendable {
             case .null:
                 let descriptor = open("/dev/null", (childReads ? O_RDONLY : O_WRONLY) | O_CLOEXEC)
                 guard descriptor >= 0 else {
-                    throw ChildProcessError(
-                        message:
-                            "Could not start \(executableURL.path): /dev/null: \(String(cString: strerror(errno))).")
+                    let reason = String(cString: strerror(errno))
+                    for descriptor in nullDescriptors { close(descriptor) }
+                    throw ChildProcessError(message: "Could not start \(executableURL.path): /dev/null: \(reason).")
                 }
                 nullDescriptors.append(descriptor)
                 descriptors.append(descriptor)
             case .pipe(let pipe):
                 let childEnd = childReads ? pipe.fileHandleForReading : pipe.fileHandleForWriting
                 descriptors.append(childEnd.fileDescriptor)
-                childEndsToClose.append(childEnd)
+                childEnds.append(childEnd)
             case .handle(let handle):
                 descriptors.append(handle.fileDescriptor)
             }
@@ -121,8 +150,8 @@ package final class ChildProcess: Sendable {
         let path = executableURL.path
         let streams = descriptors
         let diesWithParent = diesWithParent
-        let started = DispatchSemaphore(value: 0)
-        let outcome = Locked<Int32?>(nil)
+        let childEndsToClose = childEnds
+        let nullsToClose = nullDescriptors
         Thread.detachNewThread { [self] in
             var pid: pid_t = 0
             let result = withCStrings(argv) { cArguments in
@@ -132,19 +161,18 @@ package final class ChildProcess: Sendable {
                         diesWithParent ? 1 : 0)
                 }
             }
+            // The child has its copies; the parent keeps only its own ends of the pipes (closed
+            // through the handle, so that it does not close the number again when it goes away).
+            for descriptor in nullsToClose { close(descriptor) }
+            for handle in childEndsToClose { try? handle.close() }
             if result == 0 { state.withLock { $0.pid = pid } }
-            outcome.withLock { $0 = result }
-            started.signal()
+            started(
+                result == 0
+                    ? .success(())
+                    : .failure(
+                        ChildProcessError(message: "Could not start \(path): \(String(cString: strerror(result))).")))
             if result == 0 { reap(pid) }
         }
-        started.wait()
-        let result = outcome.withLock { $0 } ?? EINVAL
-        guard result == 0 else {
-            throw ChildProcessError(message: "Could not start \(path): \(String(cString: strerror(result))).")
-        }
-        // The child has its copies; the parent keeps only its own ends of the pipes (closed
-        // through the handle, so that it does not close the number again when it goes away).
-        for handle in childEndsToClose { try? handle.close() }
     }
 
     /// Waits for the child on the thread that started it, then hands its status to the waiters.

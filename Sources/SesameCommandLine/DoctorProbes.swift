@@ -77,7 +77,7 @@ enum DBusProbe {
             executableURL: URL(fileURLWithPath: "/usr/bin/env"),
             arguments: ["dbus-send", "--session", "--print-reply", "--reply-timeout=\(milliseconds)"] + arguments,
             environment: environment, standardInput: .null, standardOutput: .pipe(output), standardError: .null)
-        guard (try? process.run()) != nil else { return .failed }
+        guard (try? await process.start()) != nil else { return .failed }
         let killed = Locked(false)
         let timer = Task {
             guard (try? await Task.sleep(for: .milliseconds(milliseconds))) != nil, process.isRunning else { return }

@@ -39,7 +39,7 @@ final class CLIHarness: Sendable {
     func run(
         _ program: String, _ arguments: [String], input: Data = Data(), environment extra: [String: String] = [:]
     ) async throws -> ProcessResult {
-        let running = try LiveProcess(
+        let running = try await LiveProcess(
             try ProcessRunner.builtExecutable(program), arguments, environment: environment.merging(extra) { $1 },
             input: input)
         let result = await running.finish()
@@ -52,8 +52,8 @@ final class CLIHarness: Sendable {
     /// Starts a program and returns it running (for a login to approve through the admin API).
     func start(
         _ program: String, _ arguments: [String], environment extra: [String: String] = [:]
-    ) throws -> LiveProcess {
-        try LiveProcess(
+    ) async throws -> LiveProcess {
+        try await LiveProcess(
             try ProcessRunner.builtExecutable(program), arguments, environment: environment.merging(extra) { $1 },
             input: Data())
     }
@@ -104,7 +104,7 @@ final class LiveProcess: Sendable {
     private let done = Locked<ProcessResult?>(nil)
     private let finished = DispatchSemaphore(value: 0)
 
-    init(_ executable: URL, _ arguments: [String], environment: [String: String], input: Data) throws {
+    init(_ executable: URL, _ arguments: [String], environment: [String: String], input: Data) async throws {
         let outputPipe = Pipe()
         let errorPipe = Pipe()
         let inputPipe = Pipe()
@@ -113,7 +113,7 @@ final class LiveProcess: Sendable {
             standardInput: .pipe(inputPipe), standardOutput: .pipe(outputPipe), standardError: .pipe(errorPipe),
             diesWithParent: true)
         self.process = process
-        try process.run()
+        try await process.start()
         Thread.detachNewThread {
             // A program that exits without reading its input fails its test on its exit status
             // and standard error; the write only reports the closed pipe.

@@ -16,7 +16,7 @@ struct DesktopProcessTests {
     @Test("device login approved through the admin API; the next run opens silently; status, token, logout")
     func deviceLoginLifecycle() async throws {
         let cli = try CLIHarness()
-        let login = try cli.start("sesame", ["login", "facebook", "--scopes", "email"])
+        let login = try await cli.start("sesame", ["login", "facebook", "--scopes", "email"])
         try await cli.approveDevice(of: login)
         let result = await login.finish()
         cli.record("sesame login facebook", result)
@@ -56,7 +56,7 @@ struct DesktopProcessTests {
         #expect(after.status == 77)
         #expect(after.standardError.contains("sesame login facebook"))
         // No token: the login screen and a device login again.
-        let relogin = try cli.start("fb-login", [])
+        let relogin = try await cli.start("fb-login", [])
         try await cli.approveDevice(of: relogin)
         let fresh = await relogin.finish()
         cli.record("fb-login", fresh)
@@ -77,7 +77,7 @@ struct DesktopProcessTests {
         let script = bin.appending(path: "xdg-open")
         try Data("#!/bin/sh\nprintf '%s\\n' \"$1\" >> '\(opened.path)'\n".utf8).write(to: script)
         #expect(chmod(script.path, 0o755) == 0)
-        let login = try cli.start(
+        let login = try await cli.start(
             "sesame", ["login", "facebook", "--web", "--scopes", "email"],
             environment: [
                 "PATH": bin.path + ":" + (cli.environment["PATH"] ?? "/usr/bin:/bin"), "DISPLAY": ":99",
@@ -357,7 +357,7 @@ struct DesktopProcessTests {
     func keyringLifecycle() async throws {
         let cli = try CLIHarness(storage: "keyring")
         let account = "keyring-\(UUID().uuidString.prefix(8))"
-        let login = try cli.start("sesame", ["login", "facebook", "--account", account])
+        let login = try await cli.start("sesame", ["login", "facebook", "--account", account])
         try await cli.approveDevice(of: login)
         let result = await login.finish()
         cli.record("sesame login facebook --account \(account)", result)

@@ -76,7 +76,7 @@ struct EmulatorCommandTests {
             arguments: ["emulator", "--in-memory", "--app-id", "777", "--scenario", "unknown-error,count=1"],
             environment: TestChildren.environment(), standardOutput: .pipe(output), standardError: .pipe(error),
             diesWithParent: true)
-        try process.run()
+        try await process.start()
         defer { if process.isRunning { process.terminate() } }
 
         let banner = await readUntil(output.fileHandleForReading, contains: "Press Ctrl-C to stop.")
@@ -118,7 +118,7 @@ struct EmulatorCommandTests {
         let process = ChildProcess(
             executableURL: executable, arguments: ["emulator", "--github"], standardOutput: .pipe(output),
             standardError: .pipe(error))
-        try process.run()
+        try await process.start()
         defer { if process.isRunning { process.terminate() } }
 
         let banner = await readUntil(output.fileHandleForReading, contains: "Press Ctrl-C to stop.")

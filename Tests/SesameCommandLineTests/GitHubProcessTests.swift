@@ -34,7 +34,7 @@ struct GitHubProcessTests {
     static func deviceLogin(
         _ cli: CLIHarness, _ arguments: [String] = [], server: Server, user: String? = nil, deny: Bool = false
     ) async throws -> ProcessResult {
-        let process = try cli.start("sesame", ["login", "github"] + arguments, environment: server.environment)
+        let process = try await cli.start("sesame", ["login", "github"] + arguments, environment: server.environment)
         let printed = try await process.waitForError(matching: #"enter the code\n\n\s+[A-Z0-9]{4}-[A-Z0-9]{4}\n"#)
         #expect(printed.contains("open \(server.endpoints.baseURL.absoluteString)/login/device"))
         let code = try #require(printed.firstMatch(of: #/\n\s+([A-Z0-9]{4}-[A-Z0-9]{4})\s*\n/#).map { String($0.1) })
@@ -177,7 +177,7 @@ struct GitHubProcessTests {
         #expect(slowed.status == 0, "\(slowed.standardError)")
         #expect(server.emulator.requestCount(path: "/login/oauth/access_token") - polls >= 2)
 
-        let process = try cli.start(
+        let process = try await cli.start(
             "sesame", ["login", "github", "--account", "late"], environment: server.environment)
         _ = try await process.waitForError(matching: #"enter the code\n\n\s+[A-Z0-9]{4}-[A-Z0-9]{4}\n"#)
         await server.emulator.advanceClock(by: 3600)

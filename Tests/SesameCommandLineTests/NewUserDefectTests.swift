@@ -212,7 +212,7 @@ struct NewUserDefectTests {
             arguments: ["login", "facebook", "--with-token"],
             environment: cli.environment, standardInput: .handle(terminal.child),
             standardOutput: .handle(terminal.child), standardError: .handle(terminal.child))
-        try process.run()
+        try await process.start()
         try terminal.child.close()
         defer { process.terminate(signal: SIGKILL) }
         let prompted = await terminal.wait(for: "Paste the access token", limit: .seconds(60))

@@ -19,7 +19,7 @@ struct OIDCProcessTests {
     static func login(
         _ cli: CLIHarness, _ arguments: [String], issuer: String, user: String? = nil
     ) async throws -> ProcessResult {
-        let process = try cli.start("sesame", ["login"] + arguments)
+        let process = try await cli.start("sesame", ["login"] + arguments)
         let printed = try await process.waitForError(matching: #"enter the code\n\n\s+[A-Z]{4}-[A-Z]{4}\n"#)
         let code = try #require(printed.firstMatch(of: #/\n\s+([A-Z]{4}-[A-Z]{4})\s*\n/#).map { String($0.1) })
         #expect(printed.contains("open \(issuer)/device"))
@@ -63,7 +63,7 @@ struct OIDCProcessTests {
         #expect(refused.status != 0)
         #expect(refused.standardError.lowercased().contains("secret"), "\(refused.standardError)")
 
-        let process = try cli.start(
+        let process = try await cli.start(
             "sesame", ["login"] + arguments, environment: ["SESAME_OIDC_CLIENT_SECRET": "s3cret-of-the-client"])
         let printed = try await process.waitForError(matching: #"enter the code\n\n\s+[A-Z]{4}-[A-Z]{4}\n"#)
         let code = try #require(printed.firstMatch(of: #/\n\s+([A-Z]{4}-[A-Z]{4})\s*\n/#).map { String($0.1) })
@@ -218,7 +218,7 @@ struct OIDCProcessTests {
             executableURL: try ProcessRunner.builtExecutable("sesame"), arguments: ["emulator", "--oidc"],
             environment: TestChildren.environment(), standardOutput: .pipe(output), standardError: .pipe(error),
             diesWithParent: true)
-        try process.run()
+        try await process.start()
         defer { if process.isRunning { process.terminate() } }
         let banner = await readUntil(output.fileHandleForReading, contains: "Press Ctrl-C to stop.")
         let issuer = try #require(banner.firstMatch(of: #/Issuer:\s+(http://127\.0\.0\.1:\d+)\n/#).map { String($0.1) })

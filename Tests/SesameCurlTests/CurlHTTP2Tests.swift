@@ -37,7 +37,7 @@ final class NGHTTP2Server: Sendable {
                 executableURL: URL(fileURLWithPath: Self.executable),
                 arguments: ["-a", "127.0.0.1", "-d", documents.path, "-v", String(port), keyPath, certificate],
                 standardInput: .null, standardOutput: .handle(log), standardError: .null, diesWithParent: true)
-            try process.run()
+            try await process.start()
             return process
         }
         port = started.port

@@ -29,7 +29,7 @@ final class OpenSSLServer: Sendable {
                     "s_server", "-accept", "127.0.0.1:\(port)", "-cert", certificate, "-key", keyPath, "-www",
                     "-quiet",
                 ], standardInput: .null, standardOutput: .null, standardError: .null, diesWithParent: true)
-            try process.run()
+            try await process.start()
             return process
         }
         port = started.port
@@ -57,7 +57,7 @@ final class OpenSSLServer: Sendable {
         let process = ChildProcess(
             executableURL: URL(fileURLWithPath: executable), arguments: arguments, standardOutput: .null,
             standardError: .null, diesWithParent: true)
-        try process.run()
+        try await process.start()
         guard await process.exitStatus() == 0 else { throw POSIXError(.EINVAL) }
     }
 

@@ -135,11 +135,13 @@ final class RawListener: Sendable {
     /// per CPU, and which the servers of other tests running meanwhile need).
     ///
     /// - Parameter start: starts the server on the port it is given, and returns it running.
-    static func startServer(_ start: (Int) throws -> ChildProcess) async throws -> (port: Int, process: ChildProcess) {
+    static func startServer(
+        _ start: (Int) async throws -> ChildProcess
+    ) async throws -> (port: Int, process: ChildProcess) {
         var lastStatus: Int32?
         for _ in 0..<5 {
             let port = try unusedPort()
-            let process = try start(port)
+            let process = try await start(port)
             let deadline = ContinuousClock.now + .seconds(60)
             while process.isRunning && ContinuousClock.now < deadline {
                 if accepts(port: port) { return (port, process) }

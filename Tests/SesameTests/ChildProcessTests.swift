@@ -1,5 +1,6 @@
 import Foundation
 import Sesame
+import SesameTestSupport
 import Testing
 
 #if canImport(Glibc)
@@ -89,6 +90,28 @@ struct ChildProcessTests {
         #expect(process.processIdentifier == 0)
     }
 
+    @Test("start() from a task: the same error for a program that cannot be started, and the same streams")
+    func startFromTask() async throws {
+        let missing = ChildProcess(executableURL: URL(fileURLWithPath: "/nonexistent/sesame-no-such-program"))
+        await #expect {
+            try await missing.start()
+        } throws: { error in
+            "\(error)".contains("/nonexistent/sesame-no-such-program")
+                && "\(error)".contains("No such file or directory")
+        }
+        #expect(!missing.isRunning)
+        let output = Pipe()
+        let process = ChildProcess(
+            executableURL: URL(fileURLWithPath: "/bin/sh"), arguments: ["-c", "echo started; exit 4"],
+            environment: ["PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"], standardInput: .null,
+            standardOutput: .pipe(output),
+            standardError: .null, diesWithParent: true)
+        try await process.start()
+        // The child's end of the pipe is closed once start() returns: reading ends at its exit.
+        #expect(String(decoding: await readToEnd(output.fileHandleForReading), as: UTF8.self) == "started\n")
+        #expect(await process.exitStatus() == 4)
+    }
+
     @Test("terminate() after the child was reaped does nothing, and its status stays")
     func terminateAfterExit() throws {
         let process = ChildProcess(executableURL: URL(fileURLWithPath: "/bin/true"), diesWithParent: true)
@@ -103,7 +126,7 @@ struct ChildProcessTests {
     func killedBySignal() async throws {
         let process = ChildProcess(
             executableURL: URL(fileURLWithPath: "/bin/sleep"), arguments: ["600"], diesWithParent: true)
-        try process.run()
+        try await process.start()
         #expect(process.isRunning)
         process.terminate(signal: SIGKILL)
         #expect(await process.exitStatus() == 128 + SIGKILL)

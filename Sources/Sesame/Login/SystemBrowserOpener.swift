@@ -107,22 +107,25 @@ public struct SystemBrowserOpener: BrowserOpener {
                 // `env` exits 127 when the command is not found.
                 finish(status == 127 ? .launchFailed("command not found") : .exited(status))
             }
-            do {
-                try process.run()
-            } catch {
-                finish(.launchFailed("\(error)"))
-                return
+            // Started from a task: the spawn must not hold the calling thread (ChildProcess.start).
+            Task {
+                do {
+                    try await process.start()
+                } catch {
+                    finish(.launchFailed("\(error)"))
+                    return
+                }
+                let timer = Task {
+                    try? await clock.sleep(for: launchWait)
+                    if !Task.isCancelled { finish(.stillRunning) }
+                }
+                let finished = pending.withLock { state in
+                    if state.0 == nil { return true }
+                    state.1 = timer
+                    return false
+                }
+                if finished { timer.cancel() }
             }
-            let timer = Task {
-                try? await clock.sleep(for: launchWait)
-                if !Task.isCancelled { finish(.stillRunning) }
-            }
-            let finished = pending.withLock { state in
-                if state.0 == nil { return true }
-                state.1 = timer
-                return false
-            }
-            if finished { timer.cancel() }
         }
     }
 

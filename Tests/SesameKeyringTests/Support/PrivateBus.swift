@@ -50,7 +50,7 @@ final class PrivateBus {
             arguments: ["--nofork", "--print-address", "--config-file=\(configurationFile.path)"],
             environment: TestChildren.environment(), standardInput: .null, standardOutput: .pipe(printed),
             standardError: .handle(errors), diesWithParent: true)
-        try daemon.run()
+        try await daemon.start()
         let banner = await readUntil(printed.fileHandleForReading, contains: "\n")
         guard banner.contains(socket) else {
             let log = (try? String(contentsOf: errorLog, encoding: .utf8)) ?? ""
@@ -98,7 +98,7 @@ final class PrivateKeyring {
             arguments: ["--foreground", "--unlock", "--components=secrets"],
             environment: environment, standardInput: .pipe(input), standardOutput: .null, standardError: .null,
             diesWithParent: true)
-        do { try daemon.run() } catch {
+        do { try await daemon.start() } catch {
             bus.stop()
             throw error
         }
