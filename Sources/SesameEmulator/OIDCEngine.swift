@@ -100,15 +100,19 @@ final class OIDCEngine: LoopbackEngine {
     /// Whether activating `scenario` needs a new key made first.
     static func needsKey(_ scenario: OIDCScenario) -> Bool { scenario == .keyRotated || scenario == .unknownKey }
 
-    /// Puts a key made for `scenario` in place: a rotation publishes it as the newest key; the
-    /// unknown-key scenario keeps it unpublished.
-    static func install(_ key: SignatureSigningKey, for scenario: OIDCScenario, _ state: inout State) {
-        if scenario == .keyRotated {
+    /// Activates `setting` with the key made for it (``needsKey(_:)``): a rotation publishes the
+    /// key as the newest one and is done; the unknown-key scenario keeps its key unpublished;
+    /// every other scenario is added with `remaining` answers (`nil`: until cleared).
+    static func activate(
+        _ setting: OIDCScenarioSetting, key: SignatureSigningKey?, remaining: Int?, _ state: inout State
+    ) {
+        if setting.scenario == .keyRotated, let key {
             state.keys.insert((kid: "key-\(state.nextKeyNumber)", key: key), at: 0)
             state.nextKeyNumber += 1
-        } else {
-            state.unpublishedKey = key
+            return
         }
+        if setting.scenario == .unknownKey { state.unpublishedKey = key }
+        state.scenarios.append(Scenario(setting: setting, remaining: remaining))
     }
 
     func locked<T>(_ body: (inout State) throws -> T) rethrows -> T { try state.withLock { try body(&$0) } }
@@ -117,18 +121,12 @@ final class OIDCEngine: LoopbackEngine {
 
     func activate(_ setting: OIDCScenarioSetting) async throws {
         let fresh = Self.needsKey(setting.scenario) ? try await SignatureSigningKey.generated(algorithm) : nil
-        locked { state in
-            if let fresh {
-                Self.install(fresh, for: setting.scenario, &state)
-                if setting.scenario == .keyRotated { return }
-            }
-            let oneShot: Set<OIDCScenario> = [
-                .badSignature, .wrongIssuer, .wrongAudience, .expiredIDToken, .wrongNonce, .unknownKey, .refreshRevoked,
-                .redirectWrongIssuer, .redirectNoIssuer,
-            ]
-            let remaining = setting.count ?? (oneShot.contains(setting.scenario) ? 1 : nil)
-            state.scenarios.append(Scenario(setting: setting, remaining: remaining))
-        }
+        let oneShot: Set<OIDCScenario> = [
+            .badSignature, .wrongIssuer, .wrongAudience, .expiredIDToken, .wrongNonce, .unknownKey, .refreshRevoked,
+            .redirectWrongIssuer, .redirectNoIssuer,
+        ]
+        let remaining = setting.count ?? (oneShot.contains(setting.scenario) ? 1 : nil)
+        locked { state in Self.activate(setting, key: fresh, remaining: remaining, &state) }
     }
 
     func answerDevice(userCode: String, user: String?, approve: Bool) throws {
@@ -299,15 +297,10 @@ final class OIDCEngine: LoopbackEngine {
             }
             let setting = OIDCScenarioSetting(
                 scenario, count: json?["count"]?.lenientInt, seconds: json?["seconds"]?.lenientInt ?? 0)
-            if Self.needsKey(scenario) {
-                guard let madeKey else {
-                    return Reply.json(.object(["error": .string("Key generation failed.")]), status: 500)
-                }
-                Self.install(madeKey, for: scenario, &state)
+            if Self.needsKey(scenario) && madeKey == nil {
+                return Reply.json(.object(["error": .string("Key generation failed.")]), status: 500)
             }
-            if scenario != .keyRotated {
-                state.scenarios.append(Scenario(setting: setting, remaining: setting.count ?? 1))
-            }
+            Self.activate(setting, key: madeKey, remaining: setting.count ?? 1, &state)
             return Reply.json(.object(["scenario": .string(name)]), status: 201)
         case (.delete, "/__sesame/scenarios"):
             state.scenarios.removeAll()

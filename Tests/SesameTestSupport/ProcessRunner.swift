@@ -180,9 +180,7 @@ public func readUntil(_ handle: FileHandle, contains marker: String, timeout: Du
 /// until every writer has closed (a child, until it exits), which must not hold a thread of the
 /// cooperative pool that the rest of the test process (its in-process servers) runs on.
 public func readToEnd(_ handle: FileHandle) async -> Data {
-    await withCheckedContinuation { (continuation: CheckedContinuation<Data, Never>) in
-        Thread { continuation.resume(returning: handle.readDataToEndOfFile()) }.start()
-    }
+    await onOwnThread { handle.readDataToEndOfFile() }
 }
 
 /// What every process a test starts gets: the environment it needs, spelled out, and a way to

@@ -11,12 +11,17 @@ import Testing
 /// `sesame_spawn`): what the child gets, and what a failed start says.
 @Suite("ChildProcess")
 struct ChildProcessTests {
-    /// Runs `/bin/sh -c script` with piped output and returns what it printed and its status.
+    /// Runs `/bin/sh -c script` with piped output and returns what it printed and its status:
+    /// with ``ChildProcess/run()`` and blocking reads, on a thread of its own, not the pool's.
     private func shell(
         _ script: String, input: Data = Data(), diesWithParent: Bool = false
-    ) throws -> (
-        output: String, error: String, status: Int32
-    ) {
+    ) async throws -> (output: String, error: String, status: Int32) {
+        try await onOwnThread { try Self.shellBlocking(script, input: input, diesWithParent: diesWithParent) }
+    }
+
+    private static func shellBlocking(
+        _ script: String, input: Data, diesWithParent: Bool
+    ) throws -> (output: String, error: String, status: Int32) {
         let output = Pipe()
         let error = Pipe()
         let standardInput = Pipe()
@@ -36,8 +41,8 @@ struct ChildProcessTests {
     }
 
     @Test("standard input, output and error go where they were asked, with the exit status", arguments: [false, true])
-    func streams(diesWithParent: Bool) throws {
-        let result = try shell(
+    func streams(diesWithParent: Bool) async throws {
+        let result = try await shell(
             "cat; echo to-error >&2; exit 3", input: Data("to-output\n".utf8), diesWithParent: diesWithParent)
         #expect(result.output == "to-output\n")
         #expect(result.error == "to-error\n")
@@ -45,11 +50,11 @@ struct ChildProcessTests {
     }
 
     @Test("no descriptor of the parent other than the three streams reaches the child")
-    func otherDescriptorsClosed() throws {
+    func otherDescriptorsClosed() async throws {
         let held = Pipe()  // open in this process, not close-on-exec
         let number = held.fileHandleForReading.fileDescriptor
         _ = fcntl(number, F_SETFD, 0)
-        let result = try shell("ls /proc/$$/fd")
+        let result = try await shell("ls /proc/$$/fd")
         let open = Set(result.output.split(separator: "\n").compactMap { Int32($0) })
         #expect(open.isSuperset(of: [0, 1, 2]), "\(result)")
         #expect(!open.contains(number), "descriptor \(number) of the parent leaked into the child: \(open.sorted())")
@@ -57,13 +62,13 @@ struct ChildProcessTests {
     }
 
     @Test("the child has no signal blocked and SIGPIPE at its default action, though this process ignores it")
-    func cleanSignalState() throws {
+    func cleanSignalState() async throws {
         // Left ignored afterwards: the test harness ignores it in the test process anyway, and
         // putting the default back could end the process while another test writes to a pipe.
         signal(SIGPIPE, SIG_IGN)
         // grep takes the shell's place (exec keeps the masks and what is ignored) and prints them.
         // Not the shell's own: while it waits for a child, dash blocks every signal.
-        let result = try shell("exec grep -E '^(SigBlk|SigIgn):' /proc/self/status")
+        let result = try await shell("exec grep -E '^(SigBlk|SigIgn):' /proc/self/status")
         let masks = Dictionary(
             uniqueKeysWithValues: result.output.split(separator: "\n").compactMap { line -> (String, UInt64)? in
                 let parts = line.split(separator: ":").map { $0.trimmingCharacters(in: .whitespaces) }
