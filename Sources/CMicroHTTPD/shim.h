@@ -121,10 +121,11 @@ static inline enum MHD_Result sesame_mhd_queue_response(struct MHD_Connection *c
 typedef void *(*sesame_mhd_uri_log_callback)(void *cls, const char *uri, struct MHD_Connection *connection);
 
 /// The daemon flags Sesame uses: libmicrohttpd's own polling thread (epoll on Linux), with
-/// suspend/resume so that handlers run elsewhere, and IPv6 when the socket is IPv6.
+/// suspend/resume so that handlers run elsewhere, its error log (to Sesame's logger, which reads
+/// it for one thing: see `LengthRefusals`), and IPv6 when the socket is IPv6.
 static inline unsigned int sesame_mhd_flags(int ipv6)
 {
-    unsigned int flags = MHD_USE_AUTO_INTERNAL_THREAD | MHD_ALLOW_SUSPEND_RESUME;
+    unsigned int flags = MHD_USE_AUTO_INTERNAL_THREAD | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG;
     if (ipv6) flags |= MHD_USE_IPv6;
     return flags;
 }
@@ -142,10 +143,13 @@ static inline struct MHD_Daemon *sesame_mhd_start_daemon(
     size_t memory_limit,
     unsigned int connection_timeout_seconds,
     unsigned int per_ip_connection_limit,
-    MHD_NotifyConnectionCallback notify_connection)
+    MHD_NotifyConnectionCallback notify_connection,
+    MHD_LogCallback logger)
 {
+    // The logger must be the first option, or libmicrohttpd prints to stderr until it is set.
     return sesame_mhd()->start_daemon(
         flags, 0, NULL, NULL, handler, cls,
+        MHD_OPTION_EXTERNAL_LOGGER, logger, cls,
         MHD_OPTION_LISTEN_SOCKET, listen_socket,
         MHD_OPTION_NOTIFY_COMPLETED, completed, cls,
         MHD_OPTION_URI_LOG_CALLBACK, uri_log, cls,

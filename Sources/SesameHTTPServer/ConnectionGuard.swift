@@ -64,12 +64,9 @@ final class ConnectionGuard: Sendable {
         (refusedCount.load(ordering: .relaxed), closedForSlowHead.load(ordering: .relaxed))
     }
 
-    private static let refusal: [UInt8] = {
-        let body = "The server has too many connections open; try again shortly.\n"
-        return Array(
-            ("HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: "
-                + "\(body.utf8.count)\r\nRetry-After: 1\r\nConnection: close\r\n\r\n" + body).utf8)
-    }()
+    private static let refusal = LengthRefusals.closingAnswer(
+        status: "503 Service Unavailable", body: "The server has too many connections open; try again shortly.\n",
+        extraHeaders: "Retry-After: 1\r\n")
 
     /// A connection opened (on libmicrohttpd's thread). Past the limit it is answered 503 and shut.
     func opened(_ key: UInt, descriptor: Int32) {

@@ -88,6 +88,8 @@ final class ServerCore: Sendable {
     let state: Locked<State>
     /// Head deadlines and the 503 past the connection limit.
     let connectionGuard: ConnectionGuard
+    /// The one answer to a `Content-Length` libmicrohttpd cannot read.
+    let lengthRefusals: LengthRefusals
 
     /// Connections libmicrohttpd accepts past ``HTTPServer/Configuration/maxConnections``, so that
     /// they can be answered 503 rather than left in the listen queue.
@@ -100,6 +102,7 @@ final class ServerCore: Sendable {
         self.port = port
         self.maxBodyBytes = maxBodyBytes
         self.connectionGuard = connectionGuard
+        self.lengthRefusals = LengthRefusals(maxBodyBytes: maxBodyBytes)
         self.handler = handler
         self.state = Locked(State())
     }
@@ -178,7 +181,8 @@ final class ServerCore: Sendable {
                 max(4096, min(configuration.maxHeaderBytes, HTTPServer.Configuration.largestHeaderLimit) * 2),
                 timeoutSeconds,
                 UInt32(clamping: max(0, configuration.maxConnectionsPerClient)),
-                notifyConnectionCallback)
+                notifyConnectionCallback,
+                logCallback)
             guard let daemon else {
                 for started in daemons { sesame_mhd_stop_daemon(started) }
                 for unowned in sockets[index...] { close(unowned.descriptor) }
@@ -295,6 +299,7 @@ final class ServerCore: Sendable {
         switch phase {
         case .new:
             connectionGuard.headReceived(UInt(bitPattern: connection))
+            lengthRefusals.ended(UInt(bitPattern: connection))
             var fields: [HTTPHeaders.Field] = []
             withUnsafeMutablePointer(to: &fields) { pointer in
                 _ = sesame_mhd_get_connection_values_n(connection, .HEADER_KIND, headerIterator, pointer)
@@ -504,8 +509,11 @@ private func core(_ cls: UnsafeMutableRawPointer?) -> ServerCore? {
     cls.map { Unmanaged<ServerCore>.fromOpaque($0).takeUnretainedValue() }
 }
 
-private let uriLogCallback: sesame_mhd_uri_log_callback = { cls, uri, _ in
+private let uriLogCallback: sesame_mhd_uri_log_callback = { cls, uri, connection in
     guard let core = core(cls) else { return nil }
+    if let connection {
+        core.lengthRefusals.began(UInt(bitPattern: connection), descriptor: sesame_mhd_connection_fd(connection))
+    }
     let context = RequestContext(target: uri.map { String(cString: $0) } ?? "/", liveCount: core.liveContexts)
     return Unmanaged.passRetained(context).toOpaque()
 }
@@ -522,7 +530,10 @@ private let accessHandlerCallback: MHD_AccessHandlerCallback = {
 }
 
 private let requestCompletedCallback: MHD_RequestCompletedCallback = { cls, connection, contextPointer, _ in
-    if let connection { core(cls)?.connectionGuard.requestFinished(UInt(bitPattern: connection)) }
+    if let connection {
+        core(cls)?.lengthRefusals.ended(UInt(bitPattern: connection))
+        core(cls)?.connectionGuard.requestFinished(UInt(bitPattern: connection))
+    }
     guard let contextPointer, let raw = contextPointer.pointee else { return }
     contextPointer.pointee = nil
     let context = Unmanaged<RequestContext>.fromOpaque(raw).takeRetainedValue()
@@ -535,8 +546,14 @@ private let notifyConnectionCallback: MHD_NotifyConnectionCallback = { cls, conn
     if code.rawValue == 0 {  // MHD_CONNECTION_NOTIFY_STARTED
         core.connectionGuard.opened(key, descriptor: sesame_mhd_connection_fd(connection))
     } else {
+        core.lengthRefusals.ended(key)
         core.connectionGuard.closed(key)
     }
+}
+
+private let logCallback: MHD_LogCallback = { cls, format, _ in
+    guard let format, let core = core(cls) else { return }
+    core.lengthRefusals.logged(format)
 }
 
 private let headerIterator: MHD_KeyValueIteratorN = { cls, _, key, keySize, value, valueSize in
