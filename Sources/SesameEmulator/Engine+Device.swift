@@ -121,7 +121,7 @@ extension FacebookState {
     // MARK: - The device page
 
     /// `GET|POST /device`: enter the code; a valid code shows the consent form.
-    func devicePage(_ request: EmulatorRequest) -> HTTPResponse {
+    func devicePage(_ request: EmulatorRequest) -> Reply {
         let form = formParameters(request)
         let entered = form.nonEmpty("user_code")
         var problem: String?
@@ -145,6 +145,12 @@ extension FacebookState {
                 problem = "Something went wrong."
             }
         }
+        let shown = problem
+        return htmlResponse(Self.codeEntryPage(problem: shown, entered: entered), status: shown == nil ? 200 : 400)
+    }
+
+    /// The page that asks for the code a device shows, saying what was wrong with the last one.
+    static func codeEntryPage(problem: String?, entered: String?) -> String {
         var body = "<h1>Connect a device</h1>\n"
         if let problem { body += "<p class=\"error\">\(HTML.escape(problem))</p>\n" }
         body += """
@@ -155,11 +161,11 @@ extension FacebookState {
             <div class="buttons"><button class="primary" type="submit">Continue</button></div>
             </form>
             """
-        return htmlResponse(HTML.page(title: "Connect a device", body: body), status: problem == nil ? 200 : 400)
+        return HTML.page(title: "Connect a device", body: body)
     }
 
     /// `POST /device/confirm`: the consent form's answer.
-    func deviceConfirm(_ request: EmulatorRequest) -> HTTPResponse {
+    func deviceConfirm(_ request: EmulatorRequest) -> Reply {
         let form = formParameters(request)
         let approve = form["action"] != "cancel"
         do {

@@ -12,7 +12,7 @@ extension FacebookState {
     // MARK: - Pages
 
     /// The HTML side (the dialog, the device page, the test-user login page), or `nil` for a Graph path.
-    func page(_ request: EmulatorRequest, segments: [String], versionPrefix: String) -> HTTPResponse? {
+    func page(_ request: EmulatorRequest, segments: [String], versionPrefix: String) -> Reply? {
         let method = request.method
         switch (segments, method) {
         case (["dialog", "oauth"], .get), (["dialog", "oauth"], .head):
@@ -38,7 +38,10 @@ extension FacebookState {
         }
     }
 
-    func htmlResponse(_ html: String, status: Int = 200, headers extra: HTTPHeaders = [:]) -> HTTPResponse {
+    /// A page, written after the engine's lock is released; it may not capture the state.
+    func htmlResponse(
+        _ html: @escaping @autoclosure @Sendable () -> String, status: Int = 200, headers extra: HTTPHeaders = [:]
+    ) -> Reply {
         var headers: HTTPHeaders = [
             "Content-Type": "text/html; charset=utf-8",
             "Cache-Control": "no-store",
@@ -46,11 +49,11 @@ extension FacebookState {
             "Content-Security-Policy": "default-src 'none'; style-src 'unsafe-inline'; img-src 'self'",
         ]
         for field in extra { headers.add(name: field.name, value: field.value) }
-        return HTTPResponse(status: status, headers: headers, body: Data(html.utf8))
+        return Reply(status: status, headers: headers, body: .page(html))
     }
 
-    func redirectResponse(_ location: String) -> HTTPResponse {
-        HTTPResponse(status: 302, headers: ["Location": location, "Cache-Control": "no-store"], body: Data())
+    func redirectResponse(_ location: String) -> Reply {
+        Reply(status: 302, headers: ["Location": location, "Cache-Control": "no-store"], body: .bytes(Data()))
     }
 
     /// The person the browser is "logged in to Facebook" as: the `sesame_user` cookie that the
@@ -73,7 +76,7 @@ extension FacebookState {
 
     // MARK: - The login dialog
 
-    func dialogPage(_ request: EmulatorRequest, versionPrefix: String) -> HTTPResponse {
+    func dialogPage(_ request: EmulatorRequest, versionPrefix: String) -> Reply {
         let dialog: PendingDialog
         do {
             dialog = try openDialog(Parameters(request.query))
@@ -91,14 +94,14 @@ extension FacebookState {
         let person = dialogUser(cookieUser(request), appID: dialog.appID)
         let asking = person.map { permissionsToAsk(dialog, userID: $0.id) } ?? dialog.requested
         let granted = person.map { effectivePermissions(appID: dialog.appID, userID: $0.id).granted } ?? []
-        let html = HTML.consentForm(
-            action: "\(versionPrefix)/dialog/oauth/confirm", hidden: [("request_id", dialog.id)], appName: app.name,
-            asking: asking, alreadyGranted: granted, people: people, selected: person?.id,
-            audience: dialog.audience ?? .allFriends)
-        return htmlResponse(html)
+        let audience = dialog.audience ?? .allFriends
+        return htmlResponse(
+            HTML.consentForm(
+                action: "\(versionPrefix)/dialog/oauth/confirm", hidden: [("request_id", dialog.id)], appName: app.name,
+                asking: asking, alreadyGranted: granted, people: people, selected: person?.id, audience: audience))
     }
 
-    func dialogConfirm(_ request: EmulatorRequest) -> HTTPResponse {
+    func dialogConfirm(_ request: EmulatorRequest) -> Reply {
         let form = formParameters(request)
         guard let id = form["request_id"], let dialog = dialogs[id] else {
             return htmlResponse(
@@ -276,18 +279,20 @@ extension FacebookState {
 
     // MARK: - The test-user login page
 
-    func testUserLogin(userID: String) -> HTTPResponse {
+    func testUserLogin(userID: String) -> Reply {
         guard let user = users[userID], user.isTestUser else {
             return htmlResponse(
                 HTML.errorPage(title: "Not Found", message: "There is no test user with that id."), status: 404)
         }
-        let body = """
-            <h1>You are now logged in as \(HTML.escape(user.name))</h1>
-            <p>This browser acts as the test user \(HTML.escape(user.name)) (<code>\(HTML.escape(user.id))</code>) \
-            in the emulator's login dialog.</p>
-            """
+        let (name, id) = (user.name, user.id)
         return htmlResponse(
-            HTML.page(title: "Test user login", body: body),
-            headers: ["Set-Cookie": "sesame_user=\(user.id); Path=/; HttpOnly; SameSite=Lax"])
+            HTML.page(
+                title: "Test user login",
+                body: """
+                    <h1>You are now logged in as \(HTML.escape(name))</h1>
+                    <p>This browser acts as the test user \(HTML.escape(name)) (<code>\(HTML.escape(id))</code>) \
+                    in the emulator's login dialog.</p>
+                    """),
+            headers: ["Set-Cookie": "sesame_user=\(id); Path=/; HttpOnly; SameSite=Lax"])
     }
 }

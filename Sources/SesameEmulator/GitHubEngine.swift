@@ -131,7 +131,7 @@ final class GitHubEngine: LoopbackEngine {
         case (.post, "/login/oauth/access_token"): return accessToken(request, &state)
         case (.get, "/login/device"):
             return Reply.html(
-                page(
+                Self.page(
                     title: "Device activation",
                     body: "<h1>Device activation</h1><p>Enter the code displayed on your device.</p>"
                         + "<form method=\"post\" action=\"/login/device\"><input name=\"user_code\" value=\""
@@ -142,14 +142,14 @@ final class GitHubEngine: LoopbackEngine {
             guard let code = request["user_code"],
                 let deviceCode = state.devices.first(where: { $0.value.userCode == code.uppercased() })?.key
             else {
-                return Reply.html(page(title: "Unknown code", body: "<p>That code is not valid.</p>"), status: 400)
+                return Reply.html(Self.page(title: "Unknown code", body: "<p>That code is not valid.</p>"), status: 400)
             }
             if request["action"] == "cancel" {
                 state.devices[deviceCode]?.denied = true
             } else {
                 state.devices[deviceCode]?.approvedFor = state.people[0].login
             }
-            return Reply.html(page(title: "Done", body: "<p>You can return to your device.</p>"))
+            return Reply.html(Self.page(title: "Done", body: "<p>You can return to your device.</p>"))
         default:
             if request.path.hasPrefix("/__sesame") { return admin(request, &state) }
             if request.path == "/api/v3" || request.path.hasPrefix("/api/v3/") { return api(request, &state) }
@@ -355,7 +355,7 @@ final class GitHubEngine: LoopbackEngine {
         }
     }
 
-    func page(title: String, body: String) -> String {
+    static func page(title: String, body: String) -> String {
         HTML.page(title: title, body: body, header: "GitHub <small>Sesame emulator: not the real GitHub</small>")
     }
 }

@@ -95,9 +95,10 @@ extension Reply {
         json(.object(["error": .string(error), "error_description": .string(description)]), status: status)
     }
 
-    /// An HTML page.
-    static func html(_ text: String, status: Int = 200) -> Reply {
-        Reply(status: status, headers: ["Content-Type": "text/html; charset=utf-8"], body: .bytes(Data(text.utf8)))
+    /// An HTML page, written when the answer is encoded, after the engine's lock is released.
+    /// The page may not capture the engine's state: what it shows is copied out first.
+    static func html(_ text: @escaping @autoclosure @Sendable () -> String, status: Int = 200) -> Reply {
+        Reply(status: status, headers: ["Content-Type": "text/html; charset=utf-8"], body: .page(text))
     }
 
     /// A 302 to `location`, not to be cached.

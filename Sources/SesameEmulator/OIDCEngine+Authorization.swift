@@ -66,13 +66,13 @@ extension OIDCEngine {
     func authorize(_ request: LoopbackRequest, _ state: inout State) -> Reply {
         guard let clientID = request["client_id"], let clientSecret = state.clients[clientID] else {
             return Reply.html(
-                page(title: "Unknown client", body: "<p>The client_id is not registered.</p>"), status: 400)
+                Self.page(title: "Unknown client", body: "<p>The client_id is not registered.</p>"), status: 400)
         }
         guard let redirect = request["redirect_uri"], let url = URL(string: redirect),
             url.scheme == "http", ["127.0.0.1", "localhost", "[::1]", "::1"].contains(url.host ?? "")
         else {
             return Reply.html(
-                page(title: "Bad redirect", body: "<p>redirect_uri must be a loopback http URL (RFC 8252).</p>"),
+                Self.page(title: "Bad redirect", body: "<p>redirect_uri must be a loopback http URL (RFC 8252).</p>"),
                 status: 400)
         }
         let issuer = state.issuer
@@ -114,34 +114,40 @@ extension OIDCEngine {
         }
         let id = (try? Crypto.randomURLSafeString(byteCount: 12)) ?? UUID().uuidString
         state.pending[id] = pending
+        let people = state.people
+        return Reply.html(Self.consentPage(clientID: clientID, requestID: id, scope: scope, people: people))
+    }
+
+    /// The page that asks who signs in and whether `clientID` may have `scope`.
+    static func consentPage(clientID: String, requestID: String, scope: String, people: [Person]) -> String {
         var body = "<h1>Sign in to \(HTML.escape(clientID))</h1>\n<form method=\"post\" action=\"/authorize\">\n"
-        body += "<input type=\"hidden\" name=\"request\" value=\"\(HTML.escape(id))\">\n"
-        body += personPicker(state, label: "Continue as")
+        body += "<input type=\"hidden\" name=\"request\" value=\"\(HTML.escape(requestID))\">\n"
+        body += personPicker(people, label: "Continue as")
         body += "<p>\(HTML.escape(clientID)) is requesting access to:</p>\n<ul>\n"
         for name in scope.split(separator: " ") { body += "<li><code>\(HTML.escape(String(name)))</code></li>\n" }
         body += "</ul>\n<div class=\"buttons\">\n"
         body += "<button class=\"primary\" type=\"submit\" name=\"action\" value=\"allow\">Allow</button>\n"
         body += "<button type=\"submit\" name=\"action\" value=\"cancel\">Cancel</button>\n</div>\n</form>\n"
-        return Reply.html(page(title: "Sign in to \(clientID)", body: body))
+        return page(title: "Sign in to \(clientID)", body: body)
     }
 
     /// A `<select>` of the people, so a page can be answered as any of them.
-    func personPicker(_ state: State, label: String) -> String {
+    static func personPicker(_ people: [Person], label: String) -> String {
         var html = "<p><label for=\"user\">\(HTML.escape(label))</label> <select id=\"user\" name=\"user\">\n"
-        for person in state.people {
+        for person in people {
             html += "<option value=\"\(HTML.escape(person.sub))\">\(HTML.escape(person.name))</option>\n"
         }
         return html + "</select></p>\n"
     }
 
-    func devicePage(prefilled code: String?, _ state: State) -> String {
+    static func devicePage(prefilled code: String?, people: [Person]) -> String {
         var body = "<h1>Sign in on another device</h1><p>Enter the code shown by the app.</p>\n"
         body += "<form method=\"post\" action=\"/device\">\n<p><input name=\"user_code\" autocomplete=\"off\""
         if let code { body += " value=\"\(HTML.escape(code))\"" }
-        body += "></p>\n" + personPicker(state, label: "Approve as")
+        body += "></p>\n" + personPicker(people, label: "Approve as")
         body += "<div class=\"buttons\"><button class=\"primary\" name=\"action\" value=\"allow\">Allow</button>"
         body += "<button name=\"action\" value=\"deny\">Deny</button></div></form>"
-        return page(title: "Enter your code", body: body)
+        return Self.page(title: "Enter your code", body: body)
     }
 
     func decide(_ request: LoopbackRequest, _ state: inout State) -> Reply {
@@ -149,7 +155,7 @@ extension OIDCEngine {
             let url = URL(string: pending.redirectURI)
         else {
             return Reply.html(
-                page(title: "Expired", body: "<p>This sign-in request is no longer valid.</p>"), status: 400)
+                Self.page(title: "Expired", body: "<p>This sign-in request is no longer valid.</p>"), status: 400)
         }
         if request["action"] == "cancel" {
             var items = [("error", "access_denied"), ("error_description", "The person cancelled.")]
@@ -157,7 +163,7 @@ extension OIDCEngine {
             return issuerRedirect(url, items, &state)
         }
         guard let person = try? Self.person(request["user"], in: state) else {
-            return Reply.html(page(title: "Unknown person", body: "<p>No such person.</p>"), status: 400)
+            return Reply.html(Self.page(title: "Unknown person", body: "<p>No such person.</p>"), status: 400)
         }
         state.consents[pending.clientID + " " + person.sub, default: []].formUnion(
             pending.scope.split(separator: " ").map(String.init))
@@ -171,7 +177,8 @@ extension OIDCEngine {
         -> Reply
     {
         guard let url = URL(string: pending.redirectURI) else {
-            return Reply.html(page(title: "Bad redirect", body: "<p>The redirect_uri is not a URL.</p>"), status: 400)
+            return Reply.html(
+                Self.page(title: "Bad redirect", body: "<p>The redirect_uri is not a URL.</p>"), status: 400)
         }
         let code = (try? Crypto.randomURLSafeString(byteCount: 24)) ?? UUID().uuidString
         state.codes[code] = Code(

@@ -211,20 +211,24 @@ final class OIDCEngine: LoopbackEngine {
         case (.post, "/device_authorization"): return deviceAuthorization(request, &state)
         case (.get, "/userinfo"), (.post, "/userinfo"): return userinfo(request, state)
         case (.post, "/revoke"): return revoke(request, &state)
-        case (.get, "/device"): return Reply.html(devicePage(prefilled: request["user_code"], state))
+        case (.get, "/device"):
+            let people = state.people
+            return Reply.html(Self.devicePage(prefilled: request["user_code"], people: people))
         case (.post, "/device"):
             guard let code = request["user_code"] else {
-                return Reply.html(page(title: "No code", body: "<p>Enter the code the app shows.</p>"), status: 400)
+                return Reply.html(
+                    Self.page(title: "No code", body: "<p>Enter the code the app shows.</p>"), status: 400)
             }
             guard let deviceCode = Self.deviceCode(matching: code, in: state) else {
                 return Reply.html(
-                    page(title: "Unknown code", body: "<p>That code is not valid, or it expired.</p>"), status: 400)
+                    Self.page(title: "Unknown code", body: "<p>That code is not valid, or it expired.</p>"), status: 400
+                )
             }
             guard let person = try? Self.person(request["user"], in: state) else {
-                return Reply.html(page(title: "Unknown person", body: "<p>No such person.</p>"), status: 400)
+                return Reply.html(Self.page(title: "Unknown person", body: "<p>No such person.</p>"), status: 400)
             }
             Self.answer(device: deviceCode, as: person, approve: request["action"] != "deny", &state)
-            return Reply.html(page(title: "Done", body: "<p>You can return to the app.</p>"))
+            return Reply.html(Self.page(title: "Done", body: "<p>You can return to the app.</p>"))
         default:
             if request.path.hasPrefix("/__sesame") { return admin(request, &state) }
             return Reply.oauthError("invalid_request", "No such endpoint: \(request.path)", status: 404)
@@ -349,7 +353,7 @@ final class OIDCEngine: LoopbackEngine {
         return Reply.oauthError("server_error", "The emulator was told to fail.", status: 500)
     }
 
-    func page(title: String, body: String) -> String {
+    static func page(title: String, body: String) -> String {
         HTML.page(
             title: title, body: body, header: "OpenID <small>Sesame emulator: not a real identity provider</small>")
     }

@@ -1,14 +1,16 @@
 import Foundation
 import Sesame
 
-/// An answer as the engine's handlers build it under the lock. JSON stays a value here and is
-/// encoded by ``response`` after the lock is released, so that a large answer delays only its
-/// own client.
+/// An answer as the engine's handlers build it under the lock. JSON stays a value here and a
+/// page a function, and both are written by ``response`` after the lock is released, so that a
+/// large answer delays only its own client.
 struct Reply: Sendable {
     /// What the body is made of.
     enum Body: Sendable {
-        /// Bytes to send as they are (pages, pictures).
+        /// Bytes to send as they are (pictures, pages made elsewhere).
         case bytes(Data)
+        /// A page, written when sent.
+        case page(@Sendable () -> String)
         /// A JSON value, encoded when sent.
         case json(JSONValue)
         /// A batch's answers, in order: each is written as `{"code", "headers", "body"}` with its
@@ -63,6 +65,7 @@ extension Reply.Body {
     var data: Data {
         switch self {
         case .bytes(let data): return data
+        case .page(let render): return Data(render().utf8)
         case .json(let value): return value.jsonData
         case .batch(let items):
             let answers = items.map { item -> JSONValue in
@@ -85,7 +88,7 @@ extension Reply.Body {
         switch self {
         case .bytes(let data): return JSONValue(parsing: data)
         case .json(let value): return value
-        case .batch: return nil
+        case .batch, .page: return nil
         }
     }
 }

@@ -192,3 +192,58 @@ struct OIDCKeysOffPoolTests {
         #expect(engine.locked { $0.keys.map(\.kid) } == ["key-2", "key-1"])
     }
 }
+
+@Suite("The emulators write their pages after the engine's lock")
+struct PagesOutsideLockTests {
+    /// The page `reply` carries unwritten, written as `response` will send it; nil when the reply
+    /// was built with its page already written (under the lock).
+    static func unwrittenPage(_ reply: SesameEmulator.Reply?) -> String? {
+        guard let reply, case .page = reply.body else { return nil }
+        return String(decoding: reply.response.body, as: UTF8.self)
+    }
+
+    static func request(_ method: HTTPMethod, _ path: String, query: [(String, String)] = []) -> LoopbackRequest {
+        LoopbackRequest(method: method, path: path, query: query, headers: [:], body: Data())
+    }
+
+    @Test("OIDC: the device page, the consent page and an error page")
+    func oidc() async throws {
+        let engine = OIDCEngine(algorithm: .es256, clients: [:], accessTokenLifetime: 3600)
+        let device = engine.locked { state in engine.route(Self.request(.get, "/device"), &state) }
+        #expect(Self.unwrittenPage(device)?.contains("Enter the code shown by the app") == true)
+        let consent = engine.locked { state in
+            engine.route(
+                Self.request(
+                    .get, "/authorize",
+                    query: [
+                        ("client_id", OIDCEmulator.defaultClientID), ("redirect_uri", "http://127.0.0.1:5/cb"),
+                        ("response_type", "code"), ("scope", "openid email"), ("code_challenge", "x"),
+                        ("code_challenge_method", "S256"),
+                    ]), &state)
+        }
+        let page = try #require(Self.unwrittenPage(consent), "the consent page was written under the lock")
+        #expect(page.contains("<code>email</code>") && page.contains("Continue as"))
+        let unknown = engine.locked { state in
+            engine.route(Self.request(.get, "/authorize", query: [("client_id", "nobody")]), &state)
+        }
+        #expect(Self.unwrittenPage(unknown)?.contains("The client_id is not registered") == true)
+    }
+
+    @Test("GitHub: the device activation page")
+    func github() {
+        let engine = GitHubEngine(clients: [], expiringTokens: false, accessTokenLifetime: 3600, repositoryCount: 1)
+        let page = engine.locked { state in engine.route(Self.request(.get, "/login/device"), &state) }
+        #expect(Self.unwrittenPage(page)?.contains("Enter the code displayed on your device") == true)
+    }
+
+    @Test("Facebook: the device page, a dialog error page and the page for a dialog that does not exist")
+    func facebook() throws {
+        let engine = try EmulatorEngine(configuration: EmulatorConfiguration())
+        let device = engine.locked { $0.handle(EmulatorRequest(method: .get, path: "/device")) }
+        #expect(Self.unwrittenPage(device.reply)?.contains("Enter the code shown on your device") == true)
+        let dialog = engine.locked { $0.handle(EmulatorRequest(method: .get, path: "/v19.0/dialog/oauth")) }
+        #expect(Self.unwrittenPage(dialog.reply)?.contains("Invalid App ID") == true)
+        let missing = engine.locked { $0.handle(EmulatorRequest(method: .get, path: "/dialog/nothing")) }
+        #expect(Self.unwrittenPage(missing.reply)?.contains("The emulator has no dialog at this address") == true)
+    }
+}
