@@ -56,7 +56,7 @@ public struct HTTPServerRequest: Sendable {
         }
         self.init(
             method: method,
-            path: String(rawPath).removingPercentEncoding ?? String(rawPath),
+            path: FormEncoding.percentDecoded(String(rawPath)) ?? String(rawPath),
             query: FormEncoding.decode(String(rawQuery)),
             headers: headers,
             body: body,

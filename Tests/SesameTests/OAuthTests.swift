@@ -167,6 +167,37 @@ struct OAuthTests {
         #expect(FormEncoding.decode("a=1+2&b=%2B").map(\.1) == ["1 2", "+"])
     }
 
+    @Test("form decoding gives what Foundation's percent-decoding gives, on random and broken input")
+    func formDecodingMatchesFoundation() {
+        /// The decoding as it was written with Foundation, before it was done byte by byte.
+        func foundationDecode(_ text: String) -> [(String, String)] {
+            text.split(separator: "&", omittingEmptySubsequences: true).map { pair in
+                let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+                func unescape(_ s: Substring) -> String {
+                    let spaced = s.replacingOccurrences(of: "+", with: " ")
+                    return spaced.removingPercentEncoding ?? spaced
+                }
+                return (unescape(parts[0]), parts.count > 1 ? unescape(parts[1]) : "")
+            }
+        }
+        let pieces = [
+            "%", "%2", "%2B", "%e2%9c%93", "%E2%9C", "%zz", "%00", "+", "=", "&", "a", "Z9", "é", "✓", " ", "%C3%A9",
+            "%ff",
+        ]
+        var generator = SeededGenerator(state: 3986)
+        for _ in 0..<3_000 {
+            let text = (0..<Int.random(in: 0...8, using: &generator)).map { _ in
+                pieces.randomElement(using: &generator)!
+            }
+            .joined()
+            let ours = FormEncoding.decode(text)
+            let theirs = foundationDecode(text)
+            #expect(ours.map(\.0) == theirs.map(\.0), "\(text.debugDescription)")
+            #expect(ours.map(\.1) == theirs.map(\.1), "\(text.debugDescription)")
+            #expect(FormEncoding.percentDecoded(text) == text.removingPercentEncoding, "\(text.debugDescription)")
+        }
+    }
+
     @Test(
         "query items are appended after any query and before any fragment",
         arguments: [
