@@ -144,7 +144,8 @@ static inline struct MHD_Daemon *sesame_mhd_start_daemon(
     unsigned int connection_timeout_seconds,
     unsigned int per_ip_connection_limit,
     MHD_NotifyConnectionCallback notify_connection,
-    MHD_LogCallback logger)
+    MHD_LogCallback logger,
+    unsigned int threads)
 {
     // The logger must be the first option, or libmicrohttpd prints to stderr until it is set.
     return sesame_mhd()->start_daemon(
@@ -158,6 +159,7 @@ static inline struct MHD_Daemon *sesame_mhd_start_daemon(
         MHD_OPTION_PER_IP_CONNECTION_LIMIT, per_ip_connection_limit,
         MHD_OPTION_CONNECTION_MEMORY_LIMIT, memory_limit,
         MHD_OPTION_CONNECTION_TIMEOUT, connection_timeout_seconds,
+        MHD_OPTION_THREAD_POOL_SIZE, threads > 1 ? threads : 0,
         MHD_OPTION_END);
 }
 

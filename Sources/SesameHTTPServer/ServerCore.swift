@@ -64,9 +64,10 @@ final class LiveCount: Sendable {
 ///
 /// How a request goes: libmicrohttpd calls the URI-log callback (a ``RequestContext`` is made
 /// and retained), then the access handler several times (headers, body chunks, end of body).
-/// At the end of the body the connection is suspended and the handler runs in a `Task`; when
-/// it returns, the connection is resumed, libmicrohttpd calls the access handler once more and
-/// the response is queued. The request-completed callback releases the context.
+/// At the end of the body the handler is called on libmicrohttpd's thread. An answer it gives
+/// now is queued at once. Work it gives for later runs in a `Task` while the connection is
+/// suspended; when it returns, the connection is resumed, libmicrohttpd calls the access handler
+/// once more and the response is queued. The request-completed callback releases the context.
 final class ServerCore: Sendable {
     struct State {
         var daemons: [MHDHandle] = []
@@ -81,7 +82,7 @@ final class ServerCore: Sendable {
         var drainWaiters: [UUID: CheckedContinuation<Void, Never>] = [:]
     }
 
-    let handler: @Sendable (HTTPServerRequest) async -> HTTPServerResponse
+    let handler: @Sendable (HTTPServerRequest) -> HTTPServerAnswer
     let liveContexts = LiveCount()
     let maxBodyBytes: Int
     let port: Int
@@ -97,7 +98,7 @@ final class ServerCore: Sendable {
 
     private init(
         port: Int, maxBodyBytes: Int, connectionGuard: ConnectionGuard,
-        handler: @escaping @Sendable (HTTPServerRequest) async -> HTTPServerResponse
+        handler: @escaping @Sendable (HTTPServerRequest) -> HTTPServerAnswer
     ) {
         self.port = port
         self.maxBodyBytes = maxBodyBytes
@@ -112,7 +113,7 @@ final class ServerCore: Sendable {
     /// Binds the sockets and starts a daemon on each.
     static func start(
         _ configuration: HTTPServer.Configuration,
-        handler: @escaping @Sendable (HTTPServerRequest) async -> HTTPServerResponse
+        handler: @escaping @Sendable (HTTPServerRequest) -> HTTPServerAnswer
     ) throws -> ServerCore {
         guard let address = ListenSocket.Address(configuration.host) else {
             throw HTTPServerError.invalidHost(configuration.host)
@@ -182,7 +183,8 @@ final class ServerCore: Sendable {
                 timeoutSeconds,
                 UInt32(clamping: max(0, configuration.maxConnectionsPerClient)),
                 notifyConnectionCallback,
-                logCallback)
+                logCallback,
+                UInt32(clamping: min(64, max(1, configuration.threads))))
             guard let daemon else {
                 for started in daemons { sesame_mhd_stop_daemon(started) }
                 for unowned in sockets[index...] { close(unowned.descriptor) }
@@ -374,24 +376,38 @@ final class ServerCore: Sendable {
                 method: request.method, target: request.target, headers: request.headers, body: request.body,
                 httpVersion: request.version)
         }
+        guard !state.withLock({ $0.stopping }) else { return shuttingDown(connection, context) }
+        let work: @Sendable () async -> HTTPServerResponse
+        switch handler(request) {
+        case .now(let response):
+            // Answered on this thread: no task, no suspension.
+            if response.dropsConnection {
+                context.state.withLock { $0.phase = .answered }
+                return .NO
+            }
+            return answer(connection, context, response, close: state.withLock { $0.stopping })
+        case .later(let later):
+            work = later
+        }
         let accepted = state.withLock { state in
             guard !state.stopping else { return false }
             state.running[ObjectIdentifier(context)] = context
             state.inFlight += 1
             return true
         }
-        guard accepted else {
-            return answer(
-                connection, context, .text("The server is shutting down; try again later.", status: 503), close: true)
-        }
+        guard accepted else { return shuttingDown(connection, context) }
         context.state.withLock { $0.dispatched = true }
         sesame_mhd_suspend_connection(connection)
         let task = Task { [self] in
-            let response = await handler(request)
+            let response = await work()
             finish(context, with: response)
         }
         context.state.withLock { $0.task = task }
         return .YES
+    }
+
+    private func shuttingDown(_ connection: OpaquePointer, _ context: RequestContext) -> MHD_Result {
+        answer(connection, context, .text("The server is shutting down; try again later.", status: 503), close: true)
     }
 
     /// Hands the handler's answer to the connection and wakes it up.

@@ -1,0 +1,114 @@
+import Foundation
+import Sesame
+import SesameHTTPServer
+import SesameTestSupport
+import Testing
+
+@Suite("A handler that answers on the server's thread")
+struct AnsweringHandlerTests {
+    /// Where each request's handler and work ran: in a task or not.
+    final class Places: Sendable {
+        let handlerInTask = Locked<[Bool]>([])
+        let workInTask = Locked<[Bool]>([])
+    }
+
+    static func inTask() -> Bool { withUnsafeCurrentTask { $0 != nil } }
+
+    @Test("an answer given now is sent without a task; work given for later runs in one, and may wait")
+    func nowAndLater() async throws {
+        let places = Places()
+        let server = HTTPServer(answering: { request in
+            places.handlerInTask.withLock { $0.append(Self.inTask()) }
+            switch request.path {
+            case "/now": return .now(.text("now \(request.queryValue("n") ?? "")"))
+            case "/drop": return .now(.dropConnection)
+            default:
+                return .later {
+                    places.workInTask.withLock { $0.append(Self.inTask()) }
+                    try? await Task.sleep(for: .milliseconds(50))
+                    return .text("later", status: 202)
+                }
+            }
+        })
+        try server.start()
+        let connection = try await RawHTTPConnection.connect(port: server.port)
+        for index in 0..<3 {
+            let answer = try await connection.request("GET", "/now?n=\(index)")
+            #expect(answer.status == 200)
+            #expect(answer.text == "now \(index)")
+        }
+        let later = try await connection.request("GET", "/later")
+        #expect(later.status == 202 && later.text == "later")
+        #expect(try await connection.request("GET", "/now?n=after").text == "now after", "kept alive after the wait")
+        let dropped = try await RawHTTPConnection.connect(port: server.port)
+        try await dropped.send("GET /drop HTTP/1.1\r\nHost: x\r\n\r\n")
+        guard case .closed = try await dropped.read() else {
+            Issue.record("a dropped connection got an answer")
+            await server.stop()
+            return
+        }
+        await server.stop()
+        #expect(places.handlerInTask.withLock { $0 } == Array(repeating: false, count: 6))
+        #expect(places.workInTask.withLock { $0 } == [true])
+        #expect(server.liveRequestCount == 0)
+    }
+
+    @Test("while one connection's work waits for later, answers given now go on being sent on others")
+    func laterDoesNotHoldOthers() async throws {
+        let release = Locked<CheckedContinuation<Void, Never>?>(nil)
+        let server = HTTPServer(answering: { request in
+            guard request.path == "/wait" else { return .now(.text("quick")) }
+            return .later {
+                await withCheckedContinuation { continuation in release.withLock { $0 = continuation } }
+                return .text("released")
+            }
+        })
+        try server.start()
+        let waiting = try await RawHTTPConnection.connect(port: server.port)
+        try await waiting.send("GET /wait HTTP/1.1\r\nHost: x\r\n\r\n")
+        while release.withLock({ $0 == nil }) { try await Task.sleep(for: .milliseconds(5)) }
+        let other = try await RawHTTPConnection.connect(port: server.port)
+        for _ in 0..<20 { #expect(try await other.request("GET", "/quick").text == "quick") }
+        release.withLock { $0 }?.resume()
+        guard case .response(let answer) = try await waiting.read() else {
+            Issue.record("the waiting request got no answer")
+            await server.stop()
+            return
+        }
+        #expect(answer.text == "released")
+        await server.stop()
+    }
+
+    @Test("a server stopping answers a request given now with 503 and closes its connection")
+    func stoppingAnswers503() async throws {
+        let entered = Locked(false)
+        let server = HTTPServer(answering: { request in
+            if request.path == "/hold" {
+                return .later {
+                    entered.withLock { $0 = true }
+                    try? await Task.sleep(for: .seconds(2))
+                    return .text("held")
+                }
+            }
+            return .now(.text("quick"))
+        })
+        try server.start()
+        let held = try await RawHTTPConnection.connect(port: server.port)
+        try await held.send("GET /hold HTTP/1.1\r\nHost: x\r\n\r\n")
+        let second = try await RawHTTPConnection.connect(port: server.port)
+        #expect(try await second.request("GET", "/quick").text == "quick")
+        while !entered.withLock({ $0 }) { try await Task.sleep(for: .milliseconds(5)) }
+        async let stopped: Void = server.stop()
+        try await Task.sleep(for: .milliseconds(200))
+        // The kept-alive connection is still open while the held request is answered.
+        try await second.send("GET /quick HTTP/1.1\r\nHost: x\r\n\r\n")
+        guard case .response(let answer) = try await second.read() else {
+            Issue.record("the request sent while stopping got no answer")
+            await stopped
+            return
+        }
+        #expect(answer.status == 503, "\(answer.text)")
+        #expect(answer.header("Connection")?.lowercased() == "close")
+        await stopped
+    }
+}
