@@ -66,15 +66,62 @@ let emulatorBenchmark = Benchmark(
     let rssAfter = residentKilobytes()
     // Check the answer is what was measured.
     let sample = try await runCommand(["/usr/bin/curl", "-s", "-H", authorization, url])
+
+    // The same engine behind the HTTP layer as it was before it answered on the server's threads:
+    // one libmicrohttpd thread and an async handler (a task per request); and answering now, on
+    // one thread.
+    func engineServer(threads: Int, now: Bool) -> HTTPServer {
+        var configuration = HTTPServer.Configuration(maxConnections: 1024)
+        configuration.threads = threads
+        @Sendable func request(_ request: HTTPServerRequest) -> EmulatorRequest {
+            EmulatorRequest(
+                method: request.method, path: request.path, query: request.query, headers: request.headers,
+                body: request.body)
+        }
+        @Sendable func response(_ outcome: EmulatorOutcome) -> HTTPServerResponse {
+            guard let response = outcome.response else { return .dropConnection }
+            return HTTPServerResponse(status: response.status, headers: response.headers, body: response.body)
+        }
+        if now {
+            return HTTPServer(
+                configuration: configuration,
+                answering: { .now(response(emulator.engineOutcome(for: request($0)))) })
+        }
+        return HTTPServer(configuration: configuration) { response(await emulator.respond(to: request($0))) }
+    }
+    let graphPath = "/v19.0/me?fields=id,name,email"
+    func measureEngineServer(
+        _ server: HTTPServer
+    ) async throws -> (
+        requestsPerSecond: Double, p50: String, p99: String, errors: Int
+    ) {
+        try server.start()
+        let target = server.url(graphPath).absoluteString
+        _ = try await load(target, seconds: 2, headers: [authorization])
+        let figures = try await load(target, seconds: seconds, headers: [authorization])
+        await server.stop()
+        return figures
+    }
+    let asyncEngineFigures = try await measureEngineServer(engineServer(threads: 1, now: false))
+    let oneThreadFigures = try await measureEngineServer(engineServer(threads: 1, now: true))
     await emulator.stop()
 
-    // The same bytes from a bare HTTPServer: the ceiling the emulator's HTTP layer sets.
+    // The same bytes from a bare HTTPServer: the ceiling the emulator's HTTP layer sets, with
+    // the answer given on the server's thread (as the emulator does) and from an async handler.
     let sampleBody = Data(sample.utf8)
-    let bare = HTTPServer(configuration: .init(maxConnections: 1024)) { _ in .json(sampleBody) }
-    try bare.start()
-    _ = try await load(bare.url("/me").absoluteString, seconds: 2, headers: [])
-    let bareFigures = try await load(bare.url("/me").absoluteString, seconds: seconds, headers: [])
-    await bare.stop()
+    func measureBare(
+        _ server: HTTPServer
+    ) async throws -> (requestsPerSecond: Double, p50: String, p99: String, errors: Int) {
+        try server.start()
+        _ = try await load(server.url("/me").absoluteString, seconds: 2, headers: [])
+        let figures = try await load(server.url("/me").absoluteString, seconds: seconds, headers: [])
+        await server.stop()
+        return figures
+    }
+    let bareFigures = try await measureBare(
+        HTTPServer(configuration: .init(maxConnections: 1024), answering: { _ in .now(.json(sampleBody)) }))
+    let asyncFigures = try await measureBare(
+        HTTPServer(configuration: .init(maxConnections: 1024)) { _ in .json(sampleBody) })
 
     let nginx = try NginxServer.start(body: sampleBody, workers: nginxWorkers)
     defer { nginx.stop() }
@@ -99,6 +146,18 @@ let emulatorBenchmark = Benchmark(
                 "requestsPerSecond": bareFigures.requestsPerSecond, "latencyP50": bareFigures.p50,
                 "latencyP99": bareFigures.p99, "errors": bareFigures.errors,
             ],
+            "emulatorAsyncOneThread": [
+                "requestsPerSecond": asyncEngineFigures.requestsPerSecond, "latencyP50": asyncEngineFigures.p50,
+                "latencyP99": asyncEngineFigures.p99, "errors": asyncEngineFigures.errors,
+            ],
+            "emulatorNowOneThread": [
+                "requestsPerSecond": oneThreadFigures.requestsPerSecond, "latencyP50": oneThreadFigures.p50,
+                "latencyP99": oneThreadFigures.p99, "errors": oneThreadFigures.errors,
+            ],
+            "httpServerAsync": [
+                "requestsPerSecond": asyncFigures.requestsPerSecond, "latencyP50": asyncFigures.p50,
+                "latencyP99": asyncFigures.p99, "errors": asyncFigures.errors,
+            ],
             "ratio": ratio, "bodyBytes": sample.utf8.count,
         ]
         let data = try JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])
@@ -109,11 +168,21 @@ let emulatorBenchmark = Benchmark(
             "  emulator: \(Int(emulatorFigures.requestsPerSecond)) req/s, p50 \(emulatorFigures.p50), "
                 + "p99 \(emulatorFigures.p99), errors \(emulatorFigures.errors)")
         print(
+            "  before:   \(Int(asyncEngineFigures.requestsPerSecond)) req/s, p50 \(asyncEngineFigures.p50), "
+                + "p99 \(asyncEngineFigures.p99), errors \(asyncEngineFigures.errors) "
+                + "(the same engine from an async handler on one server thread, as before)")
+        print(
+            "  1 thread: \(Int(oneThreadFigures.requestsPerSecond)) req/s, p50 \(oneThreadFigures.p50), "
+                + "p99 \(oneThreadFigures.p99), errors \(oneThreadFigures.errors) (answered now, one server thread)")
+        print(
             "  nginx:    \(Int(nginxFigures.requestsPerSecond)) req/s, p50 \(nginxFigures.p50), "
                 + "p99 \(nginxFigures.p99), errors \(nginxFigures.errors) (static file, \(nginxWorkers) workers)")
         print(
             "  bare:     \(Int(bareFigures.requestsPerSecond)) req/s, p50 \(bareFigures.p50), "
-                + "p99 \(bareFigures.p99), errors \(bareFigures.errors) (HTTPServer answering the same bytes at once)")
+                + "p99 \(bareFigures.p99), errors \(bareFigures.errors) (HTTPServer answering the same bytes now)")
+        print(
+            "  async:    \(Int(asyncFigures.requestsPerSecond)) req/s, p50 \(asyncFigures.p50), "
+                + "p99 \(asyncFigures.p99), errors \(asyncFigures.errors) (the same from an async handler, in a task)")
         print("  ratio:    \(String(format: "%.2f", ratio)) of nginx")
         print("  engine:   \(String(format: "%.1f", engineMicroseconds)) µs per request without HTTP")
         print("  RSS:      \(rssBefore) KB before, \(rssAfter) KB after (\(rssAfter - rssBefore) KB)")
