@@ -4,6 +4,10 @@ import SesameHTTPServer
 import SesameTestSupport
 import Testing
 
+#if canImport(Glibc)
+    import Glibc
+#endif
+
 @Suite("A handler that answers on the server's thread")
 struct AnsweringHandlerTests {
     /// Where each request's handler and work ran: in a task or not.
@@ -110,5 +114,43 @@ struct AnsweringHandlerTests {
         #expect(answer.status == 503, "\(answer.text)")
         #expect(answer.header("Connection")?.lowercased() == "close")
         await stopped
+    }
+}
+
+@Suite("A server on several threads")
+struct ServerThreadsTests {
+    @Test("three server threads: every connection is served, counted, and refused only once for a bad length")
+    func threeThreads() async throws {
+        var configuration = HTTPServer.Configuration()
+        configuration.threads = 3
+        let threadIDs = Locked(Set<UInt>())
+        let server = HTTPServer(
+            configuration: configuration,
+            answering: { request in
+                threadIDs.withLock { _ = $0.insert(UInt(pthread_self())) }
+                return .now(.text("served \(request.path)"))
+            })
+        try server.start()
+        var connections: [RawHTTPConnection] = []
+        for index in 0..<12 {
+            let connection = try await RawHTTPConnection.connect(port: server.port)
+            #expect(try await connection.request("GET", "/\(index)").text == "served /\(index)")
+            connections.append(connection)
+        }
+        #expect(server.connectionCount == 12)
+        // Each thread accepts on the one listening socket; over twelve connections all three
+        // served some in every run here (12 of 12).
+        #expect((2...3).contains(threadIDs.withLock { $0.count }), "answered on \(threadIDs.withLock { $0.count })")
+        for _ in 0..<6 {
+            let bad = try await RawHTTPConnection.connect(port: server.port)
+            try await bad.send("POST /x HTTP/1.1\r\nHost: x\r\nContent-Length: 1x\r\n\r\n")
+            guard case .response(let refusal) = try await bad.read() else {
+                Issue.record("no answer to a bad Content-Length")
+                continue
+            }
+            #expect(refusal.status == 400)
+            #expect(refusal.text == "Bad request: the Content-Length is not a number of bytes.")
+        }
+        await server.stop()
     }
 }
