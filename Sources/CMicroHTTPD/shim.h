@@ -117,6 +117,22 @@ static inline enum MHD_Result sesame_mhd_queue_response(struct MHD_Connection *c
     return sesame_mhd()->queue_response(connection, status_code, response);
 }
 
+/// What Sesame is told of libmicrohttpd's error log: the message's format string only. The log
+/// callback itself takes a `va_list`, which Swift tools cannot always read back from a module
+/// (swift-symbolgraph-extract crashes on it), so it stays in C and calls this.
+typedef void (*sesame_mhd_log_handler)(void *cls, const char *format);
+
+static inline sesame_mhd_log_handler *sesame_mhd_log_handler_storage(void) {
+    static sesame_mhd_log_handler handler;
+    return &handler;
+}
+
+static void sesame_mhd_logger(void *cls, const char *format, va_list arguments) {
+    (void)arguments;
+    sesame_mhd_log_handler handler = __atomic_load_n(sesame_mhd_log_handler_storage(), __ATOMIC_ACQUIRE);
+    if (handler != NULL && format != NULL) handler(cls, format);
+}
+
 /// The URI-log callback's type (libmicrohttpd declares it only in prose).
 typedef void *(*sesame_mhd_uri_log_callback)(void *cls, const char *uri, struct MHD_Connection *connection);
 
@@ -144,13 +160,15 @@ static inline struct MHD_Daemon *sesame_mhd_start_daemon(
     unsigned int connection_timeout_seconds,
     unsigned int per_ip_connection_limit,
     MHD_NotifyConnectionCallback notify_connection,
-    MHD_LogCallback logger,
+    sesame_mhd_log_handler log_handler,
     unsigned int threads)
 {
+    // Every server passes the same handler; it is stored before any daemon can log.
+    __atomic_store_n(sesame_mhd_log_handler_storage(), log_handler, __ATOMIC_RELEASE);
     // The logger must be the first option, or libmicrohttpd prints to stderr until it is set.
     return sesame_mhd()->start_daemon(
         flags, 0, NULL, NULL, handler, cls,
-        MHD_OPTION_EXTERNAL_LOGGER, logger, cls,
+        MHD_OPTION_EXTERNAL_LOGGER, sesame_mhd_logger, cls,
         MHD_OPTION_LISTEN_SOCKET, listen_socket,
         MHD_OPTION_NOTIFY_COMPLETED, completed, cls,
         MHD_OPTION_URI_LOG_CALLBACK, uri_log, cls,

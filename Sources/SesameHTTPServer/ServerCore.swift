@@ -567,7 +567,7 @@ private let notifyConnectionCallback: MHD_NotifyConnectionCallback = { cls, conn
     }
 }
 
-private let logCallback: MHD_LogCallback = { cls, format, _ in
+private let logCallback: sesame_mhd_log_handler = { cls, format in
     guard let format, let core = core(cls) else { return }
     core.lengthRefusals.logged(format)
 }
