@@ -16,7 +16,7 @@ public protocol ConnectedProvider: Sendable {
 
     /// Runs a login for `account` and saves it in `store`; returns the token and who it is.
     ///
-    /// - Throws: the login's ``AuthError``; ``DesktopError`` for options this provider does not
+    /// - Throws: the login's `AuthError`; ``DesktopError`` for options this provider does not
     ///   take.
     func logIn(_ options: LoginOptions, account: String, store: any CredentialStore) async throws -> LoginResult
 
@@ -111,7 +111,7 @@ public struct AccountCheck: Sendable, Hashable {
 }
 
 extension AccountCheck {
-    /// The check `body` makes; an ``AuthError`` it throws becomes what `refused` makes of it,
+    /// The check `body` makes; an `AuthError` it throws becomes what `refused` makes of it,
     /// any other error an unverified check that names it.
     static func checking(
         _ body: () async throws -> AccountCheck, refused: (AuthError) -> AccountCheck

@@ -115,7 +115,7 @@ public struct AccountState: Sendable {
     /// Makes `account` the active one for `provider`, and for its app `appID` when given, so that
     /// each app (each GitHub host) keeps its own active account.
     ///
-    /// - Throws: ``CredentialStoreError`` when the state directory or its lock cannot be used;
+    /// - Throws: `CredentialStoreError` when the state directory or its lock cannot be used;
     ///   Foundation's error when the file cannot be written.
     public func setActiveAccount(_ account: String, for provider: ProviderID, appID: String? = nil) async throws {
         let file = self.file
@@ -137,7 +137,7 @@ public struct AccountState: Sendable {
 
     /// Records the last rate-limit usage seen for `key`.
     ///
-    /// - Throws: ``CredentialStoreError`` when the state directory or its lock cannot be used;
+    /// - Throws: `CredentialStoreError` when the state directory or its lock cannot be used;
     ///   Foundation's error when the file cannot be written.
     public func recordUsage(_ usage: JSONValue, for key: CredentialKey) async throws {
         let file = self.file

@@ -35,7 +35,7 @@ public protocol ProviderPlugin: Sendable {
     /// Example command lines of `sesame explain-error` for this provider's errors.
     var explainErrorExamples: [(command: String, comment: String)] { get }
     /// What `sesame explain-error` shows of `error` beyond the core's fields: the facts in this
-    /// provider's ``ProviderErrorDetails``. None by default.
+    /// provider's `ProviderErrorDetails`. None by default.
     func explanationFacts(of error: AuthError) -> ErrorExplanationFacts
     /// How to give `name` to this plug-in when it is not known yet (an OpenID issuer's entry in the
     /// config file), for the message about an unknown provider; `nil` when names cannot be added.
@@ -105,7 +105,7 @@ public struct PermissionSupport: OptionSet, Sendable, Hashable {
 }
 
 /// The provider's own facts about an error, as `sesame explain-error` shows them: what
-/// ``ProviderPlugin/explanationFacts(of:)`` reads from the error's ``ProviderErrorDetails``.
+/// ``ProviderPlugin/explanationFacts(of:)`` reads from the error's `ProviderErrorDetails`.
 public struct ErrorExplanationFacts: Sendable {
     /// The provider's error type (Facebook's `OAuthException`), shown after the code.
     public var errorType: String?

@@ -29,8 +29,12 @@ public struct Terminal: Sendable, Hashable {
 
     /// Creates a description of a terminal.
     ///
-    /// - Parameter usesColor: whether colour is wanted at all; each stream gets it only when it is
-    ///   a terminal.
+    /// - Parameters:
+    ///   - inputIsInteractive: whether standard input is a terminal.
+    ///   - errorIsInteractive: whether standard error is a terminal.
+    ///   - usesColor: whether colour is wanted at all; each stream gets it only when it is a
+    ///     terminal.
+    ///   - outputIsInteractive: whether standard output is a terminal.
     public init(
         inputIsInteractive: Bool, errorIsInteractive: Bool, usesColor: Bool, outputIsInteractive: Bool = false
     ) {

@@ -9,8 +9,8 @@ extension ProviderID {
 /// What ``FacebookErrorTaxonomy`` read from a failed Graph API answer beyond the code and
 /// subcode (which are `AuthError.code` and `AuthError.subcode`): the error's type, trace id
 /// and transient flag, the shape of the body and the rate-limit usage. Attached to its errors, read with
-/// `error.details(as: GraphErrorDetails.self)` (or ``AuthError/graphUsage`` and
-/// ``AuthError/graphBodyKind``).
+/// `error.details(as: GraphErrorDetails.self)` (or `AuthError.graphUsage` and
+/// `AuthError.graphBodyKind`).
 public struct GraphErrorDetails: ProviderErrorDetails, Hashable {
     /// The error `type` (`OAuthException`, `GraphMethodException`, ...).
     public var type: String?

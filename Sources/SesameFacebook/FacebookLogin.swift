@@ -300,7 +300,7 @@ public struct ExistingTokenLogin: LoginUI {
     /// Reads one line from standard input on its own thread (the token is not echoed by Sesame;
     /// pipe it in or type it).
     ///
-    /// - Throws: `AuthError` (``LoginFailedReason/userCancelled``) when standard input ends before
+    /// - Throws: `AuthError` (`LoginFailedReason.userCancelled`) when standard input ends before
     ///   a line.
     public static func standardInputLine() async throws -> String {
         try await onOwnThread {

@@ -126,9 +126,16 @@ public struct GitHubClient: Sendable {
 
     /// A client that asks `token` for the token before each call (a session's valid token).
     ///
-    /// - Parameter renew: after a 401 "Bad credentials", called once to renew the token (a
-    ///   refresh); it returns the new token, or `nil` when there is none, and the call is then
-    ///   made once more with it.
+    /// - Parameters:
+    ///   - github: the host.
+    ///   - transport: what sends the calls.
+    ///   - policy: how failed calls are retried; `nil` for no retries.
+    ///   - governor: paces calls by the rate limit GitHub reports; `nil` for none.
+    ///   - clock: what retries and pacing wait on.
+    ///   - renew: after a 401 "Bad credentials", called once to renew the token (a refresh); it
+    ///     returns the new token, or `nil` when there is none, and the call is then made once
+    ///     more with it.
+    ///   - token: gives the token before each call.
     public init(
         github: GitHubProvider, transport: any HTTPTransport, policy: RecoveryPolicy? = RecoveryPolicy(),
         governor: GitHubRateLimitGovernor? = nil, clock: any Clock<Duration> = ContinuousClock(),

@@ -151,7 +151,9 @@ public struct GitHubProvider: AuthProvider {
     /// Checks that the host's API answers, without a token (`GET` of the API root, as
     /// `doctor` would): `nil` when it does, else the classified error saying why not.
     ///
-    /// - Parameter timeout: how long to wait for the answer.
+    /// - Parameters:
+    ///   - transport: what sends the request.
+    ///   - timeout: how long to wait for the answer.
     public func probe(transport: any HTTPTransport, timeout: Duration = .seconds(30)) async -> AuthError? {
         do {
             let response = try await LoginHTTP.send(

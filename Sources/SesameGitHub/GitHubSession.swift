@@ -25,6 +25,12 @@ public struct GitHubSession: Sendable {
     /// Creates a session for `account` on `provider`'s host, kept in `store`.
     ///
     /// - Parameters:
+    ///   - provider: the host and app.
+    ///   - transport: what sends the requests.
+    ///   - store: where the login is kept.
+    ///   - account: the account name the login is kept under.
+    ///   - loginUI: how a login is shown, when one is allowed; `nil` for none.
+    ///   - refreshLeeway: how long before expiry a token is refreshed.
     ///   - refreshLocking: the cross-process refresh lock; none by default (the desktop adapter
     ///     passes a lock directory).
     public init(

@@ -3,7 +3,7 @@ import Sesame
 
 /// An ID token that failed a check; ``check`` names which one.
 ///
-/// It is also the ``ProviderErrorDetails`` of the `AuthError` it becomes: read it with
+/// It is also the `ProviderErrorDetails` of the `AuthError` it becomes: read it with
 /// `error.details(as: IDTokenError.self)`.
 public struct IDTokenError: Error, Sendable, Hashable, CustomStringConvertible, ProviderErrorDetails {
     /// The check that failed.

@@ -14,7 +14,7 @@ import Sesame
 /// ```
 public enum TokenExpiry {
     /// How long before its expiry `token` should be renewed: `min(maximum, lifetime / 4)`, the
-    /// lifetime counted from its ``AccessToken/refreshDate`` (when it was issued or last
+    /// lifetime counted from its `AccessToken.refreshDate` (when it was issued or last
     /// refreshed). A token without an expiry date gets `maximum`, which never matters for it.
     public static func margin(for token: AccessToken, maximum: TimeInterval = 60) -> TimeInterval {
         guard let expiry = token.expirationDate else { return maximum }

@@ -5,7 +5,7 @@ import Sesame
 ///
 /// Two modes:
 /// - manual (the default): `sleep` suspends until ``advance(by:)`` moves time past its deadline;
-///   ``waitForSleepers(_:)`` lets a test wait until the code under test is asleep.
+///   ``waitForSleepers(_:limit:)`` lets a test wait until the code under test is asleep.
 /// - auto-advancing (`ManualClock(autoAdvance: true)`): every `sleep` returns at once and moves
 ///   time to its deadline. ``sleeps`` records each requested duration, in order.
 public final class ManualClock: Clock, Sendable {
