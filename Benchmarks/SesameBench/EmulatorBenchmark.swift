@@ -73,55 +73,41 @@ let emulatorBenchmark = Benchmark(
     func engineServer(threads: Int, now: Bool) -> HTTPServer {
         var configuration = HTTPServer.Configuration(maxConnections: 1024)
         configuration.threads = threads
-        @Sendable func request(_ request: HTTPServerRequest) -> EmulatorRequest {
-            EmulatorRequest(
-                method: request.method, path: request.path, query: request.query, headers: request.headers,
-                body: request.body)
-        }
-        @Sendable func response(_ outcome: EmulatorOutcome) -> HTTPServerResponse {
-            guard let response = outcome.response else { return .dropConnection }
-            return HTTPServerResponse(status: response.status, headers: response.headers, body: response.body)
-        }
         if now {
             return HTTPServer(
                 configuration: configuration,
-                answering: { .now(response(emulator.engineOutcome(for: request($0)))) })
+                answering: { .now(Emulator.response(emulator.engineOutcome(for: Emulator.emulatorRequest($0)))) })
         }
-        return HTTPServer(configuration: configuration) { response(await emulator.respond(to: request($0))) }
+        return HTTPServer(configuration: configuration) {
+            Emulator.response(await emulator.respond(to: Emulator.emulatorRequest($0)))
+        }
     }
     let graphPath = "/v19.0/me?fields=id,name,email"
-    func measureEngineServer(
-        _ server: HTTPServer
-    ) async throws -> (
-        requestsPerSecond: Double, p50: String, p99: String, errors: Int
-    ) {
+    /// Starts `server`, warms it up for 2 s, measures `path` under wrk, and stops it.
+    func measure(
+        _ server: HTTPServer, path: String, headers: [String]
+    ) async throws -> (requestsPerSecond: Double, p50: String, p99: String, errors: Int) {
         try server.start()
-        let target = server.url(graphPath).absoluteString
-        _ = try await load(target, seconds: 2, headers: [authorization])
-        let figures = try await load(target, seconds: seconds, headers: [authorization])
+        let target = server.url(path).absoluteString
+        _ = try await load(target, seconds: 2, headers: headers)
+        let figures = try await load(target, seconds: seconds, headers: headers)
         await server.stop()
         return figures
     }
-    let asyncEngineFigures = try await measureEngineServer(engineServer(threads: 1, now: false))
-    let oneThreadFigures = try await measureEngineServer(engineServer(threads: 1, now: true))
+    let asyncEngineFigures = try await measure(
+        engineServer(threads: 1, now: false), path: graphPath, headers: [authorization])
+    let oneThreadFigures = try await measure(
+        engineServer(threads: 1, now: true), path: graphPath, headers: [authorization])
     await emulator.stop()
 
     // The same bytes from a bare HTTPServer: the ceiling the emulator's HTTP layer sets, with
     // the answer given on the server's thread (as the emulator does) and from an async handler.
     let sampleBody = Data(sample.utf8)
-    func measureBare(
-        _ server: HTTPServer
-    ) async throws -> (requestsPerSecond: Double, p50: String, p99: String, errors: Int) {
-        try server.start()
-        _ = try await load(server.url("/me").absoluteString, seconds: 2, headers: [])
-        let figures = try await load(server.url("/me").absoluteString, seconds: seconds, headers: [])
-        await server.stop()
-        return figures
-    }
-    let bareFigures = try await measureBare(
-        HTTPServer(configuration: .init(maxConnections: 1024), answering: { _ in .now(.json(sampleBody)) }))
-    let asyncFigures = try await measureBare(
-        HTTPServer(configuration: .init(maxConnections: 1024)) { _ in .json(sampleBody) })
+    let bareFigures = try await measure(
+        HTTPServer(configuration: .init(maxConnections: 1024), answering: { _ in .now(.json(sampleBody)) }),
+        path: "/me", headers: [])
+    let asyncFigures = try await measure(
+        HTTPServer(configuration: .init(maxConnections: 1024)) { _ in .json(sampleBody) }, path: "/me", headers: [])
 
     let nginx = try NginxServer.start(body: sampleBody, workers: nginxWorkers)
     defer { nginx.stop() }
@@ -142,22 +128,10 @@ let emulatorBenchmark = Benchmark(
                 "requestsPerSecond": nginxFigures.requestsPerSecond, "latencyP50": nginxFigures.p50,
                 "latencyP99": nginxFigures.p99, "errors": nginxFigures.errors, "workers": nginxWorkers,
             ],
-            "httpServer": [
-                "requestsPerSecond": bareFigures.requestsPerSecond, "latencyP50": bareFigures.p50,
-                "latencyP99": bareFigures.p99, "errors": bareFigures.errors,
-            ],
-            "emulatorAsyncOneThread": [
-                "requestsPerSecond": asyncEngineFigures.requestsPerSecond, "latencyP50": asyncEngineFigures.p50,
-                "latencyP99": asyncEngineFigures.p99, "errors": asyncEngineFigures.errors,
-            ],
-            "emulatorNowOneThread": [
-                "requestsPerSecond": oneThreadFigures.requestsPerSecond, "latencyP50": oneThreadFigures.p50,
-                "latencyP99": oneThreadFigures.p99, "errors": oneThreadFigures.errors,
-            ],
-            "httpServerAsync": [
-                "requestsPerSecond": asyncFigures.requestsPerSecond, "latencyP50": asyncFigures.p50,
-                "latencyP99": asyncFigures.p99, "errors": asyncFigures.errors,
-            ],
+            "httpServer": figuresObject(bareFigures),
+            "emulatorAsyncOneThread": figuresObject(asyncEngineFigures),
+            "emulatorNowOneThread": figuresObject(oneThreadFigures),
+            "httpServerAsync": figuresObject(asyncFigures),
             "ratio": ratio, "bodyBytes": sample.utf8.count,
         ]
         let data = try JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])
@@ -187,6 +161,16 @@ let emulatorBenchmark = Benchmark(
         print("  engine:   \(String(format: "%.1f", engineMicroseconds)) µs per request without HTTP")
         print("  RSS:      \(rssBefore) KB before, \(rssAfter) KB after (\(rssAfter - rssBefore) KB)")
     }
+}
+
+/// One server's wrk figures as a JSON object.
+private func figuresObject(
+    _ figures: (requestsPerSecond: Double, p50: String, p99: String, errors: Int)
+) -> [String: Any] {
+    [
+        "requestsPerSecond": figures.requestsPerSecond, "latencyP50": figures.p50, "latencyP99": figures.p99,
+        "errors": figures.errors,
+    ]
 }
 
 /// This process's resident set size, in KB, from `/proc/self/status`.

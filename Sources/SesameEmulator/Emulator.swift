@@ -101,9 +101,7 @@ public final class Emulator: Sendable {
         let server = HTTPServer(
             configuration: serverConfiguration,
             answering: { request in
-                let emulatorRequest = EmulatorRequest(
-                    method: request.method, path: request.path, query: request.query, headers: request.headers,
-                    body: request.body)
+                let emulatorRequest = Self.emulatorRequest(request)
                 guard answersNow, request.body.count <= Self.largestBodyAnsweredNow else {
                     return .later { await Self.send(engine.handle(emulatorRequest)) }
                 }
@@ -137,7 +135,15 @@ public final class Emulator: Sendable {
         return response(outcome)
     }
 
-    private static func response(_ outcome: EmulatorOutcome) -> HTTPServerResponse {
+    /// The engine's view of a request the server received.
+    package static func emulatorRequest(_ request: HTTPServerRequest) -> EmulatorRequest {
+        EmulatorRequest(
+            method: request.method, path: request.path, query: request.query, headers: request.headers,
+            body: request.body)
+    }
+
+    /// The server's answer for an outcome (its delay already waited out).
+    package static func response(_ outcome: EmulatorOutcome) -> HTTPServerResponse {
         guard let response = outcome.response else { return .dropConnection }
         return HTTPServerResponse(status: response.status, headers: response.headers, body: response.body)
     }
