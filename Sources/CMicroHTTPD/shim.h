@@ -127,7 +127,7 @@ static inline sesame_mhd_log_handler *sesame_mhd_log_handler_storage(void) {
     return &handler;
 }
 
-static void sesame_mhd_logger(void *cls, const char *format, va_list arguments) {
+static inline void sesame_mhd_logger(void *cls, const char *format, va_list arguments) {
     (void)arguments;
     sesame_mhd_log_handler handler = __atomic_load_n(sesame_mhd_log_handler_storage(), __ATOMIC_ACQUIRE);
     if (handler != NULL && format != NULL) handler(cls, format);
@@ -138,7 +138,7 @@ typedef void *(*sesame_mhd_uri_log_callback)(void *cls, const char *uri, struct 
 
 /// The daemon flags Sesame uses: libmicrohttpd's own polling thread (epoll on Linux), with
 /// suspend/resume so that handlers run elsewhere, its error log (to Sesame's logger, which reads
-/// it for one thing: see `LengthRefusals`), and IPv6 when the socket is IPv6.
+/// it for one thing: see `ConnectionGuard.answerUnreadableLength`), and IPv6 when the socket is IPv6.
 static inline unsigned int sesame_mhd_flags(int ipv6)
 {
     unsigned int flags = MHD_USE_AUTO_INTERNAL_THREAD | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG;

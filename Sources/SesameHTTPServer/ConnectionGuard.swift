@@ -8,8 +8,9 @@ import Synchronization
     import Musl
 #endif
 
-/// What libmicrohttpd does not do against slow clients: a total deadline for each request head,
-/// and a `503` instead of a hang for a connection past the limit.
+/// What libmicrohttpd does not do against slow clients and bad heads: a total deadline for each
+/// request head, a `503` instead of a hang for a connection past the limit, and one answer to a
+/// `Content-Length` it cannot read (``answerUnreadableLength(logged:)``).
 ///
 /// libmicrohttpd tells it when a connection opens and closes (its notify-connection callback)
 /// and the server core when a head is complete and a request is done. A thread of its own looks
@@ -25,6 +26,9 @@ final class ConnectionGuard: Sendable {
         var inode: UInt
         /// When the head being waited for must be complete; `nil` while a request is handled.
         var headDeadline: ContinuousClock.Instant?
+        /// The daemon thread reading the connection's request head, from its request line until
+        /// the head reaches the handler or the request ends; `nil` otherwise.
+        var readingHead: pthread_t?
     }
 
     private struct State {
@@ -40,9 +44,17 @@ final class ConnectionGuard: Sendable {
     private let nextHeadTimeout: Duration?
     private let refusedCount = Atomic<Int>(0)
     private let closedForSlowHead = Atomic<Int>(0)
+    /// The answers to a `Content-Length` that is not a number, and to one past 2⁶⁴.
+    private let malformedLength: [UInt8]
+    private let tooLargeLength: [UInt8]
 
-    init(maxConnections: Int, headTimeout: Duration, idleTimeout: Duration = .zero) {
+    init(maxConnections: Int, headTimeout: Duration, idleTimeout: Duration = .zero, maxBodyBytes: Int) {
         self.maxConnections = max(1, maxConnections)
+        malformedLength = Self.closingAnswer(
+            status: "400 Bad Request", body: "Bad request: the Content-Length is not a number of bytes.")
+        tooLargeLength = Self.closingAnswer(
+            status: "413 Content Too Large",
+            body: "The request body is larger than this server accepts (\(maxBodyBytes) bytes).")
         self.headTimeout = headTimeout > .zero ? headTimeout : nil
         self.nextHeadTimeout = headTimeout > .zero && idleTimeout > .zero ? idleTimeout + headTimeout : nil
     }
@@ -64,7 +76,14 @@ final class ConnectionGuard: Sendable {
         (refusedCount.load(ordering: .relaxed), closedForSlowHead.load(ordering: .relaxed))
     }
 
-    private static let refusal = LengthRefusals.closingAnswer(
+    /// A whole answer that closes its connection, written on a socket directly.
+    private static func closingAnswer(status: String, body: String, extraHeaders: String = "") -> [UInt8] {
+        Array(
+            ("HTTP/1.1 \(status)\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: \(body.utf8.count)\r\n"
+                + extraHeaders + "Connection: close\r\n\r\n" + body).utf8)
+    }
+
+    private static let refusal = closingAnswer(
         status: "503 Service Unavailable", body: "The server has too many connections open; try again shortly.\n",
         extraHeaders: "Retry-After: 1\r\n")
 
@@ -94,7 +113,17 @@ final class ConnectionGuard: Sendable {
 
     /// The connection's request head is complete: no deadline while the request is handled.
     func headReceived(_ key: UInt) {
-        state.withLock { state in state.connections[key]?.headDeadline = nil }
+        state.withLock { state in
+            state.connections[key]?.headDeadline = nil
+            state.connections[key]?.readingHead = nil
+        }
+    }
+
+    /// The connection's request line arrived (on the daemon thread that reads it, in the
+    /// URI-log callback): its head is being read until ``headReceived(_:)``.
+    func requestLineArrived(_ key: UInt) {
+        let thread = pthread_self()
+        state.withLock { state in state.connections[key]?.readingHead = thread }
     }
 
     /// A request finished. The connection's next head must be complete within the idle timeout
@@ -103,9 +132,48 @@ final class ConnectionGuard: Sendable {
     /// head (each byte resetting idleness) meets this deadline. With no idle timeout, a kept-alive
     /// connection has no deadline.
     func requestFinished(_ key: UInt) {
-        guard let nextHeadTimeout else { return }
-        let deadline = ContinuousClock.now + nextHeadTimeout
-        state.withLock { state in state.connections[key]?.headDeadline = deadline }
+        let deadline = nextHeadTimeout.map { ContinuousClock.now + $0 }
+        state.withLock { state in
+            state.connections[key]?.readingHead = nil
+            if let deadline { state.connections[key]?.headDeadline = deadline }
+        }
+    }
+
+    /// libmicrohttpd logged `format` on this thread; its refusal of a `Content-Length` it cannot
+    /// read is answered here, once.
+    ///
+    /// libmicrohttpd 0.9.75 refuses such a request itself (`-5`, `abc`, `3,3`, a number past
+    /// 2⁶⁴), inside one pass of its connection state machine that calls no callback of Sesame's,
+    /// and in that pass builds its answer's head twice: the status line and headers go out twice,
+    /// and a client reads the second head as the first answer's body. The one thing it does call
+    /// in that pass is its error log, on the thread that handles the connection, with "Failed to
+    /// parse `Content-Length' header" or "Too large value of 'Content-Length' header".
+    ///
+    /// The refused request is one of the connections whose head this thread is reading. When it
+    /// is the only one, the log is known to be about it: its answer is written on the socket
+    /// here (libmicrohttpd has written nothing of its own yet) and the socket is shut down, so
+    /// that libmicrohttpd's answer fails to send and it closes the connection. When this thread
+    /// is reading several heads (clients sending theirs slowly), which one was refused is not
+    /// known, and libmicrohttpd's answer goes out as it is, to the client that sent the bad
+    /// request; nothing else is touched.
+    func answerUnreadableLength(logged format: UnsafePointer<CChar>) {
+        guard strstr(format, "Content-Length") != nil else { return }
+        let answer = strstr(format, "Too large") != nil ? tooLargeLength : malformedLength
+        let thread = pthread_self()
+        let descriptor = state.withLock { state -> Int32? in
+            var found: Int32?
+            for tracked in state.connections.values {
+                guard let reader = tracked.readingHead, pthread_equal(reader, thread) != 0 else { continue }
+                guard found == nil else { return nil }  // Two heads in progress: which one is not known.
+                found = tracked.descriptor
+            }
+            return found
+        }
+        guard let descriptor else { return }
+        _ = answer.withUnsafeBytes {
+            send(descriptor, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT | MSG_NOSIGNAL))
+        }
+        shutdown(descriptor, Int32(SHUT_RDWR))
     }
 
     /// The connection closed (libmicrohttpd calls this before it closes the descriptor).

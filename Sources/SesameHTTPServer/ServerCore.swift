@@ -87,10 +87,8 @@ final class ServerCore: Sendable {
     let maxBodyBytes: Int
     let port: Int
     let state: Locked<State>
-    /// Head deadlines and the 503 past the connection limit.
+    /// Head deadlines, the 503 past the connection limit, the one answer to an unreadable length.
     let connectionGuard: ConnectionGuard
-    /// The one answer to a `Content-Length` libmicrohttpd cannot read.
-    let lengthRefusals: LengthRefusals
 
     /// Connections libmicrohttpd accepts past ``HTTPServer/Configuration/maxConnections``, so that
     /// they can be answered 503 rather than left in the listen queue.
@@ -103,7 +101,6 @@ final class ServerCore: Sendable {
         self.port = port
         self.maxBodyBytes = maxBodyBytes
         self.connectionGuard = connectionGuard
-        self.lengthRefusals = LengthRefusals(maxBodyBytes: maxBodyBytes)
         self.handler = handler
         self.state = Locked(State())
     }
@@ -149,7 +146,7 @@ final class ServerCore: Sendable {
 
         let connectionGuard = ConnectionGuard(
             maxConnections: configuration.maxConnections, headTimeout: configuration.requestHeadTimeout,
-            idleTimeout: configuration.connectionIdleTimeout)
+            idleTimeout: configuration.connectionIdleTimeout, maxBodyBytes: configuration.maxBodyBytes)
         let core = ServerCore(
             port: sockets[0].port, maxBodyBytes: configuration.maxBodyBytes, connectionGuard: connectionGuard,
             handler: handler)
@@ -301,7 +298,6 @@ final class ServerCore: Sendable {
         switch phase {
         case .new:
             connectionGuard.headReceived(UInt(bitPattern: connection))
-            lengthRefusals.ended(UInt(bitPattern: connection))
             var fields: [HTTPHeaders.Field] = []
             withUnsafeMutablePointer(to: &fields) { pointer in
                 _ = sesame_mhd_get_connection_values_n(connection, .HEADER_KIND, headerIterator, pointer)
@@ -385,6 +381,7 @@ final class ServerCore: Sendable {
                 context.state.withLock { $0.phase = .answered }
                 return .NO
             }
+            // A stop that began while the handler ran closes the connection after this answer.
             return answer(connection, context, response, close: state.withLock { $0.stopping })
         case .later(let later):
             work = later
@@ -527,9 +524,7 @@ private func core(_ cls: UnsafeMutableRawPointer?) -> ServerCore? {
 
 private let uriLogCallback: sesame_mhd_uri_log_callback = { cls, uri, connection in
     guard let core = core(cls) else { return nil }
-    if let connection {
-        core.lengthRefusals.began(UInt(bitPattern: connection), descriptor: sesame_mhd_connection_fd(connection))
-    }
+    if let connection { core.connectionGuard.requestLineArrived(UInt(bitPattern: connection)) }
     let context = RequestContext(target: uri.map { String(cString: $0) } ?? "/", liveCount: core.liveContexts)
     return Unmanaged.passRetained(context).toOpaque()
 }
@@ -546,10 +541,7 @@ private let accessHandlerCallback: MHD_AccessHandlerCallback = {
 }
 
 private let requestCompletedCallback: MHD_RequestCompletedCallback = { cls, connection, contextPointer, _ in
-    if let connection {
-        core(cls)?.lengthRefusals.ended(UInt(bitPattern: connection))
-        core(cls)?.connectionGuard.requestFinished(UInt(bitPattern: connection))
-    }
+    if let connection { core(cls)?.connectionGuard.requestFinished(UInt(bitPattern: connection)) }
     guard let contextPointer, let raw = contextPointer.pointee else { return }
     contextPointer.pointee = nil
     let context = Unmanaged<RequestContext>.fromOpaque(raw).takeRetainedValue()
@@ -562,14 +554,13 @@ private let notifyConnectionCallback: MHD_NotifyConnectionCallback = { cls, conn
     if code.rawValue == 0 {  // MHD_CONNECTION_NOTIFY_STARTED
         core.connectionGuard.opened(key, descriptor: sesame_mhd_connection_fd(connection))
     } else {
-        core.lengthRefusals.ended(key)
         core.connectionGuard.closed(key)
     }
 }
 
 private let logCallback: sesame_mhd_log_handler = { cls, format in
     guard let format, let core = core(cls) else { return }
-    core.lengthRefusals.logged(format)
+    core.connectionGuard.answerUnreadableLength(logged: format)
 }
 
 private let headerIterator: MHD_KeyValueIteratorN = { cls, _, key, keySize, value, valueSize in

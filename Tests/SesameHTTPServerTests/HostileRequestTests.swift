@@ -69,7 +69,7 @@ struct HostileRequestTests {
     /// Content-Lengths libmicrohttpd 0.9.75 cannot read, with the status they get.
     ///
     /// libmicrohttpd refuses these itself and, left alone, sends its answer's status line and
-    /// headers twice; Sesame answers them in its place, once (see `LengthRefusals`).
+    /// headers twice; Sesame answers them in its place, once (see `ConnectionGuard.answerUnreadableLength`).
     static let unreadableLengths: [(String, Int)] = [
         ("abc", 400), ("-5", 400), ("3,3", 400), ("3, 4", 400), ("", 400), ("12345678901234567890123", 413),
         ("18446744073709551616", 413),
