@@ -40,7 +40,8 @@ public struct HTTPServerRequest: Sendable {
     ) {
         var rest = Substring(target)
         // An absolute-form target (`http://host/path`) keeps only its path.
-        if let scheme = rest.range(of: "://"), rest[..<scheme.lowerBound].allSatisfy({ $0.isLetter }) {
+        // Found by bytes: Foundation's `range(of:)` cost a twentieth of a loopback request.
+        if let scheme = Self.schemeSeparator(in: rest), rest[..<scheme.lowerBound].allSatisfy({ $0.isLetter }) {
             let afterAuthority = rest[scheme.upperBound...]
             rest = afterAuthority.firstIndex(where: { $0 == "/" || $0 == "?" }).map { afterAuthority[$0...] } ?? "/"
         }
@@ -54,14 +55,29 @@ public struct HTTPServerRequest: Sendable {
             rawPath = rest
             rawQuery = ""
         }
+        // An absolute-form target with no path (`http://host?x=1`) asks for `/` (RFC 9112 §3.2.2).
+        let pathText = rawPath.isEmpty ? "/" : String(rawPath)
         self.init(
             method: method,
-            path: FormEncoding.percentDecoded(String(rawPath)) ?? String(rawPath),
+            path: FormEncoding.percentDecoded(pathText) ?? pathText,
             query: FormEncoding.decode(String(rawQuery)),
             headers: headers,
             body: body,
             rawTarget: target,
             httpVersion: httpVersion)
+    }
+
+    /// Where the first `://` in `text` is, or `nil`.
+    private static func schemeSeparator(in text: Substring) -> Range<String.Index>? {
+        let bytes = text.utf8
+        var index = bytes.startIndex
+        while let colon = bytes[index...].firstIndex(of: UInt8(ascii: ":")) {
+            let afterColon = bytes.index(after: colon)
+            let rest = bytes[afterColon...]
+            if rest.starts(with: "//".utf8) { return colon..<bytes.index(afterColon, offsetBy: 2) }
+            index = afterColon
+        }
+        return nil
     }
 
     /// The first value of the query parameter `name`, or `nil`.

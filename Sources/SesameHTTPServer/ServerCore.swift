@@ -437,12 +437,32 @@ final class ServerCore: Sendable {
         }
     }
 
-    /// The bytes of an HTTP token (a method or header name).
-    private static let tokenCharacters = Set(
-        "!#$%&'*+-.^_`|~0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz".utf8)
+    /// Whether `byte` may be in an HTTP token (a method or header name): a letter, a digit or one
+    /// of ``!#$%&'*+-.^_`|~``. A switch, not a set: it runs for every byte of every method.
+    private static func isTokenByte(_ byte: UInt8) -> Bool {
+        switch byte {
+        case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
+            UInt8(ascii: "0")...UInt8(ascii: "9"):
+            return true
+        case UInt8(ascii: "!"), UInt8(ascii: "#"), UInt8(ascii: "$"), UInt8(ascii: "%"), UInt8(ascii: "&"),
+            UInt8(ascii: "'"), UInt8(ascii: "*"), UInt8(ascii: "+"), UInt8(ascii: "-"), UInt8(ascii: "."),
+            UInt8(ascii: "^"), UInt8(ascii: "_"), UInt8(ascii: "`"), UInt8(ascii: "|"), UInt8(ascii: "~"):
+            return true
+        default:
+            return false
+        }
+    }
 
-    /// The response headers libmicrohttpd writes itself.
-    private static let managedHeaders: Set<String> = ["content-length", "transfer-encoding", "connection"]
+    /// Whether `text` is `lowercase` in any ASCII case, compared byte by byte (no lower-cased copy
+    /// of every response header name per answer).
+    static func equalsIgnoringASCIICase(_ text: String, _ lowercase: StaticString) -> Bool {
+        guard text.utf8.count == lowercase.utf8CodeUnitCount else { return false }
+        return lowercase.withUTF8Buffer { expected in
+            zip(text.utf8, expected).allSatisfy { byte, want in
+                byte == want || ((UInt8(ascii: "A")...UInt8(ascii: "Z")).contains(byte) && byte | 0x20 == want)
+            }
+        }
+    }
 
     /// What libmicrohttpd lets through but RFC 9112 says a server must refuse, because a proxy
     /// in front could read the request differently (request smuggling) or the body's length
@@ -451,7 +471,7 @@ final class ServerCore: Sendable {
     /// `chunked` (§6.3: the server must answer 400, where libmicrohttpd would wait for a body
     /// until the connection closed), and an HTTP/1.1 request without exactly one `Host` (§3.2).
     static func framingProblem(method: String, version: String, headers: HTTPHeaders) -> String? {
-        guard !method.isEmpty, method.utf8.allSatisfy(tokenCharacters.contains) else {
+        guard !method.isEmpty, method.utf8.allSatisfy(isTokenByte) else {
             return "the method is not an HTTP token"
         }
         let lengths = headers.values(for: "Content-Length")
@@ -471,7 +491,7 @@ final class ServerCore: Sendable {
                     + "and chunked must be last and not repeated)"
             }
         }
-        if version.uppercased() != "HTTP/1.0" {
+        if !equalsIgnoringASCIICase(version, "http/1.0") {
             let hosts = headers.values(for: "Host")
             if hosts.isEmpty { return "an HTTP/1.1 request needs a Host header" }
             if hosts.count > 1 { return "the request has more than one Host header" }
@@ -501,12 +521,16 @@ final class ServerCore: Sendable {
         defer { sesame_mhd_destroy_response(made) }
         var closes = close
         for field in response.headers {
-            let name = field.name.lowercased()
-            if name == "connection" {
+            if Self.equalsIgnoringASCIICase(field.name, "connection") {
                 if field.value.lowercased().contains("close") { closes = true }
                 continue
             }
-            guard !Self.managedHeaders.contains(name) else { continue }
+            // libmicrohttpd writes these itself.
+            if Self.equalsIgnoringASCIICase(field.name, "content-length")
+                || Self.equalsIgnoringASCIICase(field.name, "transfer-encoding")
+            {
+                continue
+            }
             // libmicrohttpd refuses names and values with line breaks, which keeps a handler
             // from splitting the response; such a field is left out.
             _ = sesame_mhd_add_response_header(made, field.name, field.value)

@@ -67,6 +67,26 @@ struct HTTPServerLifecycleTests {
         }
     }
 
+    @Test(
+        "a handler's Connection and Content-Length fields count in any case: close is honoured, a wrong length is not sent",
+        arguments: ["CONNECTION", "connection", "Connection"])
+    func managedFieldsInAnyCase(_ name: String) async throws {
+        try await withServer(handler: { _ in
+            var response = HTTPServerResponse.text("bye")
+            response.headers.add(name: name, value: "Close")
+            response.headers.add(name: name == "CONNECTION" ? "CONTENT-LENGTH" : "content-length", value: "999")
+            response.headers.add(name: "Transfer-ENCODING", value: "chunked")
+            return response
+        }) { server in
+            let connection = try await RawHTTPConnection.connect(port: server.port)
+            let response = try await connection.request("GET", "/")
+            #expect(response.text == "bye")
+            #expect(response.header("Content-Length") == "3")
+            #expect(response.header("Transfer-Encoding") == nil)
+            #expect(try await connection.waitForClose())
+        }
+    }
+
     @Test("dropConnection closes the connection without any answer")
     func dropConnection() async throws {
         try await withServer(handler: { request in

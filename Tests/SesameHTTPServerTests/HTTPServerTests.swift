@@ -123,6 +123,24 @@ struct HTTPServerTests {
         }
     }
 
+    @Test(
+        "an absolute-form target keeps only its path and query; a :// later in the target is not a scheme",
+        arguments: [
+            ("http://example.com/a/b?x=1", "/a/b", [("x", "1")]),
+            ("HTTPS://example.com:8443?x=1", "/", [("x", "1")]),
+            ("http://example.com", "/", []),
+            ("/p?u=http://x/y", "/p", [("u", "http://x/y")]),
+            ("/redirect/http://x", "/redirect/http://x", []),
+            ("/a:b//c", "/a:b//c", []),
+        ] as [(String, String, [(String, String)])])
+    func absoluteFormTargets(_ target: String, _ path: String, _ query: [(String, String)]) {
+        let request = HTTPServerRequest(method: .get, target: target)
+        #expect(request.path == path)
+        #expect(request.query.map(\.0) == query.map(\.0))
+        #expect(request.query.map(\.1) == query.map(\.1))
+        #expect(request.rawTarget == target)
+    }
+
     @Test("a form body is read by formValue, which falls back to the query")
     func formValues() async throws {
         let seen = Locked<HTTPServerRequest?>(nil)
