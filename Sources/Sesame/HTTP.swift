@@ -69,6 +69,9 @@ public struct HTTPHeaders: Sendable, Hashable, Sequence, ExpressibleByDictionary
     /// §5.1), so this compares bytes, ASCII letters folded; Foundation's `caseInsensitiveCompare`
     /// cost more than the rest of a request in a loopback server.
     static func sameName(_ a: String, _ b: String) -> Bool {
+        // Different lengths never match (a native string knows its length): most look-ups pass
+        // over most fields here without reading a byte.
+        guard a.utf8.count == b.utf8.count else { return false }
         var left = a.utf8.makeIterator()
         var right = b.utf8.makeIterator()
         while true {

@@ -95,12 +95,14 @@ extension FacebookState {
     func finishing(_ outcome: PendingOutcome, _ request: EmulatorRequest, versionPrefix: String) -> PendingOutcome {
         guard var response = outcome.reply else { return outcome }
         response.headers["facebook-api-version"] = servedVersion(versionPrefix)
-        var pairs = request.query
-        // The form as it was decoded before the lock.
-        if !request.body.isEmpty, request.contentType == "application/x-www-form-urlencoded" {
-            pairs += request.formPairs() ?? []
+        // The first `suppress_http_code`: in the query, else in the form as it was decoded before
+        // the lock (no copy of the query per call).
+        let name = "suppress_http_code"
+        var suppress = request.query.first { $0.0 == name }?.1
+        if suppress == nil, !request.body.isEmpty, request.contentType == "application/x-www-form-urlencoded" {
+            suppress = request.formPairs()?.first { $0.0 == name }?.1
         }
-        if Parameters(pairs).bool("suppress_http_code", default: false) { response.status = 200 }
+        if let suppress, Parameters([(name, suppress)]).bool(name, default: false) { response.status = 200 }
         var finished = outcome
         finished.reply = response
         return finished

@@ -205,6 +205,17 @@ extension StringProtocol {
     /// Foundation's `trimmingCharacters(in:)` on Linux, and enough for HTTP and form values.
     var trimmedASCII: String {
         func isSpace(_ byte: UInt8) -> Bool { byte == 0x20 || byte == 0x09 || byte == 0x0A || byte == 0x0D }
+        // Native strings and their slices are contiguous UTF-8: the ends are found by offset, with
+        // no index arithmetic per byte (a 200-byte bearer token was a tenth of a GET /me).
+        let contiguous = utf8.withContiguousStorageIfAvailable { bytes -> String in
+            var lower = 0
+            var upper = bytes.count
+            while lower < upper, isSpace(bytes[lower]) { lower += 1 }
+            while upper > lower, isSpace(bytes[upper - 1]) { upper -= 1 }
+            // The bounds are next to ASCII bytes, so the slice is whole characters.
+            return String(decoding: UnsafeBufferPointer(rebasing: bytes[lower..<upper]), as: UTF8.self)
+        }
+        if let contiguous { return contiguous }
         let bytes = utf8
         var start: String.Index?
         var end = bytes.startIndex

@@ -13,6 +13,33 @@ struct EmulatorUnitTests {
                 == "&lt;a href=&quot;x&quot; onclick=&#39;y&#39;&gt;&amp;&lt;/a&gt;")
     }
 
+    @Test("trimmedASCII drops leading and trailing spaces, tabs and line breaks only, on strings and slices")
+    func trimmedASCII() {
+        // Random text of spaces, tabs, line breaks, other whitespace (kept: not ASCII HTTP
+        // whitespace), letters and multi-byte characters, against a plain reference.
+        let alphabet: [Character] = [" ", "\t", "\n", "\r", "\u{0B}", "\u{A0}", "a", "Z", "=", "é", "😀", "\r\n"]
+        var generator = SystemRandomNumberGenerator()
+        func reference(_ text: Substring) -> String {
+            let space: Set<UInt8> = [0x20, 0x09, 0x0A, 0x0D]
+            let bytes = Array(text.utf8)
+            guard let first = bytes.firstIndex(where: { !space.contains($0) }),
+                let last = bytes.lastIndex(where: { !space.contains($0) })
+            else { return "" }
+            return String(decoding: bytes[first...last], as: UTF8.self)
+        }
+        for _ in 0..<2000 {
+            let count = Int.random(in: 0...12, using: &generator)
+            let text = String((0..<count).map { _ in alphabet.randomElement(using: &generator)! })
+            #expect(text.trimmedASCII == reference(text[...]), "\(Array(text.utf8))")
+            // A slice from the middle, as a header value is.
+            let drop = min(text.count, Int.random(in: 0...2, using: &generator))
+            let slice = text.dropFirst(drop)
+            #expect(slice.trimmedASCII == reference(slice), "\(Array(slice.utf8))")
+        }
+        #expect("  \t token \r\n".trimmedASCII == "token")
+        #expect(" \u{A0}x\u{A0} ".trimmedASCII == "\u{A0}x\u{A0}")
+    }
+
     @Test("Facebook's redirect parameters use + for spaces")
     func formWriter() {
         #expect(
