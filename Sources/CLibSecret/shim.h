@@ -195,6 +195,32 @@ static inline gchar **sesame_collection_search(GDBusConnection *connection, cons
     return paths;
 }
 
+/// How many items the Secret Service's `SearchItems` finds for `attributes` in every collection,
+/// locked or not, or -1 with `error` set. A plain D-Bus call: it needs no session (no secret is
+/// read) and makes no item objects.
+static inline gint64 sesame_service_search_count(GDBusConnection *connection, GHashTable *attributes,
+                                                 int timeout_ms, GCancellable *cancellable, GError **error) {
+    GVariantBuilder builder;
+    g_variant_builder_init(&builder, G_VARIANT_TYPE("a{ss}"));
+    GHashTableIter iter;
+    gpointer key, value;
+    g_hash_table_iter_init(&iter, attributes);
+    while (g_hash_table_iter_next(&iter, &key, &value)) {
+        g_variant_builder_add(&builder, "{ss}", (const char *)key, (const char *)value);
+    }
+    GVariant *reply = sesame_call(connection, "org.freedesktop.secrets", "/org/freedesktop/secrets",
+                                  "org.freedesktop.Secret.Service", "SearchItems", g_variant_new("(a{ss})", &builder),
+                                  "(aoao)", timeout_ms, cancellable, error);
+    if (reply == NULL) return -1;
+    GVariant *unlocked = g_variant_get_child_value(reply, 0);
+    GVariant *locked = g_variant_get_child_value(reply, 1);
+    gint64 count = (gint64)g_variant_n_children(unlocked) + (gint64)g_variant_n_children(locked);
+    g_variant_unref(unlocked);
+    g_variant_unref(locked);
+    g_variant_unref(reply);
+    return count;
+}
+
 /// What a GError from GIO or libsecret means for Sesame.
 typedef enum {
     /// Anything else; the message says what.

@@ -80,6 +80,14 @@ public protocol CredentialStore: Sendable {
     ///
     /// - Throws: ``CredentialStoreError`` when the store cannot be reached.
     func listing(provider: ProviderID?) async throws -> CredentialListing
+    /// Whether any entry is stored, optionally for one provider, told as cheaply as the store
+    /// can: the keyring answers from one search, without the encrypted session that reading a
+    /// secret needs. Unreadable and locked entries count. A caller uses it to start, beside the
+    /// listing, slow work the listing's credentials will need (`sesame status` loads its HTTP
+    /// library while the keyring's session opens).
+    ///
+    /// - Throws: ``CredentialStoreError`` when the store cannot be reached.
+    func containsEntries(provider: ProviderID?) async throws -> Bool
     /// Checks that a credential for `key` could be saved now (the keyring is unlocked and has a
     /// collection to save in, the file's directory is writable), before a login asks the person
     /// to approve anything.
@@ -100,6 +108,14 @@ extension CredentialStore {
     /// - Throws: ``CredentialStoreError`` when the store cannot be reached.
     public func listing(provider: ProviderID?) async throws -> CredentialListing {
         CredentialListing(credentials: try await list(provider: provider), unreadable: [])
+    }
+
+    /// Whether ``listing(provider:)`` finds anything, credential or unreadable entry.
+    ///
+    /// - Throws: ``CredentialStoreError`` when the store cannot be reached.
+    public func containsEntries(provider: ProviderID?) async throws -> Bool {
+        let listing = try await listing(provider: provider)
+        return !listing.credentials.isEmpty || !listing.unreadable.isEmpty
     }
 
     /// Saves and removes a placeholder credential (holding no token) beside `key`.

@@ -18,12 +18,22 @@ final class LazyTransport: HTTPTransport {
     }
 
     func send(_ request: HTTPRequest) async throws -> HTTPResponse {
-        let transport = made.withLock { made in
+        try await transport().send(request)
+    }
+
+    /// Makes the transport now, on another thread, so that the first request does not wait for
+    /// it: `sesame status` calls this when a login is stored, and libcurl's libraries (several
+    /// milliseconds to load) load while the keyring opens its session. Does nothing once made.
+    func prepare() {
+        Task.detached(priority: .userInitiated) { _ = self.transport() }
+    }
+
+    private func transport() -> any HTTPTransport {
+        made.withLock { made in
             if let made { return made }
             let transport = make()
             made = transport
             return transport
         }
-        return try await transport.send(request)
     }
 }

@@ -261,13 +261,17 @@ package struct StatusCommand: Sendable, Equatable {
     /// One provider's report; `nil` for a provider with neither logins nor usable settings.
     private static func report(
         name: String, plugin: any ProviderPlugin, configuration: DesktopConfiguration, selection: StorageSelection,
-        transport: any HTTPTransport, accounts: AccountState, deadline: Duration, context: CommandContext
+        transport: LazyTransport, accounts: AccountState, deadline: Duration, context: CommandContext
     ) async -> ProviderReport? {
         let id = ProviderID(name)
         var report = ProviderReport(
             provider: name, displayName: plugin.displayName, appID: nil, emulator: false, details: [:],
             storage: Storage(backend: selection.kind, description: selection.backend, reason: selection.reason),
             problem: nil, unreadable: [], accounts: [])
+        // Reading the logins opens the keyring's encrypted session (a Diffie-Hellman exchange),
+        // and checking them loads libcurl's thirty libraries: several milliseconds each. When a
+        // cheap search finds a login, libcurl loads on another thread while the session opens.
+        if (try? await selection.store.containsEntries(provider: id)) == true { transport.prepare() }
         let listing: CredentialListing
         do {
             listing = try await selection.store.listing(provider: id)

@@ -162,8 +162,10 @@ struct LibSecretClient {
         return count == paths.count
     }
 
-    /// Connects to the session bus and to the Secret Service on it, with an open session.
-    init(_ cancellation: Cancellation) throws(LibSecretError) {
+    /// Connects to the session bus and to the Secret Service on it, with an open session unless
+    /// `session` is false. The session (a Diffie-Hellman exchange, the costliest step of a read)
+    /// is needed only to read or write a secret; one opened later on the same service is kept.
+    init(_ cancellation: Cancellation, session: Bool = true) throws(LibSecretError) {
         self.cancellation = cancellation
         // Registers libsecret's D-Bus error names (IsLocked, NoSuchObject) before any reply.
         _ = secret_error_get_quark()
@@ -194,7 +196,8 @@ struct LibSecretClient {
         }
 
         cancellation.stage = .service
-        guard let service = secret_service_get_sync(SECRET_SERVICE_OPEN_SESSION, cancellation.pointer, &error) else {
+        let flags = session ? SECRET_SERVICE_OPEN_SESSION : SECRET_SERVICE_NONE
+        guard let service = secret_service_get_sync(flags, cancellation.pointer, &error) else {
             throw Self.failure(error, stage: .service)
         }
         self.service = GObjectReference(taking: service)
@@ -239,6 +242,24 @@ struct LibSecretClient {
             attempt += 1
             guard failure.failure == .noSuchObject, attempt < 3 else { throw failure }
         }
+    }
+
+    /// Whether any item with Sesame's schema has `attributes`, in any collection, locked or not:
+    /// one `SearchItems`, which needs no session and makes no item objects. With a service whose
+    /// search of a locked collection prompts (KeePassXC), a locked collection counts as holding
+    /// some, since it cannot be searched without asking the person.
+    func containsItems(_ attributes: [String: String]) throws(LibSecretError) -> Bool {
+        if provider()?.searchOfLockedCollectionPrompts == true, try collectionLocks().contains(where: \.locked) {
+            return true
+        }
+        var search = attributes
+        search[KeyringItemFormat.Attribute.schema] = KeyringItemFormat.schemaName
+        let table = Self.attributeTable(search)
+        defer { g_hash_table_unref(table) }
+        var error: UnsafeMutablePointer<GError>?
+        let count = sesame_service_search_count(connection, table, 5000, cancellation.pointer, &error)
+        guard count >= 0 else { throw Self.failure(error, stage: .call) }
+        return count > 0
     }
 
     /// Items with Sesame's schema matching `table` in each of the collections at `paths`.

@@ -149,6 +149,21 @@ public final class SecretServiceStore: CredentialStore {
         throw CredentialStoreError(kind: .corrupt, message: message)
     }
 
+    /// One `SearchItems` call, locked items included, with no encrypted session: the
+    /// Diffie-Hellman exchange that reading a secret needs is left to the listing.
+    ///
+    /// - Throws: `CredentialStoreError` (no session bus, no Secret Service, timed out) saying
+    ///   what to do.
+    public func containsEntries(provider: ProviderID?) async throws -> Bool {
+        var search: [String: String] = [:]
+        var operation = "looking for stored credentials"
+        if let provider {
+            operation += " for \(provider)"
+            search[KeyringItemFormat.Attribute.provider] = provider.rawValue
+        }
+        return try await call(operation, session: false) { [search] client in try client.containsItems(search) }
+    }
+
     /// - Throws: `CredentialStoreError` (no session bus, no Secret Service, locked, timed out)
     ///   saying what to do.
     public func listing(provider: ProviderID?) async throws -> CredentialListing {
@@ -214,11 +229,13 @@ public final class SecretServiceStore: CredentialStore {
         }
     }
 
-    /// Connects to the Secret Service and opens a session with it, as every other call does
-    /// first, and nothing more: the cheapest check that the keyring is there. Throws what any
-    /// other call would meet: no session bus, no Secret Service, or a timeout.
+    /// Connects to the session bus and to the Secret Service on it, and nothing more: the
+    /// cheapest check that the keyring is there. Throws what any other call would meet first: no
+    /// session bus, no Secret Service, or a timeout. The encrypted session (a Diffie-Hellman
+    /// exchange, the costliest step of a read) is left to the first call that reads or writes a
+    /// secret, so that a caller can do other work beside it (`sesame status` loads libcurl then).
     public func checkReachable() async throws {
-        try await call("connecting to the keyring") { _ in () }
+        try await call("connecting to the keyring", session: false) { _ in () }
     }
 
     // MARK: - Calls
@@ -375,14 +392,15 @@ public final class SecretServiceStore: CredentialStore {
     /// Runs `body` with a connected client on the keyring worker, bounded by `timeout`, and
     /// turns libsecret's failures into `CredentialStoreError`s.
     private func call<T: Sendable>(
-        _ operation: String, timeout: Duration? = nil, _ body: @escaping @Sendable (LibSecretClient) throws -> T
+        _ operation: String, timeout: Duration? = nil, session: Bool = true,
+        _ body: @escaping @Sendable (LibSecretClient) throws -> T
     ) async throws -> T {
         let limit = timeout ?? self.timeout
         do {
             return try await worker.run(
                 timeout: limit, timeoutError: { stage in KeyringMessages.timedOut(stage: stage, operation, limit) }
             ) { cancellation in
-                try body(try LibSecretClient(cancellation))
+                try body(try LibSecretClient(cancellation, session: session))
             }
         } catch let error as CredentialStoreError where error.kind == .locked {
             // An unlock prompt that was not answered in time: say where to unlock.

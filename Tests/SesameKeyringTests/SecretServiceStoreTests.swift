@@ -117,6 +117,27 @@ struct SecretServiceStoreTests {
         await cleanUp()
     }
 
+    @Test("containsEntries counts a provider's credentials and unreadable items, and no other provider's")
+    func containsEntriesSearchesOnly() async throws {
+        let other = ProviderID("\(provider.rawValue)-other")
+        #expect(try await store.containsEntries(provider: provider) == false)
+        try await store.save(credential("alice"))
+        #expect(try await store.containsEntries(provider: provider))
+        #expect(try await store.containsEntries(provider: nil))
+        #expect(try await store.containsEntries(provider: other) == false, "another provider's login counted")
+
+        // An item that is not a credential is an entry too: the listing reports it.
+        let broken = CredentialKey(provider: other, appID: "1", account: "broken")
+        try await storeByHand("", for: broken)
+        #expect(try await store.containsEntries(provider: other))
+        #expect(try await store.listing(provider: other).unreadable.count == 1)
+
+        try await store.delete(key("alice"))
+        #expect(try await store.containsEntries(provider: provider) == false, "a deleted login still counted")
+        _ = try? await secretTool(["clear", "provider", other.rawValue])
+        await cleanUp()
+    }
+
     @Test("saving a credential again replaces it instead of adding an item")
     func overwriteReplaces() async throws {
         let first = credential("alice", token: "first-\(UUID().uuidString)")
