@@ -165,7 +165,7 @@ enum KeyringItemFormat {
         let data = Data(bytes)
         var credential: StoredCredential
         do {
-            credential = try decoder.decode(StoredCredential.self, from: data)
+            credential = try decodeWritten(data) ?? decoder.decode(StoredCredential.self, from: data)
         } catch let storedError {
             do {
                 let token = try decoder.decode(AccessToken.self, from: data)
@@ -184,6 +184,63 @@ enum KeyringItemFormat {
         // The attributes are what finds the item, so they name it.
         credential.key = key
         return .success(credential)
+    }
+
+    /// A credential in exactly the shape Sesame writes (`StoredCredential`'s `Codable` form, dates
+    /// as seconds since 2001), read with the core's JSON parser; `nil` for anything else (a
+    /// hand-written shape, an ISO 8601 date, a value of the wrong type), which `JSONDecoder` then
+    /// reads or explains. `JSONDecoder`'s first use in a process instantiates its generic
+    /// containers and scans the binary's protocol conformances for them, a millisecond of every
+    /// `sesame token`; the result is the same either way (a test compares them).
+    static func decodeWritten(_ data: Data) -> StoredCredential? {
+        /// A member that may be absent or null (`decodeIfPresent`): `.some(nil)` then, `nil` when
+        /// it has another type.
+        func optional<T>(_ value: JSONValue?, _ read: (JSONValue) -> T?) -> T?? {
+            guard let value, value != .null else { return .some(nil) }
+            return read(value).map { .some($0) } ?? nil
+        }
+        func strings(_ value: JSONValue?) -> Set<String>? {
+            guard case .array(let elements)? = value else { return nil }
+            var names: Set<String> = []
+            for element in elements {
+                guard case .string(let name) = element else { return nil }
+                names.insert(name)
+            }
+            return names
+        }
+        guard case .object(let root)? = JSONValue(parsing: data),
+            case .object(let key)? = root["key"], case .object(let token)? = root["token"],
+            case .number(let savedAt)? = root["savedAt"], case .bool(let needsLogin)? = root["needsLogin"],
+            case .string(let keyProvider)? = key["provider"], case .string(let keyApp)? = key["appID"],
+            case .string(let account)? = key["account"],
+            case .string(let tokenString)? = token["tokenString"], case .string(let provider)? = token["provider"],
+            case .string(let appID)? = token["appID"], case .number(let refreshDate)? = token["refreshDate"],
+            case .object(let permissions)? = token["permissions"],
+            let granted = strings(permissions["granted"]), let declined = strings(permissions["declined"]),
+            let userID = optional(token["userID"], \.stringValue),
+            let expirationDate = optional(token["expirationDate"], \.doubleValue),
+            let refreshToken = optional(token["refreshToken"], \.stringValue),
+            let idToken = optional(token["idToken"], \.stringValue),
+            let extras = optional(token["providerExtras"], \.objectValue),
+            let legacyDataAccess = optional(token["dataAccessExpirationDate"], \.doubleValue)
+        else { return nil }
+        var permissionSet = PermissionSet()
+        // As the synthesized decoder sets them: as stored, with no name moved between the lists.
+        permissionSet.granted = granted
+        permissionSet.declined = declined
+        var providerExtras = extras ?? [:]
+        if providerExtras[AccessToken.dataAccessExpiryExtra] == nil, let legacyDataAccess {
+            providerExtras[AccessToken.dataAccessExpiryExtra] = .number(
+                Date(timeIntervalSinceReferenceDate: legacyDataAccess).timeIntervalSince1970)
+        }
+        let accessToken = AccessToken(
+            tokenString: tokenString, provider: ProviderID(provider), appID: appID, userID: userID,
+            permissions: permissionSet, expirationDate: expirationDate.map { Date(timeIntervalSinceReferenceDate: $0) },
+            refreshDate: Date(timeIntervalSinceReferenceDate: refreshDate), refreshToken: refreshToken,
+            idToken: idToken, providerExtras: providerExtras)
+        return StoredCredential(
+            key: CredentialKey(provider: ProviderID(keyProvider), appID: keyApp, account: account), token: accessToken,
+            savedAt: Date(timeIntervalSinceReferenceDate: savedAt), needsLogin: needsLogin)
     }
 
     private static func decodeDate(_ decoder: any Decoder) throws -> Date {

@@ -33,6 +33,68 @@ struct KeyringItemFormatTests {
         #expect(KeyringItemFormat.label(for: Self.key) == "Sesame: facebook (app 1234) — alice")
     }
 
+    @Test("the parser's reading of the JSON Sesame writes is JSONDecoder's, for random credentials")
+    func writtenShapeMatchesJSONDecoder() throws {
+        var generator = SystemRandomNumberGenerator()
+        func maybe<T>(_ value: @autoclosure () -> T) -> T? { Bool.random(using: &generator) ? value() : nil }
+        func text() -> String {
+            let alphabet: [Character] = ["a", "Z", "0", " ", "\"", "\\", "é", "😀", "\n", "/"]
+            return String((0..<Int.random(in: 0...12, using: &generator)).map { _ in alphabet.randomElement()! })
+        }
+        func date() -> Date { Date(timeIntervalSinceReferenceDate: Double.random(in: -1e9...1e9, using: &generator)) }
+        let decoder = JSONDecoder()
+        for _ in 0..<300 {
+            var extras: [String: JSONValue] = [:]
+            if Bool.random(using: &generator) {
+                extras = [
+                    AccessToken.dataAccessExpiryExtra: .number(Double(Int.random(in: 0...2_000_000_000))),
+                    text(): .array([.bool(true), .null, .string(text()), .number(0.1)]),
+                ]
+            }
+            let provider = ProviderID(text())
+            let token = AccessToken(
+                tokenString: text(), provider: provider, appID: text(), userID: maybe(text()),
+                permissions: PermissionSet(granted: (0..<3).map { _ in text() }, declined: maybe([text()]) ?? []),
+                expirationDate: maybe(date()), refreshDate: date(), refreshToken: maybe(text()),
+                idToken: maybe(text()), providerExtras: extras)
+            let credential = StoredCredential(
+                key: CredentialKey(provider: provider, appID: token.appID, account: text()), token: token,
+                savedAt: date(), needsLogin: Bool.random(using: &generator))
+            let encoder = JSONEncoder()
+            encoder.outputFormatting = [.sortedKeys]
+            let data = try encoder.encode(credential)
+            let parsed = try #require(KeyringItemFormat.decodeWritten(data), "\(String(decoding: data, as: UTF8.self))")
+            #expect(parsed == (try decoder.decode(StoredCredential.self, from: data)))
+            #expect(parsed == credential)
+        }
+    }
+
+    @Test(
+        "shapes Sesame does not write are left to JSONDecoder",
+        arguments: [
+            // An ISO 8601 date, as a person writes one; an AccessToken alone; a missing field; a wrong type.
+            #"{"key":{"provider":"f","appID":"1","account":"a"},"needsLogin":false,"savedAt":"2024-01-01T00:00:00Z","token":{"tokenString":"t","provider":"f","appID":"1","refreshDate":0,"permissions":{"granted":[],"declined":[]}}}"#,
+            #"{"tokenString":"t","provider":"f","appID":"1","refreshDate":0,"permissions":{"granted":[],"declined":[]}}"#,
+            #"{"key":{"provider":"f","appID":"1","account":"a"},"savedAt":0,"token":{"tokenString":"t","provider":"f","appID":"1","refreshDate":0,"permissions":{"granted":[],"declined":[]}}}"#,
+            #"{"key":{"provider":"f","appID":"1","account":"a"},"needsLogin":false,"savedAt":0,"token":{"tokenString":"t","provider":"f","appID":"1","refreshDate":0,"userID":7,"permissions":{"granted":[],"declined":[]}}}"#,
+        ])
+    func otherShapesFallBack(_ json: String) {
+        #expect(KeyringItemFormat.decodeWritten(Data(json.utf8)) == nil)
+    }
+
+    @Test("an old record's top-level dataAccessExpirationDate is read into the extras, as JSONDecoder reads it")
+    func legacyDataAccessDate() throws {
+        let json =
+            #"{"key":{"provider":"f","appID":"1","account":"a"},"needsLogin":false,"savedAt":5,"#
+            + #""token":{"tokenString":"t","provider":"f","appID":"1","refreshDate":0,"userID":null,"#
+            + #""dataAccessExpirationDate":100,"permissions":{"granted":["b","a"],"declined":["a"]}}}"#
+        let parsed = try #require(KeyringItemFormat.decodeWritten(Data(json.utf8)))
+        #expect(parsed == (try JSONDecoder().decode(StoredCredential.self, from: Data(json.utf8))))
+        #expect(parsed.token.providerExtras[AccessToken.dataAccessExpiryExtra] == .number(978_307_300))
+        // As stored: a name in both lists stays in both.
+        #expect(parsed.token.permissions.granted == ["a", "b"])
+    }
+
     @Test("the secret Sesame writes reads back as the same credential")
     func roundTrip() throws {
         let token = AccessToken(
