@@ -43,12 +43,22 @@ public struct HTTPHeaders: Sendable, Hashable, Sequence, ExpressibleByDictionary
 
     public init(dictionaryLiteral elements: (String, String)...) { self.init(elements) }
 
-    /// The first value of the field `name`, any case; setting replaces every field of that name.
+    /// The first value of the field `name`, any case; setting replaces every field of that name
+    /// (the first keeps its place; `nil` removes them all).
     public subscript(name: String) -> String? {
         get { fields.first { Self.sameName($0.name, name) }?.value }
         set {
-            remove(name)
-            if let newValue { add(name: name, value: newValue) }
+            // In place when the field is there (no copy of the other fields), any repeats removed.
+            guard let newValue, let first = fields.firstIndex(where: { Self.sameName($0.name, name) }) else {
+                remove(name)
+                if let newValue { add(name: name, value: newValue) }
+                return
+            }
+            fields[first] = Field(name: name, value: newValue)
+            let after = fields.index(after: first)
+            if fields[after...].contains(where: { Self.sameName($0.name, name) }) {
+                fields = fields[...first] + fields[after...].filter { !Self.sameName($0.name, name) }
+            }
         }
     }
 

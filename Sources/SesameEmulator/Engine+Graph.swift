@@ -168,11 +168,26 @@ extension FacebookState {
         }
     }
 
+    /// `text` (a `fields` parameter) parsed, or `defaults` when it is missing or blank: from
+    /// ``parsedFieldLists`` when it was parsed before. A list that fails to parse is not kept.
+    func fieldList(_ text: String?, defaults: [String]) throws -> FieldList {
+        guard let text, !text.trimmedASCII.isEmpty else { return FieldList(names: defaults) }
+        if let parsed = parsedFieldLists[text] { return parsed }
+        let parsed = try FieldList.parse(text, defaults: defaults, limit: limits.maxFields)
+        if parsedFieldLists.count >= 256 { parsedFieldLists.removeAll(keepingCapacity: true) }
+        parsedFieldLists[text] = parsed
+        return parsed
+    }
+
     func userNode(_ context: GraphContext, userID: String, caller: Caller, access: Access) throws -> JSONValue {
         guard let user = users[userID] else { throw GraphError.unsupported(.get, id: userID) }
-        let fields = try FieldList.parse(
-            context.parameters["fields"], defaults: ["id", "name"], limit: limits.maxFields)
-        let granted = Set(effectivePermissions(appID: caller.appID, userID: userID).granted)
+        let fields = try fieldList(context.parameters["fields"], defaults: ["id", "name"])
+        // Worked out when a field needs it (a plain `id,name` does not).
+        var grantedSet: Set<String>?
+        func isGranted(_ permission: String) -> Bool {
+            if grantedSet == nil { grantedSet = Set(effectivePermissions(appID: caller.appID, userID: userID).granted) }
+            return grantedSet!.contains(permission)
+        }
         var node: [String: JSONValue] = [:]
         for entry in fields.entries {
             let field = entry.name
@@ -184,9 +199,9 @@ extension FacebookState {
             case "short_name": node["short_name"] = .string(user.firstName)
             case "name_format": node["name_format"] = .string("{first} {last}")
             case "email":
-                if access != .publicOnly, granted.contains("email") { node["email"] = .string(user.email) }
+                if access != .publicOnly, isGranted("email") { node["email"] = .string(user.email) }
             case "birthday":
-                if access != .publicOnly, granted.contains("user_birthday"), let birthday = user.birthday {
+                if access != .publicOnly, isGranted("user_birthday"), let birthday = user.birthday {
                     node["birthday"] = .string(birthday)
                 }
             case "installed":
@@ -388,8 +403,7 @@ extension FacebookState {
 
     func feed(_ context: GraphContext, userID: String, appID: String, pathName: String) throws -> GraphAnswer {
         let parameters = context.parameters
-        let fields = try FieldList.parse(
-            parameters["fields"], defaults: ["created_time", "message", "id"], limit: limits.maxFields)
+        let fields = try fieldList(parameters["fields"], defaults: ["created_time", "message", "id"])
         var limit = 25
         if let text = parameters.nonEmpty("limit") {
             guard let value = Int(text), value >= 1 else {
@@ -450,8 +464,7 @@ extension FacebookState {
         guard mayRead else { throw GraphError.unsupported(context.method, id: post.id) }
         switch context.method {
         case .get:
-            let fields = try FieldList.parse(
-                context.parameters["fields"], defaults: ["created_time", "message", "id"], limit: limits.maxFields)
+            let fields = try fieldList(context.parameters["fields"], defaults: ["created_time", "message", "id"])
             return GraphAnswer(body: try postFields(post, fields: fields))
         case .delete:
             guard caller.appID == post.appID else { throw GraphError.permissionRequired("publish_actions") }
@@ -479,8 +492,7 @@ extension FacebookState {
 
     func appNode(_ context: GraphContext, appID: String) throws -> GraphAnswer {
         guard let app = apps[appID] else { throw GraphError.unsupported(.get, id: appID) }
-        let fields = try FieldList.parse(
-            context.parameters["fields"], defaults: ["id", "name"], limit: limits.maxFields)
+        let fields = try fieldList(context.parameters["fields"], defaults: ["id", "name"])
         var node: [String: JSONValue] = [:]
         for field in fields.names {
             switch field {

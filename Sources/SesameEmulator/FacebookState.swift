@@ -35,6 +35,9 @@ final class FacebookState {
     var installedCount: [String: Int] = [:]
     /// Where the emulator listens, once started; absolute URLs are built from it.
     var baseURL: URL?
+    /// `fields` parameters already parsed, by text: clients send the same few again and again
+    /// (`id,name,email` on every `GET /me`). Bounded; emptied when full.
+    var parsedFieldLists: [String: FieldList] = [:]
 
     /// Whether changes are written to a state file.
     let persists: Bool

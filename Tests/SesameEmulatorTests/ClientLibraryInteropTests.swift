@@ -68,6 +68,26 @@ struct ClientLibraryInteropTests {
         }
     }
 
+    @Test("a fields list asked again is answered the same (the parsed lists are kept); a bad one is refused each time")
+    func fieldListsAskedAgain() async throws {
+        try await Harness.with { harness in
+            let token = try await harness.token(["email"])
+            for fields in ["id,name,email", "email , id", "id,name,email", "email , id"] {
+                let reply = try await harness.get("/me", token: token, [("fields", fields)])
+                let keys = try #require(reply.json?.objectValue?.keys, "\(reply.text)")
+                let expected = fields.split(separator: ",").map { String($0).trimmingCharacters(in: .whitespaces) }
+                #expect(Set(keys) == Set(expected), "\(fields): \(reply.text)")
+            }
+            for _ in 0..<2 {
+                let bad = try await harness.get("/me", token: token, [("fields", "id,picture{url")])
+                #expect(bad.status == 400 && bad.code == 100, "\(bad.text)")
+            }
+            // The defaults still apply to a blank list once lists have been kept.
+            let blank = try await harness.get("/me", token: token, [("fields", " ")])
+            #expect(Set(try #require(blank.json?.objectValue?.keys)) == ["id", "name"])
+        }
+    }
+
     @Test(".limit(n) in field expansion limits the nested edge")
     func nestedLimit() async throws {
         try await Harness.with { harness in
