@@ -14,11 +14,12 @@ import SesameKeyring
 // - `sesame status` against the built-in emulator, which starts in-process and is asked once
 //   (for information: that is a network call).
 //
-// Run it in a throw-away keyring; the bench stores one item and removes it at the end:
+// Run it in a throw-away keyring, against sesame as scripts/install builds it (the Swift runtime,
+// Foundation and libstdc++ linked statically); the bench stores one item and removes it at the end:
 //
-//   swift build -c release --static-swift-stdlib --product sesame
+//   scripts/install --prefix /tmp/sesame-bench
 //   swift build -c release --product sesame-bench
-//   scripts/with-keyring .build/release/sesame-bench cli [--json] [--runs N] [--sesame PATH]
+//   scripts/with-keyring .build/release/sesame-bench cli --sesame /tmp/sesame-bench/bin/sesame [--json] [--runs N]
 
 struct CLIBenchmark {
     static let benchmark = Benchmark(
@@ -87,8 +88,8 @@ struct CLIBenchmark {
         self.sesame = sesame ?? beside
         guard FileManager.default.isExecutableFile(atPath: self.sesame) else {
             throw Failure(
-                description: "no sesame executable at \(self.sesame); build it with 'swift build -c release "
-                    + "--static-swift-stdlib --product sesame' or give --sesame PATH (an installed one)")
+                description: "no sesame executable at \(self.sesame); install one with 'scripts/install --prefix "
+                    + "/tmp/sesame-bench' and give --sesame /tmp/sesame-bench/bin/sesame")
         }
     }
 
