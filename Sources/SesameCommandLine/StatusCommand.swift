@@ -270,11 +270,17 @@ package struct StatusCommand: Sendable, Equatable {
             problem: nil, unreadable: [], accounts: [])
         // Reading the logins opens the keyring's encrypted session (a Diffie-Hellman exchange),
         // and checking them loads libcurl's thirty libraries: several milliseconds each. When a
-        // cheap search finds a login, libcurl loads on another thread while the session opens.
-        if (try? await selection.store.containsEntries(provider: id)) == true { transport.prepare() }
+        // cheap search finds a login, libcurl loads on another thread while the session opens;
+        // when it finds nothing, there is nothing to read. (When the search fails, the listing
+        // meets the same failure and reports it.)
+        let found = try? await selection.store.containsEntries(provider: id)
+        if found == true { transport.prepare() }
         let listing: CredentialListing
         do {
-            listing = try await selection.store.listing(provider: id)
+            listing =
+                found == false
+                ? CredentialListing(credentials: [], unreadable: [])
+                : try await selection.store.listing(provider: id)
         } catch {
             report.problem =
                 "The stored logins could not be read: \(CommandFailure.from(error, provider: name).message)"
