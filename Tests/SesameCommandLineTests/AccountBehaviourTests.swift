@@ -19,6 +19,7 @@ final class ScriptedStore: CredentialStore {
     let failDeletes: Bool
     private let unreadable: Locked<[UnreadableCredential]>
     private let saveCount = Locked(0)
+    private let calls = Locked((listings: 0, searches: 0))
 
     init(failSaves: CredentialStoreError? = nil, failDeletes: Bool = false, unreadable: [UnreadableCredential] = []) {
         self.failSaves = failSaves
@@ -27,6 +28,9 @@ final class ScriptedStore: CredentialStore {
     }
 
     var saves: Int { saveCount.withLock { $0 } }
+    /// How many times ``listing(provider:)`` and ``containsEntries(provider:)`` were called.
+    var listings: Int { calls.withLock { $0.listings } }
+    var searches: Int { calls.withLock { $0.searches } }
     var backendDescription: String { "scripted keyring" }
 
     func save(_ credential: StoredCredential) async throws {
@@ -54,8 +58,15 @@ final class ScriptedStore: CredentialStore {
 
     func list(provider: ProviderID?) async throws -> [StoredCredential] { try await inner.list(provider: provider) }
 
+    func containsEntries(provider: ProviderID?) async throws -> Bool {
+        calls.withLock { $0.searches += 1 }
+        let hasUnreadable = unreadable.withLock { $0 }.contains { provider == nil || $0.key?.provider == provider }
+        return try await !inner.list(provider: provider).isEmpty || hasUnreadable
+    }
+
     func listing(provider: ProviderID?) async throws -> CredentialListing {
-        CredentialListing(
+        calls.withLock { $0.listings += 1 }
+        return CredentialListing(
             credentials: try await inner.list(provider: provider),
             unreadable: unreadable.withLock { $0 }.filter { provider == nil || $0.key?.provider == provider })
     }

@@ -15,6 +15,21 @@ struct HotPathTests {
         #expect(!FileManager.default.fileExists(atPath: state.path), "the emulator started (and saved its state)")
     }
 
+    @Test("status lists only the providers whose search finds a login")
+    func statusListsOnlyWhatIsThere() async throws {
+        let empty = try InProcessCLI()
+        let nothing = await empty.run(["status"])
+        #expect(nothing.status == 77, "\(nothing.output)\(nothing.error)")
+        #expect(empty.store.searches >= 2, "every provider is searched for: \(empty.store.searches)")
+        #expect(empty.store.listings == 0, "a provider with nothing stored was listed")
+
+        let cli = try InProcessCLI()
+        try await cli.storeEmulatorLogin(account: "default", token: "EAAlisted")
+        let status = await cli.run(["status", "--timeout", "60"])
+        #expect(status.output.contains("default"), "\(status.output)\(status.error)")
+        #expect(cli.store.listings == 1, "only Facebook has a login: \(cli.store.listings) listings")
+    }
+
     @Test("status with a stored login of the built-in emulator starts it on the first request and asks it")
     func statusStartsEmulatorOnUse() async throws {
         let cli = try InProcessCLI()
