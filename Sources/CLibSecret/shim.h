@@ -171,11 +171,8 @@ static inline gchar **sesame_secret_collections(GDBusConnection *connection, int
     return paths;
 }
 
-/// The object paths of the items in the collection `path` whose attributes include
-/// `attributes`, or NULL with `error` set. Free with g_strfreev.
-static inline gchar **sesame_collection_search(GDBusConnection *connection, const char *path,
-                                               GHashTable *attributes, int timeout_ms, GCancellable *cancellable,
-                                               GError **error) {
+/// `SearchItems`' parameters, `(a{ss})`, from a table of string attributes: a floating reference.
+static inline GVariant *sesame_search_parameters(GHashTable *attributes) {
     GVariantBuilder builder;
     g_variant_builder_init(&builder, G_VARIANT_TYPE("a{ss}"));
     GHashTableIter iter;
@@ -184,8 +181,16 @@ static inline gchar **sesame_collection_search(GDBusConnection *connection, cons
     while (g_hash_table_iter_next(&iter, &key, &value)) {
         g_variant_builder_add(&builder, "{ss}", (const char *)key, (const char *)value);
     }
+    return g_variant_new("(a{ss})", &builder);
+}
+
+/// The object paths of the items in the collection `path` whose attributes include
+/// `attributes`, or NULL with `error` set. Free with g_strfreev.
+static inline gchar **sesame_collection_search(GDBusConnection *connection, const char *path,
+                                               GHashTable *attributes, int timeout_ms, GCancellable *cancellable,
+                                               GError **error) {
     GVariant *reply = sesame_call(connection, "org.freedesktop.secrets", path, "org.freedesktop.Secret.Collection",
-                                  "SearchItems", g_variant_new("(a{ss})", &builder), "(ao)", timeout_ms, cancellable,
+                                  "SearchItems", sesame_search_parameters(attributes), "(ao)", timeout_ms, cancellable,
                                   error);
     if (reply == NULL) return NULL;
     GVariant *list = g_variant_get_child_value(reply, 0);
@@ -200,16 +205,8 @@ static inline gchar **sesame_collection_search(GDBusConnection *connection, cons
 /// read) and makes no item objects.
 static inline gint64 sesame_service_search_count(GDBusConnection *connection, GHashTable *attributes,
                                                  int timeout_ms, GCancellable *cancellable, GError **error) {
-    GVariantBuilder builder;
-    g_variant_builder_init(&builder, G_VARIANT_TYPE("a{ss}"));
-    GHashTableIter iter;
-    gpointer key, value;
-    g_hash_table_iter_init(&iter, attributes);
-    while (g_hash_table_iter_next(&iter, &key, &value)) {
-        g_variant_builder_add(&builder, "{ss}", (const char *)key, (const char *)value);
-    }
     GVariant *reply = sesame_call(connection, "org.freedesktop.secrets", "/org/freedesktop/secrets",
-                                  "org.freedesktop.Secret.Service", "SearchItems", g_variant_new("(a{ss})", &builder),
+                                  "org.freedesktop.Secret.Service", "SearchItems", sesame_search_parameters(attributes),
                                   "(aoao)", timeout_ms, cancellable, error);
     if (reply == NULL) return -1;
     GVariant *unlocked = g_variant_get_child_value(reply, 0);
