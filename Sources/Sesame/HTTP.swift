@@ -78,7 +78,7 @@ public struct HTTPHeaders: Sendable, Hashable, Sequence, ExpressibleByDictionary
     /// Whether two field names are equal without regard to case. Names are ASCII tokens (RFC 9110
     /// §5.1), so this compares bytes, ASCII letters folded; Foundation's `caseInsensitiveCompare`
     /// cost more than the rest of a request in a loopback server.
-    static func sameName(_ a: String, _ b: String) -> Bool {
+    package static func sameName(_ a: String, _ b: String) -> Bool {
         // Different lengths never match (a native string knows its length): most look-ups pass
         // over most fields here without reading a byte.
         guard a.utf8.count == b.utf8.count else { return false }

@@ -453,17 +453,6 @@ final class ServerCore: Sendable {
         }
     }
 
-    /// Whether `text` is `lowercase` in any ASCII case, compared byte by byte (no lower-cased copy
-    /// of every response header name per answer).
-    static func equalsIgnoringASCIICase(_ text: String, _ lowercase: StaticString) -> Bool {
-        guard text.utf8.count == lowercase.utf8CodeUnitCount else { return false }
-        return lowercase.withUTF8Buffer { expected in
-            zip(text.utf8, expected).allSatisfy { byte, want in
-                byte == want || ((UInt8(ascii: "A")...UInt8(ascii: "Z")).contains(byte) && byte | 0x20 == want)
-            }
-        }
-    }
-
     /// What libmicrohttpd lets through but RFC 9112 says a server must refuse, because a proxy
     /// in front could read the request differently (request smuggling) or the body's length
     /// cannot be known: a method that is not a token, differing `Content-Length` fields, both
@@ -491,7 +480,7 @@ final class ServerCore: Sendable {
                     + "and chunked must be last and not repeated)"
             }
         }
-        if !equalsIgnoringASCIICase(version, "http/1.0") {
+        if !HTTPHeaders.sameName(version, "HTTP/1.0") {
             let hosts = headers.values(for: "Host")
             if hosts.isEmpty { return "an HTTP/1.1 request needs a Host header" }
             if hosts.count > 1 { return "the request has more than one Host header" }
@@ -521,13 +510,13 @@ final class ServerCore: Sendable {
         defer { sesame_mhd_destroy_response(made) }
         var closes = close
         for field in response.headers {
-            if Self.equalsIgnoringASCIICase(field.name, "connection") {
+            if HTTPHeaders.sameName(field.name, "Connection") {
                 if field.value.lowercased().contains("close") { closes = true }
                 continue
             }
             // libmicrohttpd writes these itself.
-            if Self.equalsIgnoringASCIICase(field.name, "content-length")
-                || Self.equalsIgnoringASCIICase(field.name, "transfer-encoding")
+            if HTTPHeaders.sameName(field.name, "Content-Length")
+                || HTTPHeaders.sameName(field.name, "Transfer-Encoding")
             {
                 continue
             }
