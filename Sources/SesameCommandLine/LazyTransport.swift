@@ -1,3 +1,4 @@
+import Foundation
 import Sesame
 import SesameCurl
 
@@ -21,11 +22,12 @@ final class LazyTransport: HTTPTransport {
         try await transport().send(request)
     }
 
-    /// Makes the transport now, on another thread, so that the first request does not wait for
-    /// it: `sesame status` calls this when a login is stored, and libcurl's libraries (several
-    /// milliseconds to load) load while the keyring opens its session. Does nothing once made.
+    /// Makes the transport now, on a thread of its own, so that the first request does not wait
+    /// for it: `sesame status` calls this when a login is stored, and libcurl's libraries (several
+    /// milliseconds of `dlopen`, which would hold a thread of the cooperative pool) load while the
+    /// keyring opens its session. Does nothing once made.
     func prepare() {
-        Task.detached(priority: .userInitiated) { _ = self.transport() }
+        Thread.detachNewThread { _ = self.transport() }
     }
 
     private func transport() -> any HTTPTransport {
