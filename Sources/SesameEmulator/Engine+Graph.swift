@@ -102,7 +102,7 @@ extension FacebookState {
         if suppress == nil, !request.body.isEmpty, request.contentType == "application/x-www-form-urlencoded" {
             suppress = request.formPairs()?.first { $0.0 == name }?.1
         }
-        if let suppress, Parameters([(name, suppress)]).bool(name, default: false) { response.status = 200 }
+        if let suppress, Parameters.isTrue(suppress) { response.status = 200 }
         var finished = outcome
         finished.reply = response
         return finished

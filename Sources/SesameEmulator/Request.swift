@@ -137,9 +137,11 @@ package struct Parameters: Sendable {
 
     /// A Facebook-style boolean (`true`, `1`), or `defaultValue` when absent.
     func bool(_ name: String, default defaultValue: Bool) -> Bool {
-        guard let value = self[name]?.lowercased() else { return defaultValue }
-        return ["true", "1", "yes", "on"].contains(value)
+        self[name].map(Self.isTrue) ?? defaultValue
     }
+
+    /// Whether `value` is a Facebook-style true: `true`, `1`, `yes` or `on`, in any case.
+    static func isTrue(_ value: String) -> Bool { ["true", "1", "yes", "on"].contains(value.lowercased()) }
 
     /// The parameters of `request`: its query, then its body when the body is a form or a JSON object.
     static func of(_ request: EmulatorRequest) throws(GraphError) -> Parameters {
