@@ -40,7 +40,7 @@ public final class FileCredentialStore: CredentialStore {
     /// The conventional location: `$XDG_STATE_HOME/sesame/credentials.json`, or
     /// `~/.local/state/sesame/credentials.json`.
     public static func defaultURL(environment: [String: String] = ProcessInfo.processInfo.environment) -> URL {
-        XDG.stateDirectory(environment: environment).appendingPathComponent("credentials.json")
+        XDG.stateFile("credentials.json", environment: environment)
     }
 
     public var backendDescription: String { "file (\(url.path))" }

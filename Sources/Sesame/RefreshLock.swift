@@ -32,13 +32,12 @@ public struct RefreshLock: Sendable, Hashable {
         let name = "\(key.provider.rawValue)-\(key.appID)-\(key.account)"
         let safe = String(name.map { $0.isLetter || $0.isNumber || $0 == "-" || $0 == "_" || $0 == "." ? $0 : "_" })
         let digest = Base64URL.encode(Crypto.sha256(Data(name.utf8)).prefix(6))
-        url = directory.appendingPathComponent("\(safe.prefix(80))-\(digest).lock")
+        url = URL(fileURLWithPath: directory.path + "/\(safe.prefix(80))-\(digest).lock")
     }
 
     /// `$XDG_STATE_HOME/sesame/locks`, or `~/.local/state/sesame/locks`.
     public static func defaultDirectory(environment: [String: String] = ProcessInfo.processInfo.environment) -> URL {
-        FileCredentialStore.defaultURL(environment: environment).deletingLastPathComponent()
-            .appendingPathComponent("locks", isDirectory: true)
+        XDG.stateFile("locks", isDirectory: true, environment: environment)
     }
 
     /// Runs `body` while holding the lock, waiting for another holder first.

@@ -2,19 +2,46 @@ import Foundation
 
 /// The XDG base directories Sesame uses: the one place that reads `XDG_STATE_HOME`,
 /// `XDG_CONFIG_HOME` and `HOME` for the store, the emulator's state and the desktop's config.
+///
+/// Paths are joined as strings and made into a URL once: `appendingPathComponent` costs about
+/// ten times as much as one `URL(fileURLWithPath:)`, and a command's start makes a dozen of them.
 package enum XDG {
     /// `$variable` when it is an absolute path, else `~/fallback`.
     package static func directory(_ variable: String, fallback: String, environment: [String: String]) -> URL {
-        if let value = environment[variable], value.hasPrefix("/") {
-            return URL(fileURLWithPath: value, isDirectory: true)
-        }
-        let home = environment["HOME"] ?? NSHomeDirectory()
-        return URL(fileURLWithPath: home, isDirectory: true).appendingPathComponent(fallback, isDirectory: true)
+        let path = directoryPath(variable, fallback: fallback, environment: environment)
+        return URL(fileURLWithPath: path.isEmpty ? "/" : path, isDirectory: true)
     }
 
     /// `$XDG_STATE_HOME/sesame`, or `~/.local/state/sesame`.
     package static func stateDirectory(environment: [String: String]) -> URL {
-        directory("XDG_STATE_HOME", fallback: ".local/state", environment: environment)
-            .appendingPathComponent("sesame", isDirectory: true)
+        URL(fileURLWithPath: stateDirectoryPath(environment: environment), isDirectory: true)
+    }
+
+    /// `relative` (a file name, or names joined with `/`) in Sesame's state directory.
+    package static func stateFile(_ relative: String, isDirectory: Bool = false, environment: [String: String]) -> URL {
+        URL(fileURLWithPath: stateDirectoryPath(environment: environment) + "/" + relative, isDirectory: isDirectory)
+    }
+
+    /// `relative` in the directory that `variable` names (or `~/fallback`).
+    package static func file(
+        _ relative: String, in variable: String, fallback: String, environment: [String: String]
+    ) -> URL {
+        URL(fileURLWithPath: directoryPath(variable, fallback: fallback, environment: environment) + "/" + relative)
+    }
+
+    private static func stateDirectoryPath(environment: [String: String]) -> String {
+        directoryPath("XDG_STATE_HOME", fallback: ".local/state", environment: environment) + "/sesame"
+    }
+
+    /// The directory's path without a trailing slash, to which `/name` is added: empty for `/`.
+    private static func directoryPath(_ variable: String, fallback: String, environment: [String: String]) -> String {
+        if let value = environment[variable], value.hasPrefix("/") { return withoutTrailingSlashes(value) }
+        return withoutTrailingSlashes(environment["HOME"] ?? NSHomeDirectory()) + "/" + fallback
+    }
+
+    private static func withoutTrailingSlashes(_ path: String) -> String {
+        var path = Substring(path)
+        while path.last == "/" { path.removeLast() }
+        return String(path)
     }
 }

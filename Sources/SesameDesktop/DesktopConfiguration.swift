@@ -75,8 +75,7 @@ public struct DesktopConfiguration: Sendable, Hashable {
 
     /// `$XDG_CONFIG_HOME/sesame/config.json`, or `~/.config/sesame/config.json`.
     public static func defaultConfigFileURL(environment: [String: String]) -> URL {
-        XDG.directory("XDG_CONFIG_HOME", fallback: ".config", environment: environment)
-            .appendingPathComponent("sesame/config.json")
+        XDG.file("sesame/config.json", in: "XDG_CONFIG_HOME", fallback: ".config", environment: environment)
     }
 
     /// The object the config file keeps under `key` (a provider's name); empty when absent.
@@ -115,7 +114,7 @@ public struct DesktopConfiguration: Sendable, Hashable {
                     "The config file \(fileURL.path) is a directory; remove it or make it a JSON file.",
                     status: .config)
             }
-            guard let data = FileManager.default.contents(atPath: fileURL.path) else {
+            guard let data = PrivateFiles.contents(atPath: fileURL.path) else {
                 throw DesktopError(
                     "The config file \(fileURL.path) cannot be read; check its permissions.", status: .config)
             }

@@ -98,7 +98,7 @@ public struct AccountState: Sendable {
 
     /// The state file under `environment`'s `$XDG_STATE_HOME`.
     public init(environment: [String: String] = ProcessInfo.processInfo.environment) {
-        self.url = XDG.stateDirectory(environment: environment).appendingPathComponent("accounts.json")
+        self.url = XDG.stateFile("accounts.json", environment: environment)
     }
 
     private var file: JSONStateFile { JSONStateFile(url: url) }

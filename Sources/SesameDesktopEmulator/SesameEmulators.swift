@@ -32,8 +32,7 @@ enum SesameEmulators {
     /// The built-in Facebook emulator's configuration, from the environment; reads no file.
     static func facebookConfiguration(environment: [String: String]) throws -> EmulatorConfiguration {
         var configuration = EmulatorConfiguration()
-        configuration.stateFileURL = XDG.stateDirectory(environment: environment).appendingPathComponent(
-            "emulator.json")
+        configuration.stateFileURL = XDG.stateFile("emulator.json", environment: environment)
         // A demo should not make people wait Facebook's five seconds between device polls.
         configuration.devicePollInterval = 2
         do {
@@ -68,7 +67,7 @@ enum SesameEmulators {
 
     static func facebook(environment: [String: String]) async throws -> RunningEmulator {
         let configuration = try facebookConfiguration(environment: environment)
-        let stateFile = XDG.stateDirectory(environment: environment).appendingPathComponent("emulator.json")
+        let stateFile = XDG.stateFile("emulator.json", environment: environment)
         do {
             try FileManager.default.createDirectory(
                 at: stateFile.deletingLastPathComponent(), withIntermediateDirectories: true,
@@ -219,7 +218,7 @@ extension SesameEmulators {
 
     /// Where the GitHub emulator keeps the tokens it issued between runs.
     static func githubStateFile(environment: [String: String]) -> URL {
-        XDG.stateDirectory(environment: environment).appendingPathComponent("github-emulator.json")
+        XDG.stateFile("github-emulator.json", environment: environment)
     }
 
     /// `name[,count=N][,seconds=N][,scope=S]`, several separated by `;`.

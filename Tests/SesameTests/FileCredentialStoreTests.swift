@@ -147,6 +147,22 @@ struct FileCredentialStoreTests {
         #expect(
             FileCredentialStore.defaultURL(environment: ["HOME": "/h"]).path
                 == "/h/.local/state/sesame/credentials.json")
+        // Paths are joined as strings: trailing slashes do not double, a relative XDG variable
+        // is ignored (the spec says so), and a home of "/" gives no "//".
+        #expect(
+            FileCredentialStore.defaultURL(environment: ["XDG_STATE_HOME": "/x/state//", "HOME": "/h"]).path
+                == "/x/state/sesame/credentials.json")
+        #expect(
+            FileCredentialStore.defaultURL(environment: ["XDG_STATE_HOME": "state", "HOME": "/h/"]).path
+                == "/h/.local/state/sesame/credentials.json")
+        #expect(
+            FileCredentialStore.defaultURL(environment: ["HOME": "/"]).path == "/.local/state/sesame/credentials.json")
+        #expect(
+            FileCredentialStore.defaultURL(environment: ["XDG_STATE_HOME": "/", "HOME": "/h"]).path
+                == "/sesame/credentials.json")
+        let locks = RefreshLock.defaultDirectory(environment: ["XDG_STATE_HOME": "/x/state/"])
+        #expect(locks.path == "/x/state/sesame/locks")
+        #expect(locks.hasDirectoryPath)
     }
 }
 
