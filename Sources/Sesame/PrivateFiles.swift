@@ -47,6 +47,30 @@ package enum PrivateFiles {
         }
     }
 
+    /// The whole of the file at `path`, or nil when it cannot be opened or read (missing, a
+    /// directory, unreadable) or is larger than `limit` bytes. Read with `open` and `read`:
+    /// Foundation's readers first gather the file's attributes into a dictionary, which costs a
+    /// command's start more than reading a small state file does.
+    package static func contents(atPath path: String, limit: Int = 16 << 20) -> Data? {
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { return nil }
+        defer { close(fd) }
+        var info = stat()
+        guard fstat(fd, &info) == 0, info.st_mode & S_IFMT == S_IFREG, Int(info.st_size) <= limit else { return nil }
+        var data = Data()
+        var chunk = [UInt8](repeating: 0, count: max(4096, min(limit, Int(info.st_size) + 1)))
+        while true {
+            let count = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+            if count == 0 { return data }
+            if count < 0 {
+                if errno == EINTR { continue }
+                return nil
+            }
+            data.append(contentsOf: chunk[..<count])
+            guard data.count <= limit else { return nil }
+        }
+    }
+
     /// Opens (creating when missing, mode 0600) and exclusively locks the lock file `path`,
     /// waiting while another process holds it; returns the descriptor, to `close` when done.
     /// A symbolic link at `path` is refused, not followed (a dangling one would otherwise make

@@ -199,7 +199,7 @@ package enum SesameCLI {
     /// Parses and runs a command line, printing through `io`; returns the exit status.
     package static func main(
         _ arguments: [String], io: CommandIO = .standard,
-        environment: [String: String] = ProcessInfo.processInfo.environment,
+        environment: [String: String] = ProcessEnvironment.current(),
         keyring: @escaping DesktopStorage.KeyringFactory = DesktopStorage.secretService
     ) async -> Int32 {
         let command: Command

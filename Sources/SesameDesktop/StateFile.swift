@@ -13,7 +13,7 @@ struct JSONStateFile: Sendable {
 
     /// The object in the file; empty when the file is missing or is not a JSON object.
     func read() -> [String: JSONValue] {
-        FileManager.default.contents(atPath: url.path).flatMap { JSONValue(parsing: $0)?.objectValue } ?? [:]
+        PrivateFiles.contents(atPath: url.path).flatMap { JSONValue(parsing: $0)?.objectValue } ?? [:]
     }
 
     /// Replaces the file with `object`, making its directory (0700) when missing.

@@ -169,8 +169,16 @@ public struct SecretServiceInfo: Sendable, Hashable {
         let pid = sesame_connection_pid(connection, owner, 2000, cancellation.pointer, &error)
         if let error { g_error_free(error) }
         guard pid > 0 else { return SecretServiceProvider(processName: nil, processID: nil) }
-        let comm = try? String(contentsOfFile: "/proc/\(pid)/comm", encoding: .utf8)
-        let name = comm?.trimmingCharacters(in: .whitespacesAndNewlines)
+        // The kernel's name of the program, ending in a newline. Read and trimmed without
+        // Foundation's string machinery, which cost this call more than its D-Bus round trip.
+        let name = PrivateFiles.contents(atPath: "/proc/\(pid)/comm", limit: 4096).map { data -> String in
+            let bytes = [UInt8](data)
+            let isSpace = { (byte: UInt8) in byte == 0x20 || (0x09...0x0D).contains(byte) }
+            guard let first = bytes.firstIndex(where: { !isSpace($0) }),
+                let last = bytes.lastIndex(where: { !isSpace($0) })
+            else { return "" }
+            return String(decoding: bytes[first...last], as: UTF8.self)
+        }
         return SecretServiceProvider(processName: name?.isEmpty == false ? name : nil, processID: Int(pid))
     }
 

@@ -79,3 +79,32 @@ struct PrivateFilesTests {
         #expect(throws: CredentialStoreError.self) { _ = try PrivateFiles.lock(other.path) }
     }
 }
+
+@Suite("Reading small files and the environment without Foundation's readers")
+struct PlainReadsTests {
+    @Test("contents(atPath:) reads a file whole, and gives nil for what is not a readable regular file")
+    func contents() throws {
+        let directory = try scratch()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let path = directory.appendingPathComponent("state.json").path
+        // Longer than one read, with bytes that are not UTF-8.
+        let bytes = Data((0..<10_000).map { UInt8(truncatingIfNeeded: $0 &* 7) })
+        try bytes.write(to: URL(fileURLWithPath: path))
+        #expect(PrivateFiles.contents(atPath: path) == bytes)
+        #expect(PrivateFiles.contents(atPath: path, limit: 9_999) == nil)
+        #expect(PrivateFiles.contents(atPath: path + ".missing") == nil)
+        #expect(PrivateFiles.contents(atPath: directory.path) == nil)
+        try Data().write(to: URL(fileURLWithPath: path))
+        #expect(PrivateFiles.contents(atPath: path) == Data())
+        // A /proc file says its size is 0 and has bytes all the same.
+        let comm = try #require(PrivateFiles.contents(atPath: "/proc/self/comm"))
+        #expect(comm.last == UInt8(ascii: "\n") && comm.count > 1)
+    }
+
+    @Test("the environment read from environ is the one Foundation reads")
+    func environment() {
+        let plain = ProcessEnvironment.current()
+        #expect(plain == ProcessInfo.processInfo.environment)
+        #expect(plain["PATH"] != nil)
+    }
+}
