@@ -8,23 +8,30 @@ package struct CommandSpec: Sendable {
     /// Synopses after `sesame <name>`; generated from ``options`` when empty. A synopsis that
     /// starts with a space continues the one before it on a new line.
     package var synopses: [String]
-    /// Paragraphs of explanation.
-    package var discussion: String?
+    /// Paragraphs of explanation, made when help asks for them.
+    package var discussion: String? { makeDiscussion() }
     /// The options, in the order help lists them.
     package var options: [OptionSpec]
-    /// Example command lines, each with a comment.
-    package var examples: [(command: String, comment: String)]
+    /// Example command lines, each with a comment, made when help asks for them.
+    package var examples: [(command: String, comment: String)] { makeExamples() }
+
+    // Every command's spec is made at start, to parse the command line; its help text only
+    // when help, a man page or a completion is written. (Gathering each provider's paragraphs
+    // and wrapping them cost a `sesame token` start about 0.6 M instructions.)
+    private let makeDiscussion: @Sendable () -> String?
+    private let makeExamples: @Sendable () -> [(command: String, comment: String)]
 
     package init(
-        name: String, summary: String, synopses: [String] = [], discussion: String? = nil, options: [OptionSpec] = [],
-        examples: [(command: String, comment: String)] = []
+        name: String, summary: String, synopses: [String] = [],
+        discussion: @autoclosure @escaping @Sendable () -> String? = nil, options: [OptionSpec] = [],
+        examples: @autoclosure @escaping @Sendable () -> [(command: String, comment: String)] = []
     ) {
         self.name = name
         self.summary = summary
         self.synopses = synopses
-        self.discussion = discussion
+        self.makeDiscussion = discussion
         self.options = options
-        self.examples = examples
+        self.makeExamples = examples
     }
 
     /// The option spelled `--name`, if the command has one.
@@ -58,6 +65,7 @@ package struct CommandSpec: Sendable {
                 ("--\(option.name)" + (option.valueName.map { " \($0)" } ?? ""), option.summary)
             } + [("-h, --help", "Show this help.")]
         text += "\nOPTIONS\n" + HelpFormatter.table(rows)
+        let examples = self.examples
         if !examples.isEmpty {
             text += "\nEXAMPLES\n"
             text += examples.map { "  # \($0.comment)\n  \($0.command)\n" }.joined(separator: "\n")

@@ -89,9 +89,14 @@ public struct EmulatedUser: Sendable, Hashable, Codable {
     ) {
         self.id = id
         self.name = name
-        let parts = name.split(separator: " ", omittingEmptySubsequences: true)
-        self.firstName = firstName ?? parts.first.map(String.init) ?? name
-        self.lastName = lastName ?? (parts.count > 1 ? parts.dropFirst().joined(separator: " ") : "")
+        if let firstName, let lastName {
+            self.firstName = firstName
+            self.lastName = lastName
+        } else {
+            let parts = name.split(separator: " ", omittingEmptySubsequences: true).map(String.init)
+            self.firstName = firstName ?? parts.first ?? name
+            self.lastName = lastName ?? (parts.count > 1 ? parts[1...].joined(separator: " ") : "")
+        }
         self.email = email ?? "\(id)@example.com"
         self.birthday = birthday
         self.testUserAppID = nil
@@ -103,7 +108,8 @@ public struct EmulatedUser: Sendable, Hashable, Codable {
 
     /// The person who is "logged in to Facebook" in the emulator's dialog unless another is chosen.
     public static let sesameDefault = EmulatedUser(
-        id: "100000000000001", name: "Sam Sesame", email: "sam.sesame@example.com", birthday: "04/01/1990")
+        id: "100000000000001", name: "Sam Sesame", firstName: "Sam", lastName: "Sesame",
+        email: "sam.sesame@example.com", birthday: "04/01/1990")
 }
 
 /// Hard limits that keep the emulator's memory bounded and its input checked.
@@ -190,7 +196,7 @@ public struct EmulatorConfiguration: Sendable {
     )
         -> URL
     {
-        XDG.stateDirectory(environment: environment).appendingPathComponent("emulator.json")
+        XDG.stateFile("emulator.json", environment: environment)
     }
 
     /// The default app: the first in ``apps``.
