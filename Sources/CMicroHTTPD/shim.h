@@ -188,6 +188,14 @@ static inline int sesame_mhd_connection_fd(struct MHD_Connection *connection)
     return info != NULL ? info->connect_fd : -1;
 }
 
+/// The socket context Sesame set for a connection in its notify-connection callback; NULL when
+/// none was set (`MHD_get_connection_info` is variadic).
+static inline void *sesame_mhd_socket_context(struct MHD_Connection *connection)
+{
+    const union MHD_ConnectionInfo *info = sesame_mhd()->get_connection_info(connection, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+    return info != NULL ? info->socket_context : NULL;
+}
+
 /// How many connections the daemon has open (`MHD_get_daemon_info` is variadic).
 static inline unsigned int sesame_mhd_connection_count(struct MHD_Daemon *daemon)
 {

@@ -20,19 +20,33 @@ import Synchronization
 /// the process: so the socket's inode is recorded when it opens, and a descriptor is shut down
 /// only when `fstat` still finds that inode behind it (else the entry is dropped).
 final class ConnectionGuard: Sendable {
-    private struct Tracked {
-        var descriptor: Int32
+    /// One open connection. libmicrohttpd keeps it as the connection's socket context, so that
+    /// the three updates of each request (``requestLineArrived(_:)``, ``headReceived(_:)``,
+    /// ``requestFinished(_:)``) take only this connection's lock, never the table's that every
+    /// daemon thread shares.
+    final class Connection: Sendable {
+        let descriptor: Int32
         /// The socket's inode: the descriptor is shut down only while it still names this socket.
-        var inode: UInt
-        /// When the head being waited for must be complete; `nil` while a request is handled.
-        var headDeadline: ContinuousClock.Instant?
-        /// The daemon thread reading the connection's request head, from its request line until
-        /// the head reaches the handler or the request ends; `nil` otherwise.
-        var readingHead: pthread_t?
+        let inode: UInt
+        let progress: Locked<Progress>
+
+        struct Progress {
+            /// When the head being waited for must be complete; `nil` while a request is handled.
+            var headDeadline: ContinuousClock.Instant?
+            /// The daemon thread reading the connection's request head, from its request line
+            /// until the head reaches the handler or the request ends; `nil` otherwise.
+            var readingHead: pthread_t?
+        }
+
+        init(descriptor: Int32, inode: UInt, headDeadline: ContinuousClock.Instant?) {
+            self.descriptor = descriptor
+            self.inode = inode
+            progress = Locked(Progress(headDeadline: headDeadline))
+        }
     }
 
     private struct State {
-        var connections: [UInt: Tracked] = [:]
+        var connections: [UInt: Connection] = [:]
         var stopped = false
     }
 
@@ -87,10 +101,13 @@ final class ConnectionGuard: Sendable {
         status: "503 Service Unavailable", body: "The server has too many connections open; try again shortly.\n",
         extraHeaders: "Retry-After: 1\r\n")
 
-    /// A connection opened (on libmicrohttpd's thread). Past the limit it is answered 503 and shut.
-    func opened(_ key: UInt, descriptor: Int32) {
-        guard descriptor >= 0 else { return }
-        let inode = Self.inode(of: descriptor)
+    /// A connection opened (on libmicrohttpd's thread): the object to keep as its socket context,
+    /// or nil when it is past the limit, answered 503 and shut.
+    func opened(_ key: UInt, descriptor: Int32) -> Connection? {
+        guard descriptor >= 0 else { return nil }
+        let connection = Connection(
+            descriptor: descriptor, inode: Self.inode(of: descriptor) ?? 0,
+            headDeadline: headTimeout.map { ContinuousClock.now + $0 })
         let refuse = state.withLock { state -> Bool in
             if state.connections.count >= maxConnections {
                 // At the limit: first forget connections whose socket is gone (a close that was
@@ -98,32 +115,33 @@ final class ConnectionGuard: Sendable {
                 state.connections = state.connections.filter { Self.inode(of: $0.value.descriptor) == $0.value.inode }
             }
             guard state.connections.count < maxConnections else { return true }
-            state.connections[key] = Tracked(
-                descriptor: descriptor, inode: inode ?? 0, headDeadline: headTimeout.map { ContinuousClock.now + $0 })
+            state.connections[key] = connection
             return false
         }
-        guard refuse else { return }
+        guard refuse else { return connection }
         refusedCount.add(1, ordering: .relaxed)
         // Nothing has been read or written on it yet: the answer goes out whole or not at all.
         _ = Self.refusal.withUnsafeBytes {
             send(descriptor, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT | MSG_NOSIGNAL))
         }
         shutdown(descriptor, Int32(SHUT_RDWR))
+        return nil
     }
 
     /// The connection's request head is complete: no deadline while the request is handled.
-    func headReceived(_ key: UInt) {
-        state.withLock { state in
-            state.connections[key]?.headDeadline = nil
-            state.connections[key]?.readingHead = nil
+    func headReceived(_ connection: Connection?) {
+        connection?.progress.withLock { progress in
+            progress.headDeadline = nil
+            progress.readingHead = nil
         }
     }
 
     /// The connection's request line arrived (on the daemon thread that reads it, in the
     /// URI-log callback): its head is being read until ``headReceived(_:)``.
-    func requestLineArrived(_ key: UInt) {
+    func requestLineArrived(_ connection: Connection?) {
+        guard let connection else { return }
         let thread = pthread_self()
-        state.withLock { state in state.connections[key]?.readingHead = thread }
+        connection.progress.withLock { $0.readingHead = thread }
     }
 
     /// A request finished. The connection's next head must be complete within the idle timeout
@@ -131,11 +149,12 @@ final class ConnectionGuard: Sendable {
     /// closed first by libmicrohttpd's idle timeout, as before, so only one that dribbles its next
     /// head (each byte resetting idleness) meets this deadline. With no idle timeout, a kept-alive
     /// connection has no deadline.
-    func requestFinished(_ key: UInt) {
+    func requestFinished(_ connection: Connection?) {
+        guard let connection else { return }
         let deadline = nextHeadTimeout.map { ContinuousClock.now + $0 }
-        state.withLock { state in
-            state.connections[key]?.readingHead = nil
-            if let deadline { state.connections[key]?.headDeadline = deadline }
+        connection.progress.withLock { progress in
+            progress.readingHead = nil
+            if let deadline { progress.headDeadline = deadline }
         }
     }
 
@@ -163,7 +182,8 @@ final class ConnectionGuard: Sendable {
         let descriptor = state.withLock { state -> Int32? in
             var found: Int32?
             for tracked in state.connections.values {
-                guard let reader = tracked.readingHead, pthread_equal(reader, thread) != 0 else { continue }
+                guard let reader = tracked.progress.withLock({ $0.readingHead }), pthread_equal(reader, thread) != 0
+                else { continue }
                 guard found == nil else { return nil }  // Two heads in progress: which one is not known.
                 found = tracked.descriptor
             }
@@ -194,14 +214,14 @@ final class ConnectionGuard: Sendable {
         return state.withLock { state in
             guard !state.stopped else { return false }
             for (key, tracked) in state.connections {
-                guard let deadline = tracked.headDeadline, deadline <= now else { continue }
+                guard let deadline = tracked.progress.withLock({ $0.headDeadline }), deadline <= now else { continue }
                 guard tracked.inode != 0, Self.inode(of: tracked.descriptor) == tracked.inode else {
                     // Closed already (its close not reported yet), perhaps reused: not ours to touch.
                     state.connections.removeValue(forKey: key)
                     continue
                 }
                 shutdown(tracked.descriptor, Int32(SHUT_RDWR))
-                state.connections[key]?.headDeadline = nil
+                tracked.progress.withLock { $0.headDeadline = nil }
                 closedForSlowHead.add(1, ordering: .relaxed)
             }
             return true

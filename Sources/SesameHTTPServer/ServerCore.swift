@@ -87,6 +87,9 @@ final class ServerCore: Sendable {
     let maxBodyBytes: Int
     let port: Int
     let state: Locked<State>
+    /// ``State/stopping``, readable without the lock that every daemon thread shares: each
+    /// request reads it, and only a stop writes it (under the lock, with `stopping`).
+    let isStopping = Atomic<Bool>(false)
     /// Head deadlines, the 503 past the connection limit, the one answer to an unreadable length.
     let connectionGuard: ConnectionGuard
 
@@ -201,6 +204,7 @@ final class ServerCore: Sendable {
     func stop(gracePeriod: Duration) async {
         let daemons = state.withLock { state in
             state.stopping = true
+            isStopping.store(true, ordering: .releasing)
             return state.daemons
         }
         for daemon in daemons {
@@ -228,7 +232,10 @@ final class ServerCore: Sendable {
 
     /// Stops at once, from a synchronous context (the server's `deinit`).
     func stopNow() {
-        state.withLock { $0.stopping = true }
+        state.withLock { state in
+            state.stopping = true
+            isStopping.store(true, ordering: .releasing)
+        }
         connectionGuard.stop()
         abandonRunningRequests().stop()
     }
@@ -297,7 +304,7 @@ final class ServerCore: Sendable {
         let phase = context.state.withLock { $0.phase }
         switch phase {
         case .new:
-            connectionGuard.headReceived(UInt(bitPattern: connection))
+            connectionGuard.headReceived(trackedConnection(connection))
             var fields: [HTTPHeaders.Field] = []
             withUnsafeMutablePointer(to: &fields) { pointer in
                 _ = sesame_mhd_get_connection_values_n(connection, .HEADER_KIND, headerIterator, pointer)
@@ -356,8 +363,7 @@ final class ServerCore: Sendable {
                 context.state.withLock { $0.phase = .answered }
                 return .NO
             }
-            let closing = state.withLock { $0.stopping }
-            return answer(connection, context, response, close: closing)
+            return answer(connection, context, response, close: isStopping.load(ordering: .acquiring))
 
         case .answered:
             uploadDataSize.pointee = 0
@@ -372,7 +378,7 @@ final class ServerCore: Sendable {
                 method: request.method, target: request.target, headers: request.headers, body: request.body,
                 httpVersion: request.version)
         }
-        guard !state.withLock({ $0.stopping }) else { return shuttingDown(connection, context) }
+        guard !isStopping.load(ordering: .acquiring) else { return shuttingDown(connection, context) }
         let work: @Sendable () async -> HTTPServerResponse
         switch handler(request) {
         case .now(let response):
@@ -382,7 +388,7 @@ final class ServerCore: Sendable {
                 return .NO
             }
             // A stop that began while the handler ran closes the connection after this answer.
-            return answer(connection, context, response, close: state.withLock { $0.stopping })
+            return answer(connection, context, response, close: isStopping.load(ordering: .acquiring))
         case .later(let later):
             work = later
         }
@@ -537,7 +543,7 @@ private func core(_ cls: UnsafeMutableRawPointer?) -> ServerCore? {
 
 private let uriLogCallback: sesame_mhd_uri_log_callback = { cls, uri, connection in
     guard let core = core(cls) else { return nil }
-    if let connection { core.connectionGuard.requestLineArrived(UInt(bitPattern: connection)) }
+    if let connection { core.connectionGuard.requestLineArrived(trackedConnection(connection)) }
     let context = RequestContext(target: uri.map { String(cString: $0) } ?? "/", liveCount: core.liveContexts)
     return Unmanaged.passRetained(context).toOpaque()
 }
@@ -554,20 +560,33 @@ private let accessHandlerCallback: MHD_AccessHandlerCallback = {
 }
 
 private let requestCompletedCallback: MHD_RequestCompletedCallback = { cls, connection, contextPointer, _ in
-    if let connection { core(cls)?.connectionGuard.requestFinished(UInt(bitPattern: connection)) }
+    if let connection { core(cls)?.connectionGuard.requestFinished(trackedConnection(connection)) }
     guard let contextPointer, let raw = contextPointer.pointee else { return }
     contextPointer.pointee = nil
     let context = Unmanaged<RequestContext>.fromOpaque(raw).takeRetainedValue()
     core(cls)?.completed(context)
 }
 
-private let notifyConnectionCallback: MHD_NotifyConnectionCallback = { cls, connection, _, code in
+private let notifyConnectionCallback: MHD_NotifyConnectionCallback = { cls, connection, socketContext, code in
     guard let core = core(cls), let connection else { return }
     let key = UInt(bitPattern: connection)
     if code.rawValue == 0 {  // MHD_CONNECTION_NOTIFY_STARTED
-        core.connectionGuard.opened(key, descriptor: sesame_mhd_connection_fd(connection))
+        let tracked = core.connectionGuard.opened(key, descriptor: sesame_mhd_connection_fd(connection))
+        // The guard's record of the connection rides on it, retained, until it closes.
+        socketContext?.pointee = tracked.map { Unmanaged.passRetained($0).toOpaque() }
     } else {
         core.connectionGuard.closed(key)
+        if let socketContext, let retained = socketContext.pointee {
+            socketContext.pointee = nil
+            Unmanaged<ConnectionGuard.Connection>.fromOpaque(retained).release()
+        }
+    }
+}
+
+/// The guard's record of `connection`, kept as its socket context; nil for one refused at the limit.
+private func trackedConnection(_ connection: OpaquePointer) -> ConnectionGuard.Connection? {
+    sesame_mhd_socket_context(connection).map {
+        Unmanaged<ConnectionGuard.Connection>.fromOpaque($0).takeUnretainedValue()
     }
 }
 
