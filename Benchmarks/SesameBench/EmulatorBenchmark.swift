@@ -62,7 +62,9 @@ let emulatorBenchmark = Benchmark(
     // A short warm-up, so the measured memory is the steady state rather than first allocations.
     _ = try await load(url, seconds: 2, headers: [authorization])
     let rssBefore = residentKilobytes()
+    let cpuBefore = processCPUSeconds(getpid())
     let emulatorFigures = try await load(url, seconds: seconds, headers: [authorization])
+    let emulatorCPU = processCPUSeconds(getpid()) - cpuBefore
     let rssAfter = residentKilobytes()
     // Check the answer is what was measured.
     let sample = try await runCommand(["/usr/bin/curl", "-s", "-H", authorization, url])
@@ -83,6 +85,8 @@ let emulatorBenchmark = Benchmark(
         }
     }
     let graphPath = "/v19.0/me?fields=id,name,email"
+    /// Each measured server's CPU µs a request, in the order measured.
+    var serverCosts: [Double] = []
     /// Starts `server`, warms it up for 2 s, measures `path` under wrk, and stops it.
     func measure(
         _ server: HTTPServer, path: String, headers: [String]
@@ -90,8 +94,12 @@ let emulatorBenchmark = Benchmark(
         try server.start()
         let target = server.url(path).absoluteString
         _ = try await load(target, seconds: 2, headers: headers)
+        let cpuBefore = processCPUSeconds(getpid())
         let figures = try await load(target, seconds: seconds, headers: headers)
+        let cpu = processCPUSeconds(getpid()) - cpuBefore
         await server.stop()
+        let requests = figures.requestsPerSecond * Double(seconds)
+        serverCosts.append(requests > 0 ? cpu * 1e6 / requests : 0)
         return figures
     }
     let asyncEngineFigures = try await measure(
@@ -112,7 +120,22 @@ let emulatorBenchmark = Benchmark(
     let nginx = try NginxServer.start(body: sampleBody, workers: nginxWorkers)
     defer { nginx.stop() }
     _ = try await load(nginx.url.absoluteString, seconds: 2, headers: [])
+    let nginxCPUBefore = treeCPUSeconds(nginx.process.processIdentifier)
     let nginxFigures = try await load(nginx.url.absoluteString, seconds: seconds, headers: [])
+    let nginxCPU = treeCPUSeconds(nginx.process.processIdentifier) - nginxCPUBefore
+
+    // CPU time per answered request, the servers' own (user and system, every thread or worker),
+    // read from /proc around the measured load: what a server spends on a request, which another
+    // tenant's load on the host changes less than it changes req/s.
+    func microsecondsPerRequest(
+        _ cpu: Double, _ figures: (requestsPerSecond: Double, p50: String, p99: String, errors: Int)
+    ) -> Double {
+        let requests = figures.requestsPerSecond * Double(seconds)
+        return requests > 0 ? cpu * 1e6 / requests : 0
+    }
+    let emulatorCost = microsecondsPerRequest(emulatorCPU, emulatorFigures)
+    let nginxCost = microsecondsPerRequest(nginxCPU, nginxFigures)
+    let costRatio = emulatorCost > 0 ? nginxCost / emulatorCost : 0
 
     let ratio =
         nginxFigures.requestsPerSecond > 0 ? emulatorFigures.requestsPerSecond / nginxFigures.requestsPerSecond : 0
@@ -133,6 +156,8 @@ let emulatorBenchmark = Benchmark(
             "emulatorNowOneThread": figuresObject(oneThreadFigures),
             "httpServerAsync": figuresObject(asyncFigures),
             "ratio": ratio, "bodyBytes": sample.utf8.count,
+            "cpuMicrosecondsPerRequest": ["emulator": emulatorCost, "nginx": nginxCost],
+            "cpuRatio": costRatio,
         ]
         let data = try JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])
         print(String(decoding: data, as: UTF8.self))
@@ -158,6 +183,13 @@ let emulatorBenchmark = Benchmark(
             "  async:    \(Int(asyncFigures.requestsPerSecond)) req/s, p50 \(asyncFigures.p50), "
                 + "p99 \(asyncFigures.p99), errors \(asyncFigures.errors) (the same from an async handler, in a task)")
         print("  ratio:    \(String(format: "%.2f", ratio)) of nginx")
+        print(
+            "  CPU µs a request of the others, in the order above: "
+                + serverCosts.map { String(format: "%.1f", $0) }.joined(separator: ", ")
+                + " (before, 1 thread, bare, async)")
+        print(
+            "  CPU:      \(String(format: "%.1f", emulatorCost)) µs a request, nginx \(String(format: "%.1f", nginxCost)) µs: "
+                + "\(String(format: "%.2f", costRatio)) of nginx's requests per CPU second")
         print("  engine:   \(String(format: "%.1f", engineMicroseconds)) µs per request without HTTP")
         print("  RSS:      \(rssBefore) KB before, \(rssAfter) KB after (\(rssAfter - rssBefore) KB)")
     }
@@ -180,4 +212,31 @@ private func residentKilobytes() -> Int {
         return Int(line.split(separator: " ", omittingEmptySubsequences: true).dropFirst().first ?? "") ?? 0
     }
     return 0
+}
+
+/// The user and system CPU seconds of process `pid` so far (every thread), from /proc/PID/stat.
+private func processCPUSeconds(_ pid: Int32) -> Double {
+    guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+        let close = stat.lastIndex(of: ")")
+    else { return 0 }
+    // After the command name in parentheses: state is field 3, utime 14 and stime 15.
+    let fields = stat[stat.index(after: close)...].split(separator: " ")
+    guard fields.count > 13, let user = Double(fields[11]), let system = Double(fields[12]) else { return 0 }
+    return (user + system) / Double(sysconf(Int32(_SC_CLK_TCK)))
+}
+
+/// The CPU seconds of `pid` and its children (nginx's master and its workers).
+private func treeCPUSeconds(_ pid: Int32) -> Double {
+    var total = processCPUSeconds(pid)
+    let entries = (try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? []
+    for entry in entries {
+        guard let child = Int32(entry), child != pid,
+            let stat = try? String(contentsOfFile: "/proc/\(child)/stat", encoding: .utf8),
+            let close = stat.lastIndex(of: ")")
+        else { continue }
+        let fields = stat[stat.index(after: close)...].split(separator: " ")
+        // The parent's pid is field 4: the second after the command name.
+        if fields.count > 1, Int32(fields[1]) == pid { total += processCPUSeconds(child) }
+    }
+    return total
 }
