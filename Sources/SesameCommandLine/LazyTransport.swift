@@ -7,6 +7,13 @@ import SesameCurl
 final class LazyTransport: HTTPTransport {
     private let make: @Sendable () -> any HTTPTransport
     private let made = Locked<(any HTTPTransport)?>(nil)
+    private let preparing = Locked(Preparing())
+
+    private struct Preparing {
+        var started = false
+        var done = false
+        var waiters: [CheckedContinuation<Void, Never>] = []
+    }
 
     init(_ make: @escaping @Sendable () -> any HTTPTransport) { self.make = make }
 
@@ -25,9 +32,38 @@ final class LazyTransport: HTTPTransport {
     /// Makes the transport now, on a thread of its own, so that the first request does not wait
     /// for it: `sesame status` calls this when a login is stored, and libcurl's libraries (several
     /// milliseconds of `dlopen`, which would hold a thread of the cooperative pool) load while the
-    /// keyring opens its session. Does nothing once made.
+    /// keyring opens its session. Does nothing once made, or once called. A command that calls it
+    /// awaits ``finishPreparing()`` before it returns.
     func prepare() {
-        Thread.detachNewThread { _ = self.transport() }
+        let start = preparing.withLock { preparing in
+            defer { preparing.started = true }
+            return !preparing.started
+        }
+        guard start else { return }
+        Thread.detachNewThread {
+            _ = self.transport()
+            let waiters = self.preparing.withLock { preparing in
+                preparing.done = true
+                defer { preparing.waiters = [] }
+                return preparing.waiters
+            }
+            for waiter in waiters { waiter.resume() }
+        }
+    }
+
+    /// Returns once a ``prepare()`` under way has made the transport (at once when none was
+    /// started). The process must not exit while that thread is still loading libcurl and
+    /// initialising OpenSSL: `exit` runs their clean-up handlers under it. A command whose
+    /// requests never came (its logins were for another app) would otherwise race its own exit.
+    func finishPreparing() async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let now = preparing.withLock { preparing in
+                guard preparing.started, !preparing.done else { return true }
+                preparing.waiters.append(continuation)
+                return false
+            }
+            if now { continuation.resume() }
+        }
     }
 
     private func transport() -> any HTTPTransport {

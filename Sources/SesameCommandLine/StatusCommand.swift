@@ -247,6 +247,8 @@ package struct StatusCommand: Sendable, Equatable {
         }
         let providers = await gather.value
         timer.cancel()
+        // libcurl may still be loading for a provider whose logins needed no request.
+        await transport.finishPreparing()
         let report = Report(version: Self.schemaVersion, providers: providers)
         if json {
             let encoder = JSONEncoder()

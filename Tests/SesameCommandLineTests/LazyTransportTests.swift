@@ -47,4 +47,33 @@ struct LazyTransportTests {
         try await Task.sleep(for: .milliseconds(50))
         #expect(factory.made.withLock { $0 } == 1)
     }
+
+    @Test("finishPreparing returns at once without a prepare, and after the transport is made with one")
+    func finishPreparingWaits() async throws {
+        let idle = LazyTransport { NoContent() }
+        await idle.finishPreparing()
+
+        let release = DispatchSemaphore(value: 0)
+        let factory = Factory()
+        let slow = LazyTransport {
+            release.wait()
+            return factory.make()
+        }
+        slow.prepare()
+        let finished = Locked(false)
+        let waiting = Task {
+            await slow.finishPreparing()
+            finished.withLock { $0 = true }
+        }
+        try await Task.sleep(for: .milliseconds(100))
+        #expect(!finished.withLock { $0 }, "finishPreparing returned while the transport was still being made")
+        release.signal()
+        await waiting.value
+        #expect(finished.withLock { $0 })
+        #expect(factory.made.withLock { $0 } == 1)
+        // Once made, it returns at once, and a second prepare starts nothing.
+        slow.prepare()
+        await slow.finishPreparing()
+        #expect(factory.made.withLock { $0 } == 1)
+    }
 }
