@@ -6,12 +6,6 @@ import Foundation
 /// Paths are joined as strings and made into a URL once: `appendingPathComponent` costs about
 /// ten times as much as one `URL(fileURLWithPath:)`, and a command's start makes a dozen of them.
 package enum XDG {
-    /// `$variable` when it is an absolute path, else `~/fallback`.
-    package static func directory(_ variable: String, fallback: String, environment: [String: String]) -> URL {
-        let path = directoryPath(variable, fallback: fallback, environment: environment)
-        return URL(fileURLWithPath: path.isEmpty ? "/" : path, isDirectory: true)
-    }
-
     /// `$XDG_STATE_HOME/sesame`, or `~/.local/state/sesame`.
     package static func stateDirectory(environment: [String: String]) -> URL {
         URL(fileURLWithPath: stateDirectoryPath(environment: environment), isDirectory: true)
@@ -22,7 +16,8 @@ package enum XDG {
         URL(fileURLWithPath: stateDirectoryPath(environment: environment) + "/" + relative, isDirectory: isDirectory)
     }
 
-    /// `relative` in the directory that `variable` names (or `~/fallback`).
+    /// `relative` in the directory that `variable` names when it is an absolute path, else in
+    /// `~/fallback`.
     package static func file(
         _ relative: String, in variable: String, fallback: String, environment: [String: String]
     ) -> URL {

@@ -75,8 +75,6 @@ final class ServerCore: Sendable {
         var running: [ObjectIdentifier: RequestContext] = [:]
         /// Requests handed to a handler and not yet completed (answer sent or connection gone).
         var inFlight = 0
-        /// No new request is handed to a handler; answers close their connections.
-        var stopping = false
         /// The daemons are being or have been stopped: nothing may be resumed any more.
         var stopped = false
         var drainWaiters: [UUID: CheckedContinuation<Void, Never>] = [:]
@@ -87,8 +85,9 @@ final class ServerCore: Sendable {
     let maxBodyBytes: Int
     let port: Int
     let state: Locked<State>
-    /// ``State/stopping``, readable without the lock that every daemon thread shares: each
-    /// request reads it, and only a stop writes it (under the lock, with `stopping`).
+    /// No new request is handed to a handler; answers close their connections. An atomic, so that
+    /// each request reads it without the lock every daemon thread shares; a stop sets it while
+    /// holding ``state``'s lock, so a check made under that lock (``dispatch``) sees it in order.
     let isStopping = Atomic<Bool>(false)
     /// Head deadlines, the 503 past the connection limit, the one answer to an unreadable length.
     let connectionGuard: ConnectionGuard
@@ -203,7 +202,6 @@ final class ServerCore: Sendable {
     /// to be answered, then closes everything.
     func stop(gracePeriod: Duration) async {
         let daemons = state.withLock { state in
-            state.stopping = true
             isStopping.store(true, ordering: .releasing)
             return state.daemons
         }
@@ -232,10 +230,7 @@ final class ServerCore: Sendable {
 
     /// Stops at once, from a synchronous context (the server's `deinit`).
     func stopNow() {
-        state.withLock { state in
-            state.stopping = true
-            isStopping.store(true, ordering: .releasing)
-        }
+        state.withLock { _ in isStopping.store(true, ordering: .releasing) }
         connectionGuard.stop()
         abandonRunningRequests().stop()
     }
@@ -393,7 +388,7 @@ final class ServerCore: Sendable {
             work = later
         }
         let accepted = state.withLock { state in
-            guard !state.stopping else { return false }
+            guard !isStopping.load(ordering: .acquiring) else { return false }
             state.running[ObjectIdentifier(context)] = context
             state.inFlight += 1
             return true
