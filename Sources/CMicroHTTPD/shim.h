@@ -12,6 +12,8 @@
 #include <unistd.h>
 #include <dlfcn.h>
 #include <pthread.h>
+#include <poll.h>
+#include <errno.h>
 #include <microhttpd.h>
 
 // libmicrohttpd is loaded when a server first starts (dlopen), not when the program starts: it
@@ -27,6 +29,8 @@ typedef struct sesame_mhd_api {
                                        MHD_AccessHandlerCallback dh, void *dh_cls, ...);
     void (*stop_daemon)(struct MHD_Daemon *daemon);
     MHD_socket (*quiesce_daemon)(struct MHD_Daemon *daemon);
+    enum MHD_Result (*add_connection)(struct MHD_Daemon *daemon, MHD_socket client_socket,
+                                      const struct sockaddr *addr, socklen_t addrlen);
     const union MHD_DaemonInfo *(*get_daemon_info)(struct MHD_Daemon *daemon, enum MHD_DaemonInfoType info_type, ...);
     const union MHD_ConnectionInfo *(*get_connection_info)(struct MHD_Connection *connection,
                                                            enum MHD_ConnectionInfoType info_type, ...);
@@ -63,6 +67,7 @@ static inline void sesame_mhd_load(void) {
     SESAME_MHD_RESOLVE(start_daemon, "MHD_start_daemon");
     SESAME_MHD_RESOLVE(stop_daemon, "MHD_stop_daemon");
     SESAME_MHD_RESOLVE(quiesce_daemon, "MHD_quiesce_daemon");
+    SESAME_MHD_RESOLVE(add_connection, "MHD_add_connection");
     SESAME_MHD_RESOLVE(get_daemon_info, "MHD_get_daemon_info");
     SESAME_MHD_RESOLVE(get_connection_info, "MHD_get_connection_info");
     SESAME_MHD_RESOLVE(get_connection_values_n, "MHD_get_connection_values_n");
@@ -146,8 +151,10 @@ static inline unsigned int sesame_mhd_flags(int ipv6)
     return flags;
 }
 
-/// Starts a daemon on an already bound and listening socket. `MHD_start_daemon` is variadic,
-/// which Swift cannot call, so every option Sesame uses is a typed parameter here.
+/// Starts a daemon on an already bound and listening socket, or, with `listen_socket` -1, a
+/// daemon with no socket of its own that serves the connections `sesame_mhd_accept_loop` hands
+/// it. `MHD_start_daemon` is variadic, which Swift cannot call, so every option Sesame uses is a
+/// typed parameter here.
 static inline struct MHD_Daemon *sesame_mhd_start_daemon(
     unsigned int flags,
     MHD_socket listen_socket,
@@ -166,6 +173,20 @@ static inline struct MHD_Daemon *sesame_mhd_start_daemon(
     // Every server passes the same handler; it is stored before any daemon can log.
     __atomic_store_n(sesame_mhd_log_handler_storage(), log_handler, __ATOMIC_RELEASE);
     // The logger must be the first option, or libmicrohttpd prints to stderr until it is set.
+    if (listen_socket == MHD_INVALID_SOCKET) {
+        return sesame_mhd()->start_daemon(
+            flags | MHD_USE_NO_LISTEN_SOCKET, 0, NULL, NULL, handler, cls,
+            MHD_OPTION_EXTERNAL_LOGGER, sesame_mhd_logger, cls,
+            MHD_OPTION_NOTIFY_COMPLETED, completed, cls,
+            MHD_OPTION_URI_LOG_CALLBACK, uri_log, cls,
+            MHD_OPTION_NOTIFY_CONNECTION, notify_connection, cls,
+            MHD_OPTION_CONNECTION_LIMIT, connection_limit,
+            MHD_OPTION_PER_IP_CONNECTION_LIMIT, per_ip_connection_limit,
+            MHD_OPTION_CONNECTION_MEMORY_LIMIT, memory_limit,
+            MHD_OPTION_CONNECTION_TIMEOUT, connection_timeout_seconds,
+            MHD_OPTION_THREAD_POOL_SIZE, threads > 1 ? threads : 0,
+            MHD_OPTION_END);
+    }
     return sesame_mhd()->start_daemon(
         flags, 0, NULL, NULL, handler, cls,
         MHD_OPTION_EXTERNAL_LOGGER, sesame_mhd_logger, cls,
@@ -179,6 +200,48 @@ static inline struct MHD_Daemon *sesame_mhd_start_daemon(
         MHD_OPTION_CONNECTION_TIMEOUT, connection_timeout_seconds,
         MHD_OPTION_THREAD_POOL_SIZE, threads > 1 ? threads : 0,
         MHD_OPTION_END);
+}
+
+/// Accepts connections on `listen_socket` (non-blocking) and hands them to `daemons` in turn,
+/// until `wake_fd` becomes readable; returns early only when polling the listening socket itself
+/// fails. Left to accept for themselves, several daemons (or the threads of one daemon's pool)
+/// race for each connection and the first one awake can take a whole burst: every connection of
+/// a load then lands on one thread while the others idle. (A pool given connections by
+/// `MHD_add_connection` picks the thread by descriptor number, which is no better: a client in
+/// the same process takes every other number, so all its connections land on one thread.)
+///
+/// When the process is out of descriptors, it waits 100 ms (on `wake_fd`, so a stop is not
+/// delayed) rather than spinning on a listening socket that stays readable.
+static inline void sesame_mhd_accept_loop(struct MHD_Daemon *const *daemons, unsigned int count, int listen_socket,
+                                          int wake_fd)
+{
+    struct pollfd fds[2] = {{listen_socket, POLLIN, 0}, {wake_fd, POLLIN, 0}};
+    unsigned int next = 0;
+    for (;;) {
+        if (poll(fds, 2, -1) < 0) {
+            if (errno == EINTR) continue;
+            return;
+        }
+        if (fds[1].revents != 0) return;
+        if ((fds[0].revents & (POLLERR | POLLNVAL)) != 0) return;
+        if ((fds[0].revents & POLLIN) == 0) continue;
+        // A bounded burst, then back to poll: a stop is seen between bursts.
+        for (int accepted = 0; accepted < 64; accepted++) {
+            struct sockaddr_storage address;
+            socklen_t length = sizeof address;
+            int client = accept4(listen_socket, (struct sockaddr *)&address, &length, SOCK_NONBLOCK | SOCK_CLOEXEC);
+            if (client < 0) {
+                if (errno == EINTR || errno == ECONNABORTED) continue;
+                if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
+                    (void)poll(fds + 1, 1, 100);
+                }
+                break;
+            }
+            // libmicrohttpd owns the socket now, and closes it itself when it cannot take it.
+            (void)sesame_mhd()->add_connection(daemons[next], client, (const struct sockaddr *)&address, length);
+            next = (next + 1) % count;
+        }
+    }
 }
 
 /// The socket of a connection (`MHD_get_connection_info` is variadic); -1 when unknown.

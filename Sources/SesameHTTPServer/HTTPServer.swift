@@ -61,9 +61,14 @@ public final class HTTPServer: Sendable {
         /// How long ``HTTPServer/stop()`` waits for requests being handled before it cancels
         /// their handlers and closes their connections.
         public var stopGracePeriod: Duration
-        /// How many threads libmicrohttpd reads and writes connections on (each accepts its own
-        /// and serves them; 1 by default). More than one lets a handler that answers on the
-        /// server's thread (``HTTPServer/init(configuration:answering:)``) use more than one core.
+        /// How many threads libmicrohttpd reads and writes connections on (1 by default). More
+        /// than one lets a handler that answers on the server's thread
+        /// (``HTTPServer/init(configuration:answering:)``) use more than one core: one more
+        /// thread then accepts the connections and hands them to the serving threads in turn, so
+        /// a burst of connections is shared rather than taken by the first thread awake. Each
+        /// serving thread counts ``maxConnectionsPerClient`` for itself and gets its share of it
+        /// (rounded up): a client's connections go round the threads, so it reaches the limit,
+        /// rounded up to a multiple of the threads.
         public var threads: Int = 1
 
         /// Creates a configuration.

@@ -1,3 +1,6 @@
+// The socket constants (SOCK_STREAM, ...) are seen through libmicrohttpd's shim as well as Glibc,
+// and Swift gives them to one of the two: a file using them imports both.
+internal import CMicroHTTPD
 import Foundation
 
 #if canImport(Glibc)

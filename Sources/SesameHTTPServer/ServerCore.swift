@@ -71,6 +71,8 @@ final class LiveCount: Sendable {
 final class ServerCore: Sendable {
     struct State {
         var daemons: [MHDHandle] = []
+        /// With several threads, the acceptor of each socket (see ``Acceptor``); none with one.
+        var acceptors: [Acceptor] = []
         /// Requests whose handler is running, by context.
         var running: [ObjectIdentifier: RequestContext] = [:]
         /// Requests handed to a handler and not yet completed (answer sent or connection gone).
@@ -166,11 +168,18 @@ final class ServerCore: Sendable {
             throw HTTPServerError.libraryUnavailable(
                 display(configuration.host, sockets[0].port), reason: String(cString: failure))
         }
-        var daemons: [OpaquePointer] = []
-        for (index, socket) in sockets.enumerated() {
-            let daemon = sesame_mhd_start_daemon(
-                sesame_mhd_flags(socket.isIPv6 ? 1 : 0),
-                socket.descriptor,
+        // With several threads, each socket gets one single-threaded daemon per thread, accepting
+        // nothing itself: an acceptor hands them its connections in turn (see ``Acceptor``).
+        let threads = min(64, max(1, configuration.threads))
+        // Each daemon counts its own connections from a client: with several, each takes its
+        // share of the limit, rounded up (the connections of one client are handed round, so a
+        // client reaches the limit rounded up to a multiple of the threads).
+        let perClient = max(0, configuration.maxConnectionsPerClient)
+        let perClientPerDaemon = perClient == 0 ? 0 : max(1, (perClient + threads - 1) / threads)
+        func startDaemon(listening descriptor: Int32, isIPv6: Bool, perClient: Int) -> OpaquePointer? {
+            sesame_mhd_start_daemon(
+                sesame_mhd_flags(isIPv6 ? 1 : 0),
+                descriptor,
                 accessHandlerCallback,
                 requestCompletedCallback,
                 uriLogCallback,
@@ -180,20 +189,55 @@ final class ServerCore: Sendable {
                         .partialValue),
                 max(4096, min(configuration.maxHeaderBytes, HTTPServer.Configuration.largestHeaderLimit) * 2),
                 timeoutSeconds,
-                UInt32(clamping: max(0, configuration.maxConnectionsPerClient)),
+                UInt32(clamping: perClient),
                 notifyConnectionCallback,
                 logCallback,
-                UInt32(clamping: min(64, max(1, configuration.threads))))
-            guard let daemon else {
-                for started in daemons { sesame_mhd_stop_daemon(started) }
-                for unowned in sockets[index...] { close(unowned.descriptor) }
-                Unmanaged<ServerCore>.fromOpaque(opaque).release()
-                throw HTTPServerError.daemonFailed(
-                    display(socket.isIPv6 ? "::1" : configuration.host, socket.port))
-            }
-            daemons.append(daemon)
+                1)
         }
-        core.state.withLock { $0.daemons = daemons.map(MHDHandle.init) }
+        var daemons: [OpaquePointer] = []
+        var acceptors: [Acceptor] = []
+        for (index, socket) in sockets.enumerated() {
+            let address = display(socket.isIPv6 ? "::1" : configuration.host, socket.port)
+            do {
+                if threads == 1 {
+                    // The daemon owns the socket once it has started.
+                    guard
+                        let daemon = startDaemon(
+                            listening: socket.descriptor, isIPv6: socket.isIPv6, perClient: perClient)
+                    else {
+                        close(socket.descriptor)
+                        throw HTTPServerError.daemonFailed(address)
+                    }
+                    daemons.append(daemon)
+                    continue
+                }
+                var shared: [OpaquePointer] = []
+                for _ in 0..<threads {
+                    guard let daemon = startDaemon(listening: -1, isIPv6: socket.isIPv6, perClient: perClientPerDaemon)
+                    else {
+                        for started in shared { sesame_mhd_stop_daemon(started) }
+                        close(socket.descriptor)
+                        throw HTTPServerError.daemonFailed(address)
+                    }
+                    shared.append(daemon)
+                }
+                daemons += shared
+                // The acceptor owns the socket, and closes it if it cannot be made.
+                acceptors.append(try Acceptor(daemons: shared, listenDescriptor: socket.descriptor, display: address))
+            } catch {
+                for acceptor in acceptors { acceptor.stop() }
+                for started in daemons { sesame_mhd_stop_daemon(started) }
+                // The sockets after this one are still this function's.
+                for unowned in sockets[(index + 1)...] { close(unowned.descriptor) }
+                Unmanaged<ServerCore>.fromOpaque(opaque).release()
+                throw error
+            }
+        }
+        for acceptor in acceptors { acceptor.start() }
+        core.state.withLock { state in
+            state.daemons = daemons.map(MHDHandle.init)
+            state.acceptors = acceptors
+        }
         connectionGuard.start()
         return core
     }
@@ -201,10 +245,11 @@ final class ServerCore: Sendable {
     /// Stops accepting connections, waits up to `gracePeriod` for the requests being handled
     /// to be answered, then closes everything.
     func stop(gracePeriod: Duration) async {
-        let daemons = state.withLock { state in
+        let (daemons, acceptors) = state.withLock { state in
             isStopping.store(true, ordering: .releasing)
-            return state.daemons
+            return (state.daemons, state.acceptors)
         }
+        for acceptor in acceptors { acceptor.requestStop() }
         for daemon in daemons {
             let listening = sesame_mhd_quiesce_daemon(daemon.pointer)
             if listening >= 0 { close(listening) }
@@ -237,10 +282,13 @@ final class ServerCore: Sendable {
 
     /// Daemons to stop, with the core's retain to give back afterwards.
     struct Stopping: Sendable {
+        var acceptors: [Acceptor] = []
         let daemons: [MHDHandle]
         let core: Unmanaged<ServerCore>?
 
         func stop() {
+            // Nothing may be handed to a daemon once it is stopped.
+            for acceptor in acceptors { acceptor.stop() }
             for daemon in daemons { sesame_mhd_stop_daemon(daemon.pointer) }
             core?.release()
         }
@@ -261,9 +309,11 @@ final class ServerCore: Sendable {
                 if let connection { sesame_mhd_resume_connection(connection.pointer) }
             }
             state.running.removeAll()
-            let daemons = state.daemons
+            let stopping = Stopping(
+                acceptors: state.acceptors, daemons: state.daemons, core: Unmanaged.passUnretained(self))
             state.daemons = []
-            return Stopping(daemons: daemons, core: Unmanaged.passUnretained(self))
+            state.acceptors = []
+            return stopping
         }
     }
 

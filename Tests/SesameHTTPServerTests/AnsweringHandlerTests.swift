@@ -1,3 +1,4 @@
+import Dispatch
 import Foundation
 import Sesame
 import SesameHTTPServer
@@ -138,9 +139,8 @@ struct ServerThreadsTests {
             connections.append(connection)
         }
         #expect(server.connectionCount == 30)
-        // Each thread accepts on the one listening socket; over twelve connections, all three
-        // served some in each of 12 runs here.
-        #expect((2...3).contains(threadIDs.withLock { $0.count }), "answered on \(threadIDs.withLock { $0.count })")
+        // The connections are handed to the threads in turn, however they arrive.
+        #expect(threadIDs.withLock { $0.count } == 3, "answered on \(threadIDs.withLock { $0.count })")
         for _ in 0..<6 {
             let bad = try await RawHTTPConnection.connect(port: server.port)
             try await bad.send("POST /x HTTP/1.1\r\nHost: x\r\nContent-Length: 1x\r\n\r\n")
@@ -151,6 +151,47 @@ struct ServerThreadsTests {
             #expect(refusal.status == 400)
             #expect(refusal.text == "Bad request: the Content-Length is not a number of bytes.")
         }
+        await server.stop()
+    }
+
+    @Test("connections opened while a thread is busy are still shared by every thread")
+    func connectionsAreSharedWhileAThreadIsBusy() async throws {
+        var configuration = HTTPServer.Configuration()
+        configuration.threads = 2
+        let threadIDs = Locked([UInt: Int]())
+        let release = DispatchSemaphore(value: 0)
+        let server = HTTPServer(
+            configuration: configuration,
+            answering: { request in
+                // Holds its thread, as a slow answer does, until the connections below are open.
+                if request.path == "/hold" {
+                    _ = release.wait(timeout: .now() + 10)
+                    return .now(.text("held"))
+                }
+                threadIDs.withLock { $0[UInt(pthread_self()), default: 0] += 1 }
+                return .now(.text("served \(request.path)"))
+            })
+        try server.start()
+        let held = try await RawHTTPConnection.connect(port: server.port)
+        try await held.send("GET /hold HTTP/1.1\r\nHost: x\r\n\r\n")
+        try await Task.sleep(for: .milliseconds(100))
+        // A thread that accepted for itself would leave every one of these to the idle thread.
+        var connections: [RawHTTPConnection] = []
+        for _ in 0..<8 { connections.append(try await RawHTTPConnection.connect(port: server.port)) }
+        try await Task.sleep(for: .milliseconds(100))
+        release.signal()
+        guard case .response(let heldAnswer) = try await held.read() else {
+            Issue.record("the held request got no answer")
+            return
+        }
+        #expect(heldAnswer.text == "held")
+        for (index, connection) in connections.enumerated() {
+            #expect(try await connection.request("GET", "/\(index)").text == "served /\(index)")
+        }
+        // Each connection is served by the thread it was given to.
+        let perThread = threadIDs.withLock { $0 }
+        #expect(perThread.count == 2, "served on \(perThread.count) thread(s): \(perThread.values.sorted())")
+        #expect(perThread.values.allSatisfy { $0 >= 3 }, "connections per thread: \(perThread.values.sorted())")
         await server.stop()
     }
 }

@@ -209,9 +209,13 @@ struct SlowClientTests {
         }
     }
 
-    @Test("one client address cannot take more than its share of connections")
-    func perClientLimit() async throws {
-        try await withServer(.init(maxConnectionsPerClient: 4), handler: { _ in .text("ok") }) { server in
+    @Test(
+        "one client address cannot take more than its share of connections, on one server thread or several",
+        arguments: [1, 2, 4])
+    func perClientLimit(threads: Int) async throws {
+        var configuration = HTTPServer.Configuration(maxConnectionsPerClient: 4)
+        configuration.threads = threads
+        try await withServer(configuration, handler: { _ in .text("ok") }) { server in
             let port = server.port
             let (fifth, other) = try await SlowClients.blocking { () -> (String?, String?) in
                 let held = try (0..<4).map { _ in try SlowClients.connect(port: port, from: "127.0.0.2") }
