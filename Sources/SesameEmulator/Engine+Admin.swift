@@ -331,7 +331,7 @@ extension FacebookState {
         scenarios = []
         installedCount = [:]
         clockOffset = 0
-        usage = UsageMeter()
+        usage.withLock { $0 = UsageMeter() }
         for user in configuration.users { addUser(user) }
         markDirty()
     }

@@ -106,7 +106,8 @@ extension FacebookState {
             let itemContext = try graphContext(
                 request, segments: segments, versionPrefix: versionPrefix, isBatchItem: true)
             let itemAppID = self.appID(for: itemContext)
-            usage.count(appID: itemAppID, at: now)
+            let now = self.now
+            usage.withLock { $0.count(appID: itemAppID, at: now) }
             // Error scenarios act on the calls inside a batch as on calls on their own.
             if let error = scenarioEffects(for: itemContext).error {
                 return OperationOutcome(

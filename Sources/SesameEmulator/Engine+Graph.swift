@@ -85,16 +85,23 @@ extension FacebookState {
     /// The version that served a call: the one in its path, else the emulator's default (which
     /// is what Facebook does for an unversioned call).
     func servedVersion(_ versionPrefix: String) -> String {
-        guard versionPrefix.hasPrefix("/") else { return configuration.graphVersion }
+        Self.servedVersion(versionPrefix, graphVersion: configuration.graphVersion)
+    }
+
+    static func servedVersion(_ versionPrefix: String, graphVersion: String) -> String {
+        guard versionPrefix.hasPrefix("/") else { return graphVersion }
         let version = String(versionPrefix.dropFirst())
         return version.utf8.contains(UInt8(ascii: ".")) ? version : version + ".0"
     }
 
     /// What every Graph answer gets last: `facebook-api-version` naming the version that served
-    /// it, and status 200 for errors when the caller asked for `suppress_http_code=1`.
-    func finishing(_ outcome: PendingOutcome, _ request: EmulatorRequest, versionPrefix: String) -> PendingOutcome {
+    /// it, and status 200 for errors when the caller asked for `suppress_http_code=1`. It needs
+    /// no state: the engine applies it after releasing the lock.
+    static func finishing(
+        _ outcome: PendingOutcome, _ request: EmulatorRequest, versionPrefix: String, graphVersion: String
+    ) -> PendingOutcome {
         guard var response = outcome.reply else { return outcome }
-        response.headers["facebook-api-version"] = servedVersion(versionPrefix)
+        response.headers["facebook-api-version"] = servedVersion(versionPrefix, graphVersion: graphVersion)
         // The first `suppress_http_code`: in the query, else in the form as it was decoded before
         // the lock (no copy of the query per call).
         let name = "suppress_http_code"
@@ -105,6 +112,7 @@ extension FacebookState {
         if let suppress, Parameters.isTrue(suppress) { response.status = 200 }
         var finished = outcome
         finished.reply = response
+        finished.graphVersionPrefix = nil
         return finished
     }
 
@@ -172,10 +180,12 @@ extension FacebookState {
     /// ``parsedFieldLists`` when it was parsed before. A list that fails to parse is not kept.
     func fieldList(_ text: String?, defaults: [String]) throws -> FieldList {
         guard let text, !text.trimmedASCII.isEmpty else { return FieldList(names: defaults) }
-        if let parsed = parsedFieldLists[text] { return parsed }
+        if let parsed = parsedFieldLists.withLock({ $0[text] }) { return parsed }
         let parsed = try FieldList.parse(text, defaults: defaults, limit: limits.maxFields)
-        if parsedFieldLists.count >= 256 { parsedFieldLists.removeAll(keepingCapacity: true) }
-        parsedFieldLists[text] = parsed
+        parsedFieldLists.withLock { lists in
+            if lists.count >= 256 { lists.removeAll(keepingCapacity: true) }
+            lists[text] = parsed
+        }
         return parsed
     }
 

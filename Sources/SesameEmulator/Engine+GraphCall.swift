@@ -54,14 +54,20 @@ extension FacebookState {
             return .respond(graphErrorResponse(error as? GraphError ?? .unknown, appID: defaultApp.id))
         }
         let appID = appID(for: context)
-        usage.count(appID: appID, at: now)
+        let now = self.now
+        usage.withLock { $0.count(appID: appID, at: now) }
 
         let effects = scenarioEffects(for: context)
-        if effects.dropConnection { return PendingOutcome(reply: nil, delay: effects.delay) }
-        if let error = effects.error ?? rateLimitError(appID: appID) {
-            return PendingOutcome(reply: graphErrorResponse(error, appID: appID), delay: effects.delay)
+        var outcome: PendingOutcome
+        if effects.dropConnection {
+            outcome = PendingOutcome(reply: nil, delay: effects.delay)
+        } else if let error = effects.error ?? rateLimitError(appID: appID) {
+            outcome = PendingOutcome(reply: graphErrorResponse(error, appID: appID), delay: effects.delay)
+        } else {
+            outcome = PendingOutcome(reply: answer(context, appID: appID), delay: effects.delay)
         }
-        return PendingOutcome(reply: answer(context, appID: appID), delay: effects.delay)
+        outcome.usageAppID = appID
+        return outcome
     }
 
     /// Runs the handler for `context` and turns its answer or error into a response.
@@ -96,7 +102,7 @@ extension FacebookState {
         var context = GraphContext(
             request: request, method: method, segments: segments, parameters: parameters, caller: nil,
             tokenError: nil, versionPrefix: versionPrefix, isBatchItem: isBatchItem)
-        if let token = Self.accessToken(in: request, parameters: parameters) {
+        if let token = request.accessToken(parameters: parameters) {
             do { context.caller = try resolve(token: token, consumeScenarios: true) } catch let error as GraphError {
                 context.tokenError = error
             }

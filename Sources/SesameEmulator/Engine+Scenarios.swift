@@ -109,7 +109,8 @@ extension FacebookState {
     // MARK: - Usage
 
     func appUsageHeader(appID: String) -> String {
-        let (calls, time) = usage.lastHour(appID: appID, at: now)
+        let now = self.now
+        let (calls, time) = usage.withLock { $0.lastHour(appID: appID, at: now) }
         let allowance = Double(max(1, configuration.hourlyCallsPerUser * max(1, installedCount[appID] ?? 0)))
         let callShare = Int(Double(calls) * 100 / allowance)
         // Each call is budgeted 50 ms of handler time.
@@ -120,10 +121,13 @@ extension FacebookState {
     /// Error 4 when rate limits are enforced and the app has used its hourly allowance.
     func rateLimitError(appID: String) -> GraphError? {
         guard configuration.enforcesRateLimits else { return nil }
-        let (calls, _) = usage.lastHour(appID: appID, at: now)
+        let now = self.now
         let allowance = max(1, configuration.hourlyCallsPerUser * max(1, installedCount[appID] ?? 0))
+        let (calls, minutes) = usage.withLock { usage in
+            let calls = usage.lastHour(appID: appID, at: now).calls
+            return (calls, calls > allowance ? usage.minutesUntilBelow(allowance, appID: appID, at: now) : 0)
+        }
         guard calls > allowance else { return nil }
-        let minutes = usage.minutesUntilBelow(allowance, appID: appID, at: now)
         let usageText = #"{"call_count":\#(calls * 100 / allowance),"total_cputime":0,"total_time":0}"#
         let business = JSONValue.object([
             appID: .array([

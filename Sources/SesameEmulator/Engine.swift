@@ -4,8 +4,12 @@ import Sesame
 /// The Facebook emulator's engine: maps a request value to a response value.
 ///
 /// Concurrent clients see one consistent Facebook: the state (``FacebookState``) lives in a
-/// `Locked`, and a request's handling runs in its closure start to finish without suspending, so
-/// it is atomic. The work that needs no state happens outside the lock: the request's body, form
+/// `ReadWriteLocked`, and a request's handling runs in its closure start to finish without
+/// suspending, so it is atomic. Most requests take the write lock. The reads every session makes
+/// (`GET /me`, `GET /me/permissions`; ``FacebookState/readsOnly(_:)``) take the read lock when no
+/// scenario is active, so the server's threads answer them side by side: on one lock taken in
+/// turn, two threads answering `GET /me` under load waited for each other on about every other
+/// request, and served fewer requests than one thread. The work that needs no state happens outside the lock: the request's body, form
 /// and `batch` parameter are parsed before it is taken, and the answer's JSON is encoded after it
 /// is released, so a large request or answer delays only its own client. The `slow` scenario's
 /// delay and the state file's write are outside it too. A lock rather than an actor: handling
@@ -13,7 +17,7 @@ import Sesame
 package final class EmulatorEngine: Sendable {
     let configuration: EmulatorConfiguration
     let writer: StateWriter?
-    private let state: Locked<FacebookState>
+    private let state: ReadWriteLocked<FacebookState>
 
     /// Creates an engine, reading the state file when there is one, and applies it.
     ///
@@ -24,15 +28,16 @@ package final class EmulatorEngine: Sendable {
         let initial = try FacebookState(configuration: configuration)
         // The configured people and scenarios are saved as any other change.
         let save = initial.takeSaveRequest()
-        state = Locked(initial)
+        state = ReadWriteLocked(initial)
         if save { scheduleSave() }
     }
 
     package func setBaseURL(_ url: URL) { locked { $0.baseURL = url } }
 
-    /// Runs `body` with the state under the lock, and schedules a save when it changed the state.
+    /// Runs `body` with the state under the write lock, and schedules a save when it changed the
+    /// state.
     func locked<T: Sendable, E: Error>(_ body: (FacebookState) throws(E) -> T) throws(E) -> T {
-        let (result, save) = try state.withLock { state throws(E) -> (T, Bool) in
+        let (result, save) = try state.withWriteLock { state throws(E) -> (T, Bool) in
             let result = try body(state)
             return (result, state.takeSaveRequest())
         }
@@ -54,9 +59,18 @@ package final class EmulatorEngine: Sendable {
     /// Answers one request.
     package func handle(_ request: EmulatorRequest) -> EmulatorOutcome {
         // Parsed before the lock: a large body or batch then delays only its own client.
-        let request = request.parsed()
-        let pending = locked { $0.handle(request) }
-        // Encoded after it, for the same reason.
+        let request = request.parsed(maxPathBytes: configuration.limits.maxPathBytes)
+        // A read every session makes is answered under the read lock, beside others, unless a
+        // scenario (which the call might use up) is active.
+        let shared =
+            FacebookState.readsOnly(request)
+            ? state.withReadLock { state in state.scenarios.isEmpty ? state.handle(request) : nil } : nil
+        var pending = shared ?? locked { $0.handle(request) }
+        // Finished and encoded after it, for the same reason.
+        if let versionPrefix = pending.graphVersionPrefix {
+            pending = FacebookState.finishing(
+                pending, request, versionPrefix: versionPrefix, graphVersion: configuration.graphVersion)
+        }
         let outcome = EmulatorOutcome(response: pending.reply?.response, delay: pending.delay)
         // Outside the lock: the log is the caller's code.
         if let log = configuration.requestLog {
@@ -105,7 +119,7 @@ package final class EmulatorEngine: Sendable {
     package func saveNow() async {
         guard let writer else { return }
         let failure: (any Error)? = await withCheckedContinuation { continuation in
-            state.withLock { state in
+            state.withWriteLock { state in
                 state.saveScheduled = false
                 guard state.isDirty else {
                     // Nothing new, but a scheduled save may still be writing: wait for it.
@@ -118,7 +132,7 @@ package final class EmulatorEngine: Sendable {
             }
         }
         if let failure {
-            state.withLock { $0.isDirty = true }
+            state.withWriteLock { $0.isDirty = true }
             configuration.requestLog?("emulator: could not save its state: \(failure)")
         }
     }

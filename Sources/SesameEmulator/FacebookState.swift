@@ -3,9 +3,11 @@ import Sesame
 
 /// The Facebook emulator's state and the handlers that read and change it.
 ///
-/// Not `Sendable`: the one instance lives inside ``EmulatorEngine``'s `Locked` lock, and every handler
-/// runs in that lock's closure, start to finish, without suspending. The handlers are split by
-/// job over the `Engine+*.swift` files.
+/// Not `Sendable`: the one instance lives inside ``EmulatorEngine``'s `ReadWriteLocked` lock, and
+/// every handler runs in that lock's closure, start to finish, without suspending: under the
+/// write lock, except the reads ``readsOnly(_:)`` picks, which run side by side under the read
+/// lock and change nothing but what has a lock of its own (``usage``, ``parsedFieldLists``). The
+/// handlers are split by job over the `Engine+*.swift` files.
 final class FacebookState {
     struct GrantKey: Hashable, Sendable {
         var appID: String
@@ -31,13 +33,15 @@ final class FacebookState {
     var nextPostNumber = 1
     var nextScenarioNumber = 1
     var clockOffset: TimeInterval = 0
-    var usage = UsageMeter()
+    /// Behind its own lock: reads answered side by side count their calls here.
+    let usage = Locked(UsageMeter())
     var installedCount: [String: Int] = [:]
     /// Where the emulator listens, once started; absolute URLs are built from it.
     var baseURL: URL?
     /// `fields` parameters already parsed, by text: clients send the same few again and again
-    /// (`id,name,email` on every `GET /me`). Bounded; emptied when full.
-    var parsedFieldLists: [String: FieldList] = [:]
+    /// (`id,name,email` on every `GET /me`). Bounded; emptied when full. Behind its own lock, as
+    /// reads answered side by side fill it.
+    let parsedFieldLists = Locked([String: FieldList]())
 
     /// Whether changes are written to a state file.
     let persists: Bool
@@ -92,12 +96,27 @@ final class FacebookState {
 
     // MARK: - Dispatch
 
-    /// Answers one request; its JSON is encoded by the caller, after the lock is released.
+    /// Answers one request; its JSON is encoded, and a Graph answer finished, by the caller after
+    /// the lock is released.
     func handle(_ request: EmulatorRequest) -> PendingOutcome {
         let started = ContinuousClock.now
         let outcome = dispatch(request)
-        usage.addTime(ContinuousClock.now - started, at: now)
+        if let appID = outcome.usageAppID {
+            let time = ContinuousClock.now - started
+            let now = self.now
+            usage.withLock { $0.addTime(time, appID: appID, at: now) }
+        }
         return outcome
+    }
+
+    /// Whether `request` only reads, whatever the state, so long as no scenario is active (a
+    /// scenario may be used up by the call): a `GET` of `/me` or `/me/permissions`, with no
+    /// `method` override. ``EmulatorEngine`` answers these under its read lock, side by side,
+    /// when ``scenarios`` is empty. Worked out from the request alone, before any lock.
+    static func readsOnly(_ request: EmulatorRequest) -> Bool {
+        guard request.method == .get, (try? request.parameters())?["method"] == nil else { return false }
+        let segments = splitVersion(request.pathSegments()).segments
+        return segments == ["me"] || segments == ["me", "permissions"]
     }
 
     private func dispatch(_ request: EmulatorRequest) -> PendingOutcome {
@@ -108,14 +127,16 @@ final class FacebookState {
             return .respond(
                 graphErrorResponse(.invalidParameter("The request body is too large."), appID: defaultApp.id))
         }
-        let all = request.path.split(separator: "/", omittingEmptySubsequences: true).map(String.init)
+        let all = request.pathSegments()
         if all.first == "__sesame" {
             return .respond(admin(request, segments: Array(all.dropFirst())))
         }
         let (segments, versionPrefix) = Self.splitVersion(all)
         if let page = page(request, segments: segments, versionPrefix: versionPrefix) { return .respond(page) }
-        return finishing(
-            graph(request, segments: segments, versionPrefix: versionPrefix), request, versionPrefix: versionPrefix)
+        // Finished (``finishing(_:_:versionPrefix:graphVersion:)``) once the lock is released.
+        var outcome = graph(request, segments: segments, versionPrefix: versionPrefix)
+        outcome.graphVersionPrefix = versionPrefix
+        return outcome
     }
 
     /// A path's segments without a leading Graph version, and that version as `/vN.N` (or "").

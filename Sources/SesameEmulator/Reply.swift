@@ -101,6 +101,11 @@ struct PendingOutcome: Sendable {
     var reply: Reply?
     /// How long to wait before answering.
     var delay: Duration = .zero
+    /// For a Graph answer not yet finished, the version prefix of its path (`/v19.0`, or ""):
+    /// the engine finishes it after the lock is released.
+    var graphVersionPrefix: String?
+    /// The app a Graph call was counted for, whose usage the handler's time is added to.
+    var usageAppID: String?
 
     static func respond(_ reply: Reply) -> PendingOutcome { PendingOutcome(reply: reply) }
     static func respond(_ response: HTTPResponse) -> PendingOutcome { PendingOutcome(reply: Reply(response)) }

@@ -20,6 +20,10 @@ package struct EmulatorRequest: Sendable {
     private var parsedForm: [(String, String)]??
     /// The `batch` parameter's JSON, parsed by ``parsed()``.
     private var parsedBatch: (text: String, value: JSONValue?)?
+    /// The path's segments, split by ``parsed()``.
+    private var parsedSegments: [String]?
+    /// The access token sent, found by ``parsed()``; `.some(nil)` when none was.
+    private var parsedAccessToken: String??
 
     package init(
         method: HTTPMethod, path: String, query: [(String, String)] = [], headers: HTTPHeaders = [:],
@@ -52,20 +56,37 @@ package struct EmulatorRequest: Sendable {
         return copy
     }
 
-    /// The request with all that the engine reads from its body worked out: the body as JSON
-    /// (when it starts like a JSON array or object), as a form, the parameters and a `batch` parameter's operations. The
-    /// engine calls this before it takes its lock, so that no parsing holds up other clients.
-    func parsed() -> EmulatorRequest {
+    /// The request with all that the engine reads from it worked out: the path's segments (when
+    /// the path is at most `maxPathBytes` long), the body as JSON (when it starts like a JSON
+    /// array or object), as a form, the parameters, a `batch` parameter's operations and the access
+    /// token. The engine calls this before it takes its lock, so that no parsing holds up other
+    /// clients.
+    func parsed(maxPathBytes: Int) -> EmulatorRequest {
         var copy = parsingBody()
+        if path.utf8.count <= maxPathBytes { copy.parsedSegments = copy.pathSegments() }
         if copy.contentType != "application/json" { copy.parsedForm = .some(copy.formPairs()) }
         do throws(GraphError) {
             let parameters = try Parameters.of(copy)
             copy.parsedParameters = .success(parameters)
             if let batch = parameters["batch"] { copy.parsedBatch = (batch, JSONValue(parsing: Data(batch.utf8))) }
+            copy.parsedAccessToken = .some(FacebookState.accessToken(in: copy, parameters: parameters))
         } catch {
             copy.parsedParameters = .failure(error)
         }
         return copy
+    }
+
+    /// The path's non-empty segments: as ``parsed(maxPathBytes:)`` split them, or split now.
+    func pathSegments() -> [String] {
+        if let parsedSegments { return parsedSegments }
+        return path.split(separator: "/", omittingEmptySubsequences: true).map(String.init)
+    }
+
+    /// The access token sent (the `access_token` parameter, else an `Authorization` header), given
+    /// the request's `parameters`: as ``parsed(maxPathBytes:)`` found it, or found now.
+    func accessToken(parameters: Parameters) -> String? {
+        if let parsedAccessToken { return parsedAccessToken }
+        return FacebookState.accessToken(in: self, parameters: parameters)
     }
 
     /// The parameters: those worked out by ``parsed()``, or read now (a batch item's).

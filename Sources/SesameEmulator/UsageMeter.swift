@@ -2,6 +2,9 @@ import Foundation
 
 /// Counts each app's calls and handler time per minute over a rolling hour, for `X-App-Usage`.
 ///
+/// ``FacebookState`` keeps it behind a lock of its own: calls answered side by side under the
+/// engine's read lock count here too.
+///
 /// Memory is fixed: sixty one-minute buckets per app, however many calls arrive.
 struct UsageMeter: Sendable {
     private struct Bucket: Sendable {
@@ -11,8 +14,6 @@ struct UsageMeter: Sendable {
     }
 
     private var buckets: [String: [Bucket]] = [:]
-    /// The app of the call being handled, so its time is added to the right bucket.
-    private var currentAppID: String?
 
     private static func minute(of date: Date) -> Int64 { Int64((date.timeIntervalSince1970 / 60).rounded(.down)) }
 
@@ -24,13 +25,10 @@ struct UsageMeter: Sendable {
         // Mutated in place: no copy of the app's buckets per call.
         if buckets[appID]![slot].minute != minute { buckets[appID]![slot] = Bucket(minute: minute) }
         buckets[appID]![slot].calls += 1
-        currentAppID = appID
     }
 
-    /// Adds the time the current call took to its app's usage.
-    mutating func addTime(_ duration: Duration, at date: Date) {
-        guard let appID = currentAppID else { return }
-        currentAppID = nil
+    /// Adds the time a call of `appID` took to its usage.
+    mutating func addTime(_ duration: Duration, appID: String, at date: Date) {
         let minute = Self.minute(of: date)
         let slot = Int(((minute % 60) + 60) % 60)
         guard buckets[appID]?[slot].minute == minute else { return }

@@ -47,6 +47,34 @@ struct ConcurrencyTests {
         }
     }
 
+    @Test("reads answered side by side are all counted, and a scenario among them is used up exactly as often as asked")
+    func sharedReads() async throws {
+        let emulator = try Emulator()
+        let token = try await emulator.issueToken(permissions: ["email"])
+        let me = EmulatorRequest(
+            method: .get, path: "/v19.0/me", query: [("access_token", token), ("fields", "id,name,email")])
+        func statuses(_ count: Int) async -> [Int] {
+            await withTaskGroup(of: Int.self) { group in
+                for _ in 0..<count { group.addTask { await emulator.respond(to: me).response?.status ?? 0 } }
+                var all: [Int] = []
+                for await status in group { all.append(status) }
+                return all
+            }
+        }
+        // No scenario: every read is answered (under the read lock), side by side.
+        #expect(await statuses(200).allSatisfy { $0 == 200 })
+        // Three transient errors among 100 concurrent reads: exactly three, though the others
+        // would read side by side (a scenario sends every call through the write lock).
+        try await emulator.activate(ScenarioSetting(.transient, count: 3))
+        let mixed = await statuses(100)
+        #expect(mixed.filter { $0 == 200 }.count == 97, "\(mixed.filter { $0 != 200 })")
+        #expect(await statuses(20).allSatisfy { $0 == 200 })
+        // Every one of the 320 calls was counted, shared or not.
+        let usage = try #require(await emulator.respond(to: me).response?.headers["X-App-Usage"])
+        // The share of the app's hourly allowance: 200 calls for its one installed person.
+        #expect(JSONValue(parsing: Data(usage.utf8))?["call_count"] == .int(321 * 100 / 200), "\(usage)")
+    }
+
     @Test("a huge answer being encoded does not hold up another client's small request")
     func hugeAnswerDoesNotBlockOthers() async throws {
         let emulator = try Emulator()

@@ -105,7 +105,7 @@ struct EmulatorUnitTests {
         let start = Date(timeIntervalSince1970: 1_700_000_000)
         for minute in 0..<90 {
             meter.count(appID: "1", at: start.addingTimeInterval(Double(minute) * 60))
-            meter.addTime(.milliseconds(10), at: start.addingTimeInterval(Double(minute) * 60))
+            meter.addTime(.milliseconds(10), appID: "1", at: start.addingTimeInterval(Double(minute) * 60))
         }
         let usage = meter.lastHour(appID: "1", at: start.addingTimeInterval(89 * 60))
         #expect(usage.calls == 60)
@@ -132,7 +132,8 @@ struct EmulatorUnitTests {
     func answersAreEncodedOutsideTheLock() async throws {
         let emulator = try Emulator()
         let token = try await emulator.issueToken()
-        let request = EmulatorRequest(method: .get, path: "/me", query: [("access_token", token)]).parsed()
+        let request = EmulatorRequest(method: .get, path: "/me", query: [("access_token", token)]).parsed(
+            maxPathBytes: 8192)
         let pending = emulator.engine.locked { $0.handle(request) }
         let reply = try #require(pending.reply)
         guard case .json(let value) = reply.body else {
@@ -140,5 +141,25 @@ struct EmulatorUnitTests {
             return
         }
         #expect(value["id"] != nil)
+    }
+
+    @Test("a Graph answer is finished after the lock: its served version and suppress_http_code")
+    func answersAreFinishedOutsideTheLock() async throws {
+        let emulator = try Emulator()
+        let token = try await emulator.issueToken()
+        let request = EmulatorRequest(
+            method: .get, path: "/v18.0/nobody", query: [("access_token", token), ("suppress_http_code", "1")]
+        ).parsed(maxPathBytes: 8192)
+        let pending = emulator.engine.locked { $0.handle(request) }
+        // Under the lock: the error as it is, with the version still to be named.
+        #expect(pending.graphVersionPrefix == "/v18.0")
+        #expect(pending.reply?.status == 400)
+        let outcome = await emulator.respond(to: request)
+        let response = try #require(outcome.response)
+        #expect(response.status == 200)
+        #expect(response.headers["facebook-api-version"] == "v18.0")
+        // Not Graph: the admin API is answered as it is.
+        let admin = await emulator.respond(to: EmulatorRequest(method: .get, path: "/__sesame/scenarios"))
+        #expect(admin.response?.headers["facebook-api-version"] == nil)
     }
 }
