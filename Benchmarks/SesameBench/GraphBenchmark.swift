@@ -22,9 +22,11 @@ let graphBenchmark = Benchmark(
     var concurrency = 8
     var batches = 20
     var json = false
+    var stackOnly = false
     var rest = arguments[...]
     while let argument = rest.popFirst() {
         switch argument {
+        case "--stack-only": stackOnly = true
         case "--seconds": seconds = Double(rest.popFirst() ?? "") ?? seconds
         case "--rounds": rounds = Int(rest.popFirst() ?? "") ?? rounds
         case "--concurrency": concurrency = Int(rest.popFirst() ?? "") ?? concurrency
@@ -32,11 +34,13 @@ let graphBenchmark = Benchmark(
         case "--json": json = true
         default:
             throw BenchmarkError(
-                "unknown option \(argument); options: --seconds N --rounds N --concurrency N --batches N --json")
+                "unknown option \(argument); options: --seconds N --rounds N --concurrency N --batches N --json --stack-only"
+            )
         }
     }
     try await GraphBenchmark(
-        seconds: seconds, rounds: rounds, concurrency: concurrency, batches: batches, json: json
+        seconds: seconds, rounds: rounds, concurrency: concurrency, batches: batches, json: json,
+        stackOnly: stackOnly
     ).run()
 }
 
@@ -46,6 +50,8 @@ struct GraphBenchmark {
     let concurrency: Int
     let batches: Int
     let json: Bool
+    /// Only the provider stack over canned answers, for `seconds`.
+    var stackOnly = false
 
     func run() async throws {
         var configuration = EmulatorConfiguration()
@@ -84,6 +90,15 @@ struct GraphBenchmark {
             throw BenchmarkError("the canned session did not open from its stored token")
         }
         let cannedGraph = cannedSession.graph
+        if stackOnly {
+            // Only the stack over canned answers, for `seconds` (to profile it on its own).
+            let rate = try await loop(seconds: seconds, concurrency: 1) {
+                let me = try await cannedGraph.get("me", parameters: ["fields": "id"])
+                guard me["id"] != nil else { throw BenchmarkError("GET /me via the canned stack had no id") }
+            }
+            print("the provider stack alone, over canned answers: \(String(format: "%.1f", 1e6 / rate)) µs per call")
+            return
+        }
 
         let urlSession = URLSession(configuration: .ephemeral)
         var figures: [String: [Double]] = [:]

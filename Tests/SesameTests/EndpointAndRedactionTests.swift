@@ -11,6 +11,10 @@ struct EndpointAndRedactionTests {
             ("127.8.9.10", true), ("::1", true), ("[::1]", true), ("0:0:0:0:0:0:0:1", true),
             ("128.0.0.1", false), ("localhost.example.com", false), ("127.0.0.1.nip.io", false), ("::2", false),
             ("example.com", false), ("", false), ("10.0.0.1", false),
+            // Dotted quads at the edges (read from the bytes, without copying).
+            ("127.0.0.1.", true), ("127.255.255.255", true), ("127.0.0.256", false), ("127.0.0", false),
+            ("127.0.0.1.1", false), ("127..0.1", false), ("1127.0.0.1", false), ("127.0.0.1x", false),
+            ("0.0.0.0", false), ("126.255.255.255", false), ("127.000.000.001", true),
         ])
     func loopback(host: String, expected: Bool) {
         #expect(EndpointSecurity.isLoopback(host) == expected)
