@@ -173,6 +173,8 @@ static inline struct MHD_Daemon *sesame_mhd_start_daemon(
     // Every server passes the same handler; it is stored before any daemon can log.
     __atomic_store_n(sesame_mhd_log_handler_storage(), log_handler, __ATOMIC_RELEASE);
     // The logger must be the first option, or libmicrohttpd prints to stderr until it is set.
+    // Two calls, not one with a computed option: libmicrohttpd refuses MHD_OPTION_LISTEN_SOCKET (even -1)
+    // together with MHD_USE_NO_LISTEN_SOCKET, and a variadic list cannot leave an option out.
     if (listen_socket == MHD_INVALID_SOCKET) {
         return sesame_mhd()->start_daemon(
             flags | MHD_USE_NO_LISTEN_SOCKET, 0, NULL, NULL, handler, cls,
