@@ -167,8 +167,7 @@ static inline struct MHD_Daemon *sesame_mhd_start_daemon(
     unsigned int connection_timeout_seconds,
     unsigned int per_ip_connection_limit,
     MHD_NotifyConnectionCallback notify_connection,
-    sesame_mhd_log_handler log_handler,
-    unsigned int threads)
+    sesame_mhd_log_handler log_handler)
 {
     // Every server passes the same handler; it is stored before any daemon can log.
     __atomic_store_n(sesame_mhd_log_handler_storage(), log_handler, __ATOMIC_RELEASE);
@@ -186,7 +185,6 @@ static inline struct MHD_Daemon *sesame_mhd_start_daemon(
             MHD_OPTION_PER_IP_CONNECTION_LIMIT, per_ip_connection_limit,
             MHD_OPTION_CONNECTION_MEMORY_LIMIT, memory_limit,
             MHD_OPTION_CONNECTION_TIMEOUT, connection_timeout_seconds,
-            MHD_OPTION_THREAD_POOL_SIZE, threads > 1 ? threads : 0,
             MHD_OPTION_END);
     }
     return sesame_mhd()->start_daemon(
@@ -200,7 +198,6 @@ static inline struct MHD_Daemon *sesame_mhd_start_daemon(
         MHD_OPTION_PER_IP_CONNECTION_LIMIT, per_ip_connection_limit,
         MHD_OPTION_CONNECTION_MEMORY_LIMIT, memory_limit,
         MHD_OPTION_CONNECTION_TIMEOUT, connection_timeout_seconds,
-        MHD_OPTION_THREAD_POOL_SIZE, threads > 1 ? threads : 0,
         MHD_OPTION_END);
 }
 

@@ -84,10 +84,6 @@ extension FacebookState {
 
     /// The version that served a call: the one in its path, else the emulator's default (which
     /// is what Facebook does for an unversioned call).
-    func servedVersion(_ versionPrefix: String) -> String {
-        Self.servedVersion(versionPrefix, graphVersion: configuration.graphVersion)
-    }
-
     static func servedVersion(_ versionPrefix: String, graphVersion: String) -> String {
         guard versionPrefix.hasPrefix("/") else { return graphVersion }
         let version = String(versionPrefix.dropFirst())

@@ -9,11 +9,14 @@ import Sesame
 /// (`GET /me`, `GET /me/permissions`; ``FacebookState/readsOnly(_:)``) take the read lock when no
 /// scenario is active, so the server's threads answer them side by side: on one lock taken in
 /// turn, two threads answering `GET /me` under load waited for each other on about every other
-/// request, and served fewer requests than one thread. The work that needs no state happens outside the lock: the request's body, form
-/// and `batch` parameter are parsed before it is taken, and the answer's JSON is encoded after it
-/// is released, so a large request or answer delays only its own client. The `slow` scenario's
-/// delay and the state file's write are outside it too. A lock rather than an actor: handling
-/// takes microseconds, and an actor hop per request halved the throughput under load.
+/// request, and served fewer requests than one thread.
+///
+/// The work that needs no state happens outside the lock: the request's path, body, form, token
+/// and `batch` parameter are read before it is taken; a Graph answer is finished (its version
+/// header, `suppress_http_code`) and its JSON encoded after it is released, so a large request or
+/// answer delays only its own client. The `slow` scenario's delay and the state file's write are
+/// outside it too. A lock rather than an actor: handling takes microseconds, and an actor hop per
+/// request halved the throughput under load.
 package final class EmulatorEngine: Sendable {
     let configuration: EmulatorConfiguration
     let writer: StateWriter?

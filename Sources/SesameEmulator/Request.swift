@@ -10,19 +10,19 @@ package struct EmulatorRequest: Sendable {
     package var query: [(String, String)]
     package var headers: HTTPHeaders
     package var body: Data
-    /// The body parsed as JSON when it looks like JSON, done by ``parsed()`` before the engine's
+    /// The body parsed as JSON when it looks like JSON, done by ``parsed(maxPathBytes:)`` before the engine's
     /// lock is taken; `nil` otherwise.
     private(set) var parsedBody: JSONValue?
     private var bodyWasParsed = false
-    /// The parameters, or why they cannot be read, worked out by ``parsed()``.
+    /// The parameters, or why they cannot be read, worked out by ``parsed(maxPathBytes:)``.
     private var parsedParameters: Result<Parameters, GraphError>?
-    /// The body as a form, decoded by ``parsed()`` (`nil` when it is not UTF-8).
+    /// The body as a form, decoded by ``parsed(maxPathBytes:)`` (`nil` when it is not UTF-8).
     private var parsedForm: [(String, String)]??
-    /// The `batch` parameter's JSON, parsed by ``parsed()``.
+    /// The `batch` parameter's JSON, parsed by ``parsed(maxPathBytes:)``.
     private var parsedBatch: (text: String, value: JSONValue?)?
-    /// The path's segments, split by ``parsed()``.
+    /// The path's segments, split by ``parsed(maxPathBytes:)``.
     private var parsedSegments: [String]?
-    /// The access token sent, found by ``parsed()``; `.some(nil)` when none was.
+    /// The access token sent, found by ``parsed(maxPathBytes:)``; `.some(nil)` when none was.
     private var parsedAccessToken: String??
 
     package init(
@@ -46,7 +46,7 @@ package struct EmulatorRequest: Sendable {
     }
 
     /// The request with its body parsed when it starts like a JSON array or object (the first
-    /// step of ``parsed()``).
+    /// step of ``parsed(maxPathBytes:)``).
     private func parsingBody() -> EmulatorRequest {
         var copy = self
         guard !bodyWasParsed else { return copy }
@@ -89,20 +89,20 @@ package struct EmulatorRequest: Sendable {
         return FacebookState.accessToken(in: self, parameters: parameters)
     }
 
-    /// The parameters: those worked out by ``parsed()``, or read now (a batch item's).
+    /// The parameters: those worked out by ``parsed(maxPathBytes:)``, or read now (a batch item's).
     func parameters() throws(GraphError) -> Parameters {
         if let parsedParameters { return try parsedParameters.get() }
         return try Parameters.of(self)
     }
 
-    /// The body decoded as a form (`nil` when it is not UTF-8): as ``parsed()`` decoded it, or now.
+    /// The body decoded as a form (`nil` when it is not UTF-8): as ``parsed(maxPathBytes:)`` decoded it, or now.
     func formPairs() -> [(String, String)]? {
         if let parsedForm { return parsedForm }
         if body.isEmpty { return [] }
         return String(data: body, encoding: .utf8).map(FormEncoding.decode)
     }
 
-    /// `text`, the value of the `batch` parameter, parsed as JSON: as ``parsed()`` parsed it, or now.
+    /// `text`, the value of the `batch` parameter, parsed as JSON: as ``parsed(maxPathBytes:)`` parsed it, or now.
     func batchJSON(_ text: String) -> JSONValue? {
         if let parsedBatch, parsedBatch.text == text { return parsedBatch.value }
         return JSONValue(parsing: Data(text.utf8))

@@ -191,8 +191,7 @@ final class ServerCore: Sendable {
                 timeoutSeconds,
                 UInt32(clamping: perClient),
                 notifyConnectionCallback,
-                logCallback,
-                1)
+                logCallback)
         }
         var daemons: [OpaquePointer] = []
         var acceptors: [Acceptor] = []
