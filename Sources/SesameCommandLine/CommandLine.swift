@@ -196,6 +196,12 @@ package enum SesameCLI {
         return UsageError("unknown command '\(name)'.\(near) Commands: \(commandNames)", command: nil)
     }
 
+    /// Parses and runs a command line on the calling thread (``MainThreadExecutor``), printing
+    /// to the standard streams; returns the exit status. What the `sesame` executable calls.
+    package static func runOnMainThread(_ arguments: [String]) -> Int32 {
+        MainThreadExecutor.run { await main(arguments) }
+    }
+
     /// Parses and runs a command line, printing through `io`; returns the exit status.
     package static func main(
         _ arguments: [String], io: CommandIO = .standard,

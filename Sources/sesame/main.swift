@@ -7,4 +7,5 @@ import SesameCommandLine
 // GLib (libsecret) ignores SIGPIPE anyway; ignoring it from the start makes a reader that went away
 // (`sesame token facebook | true`) the same quiet failed write whatever the storage.
 signal(SIGPIPE, SIG_IGN)
-exit(await SesameCLI.main(Array(CommandLine.arguments.dropFirst())))
+// The command runs on this thread (see MainThreadExecutor), not on Swift's cooperative pool.
+exit(SesameCLI.runOnMainThread(Array(CommandLine.arguments.dropFirst())))
