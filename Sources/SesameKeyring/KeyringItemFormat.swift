@@ -42,6 +42,8 @@ enum KeyringItemFormat {
         static let appID = "app_id"
         static let account = "account"
         static let schemaVersion = "schema_version"
+        /// Every attribute Sesame reads back from an item.
+        static let all = [schema, provider, appID, account, schemaVersion]
     }
 
     /// The attributes written with the credential for `key`.

@@ -300,35 +300,139 @@ struct LibSecretClient {
     /// The items matching `attributes` with the secrets of those not locked, read into Swift
     /// values. Items deleted meanwhile (by another program) are left out.
     ///
-    /// libsecret's own `SECRET_SEARCH_LOAD_SECRETS` drops every secret when one item of the
-    /// batch has gone, and says nothing, so the secrets are loaded here, where failures show.
+    /// Read by object path with plain D-Bus calls, as `secret-tool lookup` reads: one
+    /// `SearchItems`, one `Properties.GetAll` per item and one `GetSecrets` for all the unlocked
+    /// ones. A libsecret item object per item cost five calls where `GetAll` is one (`sesame
+    /// token` sent 20 messages against `secret-tool`'s 11), and libsecret's own read by path
+    /// leaks its reply (see `sesame_item_secrets`).
     func items(_ attributes: [String: String]) throws(LibSecretError) -> [KeyringItem] {
-        let found = try search(attributes, unlock: false)
-        let unlocked = found.filter { secret_item_get_locked($0.pointer) == 0 }
-        if !unlocked.isEmpty {
-            var list: UnsafeMutablePointer<GList>?
-            for item in unlocked.reversed() { list = g_list_prepend(list, UnsafeMutableRawPointer(item.pointer)) }
-            defer { g_list_free(list) }
-            var error: UnsafeMutablePointer<GError>?
-            if secret_item_load_secrets_sync(list, cancellation.pointer, &error) == 0 {
-                let failure = Self.failure(error, stage: .call)
-                // One item has gone: the others are loaded one by one below.
-                guard failure.failure == .noSuchObject else { throw failure }
-            }
-        }
         var items: [KeyringItem] = []
-        for item in found {
-            if secret_item_get_locked(item.pointer) == 0 && !Self.hasSecret(item) {
-                var error: UnsafeMutablePointer<GError>?
-                if secret_item_load_secret_sync(item.pointer, cancellation.pointer, &error) == 0 {
-                    let failure = Self.failure(error, stage: .call)
-                    if failure.failure == .noSuchObject { continue }
-                    throw failure
+        for path in try searchPaths(attributes) {
+            var error: UnsafeMutablePointer<GError>?
+            var properties = SesameItemProperties()
+            guard sesame_item_properties(connection, path, 5000, cancellation.pointer, &properties, &error) != 0 else {
+                let failure = Self.failure(error, stage: .call)
+                if failure.failure == .noSuchObject { continue }
+                throw failure
+            }
+            defer {
+                g_free(properties.label)
+                g_hash_table_unref(properties.attributes)
+            }
+            var found: [String: String] = [:]
+            for name in KeyringItemFormat.Attribute.all {
+                if let value = sesame_attributes_get(properties.attributes, name) {
+                    found[name] = String(cString: value)
                 }
             }
-            items.append(read(item))
+            items.append(
+                KeyringItem(
+                    path: path, label: properties.label.map { String(cString: $0) } ?? "", attributes: found,
+                    isLocked: properties.locked != 0,
+                    modified: Date(timeIntervalSince1970: TimeInterval(properties.modified)), secret: nil))
         }
-        return items
+        let unlocked = items.filter { !$0.isLocked }.map(\.path)
+        guard !unlocked.isEmpty else { return items }
+        var secrets: [String: [UInt8]]
+        do throws(LibSecretError) {
+            secrets = try self.secrets(of: unlocked)
+        } catch  where error.failure == .noSuchObject {
+            // One item has gone since the search, which fails the whole call: one by one.
+            secrets = [:]
+            for path in unlocked {
+                do throws(LibSecretError) {
+                    secrets.merge(try self.secrets(of: [path])) { $1 }
+                } catch  where error.failure == .noSuchObject {
+                    continue
+                }
+            }
+        }
+        var read: [KeyringItem] = []
+        for var item in items {
+            if !item.isLocked {
+                // Gone since its properties were read.
+                guard let secret = secrets[item.path] else { continue }
+                item.secret = secret
+            }
+            read.append(item)
+        }
+        return read
+    }
+
+    /// The object paths of the items with Sesame's schema whose attributes include `attributes`:
+    /// the unlocked ones first, as libsecret lists them. With a service whose search of a locked
+    /// collection prompts (KeePassXC), only unlocked collections are searched, and the notes say
+    /// so.
+    private func searchPaths(_ attributes: [String: String]) throws(LibSecretError) -> [String] {
+        var search = attributes
+        search[KeyringItemFormat.Attribute.schema] = KeyringItemFormat.schemaName
+        let table = Self.attributeTable(search)
+        defer { g_hash_table_unref(table) }
+        var error: UnsafeMutablePointer<GError>?
+        if provider()?.searchOfLockedCollectionPrompts == true {
+            let locks = try collectionLocks()
+            if locks.contains(where: \.locked) {
+                notes.skippedLockedCollection = true
+                var paths: [String] = []
+                for collection in locks where !collection.locked {
+                    guard
+                        let found = sesame_collection_search(
+                            connection, collection.path, table, 5000, cancellation.pointer, &error)
+                    else {
+                        let failure = Self.failure(error, stage: .call)
+                        error = nil
+                        if failure.failure == .noSuchObject { continue }
+                        throw failure
+                    }
+                    paths += Self.strings(found)
+                }
+                return paths
+            }
+        }
+        var unlocked: UnsafeMutablePointer<UnsafeMutablePointer<gchar>?>?
+        var locked: UnsafeMutablePointer<UnsafeMutablePointer<gchar>?>?
+        guard
+            sesame_service_search_paths(connection, table, 5000, cancellation.pointer, &unlocked, &locked, &error) != 0
+        else { throw Self.failure(error, stage: .call) }
+        return Self.strings(unlocked) + Self.strings(locked)
+    }
+
+    /// The secrets of the unlocked items at `paths`, by path, through the open session.
+    private func secrets(of paths: [String]) throws(LibSecretError) -> [String: [UInt8]] {
+        let copies = paths.map { strdup($0) }
+        defer { for pointer in copies { free(pointer) } }
+        let strings: [UnsafePointer<CChar>?] = copies.map { $0.map { UnsafePointer($0) } } + [nil]
+        var error: UnsafeMutablePointer<GError>?
+        let table = strings.withUnsafeBufferPointer { buffer in
+            sesame_item_secrets(service.pointer, connection, buffer.baseAddress, 5000, cancellation.pointer, &error)
+        }
+        guard let table else {
+            if error != nil { throw Self.failure(error, stage: .call) }
+            throw LibSecretError(stage: .call, failure: .other, message: "no open Secret Service session")
+        }
+        defer { g_hash_table_unref(table) }
+        var secrets: [String: [UInt8]] = [:]
+        for path in paths {
+            guard let value = sesame_secrets_get(table, path) else { continue }
+            var length = 0
+            if let bytes = secret_value_get(value, &length) {
+                secrets[path] = Array(UnsafeRawBufferPointer(start: bytes, count: length))
+            }
+        }
+        return secrets
+    }
+
+    /// Swift strings of a NULL-terminated C string array, which this frees.
+    private static func strings(_ array: UnsafeMutablePointer<UnsafeMutablePointer<gchar>?>?) -> [String] {
+        guard let array else { return [] }
+        defer { g_strfreev(array) }
+        var strings: [String] = []
+        var index = 0
+        while let string = array[index] {
+            strings.append(String(cString: string))
+            index += 1
+        }
+        return strings
     }
 
     /// Copies what Sesame needs from `item` into Swift values.
@@ -339,11 +443,7 @@ struct LibSecretClient {
         var attributes: [String: String] = [:]
         if let table = secret_item_get_attributes(pointer) {
             defer { g_hash_table_unref(table) }
-            for name in [
-                KeyringItemFormat.Attribute.schema, KeyringItemFormat.Attribute.provider,
-                KeyringItemFormat.Attribute.appID, KeyringItemFormat.Attribute.account,
-                KeyringItemFormat.Attribute.schemaVersion,
-            ] {
+            for name in KeyringItemFormat.Attribute.all {
                 if let value = sesame_attributes_get(table, name) { attributes[name] = String(cString: value) }
             }
         }
@@ -511,12 +611,6 @@ struct LibSecretClient {
         if secret_item_delete_sync(item.pointer, cancellation.pointer, &error) == 0 {
             throw Self.failure(error, stage: .call)
         }
-    }
-
-    private static func hasSecret(_ item: GObjectReference<SecretItem>) -> Bool {
-        guard let value = secret_item_get_secret(item.pointer) else { return false }
-        secret_value_unref(UnsafeMutableRawPointer(value))
-        return true
     }
 
     private static func attributeTable(_ attributes: [String: String]) -> OpaquePointer {
