@@ -90,6 +90,51 @@ struct SecretServiceStoreTests {
         await cleanUp()
     }
 
+    @Test("a load reads by object path: one SearchItems, one GetAll for the item, one GetSecrets, no item objects")
+    func loadReadsByPath() async throws {
+        let saved = credential("by-path")
+        try await store.save(saved)
+        // The first load connects, opens the session and learns which program serves the keyring.
+        #expect(try await store.load(saved.key) == saved)
+
+        let monitor = Process()
+        monitor.executableURL = URL(fileURLWithPath: "/usr/bin/dbus-monitor")
+        monitor.arguments = ["--session", "type='method_call'"]
+        monitor.environment = TestChildren.environment()
+        let output = Pipe()
+        monitor.standardOutput = output
+        monitor.standardError = FileHandle.nullDevice
+        try monitor.run()
+        defer { if monitor.isRunning { monitor.terminate() } }
+        // A monitor is listening once the bus has taken its name away again.
+        let banner = await readUntil(output.fileHandleForReading, contains: "NameLost", timeout: .seconds(30))
+        try #require(banner.contains("NameLost"), "dbus-monitor did not start: \(banner)")
+
+        #expect(try await store.load(saved.key) == saved)
+        let seen = await readUntil(output.fileHandleForReading, contains: "member=GetSecrets", timeout: .seconds(30))
+        monitor.terminate()
+        await cleanUp()
+
+        // This process's calls: those from the sender of the search.
+        let calls = seen.split(separator: "\n").filter { $0.hasPrefix("method call") }.map(String.init)
+        func field(_ name: String, of line: String) -> String? {
+            guard let start = line.range(of: "\(name)=") else { return nil }
+            return String(line[start.upperBound...].prefix { $0 != " " && $0 != ";" })
+        }
+        let sender = try #require(
+            calls.first { field("member", of: $0) == "SearchItems" }.flatMap { field("sender", of: $0) },
+            "no SearchItems seen: \(seen)")
+        let members = calls.filter { field("sender", of: $0) == sender }.compactMap { field("member", of: $0) }
+        #expect(members.filter { $0 == "SearchItems" }.count == 1, "\(members)")
+        #expect(members.filter { $0 == "GetAll" }.count == 1, "\(members)")
+        #expect(members.filter { $0 == "GetSecrets" }.count == 1, "\(members)")
+        // A libsecret item object subscribes to signals and looks up the service's owner.
+        let objectCalls = members.filter {
+            ["AddMatch", "RemoveMatch", "StartServiceByName", "GetNameOwner"].contains($0)
+        }
+        #expect(objectCalls.isEmpty, "a load made item objects: \(members)")
+    }
+
     @Test("a credential that was never saved loads as nil")
     func missingIsNil() async throws {
         #expect(try await store.load(key("nobody")) == nil)
