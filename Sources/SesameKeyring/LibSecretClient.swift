@@ -103,6 +103,14 @@ struct LibSecretClient {
     /// The bus connection libsecret uses.
     var connection: OpaquePointer { sesame_proxy_connection(service.pointer) }
 
+    /// The unique name (`:1.42`) of the session bus connection the keyring calls go through, or
+    /// nil before the first call: what a test watching the bus tells this process's calls by.
+    static var busName: String? {
+        sessionBus.withLock { held in
+            held.flatMap { g_dbus_connection_get_unique_name($0.pointer).map { String(cString: $0) } }
+        }
+    }
+
     /// The program that provides the Secret Service, or nil when it cannot be told. Found once
     /// per service instance (its unique bus name), then remembered: searches ask on every call.
     func provider() -> SecretServiceProvider? {
