@@ -416,12 +416,13 @@ final class ServerCore: Sendable {
     }
 
     private func dispatch(_ connection: OpaquePointer, _ context: RequestContext) -> MHD_Result {
-        let request = context.state.withLock { request in
+        // The parts are taken under the context's lock, and the target split and decoded after it.
+        let (method, target, headers, body, version) = context.state.withLock { request in
             request.phase = .running
-            return HTTPServerRequest(
-                method: request.method, target: request.target, headers: request.headers, body: request.body,
-                httpVersion: request.version)
+            return (request.method, request.target, request.headers, request.body, request.version)
         }
+        let request = HTTPServerRequest(
+            method: method, target: target, headers: headers, body: body, httpVersion: version)
         guard !isStopping.load(ordering: .acquiring) else { return shuttingDown(connection, context) }
         let work: @Sendable () async -> HTTPServerResponse
         switch handler(request) {
