@@ -131,18 +131,32 @@ struct FieldList {
     ///
     /// - Throws: ``GraphError`` when there are more than `limit` names, as the parser does.
     static func parseNames(_ text: String, limit: Int) throws(GraphError) -> FieldList? {
-        let bytes = text.utf8
-        let isSimple = !bytes.contains {
-            $0 == UInt8(ascii: "{") || $0 == UInt8(ascii: "}") || $0 == UInt8(ascii: "(")
-                || $0 == UInt8(ascii: ")") || $0 == UInt8(ascii: ".")
+        func marksEntry(_ byte: UInt8) -> Bool {
+            byte == UInt8(ascii: "{") || byte == UInt8(ascii: "}") || byte == UInt8(ascii: "(")
+                || byte == UInt8(ascii: ")") || byte == UInt8(ascii: ".")
         }
-        guard isSimple else { return nil }
-        var entries: [Entry] = []
-        for piece in text.utf8.split(separator: UInt8(ascii: ","), omittingEmptySubsequences: false) {
-            // Split at an ASCII byte: each piece is whole characters.
-            let name = Substring(piece).trimmedASCII
-            if !name.isEmpty { entries.append(Entry(name: name)) }
+        func isSpace(_ byte: UInt8) -> Bool { byte == 0x20 || byte == 0x09 || byte == 0x0A || byte == 0x0D }
+        var text = text
+        let split = text.withUTF8 { bytes -> [Entry]? in
+            guard !bytes.contains(where: marksEntry) else { return nil }
+            var entries: [Entry] = []
+            var start = 0
+            // Each piece between commas, trimmed of ASCII spaces and line breaks. The bounds are
+            // next to ASCII bytes, so each name is whole characters.
+            for index in 0...bytes.count where index == bytes.count || bytes[index] == UInt8(ascii: ",") {
+                var lower = start
+                var upper = index
+                while lower < upper, isSpace(bytes[lower]) { lower += 1 }
+                while upper > lower, isSpace(bytes[upper - 1]) { upper -= 1 }
+                if lower < upper {
+                    let name = String(decoding: UnsafeBufferPointer(rebasing: bytes[lower..<upper]), as: UTF8.self)
+                    entries.append(Entry(name: name))
+                }
+                start = index + 1
+            }
+            return entries
         }
+        guard let entries = split else { return nil }
         guard entries.count <= limit else {
             throw GraphError.invalidParameter("Too many fields (the emulator accepts \(limit)).")
         }
