@@ -204,6 +204,20 @@ struct EmulatorUnitTests {
         #expect(meter.lastHour(appID: "2", at: later).calls == 0)
     }
 
+    @Test("the X-App-Usage text is the one string interpolation wrote")
+    func usageText() {
+        var generator = SystemRandomNumberGenerator()
+        var pairs = [(0, 0), (1, 100), (Int.max, Int.min), (Int.min, Int.max), (-7, 12_345)]
+        for _ in 0..<500 {
+            pairs.append((Int.random(in: -1_000...100_000, using: &generator), Int.random(in: .min ... .max)))
+        }
+        for (calls, time) in pairs {
+            #expect(
+                FacebookState.usageText(calls: calls, time: time)
+                    == #"{"call_count":\#(calls),"total_cputime":\#(time),"total_time":\#(time)}"#)
+        }
+    }
+
     @Test("batch result references pick values by JSONPath")
     func resultReferences() throws {
         let named: [String: JSONValue] = [
