@@ -477,9 +477,12 @@ final class ServerCore: Sendable {
             request.task = nil
             return request.dispatched
         }
+        // A request answered on the server's thread was never in `running` nor counted in flight
+        // (dispatch marks a request dispatched on this thread, right after adding it), so the
+        // lock every daemon thread shares is not taken for it.
+        guard dispatched else { return }
         state.withLock { state in
             state.running.removeValue(forKey: ObjectIdentifier(context))
-            guard dispatched else { return }
             state.inFlight -= 1
             if state.inFlight == 0 {
                 for waiter in state.drainWaiters.values { waiter.resume() }
