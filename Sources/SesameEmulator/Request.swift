@@ -54,6 +54,7 @@ package struct EmulatorRequest: Sendable {
         var copy = self
         guard !bodyWasParsed else { return copy }
         copy.bodyWasParsed = true
+        guard !body.isEmpty else { return copy }
         let start = body.first { $0 != 0x20 && $0 != 0x09 && $0 != 0x0A && $0 != 0x0D }
         if start == UInt8(ascii: "{") || start == UInt8(ascii: "[") { copy.parsedBody = JSONValue(parsing: body) }
         return copy
