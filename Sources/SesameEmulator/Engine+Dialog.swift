@@ -13,6 +13,11 @@ extension FacebookState {
 
     /// The HTML side (the dialog, the device page, the test-user login page), or `nil` for a Graph path.
     func page(_ request: EmulatorRequest, segments: [String], versionPrefix: String) -> Reply? {
+        // Every page's path starts with one of these; a Graph call (most requests) returns here.
+        switch segments.first {
+        case "dialog", "device", "connect", "test-user-login": break
+        default: return nil
+        }
         let method = request.method
         switch (segments, method) {
         case (["dialog", "oauth"], .get), (["dialog", "oauth"], .head):

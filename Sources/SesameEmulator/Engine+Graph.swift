@@ -93,11 +93,14 @@ extension FacebookState {
     /// What every Graph answer gets last: `facebook-api-version` naming the version that served
     /// it, and status 200 for errors when the caller asked for `suppress_http_code=1`. It needs
     /// no state: the engine applies it after releasing the lock.
-    static func finishing(
-        _ outcome: PendingOutcome, _ request: EmulatorRequest, versionPrefix: String, graphVersion: String
-    ) -> PendingOutcome {
-        guard var response = outcome.reply else { return outcome }
-        response.headers["facebook-api-version"] = servedVersion(versionPrefix, graphVersion: graphVersion)
+    ///
+    /// In place: the reply's headers are changed where they are, with no copy of them.
+    static func finish(
+        _ outcome: inout PendingOutcome, _ request: EmulatorRequest, versionPrefix: String, graphVersion: String
+    ) {
+        guard outcome.reply != nil else { return }
+        outcome.graphVersionPrefix = nil
+        outcome.reply?.headers["facebook-api-version"] = servedVersion(versionPrefix, graphVersion: graphVersion)
         // The first `suppress_http_code`: in the query, else in the form as it was decoded before
         // the lock (no copy of the query per call).
         let name = "suppress_http_code"
@@ -105,11 +108,7 @@ extension FacebookState {
         if suppress == nil, !request.body.isEmpty, request.contentType == "application/x-www-form-urlencoded" {
             suppress = request.formPairs()?.first { $0.0 == name }?.1
         }
-        if let suppress, Parameters.isTrue(suppress) { response.status = 200 }
-        var finished = outcome
-        finished.reply = response
-        finished.graphVersionPrefix = nil
-        return finished
+        if let suppress, Parameters.isTrue(suppress) { outcome.reply?.status = 200 }
     }
 
     func pathText(_ rest: some Collection<String>) -> String { "/" + rest.joined(separator: "/") }
@@ -176,6 +175,9 @@ extension FacebookState {
     /// ``parsedFieldLists`` when it was parsed before. A list that fails to parse is not kept.
     func fieldList(_ text: String?, defaults: [String]) throws -> FieldList {
         guard let text, !text.trimmedASCII.isEmpty else { return FieldList(names: defaults) }
+        // A list of bare names (`id,name,email`) is split at once, cheaper than the cache's lock,
+        // which every server thread would take on every call.
+        if let names = try FieldList.parseNames(text, limit: limits.maxFields) { return names }
         if let parsed = parsedFieldLists.withLock({ $0[text] }) { return parsed }
         let parsed = try FieldList.parse(text, defaults: defaults, limit: limits.maxFields)
         parsedFieldLists.withLock { lists in
@@ -188,13 +190,14 @@ extension FacebookState {
     func userNode(_ context: GraphContext, userID: String, caller: Caller, access: Access) throws -> JSONValue {
         guard let user = users[userID] else { throw GraphError.unsupported(.get, id: userID) }
         let fields = try fieldList(context.parameters["fields"], defaults: ["id", "name"])
-        // Worked out when a field needs it (a plain `id,name` does not).
-        var grantedSet: Set<String>?
+        // Worked out when a field needs it (a plain `id,name` does not). A list, not a set: a
+        // person grants a few permissions, and a set cost an allocation and a hash per name.
+        var grantedList: [String]?
         func isGranted(_ permission: String) -> Bool {
-            if grantedSet == nil { grantedSet = Set(effectivePermissions(appID: caller.appID, userID: userID).granted) }
-            return grantedSet!.contains(permission)
+            if grantedList == nil { grantedList = effectivePermissions(appID: caller.appID, userID: userID).granted }
+            return grantedList!.contains(permission)
         }
-        var node: [String: JSONValue] = [:]
+        var node = [String: JSONValue](minimumCapacity: fields.entries.count)
         for entry in fields.entries {
             let field = entry.name
             switch field {

@@ -1,5 +1,6 @@
 import Foundation
 import Sesame
+import Synchronization
 
 extension FacebookState {
     // MARK: - Graph requests
@@ -98,7 +99,9 @@ extension FacebookState {
         if let override = parameters["method"], method == .get || method == .post {
             method = HTTPMethod(rawValue: override)
         }
-        guard [.get, .post, .delete].contains(method) else { throw GraphError.unsupportedMethod(method) }
+        guard method == .get || method == .post || method == .delete else {
+            throw GraphError.unsupportedMethod(method)
+        }
         var context = GraphContext(
             request: request, method: method, segments: segments, parameters: parameters, caller: nil,
             tokenError: nil, versionPrefix: versionPrefix, isBatchItem: isBatchItem)
@@ -132,14 +135,15 @@ extension FacebookState {
 
     /// The headers on every Graph answer.
     func graphHeaders(appID: String, traceID: String? = nil) -> HTTPHeaders {
-        [
-            "Content-Type": "application/json; charset=UTF-8",
-            "facebook-api-version": configuration.graphVersion,
-            "x-fb-trace-id": traceID ?? Self.makeTraceID(),
-            "X-App-Usage": appUsageHeader(appID: appID),
-            "Cache-Control": "private, no-cache, no-store, must-revalidate",
-            "Access-Control-Allow-Origin": "*",
-        ]
+        // Fields made directly: a dictionary literal goes through an array of pairs first.
+        HTTPHeaders([
+            HTTPHeaders.Field(name: "Content-Type", value: "application/json; charset=UTF-8"),
+            HTTPHeaders.Field(name: "facebook-api-version", value: configuration.graphVersion),
+            HTTPHeaders.Field(name: "x-fb-trace-id", value: traceID ?? Self.makeTraceID()),
+            HTTPHeaders.Field(name: "X-App-Usage", value: appUsageHeader(appID: appID)),
+            HTTPHeaders.Field(name: "Cache-Control", value: "private, no-cache, no-store, must-revalidate"),
+            HTTPHeaders.Field(name: "Access-Control-Allow-Origin", value: "*"),
+        ])
     }
 
     /// A Graph error as Facebook sends it: the envelope, its status, `WWW-Authenticate` for token
@@ -157,23 +161,26 @@ extension FacebookState {
 
     /// An 11-character support id like Facebook's `fbtrace_id`. Not a secret: a SplitMix64
     /// sequence seeded from the system generator is enough, and costs no system call.
+    ///
+    /// The sequence's state is an atomic, advanced by one `wrappingAdd`: the server's threads
+    /// answering side by side took a lock for it on every answer.
     static func makeTraceID() -> String {
-        var bits = traceSequence.withLock { state -> UInt64 in
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
+        let increment: UInt64 = 0x9E37_79B9_7F4A_7C15
+        var z = traceSequence.wrappingAdd(increment, ordering: .relaxed).newValue
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        var bits = z ^ (z >> 31)
+        // Eleven ASCII bytes: written straight into the string's storage.
+        return String(unsafeUninitializedCapacity: 11) { buffer in
+            for index in 0..<11 {
+                buffer[index] = traceAlphabet[Int(bits & 63)]
+                bits >>= 6
+            }
+            return 11
         }
-        var characters = [UInt8](repeating: 0, count: 11)
-        for index in characters.indices {
-            characters[index] = traceAlphabet[Int(bits & 63)]
-            bits >>= 6
-        }
-        return String(decoding: characters, as: UTF8.self)
     }
 
-    private static let traceSequence = Locked(UInt64.random(in: .min ... .max))
+    private static let traceSequence = Atomic<UInt64>(UInt64.random(in: .min ... .max))
     private static let traceAlphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_".utf8)
 }
 

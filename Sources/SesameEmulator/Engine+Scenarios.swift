@@ -115,7 +115,51 @@ extension FacebookState {
         let callShare = Int(Double(calls) * 100 / allowance)
         // Each call is budgeted 50 ms of handler time.
         let timeShare = Int(time * 100 / (allowance * 0.05))
-        return #"{"call_count":\#(callShare),"total_cputime":\#(timeShare),"total_time":\#(timeShare)}"#
+        return Self.usageText(calls: callShare, time: timeShare)
+    }
+
+    /// `{"call_count":calls,"total_cputime":time,"total_time":time}`, written as bytes at once:
+    /// string interpolation appended its five pieces one by one, on every Graph answer.
+    static func usageText(calls: Int, time: Int) -> String {
+        func append(_ literal: StaticString, to buffer: UnsafeMutableBufferPointer<UInt8>, at offset: inout Int) {
+            for byte in UnsafeBufferPointer(start: literal.utf8Start, count: literal.utf8CodeUnitCount) {
+                buffer[offset] = byte
+                offset += 1
+            }
+        }
+        func append(_ number: Int, to buffer: UnsafeMutableBufferPointer<UInt8>, at offset: inout Int) {
+            if number < 0 {
+                buffer[offset] = UInt8(ascii: "-")
+                offset += 1
+            }
+            // The magnitude's digits, last first, then turned round in place.
+            var rest = number.magnitude
+            let start = offset
+            repeat {
+                buffer[offset] = UInt8(ascii: "0") + UInt8(rest % 10)
+                offset += 1
+                rest /= 10
+            } while rest > 0
+            var low = start
+            var high = offset - 1
+            while low < high {
+                buffer.swapAt(low, high)
+                low += 1
+                high -= 1
+            }
+        }
+        // 46 bytes of text and three numbers of at most 20 characters.
+        return String(unsafeUninitializedCapacity: 128) { buffer in
+            var offset = 0
+            append(#"{"call_count":"#, to: buffer, at: &offset)
+            append(calls, to: buffer, at: &offset)
+            append(#","total_cputime":"#, to: buffer, at: &offset)
+            append(time, to: buffer, at: &offset)
+            append(#","total_time":"#, to: buffer, at: &offset)
+            append(time, to: buffer, at: &offset)
+            append("}", to: buffer, at: &offset)
+            return offset
+        }
     }
 
     /// Error 4 when rate limits are enforced and the app has used its hourly allowance.

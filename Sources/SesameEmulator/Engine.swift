@@ -71,8 +71,8 @@ package final class EmulatorEngine: Sendable {
         var pending = shared ?? locked { $0.handle(request) }
         // Finished and encoded after it, for the same reason.
         if let versionPrefix = pending.graphVersionPrefix {
-            pending = FacebookState.finishing(
-                pending, request, versionPrefix: versionPrefix, graphVersion: configuration.graphVersion)
+            FacebookState.finish(
+                &pending, request, versionPrefix: versionPrefix, graphVersion: configuration.graphVersion)
         }
         let outcome = EmulatorOutcome(response: pending.reply?.response, delay: pending.delay)
         // Outside the lock: the log is the caller's code.

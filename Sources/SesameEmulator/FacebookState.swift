@@ -115,8 +115,9 @@ final class FacebookState {
     /// when ``scenarios`` is empty. Worked out from the request alone, before any lock.
     static func readsOnly(_ request: EmulatorRequest) -> Bool {
         guard request.method == .get, (try? request.parameters())?["method"] == nil else { return false }
-        let segments = splitVersion(request.pathSegments()).segments
-        return segments == ["me"] || segments == ["me", "permissions"]
+        let segments = request.graphPath().segments
+        guard segments.first == "me" else { return false }
+        return segments.count == 1 || (segments.count == 2 && segments[1] == "permissions")
     }
 
     private func dispatch(_ request: EmulatorRequest) -> PendingOutcome {
@@ -131,9 +132,9 @@ final class FacebookState {
         if all.first == "__sesame" {
             return .respond(admin(request, segments: Array(all.dropFirst())))
         }
-        let (segments, versionPrefix) = Self.splitVersion(all)
+        let (segments, versionPrefix) = request.graphPath()
         if let page = page(request, segments: segments, versionPrefix: versionPrefix) { return .respond(page) }
-        // Finished (``finishing(_:_:versionPrefix:graphVersion:)``) once the lock is released.
+        // Finished (``finish(_:_:versionPrefix:graphVersion:)``) once the lock is released.
         var outcome = graph(request, segments: segments, versionPrefix: versionPrefix)
         outcome.graphVersionPrefix = versionPrefix
         return outcome

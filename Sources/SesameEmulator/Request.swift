@@ -22,6 +22,9 @@ package struct EmulatorRequest: Sendable {
     private var parsedBatch: (text: String, value: JSONValue?)?
     /// The path's segments, split by ``parsed(maxPathBytes:)``.
     private var parsedSegments: [String]?
+    /// The path's segments without a leading Graph version, and that version, split by
+    /// ``parsed(maxPathBytes:)``.
+    private var parsedGraphPath: (segments: [String], versionPrefix: String)?
     /// The access token sent, found by ``parsed(maxPathBytes:)``; `.some(nil)` when none was.
     private var parsedAccessToken: String??
 
@@ -51,6 +54,7 @@ package struct EmulatorRequest: Sendable {
         var copy = self
         guard !bodyWasParsed else { return copy }
         copy.bodyWasParsed = true
+        guard !body.isEmpty else { return copy }
         let start = body.first { $0 != 0x20 && $0 != 0x09 && $0 != 0x0A && $0 != 0x0D }
         if start == UInt8(ascii: "{") || start == UInt8(ascii: "[") { copy.parsedBody = JSONValue(parsing: body) }
         return copy
@@ -63,7 +67,11 @@ package struct EmulatorRequest: Sendable {
     /// clients.
     func parsed(maxPathBytes: Int) -> EmulatorRequest {
         var copy = parsingBody()
-        if path.utf8.count <= maxPathBytes { copy.parsedSegments = copy.pathSegments() }
+        if path.utf8.count <= maxPathBytes {
+            let segments = copy.pathSegments()
+            copy.parsedSegments = segments
+            copy.parsedGraphPath = FacebookState.splitVersion(segments)
+        }
         if copy.contentType != "application/json" { copy.parsedForm = .some(copy.formPairs()) }
         do throws(GraphError) {
             let parameters = try Parameters.of(copy)
@@ -79,6 +87,35 @@ package struct EmulatorRequest: Sendable {
     /// The path's non-empty segments: as ``parsed(maxPathBytes:)`` split them, or split now.
     func pathSegments() -> [String] {
         if let parsedSegments { return parsedSegments }
+        return Self.segments(of: path)
+    }
+
+    /// The path's segments without a leading Graph version, and that version as `/vN.N` (or ""):
+    /// as ``parsed(maxPathBytes:)`` split them, or split now.
+    func graphPath() -> (segments: [String], versionPrefix: String) {
+        if let parsedGraphPath { return parsedGraphPath }
+        return FacebookState.splitVersion(pathSegments())
+    }
+
+    /// The non-empty segments of `path`, split at each `/`. An ASCII path (all but a few) is split
+    /// by its bytes, which gives the same segments as splitting its characters at a fraction of
+    /// the cost; any other is split by characters, as a `/` followed by a combining mark is one
+    /// character and does not split.
+    static func segments(of path: String) -> [String] {
+        let split = path.utf8.withContiguousStorageIfAvailable { bytes -> [String]? in
+            guard !bytes.contains(where: { $0 >= 0x80 }) else { return nil }
+            var segments: [String] = []
+            var start = 0
+            for index in 0...bytes.count where index == bytes.count || bytes[index] == UInt8(ascii: "/") {
+                if index > start {
+                    segments.append(
+                        String(decoding: UnsafeBufferPointer(rebasing: bytes[start..<index]), as: UTF8.self))
+                }
+                start = index + 1
+            }
+            return segments
+        }
+        if let split = split ?? nil { return split }
         return path.split(separator: "/", omittingEmptySubsequences: true).map(String.init)
     }
 
@@ -114,7 +151,8 @@ package struct EmulatorRequest: Sendable {
 
     /// The media type of the body, lower case, without parameters.
     var contentType: String {
-        let raw = headers["Content-Type"] ?? ""
+        // Most requests (every GET) have none.
+        guard let raw = headers["Content-Type"] else { return "" }
         let type = raw.split(separator: ";", maxSplits: 1).first.map(String.init) ?? raw
         return type.trimmedASCII.lowercased()
     }

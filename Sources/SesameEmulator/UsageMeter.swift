@@ -21,19 +21,28 @@ struct UsageMeter: Sendable {
     mutating func count(appID: String, at date: Date) {
         let minute = Self.minute(of: date)
         let slot = Int(((minute % 60) + 60) % 60)
-        if buckets[appID] == nil { buckets[appID] = Array(repeating: Bucket(), count: 60) }
-        // Mutated in place: no copy of the app's buckets per call.
-        if buckets[appID]![slot].minute != minute { buckets[appID]![slot] = Bucket(minute: minute) }
-        buckets[appID]![slot].calls += 1
+        // One look-up of the app, its buckets mutated in place: no copy of them per call.
+        Self.countCall(in: &buckets[appID, default: Array(repeating: Bucket(), count: 60)], slot: slot, minute: minute)
+    }
+
+    private static func countCall(in appBuckets: inout [Bucket], slot: Int, minute: Int64) {
+        if appBuckets[slot].minute != minute { appBuckets[slot] = Bucket(minute: minute) }
+        appBuckets[slot].calls += 1
     }
 
     /// Adds the time a call of `appID` took to its usage.
     mutating func addTime(_ duration: Duration, appID: String, at date: Date) {
         let minute = Self.minute(of: date)
         let slot = Int(((minute % 60) + 60) % 60)
-        guard buckets[appID]?[slot].minute == minute else { return }
         let seconds = Double(duration.components.seconds) + Double(duration.components.attoseconds) * 1e-18
-        buckets[appID]?[slot].seconds += seconds
+        // One look-up of the app, in place; an app never counted has no usage to add to.
+        guard let index = buckets.index(forKey: appID) else { return }
+        Self.addSeconds(seconds, in: &buckets.values[index], slot: slot, minute: minute)
+    }
+
+    private static func addSeconds(_ seconds: Double, in appBuckets: inout [Bucket], slot: Int, minute: Int64) {
+        guard appBuckets[slot].minute == minute else { return }
+        appBuckets[slot].seconds += seconds
     }
 
     /// Calls and seconds of handler time in the last sixty minutes.

@@ -416,12 +416,13 @@ final class ServerCore: Sendable {
     }
 
     private func dispatch(_ connection: OpaquePointer, _ context: RequestContext) -> MHD_Result {
-        let request = context.state.withLock { request in
+        // The parts are taken under the context's lock, and the target split and decoded after it.
+        let (method, target, headers, body, version) = context.state.withLock { request in
             request.phase = .running
-            return HTTPServerRequest(
-                method: request.method, target: request.target, headers: request.headers, body: request.body,
-                httpVersion: request.version)
+            return (request.method, request.target, request.headers, request.body, request.version)
         }
+        let request = HTTPServerRequest(
+            method: method, target: target, headers: headers, body: body, httpVersion: version)
         guard !isStopping.load(ordering: .acquiring) else { return shuttingDown(connection, context) }
         let work: @Sendable () async -> HTTPServerResponse
         switch handler(request) {
@@ -476,9 +477,12 @@ final class ServerCore: Sendable {
             request.task = nil
             return request.dispatched
         }
+        // A request answered on the server's thread was never in `running` nor counted in flight
+        // (dispatch marks a request dispatched on this thread, right after adding it), so the
+        // lock every daemon thread shares is not taken for it.
+        guard dispatched else { return }
         state.withLock { state in
             state.running.removeValue(forKey: ObjectIdentifier(context))
-            guard dispatched else { return }
             state.inFlight -= 1
             if state.inFlight == 0 {
                 for waiter in state.drainWaiters.values { waiter.resume() }

@@ -113,6 +113,111 @@ struct EmulatorUnitTests {
         #expect(meter.lastHour(appID: "2", at: start).calls == 0)
     }
 
+    @Test("a list of bare field names is split as the full fields parser splits it")
+    func fieldNamesAtOnce() throws {
+        // Random lists of names, commas, ASCII spaces and line breaks, other text, and the bytes
+        // that mark sub-fields and modifiers, against the parser that handles every list.
+        let alphabet: [Character] = [
+            "a", "Z", "_", "1", ",", ",", " ", "\t", "\r\n", "é", "\u{301}", "{", "}", "(", ")", ".",
+        ]
+        var generator = SystemRandomNumberGenerator()
+        var simple = 0
+        for _ in 0..<3000 {
+            let count = Int.random(in: 0...14, using: &generator)
+            let text = String((0..<count).map { _ in alphabet.randomElement(using: &generator)! })
+            let full = Result { try FieldList.parse(text, defaults: [], limit: 4) }
+            let names: Result<FieldList?, GraphError> = Result { () throws(GraphError) in
+                try FieldList.parseNames(text, limit: 4)
+            }
+            switch (names, full) {
+            case (.success(nil), _):
+                #expect(text.utf8.contains { "{}().".utf8.contains($0) }, "\(Array(text.utf8))")
+            case (.success(let list?), .success(let expected)):
+                simple += 1
+                #expect(list.names == expected.names, "\(Array(text.utf8))")
+                #expect(list.entries.allSatisfy { $0.subfields == nil && $0.modifiers.isEmpty })
+            case (.failure(let error), .failure(let expected as GraphError)):
+                #expect(error.message == expected.message, "\(Array(text.utf8))")
+            default:
+                Issue.record("parseNames and parse differ on \(Array(text.utf8)): \(names), \(full)")
+            }
+        }
+        #expect(simple > 100)
+        #expect(try FieldList.parseNames("id,name,email", limit: 10)?.names == ["id", "name", "email"])
+        #expect(try FieldList.parseNames("picture{url}", limit: 10) == nil)
+    }
+
+    @Test("a path's segments split by bytes are those split by characters")
+    func pathSegments() {
+        // A `/` followed by a combining mark is one character, and does not split.
+        let alphabet: [Character] = ["/", "/", "a", "v", "1", ".", "é", "\u{301}", "😀", "%", " "]
+        var generator = SystemRandomNumberGenerator()
+        for _ in 0..<3000 {
+            let count = Int.random(in: 0...12, using: &generator)
+            let path = String((0..<count).map { _ in alphabet.randomElement(using: &generator)! })
+            let expected = path.split(separator: "/", omittingEmptySubsequences: true).map(String.init)
+            #expect(EmulatorRequest.segments(of: path) == expected, "\(Array(path.utf8))")
+        }
+        #expect(EmulatorRequest.segments(of: "/v19.0//me/") == ["v19.0", "me"])
+        #expect(EmulatorRequest.segments(of: "/a/\u{301}b") == ["a/\u{301}b"])
+        let request = EmulatorRequest(method: .get, path: "/v19.0/me/permissions").parsed(maxPathBytes: 8192)
+        #expect(request.graphPath().segments == ["me", "permissions"])
+        #expect(request.graphPath().versionPrefix == "/v19.0")
+        // Too long to be split before the lock: split when asked.
+        let long = EmulatorRequest(method: .get, path: "/v2/me").parsed(maxPathBytes: 3)
+        #expect(long.graphPath().segments == ["me"])
+        #expect(long.graphPath().versionPrefix == "/v2")
+    }
+
+    @Test("trace ids are 11 characters of the URL-safe alphabet, and differ from call to call")
+    func traceIDs() {
+        let alphabet = Set("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_")
+        let ids = (0..<2000).map { _ in FacebookState.makeTraceID() }
+        for id in ids {
+            #expect(id.count == 11)
+            #expect(id.allSatisfy(alphabet.contains))
+        }
+        #expect(Set(ids).count == ids.count)
+    }
+
+    @Test("the usage meter adds time only to a minute it counted, and starts a reused slot afresh")
+    func usageMeterSlots() {
+        var meter = UsageMeter()
+        let start = Date(timeIntervalSince1970: 1_700_000_000)
+        // No call counted for the app: the time goes nowhere.
+        meter.addTime(.seconds(1), appID: "1", at: start)
+        #expect(meter.lastHour(appID: "1", at: start).calls == 0)
+        meter.count(appID: "1", at: start)
+        meter.count(appID: "1", at: start)
+        meter.addTime(.milliseconds(250), appID: "1", at: start)
+        // A minute with no call of its own: nothing is added.
+        meter.addTime(.seconds(1), appID: "1", at: start.addingTimeInterval(60))
+        var usage = meter.lastHour(appID: "1", at: start)
+        #expect(usage.calls == 2)
+        #expect(abs(usage.seconds - 0.25) < 1e-9)
+        // An hour later the same slot holds the new minute alone.
+        let later = start.addingTimeInterval(3600)
+        meter.count(appID: "1", at: later)
+        usage = meter.lastHour(appID: "1", at: later)
+        #expect(usage.calls == 1)
+        #expect(usage.seconds == 0)
+        #expect(meter.lastHour(appID: "2", at: later).calls == 0)
+    }
+
+    @Test("the X-App-Usage text is the one string interpolation wrote")
+    func usageText() {
+        var generator = SystemRandomNumberGenerator()
+        var pairs = [(0, 0), (1, 100), (Int.max, Int.min), (Int.min, Int.max), (-7, 12_345)]
+        for _ in 0..<500 {
+            pairs.append((Int.random(in: -1_000...100_000, using: &generator), Int.random(in: .min ... .max)))
+        }
+        for (calls, time) in pairs {
+            #expect(
+                FacebookState.usageText(calls: calls, time: time)
+                    == #"{"call_count":\#(calls),"total_cputime":\#(time),"total_time":\#(time)}"#)
+        }
+    }
+
     @Test("batch result references pick values by JSONPath")
     func resultReferences() throws {
         let named: [String: JSONValue] = [

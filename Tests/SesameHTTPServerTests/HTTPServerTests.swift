@@ -141,6 +141,31 @@ struct HTTPServerTests {
         #expect(request.rawTarget == target)
     }
 
+    @Test("a target's path and query are split where a search by characters splits them")
+    func targetsSplitAsCharacters() {
+        // The split before searches by bytes: a `#` or `?` followed by a combining mark is one
+        // character, and no delimiter.
+        func reference(_ target: String) -> (path: String, query: String) {
+            var rest = Substring(target)
+            if let hash = rest.firstIndex(of: "#") { rest = rest[..<hash] }
+            guard let mark = rest.firstIndex(of: "?") else { return (String(rest), "") }
+            return (String(rest[..<mark]), String(rest[rest.index(after: mark)...]))
+        }
+        let alphabet: [Character] = ["/", "a", "?", "#", "=", "&", "%", "+", "é", "\u{301}", "😀", "x"]
+        var generator = SystemRandomNumberGenerator()
+        for _ in 0..<3000 {
+            let count = Int.random(in: 0...12, using: &generator)
+            let target = "/" + String((0..<count).map { _ in alphabet.randomElement(using: &generator)! })
+            let (path, query) = reference(target)
+            let request = HTTPServerRequest(method: .get, target: target)
+            let expected = HTTPServerRequest(method: .get, path: path, query: FormEncoding.decode(query))
+            let decodedPath = FormEncoding.percentDecoded(path) ?? path
+            #expect(request.path == decodedPath, "\(Array(target.utf8))")
+            #expect(request.query.map(\.0) == expected.query.map(\.0), "\(Array(target.utf8))")
+            #expect(request.query.map(\.1) == expected.query.map(\.1), "\(Array(target.utf8))")
+        }
+    }
+
     @Test("a form body is read by formValue, which falls back to the query")
     func formValues() async throws {
         let seen = Locked<HTTPServerRequest?>(nil)

@@ -33,4 +33,26 @@ struct HTTPHeadersTests {
         headers["set-cookie"] = nil
         #expect(headers.fields.map(\.name) == ["accept", "Host", "New"])
     }
+
+    @Test("names long and short compare as a plain ASCII case fold says")
+    func sameNameAgainstReference() {
+        // Short names are stored in the string itself, long ones (over 15 bytes) apart.
+        let alphabet: [Character] = ["a", "A", "z", "Z", "-", "@", "[", "`", "{", "é", "É", "0"]
+        var generator = SystemRandomNumberGenerator()
+        func folded(_ text: String) -> [UInt8] {
+            text.utf8.map { (0x41...0x5A).contains($0) ? $0 | 0x20 : $0 }
+        }
+        for _ in 0..<3000 {
+            let count = Int.random(in: 0...24, using: &generator)
+            let a = String((0..<count).map { _ in alphabet.randomElement(using: &generator)! })
+            // Half the time the same letters in other cases, so that matches are tried too.
+            let b =
+                Bool.random(using: &generator)
+                ? String(a.map { Bool.random(using: &generator) ? Character($0.uppercased()) : $0 })
+                : String((0..<count).map { _ in alphabet.randomElement(using: &generator)! })
+            #expect(HTTPHeaders.sameName(a, b) == (folded(a) == folded(b)), "\(Array(a.utf8)) \(Array(b.utf8))")
+        }
+        #expect(HTTPHeaders.sameName("Access-Control-Allow-Origin", "access-control-allow-origin"))
+        #expect(!HTTPHeaders.sameName("Access-Control-Allow-Origin", "access-control-allow-origiN-"))
+    }
 }
