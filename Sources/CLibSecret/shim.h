@@ -201,24 +201,6 @@ static inline gchar **sesame_collection_search(GDBusConnection *connection, cons
     return paths;
 }
 
-/// How many items the Secret Service's `SearchItems` finds for `attributes` in every collection,
-/// locked or not, or -1 with `error` set. A plain D-Bus call: it needs no session (no secret is
-/// read) and makes no item objects.
-static inline gint64 sesame_service_search_count(GDBusConnection *connection, GHashTable *attributes,
-                                                 int timeout_ms, GCancellable *cancellable, GError **error) {
-    GVariant *reply = sesame_call(connection, "org.freedesktop.secrets", "/org/freedesktop/secrets",
-                                  "org.freedesktop.Secret.Service", "SearchItems", sesame_search_parameters(attributes),
-                                  "(aoao)", timeout_ms, cancellable, error);
-    if (reply == NULL) return -1;
-    GVariant *unlocked = g_variant_get_child_value(reply, 0);
-    GVariant *locked = g_variant_get_child_value(reply, 1);
-    gint64 count = (gint64)g_variant_n_children(unlocked) + (gint64)g_variant_n_children(locked);
-    g_variant_unref(unlocked);
-    g_variant_unref(locked);
-    g_variant_unref(reply);
-    return count;
-}
-
 /// The items the Secret Service's `SearchItems` finds for `attributes` in every collection: the
 /// unlocked ones' paths in `*unlocked` and the locked ones' in `*locked` (each NULL-terminated;
 /// free with g_strfreev). Returns FALSE with `error` set. One plain D-Bus call, no item objects.

@@ -228,14 +228,9 @@ struct LibSecretClient {
             cancellation.stage = .unlockPrompt
         }
         defer { cancellation.stage = .call }
-        if !unlock, provider()?.searchOfLockedCollectionPrompts == true {
-            // KeePassXC answers a search that touches a locked database by showing its unlock
-            // dialog and waiting: such collections are left out, and the store told.
-            let locks = try collectionLocks()
-            if locks.contains(where: \.locked) {
-                notes.skippedLockedCollection = true
-                return try searchEach(locks.filter { !$0.locked }.map(\.path), table)
-            }
+        if !unlock, let collections = try collectionsToSearch() {
+            sesame_attributes_set(table, KeyringItemFormat.Attribute.schema, KeyringItemFormat.schemaName)
+            return try itemObjects(at: paths(in: collections, matching: table))
         }
         var attempt = 0
         while true {
@@ -264,21 +259,25 @@ struct LibSecretClient {
         search[KeyringItemFormat.Attribute.schema] = KeyringItemFormat.schemaName
         let table = Self.attributeTable(search)
         defer { g_hash_table_unref(table) }
-        var error: UnsafeMutablePointer<GError>?
-        let count = sesame_service_search_count(connection, table, 5000, cancellation.pointer, &error)
-        guard count >= 0 else { throw Self.failure(error, stage: .call) }
-        return count > 0
+        return try !servicePaths(matching: table).isEmpty
     }
 
-    /// Items with Sesame's schema matching `table` in each of the collections at `paths`.
-    private func searchEach(
-        _ paths: [String], _ table: OpaquePointer
-    ) throws(LibSecretError)
-        -> [GObjectReference<SecretItem>]
-    {
-        sesame_attributes_set(table, KeyringItemFormat.Attribute.schema, KeyringItemFormat.schemaName)
-        var items: [GObjectReference<SecretItem>] = []
-        for collection in paths {
+    /// The collections to search one by one, leaving out the locked ones, when the service shows
+    /// its unlock dialog for a search that touches a locked collection (KeePassXC) and one is
+    /// locked; the notes then say so. `nil` when one search of the whole service will do.
+    private func collectionsToSearch() throws(LibSecretError) -> [String]? {
+        guard provider()?.searchOfLockedCollectionPrompts == true else { return nil }
+        let locks = try collectionLocks()
+        guard locks.contains(where: \.locked) else { return nil }
+        notes.skippedLockedCollection = true
+        return locks.filter { !$0.locked }.map(\.path)
+    }
+
+    /// The paths of the items matching `table` in each of the collections at `collections`; a
+    /// collection deleted meanwhile is left out.
+    private func paths(in collections: [String], matching table: OpaquePointer) throws(LibSecretError) -> [String] {
+        var paths: [String] = []
+        for collection in collections {
             var error: UnsafeMutablePointer<GError>?
             guard
                 let found = sesame_collection_search(connection, collection, table, 5000, cancellation.pointer, &error)
@@ -287,20 +286,37 @@ struct LibSecretClient {
                 if failure.failure == .noSuchObject { continue }
                 throw failure
             }
-            defer { g_strfreev(found) }
-            var index = 0
-            while let path = found[index] {
-                index += 1
-                guard
-                    let item = secret_item_new_for_dbus_path_sync(
-                        service.pointer, path, SECRET_ITEM_NONE, cancellation.pointer, &error)
-                else {
-                    let failure = Self.failure(error, stage: .call)
-                    if failure.failure == .noSuchObject { continue }
-                    throw failure
-                }
-                items.append(GObjectReference(taking: item))
+            paths += Self.strings(found)
+        }
+        return paths
+    }
+
+    /// The paths of the items matching `table` in the whole service: the unlocked ones first, as
+    /// libsecret lists them. One `SearchItems`, which needs no session.
+    private func servicePaths(matching table: OpaquePointer) throws(LibSecretError) -> [String] {
+        var error: UnsafeMutablePointer<GError>?
+        var unlocked: UnsafeMutablePointer<UnsafeMutablePointer<gchar>?>?
+        var locked: UnsafeMutablePointer<UnsafeMutablePointer<gchar>?>?
+        guard
+            sesame_service_search_paths(connection, table, 5000, cancellation.pointer, &unlocked, &locked, &error) != 0
+        else { throw Self.failure(error, stage: .call) }
+        return Self.strings(unlocked) + Self.strings(locked)
+    }
+
+    /// libsecret item objects for the items at `paths`; an item deleted meanwhile is left out.
+    private func itemObjects(at paths: [String]) throws(LibSecretError) -> [GObjectReference<SecretItem>] {
+        var items: [GObjectReference<SecretItem>] = []
+        for path in paths {
+            var error: UnsafeMutablePointer<GError>?
+            guard
+                let item = secret_item_new_for_dbus_path_sync(
+                    service.pointer, path, SECRET_ITEM_NONE, cancellation.pointer, &error)
+            else {
+                let failure = Self.failure(error, stage: .call)
+                if failure.failure == .noSuchObject { continue }
+                throw failure
             }
+            items.append(GObjectReference(taking: item))
         }
         return items
     }
@@ -376,33 +392,8 @@ struct LibSecretClient {
         search[KeyringItemFormat.Attribute.schema] = KeyringItemFormat.schemaName
         let table = Self.attributeTable(search)
         defer { g_hash_table_unref(table) }
-        var error: UnsafeMutablePointer<GError>?
-        if provider()?.searchOfLockedCollectionPrompts == true {
-            let locks = try collectionLocks()
-            if locks.contains(where: \.locked) {
-                notes.skippedLockedCollection = true
-                var paths: [String] = []
-                for collection in locks where !collection.locked {
-                    guard
-                        let found = sesame_collection_search(
-                            connection, collection.path, table, 5000, cancellation.pointer, &error)
-                    else {
-                        let failure = Self.failure(error, stage: .call)
-                        error = nil
-                        if failure.failure == .noSuchObject { continue }
-                        throw failure
-                    }
-                    paths += Self.strings(found)
-                }
-                return paths
-            }
-        }
-        var unlocked: UnsafeMutablePointer<UnsafeMutablePointer<gchar>?>?
-        var locked: UnsafeMutablePointer<UnsafeMutablePointer<gchar>?>?
-        guard
-            sesame_service_search_paths(connection, table, 5000, cancellation.pointer, &unlocked, &locked, &error) != 0
-        else { throw Self.failure(error, stage: .call) }
-        return Self.strings(unlocked) + Self.strings(locked)
+        if let collections = try collectionsToSearch() { return try paths(in: collections, matching: table) }
+        return try servicePaths(matching: table)
     }
 
     /// The secrets of the unlocked items at `paths`, by path, through the open session.
