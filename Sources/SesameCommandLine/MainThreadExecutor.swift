@@ -1,3 +1,5 @@
+import Sesame
+
 #if canImport(Glibc)
     import Glibc
 #elseif canImport(Musl)
@@ -45,16 +47,15 @@ final class MainThreadExecutor: TaskExecutor, @unchecked Sendable {
     /// preferred executor, and returns what it returns.
     static func run<T: Sendable>(_ body: @escaping @Sendable () async -> T) -> T {
         let executor = MainThreadExecutor()
-        let result = ResultBox<T>()
+        let result = Locked<T?>(nil)
         Task(executorPreference: executor) {
             let value = await body()
-            result.value = value
+            result.withLock { $0 = value }
             executor.finish()
         }
         executor.drain()
-        // `finish()` was called after the value was set, and `drain()` returned after it saw
-        // `finished` under the mutex: the value is visible here.
-        return result.value!
+        // `drain()` returns only after `finish()`, which comes after the value was set.
+        return result.withLock { $0 }!
     }
 
     func enqueue(_ job: consuming ExecutorJob) {
@@ -88,12 +89,4 @@ final class MainThreadExecutor: TaskExecutor, @unchecked Sendable {
         pthread_cond_signal(ready)
         pthread_mutex_unlock(mutex)
     }
-}
-
-/// The command's result, handed from its task to the thread that waits for it.
-///
-/// `@unchecked Sendable`: written once by the task before ``MainThreadExecutor`` is told it
-/// finished (under its mutex), and read only after the executor saw that.
-private final class ResultBox<T>: @unchecked Sendable {
-    var value: T?
 }
