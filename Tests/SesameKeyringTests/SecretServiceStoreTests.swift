@@ -144,11 +144,14 @@ struct SecretServiceStoreTests {
         monitor.terminate()
         await cleanUp()
 
-        #expect(calls("SearchItems", naming: provider.rawValue, in: seen) == 1, "\(seen)")
-        #expect(calls("GetAll", naming: "\(item); interface=", in: seen) == 1, "\(seen)")
-        #expect(calls("GetSecrets", naming: "\(item)\"", in: seen) == 1, "\(seen)")
+        // What a failure shows: each call's first line (its member and path), never its
+        // arguments, where another test's CreateItem would carry a secret.
+        let heads = messages(seen).map { $0.prefix { $0 != "\n" } }.joined(separator: "\n")
+        #expect(calls("SearchItems", naming: provider.rawValue, in: seen) == 1, "\(heads)")
+        #expect(calls("GetAll", naming: "\(item); interface=", in: seen) == 1, "\(heads)")
+        #expect(calls("GetSecrets", naming: "\(item)\"", in: seen) == 1, "\(heads)")
         // A libsecret item object subscribes to the item's PropertiesChanged signal.
-        #expect(calls("AddMatch", naming: "\(item)'", in: seen) == 0, "a load made an item object: \(seen)")
+        #expect(calls("AddMatch", naming: "\(item)'", in: seen) == 0, "a load made an item object: \(heads)")
     }
 
     @Test("a credential that was never saved loads as nil")
