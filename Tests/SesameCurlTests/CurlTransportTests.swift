@@ -176,6 +176,33 @@ struct CurlTransportTests {
         }
     }
 
+    @Test("eight connections opened for eight callers at once are kept through a lone request, and reused")
+    func connectionsKeptBetweenCrowds() async throws {
+        // libcurl's default cache keeps 4 idle connections for each transfer in the multi handle
+        // when a connection is returned: after a lone request, 4 of the 8 were closed, and the
+        // next crowd opened them again (about one request in twenty in `sesame-bench graph`).
+        let listener = try RawListener(.keepAliveEcho)
+        defer { listener.stop() }
+        let transport = self.transport
+        for round in 0..<3 {
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for caller in 0..<8 {
+                    group.addTask {
+                        // Answered 50 ms late, so that all eight are in flight at once.
+                        let path = "/delay/50/\(round)/\(caller)"
+                        let response = try await transport.send(HTTPRequest(url: listener.url(path)))
+                        #expect(String(decoding: response.body, as: UTF8.self) == path)
+                    }
+                }
+                try await group.waitForAll()
+            }
+            let lone = try await transport.send(HTTPRequest(url: listener.url("/lone/\(round)")))
+            #expect(String(decoding: lone.body, as: UTF8.self) == "/lone/\(round)")
+        }
+        let accepted = listener.connectionsAccepted
+        #expect(accepted == 8, "3 rounds of 8 callers and a lone one took \(accepted) connections")
+    }
+
     @Test("cancelling the task aborts a transfer in flight with CancellationError, and the transport goes on")
     func cancellation() async throws {
         let server = try TestServer()

@@ -38,6 +38,7 @@ final class RawListener: Sendable {
         var stopped = false
         var connections: [Int32] = []
         var requestsSeen = 0
+        var accepted = 0
     }
 
     init(_ behaviour: Behaviour) throws {
@@ -54,6 +55,9 @@ final class RawListener: Sendable {
 
     /// `http://127.0.0.1:<port><pathAndQuery>`.
     func url(_ pathAndQuery: String) -> URL { URL(string: "http://127.0.0.1:\(port)\(pathAndQuery)")! }
+
+    /// How many connections the listener has accepted.
+    var connectionsAccepted: Int { state.withLock { $0.accepted } }
 
     /// How many complete request heads the listener has read.
     var requestsSeen: Int { state.withLock { $0.requestsSeen } }
@@ -185,6 +189,7 @@ final class RawListener: Sendable {
             let accepted = state.withLock { state in
                 guard !state.stopped else { return false }
                 state.connections.append(connection)
+                state.accepted += 1
                 return true
             }
             guard accepted else {
