@@ -23,10 +23,12 @@ let graphBenchmark = Benchmark(
     var batches = 20
     var json = false
     var stackOnly = false
+    var only: String?
     var rest = arguments[...]
     while let argument = rest.popFirst() {
         switch argument {
         case "--stack-only": stackOnly = true
+        case "--only": only = rest.popFirst()
         case "--seconds": seconds = Double(rest.popFirst() ?? "") ?? seconds
         case "--rounds": rounds = Int(rest.popFirst() ?? "") ?? rounds
         case "--concurrency": concurrency = Int(rest.popFirst() ?? "") ?? concurrency
@@ -40,7 +42,7 @@ let graphBenchmark = Benchmark(
     }
     try await GraphBenchmark(
         seconds: seconds, rounds: rounds, concurrency: concurrency, batches: batches, json: json,
-        stackOnly: stackOnly
+        stackOnly: stackOnly, only: only
     ).run()
 }
 
@@ -52,6 +54,8 @@ struct GraphBenchmark {
     let json: Bool
     /// Only the provider stack over canned answers, for `seconds`.
     var stackOnly = false
+    /// Only one loop (`raw`, `stack` or `transport`), for `seconds`, with its CPU time a request.
+    var only: String?
 
     func run() async throws {
         var configuration = EmulatorConfiguration()
@@ -97,6 +101,28 @@ struct GraphBenchmark {
                 guard me["id"] != nil else { throw BenchmarkError("GET /me via the canned stack had no id") }
             }
             print("the provider stack alone, over canned answers: \(String(format: "%.1f", 1e6 / rate)) µs per call")
+            return
+        }
+
+        if let only {
+            let cpu = processCPUNanoseconds()
+            let start = monotonicNanoseconds()
+            let rate: Double
+            switch only {
+            case "raw":
+                rate = try await RawCurlLoop.run(
+                    url: meURL, workers: concurrency, duration: UInt64(seconds * 1e9), expectedBytes: expected
+                ).rps
+            case "stack":
+                rate = try await loop(seconds: seconds) { _ = try await graph.get("me", parameters: ["fields": "id"]) }
+            case "transport":
+                rate = try await loop(seconds: seconds) { _ = try await transport.send(HTTPRequest(url: meURL)) }
+            default: throw BenchmarkError("--only takes raw, stack or transport, not \(only)")
+            }
+            let requests = rate * Double(monotonicNanoseconds() - start) / 1e9
+            let microseconds = Double(processCPUNanoseconds() - cpu) / 1e3 / requests
+            let perRequest = String(format: "%.1f", microseconds)
+            print("\(only): \(Int(rate)) req/s, \(perRequest) µs of CPU a request (the server's included)")
             return
         }
 
