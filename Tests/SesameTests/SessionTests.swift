@@ -1,5 +1,6 @@
 import Foundation
 import Sesame
+import SesameTestSupport
 import SesameTesting
 import Testing
 
@@ -18,6 +19,31 @@ private func token(_ secret: String = "EAAB-secret-token", expiresIn: TimeInterv
 
 private func stored(_ token: AccessToken, account: String = "default") -> StoredCredential {
     StoredCredential(key: CredentialKey(provider: facebook, appID: "1234", account: account), token: token)
+}
+
+/// The calling thread, as a number no other live thread has.
+private func currentThread() -> pthread_t { pthread_self() }
+
+/// A store that records the thread each load and save ran on.
+private struct ThreadRecordingStore: CredentialStore {
+    let inner: InMemoryCredentialStore
+    let threads = Locked<[(operation: String, thread: pthread_t)]>([])
+
+    func record(_ operation: String) { threads.withLock { $0.append((operation, currentThread())) } }
+
+    func save(_ credential: StoredCredential) async throws {
+        record("save")
+        try await inner.save(credential)
+    }
+
+    func load(_ key: CredentialKey) async throws -> StoredCredential? {
+        record("load")
+        return try await inner.load(key)
+    }
+
+    func delete(_ key: CredentialKey) async throws -> Bool { try await inner.delete(key) }
+    func list(provider: ProviderID?) async throws -> [StoredCredential] { try await inner.list(provider: provider) }
+    var backendDescription: String { inner.backendDescription }
 }
 
 /// Every (from, to) pair of states, with whether the table allows it.
@@ -76,6 +102,30 @@ struct SessionTests {
         #expect(seen.map(\.state) == [.createdTokenLoaded, .open])
         #expect(seen.map(\.previousState) == [.created, .createdTokenLoaded])
         #expect(await session.token?.tokenString == "EAAB-secret-token")
+    }
+
+    @Test("the session's load, renewal and save run on the executor its caller prefers, not on the global pool")
+    func tasksFollowTheCallersExecutor() async throws {
+        let executor = SerialTaskExecutor()
+        defer { executor.shutdown() }
+        let store = ThreadRecordingStore(inner: InMemoryCredentialStore([stored(token())]))
+        let session = Session(provider: facebook, appID: "1234", store: store)
+        let renewal = try await Task(executorPreference: executor) {
+            store.record("start")
+            let state = try await session.open(allowLoginUI: false, loginUI: RecordingLoginUI(grantingToken: "unused"))
+            #expect(state == .open)
+            return try await session.renewToken(isDue: { _ in true }, renew: { _ in token("EAAB-renewed") })
+        }.value
+        guard case .renewed(let renewed) = renewal else {
+            Issue.record("the token was not renewed: \(renewal)")
+            return
+        }
+        #expect(renewed.tokenString == "EAAB-renewed")
+        // The task's start (on the executor's one thread), the open's load, the renewal's look at
+        // the store, and its save: all on that thread.
+        let seen = store.threads.withLock { $0 }
+        #expect(seen.map(\.operation) == ["start", "load", "load", "save"])
+        #expect(Set(seen.map(\.thread)).count == 1, "threads: \(seen)")
     }
 
     @Test("an expired cached token is not used; without UI the session stays created")
