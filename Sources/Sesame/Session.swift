@@ -117,7 +117,7 @@ public actor Session {
         if let loading { return try await loading.value }
         if state == .createdTokenLoaded { return true }
         guard state == .created || state.isClosed else { return false }
-        let task = Task(executorPreference: Self.callersExecutor) { try await self.loadFromStore() }
+        let task = Task(executorPreference: currentTaskExecutorPreference) { try await self.loadFromStore() }
         loading = task
         defer { loading = nil }
         return try await task.value
@@ -330,7 +330,7 @@ public actor Session {
         }
         guard isDue(current) else { return .unchanged(current) }
         if let renewal { return try await renewal.value }
-        let task = Task(executorPreference: Self.callersExecutor) {
+        let task = Task(executorPreference: currentTaskExecutorPreference) {
             try await self.serialized {
                 try await self.refreshLocking.withLock(for: self.key) {
                     try await self.renewFromStore(isDue: isDue, renew: renew)
@@ -388,18 +388,10 @@ public actor Session {
         try transition(to: .openTokenExtended)
     }
 
-    /// The executor the calling task prefers (SE-0417), if any, for the tasks the session starts
-    /// on its callers' behalf: a program that runs its work on an executor of its own (the
-    /// `sesame` command runs on its main thread) keeps the session's loads, renewals and writes
-    /// there too, rather than starting threads of the global pool for them.
-    private static var callersExecutor: (any TaskExecutor)? {
-        withUnsafeCurrentTask { $0?.unownedTaskExecutor?.asTaskExecutor() }
-    }
-
     /// Runs `body` after every token write queued before it, so writes never interleave.
     private func serialized<T: Sendable>(_ body: @escaping @Sendable () async throws -> T) async throws -> T {
         let previous = lastWrite
-        let executor = Self.callersExecutor
+        let executor = currentTaskExecutorPreference
         let task = Task(executorPreference: executor) {
             await previous?.value
             return try await body()

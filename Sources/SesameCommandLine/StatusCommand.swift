@@ -225,7 +225,9 @@ package struct StatusCommand: Sendable, Equatable {
             CurlTransport.Configuration(connectTimeout: .seconds(3), timeout: deadline + .seconds(1))
         }
         let accounts = AccountState(environment: context.environment)
-        let gather = Task {
+        // On the command's executor (its main thread), as the command itself: an unstructured
+        // task does not inherit that preference, and would start the global pool's threads.
+        let gather = Task(executorPreference: currentTaskExecutorPreference) {
             await withTaskGroup(of: (Int, ProviderReport?).self) { group in
                 for (index, entry) in names.enumerated() {
                     group.addTask {
@@ -241,7 +243,7 @@ package struct StatusCommand: Sendable, Equatable {
             }
         }
         // Bounded: what has not answered by the deadline is cancelled and reported as unverified.
-        let timer = Task {
+        let timer = Task(executorPreference: currentTaskExecutorPreference) {
             try await Task.sleep(for: deadline)
             gather.cancel()
         }
