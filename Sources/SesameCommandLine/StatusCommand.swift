@@ -225,6 +225,9 @@ package struct StatusCommand: Sendable, Equatable {
             CurlTransport.Configuration(connectTimeout: .seconds(3), timeout: deadline + .seconds(1))
         }
         let accounts = AccountState(environment: context.environment)
+        // The accounts file, read once, while the keyring is searched: each provider's active
+        // account and each login's last usage come from it.
+        let snapshot = Task(executorPreference: currentTaskExecutorPreference) { await accounts.snapshot() }
         // On the command's executor (its main thread), as the command itself: an unstructured
         // task does not inherit that preference, and would start the global pool's threads.
         let gather = Task(executorPreference: currentTaskExecutorPreference) {
@@ -233,7 +236,8 @@ package struct StatusCommand: Sendable, Equatable {
                     group.addTask {
                         let report = await Self.report(
                             name: entry.name, plugin: entry.plugin, configuration: configuration, selection: selection,
-                            transport: transport, accounts: accounts, deadline: deadline, context: context)
+                            transport: transport, accounts: accounts, snapshot: snapshot, deadline: deadline,
+                            context: context)
                         return (index, report)
                     }
                 }
@@ -265,7 +269,8 @@ package struct StatusCommand: Sendable, Equatable {
     /// One provider's report; `nil` for a provider with neither logins nor usable settings.
     private static func report(
         name: String, plugin: any ProviderPlugin, configuration: DesktopConfiguration, selection: StorageSelection,
-        transport: LazyTransport, accounts: AccountState, deadline: Duration, context: CommandContext
+        transport: LazyTransport, accounts: AccountState, snapshot: Task<AccountState.Snapshot, Never>,
+        deadline: Duration, context: CommandContext
     ) async -> ProviderReport? {
         let id = ProviderID(name)
         var report = ProviderReport(
@@ -302,14 +307,15 @@ package struct StatusCommand: Sendable, Equatable {
             let why =
                 Task.isCancelled ? "no answer within \(deadline)" : CommandFailure.from(error, provider: name).message
             report.problem = "Could not reach the provider to check the logins: \(why)"
-            let active = await accounts.activeAccount(for: id)
+            let state = await snapshot.value
+            let active = state.activeAccount(for: id)
             report.accounts = []
             for credential in listing.credentials {
                 report.accounts.append(
                     AccountReport(
                         credential, active: credential.key.account == active,
                         check: AccountCheck(validity: .unverified, problem: "could not verify: \(why)"),
-                        lastUsage: await accounts.lastUsage(for: credential.key)))
+                        lastUsage: state.lastUsage(for: credential.key)))
             }
             return report
         }
@@ -326,7 +332,8 @@ package struct StatusCommand: Sendable, Equatable {
             return checks
         }
         await connected.shutdown()
-        let active = await accounts.activeAccount(for: connected.providerID, appID: connected.appID)
+        let state = await snapshot.value
+        let active = state.activeAccount(for: connected.providerID, appID: connected.appID)
         report.accounts = []
         for (credential, check) in zip(credentials, checks) {
             var check = check
@@ -339,7 +346,7 @@ package struct StatusCommand: Sendable, Equatable {
             report.accounts.append(
                 AccountReport(
                     credential, active: credential.key.account == active, check: check,
-                    lastUsage: await accounts.lastUsage(for: credential.key)))
+                    lastUsage: check.usage ?? state.lastUsage(for: credential.key)))
         }
         return report
     }

@@ -106,10 +106,29 @@ public struct AccountState: Sendable {
     /// The active account for `provider` (`default` when none was chosen): with `appID`, the
     /// one chosen for that app (a GitHub host) when there is one, else the provider's.
     public func activeAccount(for provider: ProviderID, appID: String? = nil) async -> String {
+        await snapshot().activeAccount(for: provider, appID: appID)
+    }
+
+    /// The whole file as it is now, read once: for a command that asks several questions of it
+    /// (`sesame status` asks for each provider's active account and each login's last usage).
+    public func snapshot() async -> Snapshot {
         let file = self.file
-        let active = await onOwnThread { file.read()["active"] }
-        if let appID, let account = active?["\(provider.rawValue)/\(appID)"]?.stringValue { return account }
-        return active?[provider.rawValue]?.stringValue ?? "default"
+        return Snapshot(contents: await onOwnThread { file.read() })
+    }
+
+    /// The accounts state as it was when ``AccountState/snapshot()`` read it.
+    public struct Snapshot: Sendable {
+        let contents: [String: JSONValue]
+
+        /// The active account for `provider`, as ``AccountState/activeAccount(for:appID:)`` answers.
+        public func activeAccount(for provider: ProviderID, appID: String? = nil) -> String {
+            let active = contents["active"]
+            if let appID, let account = active?["\(provider.rawValue)/\(appID)"]?.stringValue { return account }
+            return active?[provider.rawValue]?.stringValue ?? "default"
+        }
+
+        /// The last rate-limit usage recorded for `key`, as ``AccountState/lastUsage(for:)`` answers.
+        public func lastUsage(for key: CredentialKey) -> JSONValue? { contents["usage"]?[AccountState.name(key)] }
     }
 
     /// Makes `account` the active one for `provider`, and for its app `appID` when given, so that
@@ -131,8 +150,7 @@ public struct AccountState: Sendable {
 
     /// The last rate-limit usage seen for `key`, as JSON.
     public func lastUsage(for key: CredentialKey) async -> JSONValue? {
-        let file = self.file
-        return await onOwnThread { file.read()["usage"]?[Self.name(key)] }
+        await snapshot().lastUsage(for: key)
     }
 
     /// Records the last rate-limit usage seen for `key`.
@@ -150,5 +168,7 @@ public struct AccountState: Sendable {
         }
     }
 
-    private static func name(_ key: CredentialKey) -> String { "\(key.provider.rawValue)/\(key.appID)/\(key.account)" }
+    fileprivate static func name(_ key: CredentialKey) -> String {
+        "\(key.provider.rawValue)/\(key.appID)/\(key.account)"
+    }
 }
