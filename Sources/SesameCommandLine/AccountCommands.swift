@@ -269,8 +269,14 @@ struct AccountCommands {
     private func switchAwayIfGone(_ key: CredentialKey, accounts: AccountState, store: any CredentialStore) async {
         guard await accounts.activeAccount(for: key.provider, appID: key.appID) == key.account,
             await isStored(key, in: store) == false,
-            let next = try? await logins(of: key, in: store).first
+            let remaining = try? await logins(of: key, in: store)
         else { return }
+        guard let next = remaining.first else {
+            // The last login of this app: no active account to remember (and `status` need not
+            // expect one).
+            try? await accounts.clearActiveAccount(key.account, for: key.provider, appID: key.appID)
+            return
+        }
         guard (try? await accounts.setActiveAccount(next.account, for: key.provider, appID: key.appID)) != nil else {
             return
         }

@@ -228,6 +228,13 @@ package struct StatusCommand: Sendable, Equatable {
         // The accounts file, read once, while the keyring is searched: each provider's active
         // account and each login's last usage come from it.
         let snapshot = Task(executorPreference: currentTaskExecutorPreference) { await accounts.snapshot() }
+        // A login the accounts file records will be checked with its provider: libcurl (thirty
+        // libraries, several milliseconds) starts loading now, beside the keyring's search, rather
+        // than once the search has found the login. With none recorded, it loads only if a search
+        // finds one.
+        let early = Task(executorPreference: currentTaskExecutorPreference) {
+            if Self.expectsLogins(await snapshot.value, names: names.map(\.name)) { transport.prepare() }
+        }
         // On the command's executor (its main thread), as the command itself: an unstructured
         // task does not inherit that preference, and would start the global pool's threads.
         let gather = Task(executorPreference: currentTaskExecutorPreference) {
@@ -254,6 +261,7 @@ package struct StatusCommand: Sendable, Equatable {
         let providers = await gather.value
         timer.cancel()
         // libcurl may still be loading for a provider whose logins needed no request.
+        await early.value
         await transport.finishPreparing()
         let report = Report(version: Self.schemaVersion, providers: providers)
         if json {
@@ -264,6 +272,11 @@ package struct StatusCommand: Sendable, Equatable {
             context.io.write(Self.text(report, terminal: context.terminal.standardOutput))
         }
         return Self.exitStatus(report)
+    }
+
+    /// Whether the accounts file records an active login for one of the providers `names`.
+    static func expectsLogins(_ snapshot: AccountState.Snapshot, names: [String]) -> Bool {
+        names.contains { snapshot.hasActiveAccount(for: ProviderID($0)) }
     }
 
     /// One provider's report; `nil` for a provider with neither logins nor usable settings.

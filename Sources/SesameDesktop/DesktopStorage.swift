@@ -127,6 +127,15 @@ public struct AccountState: Sendable {
             return active?[provider.rawValue]?.stringValue ?? "default"
         }
 
+        /// Whether an active account is recorded for `provider`, for any of its apps: a login was
+        /// made and has not been logged out of (logging out of the last one clears it), unless its
+        /// store was emptied by other means.
+        public func hasActiveAccount(for provider: ProviderID) -> Bool {
+            guard let active = contents["active"]?.objectValue else { return false }
+            let name = provider.rawValue
+            return active.keys.contains { $0 == name || $0.hasPrefix(name + "/") }
+        }
+
         /// The last rate-limit usage recorded for `key`, as ``AccountState/lastUsage(for:)`` answers.
         public func lastUsage(for key: CredentialKey) -> JSONValue? { contents["usage"]?[AccountState.name(key)] }
     }
@@ -143,6 +152,25 @@ public struct AccountState: Sendable {
                 var active = object["active"]?.objectValue ?? [:]
                 active[provider.rawValue] = .string(account)
                 if let appID { active["\(provider.rawValue)/\(appID)"] = .string(account) }
+                object["active"] = .object(active)
+            }
+        }
+    }
+
+    /// Forgets that `account` is the active one for `provider`'s app `appID`, after its last
+    /// login there was logged out of; the provider's own entry goes too when it names `account`
+    /// and no other app of the provider has one.
+    ///
+    /// - Throws: `CredentialStoreError` when the state directory or its lock cannot be used;
+    ///   Foundation's error when the file cannot be written.
+    public func clearActiveAccount(_ account: String, for provider: ProviderID, appID: String) async throws {
+        let file = self.file
+        try await onOwnThread {
+            try file.modify { object in
+                guard var active = object["active"]?.objectValue else { return }
+                active["\(provider.rawValue)/\(appID)"] = nil
+                let otherApps = active.keys.contains { $0.hasPrefix(provider.rawValue + "/") }
+                if !otherApps, active[provider.rawValue]?.stringValue == account { active[provider.rawValue] = nil }
                 object["active"] = .object(active)
             }
         }

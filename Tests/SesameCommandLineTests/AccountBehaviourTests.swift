@@ -149,6 +149,8 @@ struct AccountBehaviourTests {
         #expect(token.output.hasPrefix("EAAtest"))
         let again = await cli.run(["logout", "facebook"])
         #expect(again.status == 0, "the second logout removes alice: \(again.error)")
+        // No login left: no active account remembered, so `status` does not expect one.
+        #expect(await AccountState(environment: cli.environment).snapshot().hasActiveAccount(for: .facebook) == false)
     }
 
     @Test("a login the provider ends (an invalid token) is cleared, and a remaining one becomes active")

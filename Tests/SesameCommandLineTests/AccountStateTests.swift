@@ -40,4 +40,33 @@ struct AccountStateTests {
         #expect(missing.isEmpty, "lost usage entries: \(missing)")
         #expect(FileManager.default.fileExists(atPath: accounts.url.path + ".lock"))
     }
+
+    @Test("a snapshot answers as the file does; clearing an app's active account leaves the other apps'")
+    func snapshotAndClearing() async throws {
+        let state = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "sesame-accounts-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: state) }
+        let accounts = AccountState(environment: ["XDG_STATE_HOME": state.path, "HOME": state.path])
+        #expect(await accounts.snapshot().hasActiveAccount(for: "github") == false, "no file yet")
+        try await accounts.setActiveAccount("octo", for: "github", appID: "github.com")
+        try await accounts.setActiveAccount("work", for: "github", appID: "ghe.example.com")
+        let usage = JSONValue.object(["call_count": .number(3)])
+        let key = CredentialKey(provider: "github", appID: "github.com", account: "octo")
+        try await accounts.recordUsage(usage, for: key)
+
+        let snapshot = await accounts.snapshot()
+        #expect(snapshot.hasActiveAccount(for: "github"))
+        #expect(!snapshot.hasActiveAccount(for: "git"), "a name that only begins the same is another provider")
+        #expect(!snapshot.hasActiveAccount(for: "facebook"))
+        #expect(snapshot.activeAccount(for: "github", appID: "github.com") == "octo")
+        #expect(snapshot.activeAccount(for: "github", appID: "ghe.example.com") == "work")
+        #expect(snapshot.lastUsage(for: key) == usage)
+
+        try await accounts.clearActiveAccount("octo", for: "github", appID: "github.com")
+        #expect(await accounts.activeAccount(for: "github", appID: "github.com") == "work", "the provider's entry")
+        #expect(await accounts.activeAccount(for: "github", appID: "ghe.example.com") == "work")
+        try await accounts.clearActiveAccount("work", for: "github", appID: "ghe.example.com")
+        #expect(await accounts.snapshot().hasActiveAccount(for: "github") == false)
+        #expect(await accounts.lastUsage(for: key) == usage, "usage is kept")
+    }
 }
