@@ -20,6 +20,10 @@ import SesameKeyring
 //   scripts/install --prefix /tmp/sesame-bench
 //   swift build -c release --product sesame-bench
 //   scripts/with-keyring .build/release/sesame-bench cli --sesame /tmp/sesame-bench/bin/sesame [--json] [--runs N]
+//       [--baseline /tmp/sesame-before/bin/sesame]
+//
+// With --baseline, another build's `token` and offline `status` run in the same rounds, each
+// command in turn, so that two builds are compared in the same minutes.
 
 struct CLIBenchmark {
     static let benchmark = Benchmark(
@@ -52,17 +56,21 @@ struct CLIBenchmark {
         var benchmark = "cli"
         var runs: Int
         var sesame: String
+        var baseline: String?
         var rows: [Row]
     }
 
     let json: Bool
     let runs: Int
     let sesame: String
+    /// Another build whose rows run beside this one's, in the same rounds.
+    let baseline: String?
 
     init(arguments: [String]) throws {
         var json = false
         var runs = 40
         var sesame: String?
+        var baseline: String?
         var rest = arguments[...]
         while let argument = rest.popFirst() {
             switch argument {
@@ -75,10 +83,13 @@ struct CLIBenchmark {
             case "--sesame":
                 guard let value = rest.popFirst() else { throw Failure(description: "--sesame needs a path") }
                 sesame = value
+            case "--baseline":
+                guard let value = rest.popFirst() else { throw Failure(description: "--baseline needs a path") }
+                baseline = value
             default:
                 throw Failure(
                     description: "unknown argument '\(argument)'; usage: sesame-bench cli [--json] [--runs N] "
-                        + "[--sesame PATH]")
+                        + "[--sesame PATH] [--baseline PATH]")
             }
         }
         self.json = json
@@ -86,10 +97,14 @@ struct CLIBenchmark {
         let beside = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath()
             .deletingLastPathComponent().appendingPathComponent("sesame").path
         self.sesame = sesame ?? beside
+        self.baseline = baseline
         guard FileManager.default.isExecutableFile(atPath: self.sesame) else {
             throw Failure(
                 description: "no sesame executable at \(self.sesame); install one with 'scripts/install --prefix "
                     + "/tmp/sesame-bench' and give --sesame /tmp/sesame-bench/bin/sesame")
+        }
+        if let baseline, !FileManager.default.isExecutableFile(atPath: baseline) {
+            throw Failure(description: "no sesame executable at \(baseline) (--baseline)")
         }
     }
 
@@ -139,7 +154,7 @@ struct CLIBenchmark {
             var expectedStatus: Int32?
             var goal: Double?
         }
-        let cases = [
+        var cases = [
             Case(
                 command: "secret-tool lookup (the same item)", executable: secretTool,
                 arguments: ["lookup", "provider", "facebook", "app_id", appID, "account", account],
@@ -155,6 +170,16 @@ struct CLIBenchmark {
                 command: "sesame status, built-in emulator (one GET /me)", executable: sesame, arguments: ["status"],
                 environment: base, expectedStatus: nil),
         ]
+        if let baseline {
+            cases += [
+                Case(
+                    command: "baseline: sesame token facebook", executable: baseline,
+                    arguments: ["token", "facebook"], environment: base, expectedStatus: 0),
+                Case(
+                    command: "baseline: sesame status, no network", executable: baseline, arguments: ["status"],
+                    environment: offline, expectedStatus: nil),
+            ]
+        }
 
         // Each output checked once: the figures are of commands that did their job.
         let lookup = try Self.runProcess(cases[0].executable, cases[0].arguments, environment: base)
@@ -171,6 +196,13 @@ struct CLIBenchmark {
         var expected = cases.map(\.expectedStatus)
         for index in cases.indices.dropFirst(2) {
             let check = cases[index]
+            if check.arguments == ["token", "facebook"] {
+                let again = try Self.runProcess(check.executable, check.arguments, environment: check.environment)
+                guard again.status == 0, String(decoding: again.output, as: UTF8.self) == tokenString + "\n" else {
+                    throw Failure(description: "\(check.command) exited \(again.status) without printing the token")
+                }
+                continue
+            }
             let result = try Self.runProcess(check.executable, check.arguments, environment: check.environment)
             let text = String(decoding: result.output, as: UTF8.self)
             guard text.contains("default"), !text.contains(tokenString) else {
@@ -213,7 +245,7 @@ struct CLIBenchmark {
                 ratio: index == 0 ? nil : series.p50 / lookupMedian, goal: item.goal, cpuP50: cpu,
                 cpuRatio: index == 0 ? nil : cpu / lookupCPU)
         }
-        let report = Report(runs: runs, sesame: sesame, rows: rows)
+        let report = Report(runs: runs, sesame: sesame, baseline: baseline, rows: rows)
         if json {
             let encoder = JSONEncoder()
             encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
@@ -224,7 +256,9 @@ struct CLIBenchmark {
     }
 
     static func table(_ report: Report) -> String {
-        var text = "cli: whole processes, \(report.runs) runs each, interleaved (\(report.sesame))\n\n"
+        var text = "cli: whole processes, \(report.runs) runs each, interleaved (\(report.sesame))\n"
+        if let baseline = report.baseline { text += "baseline: \(baseline)\n" }
+        text += "\n"
         text += "command                                              p50 ms   p90 ms   ÷ lookup"
         text += "   cpu ms  cpu ÷ lookup   goal (elapsed)\n"
         for row in report.rows {

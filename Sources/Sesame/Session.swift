@@ -30,6 +30,10 @@ import Foundation
 ///
 /// Renewals, updates and ``updateToken(_:)`` run one at a time per session, and the renewal
 /// and the update under the lock, so no two of them overwrite each other.
+///
+/// The shared read, renewal and writes run in tasks the session starts, and those tasks prefer
+/// the task executor their caller prefers (SE-0417), if any: a program that runs its work on an
+/// executor of its own keeps the session's work there too.
 public actor Session {
     /// Where the session's token is kept.
     public nonisolated let key: CredentialKey
