@@ -182,7 +182,7 @@ let package = Package(
             name: "sesame-bench",
             dependencies: [
                 "Sesame", "SesameHTTPServer", "SesameCurl", "CCurl", "SesameEmulator", "SesameFacebook",
-                "SesameKeyring", "SesameGitHub",
+                "SesameKeyring", "SesameGitHub", "SesameDesktop",
             ],
             path: "Benchmarks/SesameBench"
         ),

@@ -1,5 +1,6 @@
 import Foundation
 import Sesame
+import SesameDesktop
 import SesameEmulator
 import SesameFacebook
 import SesameKeyring
@@ -8,7 +9,8 @@ import SesameKeyring
 // of the same keyring item, in one run:
 //
 // - `sesame token facebook`: one stored Facebook login of the built-in emulator's app (no app id
-//   configured), valid for 60 days, so nothing but the keyring is needed;
+//   configured), valid for 60 days, so nothing but the keyring is needed; the accounts file
+//   records it as the active one, as `sesame login` does;
 // - `sesame status`, one account, no network: the same login with its app id configured and the
 //   Graph API at a loopback port where nothing listens, so the check fails at once;
 // - `sesame status` against the built-in emulator, which starts in-process and is asked once
@@ -141,6 +143,8 @@ struct CLIBenchmark {
             "XDG_CONFIG_HOME": scratch.appendingPathComponent("config").path, "NO_COLOR": "1",
         ]
         if let runtime = environment["XDG_RUNTIME_DIR"] { base["XDG_RUNTIME_DIR"] = runtime }
+        // As `sesame login` leaves it: the login is the provider's and its app's active account.
+        try await AccountState(environment: base).setActiveAccount(account, for: key.provider, appID: appID)
         var offline = base
         offline["SESAME_FACEBOOK_APP_ID"] = appID
         offline["SESAME_FACEBOOK_GRAPH_URL"] = "http://127.0.0.1:\(try Self.closedPort())"
