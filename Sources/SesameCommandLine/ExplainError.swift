@@ -287,8 +287,10 @@ package struct ErrorProviderSupport: Sendable {
     /// The provider named `name`.
     package static func named(_ name: String) -> ErrorProviderSupport? { all.first { $0.id.rawValue == name } }
 
-    /// The names, for messages.
-    package static var names: String { all.map(\.id.rawValue).joined(separator: ", ") }
+    /// The names, for messages. From the plug-ins' names alone: ``all`` builds every provider's
+    /// error table, which `explain-error`'s help (part of the command table every command reads)
+    /// must not do.
+    package static var names: String { Desktop.providers.map(\.name).joined(separator: ", ") }
 }
 
 extension Character {
