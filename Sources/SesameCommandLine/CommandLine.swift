@@ -48,8 +48,24 @@ package enum Command: Sendable, Equatable {
 /// Adding a command is adding one file with a spec and a builder, a case to ``Command``, and a
 /// line to ``SesameCLI/commands``.
 package struct CommandDefinition: Sendable {
-    package var spec: CommandSpec
+    /// The command's name, as its spec gives it; known without building the spec.
+    package let name: String
+    private let makeSpec: @Sendable () -> CommandSpec
     package var build: @Sendable (ParsedArguments) throws(UsageError) -> Command
+
+    /// The command's options and help, built when asked: a command run builds its own spec and
+    /// no other (help and completion build them all). Several of them gather the providers'
+    /// options and examples, which a `sesame token` start had paid for thirteen times.
+    package var spec: CommandSpec { makeSpec() }
+
+    package init(
+        name: String, spec: @autoclosure @escaping @Sendable () -> CommandSpec,
+        build: @escaping @Sendable (ParsedArguments) throws(UsageError) -> Command
+    ) {
+        self.name = name
+        self.makeSpec = spec
+        self.build = build
+    }
 }
 
 /// Every exit status `sesame` and the examples return: sysexits(3), plus 1. This is the
@@ -126,7 +142,7 @@ package enum SesameCLI {
             COMMANDS
 
             """
-        text += HelpFormatter.table(commands.map { ($0.spec.name, $0.spec.summary) })
+        text += HelpFormatter.table(commands.map { ($0.name, $0.spec.summary) })
         text += """
 
             A provider with nothing configured (no app or client id) uses Sesame's built-in
@@ -147,11 +163,11 @@ package enum SesameCLI {
 
     /// The usage printed with a usage error: the command's synopsis, or the command list.
     package static func usage(for command: String?) -> String {
-        if let command, let spec = commands.first(where: { $0.spec.name == command })?.spec {
+        if let command, let spec = commands.first(where: { $0.name == command })?.spec {
             return "USAGE\n\(spec.usage)\n\nRun 'sesame \(command) --help' for more.\n"
         }
         return "USAGE\n  sesame <command> [options]\n\nCOMMANDS\n"
-            + HelpFormatter.table(commands.map { ($0.spec.name, $0.spec.summary) })
+            + HelpFormatter.table(commands.map { ($0.name, $0.spec.summary) })
             + "\nRun 'sesame help' for more.\n"
     }
 
@@ -173,7 +189,7 @@ package enum SesameCLI {
             }
             guard let topic = arguments.dropFirst().first else { return .help(command: nil) }
             guard let definition = definition(named: topic) else { throw unknownCommand(topic) }
-            return .help(command: definition.spec.name)
+            return .help(command: definition.name)
         }
         if first.hasPrefix("-") {
             throw UsageError(
@@ -181,18 +197,18 @@ package enum SesameCLI {
         }
         guard let definition = definition(named: first) else { throw unknownCommand(first) }
         let parsed = try ArgumentParser.parse(Array(arguments.dropFirst()), for: definition.spec)
-        if parsed.helpRequested { return .help(command: definition.spec.name) }
+        if parsed.helpRequested { return .help(command: definition.name) }
         return try definition.build(parsed)
     }
 
-    private static var commandNames: String { commands.map(\.spec.name).joined(separator: ", ") }
+    private static var commandNames: String { commands.map(\.name).joined(separator: ", ") }
 
     private static func definition(named name: String) -> CommandDefinition? {
-        commands.first { $0.spec.name == name }
+        commands.first { $0.name == name }
     }
 
     private static func unknownCommand(_ name: String) -> UsageError {
-        let near = Suggestion.closest(to: name, in: commands.map(\.spec.name)).map { " Did you mean '\($0)'?" } ?? ""
+        let near = Suggestion.closest(to: name, in: commands.map(\.name)).map { " Did you mean '\($0)'?" } ?? ""
         return UsageError("unknown command '\(name)'.\(near) Commands: \(commandNames)", command: nil)
     }
 

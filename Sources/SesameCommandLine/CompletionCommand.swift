@@ -19,6 +19,7 @@ package struct CompletionCommand: Sendable, Equatable {
     static let shells = Format.allCases.filter { $0 != .man }.map(\.rawValue)
 
     static let definition = CommandDefinition(
+        name: "completion",
         spec: CommandSpec(
             name: "completion", summary: "Print the shell completion script for bash, zsh or fish.",
             synopses: ["bash|zsh|fish"],
@@ -43,6 +44,7 @@ package struct CompletionCommand: Sendable, Equatable {
     }
 
     static let manPageDefinition = CommandDefinition(
+        name: "manpage",
         spec: CommandSpec(
             name: "manpage", summary: "Print the sesame(1) manual page (roff), as scripts/install installs it.",
             synopses: [""],

@@ -9,6 +9,7 @@ package struct DoctorCommand: Sendable, Equatable {
     package var storage: StorageMode?
 
     static let definition = CommandDefinition(
+        name: "doctor",
         spec: CommandSpec(
             name: "doctor",
             summary: "Check the D-Bus session, the keyring, the storage policy and the providers' addresses.",

@@ -97,7 +97,7 @@ package struct EmulatorCommand: Sendable, Equatable {
     )
 
     /// The command's place in the tree.
-    package static let definition = CommandDefinition(spec: spec) { parsed throws(UsageError) in
+    package static let definition = CommandDefinition(name: "emulator", spec: spec) { parsed throws(UsageError) in
         .emulator(try EmulatorCommand(parsed))
     }
 

@@ -65,7 +65,7 @@ package struct ExplainError: Sendable, Equatable {
     )
 
     /// The command's place in the tree.
-    package static let definition = CommandDefinition(spec: spec) { parsed throws(UsageError) in
+    package static let definition = CommandDefinition(name: "explain-error", spec: spec) { parsed throws(UsageError) in
         .explainError(try ExplainError(parsed))
     }
 

@@ -16,6 +16,7 @@ package struct GitCredentialCommand: Sendable, Equatable {
     package var forgetRefused = false
 
     static let definition = CommandDefinition(
+        name: "git-credential",
         spec: CommandSpec(
             name: "git-credential",
             summary: "Answer git's credential questions from the stored logins (git's credential helper).",

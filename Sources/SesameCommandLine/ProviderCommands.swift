@@ -183,6 +183,7 @@ package enum ProviderTable {
 /// The provider commands' specs and builders.
 enum ProviderCommands {
     static let login = CommandDefinition(
+        name: "login",
         spec: CommandSpec(
             name: "login", summary: "Log in to a provider and keep the login in the keyring.",
             synopses: [
@@ -242,6 +243,7 @@ enum ProviderCommands {
     }
 
     static let token = CommandDefinition(
+        name: "token",
         spec: CommandSpec(
             name: "token", summary: "Print the access token (the only command that prints a secret).",
             synopses: ["PROVIDER [--account NAME] [--storage MODE]"],
@@ -263,6 +265,7 @@ enum ProviderCommands {
     }
 
     static let logout = CommandDefinition(
+        name: "logout",
         spec: CommandSpec(
             name: "logout",
             summary: "Remove a stored login (and with --revoke, the app's access); another account becomes active.",
@@ -289,6 +292,7 @@ enum ProviderCommands {
     }
 
     static let switchAccount = CommandDefinition(
+        name: "switch",
         spec: CommandSpec(
             name: "switch", summary: "Make another stored login the active one.",
             synopses: ["PROVIDER ACCOUNT [--storage MODE]"], options: [storageOption])
@@ -309,6 +313,7 @@ enum ProviderCommands {
     }
 
     static let permissions = CommandDefinition(
+        name: "permissions",
         spec: CommandSpec(
             name: "permissions", summary: "List, request or revoke the permissions of a login.",
             synopses: [

@@ -4,6 +4,7 @@ import SesameDesktop
 /// `sesame providers`.
 enum ProvidersCommand {
     static let definition = CommandDefinition(
+        name: "providers",
         spec: CommandSpec(name: "providers", summary: "List the providers and the settings each reads.", synopses: [""])
     ) { parsed throws(UsageError) in
         try noExtra(parsed, after: 0, command: "providers")

@@ -23,6 +23,7 @@ package struct StatusCommand: Sendable, Equatable {
     static let longestTimeout = 600.0
 
     static let definition = CommandDefinition(
+        name: "status",
         spec: CommandSpec(
             name: "status", summary: "Show the stored logins: user, app, permissions, expiry, storage, usage.",
             synopses: ["[--json] [--timeout SECONDS] [--storage MODE]"],

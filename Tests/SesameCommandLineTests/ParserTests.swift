@@ -124,6 +124,12 @@ struct ParserTests {
         for command in SesameCLI.commands { #expect(SesameCLI.help.contains(command.spec.name)) }
     }
 
+    @Test("each command's name, known without its spec, is its spec's name, and no two are the same")
+    func definitionNames() {
+        for command in SesameCLI.commands { #expect(command.name == command.spec.name) }
+        #expect(Set(SesameCLI.commands.map(\.name)).count == SesameCLI.commands.count)
+    }
+
     @Test("--json prints exactly the documented keys, in order, null where unknown")
     func jsonKeys() throws {
         let error = taxonomy(status: 503, body: "<html/>")
