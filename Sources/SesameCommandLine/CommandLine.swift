@@ -54,8 +54,8 @@ package struct CommandDefinition: Sendable {
     package var build: @Sendable (ParsedArguments) throws(UsageError) -> Command
 
     /// The command's options and help, built when asked: a command run builds its own spec and
-    /// no other (help and completion build them all). Several of them gather the providers'
-    /// options and examples, which a `sesame token` start had paid for thirteen times.
+    /// no other (help and completion build them all). Several specs gather every provider's
+    /// options and examples; `sesame token` used to build all thirteen at start.
     package var spec: CommandSpec { makeSpec() }
 
     package init(
