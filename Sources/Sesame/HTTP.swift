@@ -82,10 +82,13 @@ public struct HTTPHeaders: Sendable, Hashable, Sequence, ExpressibleByDictionary
         // Different lengths never match (a native string knows its length): most look-ups pass
         // over most fields here without reading a byte.
         guard a.utf8.count == b.utf8.count else { return false }
-        // Native strings (all but bridged ones) are compared as two buffers, not byte by byte
-        // through iterators: a response's headers are looked through on every answer.
-        let compared = a.utf8.withContiguousStorageIfAvailable { left in
-            b.utf8.withContiguousStorageIfAvailable { right in
+        // Compared as two buffers, not byte by byte through iterators: a response's headers are
+        // looked through on every answer. `withUTF8` makes a string contiguous first if it is not
+        // (native strings are, and are not copied).
+        var a = a
+        var b = b
+        return a.withUTF8 { left in
+            b.withUTF8 { right in
                 for index in 0..<left.count where left[index] != right[index] {
                     let x = left[index]
                     let y = right[index]
@@ -94,20 +97,6 @@ public struct HTTPHeaders: Sendable, Hashable, Sequence, ExpressibleByDictionary
                     if lowerX != lowerY { return false }
                 }
                 return true
-            }
-        }
-        if let compared = compared ?? nil { return compared }
-        var left = a.utf8.makeIterator()
-        var right = b.utf8.makeIterator()
-        while true {
-            switch (left.next(), right.next()) {
-            case (nil, nil): return true
-            case (let x?, let y?):
-                if x == y { continue }
-                let lowerX = (0x41...0x5A).contains(x) ? x | 0x20 : x
-                let lowerY = (0x41...0x5A).contains(y) ? y | 0x20 : y
-                if lowerX != lowerY { return false }
-            default: return false
             }
         }
     }

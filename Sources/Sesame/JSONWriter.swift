@@ -49,19 +49,14 @@ enum JSONWriter {
     private static func writeString(_ text: String, to output: inout [UInt8]) {
         output.append(UInt8(ascii: "\""))
         // Most strings need no escape at all: append them whole. 0xE2 starts U+2028 and U+2029.
-        // Native strings are contiguous UTF-8, scanned and copied as a buffer.
-        func needsEscape(_ byte: UInt8) -> Bool { byte < 0x20 || byte == 0x22 || byte == 0x5C || byte == 0xE2 }
-        let appendedWhole =
-            text.utf8.withContiguousStorageIfAvailable { bytes -> Bool in
-                guard !bytes.contains(where: needsEscape) else { return false }
-                output.append(contentsOf: bytes)
-                return true
-            }
-            ?? {
-                guard !text.utf8.contains(where: needsEscape) else { return false }
-                output.append(contentsOf: text.utf8)
-                return true
-            }()
+        // Scanned and copied as one buffer (`withUTF8` copies only a string that is not
+        // contiguous UTF-8 already, which native strings are).
+        var contiguous = text
+        let appendedWhole = contiguous.withUTF8 { bytes -> Bool in
+            guard !bytes.contains(where: { $0 < 0x20 || $0 == 0x22 || $0 == 0x5C || $0 == 0xE2 }) else { return false }
+            output.append(contentsOf: bytes)
+            return true
+        }
         if appendedWhole {
             output.append(UInt8(ascii: "\""))
             return
