@@ -94,12 +94,22 @@ struct GraphBenchmark {
             throw BenchmarkError("the canned session did not open from its stored token")
         }
         let cannedGraph = cannedSession.graph
+        // One call of each loop, with its answer checked: the figures are of calls that worked.
+        let stackCall: @Sendable () async throws -> Void = {
+            let me = try await graph.get("me", parameters: ["fields": "id"])
+            guard me["id"] != nil else { throw BenchmarkError("GET /me via the provider had no id") }
+        }
+        let cannedCall: @Sendable () async throws -> Void = {
+            let me = try await cannedGraph.get("me", parameters: ["fields": "id"])
+            guard me["id"] != nil else { throw BenchmarkError("GET /me via the canned stack had no id") }
+        }
+        let transportCall: @Sendable () async throws -> Void = {
+            let response = try await transport.send(HTTPRequest(url: meURL))
+            guard response.body.count == expected else { throw BenchmarkError("CurlTransport got a short body") }
+        }
         if stackOnly {
             // Only the stack over canned answers, for `seconds` (to profile it on its own).
-            let rate = try await loop(seconds: seconds, concurrency: 1) {
-                let me = try await cannedGraph.get("me", parameters: ["fields": "id"])
-                guard me["id"] != nil else { throw BenchmarkError("GET /me via the canned stack had no id") }
-            }
+            let rate = try await loop(seconds: seconds, concurrency: 1, cannedCall)
             print("the provider stack alone, over canned answers: \(String(format: "%.1f", 1e6 / rate)) µs per call")
             return
         }
@@ -113,10 +123,8 @@ struct GraphBenchmark {
                 rate = try await RawCurlLoop.run(
                     url: meURL, workers: concurrency, duration: UInt64(seconds * 1e9), expectedBytes: expected
                 ).rps
-            case "stack":
-                rate = try await loop(seconds: seconds) { _ = try await graph.get("me", parameters: ["fields": "id"]) }
-            case "transport":
-                rate = try await loop(seconds: seconds) { _ = try await transport.send(HTTPRequest(url: meURL)) }
+            case "stack": rate = try await loop(seconds: seconds, stackCall)
+            case "transport": rate = try await loop(seconds: seconds, transportCall)
             default: throw BenchmarkError("--only takes raw, stack or transport, not \(only)")
             }
             let requests = rate * Double(monotonicNanoseconds() - start) / 1e9
@@ -133,23 +141,10 @@ struct GraphBenchmark {
             let raw = try await RawCurlLoop.run(
                 url: meURL, workers: concurrency, duration: UInt64(seconds * 1e9), expectedBytes: expected)
             figures["rawCurl", default: []].append(raw.rps)
-            figures["provider", default: []].append(
-                try await loop(seconds: seconds) {
-                    let me = try await graph.get("me", parameters: ["fields": "id"])
-                    guard me["id"] != nil else { throw BenchmarkError("GET /me via the provider had no id") }
-                })
-            figures["curlTransport", default: []].append(
-                try await loop(seconds: seconds) {
-                    let response = try await transport.send(HTTPRequest(url: meURL))
-                    guard response.body.count == expected else {
-                        throw BenchmarkError("CurlTransport got a short body")
-                    }
-                })
+            figures["provider", default: []].append(try await loop(seconds: seconds, stackCall))
+            figures["curlTransport", default: []].append(try await loop(seconds: seconds, transportCall))
             figures["stackOnly", default: []].append(
-                try await loop(seconds: min(seconds, 1), concurrency: 1) {
-                    let me = try await cannedGraph.get("me", parameters: ["fields": "id"])
-                    guard me["id"] != nil else { throw BenchmarkError("GET /me via the canned stack had no id") }
-                })
+                try await loop(seconds: min(seconds, 1), concurrency: 1, cannedCall))
             figures["urlSession", default: []].append(
                 try await loop(seconds: seconds) {
                     let (data, _) = try await urlSession.data(from: meURL)
