@@ -80,9 +80,15 @@ public enum OAuth {
     /// `url` with `items` appended to its query, form-encoded.
     public static func appendingQuery(_ items: [(String, String)], to url: URL) -> URL {
         guard !items.isEmpty else { return url }
+        return URL(string: appendingQuery(items, toText: url.absoluteString)) ?? url
+    }
+
+    /// The URL written as `text` with `items` appended to its query, form-encoded, as text: for a
+    /// caller that parses the result once rather than a URL before and one after.
+    package static func appendingQuery(_ items: [(String, String)], toText text: String) -> String {
+        guard !items.isEmpty else { return text }
         // On UTF-8 bytes: String's `contains(_: String)` goes through Foundation's locale-aware
         // search, which cost more than the rest of a Graph call.
-        let text = url.absoluteString
         let bytes = text.utf8
         let hash = bytes.firstIndex(of: UInt8(ascii: "#")) ?? bytes.endIndex
         let base = text[..<hash]
@@ -95,7 +101,7 @@ public enum OAuth {
         } else {
             separator = "?"
         }
-        return URL(string: base + separator + FormEncoding.encode(items) + fragment) ?? url
+        return base + separator + FormEncoding.encode(items) + fragment
     }
 
     /// Reads a redirect that came back to the app: either an authorization code, or an OAuth

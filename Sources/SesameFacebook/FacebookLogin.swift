@@ -104,7 +104,8 @@ enum FacebookHTTP {
         // GraphClient's one exchange (proof, form or query, headers, classification), with a
         // fixed token and a fresh governor, which never waits; the answer as it came.
         let client = GraphClient(provider: provider, transport: transport, accessToken: token)
-        let response = try await client.exchange(method, try provider.graphURL(path), parameters: parameters)
+        let response = try await client.exchange(
+            method, try provider.graphURL(path).absoluteString, parameters: parameters)
         return JSONValue(parsing: response.body) ?? .null
     }
 }

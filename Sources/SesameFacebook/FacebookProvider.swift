@@ -124,12 +124,19 @@ public struct FacebookProvider: AuthProvider {
     public func graphURL(_ path: String, version: String? = nil, query: [(String, String)] = []) throws -> URL {
         try EndpointSecurity.check(
             graphBaseURL, role: "The Graph API URL", provider: .facebook, allowingInsecureHosts: allowedInsecureHosts)
-        let trimmed = path.drop { $0 == "/" }
-        guard let url = URL(string: "\(Self.trimmedBase(graphBaseURL))/\(try self.version(version))/\(trimmed)") else {
-            throw AuthError(
-                category: .invalid, message: "The Graph path '\(path)' does not make a valid URL.", provider: .facebook)
-        }
-        return OAuth.appendingQuery(query, to: url)
+        let text = OAuth.appendingQuery(query, toText: try graphPathText(path, version: version))
+        guard let url = URL(string: text) else { throw Self.invalidGraphPath(path) }
+        return url
+    }
+
+    /// `…/{version}/{path}` as text, without the origin check ``graphURL(_:version:query:)`` makes.
+    func graphPathText(_ path: String, version: String?) throws -> String {
+        "\(Self.trimmedBase(graphBaseURL))/\(try self.version(version))/\(path.drop { $0 == "/" })"
+    }
+
+    static func invalidGraphPath(_ path: String) -> AuthError {
+        AuthError(
+            category: .invalid, message: "The Graph path '\(path)' does not make a valid URL.", provider: .facebook)
     }
 
     /// The login dialog, `…/{version}/dialog/oauth`.

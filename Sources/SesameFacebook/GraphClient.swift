@@ -33,6 +33,9 @@ public struct GraphClient: Sendable {
     /// What waits are measured on.
     public var clock: any Clock<Duration>
     let credential: Credential
+    /// Why the provider's Graph origin may not be called (plain http to a host that is not
+    /// loopback nor allowed), found once: `provider` cannot change.
+    private let graphOriginProblem: AuthError?
 
     enum Credential: Sendable, CustomStringConvertible, CustomDebugStringConvertible, CustomReflectable {
         case none
@@ -70,6 +73,14 @@ public struct GraphClient: Sendable {
         self.provider = provider
         self.transport = transport
         self.credential = credential
+        do {
+            try EndpointSecurity.check(
+                provider.graphBaseURL, role: "The Graph API URL", provider: .facebook,
+                allowingInsecureHosts: provider.allowedInsecureHosts)
+            graphOriginProblem = nil
+        } catch {
+            graphOriginProblem = error
+        }
         self.version = version
         self.recovery = recovery
         self.governor = governor
@@ -96,10 +107,18 @@ public struct GraphClient: Sendable {
     ///
     /// - Throws: the classified `AuthError`.
     public func send(_ request: GraphRequest) async throws -> GraphResponse {
-        let url = try provider.graphURL(request.path, version: request.version ?? self.version)
+        let target = try graphTarget(request.path, version: request.version ?? self.version)
         return try await recovering(request.requiredPermissions) {
-            try await exchange(request.method, url, parameters: request.pairs)
+            try await exchange(request.method, target, parameters: request.pairs)
         }
+    }
+
+    /// `…/{version}/{path}` on the Graph origin, as text: ``exchange(_:_:parameters:)`` parses
+    /// it once, with its query, where ``FacebookProvider/graphURL(_:version:query:)`` and then
+    /// the query made two `URL`s a call.
+    private func graphTarget(_ path: String, version: String?) throws -> String {
+        if let graphOriginProblem { throw graphOriginProblem }
+        return try provider.graphPathText(path, version: version)
     }
 
     /// `GET path` as JSON.
@@ -211,9 +230,9 @@ public struct GraphClient: Sendable {
             }
             return .object(item)
         }
-        let url = try provider.graphURL("", version: version ?? self.version)
+        let target = try graphTarget("", version: version ?? self.version)
         let response = try await recovering(requests.flatMap(\.requiredPermissions)) {
-            try await exchange(.post, url, parameters: [("batch", JSONValue.array(items).jsonText)])
+            try await exchange(.post, target, parameters: [("batch", JSONValue.array(items).jsonText)])
         }
         guard let answers = response.json.arrayValue, answers.count == requests.count else {
             throw AuthError.unreadableGraphAnswer("batch answer (it is not a list of \(requests.count) results)")
@@ -335,7 +354,7 @@ public struct GraphClient: Sendable {
         guard let base = components.url else {
             throw AuthError.unreadableGraphAnswer("paging link")
         }
-        let response = try await recovering([]) { try await exchange(.get, base, parameters: query) }
+        let response = try await recovering([]) { try await exchange(.get, base.absoluteString, parameters: query) }
         return GraphPage(json: response.json)
     }
 
@@ -349,7 +368,8 @@ public struct GraphClient: Sendable {
     }
 
     /// One HTTP exchange: pace, token, proof, send, record usage, classify.
-    func exchange(_ method: HTTPMethod, _ url: URL, parameters: [(String, String)]) async throws -> GraphResponse {
+    func exchange(_ method: HTTPMethod, _ target: String, parameters: [(String, String)]) async throws -> GraphResponse
+    {
         try await governor.pace(on: clock)
         let token: String?
         switch credential {
@@ -361,11 +381,15 @@ public struct GraphClient: Sendable {
         if let token, let proof = provider.appSecretProof(for: token) { parameters.append(("appsecret_proof", proof)) }
         var request: HTTPRequest
         if method == .post {
+            guard let url = URL(string: target) else { throw FacebookProvider.invalidGraphPath(target) }
             request = HTTPRequest(
                 method: .post, url: url, headers: ["Content-Type": "application/x-www-form-urlencoded"],
                 body: Data(FormEncoding.encode(parameters).utf8))
         } else {
-            request = HTTPRequest(method: method, url: OAuth.appendingQuery(parameters, to: url))
+            guard let url = URL(string: OAuth.appendingQuery(parameters, toText: target)) else {
+                throw FacebookProvider.invalidGraphPath(target)
+            }
+            request = HTTPRequest(method: method, url: url)
         }
         request.headers.add(name: "Accept", value: "application/json")
         if let token { request.headers.add(name: "Authorization", value: "Bearer \(token)") }

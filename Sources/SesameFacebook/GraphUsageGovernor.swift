@@ -18,11 +18,16 @@ public final class GraphUsageGovernor: Sendable {
     public let maxWait: Duration
     private let last = Locked<Recorded>(Recorded())
 
-    /// The usage last recorded, and the header values it was read from: an answer whose usage
-    /// headers are the same (most are, between one percent and the next) is not parsed again.
+    /// The values of `X-App-Usage`, `X-Page-Usage` and `X-Business-Use-Case-Usage`.
+    private typealias UsageHeaderValues = (String?, String?, String?)
+
+    /// The usage last recorded, the header values it was read from, and the wait it calls for:
+    /// an answer whose usage headers are the same (most are, between one percent and the next)
+    /// is not parsed again, and a call reads its wait without working it out again.
     private struct Recorded {
-        var headerValues: [String?] = []
+        var headerValues: UsageHeaderValues = (nil, nil, nil)
         var usage: GraphUsage?
+        var delay: Duration = .zero
     }
 
     /// Creates a governor.
@@ -35,19 +40,23 @@ public final class GraphUsageGovernor: Sendable {
 
     /// Records the usage in `headers`, if they carry any.
     public func record(_ headers: HTTPHeaders) {
-        let values = GraphUsage.headerNames.map { headers[$0] }
-        guard values.contains(where: { $0 != nil }) else { return }
+        // A tuple, not an array: nothing allocated on the answers that carry the same usage.
+        let values = (headers["X-App-Usage"], headers["X-Page-Usage"], headers["X-Business-Use-Case-Usage"])
+        guard values.0 != nil || values.1 != nil || values.2 != nil else { return }
         if last.withLock({ $0.usage != nil && $0.headerValues == values }) { return }
         guard let usage = GraphUsage(headers: headers) else { return }
-        last.withLock { $0 = Recorded(headerValues: values, usage: usage) }
+        let delay = delay(for: usage)
+        last.withLock { $0 = Recorded(headerValues: values, usage: usage, delay: delay) }
     }
 
     /// The usage last recorded.
     public var lastUsage: GraphUsage? { last.withLock { $0.usage } }
 
     /// How long the next call should wait.
-    public var delay: Duration {
-        guard let usage = lastUsage, let percent = usage.highestPercentage, percent > threshold else { return .zero }
+    public var delay: Duration { last.withLock { $0.delay } }
+
+    private func delay(for usage: GraphUsage) -> Duration {
+        guard let percent = usage.highestPercentage, percent > threshold else { return .zero }
         if percent >= 100 {
             return min(max(maxDelay, usage.estimatedTimeToRegainAccess ?? .zero), maxWait)
         }

@@ -140,6 +140,19 @@ struct CurlFailureTests {
         #expect(error.message.contains("Bad Name"))
     }
 
+    @Test("header names may hold exactly RFC 9110's token characters, and values no CR, LF or NUL")
+    func tokenBytes() async throws {
+        let tchar = Set("!#$%&'*+-.^_`|~0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz".utf8)
+        for byte in UInt8.min...UInt8.max {
+            #expect(CurlTransfer.isTokenByte(byte) == tchar.contains(byte), "byte \(byte)")
+        }
+        for value in ["a\u{0}b", "a\rb", "a\nb"] {
+            let request = HTTPRequest(url: URL(string: "http://127.0.0.1:1/")!, headers: ["X-Value": value])
+            let error = try await #require(throws: TransportError.self) { try await transport.send(request) }
+            #expect(error.kind == .invalidRequest)
+        }
+    }
+
     @Test("only http and https URLs are sent", arguments: ["file:///etc/passwd", "ftp://127.0.0.1/x", "gopher://x/"])
     func otherSchemes(url: String) async throws {
         let error = try await #require(throws: TransportError.self) {
@@ -181,9 +194,13 @@ struct CurlInternalsTests {
     func headerParsing() {
         let block =
             "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nSet-Cookie: a=1\r\nX-Long: one\r\n\t two\r\n"
-            + "Set-Cookie: b=2\r\nX-Empty:\r\n\r\n"
+            + "Set-Cookie: b=2\r\nX-Empty:\r\nBare-LF: yes\nX-Padded: \t padded \t\r\n: no name\r\n\r\nLast: x"
         let headers = CurlTransfer.parseHeaders(Array(block.utf8))
-        #expect(headers.count == 5)
+        #expect(headers.count == 8)
+        #expect(headers["bare-lf"] == "yes")
+        #expect(headers["x-padded"] == "padded")
+        #expect(headers["last"] == "x")
+        #expect(CurlTransfer.parseHeaders([]).count == 0)
         #expect(headers["content-type"] == "application/json")
         #expect(headers.values(for: "Set-Cookie") == ["a=1", "b=2"])
         #expect(headers["x-long"] == "one two")

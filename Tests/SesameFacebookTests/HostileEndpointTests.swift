@@ -28,6 +28,32 @@ struct FacebookHostileInputTests {
         #expect(try FacebookProvider(appID: "1234").graphURL("me").scheme == "https")
     }
 
+    @Test("a GraphClient on a plain-http origin that is not loopback sends nothing; once allowed, one URL a call")
+    func insecureGraphClient() async throws {
+        let remote = URL(string: "http://graph.example.com")!
+        let sent = Locked<[URL]>([])
+        let transport = RecordingTransport { url in sent.withLock { $0.append(url) } }
+        let refused = GraphClient(
+            provider: FacebookProvider(appID: "1234", dialogBaseURL: remote, graphBaseURL: remote),
+            transport: transport,
+            accessToken: "token")
+        let error = try await #require(throws: AuthError.self) { try await refused.get("me") }
+        #expect(error.category == .invalid && error.message.contains("graph.example.com"))
+        await #expect(throws: AuthError.self) { try await refused.batch([GraphRequest(.get, "me")]) }
+        #expect(sent.withLock { $0 }.isEmpty)
+
+        let allowed = GraphClient(
+            provider: FacebookProvider(
+                appID: "1234", graphVersion: "v19.0", dialogBaseURL: remote, graphBaseURL: remote,
+                allowedInsecureHosts: ["graph.example.com"]),
+            transport: transport, accessToken: "token")
+        _ = try await allowed.get("/me/feed", parameters: ["fields": "id,message", "limit": "2"])
+        #expect(
+            sent.withLock { $0 }.map(\.absoluteString) == [
+                "http://graph.example.com/v19.0/me/feed?fields=id%2Cmessage&limit=2"
+            ])
+    }
+
     @Test(
         "tokens with - and _ are redacted whole from error text",
         arguments: [
@@ -42,5 +68,15 @@ struct FacebookHostileInputTests {
         // Not even a tail of it: the old pattern stopped at the first - or _.
         #expect(!error.message.contains(String(token.suffix(12))), "\(error.message)")
         #expect(error.message.contains(Redaction.placeholder))
+    }
+}
+
+/// Answers `{"id":"1"}` to every request, and tells `record` each URL it was asked for.
+private struct RecordingTransport: HTTPTransport {
+    let record: @Sendable (URL) -> Void
+
+    func send(_ request: HTTPRequest) async throws -> HTTPResponse {
+        record(request.url)
+        return HTTPResponse(status: 200, headers: ["Content-Type": "application/json"], body: Data(#"{"id":"1"}"#.utf8))
     }
 }
