@@ -125,7 +125,17 @@ struct GraphBenchmark {
                 ).rps
             case "stack": rate = try await loop(seconds: seconds, stackCall)
             case "transport": rate = try await loop(seconds: seconds, transportCall)
-            default: throw BenchmarkError("--only takes raw, stack or transport, not \(only)")
+            case "stack-executor":
+                rate = try await withTaskExecutorPreference(transport.executor) {
+                    try await loop(seconds: seconds, stackCall)
+                }
+            case "transport-executor":
+                rate = try await withTaskExecutorPreference(transport.executor) {
+                    try await loop(seconds: seconds, transportCall)
+                }
+            default:
+                throw BenchmarkError(
+                    "--only takes raw, stack, transport, stack-executor or transport-executor, not \(only)")
             }
             let requests = rate * Double(monotonicNanoseconds() - start) / 1e9
             let microseconds = Double(processCPUNanoseconds() - cpu) / 1e3 / requests
@@ -142,6 +152,9 @@ struct GraphBenchmark {
                 url: meURL, workers: concurrency, duration: UInt64(seconds * 1e9), expectedBytes: expected)
             figures["rawCurl", default: []].append(raw.rps)
             figures["provider", default: []].append(try await loop(seconds: seconds, stackCall))
+            figures["providerOnExecutor", default: []].append(
+                try await withTaskExecutorPreference(transport.executor) { try await loop(seconds: seconds, stackCall) }
+            )
             figures["curlTransport", default: []].append(try await loop(seconds: seconds, transportCall))
             figures["stackOnly", default: []].append(
                 try await loop(seconds: min(seconds, 1), concurrency: 1, cannedCall))
@@ -179,6 +192,12 @@ struct GraphBenchmark {
         let ratios = zip(figures["provider"]!, figures["rawCurl"]!).map { $0 / $1 }
         let ratioMedian = median(ratios)
         let ratioSpread = (ratios.min() ?? .nan, ratios.max() ?? .nan)
+        // The same, with the callers on the transport's executor (`CurlTransport.executor`).
+        let onExecutor = median(figures["providerOnExecutor"]!)
+        let executorRatios = zip(figures["providerOnExecutor"]!, figures["rawCurl"]!).map { $0 / $1 }
+        let executorMedian = median(executorRatios)
+        let executorSpread = (executorRatios.min() ?? .nan, executorRatios.max() ?? .nan)
+        let rounded = { (value: Double) -> JSONValue in .number((value * 100).rounded() / 100) }
         if json {
             let report: JSONValue = .object([
                 "benchmark": .string("graph"),
@@ -192,6 +211,10 @@ struct GraphBenchmark {
                 "provider.vsRaw.spread": .array(
                     [ratioSpread.0, ratioSpread.1].map { .number(($0 * 100).rounded() / 100) }),
                 "provider.vsURLSession": .number((stack / foundation * 100).rounded() / 100),
+                "providerOnExecutor.rps": .number(onExecutor.rounded()),
+                "providerOnExecutor.vsRaw.perRound": .array(executorRatios.map(rounded)),
+                "providerOnExecutor.vsRaw.median": rounded(executorMedian),
+                "providerOnExecutor.vsRaw.spread": .array([executorSpread.0, executorSpread.1].map(rounded)),
                 "batch50.ms": .number((batch * 100).rounded() / 100),
                 "providerOnly.microsecondsPerCall": .number((stackMicroseconds * 10).rounded() / 10),
                 "sequential50.ms": .number((sequential * 100).rounded() / 100),
@@ -212,6 +235,15 @@ struct GraphBenchmark {
                     + String(
                         format: "  (median %.2f×, spread %.2f–%.2f×; goal ≥ 0.9×)", ratioMedian, ratioSpread.0,
                         ratioSpread.1))
+            print(
+                "  the same, on transport.executor  \(Int(onExecutor)) req/s  "
+                    + "(\(String(format: "%.2f", onExecutor / raw))× raw)")
+            print(
+                "  stack ÷ raw per round, executor  "
+                    + executorRatios.map { String(format: "%.2f", $0) }.joined(separator: ", ")
+                    + String(
+                        format: "  (median %.2f×, spread %.2f–%.2f×)", executorMedian, executorSpread.0,
+                        executorSpread.1))
             print("  CurlTransport alone (no session) \(Int(curl)) req/s")
             print("  URLSession                       \(Int(foundation)) req/s")
             print(

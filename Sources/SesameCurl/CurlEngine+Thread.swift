@@ -12,6 +12,7 @@ extension CurlEngine {
     /// in flight or started later, fails with ``TransportError`` rather than the process ending.
     func run() {
         Thread.current.name = "sesame-curl"
+        engineThreadID.store(UInt(pthread_self()), ordering: .relaxed)
         let capacity = 64
         let events = UnsafeMutablePointer<epoll_event>.allocate(capacity: capacity)
         defer { events.deallocate() }
@@ -21,7 +22,10 @@ extension CurlEngine {
             // was busy is seen here (the fences pair with the ones in `start`).
             engineBusy.store(false, ordering: .sequentiallyConsistent)
             atomicMemoryFence(ordering: .sequentiallyConsistent)
-            let waitMilliseconds: Int32 = delegatedCount.load(ordering: .sequentiallyConsistent) > 0 ? 0 : -1
+            let pending =
+                delegatedCount.load(ordering: .sequentiallyConsistent) > 0
+                || jobCount.load(ordering: .sequentiallyConsistent) > 0
+            let waitMilliseconds: Int32 = pending ? 0 : -1
             let count = epoll_wait(epollFD, events, Int32(capacity), waitMilliseconds)
             engineBusy.store(true, ordering: .sequentiallyConsistent)
             if count < 0 {
@@ -40,6 +44,7 @@ extension CurlEngine {
             }
             resume(resumptions)
             if stop { break }
+            runJobs()
         }
         tearDown(failure: failure)
     }
@@ -253,5 +258,7 @@ extension CurlEngine {
             return takeResumptions()
         }
         resume(resumptions)
+        // Tasks that prefer this executor and were queued before the stop run elsewhere.
+        runElsewhere(takeJobs())
     }
 }

@@ -34,9 +34,14 @@ import Synchronization
 ///   pool thread longer than the budget, and a server that is slow only when a pool thread waits
 ///   for it (one in the same process, whose handlers need that thread) makes the caller back off.
 ///
+/// - Tasks that prefer the engine as their executor (``CurlTransport/executor``) have their
+///   jobs run by the engine thread after each round, outside the lock; their transfers are left
+///   to the thread like any other, and they never wait inline.
+///
 /// Files, by job: this one holds the state and what callers call; `CurlEngine+InlineWait` the
 /// lone caller's wait; `CurlEngine+Thread` the engine thread and the bookkeeping of transfers
-/// (lock held); `CurlEngine+Callbacks` libcurl's socket and timer callbacks and the epoll set;
+/// (lock held); `CurlEngine+Executor` the jobs of tasks that prefer the engine thread;
+/// `CurlEngine+Callbacks` libcurl's socket and timer callbacks and the epoll set;
 /// `CurlEngine+Options` the easy handles' options. Members are internal rather than private so
 /// that those extensions reach them; nothing outside this type uses them.
 final class CurlEngine: @unchecked Sendable {  // every var is guarded by `lock`; see "Threads" above
@@ -89,6 +94,13 @@ final class CurlEngine: @unchecked Sendable {  // every var is guarded by `lock`
     var resumptions: [Resumption] = []
     /// When the timer fires, in CLOCK_MONOTONIC nanoseconds (`.max`: not armed).
     var timerDeadline = UInt64.max
+
+    /// Jobs of tasks that prefer the engine as their executor, for the engine thread to run
+    /// (see `CurlEngine+Executor`), and how many there are.
+    let jobs = Locked<[UnownedJob]>([])
+    let jobCount = Atomic<Int>(0)
+    /// The engine thread's `pthread_self()`, stored by the thread itself as it starts (0 before).
+    let engineThreadID = Atomic<UInt>(0)
 
     /// Transfers left for the engine thread to start; see `start`.
     let delegated = Locked<[CurlTransfer]>([])
@@ -253,7 +265,9 @@ final class CurlEngine: @unchecked Sendable {  // every var is guarded by `lock`
         // here. Only a caller that has been alone for a while waits inline: many callers whose
         // answers came back in one batch all find nothing in flight for a moment, and the first
         // of them must not hold a pool thread the others need.
-        let quiet = Self.now() &- lastCrowded.load(ordering: .relaxed) > quietPeriod
+        // Never on the engine thread (a task that prefers it as its executor): waiting there
+        // would keep it from every other socket.
+        let quiet = Self.now() &- lastCrowded.load(ordering: .relaxed) > quietPeriod && !isEngineThread
         let (inline, resumptions) = lock.withLock { _ in
             let inline = startLocked(transfer, mayDriveInline: quiet)
             runDueTimeouts()

@@ -11,7 +11,8 @@ import Sesame
 /// 500 µs, which spares a fast server's answers two thread hand-overs. A slow server is never
 /// waited for that way. Connections (and, for HTTPS, TLS sessions and DNS answers) are kept
 /// and reused across requests; HTTP/2 is used over TLS when the server offers it. Create one
-/// transport and share it; each one costs a thread and its own connection pool.
+/// transport and share it; each one costs a thread and its own connection pool. Loops of many
+/// small requests can run on that thread, with no hand-over per request: see ``executor``.
 ///
 /// ```swift
 /// let transport = CurlTransport()
@@ -51,6 +52,28 @@ public final class CurlTransport: HTTPTransport {
     deinit {
         engine.shutDown()
     }
+
+    /// The transport's own thread as a task executor (SE-0417): tasks that prefer it run their
+    /// code there, between the thread's rounds of socket work.
+    ///
+    /// By default a caller's task runs on Swift's global pool, and every answer is handed from
+    /// the transport's thread to a pool thread, which must be woken. A loop of many small
+    /// requests (a crawler, a benchmark, a server calling an API for each of its requests) can
+    /// instead run on this executor, as an event loop's callers do in SwiftNIO: an answer then
+    /// resumes its caller on the thread that read it, and the caller's next request starts in
+    /// the same round, with no thread hand-over either way.
+    ///
+    /// ```swift
+    /// try await withTaskExecutorPreference(transport.executor) {
+    ///     for id in ids { try await graph.get(id) }
+    /// }
+    /// ```
+    ///
+    /// What runs here holds up every request of this transport while it runs: keep long
+    /// computations and blocking calls (file I/O, semaphores, `sleep`) off it. A lone caller
+    /// never waits for its answer inline on this thread. After the transport is gone, tasks that
+    /// still prefer it run on Dispatch's global queue.
+    public var executor: any TaskExecutor { engine }
 
     /// Sends `request` and returns the response; see ``CurlTransport`` for the rules.
     ///

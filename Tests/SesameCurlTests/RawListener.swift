@@ -251,6 +251,7 @@ final class RawListener: Sendable {
                 received += buffer[0..<count]
             }
             let end = received.headEnd!
+            state.withLock { $0.requestsSeen += 1 }
             let head = String(decoding: received[0..<end], as: UTF8.self)
             received.removeFirst(end + 4)
             let target = head.split(separator: " ").dropFirst().first.map(String.init) ?? "/"

@@ -1,0 +1,92 @@
+import Foundation
+import Sesame
+import Testing
+
+@testable import SesameCurl
+
+/// `CurlTransport.executor`: tasks that prefer it run on the transport's own thread, get their
+/// answers there, never wait inline there, can be cancelled, and still run once the transport
+/// is gone. The servers answer from their own threads.
+@Suite("CurlTransport's executor")
+struct CurlExecutorTests {
+    @Test("callers that prefer the executor run on the transport's thread, each with its own answers")
+    func callersRunOnTheEngineThread() async throws {
+        let server = try RawListener(.keepAliveEcho)
+        defer { server.stop() }
+        // A lone caller anywhere else would wait inline: a long budget and no quiet period.
+        let transport = CurlTransport(inlineBudget: .seconds(5), quietPeriod: .zero)
+        let engine = transport.engine
+        try await withTaskExecutorPreference(transport.executor) {
+            #expect(engine.isEngineThread)
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for caller in 0..<8 {
+                    group.addTask {
+                        for index in 0..<25 {
+                            let target = "/delay/0?caller=\(caller)&index=\(index)"
+                            let response = try await transport.send(HTTPRequest(url: server.url(target)))
+                            #expect(engine.isEngineThread)
+                            #expect(String(decoding: response.body, as: UTF8.self) == target)
+                        }
+                    }
+                }
+                try await group.waitForAll()
+            }
+            for index in 0..<5 {
+                let response = try await transport.send(HTTPRequest(url: server.url("/delay/0?lone=\(index)")))
+                #expect(response.status == 200)
+                #expect(engine.isEngineThread)
+            }
+        }
+        // A lone caller on the transport's thread never waits for its answer inline there,
+        // which would keep the thread from every other socket.
+        #expect(engine.counters.finishedInline.load(ordering: .relaxed) == 0)
+        // The same transport, the same lone requests, from other threads: after the first (whose
+        // latency the transport learns, as lone requests on its own thread are not timed), inline.
+        for index in 0..<2 {
+            _ = try await BlockingWaitExecutor.run {
+                try await transport.send(HTTPRequest(url: server.url("/delay/0?elsewhere=\(index)")))
+            }
+        }
+        #expect(engine.counters.finishedInline.load(ordering: .relaxed) == 1)
+    }
+
+    @Test("a caller on the executor whose request is held can be cancelled, and the next request works")
+    func cancellation() async throws {
+        let server = try RawListener(.keepAliveEcho)
+        defer { server.stop() }
+        let transport = CurlTransport()
+        let held = Task(executorPreference: transport.executor) {
+            try await transport.send(HTTPRequest(url: server.url("/hold?cancelled")))
+        }
+        #expect(try await server.requestsSeen(atLeast: 1) == 1)
+        held.cancel()
+        await #expect(throws: CancellationError.self) { try await held.value }
+        server.releaseHeld()
+        let response = try await withTaskExecutorPreference(transport.executor) {
+            try await transport.send(HTTPRequest(url: server.url("/delay/0?next")))
+        }
+        #expect(String(decoding: response.body, as: UTF8.self) == "/delay/0?next")
+    }
+
+    @Test("tasks that prefer the executor of a transport that is gone still run, on other threads")
+    func executorOutlivesItsThread() async throws {
+        let server = try RawListener(.keepAliveEcho)
+        defer { server.stop() }
+        var transport: CurlTransport? = CurlTransport()
+        let executor = try #require(transport).executor
+        let engine = try #require(transport).engine
+        _ = try await withTaskExecutorPreference(executor) {
+            try await transport?.send(HTTPRequest(url: server.url("/delay/0")))
+        }
+        transport = nil  // stops the thread, and waits for it
+        let stopped = engine.stopped.load(ordering: .acquiring)
+        #expect(stopped)
+        let value = try await withTaskExecutorPreference(executor) {
+            #expect(!engine.isEngineThread)
+            try await Task.sleep(for: .milliseconds(1))  // a suspension, and a job queued after it
+            #expect(!engine.isEngineThread)
+            return 42
+        }
+        #expect(value == 42)
+    }
+}
