@@ -188,16 +188,11 @@ struct GraphBenchmark {
         let batch = median(batchTimes)
         let sequential = median(sequentialTimes)
         // Each round's stack ÷ raw, measured back to back against the same server: the figure the
-        // goal (≥ 0.9×) is about, with its median and spread over the rounds of this run.
-        let ratios = zip(figures["provider"]!, figures["rawCurl"]!).map { $0 / $1 }
-        let ratioMedian = median(ratios)
-        let ratioSpread = (ratios.min() ?? .nan, ratios.max() ?? .nan)
-        // The same, with the callers on the transport's executor (`CurlTransport.executor`).
+        // goal (≥ 0.9×) is about, with its median and spread over the rounds of this run; and the
+        // same with the callers on the transport's executor (`CurlTransport.executor`).
+        let ratios = RoundRatios(figures["provider"]!, over: figures["rawCurl"]!)
         let onExecutor = median(figures["providerOnExecutor"]!)
-        let executorRatios = zip(figures["providerOnExecutor"]!, figures["rawCurl"]!).map { $0 / $1 }
-        let executorMedian = median(executorRatios)
-        let executorSpread = (executorRatios.min() ?? .nan, executorRatios.max() ?? .nan)
-        let rounded = { (value: Double) -> JSONValue in .number((value * 100).rounded() / 100) }
+        let executorRatios = RoundRatios(figures["providerOnExecutor"]!, over: figures["rawCurl"]!)
         if json {
             let report: JSONValue = .object([
                 "benchmark": .string("graph"),
@@ -206,15 +201,15 @@ struct GraphBenchmark {
                 "rawCurl.rps": .number(raw.rounded()), "provider.rps": .number(stack.rounded()),
                 "urlSession.rps": .number(foundation.rounded()), "curlTransport.rps": .number(curl.rounded()),
                 "provider.vsRaw": .number((stack / raw * 100).rounded() / 100),
-                "provider.vsRaw.perRound": .array(ratios.map { .number(($0 * 100).rounded() / 100) }),
-                "provider.vsRaw.median": .number((ratioMedian * 100).rounded() / 100),
-                "provider.vsRaw.spread": .array(
-                    [ratioSpread.0, ratioSpread.1].map { .number(($0 * 100).rounded() / 100) }),
+                "provider.vsRaw.perRound": .array(ratios.perRound.map(RoundRatios.rounded)),
+                "provider.vsRaw.median": RoundRatios.rounded(ratios.median),
+                "provider.vsRaw.spread": .array([ratios.spread.0, ratios.spread.1].map(RoundRatios.rounded)),
                 "provider.vsURLSession": .number((stack / foundation * 100).rounded() / 100),
                 "providerOnExecutor.rps": .number(onExecutor.rounded()),
-                "providerOnExecutor.vsRaw.perRound": .array(executorRatios.map(rounded)),
-                "providerOnExecutor.vsRaw.median": rounded(executorMedian),
-                "providerOnExecutor.vsRaw.spread": .array([executorSpread.0, executorSpread.1].map(rounded)),
+                "providerOnExecutor.vsRaw.perRound": .array(executorRatios.perRound.map(RoundRatios.rounded)),
+                "providerOnExecutor.vsRaw.median": RoundRatios.rounded(executorRatios.median),
+                "providerOnExecutor.vsRaw.spread": .array(
+                    [executorRatios.spread.0, executorRatios.spread.1].map(RoundRatios.rounded)),
                 "batch50.ms": .number((batch * 100).rounded() / 100),
                 "providerOnly.microsecondsPerCall": .number((stackMicroseconds * 10).rounded() / 10),
                 "sequential50.ms": .number((sequential * 100).rounded() / 100),
@@ -229,21 +224,11 @@ struct GraphBenchmark {
                 "  FacebookSession + GraphClient    \(Int(stack)) req/s  "
                     + "(\(String(format: "%.2f", stack / raw))× raw, \(String(format: "%.1f", stack / foundation))× URLSession)"
             )
-            print(
-                "  stack ÷ raw per round            "
-                    + ratios.map { String(format: "%.2f", $0) }.joined(separator: ", ")
-                    + String(
-                        format: "  (median %.2f×, spread %.2f–%.2f×; goal ≥ 0.9×)", ratioMedian, ratioSpread.0,
-                        ratioSpread.1))
+            print(ratios.line("  stack ÷ raw per round            ", goal: "; goal ≥ 0.9×"))
             print(
                 "  the same, on transport.executor  \(Int(onExecutor)) req/s  "
                     + "(\(String(format: "%.2f", onExecutor / raw))× raw)")
-            print(
-                "  stack ÷ raw per round, executor  "
-                    + executorRatios.map { String(format: "%.2f", $0) }.joined(separator: ", ")
-                    + String(
-                        format: "  (median %.2f×, spread %.2f–%.2f×)", executorMedian, executorSpread.0,
-                        executorSpread.1))
+            print(executorRatios.line("  stack ÷ raw per round, executor  "))
             print("  CurlTransport alone (no session) \(Int(curl)) req/s")
             print("  URLSession                       \(Int(foundation)) req/s")
             print(
@@ -283,6 +268,25 @@ struct GraphBenchmark {
     private func progress(_ line: String) {
         StandardStreams.err(Data("graph: \(line)\n".utf8))
     }
+}
+
+/// Each round's ratio of one loop's rate to another's (measured back to back), with their
+/// median and spread.
+private struct RoundRatios {
+    let perRound: [Double]
+
+    init(_ rates: [Double], over baseline: [Double]) { perRound = zip(rates, baseline).map { $0 / $1 } }
+
+    var median: Double { perRound.sorted()[perRound.count / 2] }
+    var spread: (Double, Double) { (perRound.min() ?? .nan, perRound.max() ?? .nan) }
+
+    /// `label`, each round's ratio, then the median and spread (and `goal`, if any).
+    func line(_ label: String, goal: String = "") -> String {
+        label + perRound.map { String(format: "%.2f", $0) }.joined(separator: ", ")
+            + String(format: "  (median %.2f×, spread %.2f–%.2f×", median, spread.0, spread.1) + goal + ")"
+    }
+
+    static func rounded(_ value: Double) -> JSONValue { .number((value * 100).rounded() / 100) }
 }
 
 /// Hands back one response to every request, at once.
