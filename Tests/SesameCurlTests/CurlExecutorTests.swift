@@ -7,7 +7,7 @@ import Testing
 /// `CurlTransport.executor`: tasks that prefer it run on the transport's own thread, get their
 /// answers there, never wait inline there, can be cancelled, and still run once the transport
 /// is gone. The servers answer from their own threads.
-@Suite("CurlTransport's executor")
+@Suite("CurlTransport's executor", .timeLimit(.minutes(2)))
 struct CurlExecutorTests {
     @Test("callers that prefer the executor run on the transport's thread, each with its own answers")
     func callersRunOnTheEngineThread() async throws {
