@@ -105,7 +105,7 @@ enum FacebookHTTP {
         // fixed token and a fresh governor, which never waits; the answer as it came.
         let client = GraphClient(provider: provider, transport: transport, accessToken: token)
         let response = try await client.exchange(
-            method, try provider.graphURL(path).absoluteString, parameters: parameters)
+            method, try client.graphTarget(path, version: nil), parameters: parameters)
         return JSONValue(parsing: response.body) ?? .null
     }
 }

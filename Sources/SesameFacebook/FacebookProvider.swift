@@ -122,11 +122,17 @@ public struct FacebookProvider: AuthProvider {
     /// - Throws: `AuthError` (`invalid`) for a bad version or path, or a Graph origin that is
     ///   plain `http` to a host that is neither loopback nor in ``allowedInsecureHosts``.
     public func graphURL(_ path: String, version: String? = nil, query: [(String, String)] = []) throws -> URL {
-        try EndpointSecurity.check(
-            graphBaseURL, role: "The Graph API URL", provider: .facebook, allowingInsecureHosts: allowedInsecureHosts)
+        try checkGraphOrigin()
         let text = OAuth.appendingQuery(query, toText: try graphPathText(path, version: version))
         guard let url = URL(string: text) else { throw Self.invalidGraphPath(path) }
         return url
+    }
+
+    /// Refuses a Graph origin that is plain `http` to a host that is neither loopback nor in
+    /// ``allowedInsecureHosts``.
+    func checkGraphOrigin() throws(AuthError) {
+        try EndpointSecurity.check(
+            graphBaseURL, role: "The Graph API URL", provider: .facebook, allowingInsecureHosts: allowedInsecureHosts)
     }
 
     /// `…/{version}/{path}` as text, without the origin check ``graphURL(_:version:query:)`` makes.
@@ -138,6 +144,14 @@ public struct FacebookProvider: AuthProvider {
         AuthError(
             category: .invalid, message: "The Graph path '\(path)' does not make a valid URL.", provider: .facebook)
     }
+
+    /// A call's URL, with its parameters, did not parse. The text is not quoted: it holds the
+    /// configured origin, which may carry a user name and password.
+    static let unparsableGraphCall = AuthError(
+        category: .invalid,
+        message: "A Graph call's path and parameters do not make a valid URL; check the path for characters a URL "
+            + "cannot hold.",
+        provider: .facebook)
 
     /// The login dialog, `…/{version}/dialog/oauth`.
     ///

@@ -74,9 +74,7 @@ public struct GraphClient: Sendable {
         self.transport = transport
         self.credential = credential
         do {
-            try EndpointSecurity.check(
-                provider.graphBaseURL, role: "The Graph API URL", provider: .facebook,
-                allowingInsecureHosts: provider.allowedInsecureHosts)
+            try provider.checkGraphOrigin()
             graphOriginProblem = nil
         } catch {
             graphOriginProblem = error
@@ -116,7 +114,7 @@ public struct GraphClient: Sendable {
     /// `…/{version}/{path}` on the Graph origin, as text: ``exchange(_:_:parameters:)`` parses
     /// it once, with its query, where ``FacebookProvider/graphURL(_:version:query:)`` and then
     /// the query made two `URL`s a call.
-    private func graphTarget(_ path: String, version: String?) throws -> String {
+    func graphTarget(_ path: String, version: String?) throws -> String {
         if let graphOriginProblem { throw graphOriginProblem }
         return try provider.graphPathText(path, version: version)
     }
@@ -381,13 +379,13 @@ public struct GraphClient: Sendable {
         if let token, let proof = provider.appSecretProof(for: token) { parameters.append(("appsecret_proof", proof)) }
         var request: HTTPRequest
         if method == .post {
-            guard let url = URL(string: target) else { throw FacebookProvider.invalidGraphPath(target) }
+            guard let url = URL(string: target) else { throw FacebookProvider.unparsableGraphCall }
             request = HTTPRequest(
                 method: .post, url: url, headers: ["Content-Type": "application/x-www-form-urlencoded"],
                 body: Data(FormEncoding.encode(parameters).utf8))
         } else {
             guard let url = URL(string: OAuth.appendingQuery(parameters, toText: target)) else {
-                throw FacebookProvider.invalidGraphPath(target)
+                throw FacebookProvider.unparsableGraphCall
             }
             request = HTTPRequest(method: method, url: url)
         }
