@@ -123,15 +123,14 @@ struct GraphBenchmark {
                 rate = try await RawCurlLoop.run(
                     url: meURL, workers: concurrency, duration: UInt64(seconds * 1e9), expectedBytes: expected
                 ).rps
-            case "stack": rate = try await loop(seconds: seconds, stackCall)
-            case "transport": rate = try await loop(seconds: seconds, transportCall)
-            case "stack-executor":
-                rate = try await withTaskExecutorPreference(transport.executor) {
-                    try await loop(seconds: seconds, stackCall)
-                }
-            case "transport-executor":
-                rate = try await withTaskExecutorPreference(transport.executor) {
-                    try await loop(seconds: seconds, transportCall)
+            case "stack", "transport", "stack-executor", "transport-executor":
+                let call = only.hasPrefix("stack") ? stackCall : transportCall
+                if only.hasSuffix("-executor") {
+                    rate = try await withTaskExecutorPreference(transport.executor) {
+                        try await loop(seconds: seconds, call)
+                    }
+                } else {
+                    rate = try await loop(seconds: seconds, call)
                 }
             default:
                 throw BenchmarkError(
