@@ -87,6 +87,111 @@ static inline GVariant *sesame_call(GDBusConnection *connection, const char *des
                                        cancellable, error);
 }
 
+/// Calls in flight side by side: each is sent at once and its reply waited for later, so that
+/// calls which do not depend on one another cost one round trip together rather than one each.
+/// A batch is used on one thread: its replies are delivered to a main context of its own, which
+/// only `sesame_batch_wait` runs.
+typedef struct {
+    GMainContext *context;
+    int pending;
+} SesameBatch;
+
+/// One call of a batch: its reply, or its error, once `done`.
+typedef struct {
+    GVariant *reply;
+    GError *error;
+    gboolean done;
+    SesameBatch *batch;
+} SesameBatchCall;
+
+static inline SesameBatch *sesame_batch_new(void) {
+    SesameBatch *batch = g_new0(SesameBatch, 1);
+    batch->context = g_main_context_new();
+    return batch;
+}
+
+static inline void sesame_batch_call_finished(GObject *source, GAsyncResult *result, gpointer data) {
+    SesameBatchCall *call = (SesameBatchCall *)data;
+    call->reply = g_dbus_connection_call_finish(G_DBUS_CONNECTION(source), result, &call->error);
+    call->done = TRUE;
+    call->batch->pending -= 1;
+}
+
+/// Sends a call and returns at once; its outcome is in `*call` after `sesame_batch_wait`. The
+/// call ends with an error after `timeout_ms`, or when `cancellable` is cancelled.
+static inline void sesame_batch_call(SesameBatch *batch, GDBusConnection *connection, const char *destination,
+                                     const char *path, const char *interface, const char *method,
+                                     GVariant *parameters, const char *reply_type, int timeout_ms,
+                                     GCancellable *cancellable, SesameBatchCall *call) {
+    call->reply = NULL;
+    call->error = NULL;
+    call->done = FALSE;
+    call->batch = batch;
+    batch->pending += 1;
+    // The reply is delivered to the thread-default context at the time of the call.
+    g_main_context_push_thread_default(batch->context);
+    g_dbus_connection_call(connection, destination, path, interface, method, parameters, G_VARIANT_TYPE(reply_type),
+                           G_DBUS_CALL_FLAGS_NO_AUTO_START, timeout_ms, cancellable, sesame_batch_call_finished, call);
+    g_main_context_pop_thread_default(batch->context);
+}
+
+/// Waits until every call of the batch has its reply or error (each call's timeout and
+/// cancellable bound the wait).
+static inline void sesame_batch_wait(SesameBatch *batch) {
+    while (batch->pending > 0) g_main_context_iteration(batch->context, TRUE);
+}
+
+/// Waits until `call` (one of the batch's) has its reply or error; the others may still be in
+/// flight.
+static inline void sesame_batch_wait_for(SesameBatch *batch, SesameBatchCall *call) {
+    while (!call->done) g_main_context_iteration(batch->context, TRUE);
+}
+
+static inline void sesame_batch_session_opened(GObject *source, GAsyncResult *result, gpointer data) {
+    SesameBatchCall *call = (SesameBatchCall *)data;
+    secret_service_ensure_session_finish(SECRET_SERVICE(source), result, &call->error);
+    call->done = TRUE;
+    call->batch->pending -= 1;
+}
+
+/// Opens `service`'s session (libsecret's `OpenSession`, a Diffie-Hellman exchange) in
+/// `batch`: this thread makes its key pair before this returns, then the service answers while
+/// the batch's other calls go on. Once `call` is done without an error, the service has a
+/// session; `call->reply` stays NULL. Nothing is sent when the service already has one.
+static inline void sesame_batch_ensure_session(SesameBatch *batch, SecretService *service,
+                                               GCancellable *cancellable, SesameBatchCall *call) {
+    call->reply = NULL;
+    call->error = NULL;
+    call->done = FALSE;
+    call->batch = batch;
+    batch->pending += 1;
+    g_main_context_push_thread_default(batch->context);
+    secret_service_ensure_session(service, cancellable, sesame_batch_session_opened, call);
+    g_main_context_pop_thread_default(batch->context);
+}
+
+/// Waits for the calls still in flight, then frees the batch; the calls' replies and errors
+/// are the caller's to free.
+static inline void sesame_batch_free(SesameBatch *batch) {
+    sesame_batch_wait(batch);
+    g_main_context_unref(batch->context);
+    g_free(batch);
+}
+
+/// Sends `GetConnectionUnixProcessID` for `name` (a unique or a well-known name) in `batch`.
+static inline void sesame_batch_connection_pid(SesameBatch *batch, GDBusConnection *connection, const char *name,
+                                               int timeout_ms, GCancellable *cancellable, SesameBatchCall *call) {
+    sesame_batch_call(batch, connection, "org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus",
+                      "GetConnectionUnixProcessID", g_variant_new("(s)", name), "(u)", timeout_ms, cancellable, call);
+}
+
+/// The process id in a `GetConnectionUnixProcessID` reply.
+static inline guint32 sesame_pid_from_reply(GVariant *reply) {
+    guint32 pid = 0;
+    g_variant_get(reply, "(u)", &pid);
+    return pid;
+}
+
 /// `(s)` with `text`, a floating reference for a call's parameters.
 static inline GVariant *sesame_variant_string_tuple(const char *text) { return g_variant_new("(s)", text); }
 
@@ -201,6 +306,27 @@ static inline gchar **sesame_collection_search(GDBusConnection *connection, cons
     return paths;
 }
 
+/// Sends the Secret Service's `SearchItems` for `attributes` in `batch`; read its reply with
+/// `sesame_search_paths_from_reply`.
+static inline void sesame_batch_service_search(SesameBatch *batch, GDBusConnection *connection,
+                                               GHashTable *attributes, int timeout_ms, GCancellable *cancellable,
+                                               SesameBatchCall *call) {
+    sesame_batch_call(batch, connection, "org.freedesktop.secrets", "/org/freedesktop/secrets",
+                      "org.freedesktop.Secret.Service", "SearchItems", sesame_search_parameters(attributes), "(aoao)",
+                      timeout_ms, cancellable, call);
+}
+
+/// The unlocked and the locked items' paths of a `SearchItems` reply (each NULL-terminated;
+/// free with g_strfreev).
+static inline void sesame_search_paths_from_reply(GVariant *reply, gchar ***unlocked, gchar ***locked) {
+    GVariant *first = g_variant_get_child_value(reply, 0);
+    GVariant *second = g_variant_get_child_value(reply, 1);
+    *unlocked = g_variant_dup_objv(first, NULL);
+    *locked = g_variant_dup_objv(second, NULL);
+    g_variant_unref(first);
+    g_variant_unref(second);
+}
+
 /// The items the Secret Service's `SearchItems` finds for `attributes` in every collection: the
 /// unlocked ones' paths in `*unlocked` and the locked ones' in `*locked` (each NULL-terminated;
 /// free with g_strfreev). Returns FALSE with `error` set. One plain D-Bus call, no item objects.
@@ -211,12 +337,7 @@ static inline gboolean sesame_service_search_paths(GDBusConnection *connection, 
                                   "org.freedesktop.Secret.Service", "SearchItems", sesame_search_parameters(attributes),
                                   "(aoao)", timeout_ms, cancellable, error);
     if (reply == NULL) return FALSE;
-    GVariant *first = g_variant_get_child_value(reply, 0);
-    GVariant *second = g_variant_get_child_value(reply, 1);
-    *unlocked = g_variant_dup_objv(first, NULL);
-    *locked = g_variant_dup_objv(second, NULL);
-    g_variant_unref(first);
-    g_variant_unref(second);
+    sesame_search_paths_from_reply(reply, unlocked, locked);
     g_variant_unref(reply);
     return TRUE;
 }
@@ -232,17 +353,9 @@ typedef struct {
     guint64 modified;
 } SesameItemProperties;
 
-/// Reads the item at `path`'s label, attributes, lock state and modification time with one
-/// `org.freedesktop.DBus.Properties.GetAll`, where a libsecret item object costs five calls
-/// (name look-ups, signal subscriptions and the same GetAll). Returns FALSE with `error` set; a
-/// property the service leaves out reads as empty, unlocked or 0.
-static inline gboolean sesame_item_properties(GDBusConnection *connection, const char *path, int timeout_ms,
-                                              GCancellable *cancellable, SesameItemProperties *properties,
-                                              GError **error) {
-    GVariant *reply = sesame_call(connection, "org.freedesktop.secrets", path, "org.freedesktop.DBus.Properties",
-                                  "GetAll", g_variant_new("(s)", "org.freedesktop.Secret.Item"), "(a{sv})", timeout_ms,
-                                  cancellable, error);
-    if (reply == NULL) return FALSE;
+/// Fills `properties` from a `Properties.GetAll` reply of an item; a property the service
+/// leaves out reads as empty, unlocked or 0.
+static inline void sesame_item_properties_from_reply(GVariant *reply, SesameItemProperties *properties) {
     properties->label = NULL;
     properties->attributes = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
     properties->locked = FALSE;
@@ -271,29 +384,22 @@ static inline gboolean sesame_item_properties(GDBusConnection *connection, const
         g_variant_unref(value);
     }
     g_variant_unref(dictionary);
-    g_variant_unref(reply);
     if (properties->label == NULL) properties->label = g_strdup("");
-    return TRUE;
 }
 
-/// The secrets of the items at `paths` (NULL-terminated), read with one `GetSecrets` through
-/// `service`'s open session and decrypted by libsecret: a table from path (char *) to
-/// SecretValue *; free with g_hash_table_unref. Returns NULL with `error` set, or with neither
-/// when the service has no open session. An item the service leaves out of its answer is left
-/// out of the table.
-///
-/// The call is made here rather than through `secret_service_get_secrets_for_dbus_paths_sync`,
-/// which in libsecret 0.20.5 never releases the service's reply (about 1.8 KB a read).
-static inline GHashTable *sesame_item_secrets(SecretService *service, GDBusConnection *connection,
-                                              const char *const *paths, int timeout_ms, GCancellable *cancellable,
-                                              GError **error) {
-    const char *session = secret_service_get_session_dbus_path(service);
-    if (session == NULL) return NULL;
-    GVariant *reply = sesame_call(connection, "org.freedesktop.secrets", "/org/freedesktop/secrets",
-                                  "org.freedesktop.Secret.Service", "GetSecrets",
-                                  g_variant_new("(^aoo)", paths, session), "(a{o(oayays)})", timeout_ms, cancellable,
-                                  error);
-    if (reply == NULL) return NULL;
+/// Sends an item's `org.freedesktop.DBus.Properties.GetAll` in `batch`: its label, attributes,
+/// lock state and modification time with one call, where a libsecret item object costs five
+/// (name look-ups, signal subscriptions and the same GetAll). Read its reply with
+/// `sesame_item_properties_from_reply`.
+static inline void sesame_batch_item_properties(SesameBatch *batch, GDBusConnection *connection, const char *path,
+                                                int timeout_ms, GCancellable *cancellable, SesameBatchCall *call) {
+    sesame_batch_call(batch, connection, "org.freedesktop.secrets", path, "org.freedesktop.DBus.Properties", "GetAll",
+                      g_variant_new("(s)", "org.freedesktop.Secret.Item"), "(a{sv})", timeout_ms, cancellable, call);
+}
+
+/// The secrets in a `GetSecrets` reply, decrypted by libsecret with `service`'s session: a
+/// table from path (char *) to SecretValue *; free with g_hash_table_unref.
+static inline GHashTable *sesame_item_secrets_from_reply(SecretService *service, GVariant *reply) {
     GHashTable *secrets = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, secret_value_unref);
     GVariant *dictionary = g_variant_get_child_value(reply, 0);
     GVariantIter iter;
@@ -306,11 +412,28 @@ static inline GHashTable *sesame_item_secrets(SecretService *service, GDBusConne
         g_variant_unref(encoded);
     }
     g_variant_unref(dictionary);
-    g_variant_unref(reply);
     return secrets;
 }
 
-/// The SecretValue that `sesame_item_secrets` read for `path`, or NULL; owned by the table.
+/// Sends `GetSecrets` for the items at `paths` (NULL-terminated) through `service`'s open
+/// session in `batch`, or returns FALSE (sending nothing) when the service has no open session.
+/// Read its reply with `sesame_item_secrets_from_reply`; an item the service leaves out of its
+/// answer is left out of the table.
+///
+/// The call is made here rather than through `secret_service_get_secrets_for_dbus_paths_sync`,
+/// which in libsecret 0.20.5 never releases the service's reply (about 1.8 KB a read).
+static inline gboolean sesame_batch_item_secrets(SesameBatch *batch, SecretService *service,
+                                                 GDBusConnection *connection, const char *const *paths,
+                                                 int timeout_ms, GCancellable *cancellable, SesameBatchCall *call) {
+    const char *session = secret_service_get_session_dbus_path(service);
+    if (session == NULL) return FALSE;
+    sesame_batch_call(batch, connection, "org.freedesktop.secrets", "/org/freedesktop/secrets",
+                      "org.freedesktop.Secret.Service", "GetSecrets", g_variant_new("(^aoo)", paths, session),
+                      "(a{o(oayays)})", timeout_ms, cancellable, call);
+    return TRUE;
+}
+
+/// The SecretValue that `sesame_item_secrets_from_reply` read for `path`, or NULL; owned by the table.
 static inline SecretValue *sesame_secrets_get(GHashTable *secrets, const char *path) {
     return (SecretValue *)g_hash_table_lookup(secrets, path);
 }

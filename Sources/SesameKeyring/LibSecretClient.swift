@@ -92,6 +92,40 @@ final class SearchNotes {
     var skippedLockedCollection = false
 }
 
+/// Who owns `org.freedesktop.secrets` and that connection's process id, asked of the bus side by
+/// side and answered later. The bus answers calls in order, so the two answers belong together
+/// unless the owner changed between them, which the owner check catches.
+final class ProviderQuery {
+    private let batch = DBusBatch()
+    private let owner: DBusBatch.Call
+    private let pid: DBusBatch.Call
+    private var answered = false
+
+    init(on connection: OpaquePointer, cancellation: Cancellation) {
+        let name = "org.freedesktop.secrets"
+        owner = batch.nameOwner(name, on: connection, timeoutMS: 2000, cancellation: cancellation)
+        pid = batch.connectionPID(name, on: connection, timeoutMS: 2000, cancellation: cancellation)
+    }
+
+    /// The process id of the service's connection if `uniqueName` owned the name when the bus
+    /// was asked, or nil (the name had no owner then, or another one). Answers once; waits for
+    /// the bus if need be.
+    func processID(ifOwnedBy uniqueName: String) -> UInt32? {
+        guard !answered else { return nil }
+        answered = true
+        guard let ownerReply = try? batch.take(owner, stage: .call) else { return nil }
+        defer { g_variant_unref(ownerReply) }
+        let copy = sesame_variant_first_string(ownerReply)
+        defer { g_free(copy) }
+        guard let copy, String(cString: copy) == uniqueName,
+            let pidReply = try? batch.take(pid, stage: .call)
+        else { return nil }
+        defer { g_variant_unref(pidReply) }
+        let processID = sesame_pid_from_reply(pidReply)
+        return processID > 0 ? processID : nil
+    }
+}
+
 /// Synchronous libsecret calls for one keyring operation. Every method blocks, so a client
 /// is made and used only inside a ``KeyringWorker`` call, with that call's cancellation.
 struct LibSecretClient {
@@ -99,6 +133,9 @@ struct LibSecretClient {
     let cancellation: Cancellation
     /// What the searches of this client met.
     let notes = SearchNotes()
+    /// Who provides the Secret Service, asked of the bus while the service's session opens, when
+    /// this process has not met a provider yet.
+    private let providerQuery: ProviderQuery?
 
     /// The bus connection libsecret uses.
     var connection: OpaquePointer { sesame_proxy_connection(service.pointer) }
@@ -120,7 +157,9 @@ struct LibSecretClient {
         let name = String(cString: owner)
         g_free(owner)
         if let known = knownProviders.withLock({ $0[name] }) { return known }
-        let found = SecretServiceInfo.provider(on: connection, owner: name, cancellation: cancellation)
+        let found = SecretServiceInfo.provider(
+            on: connection, owner: name, processID: providerQuery?.processID(ifOwnedBy: name),
+            cancellation: cancellation)
         if let found { knownProviders.withLock { $0[name] = found } }
         return found
     }
@@ -193,6 +232,12 @@ struct LibSecretClient {
             throw Self.failure(error, stage: .bus)
         }
         g_dbus_connection_set_exit_on_close(connection, 0)
+        // Searches need to know which program provides the service (see `provider()`). A
+        // process's first client asks now, without waiting for the answer: the bus answers
+        // while the service's session opens, a round trip saved on a command's only call.
+        providerQuery =
+            knownProviders.withLock(\.isEmpty)
+            ? ProviderQuery(on: connection, cancellation: cancellation) : nil
         let fresh = HeldConnection(pointer: connection)
         sessionBus.withLock { held in
             if held?.pointer == fresh.pointer {
@@ -210,6 +255,9 @@ struct LibSecretClient {
         }
         self.service = GObjectReference(taking: service)
         cancellation.stage = .call
+        // The answer is in by now (the bus answered while the service was reached): kept for
+        // the process's later clients, which then need not ask.
+        if providerQuery != nil { _ = provider() }
     }
 
     /// Items with Sesame's schema whose attributes include `attributes`, in every collection,
@@ -259,7 +307,8 @@ struct LibSecretClient {
         search[KeyringItemFormat.Attribute.schema] = KeyringItemFormat.schemaName
         let table = Self.attributeTable(search)
         defer { g_hash_table_unref(table) }
-        return try !servicePaths(matching: table).isEmpty
+        let found = try servicePaths(matching: table)
+        return !found.unlocked.isEmpty || !found.locked.isEmpty
     }
 
     /// The collections to search one by one, leaving out the locked ones, when the service shows
@@ -291,16 +340,18 @@ struct LibSecretClient {
         return paths
     }
 
-    /// The paths of the items matching `table` in the whole service: the unlocked ones first, as
-    /// libsecret lists them. One `SearchItems`, which needs no session.
-    private func servicePaths(matching table: OpaquePointer) throws(LibSecretError) -> [String] {
+    /// The paths of the items matching `table` in the whole service, the unlocked ones and the
+    /// locked ones. One `SearchItems`, which needs no session.
+    private func servicePaths(
+        matching table: OpaquePointer
+    ) throws(LibSecretError) -> (unlocked: [String], locked: [String]) {
         var error: UnsafeMutablePointer<GError>?
         var unlocked: UnsafeMutablePointer<UnsafeMutablePointer<gchar>?>?
         var locked: UnsafeMutablePointer<UnsafeMutablePointer<gchar>?>?
         guard
             sesame_service_search_paths(connection, table, 5000, cancellation.pointer, &unlocked, &locked, &error) != 0
         else { throw Self.failure(error, stage: .call) }
-        return Self.strings(unlocked) + Self.strings(locked)
+        return (Self.strings(unlocked), Self.strings(locked))
     }
 
     /// libsecret item objects for the items at `paths`; an item deleted meanwhile is left out.
@@ -328,17 +379,63 @@ struct LibSecretClient {
     /// `SearchItems`, one `Properties.GetAll` per item and one `GetSecrets` for all the unlocked
     /// ones. A libsecret item object per item cost five calls where `GetAll` is one (`sesame
     /// token` sent 20 messages against `secret-tool`'s 11), and libsecret's own read by path
-    /// leaks its reply (see `sesame_item_secrets`).
+    /// leaks its reply (see `sesame_batch_item_secrets`).
+    ///
+    /// The calls overlap where they can. When the service has no session yet, the search is
+    /// sent first, and answered while this thread makes the session's key pair; the items'
+    /// `GetAll`s go out as soon as the search answers, while the service works out its side of
+    /// the session; then the `GetSecrets` of the items the search found unlocked. The
+    /// properties decide in the end: a secret they need that was not read is read after them.
     func items(_ attributes: [String: String]) throws(LibSecretError) -> [KeyringItem] {
+        var search = attributes
+        search[KeyringItemFormat.Attribute.schema] = KeyringItemFormat.schemaName
+        let table = Self.attributeTable(search)
+        defer { g_hash_table_unref(table) }
+        let batch = DBusBatch()
+        let needsSession = secret_service_get_session_dbus_path(service.pointer) == nil
+        var session: DBusBatch.Call?
+        let paths: [String]
+        let unlockedBySearch: [String]
+        if let collections = try collectionsToSearch() {
+            // Collection by collection (KeePassXC with a locked one); the search does not say
+            // which items are locked.
+            if needsSession { session = batch.ensureSession(of: service.pointer, cancellation: cancellation) }
+            paths = try self.paths(in: collections, matching: table)
+            unlockedBySearch = []
+        } else {
+            let searchCall = batch.serviceSearch(table, on: connection, timeoutMS: 5000, cancellation: cancellation)
+            if needsSession { session = batch.ensureSession(of: service.pointer, cancellation: cancellation) }
+            let reply = try batch.take(searchCall, stage: .call)
+            var unlocked: UnsafeMutablePointer<UnsafeMutablePointer<gchar>?>?
+            var locked: UnsafeMutablePointer<UnsafeMutablePointer<gchar>?>?
+            sesame_search_paths_from_reply(reply, &unlocked, &locked)
+            g_variant_unref(reply)
+            unlockedBySearch = Self.strings(unlocked)
+            paths = unlockedBySearch + Self.strings(locked)
+        }
+        let propertyCalls = paths.map { path in
+            (path, batch.itemProperties(at: path, on: connection, timeoutMS: 5000, cancellation: cancellation))
+        }
+        if let session { try batch.succeed(session, stage: .service) }
+        let secretsCall =
+            unlockedBySearch.isEmpty
+            ? nil
+            : batch.itemSecrets(
+                at: unlockedBySearch, service: service.pointer, on: connection, timeoutMS: 5000,
+                cancellation: cancellation)
+        batch.wait()
+
         var items: [KeyringItem] = []
-        for path in try searchPaths(attributes) {
-            var error: UnsafeMutablePointer<GError>?
-            var properties = SesameItemProperties()
-            guard sesame_item_properties(connection, path, 5000, cancellation.pointer, &properties, &error) != 0 else {
-                let failure = Self.failure(error, stage: .call)
-                if failure.failure == .noSuchObject { continue }
-                throw failure
+        for (path, call) in propertyCalls {
+            let reply: OpaquePointer
+            do throws(LibSecretError) {
+                reply = try batch.take(call, stage: .call)
+            } catch  where error.failure == .noSuchObject {
+                continue
             }
+            var properties = SesameItemProperties()
+            sesame_item_properties_from_reply(reply, &properties)
+            g_variant_unref(reply)
             defer {
                 g_free(properties.label)
                 g_hash_table_unref(properties.attributes)
@@ -357,17 +454,25 @@ struct LibSecretClient {
         }
         let unlocked = items.filter { !$0.isLocked }.map(\.path)
         guard !unlocked.isEmpty else { return items }
-        var secrets: [String: [UInt8]]
-        do throws(LibSecretError) {
-            secrets = try self.secrets(of: unlocked)
-        } catch  where error.failure == .noSuchObject {
-            // One item has gone since the search, which fails the whole call: one by one.
-            secrets = [:]
-            for path in unlocked {
-                do throws(LibSecretError) {
-                    secrets.merge(try self.secrets(of: [path])) { $1 }
-                } catch  where error.failure == .noSuchObject {
-                    continue
+        // What the side-by-side `GetSecrets` read; a failure of it is met again below, where the
+        // secrets still missing are read the usual way.
+        var secrets: [String: [UInt8]] = [:]
+        if let secretsCall, let reply = try? batch.take(secretsCall, stage: .call) {
+            secrets = Self.secrets(in: reply, of: unlockedBySearch, service: service.pointer)
+            g_variant_unref(reply)
+        }
+        let missing = unlocked.filter { secrets[$0] == nil }
+        if !missing.isEmpty {
+            do throws(LibSecretError) {
+                secrets.merge(try self.secrets(of: missing)) { $1 }
+            } catch  where error.failure == .noSuchObject {
+                // One item has gone since the search, which fails the whole call: one by one.
+                for path in missing {
+                    do throws(LibSecretError) {
+                        secrets.merge(try self.secrets(of: [path])) { $1 }
+                    } catch  where error.failure == .noSuchObject {
+                        continue
+                    }
                 }
             }
         }
@@ -383,32 +488,23 @@ struct LibSecretClient {
         return read
     }
 
-    /// The object paths of the items with Sesame's schema whose attributes include `attributes`:
-    /// the unlocked ones first, as libsecret lists them. With a service whose search of a locked
-    /// collection prompts (KeePassXC), only unlocked collections are searched, and the notes say
-    /// so.
-    private func searchPaths(_ attributes: [String: String]) throws(LibSecretError) -> [String] {
-        var search = attributes
-        search[KeyringItemFormat.Attribute.schema] = KeyringItemFormat.schemaName
-        let table = Self.attributeTable(search)
-        defer { g_hash_table_unref(table) }
-        if let collections = try collectionsToSearch() { return try paths(in: collections, matching: table) }
-        return try servicePaths(matching: table)
-    }
-
     /// The secrets of the unlocked items at `paths`, by path, through the open session.
     private func secrets(of paths: [String]) throws(LibSecretError) -> [String: [UInt8]] {
-        let copies = paths.map { strdup($0) }
-        defer { for pointer in copies { free(pointer) } }
-        let strings: [UnsafePointer<CChar>?] = copies.map { $0.map { UnsafePointer($0) } } + [nil]
-        var error: UnsafeMutablePointer<GError>?
-        let table = strings.withUnsafeBufferPointer { buffer in
-            sesame_item_secrets(service.pointer, connection, buffer.baseAddress, 5000, cancellation.pointer, &error)
-        }
-        guard let table else {
-            if error != nil { throw Self.failure(error, stage: .call) }
-            throw LibSecretError(stage: .call, failure: .other, message: "no open Secret Service session")
-        }
+        let batch = DBusBatch()
+        guard
+            let call = batch.itemSecrets(
+                at: paths, service: service.pointer, on: connection, timeoutMS: 5000, cancellation: cancellation)
+        else { throw LibSecretError(stage: .call, failure: .other, message: "no open Secret Service session") }
+        let reply = try batch.take(call, stage: .call)
+        defer { g_variant_unref(reply) }
+        return Self.secrets(in: reply, of: paths, service: service.pointer)
+    }
+
+    /// The secrets a `GetSecrets` reply holds for `paths`, decrypted with `service`'s session.
+    private static func secrets(
+        in reply: OpaquePointer, of paths: [String], service: UnsafeMutablePointer<SecretService>
+    ) -> [String: [UInt8]] {
+        let table = sesame_item_secrets_from_reply(service, reply)
         defer { g_hash_table_unref(table) }
         var secrets: [String: [UInt8]] = [:]
         for path in paths {

@@ -352,7 +352,8 @@ public final class SecretServiceStore: CredentialStore {
     ) async throws
         -> [KeyringItem]
     {
-        let (items, skippedLocked) = try await call(operation) { client in
+        // The session is opened by the read itself, beside its search.
+        let (items, skippedLocked) = try await call(operation, session: false) { client in
             (try client.items(search), client.notes.skippedLockedCollection)
         }
         // A locked collection that could not be searched (KeePassXC) may hold the credential.

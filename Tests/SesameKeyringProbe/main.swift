@@ -12,6 +12,9 @@ import SesameKeyring
 //   load <provider> <app> <account>      status
 //   save <provider> <app> <account>      resolve <policy> <file>
 //   delete <provider> <app> <account>    list [<provider>]
+//   connect-then-load <provider> <app> <account>
+//       connects, prints "connected" on a line of its own and waits for a line on standard
+//       input before the load, so that a test can watch (or hold up) the load alone
 //
 // Prints {"ok":true,...} and exits 0, or {"ok":false,"kind":...,"message":...} and exits 1.
 // Never prints a token.
@@ -76,6 +79,13 @@ do {
     switch command {
     case "load":
         let credential = try await store.load(key(rest))
+        emit(Output(ok: true, found: credential != nil, keys: credential.map { ["\($0.key)"] }), exitCode: 0)
+    case "connect-then-load":
+        let key = key(rest)
+        try await store.checkReachable()
+        StandardStreams.write(Array("connected\n".utf8), to: 1)
+        _ = readLine()
+        let credential = try await store.load(key)
         emit(Output(ok: true, found: credential != nil, keys: credential.map { ["\($0.key)"] }), exitCode: 0)
     case "save":
         let key = key(rest)

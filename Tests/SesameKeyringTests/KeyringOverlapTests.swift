@@ -1,0 +1,169 @@
+import Foundation
+import Sesame
+import SesameKeyring
+import SesameTestSupport
+import Testing
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// A read's D-Bus calls that do not depend on one another are sent together, not one after the
+/// other's answer. Shown by stopping the keyring daemon (SIGSTOP) before the read, so that
+/// nothing is answered: what the bus then sees from Sesame is what it sent without waiting.
+/// A read that waited between the calls would send only the first, and fail the test. (The
+/// items' `GetAll`s and the `GetSecrets`, sent together too, both need the search's answer,
+/// which a stopped daemon does not give; they are not shown this way.)
+///
+/// GNOME Keyring only: with KeePassXC, a read first asks whether its collections are locked
+/// (its search of a locked collection prompts), which a stopped daemon cannot answer.
+@Suite(
+    "A keyring read's calls go out together",
+    .enabled(if: KeyringTestSupport.keyringPromised, KeyringTestSupport.keyringSkipReason),
+    .enabled(
+        if: KeyringTestSupport.service.kind == .gnomeKeyring,
+        "stops the keyring daemon mid-read, which only the GNOME Keyring run does (KeePassXC's read asks more first)"),
+    .timeLimit(.minutes(2)))
+struct KeyringOverlapTests {
+    let store = SecretServiceStore(timeout: .seconds(20), unlocking: .never)
+    let provider = ProviderID("overlap-\(UUID().uuidString.prefix(8).lowercased())")
+
+    func saved(_ account: String) -> StoredCredential {
+        let key = CredentialKey(provider: provider, appID: "1234", account: account)
+        return StoredCredential(
+            key: key, token: AccessToken(tokenString: "token-\(UUID().uuidString)", provider: provider, appID: "1234"))
+    }
+
+    /// The keyring daemon's process id, from the bus.
+    func keyringProcess() async throws -> pid_t {
+        let info = try await SecretServiceInfo.probe()
+        let pid = try #require(info.provider?.processID, "the bus did not say which process serves the keyring")
+        return pid_t(pid)
+    }
+
+    func cleanUp() async {
+        _ = try? await KeyringTestSupport.run("secret-tool", ["clear", "provider", provider.rawValue])
+    }
+
+    @Test("a process's first read sends its search with the session's OpenSession, not after it")
+    func searchBesideSession() async throws {
+        let credential = saved("first-read")
+        try await store.save(credential)
+        let keyring = try await keyringProcess()
+
+        // A process of its own: this one's session is open already. It connects, then waits.
+        let probe = Process()
+        probe.executableURL = try KeyringTestSupport.probe()
+        probe.arguments = [
+            "--timeout-ms", "20000", "connect-then-load", provider.rawValue, credential.key.appID,
+            credential.key.account,
+        ]
+        probe.environment = ProcessInfo.processInfo.environment
+        let input = Pipe()
+        let output = Pipe()
+        probe.standardInput = input
+        probe.standardOutput = output
+        probe.standardError = FileHandle.nullDevice
+        try probe.run()
+        defer { if probe.isRunning { probe.terminate() } }
+        let banner = await readUntil(output.fileHandleForReading, contains: "connected\n", timeout: .seconds(30))
+        try #require(banner.contains("connected\n"), "the probe did not connect: \(banner)")
+
+        let monitor = try BusMonitor(rule: "type='method_call',interface='org.freedesktop.Secret.Service'")
+        defer { monitor.stop() }
+        try await monitor.waitUntilListening()
+        try #require(kill(keyring, SIGSTOP) == 0, "could not stop the keyring daemon (pid \(keyring))")
+        var resumed = false
+        defer { if !resumed { kill(keyring, SIGCONT) } }
+        // Through the EPIPE-safe writer: a probe that died must fail the test, not trap it.
+        StandardStreams.write(Array("go\n".utf8), to: input.fileHandleForWriting.fileDescriptor)
+        // The probe's search names this test's provider; its OpenSession comes from the same
+        // connection.
+        func probeCalls(_ text: String) -> (search: Bool, openSession: Bool) {
+            guard
+                let search = BusMonitor.calls("SearchItems", in: text).first(where: { $0.contains(provider.rawValue) }),
+                let sender = BusMonitor.sender(of: search)
+            else { return (false, false) }
+            let opened = BusMonitor.calls("OpenSession", in: text).contains { BusMonitor.sender(of: $0) == sender }
+            return (true, opened)
+        }
+        let seen = await monitor.read(timeout: .seconds(10)) { text in probeCalls(text) == (true, true) }
+        kill(keyring, SIGCONT)
+        resumed = true
+        let result = await readUntil(output.fileHandleForReading, contains: "}\n", timeout: .seconds(30))
+        await cleanUp()
+
+        #expect(result.contains("\"ok\":true") && result.contains("\"found\":true"), "the probe's load: \(result)")
+        let heads = BusMonitor.heads(seen)
+        #expect(probeCalls(seen).search, "no SearchItems from the probe while the keyring was stopped: \(heads)")
+        #expect(
+            probeCalls(seen).openSession,
+            "the OpenSession waited for the search to be answered, or was not sent: \(heads)")
+    }
+}
+
+/// `dbus-monitor` on the test's session bus, its output read as it comes.
+final class BusMonitor: @unchecked Sendable {
+    private let process = Process()
+    private let output = Pipe()
+    /// What has been read so far; touched by one reading call at a time.
+    private var text = ""
+
+    init(rule: String) throws {
+        process.executableURL = URL(fileURLWithPath: try KeyringTestSupport.requireExecutable("dbus-monitor"))
+        process.arguments = ["--session", rule]
+        process.environment = TestChildren.environment()
+        process.standardOutput = output
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+    }
+
+    /// Returns once the monitor listens: the bus has taken its name away again.
+    func waitUntilListening() async throws {
+        text += await readUntil(output.fileHandleForReading, contains: "NameLost", timeout: .seconds(30))
+        try #require(text.contains("NameLost"), "dbus-monitor did not start: \(text)")
+        text = ""
+    }
+
+    /// Reads until `done` holds for what was read since listening began, or `timeout` passes;
+    /// returns what was read.
+    func read(timeout: Duration, until done: (String) -> Bool) async -> String {
+        let deadline = ContinuousClock.now + timeout
+        while !done(text), ContinuousClock.now < deadline {
+            // Each method call ends with the next one's first line: read a little at a time.
+            text += await readUntil(output.fileHandleForReading, contains: "\n", timeout: .milliseconds(200))
+        }
+        return text
+    }
+
+    func stop() { if process.isRunning { process.terminate() } }
+
+    /// The method calls in `text` to `member`, each with its arguments (the indented lines).
+    static func calls(_ member: String, in text: String) -> [String] {
+        var blocks: [String] = []
+        for line in text.split(separator: "\n") {
+            if line.first == " ", !blocks.isEmpty {
+                blocks[blocks.count - 1] += "\n" + line
+            } else {
+                blocks.append(String(line))
+            }
+        }
+        return blocks.filter { $0.hasPrefix("method call") }
+            .filter { block in
+                let head = block.prefix { $0 != "\n" }
+                return head.hasSuffix("member=\(member)")
+            }
+    }
+
+    /// The unique name a call was sent from.
+    static func sender(of call: String) -> String? {
+        guard let start = call.range(of: "sender=") else { return nil }
+        return String(call[start.upperBound...].prefix { $0 != " " })
+    }
+
+    /// Each call's first line (its sender, member and path), never its arguments, where another
+    /// test's CreateItem would carry a secret: what a failure shows.
+    static func heads(_ text: String) -> String {
+        text.split(separator: "\n").filter { $0.hasPrefix("method call") }.joined(separator: "\n")
+    }
+}
