@@ -23,6 +23,9 @@ struct AccountCommands {
                 "\(plugin.displayName) logins choose their scopes when logging in; log in again with "
                     + "'sesame login \(name) --scopes a,b'.", status: ExitStatus.usage)
         }
+        // The active account is read (on a thread of its own) while the keyring connects, not
+        // after: `sesame token` waited 2-4 ms for it between the two.
+        async let accountState = Self.accountState(context.environment, needed: command.account == nil)
         let storage = try await DesktopStorage.select(
             configuration.storage, keyring: context.keyring, environment: context.environment)
         if command.action.isLogin {
@@ -40,7 +43,7 @@ struct AccountCommands {
                 purpose: command.action.isLogin ? .login : .use,
                 readSecret: { [io] prompt in String(decoding: await io.readSecret(prompt), as: UTF8.self) }))
         do {
-            let status = try await run(connected, storage: storage)
+            let status = try await run(connected, storage: storage, accountState: await accountState)
             await connected.shutdown()
             return status
         } catch {
@@ -69,14 +72,18 @@ struct AccountCommands {
                 + "\(known.joined(separator: ", ")).\(hint)", status: ExitStatus.usage)
     }
 
-    private func run(_ connected: any ConnectedProvider, storage: StorageSelection) async throws -> Int32 {
+    /// The accounts file as it is now, when the command needs its active account.
+    private static func accountState(_ environment: [String: String], needed: Bool) async -> AccountState.Snapshot? {
+        needed ? await AccountState(environment: environment).snapshot() : nil
+    }
+
+    private func run(
+        _ connected: any ConnectedProvider, storage: StorageSelection, accountState: AccountState.Snapshot?
+    ) async throws -> Int32 {
         let accounts = AccountState(environment: context.environment)
-        let account: String
-        if let chosen = command.account {
-            account = chosen
-        } else {
-            account = await accounts.activeAccount(for: connected.providerID, appID: connected.appID)
-        }
+        let account =
+            command.account ?? accountState?.activeAccount(for: connected.providerID, appID: connected.appID)
+            ?? "default"
         let key = CredentialKey(provider: connected.providerID, appID: connected.appID, account: account)
         switch command.action {
         case .login(let login):
