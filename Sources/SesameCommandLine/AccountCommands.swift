@@ -26,22 +26,35 @@ struct AccountCommands {
         // The active account is read (on a thread of its own) while the keyring connects, not
         // after: `sesame token` waited 2-4 ms for it between the two.
         async let accountState = Self.accountState(context.environment, needed: command.account == nil)
-        let storage = try await DesktopStorage.select(
-            configuration.storage, keyring: context.keyring, environment: context.environment)
+        var flags: [String: String] = [:]
+        if case .login(let login) = command.action { flags = login.options }
+        let request = ProviderConnectionRequest(
+            instance: name, flags: flags, configuration: configuration, environment: context.environment,
+            terminal: context.terminal, transport: LazyTransport.curl(), emulators: .sesame,
+            purpose: command.action.isLogin ? .login : .use,
+            readSecret: { [io] prompt in String(decoding: await io.readSecret(prompt), as: UTF8.self) })
+        let storage: StorageSelection
+        let connected: any ConnectedProvider
         if command.action.isLogin {
+            storage = try await DesktopStorage.select(
+                configuration.storage, keyring: context.keyring, environment: context.environment)
             // Before anything starts or anyone is asked to approve anything: a login that cannot be
             // kept is not started.
             try await storage.store.checkWritable(
                 for: CredentialKey(provider: ProviderID(name), appID: "sesame", account: command.account ?? "default"))
+            connected = try await plugin.connect(request)
+        } else {
+            // A connection for use shows nothing and starts nothing (an emulator starts when first
+            // called), so it is made while the keyring connects; an OpenID issuer's discovery
+            // request then overlaps the keyring's round trips. The storage's failure is reported
+            // first, as when the two followed each other.
+            (storage, connected) = try await Self.storageBeside(
+                connect: { try await plugin.connect(request) },
+                select: { [context] in
+                    try await DesktopStorage.select(
+                        configuration.storage, keyring: context.keyring, environment: context.environment)
+                })
         }
-        var flags: [String: String] = [:]
-        if case .login(let login) = command.action { flags = login.options }
-        let connected = try await plugin.connect(
-            ProviderConnectionRequest(
-                instance: name, flags: flags, configuration: configuration, environment: context.environment,
-                terminal: context.terminal, transport: LazyTransport.curl(), emulators: .sesame,
-                purpose: command.action.isLogin ? .login : .use,
-                readSecret: { [io] prompt in String(decoding: await io.readSecret(prompt), as: UTF8.self) }))
         do {
             let status = try await run(connected, storage: storage, accountState: await accountState)
             await connected.shutdown()
@@ -70,6 +83,32 @@ struct AccountCommands {
         throw CommandFailure(
             "unknown provider '\(name.sanitizedForTerminal)'\(near); known providers: "
                 + "\(known.joined(separator: ", ")).\(hint)", status: ExitStatus.usage)
+    }
+
+    /// The storage and the provider's connection, made side by side. A storage failure is thrown
+    /// before the connection's, and a connection made for a command that then fails is shut
+    /// down.
+    private static func storageBeside(
+        connect: @escaping @Sendable () async throws -> any ConnectedProvider,
+        select: () async throws -> StorageSelection
+    ) async throws -> (StorageSelection, any ConnectedProvider) {
+        async let connecting = outcome(of: connect)
+        let storage: StorageSelection
+        do {
+            storage = try await select()
+        } catch {
+            if case .success(let connected) = await connecting { await connected.shutdown() }
+            throw error
+        }
+        return (storage, try await connecting.get())
+    }
+
+    private static func outcome<T>(of body: () async throws -> T) async -> Result<T, any Error> {
+        do {
+            return .success(try await body())
+        } catch {
+            return .failure(error)
+        }
     }
 
     /// The accounts file as it is now, when the command needs its active account.
