@@ -103,6 +103,22 @@ struct NewUserDefectTests {
         }
     }
 
+    @Test(
+        "with no session bus, token reports the keyring first, also when its provider cannot connect either",
+        arguments: [["token", "facebook"], ["token", "oidc"], ["logout", "oidc"]])
+    func keyringReportedFirst(_ arguments: [String]) async throws {
+        // The storage and the provider's connection are made side by side for a command that
+        // uses a login; an unconfigured OpenID issuer fails to connect (a usage error, 64), but
+        // the missing keyring is what the person must hear about first, as when the two ran in
+        // turn.
+        let cli = try CLIHarness(storage: "keyring")
+        let result = try await cli.run(
+            "sesame", arguments, environment: ["DBUS_SESSION_BUS_ADDRESS": "unix:path=\(cli.root.path)/no-bus"])
+        #expect(result.status == 69, "\(result.standardOutput)\(result.standardError)")
+        #expect(result.standardError.contains("There is no desktop keyring here"), "\(result.standardError)")
+        #expect(!result.standardError.contains("issuer"), "\(result.standardError)")
+    }
+
     // MARK: 11. --help
 
     @Test(
