@@ -86,28 +86,24 @@ struct AccountCommands {
     }
 
     /// The storage and the provider's connection, made side by side. A storage failure is thrown
-    /// before the connection's, and a connection made for a command that then fails is shut
-    /// down.
+    /// before the connection's; the connection is then cancelled (an issuer's discovery request
+    /// does not hold up the error), and shut down if it was made all the same.
     private static func storageBeside(
         connect: @escaping @Sendable () async throws -> any ConnectedProvider,
         select: () async throws -> StorageSelection
     ) async throws -> (StorageSelection, any ConnectedProvider) {
-        async let connecting = outcome(of: connect)
-        let storage: StorageSelection
-        do {
-            storage = try await select()
-        } catch {
-            if case .success(let connected) = await connecting { await connected.shutdown() }
-            throw error
-        }
-        return (storage, try await connecting.get())
-    }
-
-    private static func outcome<T>(of body: () async throws -> T) async -> Result<T, any Error> {
-        do {
-            return .success(try await body())
-        } catch {
-            return .failure(error)
+        try await withThrowingTaskGroup(of: (any ConnectedProvider).self) { group in
+            group.addTask { try await connect() }
+            let storage: StorageSelection
+            do {
+                storage = try await select()
+            } catch {
+                group.cancelAll()
+                if let connected = try? await group.next() { await connected.shutdown() }
+                throw error
+            }
+            guard let connected = try await group.next() else { throw CancellationError() }
+            return (storage, connected)
         }
     }
 

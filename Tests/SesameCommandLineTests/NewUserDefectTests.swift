@@ -119,6 +119,27 @@ struct NewUserDefectTests {
         #expect(!result.standardError.contains("issuer"), "\(result.standardError)")
     }
 
+    @Test("with no session bus, token reports the keyring at once, while an issuer's discovery would hang")
+    func keyringFailureDoesNotWaitForDiscovery() async throws {
+        // The issuer accepts the connection and never answers: the discovery request made beside
+        // the storage check is cancelled when the check fails, not waited for (it held the
+        // command for as long as the transport's own timeout).
+        let cli = try CLIHarness(storage: "keyring")
+        let issuer = try SilentListener()
+        let clock = ContinuousClock()
+        let start = clock.now
+        let result = try await cli.run(
+            "sesame", ["token", "oidc"],
+            environment: [
+                "DBUS_SESSION_BUS_ADDRESS": "unix:path=\(cli.root.path)/no-bus",
+                "SESAME_OIDC_ISSUER": "http://127.0.0.1:\(issuer.port)", "SESAME_OIDC_CLIENT_ID": "desktop",
+            ])
+        let elapsed = clock.now - start
+        #expect(result.status == 69, "\(result.standardOutput)\(result.standardError)")
+        #expect(result.standardError.contains("There is no desktop keyring here"), "\(result.standardError)")
+        #expect(elapsed < .seconds(10), "the command took \(elapsed)")
+    }
+
     // MARK: 11. --help
 
     @Test(
