@@ -205,7 +205,23 @@ public struct OIDCPlugin: ProviderPlugin {
             clientSecret: settings.clientSecret.map { ClientSecret($0.value) })
         if !settings.scopes.isEmpty { configuration.scopes = settings.scopes }
         configuration.allowedInsecureHosts = request.allowedInsecureHosts
+        // Using a login (token, status, logout) takes the issuer's endpoints as discovered within
+        // the last day, with no request: a valid token is printed offline, at once. A login
+        // discovers afresh, and so does a use when what was kept is older or gone.
+        let cache = OIDCDiscoveryCache(stateDirectory: request.configuration.stateDirectory)
+        let issuer = configuration.issuer
+        let providerID = configuration.providerID
+        if request.purpose == .use {
+            configuration.endpoints = await onOwnThread {
+                cache.endpoints(for: issuer, provider: providerID, now: Date())
+            }
+        }
+        let discovered = configuration.endpoints == nil
         let provider = try await OIDCProvider.discover(configuration, transport: request.transport)
+        if discovered {
+            let endpoints = provider.endpoints
+            try? await onOwnThread { try cache.remember(endpoints, at: Date()) }
+        }
         return OIDCConnection(
             instance: instance, settings: settings, provider: provider, transport: request.transport,
             terminal: request.terminal, environment: request.environment,
@@ -387,6 +403,41 @@ struct OIDCRememberedIssuers: Sendable {
     func remember(instance: String, issuer: String, clientID: String) throws {
         try file.modify { all in
             all[instance] = .object(["issuer": .string(issuer), "clientID": .string(clientID)])
+        }
+    }
+}
+
+/// The issuers' endpoints as last discovered, with when: `oidc-discovery.json` in the state
+/// directory, keyed by issuer. Endpoints come back only when they are younger than ``maxAge``
+/// and name the issuer they are kept under; `OIDCProvider.discover` then checks them as it
+/// checks a discovery document (https, or http to loopback or an allowed host).
+struct OIDCDiscoveryCache: Sendable {
+    /// How long kept endpoints are used without asking the issuer again.
+    static let maxAge: TimeInterval = 24 * 3600
+
+    var file: JSONStateFile
+
+    init(stateDirectory: URL) {
+        file = JSONStateFile(url: stateDirectory.appendingPathComponent("oidc-discovery.json"))
+    }
+
+    /// The endpoints kept for `issuer`, when discovered no more than ``maxAge`` before `now`.
+    func endpoints(for issuer: String, provider: ProviderID, now: Date) -> OIDCEndpoints? {
+        guard let entry = file.read()[issuer], let fetched = entry["fetched_at"]?.doubleValue else { return nil }
+        let age = now.timeIntervalSince1970 - fetched
+        guard age >= 0, age <= Self.maxAge,
+            let endpoints = try? OIDCEndpoints(discoveryDocument: entry["document"], provider: provider),
+            endpoints.issuer == issuer
+        else { return nil }
+        return endpoints
+    }
+
+    /// Keeps `endpoints`, discovered at `date`, under their issuer.
+    func remember(_ endpoints: OIDCEndpoints, at date: Date) throws {
+        try file.modify { all in
+            all[endpoints.issuer] = .object([
+                "fetched_at": .number(date.timeIntervalSince1970.rounded()), "document": endpoints.discoveryDocument,
+            ])
         }
     }
 }

@@ -51,6 +51,29 @@ public struct OIDCEndpoints: Sendable, Hashable {
         self.authorizationResponseIssParameterSupported = authorizationResponseIssParameterSupported
     }
 
+    /// These endpoints as a discovery document (OpenID Connect Discovery 1.0 §3): what
+    /// ``init(discoveryDocument:provider:)`` reads back as the same endpoints. For keeping a
+    /// discovered provider's endpoints (the `sesame` command does, for a day, so that using a
+    /// login needs no network).
+    public var discoveryDocument: JSONValue {
+        var members: [String: JSONValue] = [
+            "issuer": .string(issuer), "authorization_endpoint": .string(authorizationEndpoint.absoluteString),
+            "token_endpoint": .string(tokenEndpoint.absoluteString),
+            "authorization_response_iss_parameter_supported": .bool(authorizationResponseIssParameterSupported),
+        ]
+        let optional: [(String, URL?)] = [
+            ("jwks_uri", jwksURI), ("userinfo_endpoint", userinfoEndpoint), ("revocation_endpoint", revocationEndpoint),
+            ("device_authorization_endpoint", deviceAuthorizationEndpoint),
+        ]
+        for case (let name, let url?) in optional { members[name] = .string(url.absoluteString) }
+        if let scopesSupported { members["scopes_supported"] = .array(scopesSupported.map { .string($0) }) }
+        if let tokenEndpointAuthMethodsSupported {
+            members["token_endpoint_auth_methods_supported"] = .array(
+                tokenEndpointAuthMethodsSupported.map { .string($0) })
+        }
+        return .object(members)
+    }
+
     /// Reads a discovery document (OpenID Connect Discovery 1.0 §3).
     ///
     /// - Throws: `AuthError` naming the missing or unusable member.

@@ -85,6 +85,35 @@ struct OIDCProcessTests {
         cli.expectNoTokenLeaks(["s3cret-of-the-client"])
     }
 
+    @Test(
+        "a login's issuer endpoints are kept for a day: token works with the issuer gone, and asks it again once they are older"
+    )
+    func discoveryKept() async throws {
+        let (emulator, issuer) = try await Self.emulator()
+        let cli = try CLIHarness()
+        let login = try await Self.login(
+            cli, ["oidc", "--issuer", issuer, "--client-id", OIDCEmulator.defaultClientID], issuer: issuer)
+        #expect(login.status == 0, "\(login.standardError)")
+        let stored = try await cli.storedTokens()
+        await emulator.stop()
+
+        // The token is valid and the endpoints were discovered a moment ago: no request at all.
+        let offline = try await cli.run("sesame", ["token", "oidc"])
+        #expect(offline.status == 0, "\(offline.standardError)")
+        #expect(offline.standardOutput == (stored.first ?? "-") + "\n")
+
+        // Kept more than a day ago: the issuer is asked again, and it is gone.
+        let cacheFile = cli.root.appending(path: "state/sesame/oidc-discovery.json")
+        var kept = try #require(JSONValue(parsing: try Data(contentsOf: cacheFile))?.objectValue)
+        var entry = try #require(kept[issuer]?.objectValue, "no endpoints kept for \(issuer): \(kept)")
+        entry["fetched_at"] = .number(Date().timeIntervalSince1970 - 25 * 3600)
+        kept[issuer] = .object(entry)
+        try Data(JSONValue.object(kept).jsonText.utf8).write(to: cacheFile)
+        let stale = try await cli.run("sesame", ["token", "oidc"])
+        #expect(stale.status != 0, "\(stale.standardOutput)")
+        #expect(stale.standardOutput.isEmpty)
+    }
+
     @Test("device login, status --json, token, logout --revoke; the token shows only in 'sesame token'")
     func lifecycle() async throws {
         let (emulator, issuer) = try await Self.emulator()

@@ -58,3 +58,28 @@ struct InsecureEndpointTests {
         #expect(provider.endpoints.tokenEndpoint.scheme == "http")
     }
 }
+
+@Suite("OIDC endpoints as a discovery document")
+struct DiscoveryDocumentTests {
+    @Test(
+        "endpoints written as a discovery document read back as the same endpoints",
+        arguments: [
+            OIDCEndpoints(
+                issuer: "https://id.example.com", authorizationEndpoint: URL(string: "https://id.example.com/a")!,
+                tokenEndpoint: URL(string: "https://id.example.com/t")!),
+            OIDCEndpoints(
+                issuer: "https://id.example.com/realm", authorizationEndpoint: URL(string: "https://id.example.com/a")!,
+                tokenEndpoint: URL(string: "https://id.example.com/t?x=1")!,
+                jwksURI: URL(string: "https://id.example.com/jwks")!,
+                userinfoEndpoint: URL(string: "https://id.example.com/me")!,
+                revocationEndpoint: URL(string: "https://id.example.com/revoke")!,
+                deviceAuthorizationEndpoint: URL(string: "https://id.example.com/device")!,
+                scopesSupported: ["openid", "email"], authorizationResponseIssParameterSupported: true,
+                tokenEndpointAuthMethodsSupported: ["private_key_jwt", "client_secret_post"]),
+        ])
+    func roundTrip(_ endpoints: OIDCEndpoints) throws {
+        let text = endpoints.discoveryDocument.jsonText
+        let parsed = try #require(JSONValue(parsing: Data(text.utf8)))
+        #expect(try OIDCEndpoints(discoveryDocument: parsed, provider: .oidc) == endpoints)
+    }
+}
