@@ -196,6 +196,21 @@ final class ConnectionGuard: Sendable {
         shutdown(descriptor, Int32(SHUT_RDWR))
     }
 
+    /// Shuts down the socket of every open connection (one whose descriptor still names its
+    /// socket): libmicrohttpd then sees each end and closes it. For a stop, once nothing new
+    /// can be accepted.
+    func shutDownAll() {
+        state.withLock { state in
+            for (key, tracked) in state.connections {
+                guard tracked.inode != 0, Self.inode(of: tracked.descriptor) == tracked.inode else {
+                    state.connections.removeValue(forKey: key)
+                    continue
+                }
+                shutdown(tracked.descriptor, Int32(SHUT_RDWR))
+            }
+        }
+    }
+
     /// The connection closed (libmicrohttpd calls this before it closes the descriptor).
     func closed(_ key: UInt) {
         _ = state.withLock { $0.connections.removeValue(forKey: key) }

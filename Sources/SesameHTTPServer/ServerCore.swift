@@ -283,11 +283,31 @@ final class ServerCore: Sendable {
     struct Stopping: Sendable {
         var acceptors: [Acceptor] = []
         let daemons: [MHDHandle]
+        var connections: ConnectionGuard?
         let core: Unmanaged<ServerCore>?
+
+        /// How long a stop waits for libmicrohttpd to let go of the connections it shut down.
+        static let connectionsClosingTime: Duration = .seconds(2)
 
         func stop() {
             // Nothing may be handed to a daemon once it is stopped.
             for acceptor in acceptors { acceptor.stop() }
+            // No connection may be left for the daemon's thread to work on when it is stopped:
+            // libmicrohttpd 0.9.75 answers a request it refuses itself (an unreadable
+            // Content-Length) by queuing an error answer and building its head, and once
+            // MHD_stop_daemon has begun the queuing "succeeds" without an answer, whose head it
+            // then builds from nothing (a SIGSEGV on the daemon's thread). The sockets are shut
+            // down, so that libmicrohttpd closes each connection as it would a client's hang-up,
+            // and the stop waits for it to have done so.
+            if !daemons.isEmpty, let connections {
+                connections.shutDownAll()
+                let deadline = ContinuousClock.now + Self.connectionsClosingTime
+                while daemons.contains(where: { sesame_mhd_connection_count($0.pointer) > 0 }),
+                    ContinuousClock.now < deadline
+                {
+                    usleep(1000)
+                }
+            }
             for daemon in daemons { sesame_mhd_stop_daemon(daemon.pointer) }
             core?.release()
         }
@@ -309,7 +329,8 @@ final class ServerCore: Sendable {
             }
             state.running.removeAll()
             let stopping = Stopping(
-                acceptors: state.acceptors, daemons: state.daemons, core: Unmanaged.passUnretained(self))
+                acceptors: state.acceptors, daemons: state.daemons, connections: connectionGuard,
+                core: Unmanaged.passUnretained(self))
             state.daemons = []
             state.acceptors = []
             return stopping
