@@ -110,6 +110,15 @@ static inline SesameBatch *sesame_batch_new(void) {
     return batch;
 }
 
+/// Marks `call` as one more of `batch`'s calls in flight, with no outcome yet.
+static inline void sesame_batch_begin(SesameBatch *batch, SesameBatchCall *call) {
+    call->reply = NULL;
+    call->error = NULL;
+    call->done = FALSE;
+    call->batch = batch;
+    batch->pending += 1;
+}
+
 static inline void sesame_batch_call_finished(GObject *source, GAsyncResult *result, gpointer data) {
     SesameBatchCall *call = (SesameBatchCall *)data;
     call->reply = g_dbus_connection_call_finish(G_DBUS_CONNECTION(source), result, &call->error);
@@ -123,11 +132,7 @@ static inline void sesame_batch_call(SesameBatch *batch, GDBusConnection *connec
                                      const char *path, const char *interface, const char *method,
                                      GVariant *parameters, const char *reply_type, int timeout_ms,
                                      GCancellable *cancellable, SesameBatchCall *call) {
-    call->reply = NULL;
-    call->error = NULL;
-    call->done = FALSE;
-    call->batch = batch;
-    batch->pending += 1;
+    sesame_batch_begin(batch, call);
     // The reply is delivered to the thread-default context at the time of the call.
     g_main_context_push_thread_default(batch->context);
     g_dbus_connection_call(connection, destination, path, interface, method, parameters, G_VARIANT_TYPE(reply_type),
@@ -160,11 +165,7 @@ static inline void sesame_batch_session_opened(GObject *source, GAsyncResult *re
 /// session; `call->reply` stays NULL. Nothing is sent when the service already has one.
 static inline void sesame_batch_ensure_session(SesameBatch *batch, SecretService *service,
                                                GCancellable *cancellable, SesameBatchCall *call) {
-    call->reply = NULL;
-    call->error = NULL;
-    call->done = FALSE;
-    call->batch = batch;
-    batch->pending += 1;
+    sesame_batch_begin(batch, call);
     g_main_context_push_thread_default(batch->context);
     secret_service_ensure_session(service, cancellable, sesame_batch_session_opened, call);
     g_main_context_pop_thread_default(batch->context);

@@ -2,6 +2,7 @@ import Dispatch
 import Foundation
 import Sesame
 import SesameHTTPServer
+import SesameTestSupport
 import Testing
 
 #if canImport(Glibc)
@@ -10,37 +11,24 @@ import Testing
 
 /// Connected loopback sockets, opened before a stop and written to while it runs.
 private final class ClientSockets: Sendable {
-    let descriptors: [Int32]
+    let connections: [RawHTTPConnection]
 
     init(port: Int, count: Int) {
-        var opened: [Int32] = []
-        for _ in 0..<count {
-            let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-            guard fd >= 0 else { continue }
-            var address = sockaddr_in()
-            address.sin_family = sa_family_t(AF_INET)
-            address.sin_port = in_port_t(UInt16(port).bigEndian)
-            address.sin_addr.s_addr = inet_addr("127.0.0.1")
-            let connected = withUnsafePointer(to: &address) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                    connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
-                }
-            }
-            if connected == 0 { opened.append(fd) } else { close(fd) }
-        }
-        descriptors = opened
+        connections = (0..<count).compactMap { _ in try? RawHTTPConnection.connectBlocking(port: port) }
     }
 
     /// Sends `text` on every socket, as fast as it goes, ignoring failures (the server may be
     /// closing them).
     func sendAll(_ text: String) {
         let bytes = Array(text.utf8)
-        for fd in descriptors {
-            _ = bytes.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL | MSG_DONTWAIT)) }
+        for connection in connections {
+            _ = bytes.withUnsafeBytes {
+                send(connection.descriptor, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL | MSG_DONTWAIT))
+            }
         }
     }
 
-    func closeAll() { for fd in descriptors { close(fd) } }
+    func closeAll() { for connection in connections { connection.shutDown() } }
 }
 
 @Suite("Stopping the HTTP server while requests arrive")

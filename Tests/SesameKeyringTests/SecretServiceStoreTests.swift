@@ -121,20 +121,8 @@ struct SecretServiceStoreTests {
         // This process's calls, each with its arguments (the lines indented under it). Other
         // tests of this process may use the bus meanwhile: what is counted names this test's
         // provider or item. Read until this load's GetSecrets shows.
-        func messages(_ text: String) -> [String] {
-            var blocks: [String] = []
-            for line in text.split(separator: "\n") {
-                if line.first == " ", !blocks.isEmpty {
-                    blocks[blocks.count - 1] += "\n" + line
-                } else {
-                    blocks.append(String(line))
-                }
-            }
-            return blocks.filter { $0.hasPrefix("method call") }
-        }
         func calls(_ member: String, naming text: String, in seen: String) -> Int {
-            messages(seen).filter { $0.contains("member=\(member)\n") || $0.hasSuffix("member=\(member)") }
-                .filter { $0.contains(text) }.count
+            BusMonitor.calls(member, in: seen).filter { $0.contains(text) }.count
         }
         var seen = ""
         let deadline = ContinuousClock.now + .seconds(30)
@@ -146,7 +134,7 @@ struct SecretServiceStoreTests {
 
         // What a failure shows: each call's first line (its member and path), never its
         // arguments, where another test's CreateItem would carry a secret.
-        let heads = messages(seen).map { $0.prefix { $0 != "\n" } }.joined(separator: "\n")
+        let heads = BusMonitor.heads(seen)
         #expect(calls("SearchItems", naming: provider.rawValue, in: seen) == 1, "\(heads)")
         #expect(calls("GetAll", naming: "\(item); interface=", in: seen) == 1, "\(heads)")
         #expect(calls("GetSecrets", naming: "\(item)\"", in: seen) == 1, "\(heads)")
