@@ -65,11 +65,15 @@ extension CurlEngine {
         }
         startDelegated()
         let finished = transfer.isFinished
-        if finished {
-            lock.withLock { _ in inlineWaitAnswered() }
-        } else {
-            counters.handedOver.add(1, ordering: .relaxed)
+        // A wait given to the engine thread counts as handed over even when the answer has come
+        // by the time this thread sees it (on a loaded machine it may have): what is counted is
+        // where the wait ended, not how quickly this thread looked.
+        let answeredHere = lock.withLock { _ -> Bool in
+            guard finished, !transfer.wasHandedOver else { return false }
+            inlineWaitAnswered()
+            return true
         }
+        if !answeredHere { counters.handedOver.add(1, ordering: .relaxed) }
         return finished
     }
 
@@ -82,6 +86,9 @@ extension CurlEngine {
     /// Gives the lone caller's sockets to the engine thread's epoll set, and wakes the caller if
     /// it is waiting in `ppoll` (it then finds its transfer gone, and parks).
     func handOverInline() {
+        // A transfer still running is handed over; one that finished or was cancelled has left
+        // `running` already, and its wait simply ends.
+        if let handle = inlineHandle, let transfer = running[handle] { transfer.wasHandedOver = true }
         if inlinePolling {
             var one: UInt64 = 1
             _ = write(inlineWakeFD, &one, MemoryLayout<UInt64>.size)

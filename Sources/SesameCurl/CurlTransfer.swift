@@ -37,6 +37,9 @@ final class CurlTransfer: @unchecked Sendable {  // guarded by CurlEngine's lock
     var easy: CurlEasyHandle?
     /// Whether nothing else was in flight when it started.
     var isLone = false
+    /// Whether its caller's inline wait was given to the engine thread (a second request, the
+    /// inline budget spent, no socket to wait on) rather than ended by its answer.
+    var wasHandedOver = false
     /// When it started, in CLOCK_MONOTONIC nanoseconds.
     var startedAt: UInt64 = 0
     /// The outcome, once `isFinished`.
