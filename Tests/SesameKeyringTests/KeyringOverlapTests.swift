@@ -52,19 +52,17 @@ struct KeyringOverlapTests {
         let keyring = try await keyringProcess()
 
         // A process of its own: this one's session is open already. It connects, then waits.
-        let probe = Process()
-        probe.executableURL = try KeyringTestSupport.probe()
-        probe.arguments = [
-            "--timeout-ms", "20000", "connect-then-load", provider.rawValue, credential.key.appID,
-            credential.key.account,
-        ]
-        probe.environment = ProcessInfo.processInfo.environment
         let input = Pipe()
         let output = Pipe()
-        probe.standardInput = input
-        probe.standardOutput = output
-        probe.standardError = FileHandle.nullDevice
-        try probe.run()
+        let probe = ChildProcess(
+            executableURL: try KeyringTestSupport.probe(),
+            arguments: [
+                "--timeout-ms", "20000", "connect-then-load", provider.rawValue, credential.key.appID,
+                credential.key.account,
+            ],
+            environment: TestChildren.environment(), standardInput: .pipe(input), standardOutput: .pipe(output),
+            standardError: .null, diesWithParent: true)
+        try await probe.start()
         defer { if probe.isRunning { probe.terminate() } }
         let banner = await readUntil(output.fileHandleForReading, contains: "connected\n", timeout: .seconds(30))
         try #require(banner.contains("connected\n"), "the probe did not connect: \(banner)")
@@ -91,6 +89,9 @@ struct KeyringOverlapTests {
         kill(keyring, SIGCONT)
         resumed = true
         let result = await readUntil(output.fileHandleForReading, contains: "}\n", timeout: .seconds(30))
+        // Reaped before the test ends (a probe that printed nothing is stopped first).
+        if !result.contains("}\n") { probe.terminate() }
+        _ = await probe.exitStatus()
         await cleanUp()
 
         #expect(result.contains("\"ok\":true") && result.contains("\"found\":true"), "the probe's load: \(result)")
