@@ -202,7 +202,7 @@ final class ConnectionGuard: Sendable {
     func shutDownAll() {
         state.withLock { state in
             for (key, tracked) in state.connections {
-                guard tracked.inode != 0, Self.inode(of: tracked.descriptor) == tracked.inode else {
+                guard Self.isStillOpen(tracked) else {
                     state.connections.removeValue(forKey: key)
                     continue
                 }
@@ -223,6 +223,11 @@ final class ConnectionGuard: Sendable {
         return UInt(info.st_ino)
     }
 
+    /// Whether `tracked`'s descriptor still names its socket (not closed, nor reused since).
+    private static func isStillOpen(_ tracked: Connection) -> Bool {
+        tracked.inode != 0 && inode(of: tracked.descriptor) == tracked.inode
+    }
+
     /// Shuts down connections whose head is overdue; `false` once stopped.
     private func sweep() -> Bool {
         let now = ContinuousClock.now
@@ -230,7 +235,7 @@ final class ConnectionGuard: Sendable {
             guard !state.stopped else { return false }
             for (key, tracked) in state.connections {
                 guard let deadline = tracked.progress.withLock({ $0.headDeadline }), deadline <= now else { continue }
-                guard tracked.inode != 0, Self.inode(of: tracked.descriptor) == tracked.inode else {
+                guard Self.isStillOpen(tracked) else {
                     // Closed already (its close not reported yet), perhaps reused: not ours to touch.
                     state.connections.removeValue(forKey: key)
                     continue

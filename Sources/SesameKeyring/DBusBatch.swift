@@ -35,31 +35,34 @@ final class DBusBatch {
         return slot
     }
 
+    /// Sends one call with `send`, which hands the shim the call's slot.
+    private func call(_ send: (UnsafeMutablePointer<SesameBatchCall>) -> Void) -> Call {
+        let slot = slot()
+        send(slot)
+        return Call(slot: slot)
+    }
+
     /// Sends the bus's `GetNameOwner` for `name`.
     func nameOwner(_ name: String, on connection: OpaquePointer, timeoutMS: Int32, cancellation: Cancellation) -> Call {
-        let call = slot()
-        sesame_batch_call(
-            batch, connection, "org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus", "GetNameOwner",
-            sesame_variant_string_tuple(name), "(s)", timeoutMS, cancellation.pointer, call)
-        return Call(slot: call)
+        call {
+            sesame_batch_call(
+                batch, connection, "org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus",
+                "GetNameOwner", sesame_variant_string_tuple(name), "(s)", timeoutMS, cancellation.pointer, $0)
+        }
     }
 
     /// Sends the bus's `GetConnectionUnixProcessID` for `name`, a unique or a well-known name.
     func connectionPID(
         _ name: String, on connection: OpaquePointer, timeoutMS: Int32, cancellation: Cancellation
     ) -> Call {
-        let call = slot()
-        sesame_batch_connection_pid(batch, connection, name, timeoutMS, cancellation.pointer, call)
-        return Call(slot: call)
+        call { sesame_batch_connection_pid(batch, connection, name, timeoutMS, cancellation.pointer, $0) }
     }
 
-    /// Sends an item's `Properties.GetAll` (see `sesame_item_properties`).
+    /// Sends an item's `Properties.GetAll` (see `sesame_batch_item_properties`).
     func itemProperties(
         at path: String, on connection: OpaquePointer, timeoutMS: Int32, cancellation: Cancellation
     ) -> Call {
-        let call = slot()
-        sesame_batch_item_properties(batch, connection, path, timeoutMS, cancellation.pointer, call)
-        return Call(slot: call)
+        call { sesame_batch_item_properties(batch, connection, path, timeoutMS, cancellation.pointer, $0) }
     }
 
     /// Sends `GetSecrets` for the items at `paths` through `service`'s open session, or returns
@@ -85,18 +88,14 @@ final class DBusBatch {
     func serviceSearch(
         _ table: OpaquePointer, on connection: OpaquePointer, timeoutMS: Int32, cancellation: Cancellation
     ) -> Call {
-        let call = slot()
-        sesame_batch_service_search(batch, connection, table, timeoutMS, cancellation.pointer, call)
-        return Call(slot: call)
+        call { sesame_batch_service_search(batch, connection, table, timeoutMS, cancellation.pointer, $0) }
     }
 
     /// Opens `service`'s session (its Diffie-Hellman exchange): this thread makes its key pair
     /// now, then the service answers while the other calls go on. Done, without a reply, once
     /// the session is open; see ``succeed(_:stage:)``.
     func ensureSession(of service: UnsafeMutablePointer<SecretService>, cancellation: Cancellation) -> Call {
-        let call = slot()
-        sesame_batch_ensure_session(batch, service, cancellation.pointer, call)
-        return Call(slot: call)
+        call { sesame_batch_ensure_session(batch, service, cancellation.pointer, $0) }
     }
 
     /// Waits until every call sent so far has its reply or its error.
