@@ -40,7 +40,7 @@ final class LazyTransport: HTTPTransport {
             return !preparing.started
         }
         guard start else { return }
-        Thread.detachNewThread {
+        detachThread {
             _ = self.transport()
             let waiters = self.preparing.withLock { preparing in
                 preparing.done = true

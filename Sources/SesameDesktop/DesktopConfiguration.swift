@@ -75,7 +75,11 @@ public struct DesktopConfiguration: Sendable, Hashable {
 
     /// `$XDG_CONFIG_HOME/sesame/config.json`, or `~/.config/sesame/config.json`.
     public static func defaultConfigFileURL(environment: [String: String]) -> URL {
-        XDG.file("sesame/config.json", in: "XDG_CONFIG_HOME", fallback: ".config", environment: environment)
+        URL(fileURLWithPath: defaultConfigFilePath(environment: environment))
+    }
+
+    private static func defaultConfigFilePath(environment: [String: String]) -> String {
+        XDG.filePath("sesame/config.json", in: "XDG_CONFIG_HOME", fallback: ".config", environment: environment)
     }
 
     /// The object the config file keeps under `key` (a provider's name); empty when absent.
@@ -104,29 +108,31 @@ public struct DesktopConfiguration: Sendable, Hashable {
         overrides: Overrides = Overrides(), environment: [String: String] = ProcessInfo.processInfo.environment,
         knownSections: [String]? = nil
     ) throws -> DesktopConfiguration {
-        let fileURL = defaultConfigFileURL(environment: environment)
+        // A path, not the URL's `path`, and stat(2), not FileManager: both cost every command's
+        // start (see XDG.stateFilePath).
+        let filePath = defaultConfigFilePath(environment: environment)
+        let fileURL = URL(fileURLWithPath: filePath)
         var file: [String: JSONValue] = [:]
         var configFile: URL?
-        var isDirectory: ObjCBool = false
-        if FileManager.default.fileExists(atPath: fileURL.path, isDirectory: &isDirectory) {
-            guard !isDirectory.boolValue else {
+        var info = stat()
+        if stat(filePath, &info) == 0 {
+            guard info.st_mode & S_IFMT != S_IFDIR else {
                 throw DesktopError(
-                    "The config file \(fileURL.path) is a directory; remove it or make it a JSON file.",
-                    status: .config)
+                    "The config file \(filePath) is a directory; remove it or make it a JSON file.", status: .config)
             }
-            guard let data = PrivateFiles.contents(atPath: fileURL.path) else {
+            guard let data = PrivateFiles.contents(atPath: filePath) else {
                 throw DesktopError(
-                    "The config file \(fileURL.path) cannot be read; check its permissions.", status: .config)
+                    "The config file \(filePath) cannot be read; check its permissions.", status: .config)
             }
             guard let object = JSONValue(parsing: data)?.objectValue else {
                 throw DesktopError(
-                    "The config file \(fileURL.path) is not a JSON object; fix it or remove it (see `sesame doctor`).",
+                    "The config file \(filePath) is not a JSON object; fix it or remove it (see `sesame doctor`).",
                     status: .config)
             }
             let known = ["storage"] + (knownSections ?? Desktop.providers.map(\.name))
             if let unknown = object.keys.sorted().first(where: { !known.contains($0) }) {
                 throw DesktopError(
-                    "The config file \(fileURL.path) has an unknown key \"\(unknown.sanitizedForTerminal)\"; the keys "
+                    "The config file \(filePath) has an unknown key \"\(unknown.sanitizedForTerminal)\"; the keys "
                         + "it may have are \(known.joined(separator: ", ")).", status: .config)
             }
             file = object
@@ -138,7 +144,7 @@ public struct DesktopConfiguration: Sendable, Hashable {
         } else if let text = environment["SESAME_STORAGE"], !text.isEmpty {
             storage = Sourced(try mode(text, source: "SESAME_STORAGE"), source: "SESAME_STORAGE")
         } else if let value = file["storage"] {
-            let source = "\(fileURL.path) (storage)"
+            let source = "\(filePath) (storage)"
             guard let text = value.stringValue else {
                 throw DesktopError(
                     "\(source) is \(value.typeDescription), but it must be one of "

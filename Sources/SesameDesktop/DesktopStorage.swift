@@ -94,14 +94,18 @@ public enum DesktopStorage {
 /// long as another process holds it), never on the cooperative pool.
 public struct AccountState: Sendable {
     /// The file.
-    public var url: URL
+    public var url: URL {
+        get { file.url }
+        set { file = JSONStateFile(url: newValue) }
+    }
+
+    /// Kept as a path: `sesame token` reads it at start (see `XDG.stateFilePath`).
+    private var file: JSONStateFile
 
     /// The state file under `environment`'s `$XDG_STATE_HOME`.
     public init(environment: [String: String] = ProcessInfo.processInfo.environment) {
-        self.url = XDG.stateFile("accounts.json", environment: environment)
+        file = JSONStateFile(path: XDG.stateFilePath("accounts.json", environment: environment))
     }
-
-    private var file: JSONStateFile { JSONStateFile(url: url) }
 
     /// The active account for `provider` (`default` when none was chosen): with `appID`, the
     /// one chosen for that app (a GitHub host) when there is one, else the provider's.

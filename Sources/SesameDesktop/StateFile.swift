@@ -8,12 +8,19 @@ import Sesame
 /// A small JSON object in a file of Sesame's state directory (active accounts, remembered
 /// settings; never a secret): read whole, and replaced atomically in a private directory.
 struct JSONStateFile: Sendable {
+    /// The file's path.
+    var path: String
+
     /// The file.
-    var url: URL
+    var url: URL { URL(fileURLWithPath: path) }
+
+    init(path: String) { self.path = path }
+
+    init(url: URL) { path = url.path }
 
     /// The object in the file; empty when the file is missing or is not a JSON object.
     func read() -> [String: JSONValue] {
-        PrivateFiles.contents(atPath: url.path).flatMap { JSONValue(parsing: $0)?.objectValue } ?? [:]
+        PrivateFiles.contents(atPath: path).flatMap { JSONValue(parsing: $0)?.objectValue } ?? [:]
     }
 
     /// Replaces the file with `object`, making its directory (0700) when missing.
@@ -27,7 +34,7 @@ struct JSONStateFile: Sendable {
     /// their change.
     func modify(_ change: (inout [String: JSONValue]) -> Void) throws {
         try PrivateFiles.ensurePrivateDirectory(url.deletingLastPathComponent())
-        let lock = try PrivateFiles.lock(url.path + ".lock")
+        let lock = try PrivateFiles.lock(path + ".lock")
         defer { close(lock) }
         var object = read()
         change(&object)

@@ -162,10 +162,14 @@ enum KeyringItemFormat {
     )
         -> Result<StoredCredential, CredentialStoreError>
     {
-        let decoder = JSONDecoder()
-        decoder.dateDecodingStrategy = .custom(decodeDate)
         let data = Data(bytes)
         var credential: StoredCredential
+        // Made only for what `decodeWritten` does not read: see there.
+        var decoder: JSONDecoder {
+            let decoder = JSONDecoder()
+            decoder.dateDecodingStrategy = .custom(decodeDate)
+            return decoder
+        }
         do {
             credential = try decodeWritten(data) ?? decoder.decode(StoredCredential.self, from: data)
         } catch let storedError {

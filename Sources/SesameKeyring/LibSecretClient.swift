@@ -236,7 +236,7 @@ struct LibSecretClient {
         // process's first client asks now, without waiting for the answer: the bus answers
         // while the service's session opens, a round trip saved on a command's only call.
         providerQuery =
-            knownProviders.withLock(\.isEmpty)
+            knownProviders.withLock { $0.isEmpty }
             ? ProviderQuery(on: connection, cancellation: cancellation) : nil
         let fresh = HeldConnection(pointer: connection)
         sessionBus.withLock { held in
