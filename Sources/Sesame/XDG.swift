@@ -23,15 +23,8 @@ package enum XDG {
         stateDirectoryPath(environment: environment) + "/" + relative
     }
 
-    /// `relative` in the directory that `variable` names when it is an absolute path, else in
-    /// `~/fallback`.
-    package static func file(
-        _ relative: String, in variable: String, fallback: String, environment: [String: String]
-    ) -> URL {
-        URL(fileURLWithPath: filePath(relative, in: variable, fallback: fallback, environment: environment))
-    }
-
-    /// ``file(_:in:fallback:environment:)``'s path (see ``stateFilePath(_:environment:)``).
+    /// The path of `relative` in the directory that `variable` names when it is an absolute path,
+    /// else in `~/fallback`; a string, for the reason ``stateFilePath(_:environment:)`` gives.
     package static func filePath(
         _ relative: String, in variable: String, fallback: String, environment: [String: String]
     ) -> String {
