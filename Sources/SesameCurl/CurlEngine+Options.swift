@@ -25,7 +25,6 @@ extension CurlEngine {
         check(sesame_easy_setopt_data_callback(handle, CURLOPT_WRITEFUNCTION, CurlTransfer.writeCallback))
         check(sesame_easy_setopt_data_callback(handle, CURLOPT_HEADERFUNCTION, CurlTransfer.headerCallback))
         set(CURLOPT_HTTP_VERSION, Int(CURL_HTTP_VERSION_2TLS))
-        set(CURLOPT_PIPEWAIT, 1)  // HTTP/2: wait to share a connection rather than open another
         set(CURLOPT_CONNECTTIMEOUT_MS, CurlTransfer.milliseconds(configuration.connectTimeout))
         check(
             sesame_easy_setopt_off_t(
@@ -73,6 +72,11 @@ extension CurlEngine {
         set(CURLOPT_WRITEDATA, pointer: context)
         set(CURLOPT_HEADERDATA, pointer: context)
         set(CURLOPT_TIMEOUT_MS, transfer.timeoutMilliseconds)
+        // HTTP/2 over TLS: wait to share a connection rather than open another. Never for http:,
+        // which is always HTTP/1.1 here: libcurl would hold every other request to the host
+        // until the first one's answer shows the connection cannot be shared, so one slow first
+        // answer would delay them all, to their timeouts.
+        set(CURLOPT_PIPEWAIT, transfer.isHTTPS ? 1 : 0)
         check(sesame_easy_setopt_slist(handle, CURLOPT_HTTPHEADER, transfer.headerList))
 
         // The method and body: back to a plain GET first (POSTFIELDS before HTTPGET, as setting

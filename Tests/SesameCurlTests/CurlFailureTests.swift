@@ -33,6 +33,66 @@ struct CurlFailureTests {
         #expect(AuthError.transport(error).category == .retry)
     }
 
+    /// The engine only ever moves its timer earlier, and leaves it when libcurl reports a later
+    /// deadline; it relies on libcurl reporting that deadline again when the earlier timer
+    /// fires and finds nothing due (libcurl forgets the deadline it last reported when it is run
+    /// for a timeout). Were it not reported again, the request waiting on it (here, for its
+    /// timeout) would wait for an unrelated event, perhaps for ever.
+    @Test("a request's timeout fires after an earlier request's timer went with its cancelled request")
+    func timeoutAfterAnEarlierTimerIsCancelled() async throws {
+        let listener = try RawListener(.silent)
+        defer { listener.stop() }
+        let transport = CurlTransport()
+        let long = Task {
+            try await transport.send(HTTPRequest(url: listener.baseURL.appending(path: "long"), timeout: .seconds(2)))
+        }
+        #expect(try await listener.requestsSeen(atLeast: 1) == 1)
+        let short = Task {
+            try await transport.send(
+                HTTPRequest(url: listener.baseURL.appending(path: "short"), timeout: .milliseconds(1200)))
+        }
+        #expect(try await listener.requestsSeen(atLeast: 2) == 2)
+        // Once libcurl's connection timers (200 ms) have passed, the engine's timer is the short
+        // request's timeout. Cancelling it moves libcurl's earliest deadline to the long
+        // request's: reported now, while the timer is set earlier, and not again.
+        try await Task.sleep(for: .milliseconds(400))
+        short.cancel()
+        await #expect(throws: CancellationError.self) { try await short.value }
+        // Without that deadline set, the long request would wait until the listener closes its
+        // connection: the watchdog does that after 10 s, and the request then fails otherwise.
+        let watchdog = Task {
+            try await Task.sleep(for: .seconds(10))
+            listener.stop()
+        }
+        defer { watchdog.cancel() }
+        let error = try await #require(throws: TransportError.self) { try await long.value }
+        #expect(error.kind == .timedOut, "the long request ended with \(error.kind), not its own timeout")
+    }
+
+    @Test("a first request to an http host that is slow to answer does not hold the others to that host")
+    func slowFirstAnswerHoldsNoOne() async throws {
+        let listener = try RawListener(.keepAliveEcho)
+        defer { listener.stop() }
+        let transport = CurlTransport()
+        let stalled = Task { try await transport.send(HTTPRequest(url: listener.url("/stall"), timeout: .seconds(30))) }
+        defer { stalled.cancel() }
+        #expect(try await listener.requestsSeen(atLeast: 1) == 1)
+        // Waiting to share the first connection (HTTP/2's way) would hold these until the first
+        // answer, here until their timeouts: http: is HTTP/1.1, so each opens its own.
+        try await withThrowingTaskGroup(of: String.self) { group in
+            for index in 0..<4 {
+                group.addTask {
+                    let response = try await transport.send(
+                        HTTPRequest(url: listener.url("/echo/\(index)"), timeout: .seconds(10)))
+                    return String(decoding: response.body, as: UTF8.self)
+                }
+            }
+            var bodies: Set<String> = []
+            for try await body in group { bodies.insert(body) }
+            #expect(bodies == Set((0..<4).map { "/echo/\($0)" }))
+        }
+    }
+
     @Test("an event loop whose epoll_wait fails fails the request in flight and every later one; the process lives")
     func eventLoopFailure() async throws {
         let listener = try RawListener(.silent)
