@@ -15,10 +15,12 @@ import Synchronization
 /// libmicrohttpd tells it when a connection opens and closes (its notify-connection callback)
 /// and the server core when a head is complete and a request is done. A thread of its own looks
 /// every quarter second for connections whose head is overdue and shuts their socket down;
-/// libmicrohttpd then sees the connection end and closes it. libmicrohttpd may close a descriptor
-/// before it reports the connection closed, and the number is then reused by another socket of
-/// the process: so the socket's inode is recorded when it opens, and a descriptor is shut down
-/// only when `fstat` still finds that inode behind it (else the entry is dropped).
+/// libmicrohttpd then sees the connection end and closes it. A connection whose bytes wait
+/// unread is the server's delay, not the client's, and is left until they are read.
+/// libmicrohttpd may close a descriptor before it reports the connection closed, and the number
+/// is then reused by another socket of the process: so the socket's inode is recorded when it
+/// opens, and a descriptor is shut down only when `fstat` still finds that inode behind it
+/// (else the entry is dropped).
 final class ConnectionGuard: Sendable {
     /// One open connection. libmicrohttpd keeps it as the connection's socket context, so that
     /// the three updates of each request (``requestLineArrived(_:)``, ``headReceived(_:)``,
@@ -223,6 +225,12 @@ final class ConnectionGuard: Sendable {
         return UInt(info.st_ino)
     }
 
+    /// How many received bytes wait in the socket's queue, unread by the server.
+    private static func unreadBytes(_ descriptor: Int32) -> Int32 {
+        var count: Int32 = 0
+        return ioctl(descriptor, UInt(FIONREAD), &count) == 0 ? count : 0
+    }
+
     /// Whether `tracked`'s descriptor still names its socket (not closed, nor reused since).
     private static func isStillOpen(_ tracked: Connection) -> Bool {
         tracked.inode != 0 && inode(of: tracked.descriptor) == tracked.inode
@@ -240,6 +248,10 @@ final class ConnectionGuard: Sendable {
                     state.connections.removeValue(forKey: key)
                     continue
                 }
+                // Bytes the server has not read yet: the server is behind (its thread held up on
+                // a loaded machine), not the client. A client that dribbles has each byte read as
+                // it comes, so it still meets the deadline; this one is looked at again later.
+                guard Self.unreadBytes(tracked.descriptor) == 0 else { continue }
                 shutdown(tracked.descriptor, Int32(SHUT_RDWR))
                 tracked.progress.withLock { $0.headDeadline = nil }
                 closedForSlowHead.add(1, ordering: .relaxed)

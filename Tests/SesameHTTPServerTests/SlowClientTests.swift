@@ -125,6 +125,40 @@ struct SlowClientTests {
         }
     }
 
+    @Test("a head that waits past the deadline for the server's held-up thread is answered, not closed")
+    func headWaitingForTheServerIsAnswered() async throws {
+        var configuration = HTTPServer.Configuration(
+            connectionIdleTimeout: .seconds(30), requestHeadTimeout: .seconds(1))
+        configuration.threads = 1
+        let server = HTTPServer(
+            configuration: configuration,
+            answering: { request in
+                // Holds the server's only thread past the head deadline, as a loaded machine may.
+                if request.path == "/hold" { usleep(2_500_000) }
+                return .now(.text(request.path))
+            })
+        try server.start()
+        let port = server.port
+        let answers = try await SlowClients.blocking { () -> (held: String?, waiting: String?) in
+            // This connection is open, and its head deadline running, before the thread is held.
+            let waiting = try SlowClients.connect(port: port)
+            defer { close(waiting) }
+            usleep(200_000)
+            let holding = try SlowClients.connect(port: port)
+            defer { close(holding) }
+            SlowClients.send(holding, "GET /hold HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+            usleep(200_000)  // the server's thread is inside /hold by now
+            // The whole head, sent at once: it waits in the socket for the server, not the client.
+            SlowClients.send(waiting, "GET /waiting HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+            return (SlowClients.readAll(holding), SlowClients.readAll(waiting))
+        }
+        await server.stop()
+        #expect(answers.held?.hasPrefix("HTTP/1.1 200") == true)
+        #expect(
+            answers.waiting?.hasPrefix("HTTP/1.1 200") == true,
+            "the waiting request got \(answers.waiting.map { "\"\($0.prefix(40))\"" } ?? "nothing")")
+    }
+
     @Test("a kept-alive connection that dribbles its next head is closed at the idle timeout plus the head deadline")
     func dribbledNextHeadIsClosed() async throws {
         try await withServer(
