@@ -41,8 +41,10 @@ public final class HTTPServer: Sendable {
         /// header fields). Unlike ``connectionIdleTimeout`` it is not reset by each byte, so a
         /// client that dribbles its head cannot hold a connection. After each request, a
         /// kept-alive connection has ``connectionIdleTimeout`` plus this to send its next whole
-        /// head (a silent one is closed at the idle timeout first, as always). Zero or less (the
-        /// default): no limit; the emulator and the login receiver set 10 s.
+        /// head (a silent one is closed at the idle timeout first, as always). A head whose bytes
+        /// have arrived but wait unread for a server thread that is held up is the server's
+        /// delay, not the client's: that connection is left open until they are read. Zero or
+        /// less (the default): no limit; the emulator and the login receiver set 10 s.
         public var requestHeadTimeout: Duration
         /// About the largest request head (request line and header fields) accepted; a larger
         /// one gets libmicrohttpd's error answer. It sizes libmicrohttpd's per-connection
