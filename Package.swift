@@ -118,7 +118,7 @@ let package = Package(
             dependencies: [
                 "Sesame", "SesameDesktop", "SesameDesktopEmulator", "SesameEmulator", "SesameCurl", "SesameKeyring",
             ]),
-        .executableTarget(name: "sesame", dependencies: ["SesameCommandLine"]),
+        .executableTarget(name: "sesame", dependencies: ["SesameCommandLine", "CSesameSystem"]),
         .testTarget(
             name: "SesameCommandLineTests",
             dependencies: [

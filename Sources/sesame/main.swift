@@ -1,8 +1,14 @@
 // sesame: the command-line program. Everything lives in SesameCommandLine, where tests can
 // call the parser and the commands directly; this file only hands over the arguments.
 
+import CSesameSystem
 import Foundation
 import SesameCommandLine
+
+// While this is the only thread: the first write to a page of the program's data made while other
+// threads run costs a TLB shoot-down on every CPU, which on a virtual machine is an interrupt to
+// each (up to 0.7 ms for one page of `sesame token`, measured).
+sesame_prefault_writable_data()
 
 // GLib (libsecret) ignores SIGPIPE anyway; ignoring it from the start makes a reader that went away
 // (`sesame token facebook | true`) the same quiet failed write whatever the storage.

@@ -26,4 +26,9 @@ int sesame_spawn(pid_t *pid, const char *path, char *const argv[], char *const e
 /// _GNU_SOURCE). Returns what ppoll returns.
 int sesame_poll_nanoseconds(struct pollfd *fds, nfds_t count, long long nanoseconds);
 
+/// Makes every page of the executable's writable data (`.data` and `.bss`) the process's own now
+/// (madvise MADV_POPULATE_WRITE, Linux 5.14 and later; a no-op before), for a program to call
+/// while it has one thread.
+void sesame_prefault_writable_data(void);
+
 #endif
