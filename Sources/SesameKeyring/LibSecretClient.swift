@@ -564,7 +564,8 @@ struct LibSecretClient {
     ///
     /// gnome-keyring has been seen to answer, for a moment while other clients write to it,
     /// that the login collection does not exist; such an answer is checked again (after 20,
-    /// 40, 80 and 160 ms, within the call's deadline) before it is believed.
+    /// 40, 80, 160, 320 and 640 ms, within the call's deadline) before it is believed. On a loaded
+    /// machine the moment outlasted 300 ms: a login's write check found no default collection.
     func defaultCollection() throws -> GObjectReference<SecretCollection>? {
         try retryingVanishedObjects { try collectionForDefaultAlias() }
     }
@@ -582,11 +583,11 @@ struct LibSecretClient {
         return GObjectReference(taking: collection)
     }
 
-    /// Runs `body` again when it fails because an object does not exist, up to four more
-    /// times with growing pauses; then returns nil.
+    /// Runs `body` again when it fails because an object does not exist, up to six more
+    /// times with growing pauses (1.26 s in all); then returns nil.
     func retryingVanishedObjects<T>(_ body: () throws -> T) throws -> T? {
         var pause: useconds_t = 20_000
-        for attempt in 0..<5 {
+        for attempt in 0..<7 {
             if attempt > 0 {
                 guard !cancellation.isCancelled else { break }
                 usleep(pause)
