@@ -1,4 +1,5 @@
 #define _GNU_SOURCE
+#include <stddef.h>
 #include <stdint.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -10,11 +11,13 @@
 #endif
 
 // The start of the executable's writable data (glibc's crt1) and the end of its zero-filled
-// data (the linker).
-extern char __data_start[];
-extern char _end[];
+// data (the linker). Weak, so that this file in a shared library, where the executable may not
+// export them, loads all the same: the call then does nothing.
+extern char __data_start[] __attribute__((weak));
+extern char _end[] __attribute__((weak));
 
 void sesame_prefault_writable_data(void) {
+    if (__data_start == NULL || _end == NULL) return;
     long page = sysconf(_SC_PAGESIZE);
     if (page <= 0) return;
     uintptr_t mask = (uintptr_t)page - 1;
