@@ -1,4 +1,3 @@
-internal import CSesameSystem
 import Foundation
 
 #if canImport(Glibc)
@@ -50,9 +49,6 @@ package func detachThread(_ body: @escaping @Sendable () -> Void) {
         &thread, &attributes,
         { context in
             Unmanaged<Work>.fromOpaque(context!).takeRetainedValue().body()
-            // A thread that used libcrypto (an emulator's key pair, libcurl's start) lets go of
-            // OpenSSL's state for it now rather than in its exit (see the C function).
-            sesame_openssl_thread_stop_if_loaded()
             return nil
         }, context)
     guard created == 0 else {

@@ -31,10 +31,4 @@ int sesame_poll_nanoseconds(struct pollfd *fds, nfds_t count, long long nanoseco
 /// while it has one thread.
 void sesame_prefault_writable_data(void);
 
-/// Frees this thread's OpenSSL state (OPENSSL_thread_stop) when libcrypto is loaded in the
-/// process; does nothing otherwise. For a thread about to end: OpenSSL would free it in the
-/// thread's exit, and a process that exits meanwhile has LeakSanitizer find that state no longer
-/// attached to any thread it knows (a report of 904 bytes, OpenSSL 3's per-thread error queue).
-void sesame_openssl_thread_stop_if_loaded(void);
-
 #endif
