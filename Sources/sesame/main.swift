@@ -1,5 +1,6 @@
 // sesame: the command-line program. Everything lives in SesameCommandLine, where tests can
-// call the parser and the commands directly; this file only hands over the arguments.
+// call the parser and the commands directly; this file prepares the process (its data pages,
+// SIGPIPE) and hands over the arguments.
 
 import CSesameSystem
 import Foundation
