@@ -51,7 +51,7 @@ let package = Package(
         // The default HTTPTransport, on libcurl.
         .target(name: "SesameCurl", dependencies: ["Sesame", "CCurl", "CSesameSystem"]),
 
-        .testTarget(name: "SesameTests", dependencies: ["Sesame", "SesameTesting", "SesameTestSupport"]),
+        .testTarget(name: "SesameTests", dependencies: ["Sesame", "SesameTesting", "SesameTestSupport", "CCrypto"]),
 
         // Helpers shared by test targets (running built executables as processes, holding a
         // request while a lock is checked, raw HTTP over loopback sockets). Not a product.

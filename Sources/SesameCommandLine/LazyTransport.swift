@@ -42,6 +42,7 @@ final class LazyTransport: HTTPTransport {
         guard start else { return }
         detachThread {
             _ = self.transport()
+            releaseThreadLibraryState()  // before the command may go on to exit
             let waiters = self.preparing.withLock { preparing in
                 preparing.done = true
                 defer { preparing.waiters = [] }

@@ -31,4 +31,11 @@ int sesame_poll_nanoseconds(struct pollfd *fds, nfds_t count, long long nanoseco
 /// while it has one thread.
 void sesame_prefault_writable_data(void);
 
+/// Frees this thread's OpenSSL state (OPENSSL_thread_stop) when libcrypto is in the process;
+/// does nothing otherwise, without loading libcrypto or looking for its file (the loader's list
+/// of objects is read, not dlopen). For a thread about to end: OpenSSL would free that state in
+/// the thread's exit, and a process that exits meanwhile has LeakSanitizer find it attached to
+/// no thread it knows (a report of 904 bytes, OpenSSL 3's per-thread error queue).
+void sesame_openssl_thread_stop_if_loaded(void);
+
 #endif
