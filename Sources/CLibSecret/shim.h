@@ -8,9 +8,11 @@
 // The object-path functions (secret-paths.h: items and collections by path, unlocking by path)
 // have been unchanged since libsecret 0.18; libsecret still files them as "unstable".
 #define SECRET_API_SUBJECT_TO_CHANGE 1
+#include <gcrypt.h>
 #include <gio/gio.h>
 #include <libsecret/secret.h>
 #include <string.h>
+#include <sys/random.h>
 
 /// The schema of Sesame's keyring items. libsecret stores its name as the `xdg:schema`
 /// attribute (seahorse and `secret-tool search` show it as `schema`), and every search Sesame
@@ -432,6 +434,242 @@ static inline gboolean sesame_batch_item_secrets(SesameBatch *batch, SecretServi
                       "org.freedesktop.Secret.Service", "GetSecrets", g_variant_new("(^aoo)", paths, session),
                       "(a{o(oayays)})", timeout_ms, cancellable, call);
     return TRUE;
+}
+
+// MARK: A session of Sesame's own for reading secrets
+
+// libsecret opens its session ("dh-ietf1024-sha256-aes128-cbc-pkcs7") with a 1024-bit private
+// exponent: two 1024-bit modular exponentiations of about 1.3 ms each, one before `OpenSession`
+// is sent and one after its answer, both on the path of every `sesame token`. The same
+// algorithm with a 256-bit exponent costs a quarter of that. A 1024-bit MODP group gives about
+// 80 bits of security whatever the exponent; 256 bits is more than the 160 that common practice
+// (RFC 3526 section 8, NIST SP 800-56A) asks for such a group. The session is the one the Secret
+// Service specification defines, so the service cannot tell it from libsecret's: group 2 of RFC
+// 2409 with generator 2, the shared value padded to 128 bytes, HKDF-SHA256 (no salt, no info) to a
+// 16-byte AES key, secrets in AES-128-CBC with PKCS#7 padding. It is used only to read; writes
+// and anything that fails here go through libsecret's own session.
+//
+// libgcrypt (libsecret's own crypto library, already in the process) does the arithmetic, the
+// HMAC and the cipher, with none of its secure-memory or random-pool machinery: the exponent comes
+// from getrandom(2), and libgcrypt is not declared initialised, so libsecret still sets it up its
+// own way when it opens a session later.
+
+/// Sesame's session with the Secret Service: its private exponent until the service answers,
+/// then the session's object path and AES key.
+typedef struct SesameSecretSession {
+    gcry_mpi_t exponent;
+    char *path;
+    unsigned char key[16];
+} SesameSecretSession;
+
+#define SESAME_SECRET_ALGORITHM "dh-ietf1024-sha256-aes128-cbc-pkcs7"
+
+/// RFC 2409's 1024-bit MODP group (group 2), as the Secret Service specification names it.
+static inline gcry_mpi_t sesame_modp1024_prime(void) {
+    static const char hex[] = "FFFFFFFFFFFFFFFFC90FDAA22168C234C4C6628B80DC1CD129024E088A67CC74020BBEA63B139B22"
+                              "514A08798E3404DDEF9519B3CD3A431B302B0A6DF25F14374FE1356D6D51C245E485B576625E7E"
+                              "C6F44C42E9A637ED6B0BFF5CB6F406B7EDEE386BFB5A899FA5AE9F24117C4B1FE649286651ECE6"
+                              "5381FFFFFFFFFFFFFFFF";
+    gcry_mpi_t prime = NULL;
+    if (gcry_mpi_scan(&prime, GCRYMPI_FMT_HEX, hex, 0, NULL) != 0) return NULL;
+    return prime;
+}
+
+/// HMAC-SHA256 of `data` under `key` into `out` (32 bytes); FALSE if libgcrypt failed.
+static inline gboolean sesame_hmac_sha256(const unsigned char *key, size_t key_length, const unsigned char *data,
+                                          size_t length, unsigned char out[32]) {
+    gcry_md_hd_t md;
+    if (gcry_md_open(&md, GCRY_MD_SHA256, GCRY_MD_FLAG_HMAC) != 0) return FALSE;
+    gboolean ok = gcry_md_setkey(md, key, key_length) == 0;
+    if (ok) {
+        gcry_md_write(md, data, length);
+        const unsigned char *digest = gcry_md_read(md, GCRY_MD_SHA256);
+        ok = digest != NULL;
+        if (ok) memcpy(out, digest, 32);
+    }
+    gcry_md_close(md);
+    return ok;
+}
+
+/// Makes a fresh session's key pair and returns `OpenSession`'s parameters (a floating
+/// reference), or NULL when libgcrypt or the kernel's random source failed (then read through
+/// libsecret's session instead). Free the session with `sesame_secret_session_free`.
+static inline GVariant *sesame_secret_session_request(SesameSecretSession *session) {
+    memset(session, 0, sizeof *session);
+    if (gcry_check_version(NULL) == NULL) return NULL;
+    unsigned char random[32];
+    if (getrandom(random, sizeof random, 0) != (ssize_t)sizeof random) return NULL;
+    random[0] |= 0x80;  // exactly 256 bits: never a small exponent
+    gcry_mpi_t prime = sesame_modp1024_prime();
+    gcry_mpi_t exponent = NULL;
+    gcry_error_t scanned = gcry_mpi_scan(&exponent, GCRYMPI_FMT_USG, random, sizeof random, NULL);
+    explicit_bzero(random, sizeof random);
+    if (prime == NULL || scanned != 0) {
+        gcry_mpi_release(prime);
+        gcry_mpi_release(exponent);
+        return NULL;
+    }
+    gcry_mpi_t generator = gcry_mpi_set_ui(NULL, 2);
+    gcry_mpi_t public_key = gcry_mpi_new(1024);
+    gcry_mpi_powm(public_key, generator, exponent, prime);
+    unsigned char bytes[128];
+    size_t length = 0;
+    gcry_error_t printed = gcry_mpi_print(GCRYMPI_FMT_USG, bytes, sizeof bytes, &length, public_key);
+    gcry_mpi_release(public_key);
+    gcry_mpi_release(generator);
+    gcry_mpi_release(prime);
+    if (printed != 0) {
+        gcry_mpi_release(exponent);
+        return NULL;
+    }
+    session->exponent = exponent;
+    GVariant *input = g_variant_new_fixed_array(G_VARIANT_TYPE_BYTE, bytes, length, 1);
+    return g_variant_new("(sv)", SESAME_SECRET_ALGORITHM, input);
+}
+
+/// Sends `OpenSession` with `parameters` (from `sesame_secret_session_request`) in `batch`.
+static inline void sesame_batch_open_session(SesameBatch *batch, GDBusConnection *connection, GVariant *parameters,
+                                             int timeout_ms, GCancellable *cancellable, SesameBatchCall *call) {
+    sesame_batch_call(batch, connection, "org.freedesktop.secrets", "/org/freedesktop/secrets",
+                      "org.freedesktop.Secret.Service", "OpenSession", parameters, "(vo)", timeout_ms, cancellable,
+                      call);
+}
+
+/// Completes `session` from `OpenSession`'s reply: the service's public key (which must lie
+/// strictly between 1 and p - 1), the shared value, the AES key. Returns TRUE when the session is
+/// ready; its exponent is gone either way.
+static inline gboolean sesame_secret_session_finish(SesameSecretSession *session, GVariant *reply) {
+    gcry_mpi_t exponent = session->exponent;
+    session->exponent = NULL;
+    if (exponent == NULL || !g_variant_is_of_type(reply, G_VARIANT_TYPE("(vo)"))) {
+        gcry_mpi_release(exponent);
+        return FALSE;
+    }
+    GVariant *output = NULL;
+    char *path = NULL;
+    g_variant_get(reply, "(vo)", &output, &path);
+    gboolean ok = FALSE;
+    gcry_mpi_t prime = sesame_modp1024_prime();
+    gcry_mpi_t peer = NULL;
+    gsize length = 0;
+    const unsigned char *bytes = NULL;
+    if (prime != NULL && g_variant_is_of_type(output, G_VARIANT_TYPE_BYTESTRING)) {
+        bytes = g_variant_get_fixed_array(output, &length, 1);
+    }
+    if (bytes != NULL && length > 0 && length <= 128 &&
+        gcry_mpi_scan(&peer, GCRYMPI_FMT_USG, bytes, length, NULL) == 0) {
+        gcry_mpi_t upper = gcry_mpi_new(1024);
+        gcry_mpi_sub_ui(upper, prime, 1);
+        if (gcry_mpi_cmp_ui(peer, 1) > 0 && gcry_mpi_cmp(peer, upper) < 0) {
+            gcry_mpi_t shared = gcry_mpi_new(1024);
+            gcry_mpi_powm(shared, peer, exponent, prime);
+            unsigned char ikm[128];
+            size_t written = 0;
+            if (gcry_mpi_print(GCRYMPI_FMT_USG, ikm, sizeof ikm, &written, shared) == 0 && written <= sizeof ikm) {
+                // Padded on the left to the prime's 128 bytes, as the specification's peers do.
+                memmove(ikm + (sizeof ikm - written), ikm, written);
+                memset(ikm, 0, sizeof ikm - written);
+                // HKDF-SHA256 (RFC 5869) with no salt (32 zero bytes) and no info, 16 bytes out.
+                unsigned char zeros[32] = {0}, prk[32], block[32], one = 1;
+                ok = sesame_hmac_sha256(zeros, sizeof zeros, ikm, sizeof ikm, prk) &&
+                     sesame_hmac_sha256(prk, sizeof prk, &one, 1, block);
+                if (ok) memcpy(session->key, block, sizeof session->key);
+                explicit_bzero(prk, sizeof prk);
+                explicit_bzero(block, sizeof block);
+            }
+            explicit_bzero(ikm, sizeof ikm);
+            gcry_mpi_release(shared);
+        }
+        gcry_mpi_release(upper);
+    }
+    gcry_mpi_release(peer);
+    gcry_mpi_release(prime);
+    gcry_mpi_release(exponent);
+    if (output != NULL) g_variant_unref(output);
+    if (ok) {
+        session->path = path;
+    } else {
+        g_free(path);
+        explicit_bzero(session->key, sizeof session->key);
+    }
+    return ok;
+}
+
+/// The session's object path once it is ready, else NULL.
+static inline const char *sesame_secret_session_path(const SesameSecretSession *session) { return session->path; }
+
+/// Sends `GetSecrets` for the items at `paths` (NULL-terminated) through `session` in `batch`.
+/// Read its reply with `sesame_secret_session_secrets_from_reply`.
+static inline void sesame_batch_session_secrets(SesameBatch *batch, GDBusConnection *connection,
+                                                const SesameSecretSession *session, const char *const *paths,
+                                                int timeout_ms, GCancellable *cancellable, SesameBatchCall *call) {
+    sesame_batch_call(batch, connection, "org.freedesktop.secrets", "/org/freedesktop/secrets",
+                      "org.freedesktop.Secret.Service", "GetSecrets", g_variant_new("(^aoo)", paths, session->path),
+                      "(a{o(oayays)})", timeout_ms, cancellable, call);
+}
+
+/// One secret of a `GetSecrets` reply, decrypted with `session`'s key, or NULL when it was not
+/// sent through this session or does not decrypt to well-padded data.
+static inline SecretValue *sesame_secret_session_decode(const SesameSecretSession *session, GVariant *encoded) {
+    const char *sender = NULL;
+    GVariant *parameter = NULL, *value = NULL;
+    const char *content_type = NULL;
+    g_variant_get(encoded, "(&o@ay@ay&s)", &sender, &parameter, &value, &content_type);
+    SecretValue *result = NULL;
+    gsize iv_length = 0, length = 0;
+    const unsigned char *iv = g_variant_get_fixed_array(parameter, &iv_length, 1);
+    const unsigned char *ciphertext = g_variant_get_fixed_array(value, &length, 1);
+    gcry_cipher_hd_t cipher = NULL;
+    if (session->path != NULL && strcmp(sender, session->path) == 0 && iv_length == 16 && length > 0 &&
+        length % 16 == 0 && gcry_cipher_open(&cipher, GCRY_CIPHER_AES128, GCRY_CIPHER_MODE_CBC, 0) == 0) {
+        unsigned char *plain = g_malloc(length);
+        if (gcry_cipher_setkey(cipher, session->key, sizeof session->key) == 0 &&
+            gcry_cipher_setiv(cipher, iv, iv_length) == 0 &&
+            gcry_cipher_decrypt(cipher, plain, length, ciphertext, length) == 0) {
+            unsigned pad = plain[length - 1];
+            gboolean padded = pad >= 1 && pad <= 16 && pad <= length;
+            for (gsize i = length - (padded ? pad : 0); padded && i < length; i++) padded = plain[i] == pad;
+            // secret_value_new copies the bytes into libsecret's own (locked) memory.
+            if (padded) result = secret_value_new((const gchar *)plain, (gssize)(length - pad), content_type);
+        }
+        explicit_bzero(plain, length);
+        g_free(plain);
+        gcry_cipher_close(cipher);
+    }
+    g_variant_unref(parameter);
+    g_variant_unref(value);
+    return result;
+}
+
+/// The secrets in a `GetSecrets` reply sent through `session`: a table from path (char *) to
+/// SecretValue *, as `sesame_item_secrets_from_reply` makes; free with g_hash_table_unref.
+static inline GHashTable *sesame_secret_session_secrets_from_reply(const SesameSecretSession *session,
+                                                                   GVariant *reply) {
+    GHashTable *secrets = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, secret_value_unref);
+    GVariant *dictionary = g_variant_get_child_value(reply, 0);
+    GVariantIter iter;
+    const char *path;
+    GVariant *encoded;
+    g_variant_iter_init(&iter, dictionary);
+    while (g_variant_iter_next(&iter, "{&o@(oayays)}", &path, &encoded)) {
+        SecretValue *value = sesame_secret_session_decode(session, encoded);
+        if (value != NULL) g_hash_table_replace(secrets, g_strdup(path), value);
+        g_variant_unref(encoded);
+    }
+    g_variant_unref(dictionary);
+    return secrets;
+}
+
+/// Closes `session` on the service, if it was opened (without waiting for the answer), and
+/// frees what it holds.
+static inline void sesame_secret_session_free(SesameSecretSession *session, GDBusConnection *connection) {
+    if (session->path != NULL && connection != NULL) {
+        g_dbus_connection_call(connection, "org.freedesktop.secrets", session->path, "org.freedesktop.Secret.Session",
+                               "Close", NULL, NULL, G_DBUS_CALL_FLAGS_NO_AUTO_START, -1, NULL, NULL, NULL);
+    }
+    gcry_mpi_release(session->exponent);
+    g_free(session->path);
+    explicit_bzero(session, sizeof *session);
 }
 
 /// The SecretValue that `sesame_item_secrets_from_reply` read for `path`, or NULL; owned by the table.

@@ -98,6 +98,33 @@ final class DBusBatch {
         call { sesame_batch_ensure_session(batch, service, cancellation.pointer, $0) }
     }
 
+    /// Sends `OpenSession` for `session`, Sesame's own (see ``ReadingSession``).
+    func openSession(
+        _ session: ReadingSession, on connection: OpaquePointer, timeoutMS: Int32, cancellation: Cancellation
+    ) -> Call? {
+        guard let parameters = session.request() else { return nil }
+        return call {
+            sesame_batch_open_session(batch, connection, parameters, timeoutMS, cancellation.pointer, $0)
+        }
+    }
+
+    /// Sends `GetSecrets` for the items at `paths` through `session`, which must be ready.
+    func sessionSecrets(
+        at paths: [String], session: ReadingSession, on connection: OpaquePointer, timeoutMS: Int32,
+        cancellation: Cancellation
+    ) -> Call {
+        let copies = paths.map { strdup($0) }
+        defer { for pointer in copies { free(pointer) } }
+        let strings: [UnsafePointer<CChar>?] = copies.map { $0.map { UnsafePointer($0) } } + [nil]
+        // The paths are copied into the call's parameters before this returns.
+        return call { slot in
+            strings.withUnsafeBufferPointer { buffer in
+                sesame_batch_session_secrets(
+                    batch, connection, session.pointer, buffer.baseAddress, timeoutMS, cancellation.pointer, slot)
+            }
+        }
+    }
+
     /// Waits until every call sent so far has its reply or its error.
     func wait() { sesame_batch_wait(batch) }
 

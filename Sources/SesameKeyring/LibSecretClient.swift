@@ -382,10 +382,14 @@ struct LibSecretClient {
     /// leaks its reply (see `sesame_batch_item_secrets`).
     ///
     /// The calls overlap where they can. When the service has no session yet, the search is
-    /// sent first, and answered while this thread makes the session's key pair; the items'
-    /// `GetAll`s go out as soon as the search answers, while the service works out its side of
-    /// the session; then the `GetSecrets` of the items the search found unlocked. The
-    /// properties decide in the end: a secret they need that was not read is read after them.
+    /// sent first, and answered while this thread makes the key pair of a session of Sesame's own
+    /// (``ReadingSession``: a quarter of the arithmetic of libsecret's); the items' `GetAll`s go
+    /// out as soon as the search answers, while the service works out its side of the session;
+    /// then the `GetSecrets` of the items the search found unlocked, through that session, which
+    /// is closed when the read is done. The properties decide in the end: a secret they need
+    /// that was not read (Sesame's session failed, or the item was locked) is read after them
+    /// through libsecret's session. A process that reads again opens a session again; one in
+    /// which libsecret's session is open (after a write) reads through that.
     func items(_ attributes: [String: String]) throws(LibSecretError) -> [KeyringItem] {
         var search = attributes
         search[KeyringItemFormat.Attribute.schema] = KeyringItemFormat.schemaName
@@ -394,6 +398,8 @@ struct LibSecretClient {
         let batch = DBusBatch()
         let needsSession = secret_service_get_session_dbus_path(service.pointer) == nil
         var session: DBusBatch.Call?
+        // Sesame's own session for this read, when libsecret's is not open yet (see `ReadingSession`).
+        var reading: (session: ReadingSession, opening: DBusBatch.Call)?
         let paths: [String]
         let unlockedBySearch: [String]
         if let collections = try collectionsToSearch() {
@@ -404,7 +410,14 @@ struct LibSecretClient {
             unlockedBySearch = []
         } else {
             let searchCall = batch.serviceSearch(table, on: connection, timeoutMS: 5000, cancellation: cancellation)
-            if needsSession { session = batch.ensureSession(of: service.pointer, cancellation: cancellation) }
+            if needsSession {
+                let own = ReadingSession(on: connection)
+                if let opening = batch.openSession(own, on: connection, timeoutMS: 5000, cancellation: cancellation) {
+                    reading = (own, opening)
+                } else {
+                    session = batch.ensureSession(of: service.pointer, cancellation: cancellation)
+                }
+            }
             let reply = try batch.take(searchCall, stage: .call)
             var unlocked: UnsafeMutablePointer<UnsafeMutablePointer<gchar>?>?
             var locked: UnsafeMutablePointer<UnsafeMutablePointer<gchar>?>?
@@ -417,12 +430,32 @@ struct LibSecretClient {
             (path, batch.itemProperties(at: path, on: connection, timeoutMS: 5000, cancellation: cancellation))
         }
         if let session { try batch.succeed(session, stage: .service) }
-        let secretsCall =
-            unlockedBySearch.isEmpty
-            ? nil
-            : batch.itemSecrets(
-                at: unlockedBySearch, service: service.pointer, on: connection, timeoutMS: 5000,
-                cancellation: cancellation)
+        // Sesame's session, once the service has answered: a failure that says the service is
+        // not there (or too slow) is reported as libsecret's would be; any other (an algorithm
+        // the service does not offer, an answer that does not add up) leaves the secrets to
+        // libsecret's session below.
+        var readingReady: ReadingSession?
+        if let reading {
+            do throws(LibSecretError) {
+                let reply = try batch.take(reading.opening, stage: .service)
+                if reading.session.finish(reply) { readingReady = reading.session }
+                g_variant_unref(reply)
+            } catch  where [.cancelled, .noReply, .disconnected, .noService].contains(error.failure) {
+                throw error
+            } catch {}
+        }
+        let secretsCall: DBusBatch.Call? =
+            if unlockedBySearch.isEmpty {
+                nil
+            } else if let readingReady {
+                batch.sessionSecrets(
+                    at: unlockedBySearch, session: readingReady, on: connection, timeoutMS: 5000,
+                    cancellation: cancellation)
+            } else {
+                batch.itemSecrets(
+                    at: unlockedBySearch, service: service.pointer, on: connection, timeoutMS: 5000,
+                    cancellation: cancellation)
+            }
         batch.wait()
 
         var items: [KeyringItem] = []
@@ -458,7 +491,9 @@ struct LibSecretClient {
         // secrets still missing are read the usual way.
         var secrets: [String: [UInt8]] = [:]
         if let secretsCall, let reply = try? batch.take(secretsCall, stage: .call) {
-            secrets = Self.secrets(in: reply, of: unlockedBySearch, service: service.pointer)
+            secrets =
+                readingReady?.secrets(in: reply, of: unlockedBySearch)
+                ?? Self.secrets(in: reply, of: unlockedBySearch, service: service.pointer)
             g_variant_unref(reply)
         }
         let missing = unlocked.filter { secrets[$0] == nil }
@@ -491,6 +526,10 @@ struct LibSecretClient {
     /// The secrets of the unlocked items at `paths`, by path, through the open session.
     private func secrets(of paths: [String]) throws(LibSecretError) -> [String: [UInt8]] {
         let batch = DBusBatch()
+        if secret_service_get_session_dbus_path(service.pointer) == nil {
+            // The read went through Sesame's own session, which did not give these.
+            try batch.succeed(batch.ensureSession(of: service.pointer, cancellation: cancellation), stage: .service)
+        }
         guard
             let call = batch.itemSecrets(
                 at: paths, service: service.pointer, on: connection, timeoutMS: 5000, cancellation: cancellation)
@@ -506,7 +545,13 @@ struct LibSecretClient {
     ) -> [String: [UInt8]] {
         let table = sesame_item_secrets_from_reply(service, reply)
         defer { g_hash_table_unref(table) }
+        return secrets(in: table, of: paths)
+    }
+
+    /// The secrets of `paths` in `table`, a table from path to SecretValue.
+    static func secrets(in table: OpaquePointer?, of paths: [String]) -> [String: [UInt8]] {
         var secrets: [String: [UInt8]] = [:]
+        guard let table else { return secrets }
         for path in paths {
             guard let value = sesame_secrets_get(table, path) else { continue }
             var length = 0

@@ -15,6 +15,8 @@ import SesameKeyring
 //   connect-then-load <provider> <app> <account>
 //       connects, prints "connected" on a line of its own and waits for a line on standard
 //       input before the load, so that a test can watch (or hold up) the load alone
+//   load-token <provider> <app> <account>
+//       load, with the token read in the output (a test's own value)
 //
 // Prints {"ok":true,...} and exits 0, or {"ok":false,"kind":...,"message":...} and exits 1.
 // Never prints a token.
@@ -28,6 +30,8 @@ struct Output: Encodable {
     var backend: String?
     var warning: String?
     var status: String?
+    /// The token read, for `load-token` (a test's own value).
+    var token: String?
 }
 
 func emit(_ output: Output, exitCode: Int32) -> Never {
@@ -80,6 +84,9 @@ do {
     case "load":
         let credential = try await store.load(key(rest))
         emit(Output(ok: true, found: credential != nil, keys: credential.map { ["\($0.key)"] }), exitCode: 0)
+    case "load-token":
+        let credential = try await store.load(key(rest))
+        emit(Output(ok: true, found: credential != nil, token: credential?.token.tokenString), exitCode: 0)
     case "connect-then-load":
         let key = key(rest)
         try await store.checkReachable()

@@ -1,0 +1,70 @@
+import Foundation
+import Sesame
+import SesameKeyring
+import SesameTestSupport
+import Testing
+
+/// A process's first read opens a session of Sesame's own (`ReadingSession`: the Secret Service's
+/// `dh-ietf1024-sha256-aes128-cbc-pkcs7` with a short exponent), reads the secret through it,
+/// and closes it: libsecret would have opened its own session and kept it. Run against whichever
+/// Secret Service the run has (GNOME Keyring; KeePassXC in `scripts/test`'s second keyring run):
+/// each must accept the session and encrypt the secret so that it decrypts to what was stored.
+@Suite(
+    "A first read goes through Sesame's own Secret Service session",
+    .enabled(if: KeyringTestSupport.keyringPromised, KeyringTestSupport.keyringSkipReason),
+    .timeLimit(.minutes(2)))
+struct ReadingSessionTests {
+    let store = SecretServiceStore(timeout: .seconds(20), unlocking: .never)
+    let provider = ProviderID("reading-\(UUID().uuidString.prefix(8).lowercased())")
+
+    @Test("the secret decrypts to what was stored, and the session opened for it is closed")
+    func readThroughOwnSession() async throws {
+        let key = CredentialKey(provider: provider, appID: "1234", account: "reader")
+        // Long enough for several AES blocks, with bytes of every kind around.
+        let tokenString = "token-\(UUID().uuidString)-é€😀-" + String(repeating: "x", count: 61)
+        try await store.save(
+            StoredCredential(key: key, token: AccessToken(tokenString: tokenString, provider: provider, appID: "1234")))
+        defer {
+            Task { _ = try? await KeyringTestSupport.run("secret-tool", ["clear", "provider", provider.rawValue]) }
+        }
+
+        let monitor = try BusMonitor(rule: "type='method_call',destination='org.freedesktop.secrets'")
+        defer { monitor.stop() }
+        try await monitor.waitUntilListening()
+        // A process of its own: in this one, libsecret's session may be open already.
+        let result = try await ProcessRunner.run(
+            try KeyringTestSupport.probe(),
+            ["--timeout-ms", "20000", "load-token", provider.rawValue, "1234", "reader"],
+            environment: TestChildren.environment(), killAfter: .seconds(60))
+        let answer = result.standardOutput
+        struct Loaded: Decodable {
+            var ok: Bool
+            var found: Bool?
+            var token: String?
+        }
+        let loaded = try JSONDecoder().decode(Loaded.self, from: Data(answer.utf8))
+        #expect(loaded.ok && loaded.found == true, "the probe's load: \(answer)")
+        #expect(loaded.token == tokenString, "the secret read is not the one stored")
+
+        // The probe's calls: its search names this test's provider.
+        func probeSender(_ text: String) -> String? {
+            BusMonitor.calls("SearchItems", in: text).first { $0.contains(provider.rawValue) }
+                .flatMap(BusMonitor.sender(of:))
+        }
+        let seen = await monitor.read(timeout: .seconds(10)) { text in
+            guard let sender = probeSender(text) else { return false }
+            return BusMonitor.calls("Close", in: text).contains { BusMonitor.sender(of: $0) == sender }
+        }
+        let sender = try #require(probeSender(seen), "no SearchItems from the probe: \(BusMonitor.heads(seen))")
+        let opened = BusMonitor.calls("OpenSession", in: seen).filter { BusMonitor.sender(of: $0) == sender }
+        #expect(opened.count == 1, "the read opened \(opened.count) sessions: \(BusMonitor.heads(seen))")
+        #expect(
+            opened.allSatisfy { $0.contains("dh-ietf1024-sha256-aes128-cbc-pkcs7") },
+            "the session was not the encrypted one: \(opened)")
+        let closed = BusMonitor.calls("Close", in: seen).filter {
+            BusMonitor.sender(of: $0) == sender && $0.contains("/org/freedesktop/secrets/session/")
+        }
+        #expect(
+            closed.count == 1, "Sesame's session was not closed (libsecret's stays open): \(BusMonitor.heads(seen))")
+    }
+}
