@@ -400,9 +400,10 @@ static inline void sesame_batch_item_properties(SesameBatch *batch, GDBusConnect
                       g_variant_new("(s)", "org.freedesktop.Secret.Item"), "(a{sv})", timeout_ms, cancellable, call);
 }
 
-/// The secrets in a `GetSecrets` reply, decrypted by libsecret with `service`'s session: a
-/// table from path (char *) to SecretValue *; free with g_hash_table_unref.
-static inline GHashTable *sesame_item_secrets_from_reply(SecretService *service, GVariant *reply) {
+/// The secrets in a `GetSecrets` reply, each decrypted by `decode` (NULL: left out): a table
+/// from path (char *) to SecretValue *; free with g_hash_table_unref.
+static inline GHashTable *sesame_secrets_from_reply(GVariant *reply, SecretValue *(*decode)(gpointer, GVariant *),
+                                                    gpointer decoder) {
     GHashTable *secrets = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, secret_value_unref);
     GVariant *dictionary = g_variant_get_child_value(reply, 0);
     GVariantIter iter;
@@ -410,12 +411,22 @@ static inline GHashTable *sesame_item_secrets_from_reply(SecretService *service,
     GVariant *encoded;
     g_variant_iter_init(&iter, dictionary);
     while (g_variant_iter_next(&iter, "{&o@(oayays)}", &path, &encoded)) {
-        SecretValue *value = secret_service_decode_dbus_secret(service, encoded);
+        SecretValue *value = decode(decoder, encoded);
         if (value != NULL) g_hash_table_replace(secrets, g_strdup(path), value);
         g_variant_unref(encoded);
     }
     g_variant_unref(dictionary);
     return secrets;
+}
+
+static inline SecretValue *sesame_libsecret_decode(gpointer service, GVariant *encoded) {
+    return secret_service_decode_dbus_secret((SecretService *)service, encoded);
+}
+
+/// The secrets in a `GetSecrets` reply, decrypted by libsecret with `service`'s session (see
+/// `sesame_secrets_from_reply`).
+static inline GHashTable *sesame_item_secrets_from_reply(SecretService *service, GVariant *reply) {
+    return sesame_secrets_from_reply(reply, sesame_libsecret_decode, service);
 }
 
 /// Sends `GetSecrets` for the items at `paths` (NULL-terminated) through `service`'s open
@@ -641,23 +652,13 @@ static inline SecretValue *sesame_secret_session_decode(const SesameSecretSessio
     return result;
 }
 
-/// The secrets in a `GetSecrets` reply sent through `session`: a table from path (char *) to
-/// SecretValue *, as `sesame_item_secrets_from_reply` makes; free with g_hash_table_unref.
-static inline GHashTable *sesame_secret_session_secrets_from_reply(const SesameSecretSession *session,
-                                                                   GVariant *reply) {
-    GHashTable *secrets = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, secret_value_unref);
-    GVariant *dictionary = g_variant_get_child_value(reply, 0);
-    GVariantIter iter;
-    const char *path;
-    GVariant *encoded;
-    g_variant_iter_init(&iter, dictionary);
-    while (g_variant_iter_next(&iter, "{&o@(oayays)}", &path, &encoded)) {
-        SecretValue *value = sesame_secret_session_decode(session, encoded);
-        if (value != NULL) g_hash_table_replace(secrets, g_strdup(path), value);
-        g_variant_unref(encoded);
-    }
-    g_variant_unref(dictionary);
-    return secrets;
+static inline SecretValue *sesame_secret_session_decoder(gpointer session, GVariant *encoded) {
+    return sesame_secret_session_decode((const SesameSecretSession *)session, encoded);
+}
+
+/// The secrets in a `GetSecrets` reply sent through `session` (see `sesame_secrets_from_reply`).
+static inline GHashTable *sesame_secret_session_secrets_from_reply(SesameSecretSession *session, GVariant *reply) {
+    return sesame_secrets_from_reply(reply, sesame_secret_session_decoder, session);
 }
 
 /// Closes `session` on the service, if it was opened (without waiting for the answer), and
