@@ -169,6 +169,8 @@ let package = Package(
             name: "SesameKeyringTests",
             dependencies: [
                 "SesameKeyring", "Sesame", "sesame-keyring-probe", "SesameTestSupport",
+                // The reading session's checks, called directly (ReadingSessionProtocolTests).
+                "CLibSecret",
                 // `sesame doctor`, whose keyring lines come from SecretServiceInfo.
                 "sesame",
             ]),
