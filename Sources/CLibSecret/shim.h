@@ -429,6 +429,16 @@ static inline GHashTable *sesame_item_secrets_from_reply(SecretService *service,
     return sesame_secrets_from_reply(reply, sesame_libsecret_decode, service);
 }
 
+/// Sends `GetSecrets` for the items at `paths` (NULL-terminated) through the session at
+/// `session_path` in `batch`.
+static inline void sesame_batch_get_secrets(SesameBatch *batch, GDBusConnection *connection, const char *session_path,
+                                            const char *const *paths, int timeout_ms, GCancellable *cancellable,
+                                            SesameBatchCall *call) {
+    sesame_batch_call(batch, connection, "org.freedesktop.secrets", "/org/freedesktop/secrets",
+                      "org.freedesktop.Secret.Service", "GetSecrets", g_variant_new("(^aoo)", paths, session_path),
+                      "(a{o(oayays)})", timeout_ms, cancellable, call);
+}
+
 /// Sends `GetSecrets` for the items at `paths` (NULL-terminated) through `service`'s open
 /// session in `batch`, or returns FALSE (sending nothing) when the service has no open session.
 /// Read its reply with `sesame_item_secrets_from_reply`; an item the service leaves out of its
@@ -441,9 +451,7 @@ static inline gboolean sesame_batch_item_secrets(SesameBatch *batch, SecretServi
                                                  int timeout_ms, GCancellable *cancellable, SesameBatchCall *call) {
     const char *session = secret_service_get_session_dbus_path(service);
     if (session == NULL) return FALSE;
-    sesame_batch_call(batch, connection, "org.freedesktop.secrets", "/org/freedesktop/secrets",
-                      "org.freedesktop.Secret.Service", "GetSecrets", g_variant_new("(^aoo)", paths, session),
-                      "(a{o(oayays)})", timeout_ms, cancellable, call);
+    sesame_batch_get_secrets(batch, connection, session, paths, timeout_ms, cancellable, call);
     return TRUE;
 }
 
@@ -614,9 +622,7 @@ static inline const char *sesame_secret_session_path(const SesameSecretSession *
 static inline void sesame_batch_session_secrets(SesameBatch *batch, GDBusConnection *connection,
                                                 const SesameSecretSession *session, const char *const *paths,
                                                 int timeout_ms, GCancellable *cancellable, SesameBatchCall *call) {
-    sesame_batch_call(batch, connection, "org.freedesktop.secrets", "/org/freedesktop/secrets",
-                      "org.freedesktop.Secret.Service", "GetSecrets", g_variant_new("(^aoo)", paths, session->path),
-                      "(a{o(oayays)})", timeout_ms, cancellable, call);
+    sesame_batch_get_secrets(batch, connection, session->path, paths, timeout_ms, cancellable, call);
 }
 
 /// One secret of a `GetSecrets` reply, decrypted with `session`'s key, or NULL when it was not

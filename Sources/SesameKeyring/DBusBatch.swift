@@ -72,13 +72,9 @@ final class DBusBatch {
         timeoutMS: Int32, cancellation: Cancellation
     ) -> Call? {
         let call = slot()
-        let copies = paths.map { strdup($0) }
-        defer { for pointer in copies { free(pointer) } }
-        let strings: [UnsafePointer<CChar>?] = copies.map { $0.map { UnsafePointer($0) } } + [nil]
         // The paths are copied into the call's parameters before this returns.
-        let sent = strings.withUnsafeBufferPointer { buffer in
-            sesame_batch_item_secrets(
-                batch, service, connection, buffer.baseAddress, timeoutMS, cancellation.pointer, call)
+        let sent = withCStringArray(paths) { strings in
+            sesame_batch_item_secrets(batch, service, connection, strings, timeoutMS, cancellation.pointer, call)
         }
         return sent != 0 ? Call(slot: call) : nil
     }
@@ -113,14 +109,11 @@ final class DBusBatch {
         at paths: [String], session: ReadingSession, on connection: OpaquePointer, timeoutMS: Int32,
         cancellation: Cancellation
     ) -> Call {
-        let copies = paths.map { strdup($0) }
-        defer { for pointer in copies { free(pointer) } }
-        let strings: [UnsafePointer<CChar>?] = copies.map { $0.map { UnsafePointer($0) } } + [nil]
         // The paths are copied into the call's parameters before this returns.
-        return call { slot in
-            strings.withUnsafeBufferPointer { buffer in
+        call { slot in
+            withCStringArray(paths) { strings in
                 sesame_batch_session_secrets(
-                    batch, connection, session.pointer, buffer.baseAddress, timeoutMS, cancellation.pointer, slot)
+                    batch, connection, session.pointer, strings, timeoutMS, cancellation.pointer, slot)
             }
         }
     }
@@ -147,4 +140,13 @@ final class DBusBatch {
             throw LibSecretError(taking: error, stage: stage)
         }
     }
+}
+
+/// Calls `body` with `strings` as a NULL-terminated array of C strings, valid during the call.
+func withCStringArray<Result>(_ strings: [String], _ body: (UnsafePointer<UnsafePointer<CChar>?>?) -> Result) -> Result
+{
+    let copies = strings.map { strdup($0) }
+    defer { for pointer in copies { free(pointer) } }
+    let array: [UnsafePointer<CChar>?] = copies.map { $0.map { UnsafePointer($0) } } + [nil]
+    return array.withUnsafeBufferPointer { body($0.baseAddress) }
 }
