@@ -43,9 +43,23 @@ public actor Session {
     public nonisolated let refreshLocking: RefreshLocking
 
     /// The current state.
-    public private(set) var state: SessionState = .created
+    public private(set) var state: SessionState = .created {
+        didSet { publishOpenToken() }
+    }
     /// The current token; `nil` until one is loaded or obtained.
-    public private(set) var token: AccessToken?
+    public private(set) var token: AccessToken? {
+        didSet { publishOpenToken() }
+    }
+    /// ``token`` while the session is open, `nil` otherwise, kept in step with ``state`` and
+    /// ``token`` (set with them, on the actor): ``renewToken(isDue:renew:)`` answers a token that
+    /// is not due from it without a hop to the actor, so callers that only read the token do
+    /// not take turns on it.
+    private let openToken = Locked<AccessToken?>(nil)
+
+    private func publishOpenToken() {
+        let open = state.isOpen ? token : nil
+        openToken.withLock { $0 = open }
+    }
 
     /// Every observer's continuation; a lock rather than the actor so that ``stateChanges()``
     /// registers synchronously.
@@ -307,7 +321,8 @@ public actor Session {
     /// and extensions of every provider.
     ///
     /// In order: `isDue` is asked about the token in memory (not due: it is returned as it
-    /// is); the cross-process lock (``refreshLocking``) is taken; the store is read again, and
+    /// is, without waiting for the actor, so that callers who only need the token never take
+    /// turns on it); the cross-process lock (``refreshLocking``) is taken; the store is read again, and
     /// its token (when it is the same person's) is the one to renew; `isDue` is asked again,
     /// about that token, since another process may have renewed it while this one waited;
     /// only then is `renew` called; its token is saved once, becomes the session's (state
@@ -322,7 +337,17 @@ public actor Session {
     /// - Throws: ``AuthError`` when the session is not open, from `renew` (an error that closes
     ///   the session closes and clears it through ``handle(_:)``), or when another process found
     ///   the credential refused; the store's and the lock's errors.
-    public func renewToken(
+    public nonisolated func renewToken(
+        isDue: @escaping @Sendable (AccessToken) -> Bool,
+        renew: @escaping @Sendable (AccessToken) async throws -> AccessToken?
+    ) async throws -> TokenRenewal {
+        // The common case, a token in memory that is not due, needs nothing of the actor: as if
+        // the call had run on it just before or just after whatever it is doing now.
+        if let current = openToken.withLock({ $0 }), !isDue(current) { return .unchanged(current) }
+        return try await renewIfDue(isDue: isDue, renew: renew)
+    }
+
+    private func renewIfDue(
         isDue: @escaping @Sendable (AccessToken) -> Bool,
         renew: @escaping @Sendable (AccessToken) async throws -> AccessToken?
     ) async throws -> TokenRenewal {

@@ -167,4 +167,57 @@ struct SessionLifecycleTests {
         #expect(error?.message.contains("log in again") == true)
         #expect(try await shared.load(key)?.needsLogin == true)
     }
+
+    @Test("a token that is not due is handed out without waiting for the session's other work")
+    func tokenNotDueSkipsTheActor() async throws {
+        let (session, _) = try await openSession(on: token("t1"))
+        // The first caller's due check blocks its thread until the gate opens: had the check
+        // run on the session's actor, every other caller would wait for it. A watchdog opens the
+        // gate after 10 s, so that a session that makes the second caller wait fails the test
+        // rather than hanging it.
+        let gate = DispatchSemaphore(value: 0)
+        let entered = Locked(false)
+        let opened = Locked(false)
+        let open: @Sendable () -> Void = {
+            let wasOpen = opened.withLock { was in
+                defer { was = true }
+                return was
+            }
+            if !wasOpen { gate.signal() }
+        }
+        let executor = SerialTaskExecutor()
+        defer { executor.shutdown() }
+        let slow = Task(executorPreference: executor) {
+            try await session.renewToken(
+                isDue: { _ in
+                    entered.withLock { $0 = true }
+                    gate.wait()
+                    return false
+                }, renew: { _ in nil })
+        }
+        while !entered.withLock({ $0 }) { try await Task.sleep(for: .milliseconds(1)) }
+        DispatchQueue.global().asyncAfter(deadline: .now() + 10) { open() }
+
+        let fast = try await session.renewToken(isDue: { _ in false }, renew: { _ in nil })
+        #expect(!opened.withLock { $0 }, "the second caller waited for the first one's check")
+        guard case .unchanged(let current) = fast else {
+            Issue.record("a token that is not due was not handed out as it is: \(fast)")
+            return open()
+        }
+        #expect(current.tokenString == "t1")
+        open()
+        #expect(try await slow.value.token.tokenString == "t1")
+    }
+
+    @Test("without the actor, a closed session still has no token to hand out, and an update is seen at once")
+    func tokenNotDueFollowsTheState() async throws {
+        let (session, _) = try await openSession(on: token("t1"))
+        try await session.updateToken(renewed(try #require(await session.token), as: "t2"))
+        #expect(try await session.renewToken(isDue: { _ in false }, renew: { _ in nil }).token.tokenString == "t2")
+        await session.close()
+        let error = await #expect(throws: AuthError.self) {
+            try await session.renewToken(isDue: { _ in false }, renew: { _ in nil })
+        }
+        #expect(error?.category == .authenticationReopenSession)
+    }
 }
