@@ -168,6 +168,26 @@ static inline CURLcode sesame_easy_setopt_data_callback(CURL *handle, CURLoption
     return sesame_curl()->easy_setopt(handle, option, callback);
 }
 
+/// The C type of CURLOPT_OPENSOCKETFUNCTION callbacks: opens a socket for a connection.
+typedef curl_socket_t (*sesame_curl_open_socket_callback)(void *clientp, curlsocktype purpose,
+                                                          struct curl_sockaddr *address);
+
+static inline CURLcode sesame_easy_setopt_open_socket_callback(CURL *handle,
+                                                               sesame_curl_open_socket_callback callback) {
+    return sesame_curl()->easy_setopt(handle, CURLOPT_OPENSOCKETFUNCTION, callback);
+}
+
+/// CURL_SOCKET_BAD, what an open-socket callback returns when it could not open one.
+static inline curl_socket_t sesame_curl_socket_bad(void) { return CURL_SOCKET_BAD; }
+
+/// The C type of CURLOPT_CLOSESOCKETFUNCTION callbacks: closes a socket libcurl is done with.
+typedef int (*sesame_curl_close_socket_callback)(void *clientp, curl_socket_t socket);
+
+static inline CURLcode sesame_easy_setopt_close_socket_callback(CURL *handle,
+                                                                sesame_curl_close_socket_callback callback) {
+    return sesame_curl()->easy_setopt(handle, CURLOPT_CLOSESOCKETFUNCTION, callback);
+}
+
 // MARK: curl_easy_getinfo
 
 static inline CURLcode sesame_easy_getinfo_long(CURL *handle, CURLINFO info, long *value) {

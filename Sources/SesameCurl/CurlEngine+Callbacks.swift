@@ -12,6 +12,16 @@ extension CurlEngine {
         return 0
     }
 
+    static let openSocketCallback: sesame_curl_open_socket_callback = { clientp, _, address in
+        let engine = Unmanaged<CurlEngine>.fromOpaque(clientp!).takeUnretainedValue()
+        return engine.openSocket(address!.pointee)
+    }
+
+    static let closeSocketCallback: sesame_curl_close_socket_callback = { clientp, socket in
+        let engine = Unmanaged<CurlEngine>.fromOpaque(clientp!).takeUnretainedValue()
+        return engine.closeSocket(socket)
+    }
+
     static let timerCallback: sesame_curl_timer_callback = { _, milliseconds, userp in
         let engine = Unmanaged<CurlEngine>.fromOpaque(userp!).takeUnretainedValue()
         engine.timerChanged(milliseconds: milliseconds)
@@ -24,7 +34,13 @@ extension CurlEngine {
     func socketChanged(easy: UnsafeMutableRawPointer?, socket: Int32, what: Int32) {
         if what == CURL_POLL_REMOVE {
             inlineSockets[socket] = nil
-            if watched[socket] != nil { dormant.insert(socket) }
+            // A kept connection stays in the set (see `dormant`); any other socket (a resolver's,
+            // which libcurl closes itself) leaves it now.
+            if connectionSockets.contains(socket) {
+                if watched[socket] != nil { dormant.insert(socket) }
+            } else {
+                unwatch(socket)
+            }
         } else if let inlineHandle, easy == inlineHandle {
             unwatch(socket)  // the lone caller polls it itself
             inlineSockets[socket] = what
@@ -32,6 +48,27 @@ extension CurlEngine {
             inlineSockets[socket] = nil
             watch(socket, what: what)
         }
+    }
+
+    /// CURLOPT_OPENSOCKETFUNCTION: a socket for a connection, as libcurl would open it, but
+    /// close-on-exec (a program that runs another must not hand it its connections).
+    func openSocket(_ address: curl_sockaddr) -> curl_socket_t {
+        let socket = Glibc.socket(address.family, address.socktype | Int32(SOCK_CLOEXEC.rawValue), address.protocol)
+        guard socket >= 0 else { return sesame_curl_socket_bad() }
+        connectionSockets.insert(socket)
+        return socket
+    }
+
+    /// CURLOPT_CLOSESOCKETFUNCTION: libcurl is done with a connection's `socket`. It leaves the
+    /// epoll set before it is closed, so that no number in the set, nor in `watched`, ever
+    /// names a socket other than the one registered under it.
+    func closeSocket(_ socket: Int32) -> Int32 {
+        connectionSockets.remove(socket)
+        inlineSockets[socket] = nil
+        dormant.remove(socket)
+        if watched.removeValue(forKey: socket) != nil { _ = epoll_ctl(epollFD, EPOLL_CTL_DEL, socket, nil) }
+        counters.socketsClosed.add(1, ordering: .relaxed)
+        return close(socket)
     }
 
     /// CURLMOPT_TIMERFUNCTION: when libcurl next needs `sesame_curl_multi_socket_action(CURL_SOCKET_TIMEOUT)`.
@@ -64,18 +101,19 @@ extension CurlEngine {
         var events: UInt32 = 0
         if what & CURL_POLL_IN != 0 { events |= EPOLLIN.rawValue }
         if what & CURL_POLL_OUT != 0 { events |= EPOLLOUT.rawValue }
-        // A dormant socket may have been closed and its number reused: register it again.
-        let wasDormant = dormant.remove(socket) != nil
-        if !wasDormant && watched[socket] == events { return }
+        // A kept connection used again: still registered (sockets leave the set as they are
+        // closed, in `closeSocket`), so only a change of events costs a system call.
+        dormant.remove(socket)
+        if watched[socket] == events { return }
         var event = epoll_event()
         event.events = events
         event.data.fd = socket
         let known = watched[socket] != nil
         if epoll_ctl(epollFD, known ? EPOLL_CTL_MOD : EPOLL_CTL_ADD, socket, &event) != 0 {
-            // The kernel forgets a socket when it is closed, and a number can come back for a new
-            // one: whichever way the set and `watched` disagree, the other operation fixes it.
+            // Defensive: should the set and `watched` ever disagree, the other operation fixes it.
             _ = epoll_ctl(epollFD, known ? EPOLL_CTL_ADD : EPOLL_CTL_MOD, socket, &event)
         }
+        counters.epollChanges.add(1, ordering: .relaxed)
         watched[socket] = events
     }
 

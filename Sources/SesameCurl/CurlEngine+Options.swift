@@ -24,6 +24,15 @@ extension CurlEngine {
         check(sesame_easy_setopt_pointer(handle, CURLOPT_ERRORBUFFER, UnsafeMutableRawPointer(easy.errorBuffer)))
         check(sesame_easy_setopt_data_callback(handle, CURLOPT_WRITEFUNCTION, CurlTransfer.writeCallback))
         check(sesame_easy_setopt_data_callback(handle, CURLOPT_HEADERFUNCTION, CurlTransfer.headerCallback))
+        // Connections' sockets are opened and closed through the engine, which so knows that a
+        // number in its epoll set still names the same socket (see `dormant`). Unretained: the
+        // engine outlives the multi handle, and every connection is closed by the time
+        // `tearDown` frees it.
+        let unretained = Unmanaged.passUnretained(self).toOpaque()
+        check(sesame_easy_setopt_open_socket_callback(handle, Self.openSocketCallback))
+        check(sesame_easy_setopt_pointer(handle, CURLOPT_OPENSOCKETDATA, unretained))
+        check(sesame_easy_setopt_close_socket_callback(handle, Self.closeSocketCallback))
+        check(sesame_easy_setopt_pointer(handle, CURLOPT_CLOSESOCKETDATA, unretained))
         set(CURLOPT_HTTP_VERSION, Int(CURL_HTTP_VERSION_2TLS))
         set(CURLOPT_CONNECTTIMEOUT_MS, CurlTransfer.milliseconds(configuration.connectTimeout))
         check(

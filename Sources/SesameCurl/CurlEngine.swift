@@ -71,11 +71,15 @@ final class CurlEngine: @unchecked Sendable {  // every var is guarded by `lock`
     /// The sockets in the epoll set, with the events asked for.
     var watched: [Int32: UInt32] = [:]
     /// Sockets still in the epoll set that libcurl no longer needs (a connection kept for
-    /// reuse). They stay there, so that reusing the connection costs one `epoll_ctl` rather
-    /// than two, until an event shows up for one (the server closed it). libcurl may close one
-    /// meanwhile, and the kernel drop it from the set and hand the number out again, so a
-    /// dormant socket asked for again is always re-registered (see ``watch(_:what:)``).
+    /// reuse). They stay there, with the events last asked for, so that reusing the connection
+    /// costs no `epoll_ctl` when it asks for the same events (as an HTTP/1.1 request on a kept
+    /// connection does), until an event shows up for one (the server closed it). Only
+    /// connections' sockets, which the engine opens and closes itself (``openSocket(_:)``,
+    /// ``closeSocket(_:)``) and takes out of the set before they are closed, become dormant: a
+    /// number here always names the socket registered under it.
     var dormant: Set<Int32> = []
+    /// The sockets of connections libcurl opened through the engine and has not closed yet.
+    var connectionSockets: Set<Int32> = []
     /// The easy handle a lone caller is driving on its own thread, if any.
     var inlineHandle: UnsafeMutableRawPointer?
     /// That transfer's sockets and what libcurl wants on them (`CURL_POLL_*`), kept out of the epoll set.
@@ -166,6 +170,10 @@ final class CurlEngine: @unchecked Sendable {  // every var is guarded by `lock`
         let finishedInline = Atomic<Int>(0)
         /// Inline waits that ran out of budget, or were interrupted, and went to the engine thread.
         let handedOver = Atomic<Int>(0)
+        /// Sockets added to the epoll set, or whose events changed there.
+        let epollChanges = Atomic<Int>(0)
+        /// Sockets libcurl closed (through ``closeSocket(_:)``).
+        let socketsClosed = Atomic<Int>(0)
     }
 
     init(

@@ -89,4 +89,44 @@ struct CurlExecutorTests {
         }
         #expect(value == 42)
     }
+
+    @Test("a kept connection used again is still in the epoll set: no change to the set per request")
+    func keptConnectionStaysWatched() async throws {
+        let server = try RawListener(.keepAliveEcho)
+        defer { server.stop() }
+        let transport = CurlTransport()
+        let engine = transport.engine
+        // On the executor, so that every wait is the engine thread's (none inline).
+        try await withTaskExecutorPreference(transport.executor) {
+            for index in 0..<50 {
+                let response = try await transport.send(HTTPRequest(url: server.url("/delay/0?index=\(index)")))
+                #expect(String(decoding: response.body, as: UTF8.self) == "/delay/0?index=\(index)")
+            }
+        }
+        #expect(server.connectionsAccepted == 1)
+        // Registering the new connection, and perhaps a change between writing and reading while
+        // it connects; re-registering it for every request made 50 and more.
+        let changes = engine.counters.epollChanges.load(ordering: .relaxed)
+        #expect(changes <= 3, "50 requests on one kept connection changed the epoll set \(changes) times")
+    }
+
+    @Test("connections the server closes, their socket numbers handed out again, are watched again")
+    func closedConnectionsNumbersReused() async throws {
+        let server = try RawListener(.keepAliveEcho)
+        defer { server.stop() }
+        let transport = CurlTransport()
+        let engine = transport.engine
+        // Each answer closes its connection, and the next connection's socket usually gets the
+        // closed one's number: the engine must forget the old socket as libcurl closes it and
+        // register the new one, or a request waits for events that never come, until its limit.
+        try await withTaskExecutorPreference(transport.executor) {
+            for index in 0..<30 {
+                let target = "/close?index=\(index)"
+                let response = try await transport.send(HTTPRequest(url: server.url(target), timeout: .seconds(20)))
+                #expect(String(decoding: response.body, as: UTF8.self) == target)
+            }
+        }
+        #expect(server.connectionsAccepted == 30)
+        #expect(engine.counters.socketsClosed.load(ordering: .relaxed) >= 29)
+    }
 }
