@@ -227,7 +227,7 @@ struct GraphBenchmark {
             print(
                 "  the same, on transport.executor  \(Int(onExecutor)) req/s  "
                     + "(\(String(format: "%.2f", onExecutor / raw))× raw)")
-            print(executorRatios.line("  stack ÷ raw per round, executor  "))
+            print(executorRatios.line("  stack ÷ raw per round, executor  ", goal: "; goal ≥ 0.9×"))
             print("  CurlTransport alone (no session) \(Int(curl)) req/s")
             print("  URLSession                       \(Int(foundation)) req/s")
             print(
