@@ -115,6 +115,7 @@ struct GraphBenchmark {
         }
 
         if let only {
+            let threadsBefore = threadCPUNanosecondsByName()
             let cpu = processCPUNanoseconds()
             let start = monotonicNanoseconds()
             let rate: Double
@@ -140,6 +141,16 @@ struct GraphBenchmark {
             let microseconds = Double(processCPUNanoseconds() - cpu) / 1e3 / requests
             let perRequest = String(format: "%.1f", microseconds)
             print("\(only): \(Int(rate)) req/s, \(perRequest) µs of CPU a request (the server's included)")
+            // The threads that did most of it, each one's CPU a request: a thread near
+            // 1e6 / rate µs is busy the whole run, and sets the pace.
+            let threadsAfter = threadCPUNanosecondsByName()
+            let byThread = threadsAfter.map {
+                ($0.key, Double($0.value - (threadsBefore[$0.key] ?? 0)) / 1e3 / requests)
+            }
+            .filter { $0.1 >= 1 }.sorted { $0.1 > $1.1 }
+            print(
+                "  by thread: " + byThread.map { "\($0.0) \(String(format: "%.1f", $0.1)) µs" }.joined(separator: ", ")
+                    + String(format: " (%.1f µs a request is a whole thread)", 1e6 / rate))
             return
         }
 
