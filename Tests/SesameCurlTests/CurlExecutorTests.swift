@@ -129,4 +129,19 @@ struct CurlExecutorTests {
         #expect(server.connectionsAccepted == 30)
         #expect(engine.counters.socketsClosed.load(ordering: .relaxed) >= 29)
     }
+
+    @Test("connections' sockets are close-on-exec: a program that starts another does not hand it its connections")
+    func connectionSocketsCloseOnExec() async throws {
+        let server = try RawListener(.keepAliveEcho)
+        defer { server.stop() }
+        let transport = CurlTransport()
+        let engine = transport.engine
+        _ = try await transport.send(HTTPRequest(url: server.url("/delay/0")))
+        let sockets = engine.lock.withLock { _ in engine.connectionSockets }
+        #expect(sockets.count == 1, "one kept connection, its socket opened through the engine: \(sockets)")
+        for socket in sockets {
+            let flags = fcntl(socket, F_GETFD)
+            #expect(flags >= 0 && flags & FD_CLOEXEC != 0, "socket \(socket) has descriptor flags \(flags)")
+        }
+    }
 }
