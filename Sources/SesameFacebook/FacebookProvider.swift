@@ -137,8 +137,27 @@ public struct FacebookProvider: AuthProvider {
 
     /// `…/{version}/{path}` as text, without the origin check ``graphURL(_:version:query:)`` makes.
     func graphPathText(_ path: String, version: String?) throws -> String {
-        "\(Self.trimmedBase(graphBaseURL))/\(try self.version(version))/\(path.drop { $0 == "/" })"
+        try graphPathText(path, version: version, base: graphBaseText)
     }
+
+    /// The same on `base`, ``graphBaseText`` worked out before (a client whose provider cannot
+    /// change keeps it rather than writing the URL out again for every call).
+    func graphPathText(_ path: String, version: String?, base: String) throws -> String {
+        let version = try self.version(version)
+        let path = path.utf8.drop { $0 == UInt8(ascii: "/") }
+        // Bytes into one buffer: appending to a String costs a capacity and uniqueness check each.
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(base.utf8.count + version.utf8.count + path.count + 2)
+        bytes.append(contentsOf: base.utf8)
+        bytes.append(UInt8(ascii: "/"))
+        bytes.append(contentsOf: version.utf8)
+        bytes.append(UInt8(ascii: "/"))
+        bytes.append(contentsOf: path)
+        return String(decoding: bytes, as: UTF8.self)
+    }
+
+    /// The Graph origin as text, without a trailing `/`.
+    var graphBaseText: String { Self.trimmedBase(graphBaseURL) }
 
     static func invalidGraphPath(_ path: String) -> AuthError {
         AuthError(

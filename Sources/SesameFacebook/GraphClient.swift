@@ -36,6 +36,8 @@ public struct GraphClient: Sendable {
     /// Why the provider's Graph origin may not be called (plain http to a host that is not
     /// loopback nor allowed), found once: `provider` cannot change.
     private let graphOriginProblem: AuthError?
+    /// The provider's Graph origin as text, written out once.
+    private let graphBaseText: String
 
     enum Credential: Sendable, CustomStringConvertible, CustomDebugStringConvertible, CustomReflectable {
         case none
@@ -73,6 +75,7 @@ public struct GraphClient: Sendable {
         self.provider = provider
         self.transport = transport
         self.credential = credential
+        graphBaseText = provider.graphBaseText
         do {
             try provider.checkGraphOrigin()
             graphOriginProblem = nil
@@ -116,7 +119,7 @@ public struct GraphClient: Sendable {
     /// the query made two `URL`s a call.
     func graphTarget(_ path: String, version: String?) throws -> String {
         if let graphOriginProblem { throw graphOriginProblem }
-        return try provider.graphPathText(path, version: version)
+        return try provider.graphPathText(path, version: version, base: graphBaseText)
     }
 
     /// `GET path` as JSON.
