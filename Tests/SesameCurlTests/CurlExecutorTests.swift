@@ -96,13 +96,7 @@ struct CurlExecutorTests {
         defer { server.stop() }
         let transport = CurlTransport()
         let engine = transport.engine
-        // On the executor, so that every wait is the engine thread's (none inline).
-        try await withTaskExecutorPreference(transport.executor) {
-            for index in 0..<50 {
-                let response = try await transport.send(HTTPRequest(url: server.url("/delay/0?index=\(index)")))
-                #expect(String(decoding: response.body, as: UTF8.self) == "/delay/0?index=\(index)")
-            }
-        }
+        try await sendInTurn((0..<50).map { "/delay/0?index=\($0)" }, to: server, on: transport)
         #expect(server.connectionsAccepted == 1)
         // Registering the new connection, and perhaps a change between writing and reading while
         // it connects; re-registering it for every request made 50 and more.
@@ -119,13 +113,7 @@ struct CurlExecutorTests {
         // Each answer closes its connection, and the next connection's socket usually gets the
         // closed one's number: the engine must forget the old socket as libcurl closes it and
         // register the new one, or a request waits for events that never come, until its limit.
-        try await withTaskExecutorPreference(transport.executor) {
-            for index in 0..<30 {
-                let target = "/close?index=\(index)"
-                let response = try await transport.send(HTTPRequest(url: server.url(target), timeout: .seconds(20)))
-                #expect(String(decoding: response.body, as: UTF8.self) == target)
-            }
-        }
+        try await sendInTurn((0..<30).map { "/close?index=\($0)" }, to: server, on: transport)
         #expect(server.connectionsAccepted == 30)
         #expect(engine.counters.socketsClosed.load(ordering: .relaxed) >= 29)
     }
@@ -142,6 +130,17 @@ struct CurlExecutorTests {
         for socket in sockets {
             let flags = fcntl(socket, F_GETFD)
             #expect(flags >= 0 && flags & FD_CLOEXEC != 0, "socket \(socket) has descriptor flags \(flags)")
+        }
+    }
+
+    /// Sends `targets` one after another from a task on `transport`'s executor, so that every
+    /// wait is the engine thread's (none inline), and checks that each answer echoes its target.
+    private func sendInTurn(_ targets: [String], to server: RawListener, on transport: CurlTransport) async throws {
+        try await withTaskExecutorPreference(transport.executor) {
+            for target in targets {
+                let response = try await transport.send(HTTPRequest(url: server.url(target), timeout: .seconds(20)))
+                #expect(String(decoding: response.body, as: UTF8.self) == target)
+            }
         }
     }
 }
