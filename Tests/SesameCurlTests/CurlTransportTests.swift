@@ -255,6 +255,31 @@ struct CurlTransportTests {
         #expect(try echo(echoed).header("X-Lower-Case") == "v")
     }
 
+    @Test("every header arrives as sent: empty values, UTF-8 values, long values and many of them")
+    func headersAsSent() async throws {
+        let server = try TestServer()
+        let long = String(repeating: "t0ken", count: 200)
+        var headers: HTTPHeaders = ["X-Empty": "", "X-Unicode": "café ☕", "Authorization": "Bearer \(long)"]
+        for index in 0..<40 { headers.add(name: "X-Header-\(index)", value: "value \(index)") }
+        let get = try echo(try await transport.send(HTTPRequest(url: server.url("/echo"), headers: headers)))
+        let post = try echo(
+            try await transport.send(
+                HTTPRequest(method: .post, url: server.url("/echo"), headers: headers, body: Data("raw".utf8))))
+        await server.stop()
+
+        for echo in [get, post] {
+            #expect(echo.header("x-empty") == "")
+            #expect(echo.header("x-unicode") == "café ☕")
+            #expect(echo.header("authorization") == "Bearer \(long)")
+            #expect((0..<40).allSatisfy { echo.header("x-header-\($0)") == "value \($0)" })
+        }
+        // A body that names no Content-Type goes without one, and without Expect, however many
+        // headers came before.
+        #expect(post.header("content-type") == nil)
+        #expect(post.header("expect") == nil)
+        #expect(post.body == "raw")
+    }
+
     @Test(
         "POST, PUT and DELETE redirects are returned, not followed, by default",
         arguments: [HTTPMethod.post, .put, .delete], [301, 302, 303, 307, 308])
