@@ -19,6 +19,7 @@ let graphBenchmark = Benchmark(
 ) { arguments in
     var seconds = 3.0
     var rounds = 3
+    var slices = 1
     var concurrency = 8
     var batches = 20
     var json = false
@@ -31,17 +32,19 @@ let graphBenchmark = Benchmark(
         case "--only": only = rest.popFirst()
         case "--seconds": seconds = Double(rest.popFirst() ?? "") ?? seconds
         case "--rounds": rounds = Int(rest.popFirst() ?? "") ?? rounds
+        case "--slices": slices = max(1, Int(rest.popFirst() ?? "") ?? slices)
         case "--concurrency": concurrency = Int(rest.popFirst() ?? "") ?? concurrency
         case "--batches": batches = Int(rest.popFirst() ?? "") ?? batches
         case "--json": json = true
         default:
             throw BenchmarkError(
-                "unknown option \(argument); options: --seconds N --rounds N --concurrency N --batches N --json --stack-only"
+                "unknown option \(argument); options: --seconds N --rounds N --slices N --concurrency N --batches N --json "
+                    + "--stack-only --only LOOP"
             )
         }
     }
     try await GraphBenchmark(
-        seconds: seconds, rounds: rounds, concurrency: concurrency, batches: batches, json: json,
+        seconds: seconds, rounds: rounds, slices: slices, concurrency: concurrency, batches: batches, json: json,
         stackOnly: stackOnly, only: only
     ).run()
 }
@@ -49,6 +52,11 @@ let graphBenchmark = Benchmark(
 struct GraphBenchmark {
     let seconds: Double
     let rounds: Int
+    /// How many turns the raw loop and the two stack loops take in each round (1, the default:
+    /// one each, back to back). With more, each loop runs `seconds / slices` at a time, in
+    /// rotation, so that all three see the host in the same seconds: a shared 2-core machine's
+    /// speed drifts by a third within a minute.
+    let slices: Int
     let concurrency: Int
     let batches: Int
     let json: Bool
@@ -158,13 +166,31 @@ struct GraphBenchmark {
         var figures: [String: [Double]] = [:]
         for round in 1...rounds {
             progress("round \(round)/\(rounds)")
-            let raw = try await RawCurlLoop.run(
-                url: meURL, workers: concurrency, duration: UInt64(seconds * 1e9), expectedBytes: expected)
-            figures["rawCurl", default: []].append(raw.rps)
-            figures["provider", default: []].append(try await loop(seconds: seconds, stackCall))
-            figures["providerOnExecutor", default: []].append(
-                try await withTaskExecutorPreference(transport.executor) { try await loop(seconds: seconds, stackCall) }
-            )
+            // The goal's three loops take turns, `slice` seconds each, starting with a different
+            // one each turn; each one's rate is its calls over its own seconds in the round.
+            let slice = seconds / Double(slices)
+            var tallies = [Tally](repeating: Tally(), count: 3)
+            for turn in 0..<slices {
+                for offset in 0..<3 {
+                    let which = (turn + offset) % 3
+                    switch which {
+                    case 0:
+                        let raw = try await RawCurlLoop.run(
+                            url: meURL, workers: concurrency, duration: UInt64(slice * 1e9), expectedBytes: expected)
+                        tallies[0].add(calls: raw.latencies.count, nanoseconds: raw.elapsed)
+                    case 1:
+                        tallies[1].add(try await timedLoop(seconds: slice, stackCall))
+                    default:
+                        tallies[2].add(
+                            try await withTaskExecutorPreference(transport.executor) {
+                                try await timedLoop(seconds: slice, stackCall)
+                            })
+                    }
+                }
+            }
+            figures["rawCurl", default: []].append(tallies[0].rate)
+            figures["provider", default: []].append(tallies[1].rate)
+            figures["providerOnExecutor", default: []].append(tallies[2].rate)
             figures["curlTransport", default: []].append(try await loop(seconds: seconds, transportCall))
             figures["stackOnly", default: []].append(
                 try await loop(seconds: min(seconds, 1), concurrency: 1, cannedCall))
@@ -207,7 +233,7 @@ struct GraphBenchmark {
             let report: JSONValue = .object([
                 "benchmark": .string("graph"),
                 "concurrency": .number(Double(concurrency)), "seconds": .number(seconds),
-                "rounds": .number(Double(rounds)),
+                "rounds": .number(Double(rounds)), "slices": .number(Double(slices)),
                 "rawCurl.rps": .number(raw.rounded()), "provider.rps": .number(stack.rounded()),
                 "urlSession.rps": .number(foundation.rounded()), "curlTransport.rps": .number(curl.rounded()),
                 "provider.vsRaw": .number((stack / raw * 100).rounded() / 100),
@@ -229,6 +255,9 @@ struct GraphBenchmark {
         } else {
             print("graph: GET /me?fields=id against the emulator on 127.0.0.1, \(concurrency) concurrent callers,")
             print("       median of \(rounds) rounds of \(seconds) s each (requests per second)")
+            if slices > 1 {
+                print("       in each round the raw loop and the stack's two loops took \(slices) turns each")
+            }
             print("  raw libcurl loop                 \(Int(raw)) req/s")
             print(
                 "  FacebookSession + GraphClient    \(Int(stack)) req/s  "
@@ -256,6 +285,13 @@ struct GraphBenchmark {
     private func loop(
         seconds: Double, concurrency: Int? = nil, _ body: @escaping @Sendable () async throws -> Void
     ) async throws -> Double {
+        try await timedLoop(seconds: seconds, concurrency: concurrency, body).rate
+    }
+
+    /// Runs `body` in `concurrency` loops for `seconds`; returns the calls made and the time taken.
+    private func timedLoop(
+        seconds: Double, concurrency: Int? = nil, _ body: @escaping @Sendable () async throws -> Void
+    ) async throws -> Tally {
         let concurrency = concurrency ?? self.concurrency
         let start = monotonicNanoseconds()
         let deadline = start + UInt64(seconds * 1e9)
@@ -272,12 +308,28 @@ struct GraphBenchmark {
             }
             return try await group.reduce(0, +)
         }
-        return Double(count) / (Double(monotonicNanoseconds() - start) / 1e9)
+        return Tally(calls: count, nanoseconds: monotonicNanoseconds() - start)
     }
 
     private func progress(_ line: String) {
         StandardStreams.err(Data("graph: \(line)\n".utf8))
     }
+}
+
+/// The calls one loop made and the time it took, over one or more turns.
+private struct Tally {
+    var calls = 0
+    var nanoseconds: UInt64 = 0
+
+    /// Calls per second.
+    var rate: Double { Double(calls) / (Double(nanoseconds) / 1e9) }
+
+    mutating func add(calls: Int, nanoseconds: UInt64) {
+        self.calls += calls
+        self.nanoseconds += nanoseconds
+    }
+
+    mutating func add(_ other: Tally) { add(calls: other.calls, nanoseconds: other.nanoseconds) }
 }
 
 /// Each round's ratio of one loop's rate to another's (measured back to back), with their
