@@ -184,10 +184,13 @@ let package = Package(
             name: "sesame-bench",
             dependencies: [
                 "Sesame", "SesameHTTPServer", "SesameCurl", "CCurl", "SesameEmulator", "SesameFacebook",
-                "SesameKeyring", "SesameGitHub", "SesameDesktop",
+                "SesameKeyring", "SesameGitHub", "SesameDesktop", "CBenchSupport",
             ],
             path: "Benchmarks/SesameBench"
         ),
+        // Thread placement for the graph benchmark (sched_setaffinity needs _GNU_SOURCE, which
+        // Swift's Glibc module does not define).
+        .target(name: "CBenchSupport", path: "Benchmarks/CBenchSupport"),
         // The fuzz targets, in one program (`sesame-fuzz <target>`): scripts/fuzz builds it with
         // libFuzzer and AddressSanitizer in .build-fuzz; an ordinary build replays inputs through it.
         .target(name: "CSesameFuzz", path: "Fuzz/CSesameFuzz"),

@@ -25,6 +25,7 @@ let graphBenchmark = Benchmark(
     var json = false
     var stackOnly = false
     var only: String?
+    var placements = GraphBenchmark.Placement.allCases
     var rest = arguments[...]
     while let argument = rest.popFirst() {
         switch argument {
@@ -36,16 +37,25 @@ let graphBenchmark = Benchmark(
         case "--concurrency": concurrency = Int(rest.popFirst() ?? "") ?? concurrency
         case "--batches": batches = Int(rest.popFirst() ?? "") ?? batches
         case "--json": json = true
+        case "--placement":
+            let value = rest.popFirst() ?? ""
+            if value == "both" {
+                placements = GraphBenchmark.Placement.allCases
+            } else if let placement = GraphBenchmark.Placement(rawValue: value) {
+                placements = [placement]
+            } else {
+                throw BenchmarkError("--placement takes shared, isolated or both, not \(value)")
+            }
         default:
             throw BenchmarkError(
                 "unknown option \(argument); options: --seconds N --rounds N --slices N --concurrency N --batches N --json "
-                    + "--stack-only --only LOOP"
+                    + "--placement shared|isolated|both --stack-only --only LOOP"
             )
         }
     }
     try await GraphBenchmark(
         seconds: seconds, rounds: rounds, slices: slices, concurrency: concurrency, batches: batches, json: json,
-        stackOnly: stackOnly, only: only
+        placements: placements, stackOnly: stackOnly, only: only
     ).run()
 }
 
@@ -60,10 +70,23 @@ struct GraphBenchmark {
     let concurrency: Int
     let batches: Int
     let json: Bool
+    /// Where the goal's three loops run in each round, in this order (both, by default).
+    let placements: [Placement]
     /// Only the provider stack over canned answers, for `seconds`.
     var stackOnly = false
     /// Only one loop (`raw`, `stack` or `transport`), for `seconds`, with its CPU time a request.
     var only: String?
+
+    /// Where the threads of the goal's three loops run (see ``CPUPlacement``).
+    enum Placement: String, CaseIterable {
+        /// Every thread on every CPU, client and server alike, as the scheduler decides.
+        case shared
+        /// The server's threads on one half of the CPUs, the client loops on the other.
+        case isolated
+
+        /// The key prefix of this placement's figures.
+        var prefix: String { self == .shared ? "" : "isolated." }
+    }
 
     func run() async throws {
         var configuration = EmulatorConfiguration()
@@ -123,6 +146,13 @@ struct GraphBenchmark {
         }
 
         if let only {
+            if placements == [.isolated] {
+                let cpus = try CPUPlacement()
+                guard cpus.canIsolate else {
+                    throw BenchmarkError("--placement isolated needs two CPUs; this process may run on one")
+                }
+                try cpus.isolate()
+            }
             let threadsBefore = threadCPUNanosecondsByName()
             let cpu = processCPUNanoseconds()
             let start = monotonicNanoseconds()
@@ -162,35 +192,35 @@ struct GraphBenchmark {
             return
         }
 
+        let cpus = try CPUPlacement()
+        var placements = self.placements
+        var skipped: String?
+        if placements.contains(.isolated) && !cpus.canIsolate {
+            placements.removeAll { $0 == .isolated }
+            skipped =
+                "the isolated placement is skipped: this process may run on \(cpus.allowed.count) CPU "
+                + "(\(cpus.allowed.map(String.init).joined(separator: ","))), and it needs two"
+            progress(skipped!)
+        }
         let urlSession = URLSession(configuration: .ephemeral)
         var figures: [String: [Double]] = [:]
         for round in 1...rounds {
             progress("round \(round)/\(rounds)")
-            // The goal's three loops take turns, `slice` seconds each, starting with a different
-            // one each turn; each one's rate is its calls over its own seconds in the round.
-            let slice = seconds / Double(slices)
-            var tallies = [Tally](repeating: Tally(), count: 3)
-            for turn in 0..<slices {
-                for offset in 0..<3 {
-                    let which = (turn + offset) % 3
-                    switch which {
-                    case 0:
-                        let raw = try await RawCurlLoop.run(
-                            url: meURL, workers: concurrency, duration: UInt64(slice * 1e9), expectedBytes: expected)
-                        tallies[0].add(calls: raw.latencies.count, nanoseconds: raw.elapsed)
-                    case 1:
-                        tallies[1].add(try await timedLoop(seconds: slice, stackCall))
-                    default:
-                        tallies[2].add(
-                            try await withTaskExecutorPreference(transport.executor) {
-                                try await timedLoop(seconds: slice, stackCall)
-                            })
-                    }
+            for placement in placements {
+                if placement == .isolated { try cpus.isolate() } else { try cpus.share() }
+                let tallies = try await goalLoops(
+                    round: round,
+                    raw: { duration in
+                        try await RawCurlLoop.run(
+                            url: meURL, workers: concurrency, duration: duration, expectedBytes: expected)
+                    }, stack: stackCall, executor: transport.executor)
+                for (index, name) in ["rawCurl", "provider", "providerOnExecutor"].enumerated() {
+                    figures[placement.prefix + name, default: []].append(tallies[index].rate)
+                    figures[placement.prefix + name + ".clientMicroseconds", default: []].append(
+                        tallies[index].clientMicroseconds)
                 }
             }
-            figures["rawCurl", default: []].append(tallies[0].rate)
-            figures["provider", default: []].append(tallies[1].rate)
-            figures["providerOnExecutor", default: []].append(tallies[2].rate)
+            try cpus.share()
             figures["curlTransport", default: []].append(try await loop(seconds: seconds, transportCall))
             figures["stackOnly", default: []].append(
                 try await loop(seconds: min(seconds, 1), concurrency: 1, cannedCall))
@@ -216,8 +246,6 @@ struct GraphBenchmark {
         }
 
         let median = { (values: [Double]) -> Double in values.sorted()[values.count / 2] }
-        let raw = median(figures["rawCurl"]!)
-        let stack = median(figures["provider"]!)
         let foundation = median(figures["urlSession"]!)
         let curl = median(figures["curlTransport"]!)
         let stackMicroseconds = 1e6 / median(figures["stackOnly"]!)
@@ -225,49 +253,98 @@ struct GraphBenchmark {
         let sequential = median(sequentialTimes)
         // Each round's stack ÷ raw, measured back to back against the same server: the figure the
         // goal (≥ 0.9×) is about, with its median and spread over the rounds of this run; and the
-        // same with the callers on the transport's executor (`CurlTransport.executor`).
-        let ratios = RoundRatios(figures["provider"]!, over: figures["rawCurl"]!)
-        let onExecutor = median(figures["providerOnExecutor"]!)
-        let executorRatios = RoundRatios(figures["providerOnExecutor"]!, over: figures["rawCurl"]!)
+        // same with the callers on the transport's executor (`CurlTransport.executor`); for each
+        // placement of the threads.
+        let goal = placements.map { placement in
+            let key = placement.prefix
+            return (
+                placement: placement, raw: median(figures[key + "rawCurl"]!), stack: median(figures[key + "provider"]!),
+                onExecutor: median(figures[key + "providerOnExecutor"]!),
+                ratios: RoundRatios(figures[key + "provider"]!, over: figures[key + "rawCurl"]!),
+                executorRatios: RoundRatios(figures[key + "providerOnExecutor"]!, over: figures[key + "rawCurl"]!),
+                // The client's CPU time a call (µs), median over the rounds: raw, pool, executor.
+                clientCPU: ["rawCurl", "provider", "providerOnExecutor"].map {
+                    median(figures[key + $0 + ".clientMicroseconds"]!)
+                }
+            )
+        }
+        let cpuList = { (cpus: [Int32]) in cpus.map(String.init).joined(separator: ",") }
         if json {
-            let report: JSONValue = .object([
+            var report: [String: JSONValue] = [
                 "benchmark": .string("graph"),
                 "concurrency": .number(Double(concurrency)), "seconds": .number(seconds),
                 "rounds": .number(Double(rounds)), "slices": .number(Double(slices)),
-                "rawCurl.rps": .number(raw.rounded()), "provider.rps": .number(stack.rounded()),
+                "placements": .array(placements.map { .string($0.rawValue) }),
                 "urlSession.rps": .number(foundation.rounded()), "curlTransport.rps": .number(curl.rounded()),
-                "provider.vsRaw": .number((stack / raw * 100).rounded() / 100),
-                "provider.vsRaw.perRound": .array(ratios.perRound.map(RoundRatios.rounded)),
-                "provider.vsRaw.median": RoundRatios.rounded(ratios.median),
-                "provider.vsRaw.spread": .array([ratios.spread.0, ratios.spread.1].map(RoundRatios.rounded)),
-                "provider.vsURLSession": .number((stack / foundation * 100).rounded() / 100),
-                "providerOnExecutor.rps": .number(onExecutor.rounded()),
-                "providerOnExecutor.vsRaw.perRound": .array(executorRatios.perRound.map(RoundRatios.rounded)),
-                "providerOnExecutor.vsRaw.median": RoundRatios.rounded(executorRatios.median),
-                "providerOnExecutor.vsRaw.spread": .array(
-                    [executorRatios.spread.0, executorRatios.spread.1].map(RoundRatios.rounded)),
                 "batch50.ms": .number((batch * 100).rounded() / 100),
                 "providerOnly.microsecondsPerCall": .number((stackMicroseconds * 10).rounded() / 10),
                 "sequential50.ms": .number((sequential * 100).rounded() / 100),
                 "batch.speedup": .number((sequential / batch * 100).rounded() / 100),
-            ])
-            print(report.jsonText)
+            ]
+            if let skipped { report["isolated.skipped"] = .string(skipped) }
+            for figure in goal {
+                let key = figure.placement.prefix
+                report[key + "rawCurl.rps"] = .number(figure.raw.rounded())
+                report[key + "provider.rps"] = .number(figure.stack.rounded())
+                report[key + "provider.vsRaw"] = RoundRatios.rounded(figure.stack / figure.raw)
+                report[key + "provider.vsRaw.perRound"] = .array(figure.ratios.perRound.map(RoundRatios.rounded))
+                report[key + "provider.vsRaw.median"] = RoundRatios.rounded(figure.ratios.median)
+                report[key + "provider.vsRaw.spread"] = .array(
+                    [figure.ratios.spread.0, figure.ratios.spread.1].map(RoundRatios.rounded))
+                report[key + "providerOnExecutor.rps"] = .number(figure.onExecutor.rounded())
+                report[key + "providerOnExecutor.vsRaw.perRound"] = .array(
+                    figure.executorRatios.perRound.map(RoundRatios.rounded))
+                report[key + "providerOnExecutor.vsRaw.median"] = RoundRatios.rounded(figure.executorRatios.median)
+                report[key + "providerOnExecutor.vsRaw.spread"] = .array(
+                    [figure.executorRatios.spread.0, figure.executorRatios.spread.1].map(RoundRatios.rounded))
+                for (index, name) in ["rawCurl", "provider", "providerOnExecutor"].enumerated() {
+                    report[key + name + ".clientMicrosecondsPerCall"] = .number(
+                        (figure.clientCPU[index] * 10).rounded() / 10)
+                }
+                if figure.placement == .shared {
+                    report["provider.vsURLSession"] = RoundRatios.rounded(figure.stack / foundation)
+                } else {
+                    report["isolated.serverCPUs"] = .array(cpus.serverCPUs.map { .number(Double($0)) })
+                    report["isolated.clientCPUs"] = .array(cpus.clientCPUs.map { .number(Double($0)) })
+                }
+            }
+            print(JSONValue.object(report).jsonText)
         } else {
             print("graph: GET /me?fields=id against the emulator on 127.0.0.1, \(concurrency) concurrent callers,")
             print("       median of \(rounds) rounds of \(seconds) s each (requests per second)")
             if slices > 1 {
                 print("       in each round the raw loop and the stack's two loops took \(slices) turns each")
             }
-            print("  raw libcurl loop                 \(Int(raw)) req/s")
-            print(
-                "  FacebookSession + GraphClient    \(Int(stack)) req/s  "
-                    + "(\(String(format: "%.2f", stack / raw))× raw, \(String(format: "%.1f", stack / foundation))× URLSession)"
-            )
-            print(ratios.line("  stack ÷ raw per round            ", goal: "; goal ≥ 0.9×"))
-            print(
-                "  the same, on transport.executor  \(Int(onExecutor)) req/s  "
-                    + "(\(String(format: "%.2f", onExecutor / raw))× raw)")
-            print(executorRatios.line("  stack ÷ raw per round, executor  ", goal: "; goal ≥ 0.9×"))
+            for figure in goal {
+                switch figure.placement {
+                case .shared:
+                    print("shared: every thread, the emulator's server threads too, on CPUs \(cpuList(cpus.allowed))")
+                case .isolated:
+                    print(
+                        "isolated: the emulator's server threads on CPUs \(cpuList(cpus.serverCPUs)), "
+                            + "the client loops on CPUs \(cpuList(cpus.clientCPUs))")
+                }
+                print("  raw libcurl loop                 \(Int(figure.raw)) req/s")
+                let versusURLSession =
+                    figure.placement == .shared
+                    ? ", \(String(format: "%.1f", figure.stack / foundation))× URLSession" : ""
+                print(
+                    "  FacebookSession + GraphClient    \(Int(figure.stack)) req/s  "
+                        + "(\(String(format: "%.2f", figure.stack / figure.raw))× raw\(versusURLSession))")
+                print(figure.ratios.line("  stack ÷ raw per round            ", goal: "; goal ≥ 0.9×"))
+                print(
+                    "  the same, on transport.executor  \(Int(figure.onExecutor)) req/s  "
+                        + "(\(String(format: "%.2f", figure.onExecutor / figure.raw))× raw)")
+                print(figure.executorRatios.line("  stack ÷ raw per round, executor  ", goal: "; goal ≥ 0.9×"))
+                let cpu = figure.clientCPU
+                print(
+                    "  the client's CPU a call          "
+                        + String(
+                            format: "raw %.1f µs, stack %.1f µs (%.2f×), on the executor %.1f µs (%.2f×)", cpu[0],
+                            cpu[1], cpu[1] / cpu[0], cpu[2], cpu[2] / cpu[0]))
+            }
+            if let skipped { print(skipped) }
+            print("other clients, shared")
             print("  CurlTransport alone (no session) \(Int(curl)) req/s")
             print("  URLSession                       \(Int(foundation)) req/s")
             print(
@@ -279,6 +356,38 @@ struct GraphBenchmark {
                 "  50 sequential calls              \(String(format: "%.2f", sequential)) ms  "
                     + "(batch \(String(format: "%.1f", sequential / batch))× faster)")
         }
+    }
+
+    /// One round of the goal's three loops (raw libcurl, the stack on Swift's pool, the stack on
+    /// `executor`), each `seconds` in all, in `slices` turns of `seconds / slices`; returns their
+    /// tallies in that order: each one's calls, its own seconds and the client's CPU time in them. Each round and each turn starts
+    /// with the next loop of the three, so that none always follows the same one.
+    private func goalLoops(
+        round: Int, raw: (UInt64) async throws -> TransportBenchmark.Run,
+        stack: @escaping @Sendable () async throws -> Void, executor: any TaskExecutor
+    ) async throws -> [Tally] {
+        let slice = seconds / Double(slices)
+        var tallies = [Tally](repeating: Tally(), count: 3)
+        for turn in 0..<slices {
+            for offset in 0..<3 {
+                let which = (round - 1 + turn + offset) % 3
+                let cpu = CPUPlacement.clientCPUNanoseconds()
+                switch which {
+                case 0:
+                    let run = try await raw(UInt64(slice * 1e9))
+                    tallies[0].add(calls: run.latencies.count, nanoseconds: run.elapsed)
+                case 1:
+                    tallies[1].add(try await timedLoop(seconds: slice, stack))
+                default:
+                    tallies[2].add(
+                        try await withTaskExecutorPreference(executor) {
+                            try await timedLoop(seconds: slice, stack)
+                        })
+                }
+                tallies[which].clientCPUNanoseconds += CPUPlacement.clientCPUNanoseconds() - cpu
+            }
+        }
+        return tallies
     }
 
     /// Runs `body` in `concurrency` loops for `seconds`; returns calls per second.
@@ -320,6 +429,11 @@ struct GraphBenchmark {
 private struct Tally {
     var calls = 0
     var nanoseconds: UInt64 = 0
+    /// The CPU time the client's threads spent (see ``CPUPlacement/clientCPUNanoseconds()``).
+    var clientCPUNanoseconds: UInt64 = 0
+
+    /// The client's CPU time a call, in microseconds.
+    var clientMicroseconds: Double { Double(clientCPUNanoseconds) / 1e3 / Double(max(1, calls)) }
 
     /// Calls per second.
     var rate: Double { Double(calls) / (Double(nanoseconds) / 1e9) }
