@@ -168,6 +168,28 @@ struct CurlFailureTests {
         #expect(response.body == Data("ok".utf8))
     }
 
+    @Test("a header block many times the room first made for it arrives whole, in order")
+    func longHeaderBlock() async throws {
+        // 120 lines of about 90 bytes: over ten times CurlTransfer.headerBytesReserved, so the
+        // buffer grows past its first allocation several times within one response.
+        let values = (0..<120).map { "value \($0) " + String(repeating: "v", count: 70) }
+        let lines = values.enumerated().map { "X-Field-\($0.offset): \($0.element)\r\n" }.joined()
+        #expect(lines.utf8.count > 10 * CurlTransfer.headerBytesReserved)
+        let listener = try RawListener(
+            .respond(
+                Data(
+                    ("HTTP/1.1 200 OK\r\nConnection: close\r\n" + lines + "X-Folded: first\r\n second\r\n"
+                        + "Content-Length: 2\r\n\r\nok").utf8)))
+        defer { listener.stop() }
+        let response = try await transport.send(HTTPRequest(url: listener.baseURL))
+        #expect(response.status == 200)
+        #expect(response.headers.count == 123)
+        #expect(values.indices.allSatisfy { response.headers["x-field-\($0)"] == values[$0] })
+        #expect(Array(response.headers).prefix(3).map(\.name) == ["Connection", "X-Field-0", "X-Field-1"])
+        #expect(response.headers["x-folded"] == "first second")
+        #expect(response.body == Data("ok".utf8))
+    }
+
     @Test("the query, where tokens travel, never appears in an error")
     func errorsHideTheQuery() async throws {
         let refusing = try RefusingPort()
