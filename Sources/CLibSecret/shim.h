@@ -668,11 +668,16 @@ static inline GHashTable *sesame_secret_session_secrets_from_reply(SesameSecretS
 }
 
 /// Closes `session` on the service, if it was opened (without waiting for the answer), and
-/// frees what it holds.
+/// frees what it holds. The call is written to the bus before this returns: GDBus writes from a
+/// thread of its own, and a process that exits right after a read (`sesame token`) could end
+/// before that thread wrote it. (The service would then close the session when the connection
+/// goes, but a long-lived process counts on the call.) The flush waits for the write only, not
+/// for an answer: a few tens of microseconds.
 static inline void sesame_secret_session_free(SesameSecretSession *session, GDBusConnection *connection) {
     if (session->path != NULL && connection != NULL) {
         g_dbus_connection_call(connection, "org.freedesktop.secrets", session->path, "org.freedesktop.Secret.Session",
                                "Close", NULL, NULL, G_DBUS_CALL_FLAGS_NO_AUTO_START, -1, NULL, NULL, NULL);
+        (void)g_dbus_connection_flush_sync(connection, NULL, NULL);
     }
     gcry_mpi_release(session->exponent);
     g_free(session->path);
