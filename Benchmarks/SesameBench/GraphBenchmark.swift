@@ -207,9 +207,9 @@ struct GraphBenchmark {
         for round in 1...rounds {
             progress("round \(round)/\(rounds)")
             for placement in placements {
-                if placement == .isolated { try cpus.isolate() } else { try cpus.share() }
                 let tallies = try await goalLoops(
                     round: round,
+                    place: { placement == .isolated ? try cpus.isolate() : try cpus.share() },
                     raw: { duration in
                         try await RawCurlLoop.run(
                             url: meURL, workers: concurrency, duration: duration, expectedBytes: expected)
@@ -360,10 +360,12 @@ struct GraphBenchmark {
 
     /// One round of the goal's three loops (raw libcurl, the stack on Swift's pool, the stack on
     /// `executor`), each `seconds` in all, in `slices` turns of `seconds / slices`; returns their
-    /// tallies in that order: each one's calls, its own seconds and the client's CPU time in them. Each round and each turn starts
-    /// with the next loop of the three, so that none always follows the same one.
+    /// tallies in that order: each one's calls, its own seconds and the client's CPU time in
+    /// them. Each round and each turn starts with the next loop of the three, so that none always
+    /// follows the same one. `place` puts the threads where they belong before each turn of each
+    /// loop, so that threads started meanwhile (Swift's pool grows) are placed too.
     private func goalLoops(
-        round: Int, raw: (UInt64) async throws -> TransportBenchmark.Run,
+        round: Int, place: () throws -> Void, raw: (UInt64) async throws -> TransportBenchmark.Run,
         stack: @escaping @Sendable () async throws -> Void, executor: any TaskExecutor
     ) async throws -> [Tally] {
         let slice = seconds / Double(slices)
@@ -371,6 +373,7 @@ struct GraphBenchmark {
         for turn in 0..<slices {
             for offset in 0..<3 {
                 let which = (round - 1 + turn + offset) % 3
+                try place()
                 let cpu = CPUPlacement.clientCPUNanoseconds()
                 switch which {
                 case 0:
