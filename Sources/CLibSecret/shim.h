@@ -667,20 +667,27 @@ static inline GHashTable *sesame_secret_session_secrets_from_reply(SesameSecretS
     return sesame_secrets_from_reply(reply, sesame_secret_session_decoder, session);
 }
 
-/// Closes `session` on the service, if it was opened (without waiting for the answer), and
-/// frees what it holds. The call is written to the bus before this returns: GDBus writes from a
-/// thread of its own, and a process that exits right after a read (`sesame token`) could end
-/// before that thread wrote it. (The service would then close the session when the connection
-/// goes, but a long-lived process counts on the call.) The flush waits for the write only, not
-/// for an answer: a few tens of microseconds.
-static inline void sesame_secret_session_free(SesameSecretSession *session, GDBusConnection *connection) {
+/// Closes `session` on the service, if it was opened and not closed yet, without waiting for
+/// the answer; after this it reads no more secrets. The call is written to the bus before this
+/// returns: GDBus writes from a thread of its own, and a process that exits right after a read
+/// (`sesame token`) could otherwise end before that thread wrote it. (The service closes a
+/// session when its connection goes, but a long-lived process counts on the call.) The flush
+/// waits for the write only, not for an answer.
+static inline void sesame_secret_session_close(SesameSecretSession *session, GDBusConnection *connection) {
     if (session->path != NULL && connection != NULL) {
         g_dbus_connection_call(connection, "org.freedesktop.secrets", session->path, "org.freedesktop.Secret.Session",
                                "Close", NULL, NULL, G_DBUS_CALL_FLAGS_NO_AUTO_START, -1, NULL, NULL, NULL);
         (void)g_dbus_connection_flush_sync(connection, NULL, NULL);
     }
-    gcry_mpi_release(session->exponent);
     g_free(session->path);
+    session->path = NULL;
+    explicit_bzero(session->key, sizeof session->key);
+}
+
+/// Closes `session` (see `sesame_secret_session_close`) and frees what it holds.
+static inline void sesame_secret_session_free(SesameSecretSession *session, GDBusConnection *connection) {
+    sesame_secret_session_close(session, connection);
+    gcry_mpi_release(session->exponent);
     explicit_bzero(session, sizeof *session);
 }
 

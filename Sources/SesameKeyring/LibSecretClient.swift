@@ -398,8 +398,10 @@ struct LibSecretClient {
         let batch = DBusBatch()
         let needsSession = secret_service_get_session_dbus_path(service.pointer) == nil
         var session: DBusBatch.Call?
-        // Sesame's own session for this read, when libsecret's is not open yet (see `ReadingSession`).
+        // Sesame's own session for this read, when libsecret's is not open yet (see `ReadingSession`),
+        // closed on the way out, whichever way that is.
         var reading: (session: ReadingSession, opening: DBusBatch.Call)?
+        defer { reading?.session.close() }
         let paths: [String]
         let unlockedBySearch: [String]
         if let collections = try collectionsToSearch() {
