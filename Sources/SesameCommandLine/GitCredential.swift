@@ -67,18 +67,22 @@ package struct GitCredentialRequest: Sendable, Equatable, CustomStringConvertibl
         var request = GitCredentialRequest(operation: operation)
         var url: String?
         var number = 0
-        // "\r\n" is one Character in Swift, so both endings are separators.
-        for line in input.split(omittingEmptySubsequences: false, whereSeparator: { $0 == "\n" || $0 == "\r\n" }) {
+        // Read as bytes, as git writes them: a line ends at "\n" (a "\r" before it is dropped) and
+        // its key at the first "=". Swift's Characters would join "\n" or "=" with a combining
+        // mark that follows (U+0610 after "=" hid the "=" of `username=\u{610}octocat`).
+        let bytes = Array(input.utf8)
+        for whole in bytes.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false) {
+            let line = whole.last == UInt8(ascii: "\r") ? whole.dropLast() : whole
             number += 1
             if line.isEmpty { break }
-            guard !line.contains("\0") else { throw GitCredentialError("line \(number) contains a NUL byte") }
-            guard let equals = line.firstIndex(of: "=") else {
+            guard !line.contains(0) else { throw GitCredentialError("line \(number) contains a NUL byte") }
+            guard let equals = line.firstIndex(of: UInt8(ascii: "=")) else {
                 throw GitCredentialError(
                     "line \(number) ('\(Self.shown(line))') is not key=value; git's credential protocol sends one "
                         + "key=value per line")
             }
-            let key = String(line[..<equals])
-            let value = String(line[line.index(after: equals)...])
+            let key = String(decoding: line[..<equals], as: UTF8.self)
+            let value = String(decoding: line[(equals + 1)...], as: UTF8.self)
             guard !key.isEmpty else { throw GitCredentialError("line \(number) has an empty key before '='") }
             switch key {
             case "protocol": request.protocol = value
@@ -135,9 +139,11 @@ package struct GitCredentialRequest: Sendable, Equatable, CustomStringConvertibl
             ])
     }
 
-    private static func shown(_ line: Substring) -> String {
-        String(line.prefix(40).unicodeScalars.filter { $0.value >= 0x20 && $0.value != 0x7F }.map(Character.init))
-            + (line.count > 40 ? "…" : "")
+    private static func shown(_ line: ArraySlice<UInt8>) -> String {
+        let text = String(decoding: line, as: UTF8.self)
+        return String(
+            text.prefix(40).unicodeScalars.filter { $0.value >= 0x20 && $0.value != 0x7F }.map(Character.init))
+            + (text.count > 40 ? "…" : "")
     }
 }
 
@@ -235,9 +241,11 @@ package enum GitCredential {
         let wanted = request.username.flatMap { $0.isEmpty ? nil : $0 }
         guard let login = try await lookup(host, wanted) else { return nil }
         if let wanted, wanted.lowercased() != login.username.lowercased() { return nil }
-        let unsafe: (Character) -> Bool = { $0 == "\n" || $0 == "\r" || $0 == "\0" }
-        guard !login.username.isEmpty, !login.token.isEmpty, !login.username.contains(where: unsafe),
-            !login.token.contains(where: unsafe)
+        // Bytes, not Characters: "\n" followed by a combining mark is one Character, and would
+        // pass a Character test while still ending git's line.
+        let unsafe: (UInt8) -> Bool = { $0 == UInt8(ascii: "\n") || $0 == UInt8(ascii: "\r") || $0 == 0 }
+        guard !login.username.isEmpty, !login.token.isEmpty, !login.username.utf8.contains(where: unsafe),
+            !login.token.utf8.contains(where: unsafe)
         else { return nil }
         return GitCredentialAnswer(username: login.username, password: login.token, passwordExpiry: login.expiry)
     }

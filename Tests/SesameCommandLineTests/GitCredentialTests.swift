@@ -114,14 +114,40 @@ struct GitCredentialTests {
         #expect(!GitCredential.isLoopback("127.0.0.1.evil.com"))
     }
 
-    @Test("a stored token with a newline is never written out (it would inject attributes)")
-    func injection() async throws {
+    @Test(
+        "a stored token or user name with a line break is never written out (it would inject attributes)",
+        arguments: [
+            ("octocat", "gho_x\nusername=evil"), ("octocat", "gho_x\r\nusername=evil"),
+            // "\n" and a combining mark after it are one Character, and still end git's line.
+            ("octocat", "gho_x\n\u{301}username=evil"), ("octo\n\u{610}cat", "gho_x"), ("octocat", "gho_\u{0}x"),
+        ])
+    func injection(username: String, token: String) async throws {
         let request = try #require(
             try GitCredentialRequest.parse(operation: "get", input: "protocol=https\nhost=github.com\n"))
         let answer = await GitCredential.answer(to: request) { _, _ in
-            GitCredentialLogin(username: "octocat", token: "gho_x\nusername=evil")
+            GitCredentialLogin(username: username, token: token)
         }
         #expect(answer == nil)
+    }
+
+    @Test("lines and keys end at the bytes git sends, whatever follows them")
+    func combiningMarks() async throws {
+        // A combining mark (U+0610, U+0301) after "=" or "\n" makes one Character with it; git's
+        // protocol is bytes, so the key still ends at the "=" and the line at the "\n".
+        let request = try #require(
+            try GitCredentialRequest.parse(
+                operation: "get", input: "protocol=https\nhost=github.com\nusername=\u{610}octocat\n\u{301}x=y\n"))
+        #expect(request.protocol == "https")
+        #expect(request.host == "github.com")
+        #expect(request.username == "\u{610}octocat")
+        #expect(request.otherAttributes.map(\.key) == ["\u{301}x"])
+        // Answered with the user name asked for, its bytes right after "username=".
+        let answer = try #require(
+            await GitCredential.answer(to: request) { _, username in
+                GitCredentialLogin(username: username ?? "octocat", token: "gho_secret")
+            })
+        #expect(Array(answer.formatted.utf8.prefix(11)) == Array("username=\u{610}".utf8))
+        #expect(answer.formatted == "username=\u{610}octocat\npassword=gho_secret\n")
     }
 
     @Test(
