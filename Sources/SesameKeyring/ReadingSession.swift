@@ -30,11 +30,11 @@ final class ReadingSession {
     /// Closes the session on the service, once: the `Close` call is on the bus when this returns
     /// (it does not wait for the answer). Nothing is read through the session afterwards.
     ///
-    /// Called by the read that opened the session before it returns, rather than left to
-    /// `deinit`, whose moment Swift does not promise: with `deinit` alone, `sesame token` printed
-    /// its token and exited before the call was sent in 2 to 11 runs of 40 on a loaded machine
-    /// (`dbus-monitor` of the service's calls, `strace -f` of the process: the keyring thread
-    /// asked for the `Close` only after the token had been handed back).
+    /// Called by the read that opened the session before it returns, so that the `Close` does
+    /// not wait for the moment the object goes away, which Swift does not promise. Before the
+    /// call was flushed to the bus, `sesame token` printed its token and exited before GDBus's
+    /// writer thread had sent it in 2 to 10 reads of 40 on a loaded machine (`dbus-monitor` of the
+    /// service's calls, `strace -f` of the process; `scripts/check-keyring-sessions`).
     func close() { sesame_secret_session_close(pointer, connection) }
 
     /// Makes the key pair; `OpenSession`'s parameters, or nil when that failed.

@@ -33,7 +33,7 @@ struct ReadingSessionTests {
         try await monitor.waitUntilListening()
         // Processes of their own (in this one, libsecret's session may be open already), each of
         // which prints the token and exits as soon as its read returns: the session's Close must
-        // be on the bus by then. Left to the session object's deinit, it was missing in 2 to 11
+        // be on the bus by then. Before it was flushed there, a release build missed it in 2 to 10
         // reads of 40 on a loaded machine, so several reads make a miss show.
         let reads = 8
         for _ in 0..<reads {
