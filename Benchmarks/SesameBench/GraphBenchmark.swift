@@ -77,6 +77,10 @@ struct GraphBenchmark {
     /// Only one loop (`raw`, `stack` or `transport`), for `seconds`, with its CPU time a request.
     var only: String?
 
+    /// The figures' keys of the goal's three loops, in ``goalLoops(round:place:raw:stack:executor:)``'s
+    /// order: raw libcurl, the stack on Swift's pool, the stack on the transport's executor.
+    static let goalLoopKeys = ["rawCurl", "provider", "providerOnExecutor"]
+
     /// Where the threads of the goal's three loops run (see ``CPUPlacement``).
     enum Placement: String, CaseIterable {
         /// Every thread on every CPU, client and server alike, as the scheduler decides.
@@ -214,7 +218,7 @@ struct GraphBenchmark {
                         try await RawCurlLoop.run(
                             url: meURL, workers: concurrency, duration: duration, expectedBytes: expected)
                     }, stack: stackCall, executor: transport.executor)
-                for (index, name) in ["rawCurl", "provider", "providerOnExecutor"].enumerated() {
+                for (index, name) in Self.goalLoopKeys.enumerated() {
                     figures[placement.prefix + name, default: []].append(tallies[index].rate)
                     figures[placement.prefix + name + ".clientMicroseconds", default: []].append(
                         tallies[index].clientMicroseconds)
@@ -263,7 +267,7 @@ struct GraphBenchmark {
                 ratios: RoundRatios(figures[key + "provider"]!, over: figures[key + "rawCurl"]!),
                 executorRatios: RoundRatios(figures[key + "providerOnExecutor"]!, over: figures[key + "rawCurl"]!),
                 // The client's CPU time a call (µs), median over the rounds: raw, pool, executor.
-                clientCPU: ["rawCurl", "provider", "providerOnExecutor"].map {
+                clientCPU: Self.goalLoopKeys.map {
                     median(figures[key + $0 + ".clientMicroseconds"]!)
                 }
             )
@@ -297,7 +301,7 @@ struct GraphBenchmark {
                 report[key + "providerOnExecutor.vsRaw.median"] = RoundRatios.rounded(figure.executorRatios.median)
                 report[key + "providerOnExecutor.vsRaw.spread"] = .array(
                     [figure.executorRatios.spread.0, figure.executorRatios.spread.1].map(RoundRatios.rounded))
-                for (index, name) in ["rawCurl", "provider", "providerOnExecutor"].enumerated() {
+                for (index, name) in Self.goalLoopKeys.enumerated() {
                     report[key + name + ".clientMicrosecondsPerCall"] = .number(
                         (figure.clientCPU[index] * 10).rounded() / 10)
                 }
