@@ -160,7 +160,8 @@ package struct GitCredentialError: Error, Sendable, Equatable, CustomStringConve
     /// What was wrong.
     package var reason: String
     init(_ reason: String) { self.reason = reason }
-    package var description: String { "sesame git-credential: the request from git cannot be read: \(reason)." }
+    /// The CLI puts `sesame git-credential: ` in front, as it does for every error of the command.
+    package var description: String { "the request from git cannot be read: \(reason)." }
 }
 
 /// A stored login that can answer git: the user name and the token.

@@ -332,6 +332,19 @@ struct GitHubProcessTests {
         #expect(oddHost.standardOutput.isEmpty)
     }
 
+    @Test("a request git would not send is refused with exit 65 and one 'sesame git-credential:' in front")
+    func gitMalformedRequest() async throws {
+        let cli = try CLIHarness()
+        let refused = try await cli.run(
+            "sesame", ["git-credential", "get"], input: Data("protocol=https\nno equals\n".utf8))
+        #expect(refused.status == 65)
+        #expect(refused.standardOutput.isEmpty)
+        #expect(
+            refused.standardError.hasPrefix("sesame git-credential: the request from git cannot be read: line 2"),
+            "\(refused.standardError)")
+        #expect(refused.standardError.components(separatedBy: "sesame git-credential:").count == 2)
+    }
+
     @Test("explain-error --provider github, providers and doctor")
     func explainProvidersDoctor() async throws {
         let cli = try CLIHarness()
