@@ -27,6 +27,9 @@ public struct AccessToken: Sendable, Hashable, Codable {
     public var refreshDate: Date
     /// A refresh token (OAuth 2.0), when the provider issued one. Secret.
     public var refreshToken: String?
+    /// When the refresh token itself stops working, when the provider said
+    /// (`refresh_token_expires_in`); `nil` when it did not, or there is no refresh token.
+    public var refreshTokenExpirationDate: Date?
     /// An OpenID Connect ID token, when the provider issued one. Secret.
     public var idToken: String?
 
@@ -40,6 +43,7 @@ public struct AccessToken: Sendable, Hashable, Codable {
         expirationDate: Date? = nil,
         refreshDate: Date = Date(),
         refreshToken: String? = nil,
+        refreshTokenExpirationDate: Date? = nil,
         idToken: String? = nil,
         providerExtras: [String: JSONValue] = [:]
     ) {
@@ -52,6 +56,7 @@ public struct AccessToken: Sendable, Hashable, Codable {
         self.providerExtras = providerExtras
         self.refreshDate = refreshDate
         self.refreshToken = refreshToken
+        self.refreshTokenExpirationDate = refreshTokenExpirationDate
         self.idToken = idToken
     }
 
@@ -67,7 +72,7 @@ public struct AccessToken: Sendable, Hashable, Codable {
 extension AccessToken {
     private enum CodingKeys: String, CodingKey {
         case tokenString, provider, appID, userID, permissions, expirationDate, refreshDate, refreshToken, idToken
-        case providerExtras
+        case refreshTokenExpirationDate, providerExtras
         /// Where records written before ``AccessToken/providerExtras`` existed kept Facebook's
         /// data-access expiry, as a top-level date.
         case dataAccessExpirationDate
@@ -88,6 +93,7 @@ extension AccessToken {
         expirationDate = try container.decodeIfPresent(Date.self, forKey: .expirationDate)
         refreshDate = try container.decode(Date.self, forKey: .refreshDate)
         refreshToken = try container.decodeIfPresent(String.self, forKey: .refreshToken)
+        refreshTokenExpirationDate = try container.decodeIfPresent(Date.self, forKey: .refreshTokenExpirationDate)
         idToken = try container.decodeIfPresent(String.self, forKey: .idToken)
         providerExtras = try container.decodeIfPresent([String: JSONValue].self, forKey: .providerExtras) ?? [:]
         // Keyring items and token files written before the extras existed still read.
@@ -108,6 +114,7 @@ extension AccessToken {
         try container.encodeIfPresent(expirationDate, forKey: .expirationDate)
         try container.encode(refreshDate, forKey: .refreshDate)
         try container.encodeIfPresent(refreshToken, forKey: .refreshToken)
+        try container.encodeIfPresent(refreshTokenExpirationDate, forKey: .refreshTokenExpirationDate)
         try container.encodeIfPresent(idToken, forKey: .idToken)
         if !providerExtras.isEmpty { try container.encode(providerExtras, forKey: .providerExtras) }
     }
@@ -126,6 +133,9 @@ extension AccessToken: CustomStringConvertible, CustomDebugStringConvertible, Cu
         }
         if let expirationDate { parts.append("expires: \(expirationDate.ISO8601Format())") }
         if refreshToken != nil { parts.append("refreshToken: \(Redaction.placeholder)") }
+        if let refreshTokenExpirationDate {
+            parts.append("refreshTokenExpires: \(refreshTokenExpirationDate.ISO8601Format())")
+        }
         return "AccessToken(\(parts.joined(separator: ", ")))"
     }
 
@@ -144,6 +154,7 @@ extension AccessToken: CustomStringConvertible, CustomDebugStringConvertible, Cu
                 "providerExtras": providerExtras,
                 "refreshDate": refreshDate,
                 "refreshToken": refreshToken == nil ? "nil" : Redaction.placeholder,
+                "refreshTokenExpirationDate": refreshTokenExpirationDate as Any,
                 "idToken": idToken == nil ? "nil" : Redaction.placeholder,
             ],
             displayStyle: .struct

@@ -1,26 +1,46 @@
 import Foundation
 
-/// Identifies one stored credential: a provider, an app on it, and an account.
+/// Identifies one stored login: a provider, where the login is valid, an app on it, and an
+/// account.
+///
+/// Where a login is valid is part of its identity, so that a token is never sent to, or
+/// refreshed at, a server it did not come from: an OpenID login carries its ``issuer``; GitHub's
+/// logins carry their host as the app id; a Facebook login its app.
 public struct CredentialKey: Hashable, Sendable, Codable, Comparable, CustomStringConvertible {
     /// The provider.
     public var provider: ProviderID
+    /// The issuer the login came from (an OpenID provider's issuer URL), for providers whose
+    /// logins are valid at one issuer among many; `nil` for providers whose app id already says
+    /// where (Facebook's app, GitHub's host). A login stored with an issuer is found only under
+    /// that issuer.
+    public var issuer: String?
     /// The app (client) id on that provider.
     public var appID: String
     /// The account name: the person's choice (`--account`), or the user id.
     public var account: String
 
     /// Creates a key.
-    public init(provider: ProviderID, appID: String, account: String) {
+    public init(provider: ProviderID, issuer: String? = nil, appID: String, account: String) {
         self.provider = provider
+        self.issuer = issuer
         self.appID = appID
         self.account = account
     }
 
     public static func < (lhs: Self, rhs: Self) -> Bool {
-        (lhs.provider.rawValue, lhs.appID, lhs.account) < (rhs.provider.rawValue, rhs.appID, rhs.account)
+        (lhs.provider.rawValue, lhs.issuer ?? "", lhs.appID, lhs.account)
+            < (rhs.provider.rawValue, rhs.issuer ?? "", rhs.appID, rhs.account)
     }
 
-    public var description: String { "\(provider) (app \(appID)) — \(account)" }
+    /// The same login's key with another account name.
+    public func with(account: String) -> CredentialKey {
+        CredentialKey(provider: provider, issuer: issuer, appID: appID, account: account)
+    }
+
+    public var description: String {
+        if let issuer { return "\(provider) (\(issuer), app \(appID)) — \(account)" }
+        return "\(provider) (app \(appID)) — \(account)"
+    }
 }
 
 /// A token as kept in a ``CredentialStore``.
@@ -122,8 +142,7 @@ extension CredentialStore {
     ///
     /// - Throws: ``CredentialStoreError`` when the store cannot be written.
     public func checkWritable(for key: CredentialKey) async throws {
-        let probe = CredentialKey(
-            provider: key.provider, appID: key.appID, account: "\(key.account).sesame-write-check")
+        let probe = key.with(account: "\(key.account).sesame-write-check")
         let token = AccessToken(tokenString: "", provider: key.provider, appID: key.appID)
         try await save(StoredCredential(key: probe, token: token))
         try await delete(probe)

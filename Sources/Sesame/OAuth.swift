@@ -292,6 +292,9 @@ public struct OAuthTokenResponse: Sendable, Hashable {
     public var expiresIn: Int?
     /// A refresh token, when given. Secret.
     public var refreshToken: String?
+    /// Seconds until the refresh token itself expires, when given (`refresh_token_expires_in`,
+    /// as GitHub and others send it; Keycloak's `refresh_expires_in`).
+    public var refreshTokenExpiresIn: Int?
     /// The granted scopes, when the provider lists them.
     public var scope: [String]?
     /// An OpenID Connect ID token, when given. Secret.
@@ -306,6 +309,7 @@ public struct OAuthTokenResponse: Sendable, Hashable {
         self.tokenType = json["token_type"]?.stringValue
         self.expiresIn = json["expires_in"]?.lenientInt
         self.refreshToken = json["refresh_token"]?.stringValue
+        self.refreshTokenExpiresIn = (json["refresh_token_expires_in"] ?? json["refresh_expires_in"])?.lenientInt
         self.scope = json["scope"]?.stringValue.map {
             $0.split(whereSeparator: { $0 == " " || $0 == "," }).map(String.init)
         }

@@ -31,7 +31,9 @@ public struct RefreshLock: Sendable, Hashable {
     public init(key: CredentialKey, directory: URL = RefreshLock.defaultDirectory()) {
         let name = "\(key.provider.rawValue)-\(key.appID)-\(key.account)"
         let safe = String(name.map { $0.isLetter || $0.isNumber || $0 == "-" || $0 == "_" || $0 == "." ? $0 : "_" })
-        let digest = Base64URL.encode(Crypto.sha256(Data(name.utf8)).prefix(6))
+        // The issuer is in the digest only, so that a key without one keeps its lock file's name.
+        let identity = key.issuer.map { "\(name)\u{0}\($0)" } ?? name
+        let digest = Base64URL.encode(Crypto.sha256(Data(identity.utf8)).prefix(6))
         url = URL(fileURLWithPath: directory.path + "/\(safe.prefix(80))-\(digest).lock")
     }
 

@@ -70,24 +70,33 @@ public actor Session {
     private var lastWrite: Task<Void, Never>?
     private let now: @Sendable () -> Date
 
+    /// How the provider renews the session's logins; the session decides when.
+    public nonisolated let renewer: TokenRenewer
+
     /// Creates a session for `account` of `appID` on `provider`, kept in `store`.
     ///
     /// - Parameters:
     ///   - provider: The provider the session signs in with.
+    ///   - issuer: Where the login is valid, for providers with many issuers (an OpenID
+    ///     provider's issuer URL): part of the key, so that a login is never used at another.
     ///   - appID: The app (client) id on that provider.
     ///   - account: The account name under which the token is stored.
     ///   - store: Where the token is loaded from and saved to.
     ///   - refreshLocking: How renewals are kept apart from other processes; none by default
     ///     (right for a store only this process uses). Desktop apps pass
     ///     ``RefreshLocking/directory(_:)`` with ``RefreshLock/defaultDirectory(environment:)``.
+    ///   - renewer: How the provider renews a login (``TokenRenewer/refreshToken(maximumLeeway:_:)``
+    ///     for OAuth 2.0); ``TokenRenewer/none`` for a login that lasts as long as its token.
     ///   - now: The wall clock, injectable for tests of expiry.
     public init(
-        provider: ProviderID, appID: String, account: String = "default", store: any CredentialStore,
-        refreshLocking: RefreshLocking = .none, now: @escaping @Sendable () -> Date = { Date() }
+        provider: ProviderID, issuer: String? = nil, appID: String, account: String = "default",
+        store: any CredentialStore, refreshLocking: RefreshLocking = .none, renewer: TokenRenewer = .none,
+        now: @escaping @Sendable () -> Date = { Date() }
     ) {
-        self.key = CredentialKey(provider: provider, appID: appID, account: account)
+        self.key = CredentialKey(provider: provider, issuer: issuer, appID: appID, account: account)
         self.store = store
         self.refreshLocking = refreshLocking
+        self.renewer = renewer
         self.now = now
     }
 
@@ -125,8 +134,9 @@ public actor Session {
 
     // MARK: Opening
 
-    /// Loads a valid cached token, if there is one, moving to `createdTokenLoaded`.
-    /// Concurrent callers share one read of the store.
+    /// Loads a usable cached token, if there is one, moving to `createdTokenLoaded`: a valid
+    /// token, or an expired one that ``renewer`` can renew (``condition(of:)``). Concurrent
+    /// callers share one read of the store.
     ///
     /// - Returns: whether a token was loaded.
     /// - Throws: the store's ``CredentialStoreError`` when it could not be read (the session is
@@ -145,21 +155,40 @@ public actor Session {
         let stored = try await store.load(key)
         // The state may have moved while the store answered (a login finished, say).
         guard state == .created || state.isClosed else { return state == .createdTokenLoaded }
-        guard let stored, !stored.needsLogin, !stored.token.isExpired(at: now()) else { return false }
+        guard let stored, condition(of: stored).isUsable else { return false }
         token = stored.token
         try transition(to: .createdTokenLoaded)
         return true
     }
 
-    /// Opens the session: from a valid cached token without UI, or else, when `allowLoginUI`
+    /// What can be done with `credential` now: the one decision, made from the whole stored login
+    /// (its token's expiry, its refresh token and that one's expiry, a refusal recorded before)
+    /// by ``renewer``.
+    public nonisolated func condition(of credential: StoredCredential) -> LoginCondition {
+        renewer.condition(of: credential, at: now())
+    }
+
+    /// The stored login's condition now, or `nil` when nothing is stored.
+    ///
+    /// - Throws: the store's ``CredentialStoreError``.
+    public nonisolated func storedCondition() async throws -> LoginCondition? {
+        try await store.load(key).map(condition(of:))
+    }
+
+    /// Opens the session: from a usable cached token without UI, or else, when `allowLoginUI`
     /// is true, through `loginUI`. Concurrent opens share one read of the store and all return
     /// the state it led to.
     ///
+    /// A cached token that has expired, or is about to, is renewed first (``validToken()``),
+    /// still without UI. A login that cannot be renewed (the provider refused its refresh
+    /// token) stays stored, marked as needing a login; with `allowLoginUI` the person logs in,
+    /// otherwise its ``AuthError`` is thrown.
+    ///
     /// - Returns: the state reached: open, or unchanged when no token was cached and no UI was
     ///   allowed.
-    /// - Throws: the login's ``AuthError`` (the session is then `closedLoginFailed`), a store
-    ///   failure, `CancellationError`, or ``SessionTransitionError`` when a login is already in
-    ///   progress.
+    /// - Throws: the login's or the renewal's ``AuthError`` (after a failed login the session is
+    ///   `closedLoginFailed`), a store failure, `CancellationError`, or
+    ///   ``SessionTransitionError`` when a login is already in progress.
     @discardableResult
     public func open(
         permissions: [Permission] = [], options: LoginRequest.Options = LoginRequest.Options(), allowLoginUI: Bool,
@@ -170,7 +199,16 @@ public actor Session {
         if try await loadCachedToken() {
             // Another open sharing the same read may have moved on already.
             if state == .createdTokenLoaded { try transition(to: .open) }
-            return state
+            do {
+                if state.isOpen, let token, renewer.isDue(token, at: now()) { _ = try await validToken() }
+                if state.isOpen { return state }
+            } catch let error as AuthError where error.category == .authenticationReopenSession {
+                guard allowLoginUI, loginUI != nil else { throw error }
+            } catch {
+                // Not renewed now (no network, say): a token that still works is used as it is.
+                guard state.isOpen, let token, !token.isExpired(at: now()) else { throw error }
+                return state
+            }
         }
         if state.isOpen { return state }
         guard allowLoginUI, let loginUI else { return state }
@@ -295,19 +333,57 @@ public actor Session {
         return updated
     }
 
-    /// The token of an open session, renewed first when it expires within `leeway`.
+    /// The token of an open session, good to use now: renewed first through ``renewer`` when it
+    /// is due (``TokenRenewer/isDue(_:at:)``), once for every caller in this process and, with
+    /// ``refreshLocking``, once across processes.
     ///
-    /// This is ``renewToken(isDue:renew:)`` with expiry as the test: concurrent callers wait
-    /// on one renewal, the refreshed token is saved once before it is returned, and a process
-    /// that finds a token another one refreshed while it waited for the lock uses that one. A
-    /// failed refresh leaves the stored token as it was; if its error closes the session, the
-    /// session is closed and cleared through ``handle(_:)``.
+    /// A token that is due but cannot be renewed is returned while it still works. A login whose
+    /// renewal the provider refuses is marked as needing a login (it stays stored) and the
+    /// session is closed; a renewal that fails for another reason (no network) leaves everything
+    /// as it was.
+    ///
+    /// - Throws: ``AuthError`` when the session is not open, the login needs a new login
+    ///   (``AuthError/needsLogin(_:reason:)``) or the renewal failed; the store's and the lock's
+    ///   errors.
+    public nonisolated func validToken() async throws -> AccessToken {
+        let renewer = self.renewer
+        let now = self.now
+        let key = self.key
+        // A token that cannot be renewed is carried on with while it works, then refused below.
+        let token = try await renewToken(isDue: { renewer.isDue($0, at: now()) }) { current in
+            guard renewer.canRenew(current, now()) else { return nil }
+            return try await renewer.renew(current)
+        }.token
+        guard !token.isExpired(at: now()) else {
+            let ended = token.refreshToken != nil && !token.hasUsableRefreshToken(at: now())
+            let error = AuthError.needsLogin(key, reason: ended ? .refreshTokenExpired : .expired)
+            await closeUnusable(error)
+            throw error
+        }
+        return token
+    }
+
+    /// Renews the token now because the provider refused `refused` before its expiry (a 401 from
+    /// an API): unless the session's token is already another one (renewed meanwhile, here or
+    /// in another process), in which case that one is returned and nothing is sent.
+    ///
+    /// - Throws: what ``validToken()`` throws; ``AuthError/needsLogin(_:reason:)`` when the token
+    ///   cannot be renewed.
+    public nonisolated func renewRefused(_ refused: AccessToken) async throws -> AccessToken {
+        let renewer = self.renewer
+        let now = self.now
+        return try await renewToken(isDue: { $0.tokenString == refused.tokenString }) { current in
+            guard renewer.canRenew(current, now()) else { return nil }
+            return try await renewer.renew(current)
+        }.token
+    }
+
+    /// The token of an open session, renewed first when it expires within `leeway`, with
+    /// `refresh` instead of ``renewer``: ``renewToken(isDue:renew:)`` with expiry as the test.
     ///
     /// - Parameters:
     ///   - leeway: a token that expires within this long is refreshed.
-    ///   - refresh: the provider's hook: a new token for the one given, or `nil` to carry on
-    ///     with the one given (a provider that declines to refresh a token that has not
-    ///     expired yet, say).
+    ///   - refresh: a new token for the one given, or `nil` to carry on with the one given.
     /// - Throws: what ``renewToken(isDue:renew:)`` throws.
     public func freshToken(
         leeway: Duration = .seconds(60), refresh: @escaping @Sendable (AccessToken) async throws -> AccessToken?
@@ -370,20 +446,51 @@ public actor Session {
         defer { renewal = nil }
         do {
             return try await task.value
-        } catch let error as AuthError {
-            await handle(error)
+        } catch let error as AuthError where error.category == .authenticationReopenSession {
+            // The login cannot be renewed: it stays stored (marked under the lock), the session closes.
+            closeUnusable(error)
             throw error
         }
     }
 
+    /// Closes an open session whose login can no longer be used; the stored login stays.
+    private func closeUnusable(_ error: AuthError? = nil) {
+        guard state.isOpen else { return }
+        try? transition(to: .closed, error: error)
+    }
+
     /// Run under the lock: reads the store again, renews what is still due, saves once.
+    ///
+    /// A renewal the provider refuses may have been caused by a sibling that renewed meanwhile
+    /// without this lock (another machine, a program with a lock of its own) and rotated the
+    /// refresh token: the store is read again, and a newer login there is adopted. Only
+    /// otherwise is the stored login marked as needing a login, kept, never deleted.
     private func renewFromStore(
         isDue: @Sendable (AccessToken) -> Bool, renew: @Sendable (AccessToken) async throws -> AccessToken?
     ) async throws -> TokenRenewal {
         let base = try await currentTokenFromStore()
-        if isDue(base), let renewed = try await renew(base) {
-            try await saveAndPublish(renewed)
-            return .renewed(renewed)
+        if isDue(base) {
+            let renewed: AccessToken?
+            do {
+                renewed = try await renew(base)
+            } catch let error as AuthError where error.category == .authenticationReopenSession {
+                let stored = try await store.load(key)
+                if let stored, !stored.needsLogin, stored.token.userID == base.userID,
+                    stored.token.tokenString != base.tokenString
+                {
+                    try publish(stored.token)
+                    return .renewedElsewhere(stored.token)
+                }
+                if var stored, stored.token == base, !stored.needsLogin {
+                    stored.needsLogin = true
+                    try await store.save(stored)
+                }
+                throw error
+            }
+            if let renewed {
+                try await saveAndPublish(renewed)
+                return .renewed(renewed)
+            }
         }
         guard base != token else { return .unchanged(base) }
         try publish(base)
@@ -397,12 +504,7 @@ public actor Session {
             throw SessionTransitionError(from: state, to: .openTokenExtended)
         }
         guard let stored = try await store.load(key), stored.token.userID == current.userID else { return current }
-        if stored.needsLogin {
-            throw AuthError(
-                category: .authenticationReopenSession,
-                message: "Another program found the login to '\(key.provider)' ended (its token was refused); log in "
-                    + "again.", recoveryTactic: .reauthenticate, closesSession: false, provider: key.provider)
-        }
+        if stored.needsLogin { throw AuthError.needsLogin(key, reason: .refused) }
         return stored.token
     }
 

@@ -119,7 +119,7 @@ struct AccountCommands {
         let account =
             command.account ?? accountState?.activeAccount(for: connected.providerID, appID: connected.appID)
             ?? "default"
-        let key = CredentialKey(provider: connected.providerID, appID: connected.appID, account: account)
+        let key = connected.key(account: account)
         switch command.action {
         case .login(let login):
             return try await self.login(login, key: key, connected: connected, storage: storage, accounts: accounts)
@@ -141,7 +141,7 @@ struct AccountCommands {
         case .logout(let revoke):
             return try await logout(key, revoke: revoke, connected: connected, storage: storage, accounts: accounts)
         case .switchAccount(let target):
-            let targetKey = CredentialKey(provider: key.provider, appID: key.appID, account: target)
+            let targetKey = key.with(account: target)
             guard (try? await storage.store.load(targetKey)) != nil else {
                 let known = try await logins(of: key, in: storage.store).map(\.account)
                 throw CommandFailure(

@@ -336,10 +336,18 @@ package struct StatusCommand: Sendable, Equatable {
         report.appID = connected.appID
         report.emulator = connected.isEmulated
         report.details = connected.details
-        let credentials = listing.credentials.filter { $0.key.appID == connected.appID }
+        // This app's logins at this issuer, and those stored before issuers were recorded.
+        let credentials = listing.credentials.filter {
+            $0.key.appID == connected.appID && ($0.key.issuer == connected.issuer || $0.key.issuer == nil)
+        }
+        let store = selection.store
         let checks = await withTaskGroup(of: (Int, AccountCheck).self) { group in
             for (index, credential) in credentials.enumerated() {
-                group.addTask { (index, await connected.check(credential)) }
+                let condition = connected.session(account: credential.key.account, store: store)
+                    .condition(of: credential)
+                group.addTask {
+                    (index, await AccountCheck.judging(condition) { await connected.check(credential) })
+                }
             }
             var checks = [AccountCheck](repeating: AccountCheck(validity: .unverified), count: credentials.count)
             for await (index, check) in group { checks[index] = check }
@@ -417,7 +425,7 @@ package struct StatusCommand: Sendable, Equatable {
                 case .unverified:
                     text += "      " + terminal.yellow("\(account.problem ?? "could not verify")") + "\n"
                 case .notChecked:
-                    text += "      not checked online (judged from what is stored)\n"
+                    text += "      \(account.problem ?? "not checked online (judged from what is stored)")\n"
                 }
                 if let usage = account.lastUsage, usage != .null { text += "      last usage: \(usage.jsonText)\n" }
             }

@@ -10,6 +10,9 @@ public protocol AccountSession: Sendable {
     /// - Throws: `CredentialStoreError` when the store cannot be read; the provider's `AuthError`
     ///   when reopening fails.
     func open() async throws -> Bool
+    /// What can be done with `credential` (this account's stored login) now: the core's one
+    /// decision (`Session.condition(of:)`).
+    func condition(of credential: StoredCredential) -> LoginCondition
     /// A token good to use now, refreshed first when needed.
     ///
     /// - Throws: `AuthError` when there is no usable token or its refresh failed;

@@ -7,6 +7,9 @@ public protocol ConnectedProvider: Sendable {
     var providerID: ProviderID { get }
     /// The app (client) id logins are stored under.
     var appID: String { get }
+    /// Where its logins are valid, for a provider with many issuers (OpenID); `nil` (the
+    /// default) when the app id says it.
+    var issuer: String? { get }
     /// Who answers, for messages: "Facebook", "the Facebook emulator", "work (https://id.example.com)".
     var label: String { get }
     /// Provider-specific facts for `sesame status` (OpenID: the issuer), no secrets.
@@ -24,7 +27,8 @@ public protocol ConnectedProvider: Sendable {
     func session(account: String, store: any CredentialStore) -> any AccountSession
 
     /// Checks a stored login with the provider (who it is, whether it still works), for
-    /// `sesame status`. Never changes what is stored.
+    /// `sesame status`, after the core judged it usable (``AccountCheck/judging(_:verify:)``).
+    /// Never changes what is stored.
     func check(_ credential: StoredCredential) async -> AccountCheck
 
     /// Stops what the connection started (a built-in emulator, saving its state).
@@ -32,6 +36,11 @@ public protocol ConnectedProvider: Sendable {
 }
 
 extension ConnectedProvider {
+    public var issuer: String? { nil }
+    /// The key of `account`'s login with this provider.
+    public func key(account: String) -> CredentialKey {
+        CredentialKey(provider: providerID, issuer: issuer, appID: appID, account: account)
+    }
     public var details: [String: String] { [:] }
     public var isEmulated: Bool { false }
     public func shutdown() async {}
@@ -111,6 +120,23 @@ public struct AccountCheck: Sendable, Hashable {
 }
 
 extension AccountCheck {
+    /// What `status` says of a stored login: the core's decision (``AccountSession/condition(of:)``)
+    /// first — a login that needs a new login, or whose expired token is renewed when next used,
+    /// is not sent to the provider —, then `verify`, the provider's check online.
+    public static func judging(
+        _ condition: LoginCondition, verify: () async -> AccountCheck
+    ) async -> AccountCheck {
+        switch condition {
+        case .needsLogin(let reason):
+            return AccountCheck(validity: .invalid, problem: reason.description)
+        case .renewable(expired: true):
+            return AccountCheck(
+                validity: .notChecked, problem: "The access token has expired; it is renewed when next used.")
+        case .valid, .renewable(expired: false):
+            return await verify()
+        }
+    }
+
     /// The check `body` makes; an `AuthError` it throws becomes what `refused` makes of it,
     /// any other error an unverified check that names it.
     static func checking(

@@ -149,11 +149,13 @@ public struct DesktopFacebook: Sendable {
 /// Saving a login that the person has just approved.
 enum DesktopLogin {
     /// Saves `token` for `account`, or says plainly that the approved login was not kept.
-    static func save(_ token: AccessToken, account: String, store: any CredentialStore, label: String) async throws {
+    static func save(
+        _ token: AccessToken, account: String, issuer: String? = nil, store: any CredentialStore, label: String
+    ) async throws {
         do {
             try await store.save(
                 StoredCredential(
-                    key: CredentialKey(provider: token.provider, appID: token.appID, account: account),
+                    key: CredentialKey(provider: token.provider, issuer: issuer, appID: token.appID, account: account),
                     token: token))
         } catch let error as CredentialStoreError {
             throw DesktopError(

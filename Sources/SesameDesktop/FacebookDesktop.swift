@@ -291,6 +291,10 @@ struct FacebookAccountSession: AccountSession {
 
     func open() async throws -> Bool { try await session.openActiveSession(allowLoginUI: false).isOpen }
 
+    func condition(of credential: StoredCredential) -> LoginCondition { session.session.condition(of: credential) }
+
+    func warning(for token: AccessToken) -> String? { session.session.renewer.expiryWarning(for: token, at: Date()) }
+
     func validToken() async throws -> AccessToken { try await session.validToken() }
 
     func logOut(revoke: Bool) async throws -> String? {

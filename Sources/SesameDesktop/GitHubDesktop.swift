@@ -294,10 +294,6 @@ struct GitHubConnection: ConnectedProvider {
 
     func check(_ credential: StoredCredential) async -> AccountCheck {
         let token = credential.token
-        if token.refreshToken != nil, token.isExpired(at: Date(), leeway: 0) {
-            return AccountCheck(
-                validity: .notChecked, problem: "The token has expired; it is refreshed when next used.")
-        }
         // A fixed-token client without retries: status reads, it never changes what is stored.
         let governor = GitHubRateLimitGovernor()
         let client = GitHubClient(
@@ -360,6 +356,10 @@ struct GitHubAccountSession: AccountSession {
     var userID: String? { get async { await session.token?.userID } }
 
     func open() async throws -> Bool { try await session.open(allowLoginUI: false).isOpen }
+
+    func condition(of credential: StoredCredential) -> LoginCondition { session.session.condition(of: credential) }
+
+    func warning(for token: AccessToken) -> String? { session.session.renewer.expiryWarning(for: token, at: Date()) }
 
     func validToken() async throws -> AccessToken { try await session.validToken() }
 

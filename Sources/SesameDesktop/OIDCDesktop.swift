@@ -262,6 +262,7 @@ struct OIDCConnection: ConnectedProvider {
 
     var providerID: ProviderID { provider.id }
     var appID: String { provider.configuration.clientID }
+    var issuer: String? { provider.endpoints.issuer }
     var label: String { "\(instance) (\(provider.endpoints.issuer))" }
     var details: [String: String] { ["issuer": provider.endpoints.issuer] }
 
@@ -288,7 +289,7 @@ struct OIDCConnection: ConnectedProvider {
         let scopes = options.scopes.isEmpty ? provider.configuration.scopes : options.scopes
         let token = try await ui.logIn(
             LoginRequest(provider: provider.id, appID: appID, permissions: scopes.map { Permission.read($0) }))
-        try await DesktopLogin.save(token, account: account, store: store, label: label)
+        try await DesktopLogin.save(token, account: account, issuer: issuer, store: store, label: label)
         let (remembered, instance, issuer, clientID) = (
             remembered, instance, settings.issuer.value, settings.clientID.value
         )
@@ -325,16 +326,18 @@ struct OIDCConnection: ConnectedProvider {
     func check(_ credential: StoredCredential) async -> AccountCheck {
         let token = credential.token
         let name = Self.idTokenClaims(token).flatMap { $0["name"]?.stringValue ?? $0["email"]?.stringValue }
-        if credential.needsLogin {
-            return AccountCheck(validity: .invalid, userName: name, problem: "The issuer refused the stored login.")
-        }
-        if token.isExpired(at: Date()) {
-            guard token.refreshToken != nil else {
-                return AccountCheck(validity: .invalid, userName: name, problem: "The token has expired.")
+        if credential.key.issuer != issuer {
+            // Stored before Sesame recorded issuers: taken over only by the issuer its ID token names.
+            guard let recorded = OIDCLegacyLogins.issuer(of: token), recorded == issuer else {
+                return AccountCheck(
+                    validity: .invalid, userName: name,
+                    problem: "This login was stored before Sesame recorded issuers, and it cannot be told to come "
+                        + "from \(issuer ?? "this issuer"), so it is not used. Log in again; 'sesame logout' removes "
+                        + "the old one.")
             }
             return AccountCheck(
                 validity: .notChecked, userName: name,
-                problem: nil)
+                problem: "Stored before Sesame recorded issuers; it is taken over for \(recorded) when next used.")
         }
         guard let endpoint = provider.endpoints.userinfoEndpoint else {
             return AccountCheck(validity: .notChecked, userName: name)
@@ -374,6 +377,10 @@ struct OIDCAccountSession: AccountSession {
     var userID: String? { get async { await session.token?.userID } }
 
     func open() async throws -> Bool { try await session.open(allowLoginUI: false).isOpen }
+
+    func condition(of credential: StoredCredential) -> LoginCondition { session.session.condition(of: credential) }
+
+    func warning(for token: AccessToken) -> String? { session.session.renewer.expiryWarning(for: token, at: Date()) }
 
     func validToken() async throws -> AccessToken { try await session.validToken() }
 

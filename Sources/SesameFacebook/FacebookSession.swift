@@ -32,7 +32,7 @@ import Sesame
 /// Creating a session has no side effects: no lock file and no terminal output unless the
 /// ``Configuration`` and `loginUI` ask for them. `SesameDesktop`'s `Desktop.facebook()` gives
 /// the desktop defaults (device login on the terminal, a lock file per credential).
-public final class FacebookSession: Sendable {
+public final class FacebookSession: ProviderSession {
     /// The app.
     public let provider: FacebookProvider
     /// The state machine and the token.
@@ -50,12 +50,8 @@ public final class FacebookSession: Sendable {
     public let governor: GraphUsageGovernor
     private let clock: any Clock<Duration>
     private let now: @Sendable () -> Date
-    private let lifecycle = Locked(Lifecycle())
-
-    private struct Lifecycle {
-        var lastExtensionAttempt: Date?
-        var lastExtension: TokenExtensionOutcome?
-    }
+    private let extender: FacebookTokenExtender
+    private var lifecycle: Locked<FacebookTokenExtender.Lifecycle> { extender.lifecycle }
 
     /// The tunable parts of a session. Every default is the Facebook SDK's, except the lock,
     /// which is off unless asked for (so that creating a session writes no file).
@@ -109,9 +105,18 @@ public final class FacebookSession: Sendable {
     ) {
         self.provider = provider
         self.transport = transport
+        let extender = FacebookTokenExtender(
+            provider: provider, transport: transport, retryInterval: configuration.extensionRetryInterval.inSeconds,
+            now: now)
+        self.extender = extender
+        // Facebook renews a token that still works (an extension); an expired one needs a login.
         let session = Session(
             provider: .facebook, appID: provider.appID, account: account, store: store,
-            refreshLocking: configuration.refreshLocking, now: now)
+            refreshLocking: configuration.refreshLocking,
+            renewer: TokenRenewer(
+                maximumLeeway: configuration.refreshLeeway.inSeconds, canRenew: { !$0.isExpired(at: $1) },
+                renew: { try await extender.refreshExpiring($0) }),
+            now: now)
         self.session = session
         self.loginUI = loginUI
         self.configuration = configuration
@@ -131,17 +136,6 @@ public final class FacebookSession: Sendable {
             governor: governor, clock: clock)
     }
 
-    /// Where the token is kept.
-    public var key: CredentialKey { session.key }
-    /// The current state.
-    public var state: SessionState { get async { await session.state } }
-    /// The current token, if any.
-    public var token: AccessToken? { get async { await session.token } }
-
-    /// Every state change from now on (the Facebook SDK's `sessionStateChanged:state:error:`); the
-    /// observer is registered before this returns, so subscribe before opening.
-    public func stateChanges() -> AsyncStream<SessionStateChange> { session.stateChanges() }
-
     // MARK: Opening and closing
 
     /// Opens the session, as `FBSession openActiveSessionWithReadPermissions:allowLoginUI:` did.
@@ -157,8 +151,16 @@ public final class FacebookSession: Sendable {
     ///   no ``loginUI``.
     @discardableResult
     public func openActiveSession(readPermissions: [String] = [], allowLoginUI: Bool) async throws -> SessionState {
-        let state = try await session.open(
-            permissions: readPermissions.map(Permission.read), allowLoginUI: allowLoginUI, loginUI: loginUI)
+        try await open(permissions: readPermissions.map(Permission.read), allowLoginUI: allowLoginUI)
+    }
+
+    /// Opens the session with any permissions: ``openActiveSession(readPermissions:allowLoginUI:)``
+    /// in the spelling every provider's session shares.
+    ///
+    /// - Throws: what ``openActiveSession(readPermissions:allowLoginUI:)`` throws.
+    @discardableResult
+    public func open(permissions: [Permission] = [], allowLoginUI: Bool) async throws -> SessionState {
+        let state = try await session.open(permissions: permissions, allowLoginUI: allowLoginUI, loginUI: loginUI)
         if allowLoginUI, loginUI == nil, !state.isOpen {
             throw AuthError(
                 category: .invalid,
@@ -169,14 +171,6 @@ public final class FacebookSession: Sendable {
         if state.isOpen { _ = await extendTokenIfNeeded() }
         return await session.state
     }
-
-    /// Closes the session and keeps the token, so the next start opens without UI.
-    public func close() async { await session.close() }
-
-    /// Closes the session and deletes its token from the store.
-    ///
-    /// - Throws: `CredentialStoreError` when the stored token cannot be removed.
-    public func closeAndClearTokenInformation() async throws { try await session.closeAndClearTokenInformation() }
 
     /// Logs the person out: with `revoke`, first deauthorizes the app on Facebook
     /// (`DELETE /me/permissions`), then closes the session and clears the stored token.
@@ -229,6 +223,16 @@ public final class FacebookSession: Sendable {
     {
         try await requestPermissions(
             names.map(Permission.publish), options: LoginRequest.Options(defaultAudience: defaultAudience))
+    }
+
+    /// Asks for more permissions, read or publish (publish ones with the default audience,
+    /// `friends`): the spelling every provider's session shares.
+    ///
+    /// - Returns: what was granted and declined.
+    /// - Throws: `AuthError` `ErrorCategory.userCancelled` when the person declined every one.
+    @discardableResult
+    public func requestPermissions(_ permissions: [Permission]) async throws -> PermissionRequestOutcome {
+        try await requestPermissions(permissions, options: LoginRequest.Options())
     }
 
     private func requestPermissions(
@@ -338,7 +342,7 @@ public final class FacebookSession: Sendable {
         guard due else { return .notDue("the token was refreshed less than a day ago, or tried within the hour") }
         let outcome: TokenExtensionOutcome
         do {
-            switch try await session.renewToken(isDue: isOld, renew: { [self] in try await requestExtension(of: $0) }) {
+            switch try await session.renewToken(isDue: isOld, renew: { [extender] in try await extender.extend($0) }) {
             case .renewed(let extended), .renewedElsewhere(let extended): outcome = .extended(extended)
             case .unchanged: outcome = .notDue("the token is not due for extension")
             }
@@ -359,84 +363,6 @@ public final class FacebookSession: Sendable {
         }
         lifecycle.withLock { $0.lastExtension = outcome }
         return outcome
-    }
-
-    /// Asks Facebook for a longer-lived copy of `token`.
-    func requestExtension(of token: AccessToken) async throws -> AccessToken {
-        let answer: JSONValue
-        if let secret = provider.appSecret {
-            // A POST form, not a query: the app secret and the token never travel in a URL.
-            answer = try await FacebookHTTP.send(
-                .post, "oauth/access_token",
-                parameters: [
-                    ("grant_type", "fb_exchange_token"), ("client_id", provider.appID), ("client_secret", secret.value),
-                    ("fb_exchange_token", token.tokenString),
-                ], token: nil, provider: provider, transport: transport)
-        } else {
-            answer = try await FacebookHTTP.get(
-                "oauth/access_token", query: [("grant_type", "fb_extend_sso_token"), ("client_id", provider.appID)],
-                token: token.tokenString, provider: provider, transport: transport)
-        }
-        guard let string = answer["access_token"]?.stringValue, !string.isEmpty else {
-            throw AuthError.unreadableGraphAnswer("token extension answer (it has no access_token)")
-        }
-        let issued = now()
-        var extended = token
-        extended.tokenString = string
-        extended.refreshDate = issued
-        if let at = answer["expires_at"]?.lenientInt {
-            extended.expirationDate = at > 0 ? Date(timeIntervalSince1970: TimeInterval(at)) : nil
-        } else if let seconds = answer["expires_in"]?.lenientInt {
-            extended.expirationDate = seconds > 0 ? issued.addingTimeInterval(TimeInterval(seconds)) : nil
-        }
-        if let at = answer["data_access_expiration_time"]?.lenientInt, at > 0 {
-            extended.dataAccessExpirationDate = Date(timeIntervalSince1970: TimeInterval(at))
-        }
-        return extended
-    }
-
-    /// The token to call with: refreshed first, once for every caller in this process and
-    /// under the lock file across processes, when it expires within
-    /// ``Configuration/refreshLeeway``.
-    ///
-    /// When Facebook will not extend a token that has not expired yet, the token is used as
-    /// it is (and not tried again for ``Configuration/extensionRetryInterval``).
-    ///
-    /// - Throws: `AuthError` when there is no usable token or its extension failed;
-    ///   `CredentialStoreError` when the store cannot be read or written.
-    public func validToken() async throws -> AccessToken {
-        let now = self.now
-        let leeway = configuration.refreshLeeway.inSeconds
-        let renewal = try await session.renewToken(isDue: { $0.isExpired(at: now(), leeway: leeway) }) {
-            [self] in try await refreshExpiring($0)
-        }
-        if case .renewed(let extended) = renewal { lifecycle.withLock { $0.lastExtension = .extended(extended) } }
-        return renewal.token
-    }
-
-    /// Facebook's hook for a token about to expire: the extension call, at most once per
-    /// retry interval while the token still works; `nil` (carry on with it) when Facebook
-    /// declines to extend a token that has not expired.
-    private func refreshExpiring(_ current: AccessToken) async throws -> AccessToken? {
-        let attempt = now()
-        let recent: Bool = lifecycle.withLock { state in
-            if let last = state.lastExtensionAttempt,
-                attempt.timeIntervalSince(last) < configuration.extensionRetryInterval.inSeconds
-            {
-                return true
-            }
-            state.lastExtensionAttempt = attempt
-            return false
-        }
-        if recent, !current.isExpired(at: attempt) { return nil }
-        do {
-            return try await requestExtension(of: current)
-        } catch let error as AuthError where !error.closesSession && !current.isExpired(at: attempt) {
-            lifecycle.withLock {
-                $0.lastExtension = .notAvailable("Facebook did not refresh the expiring token: \(error.message)")
-            }
-            return nil
-        }
     }
 
     /// Reacts to a Graph error made with this session's token: one that invalidates the session

@@ -98,7 +98,10 @@ extension GitHubProvider {
                 granted: granted, declined: asked.filter { !granted.contains($0) && !implied.contains($0) }.sorted()),
             expirationDate: answer.expiresIn.flatMap { $0 > 0 ? issued.addingTimeInterval(TimeInterval($0)) : nil },
             refreshDate: issued,
-            refreshToken: answer.refreshToken ?? (answer.expiresIn == nil ? nil : previous?.refreshToken))
+            refreshToken: answer.refreshToken ?? (answer.expiresIn == nil ? nil : previous?.refreshToken),
+            refreshTokenExpirationDate: answer.refreshToken != nil
+                ? answer.refreshTokenExpiresIn.flatMap { $0 > 0 ? issued.addingTimeInterval(TimeInterval($0)) : nil }
+                : (answer.expiresIn == nil ? nil : previous?.refreshTokenExpirationDate))
     }
 
     // MARK: Refresh

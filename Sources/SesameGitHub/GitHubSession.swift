@@ -3,14 +3,21 @@ import Sesame
 
 /// One GitHub login on one host: the core `Session`, GitHub's refresh hook, and a REST client.
 ///
+/// ```swift
+/// let session = GitHubSession(provider: github, transport: CurlTransport(), store: keyring,
+///     loginUI: GitHubSession.deviceLogin(provider: github, transport: transport))
+/// try await session.open(scopes: ["repo"], allowLoginUI: true)
+/// let me = try await session.client().get("user")
+/// ```
+///
 /// The login is stored under provider `github`, app id = the host name
-/// (``GitHubProvider/credentialAppID``), account = `account`. Expiring user tokens (GitHub
-/// Apps) are refreshed through the core's one renewal path (`Session.renewToken(isDue:renew:)`:
-/// the cross-process lock, the store read again, one save), with
-/// ``GitHubProvider/refresh(_:transport:)`` as the hook: concurrent callers and processes share
-/// one refresh, and the new token is saved before it is used. Tokens without an expiry (OAuth apps,
-/// classic personal tokens) are used as they are.
-public struct GitHubSession: Sendable {
+/// (``GitHubProvider/credentialAppID``), account = `account`, so it is only ever sent to its
+/// host. Expiring user tokens (GitHub Apps) are renewed by the core's one renewal path, with
+/// ``GitHubProvider/refresh(_:transport:)`` as the `TokenRenewer`: an expired token whose
+/// refresh token still works opens the session without UI; concurrent callers and processes
+/// share one refresh; the new token is saved before it is used. Tokens without an expiry (OAuth
+/// apps, classic personal tokens) are used as they are.
+public struct GitHubSession: ProviderSession {
     /// The host and app.
     public let provider: GitHubProvider
     /// What sends the requests.
@@ -19,7 +26,7 @@ public struct GitHubSession: Sendable {
     public let session: Session
     /// How a login is shown, when one is allowed.
     public let loginUI: (any LoginUI)?
-    /// How long before expiry a token is refreshed.
+    /// The most a token is refreshed before its expiry.
     public var refreshLeeway: Duration
 
     /// Creates a session for `account` on `provider`'s host, kept in `store`.
@@ -30,7 +37,7 @@ public struct GitHubSession: Sendable {
     ///   - store: where the login is kept.
     ///   - account: the account name the login is kept under.
     ///   - loginUI: how a login is shown, when one is allowed; `nil` for none.
-    ///   - refreshLeeway: how long before expiry a token is refreshed.
+    ///   - refreshLeeway: the most a token is refreshed before its expiry (five minutes).
     ///   - refreshLocking: the cross-process refresh lock; none by default (the desktop adapter
     ///     passes a lock directory).
     public init(
@@ -44,67 +51,32 @@ public struct GitHubSession: Sendable {
         self.refreshLeeway = refreshLeeway
         self.session = Session(
             provider: .github, appID: provider.credentialAppID, account: account, store: store,
-            refreshLocking: refreshLocking, now: provider.now)
+            refreshLocking: refreshLocking,
+            renewer: .refreshToken(maximumLeeway: refreshLeeway.inSeconds) { [provider, transport] in
+                try await provider.refresh($0, transport: transport)
+            }, now: provider.now)
     }
 
-    /// Where the token is kept.
-    public var key: CredentialKey { session.key }
-    /// The current state.
-    public var state: SessionState { get async { await session.state } }
-    /// The current token, if any.
-    public var token: AccessToken? { get async { await session.token } }
+    /// GitHub's device flow on a terminal: the default login for a terminal program.
+    public static func deviceLogin(
+        provider: GitHubProvider, transport: any HTTPTransport,
+        presenter: any DeviceCodePresenter = TerminalDeviceCodePresenter(providerName: "GitHub")
+    ) -> DeviceLoginFlow {
+        DeviceLoginFlow(
+            dialect: GitHubDeviceDialect(github: provider, transport: transport), presenter: presenter,
+            transport: transport)
+    }
 
-    /// Opens the session: from a stored token without UI, or by a login when allowed.
+    /// Refreshes the token now, because GitHub refused it before its expiry, unless it was
+    /// refreshed meanwhile (here or in another process); a token that cannot be refreshed is
+    /// returned as it is.
     ///
-    /// A stored token that has expired but has a refresh token (an expiring user token of a
-    /// GitHub App, eight hours old) is refreshed and saved first, so it opens without UI too. A
-    /// refresh token GitHub refuses marks the stored login as needing a login (it is kept), and
-    /// the login UI runs when allowed.
-    @discardableResult
-    /// - Throws: `AuthError` for a login or refresh that failed; `CredentialStoreError` when the
-    ///   store cannot be read or written.
-    public func open(scopes: [String] = [], allowLoginUI: Bool) async throws -> SessionState {
-        if await !session.state.isOpen { try await refreshExpiredStoredToken() }
-        return try await session.open(
-            permissions: scopes.map { Permission.read($0) }, allowLoginUI: allowLoginUI, loginUI: loginUI)
-    }
-
-    /// Until the core's refresh path refreshes an expired stored token on open, GitHub does it
-    /// here, with the same hook.
-    private func refreshExpiredStoredToken() async throws {
-        guard var stored = try await session.store.load(key), !stored.needsLogin, stored.token.refreshToken != nil,
-            stored.token.isExpired(at: provider.now(), leeway: Double(refreshLeeway.components.seconds))
-        else { return }
-        do {
-            let refreshed = try await provider.refresh(stored.token, transport: transport)
-            try await session.store.save(StoredCredential(key: key, token: refreshed, savedAt: provider.now()))
-        } catch let error as AuthError where error.category == .authenticationReopenSession {
-            stored.needsLogin = true
-            try await session.store.save(stored)
-        }
-    }
-
-    /// A token valid for at least ``refreshLeeway``, refreshed first when needed.
-    ///
-    /// - Throws: `AuthError` when there is no usable token or its refresh failed;
-    ///   `CredentialStoreError` when the store cannot be read or written.
-    public func validToken() async throws -> AccessToken {
-        try await session.freshToken(leeway: refreshLeeway, refresh: refreshHook)
-    }
-
-    /// Refreshes the token now (a token with no expiry or no refresh token is returned as it is).
-    @discardableResult
     /// - Throws: `AuthError` when GitHub refuses the refresh; `CredentialStoreError` when the store
     ///   cannot be read or written.
+    @discardableResult
     public func refresh() async throws -> AccessToken {
-        try await session.renewToken(
-            isDue: { $0.expirationDate != nil && $0.refreshToken != nil }, renew: refreshHook
-        ).token
-    }
-
-    /// GitHub's refresh, as the core's renewal path calls it.
-    public var refreshHook: @Sendable (AccessToken) async throws -> AccessToken? {
-        { [provider, transport] current in try await provider.refresh(current, transport: transport) }
+        guard let current = await session.token else { return try await validToken() }
+        return try await session.renewRefused(current)
     }
 
     /// A REST client that uses this session's valid token. A token GitHub refuses (401) is

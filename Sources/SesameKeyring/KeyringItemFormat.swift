@@ -41,9 +41,11 @@ enum KeyringItemFormat {
         static let provider = "provider"
         static let appID = "app_id"
         static let account = "account"
+        /// Where the login is valid (an OpenID issuer), on the items of keys that have one.
+        static let issuer = "issuer"
         static let schemaVersion = "schema_version"
         /// Every attribute Sesame reads back from an item.
-        static let all = [schema, provider, appID, account, schemaVersion]
+        static let all = [schema, provider, appID, account, issuer, schemaVersion]
     }
 
     /// The attributes written with the credential for `key`.
@@ -54,9 +56,25 @@ enum KeyringItemFormat {
     }
 
     /// The attributes that find the credential for `key`, whichever version wrote it.
+    ///
+    /// A search matches every item that has these attributes, also items with more: an item
+    /// of a key without an issuer is told from one with an issuer by ``belongs(_:to:)``.
     static func searchAttributes(for key: CredentialKey) -> [String: String] {
-        [Attribute.provider: key.provider.rawValue, Attribute.appID: key.appID, Attribute.account: key.account]
+        var attributes = [
+            Attribute.provider: key.provider.rawValue, Attribute.appID: key.appID, Attribute.account: key.account,
+        ]
+        attributes[Attribute.issuer] = key.issuer
+        return attributes
     }
+
+    /// The issuer an item's attributes name, `nil` for none (or an empty one).
+    static func issuer(of attributes: [String: String]) -> String? {
+        attributes[Attribute.issuer].flatMap { $0.isEmpty ? nil : $0 }
+    }
+
+    /// Whether `item`, found by ``searchAttributes(for:)``, is the credential of `key` rather
+    /// than one of the same names valid at an issuer the key does not name.
+    static func belongs(_ item: KeyringItem, to key: CredentialKey) -> Bool { issuer(of: item.attributes) == key.issuer }
 
     /// The label, for example `Sesame: facebook (app 1234) — alice`.
     static func label(for key: CredentialKey) -> String { "Sesame: \(key)" }
@@ -104,7 +122,9 @@ enum KeyringItemFormat {
                     item, key: nil,
                     reason: "it has the \(schemaName) schema but no \(list) attribute\(missing.count == 1 ? "" : "s")"))
         }
-        return .success(CredentialKey(provider: ProviderID(provider), appID: appID, account: account))
+        return .success(
+            CredentialKey(
+                provider: ProviderID(provider), issuer: issuer(of: item.attributes), appID: appID, account: account))
     }
 
     /// The credential an item holds, or a `CredentialStoreError.Kind.corrupt`

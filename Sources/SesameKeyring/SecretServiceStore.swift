@@ -86,7 +86,7 @@ public final class SecretServiceStore: CredentialStore {
         let key = credential.key
         let operation = "saving the credential for \(key)"
         let request = SaveRequest(
-            attributes: KeyringItemFormat.attributes(for: key),
+            key: key, attributes: KeyringItemFormat.attributes(for: key),
             search: KeyringItemFormat.searchAttributes(for: key),
             label: KeyringItemFormat.label(for: key),
             secret: try KeyringItemFormat.secret(for: credential))
@@ -110,7 +110,9 @@ public final class SecretServiceStore: CredentialStore {
         let operation = "reading the credential for \(key)"
         let items = try await readItems(
             KeyringItemFormat.searchAttributes(for: key), everyItem: false, operation: operation)
-        let newest = items.filter { !$0.isLocked && !KeyringItemFormat.isBeingDeleted($0) }
+        let newest = items.filter {
+            !$0.isLocked && !KeyringItemFormat.isBeingDeleted($0) && KeyringItemFormat.belongs($0, to: key)
+        }
             .max { Self.isOlder($0, than: $1) }
         guard let newest else { return nil }
         return try KeyringItemFormat.credential(from: newest).get()
@@ -120,13 +122,11 @@ public final class SecretServiceStore: CredentialStore {
     ///   saying what to do.
     @discardableResult public func delete(_ key: CredentialKey) async throws -> Bool {
         let operation = "deleting the credential for \(key)"
-        let search = KeyringItemFormat.searchAttributes(for: key)
-
-        var result = try await call(operation) { client in try Self.remove(search, with: client, unlock: false) }
+        var result = try await call(operation) { client in try Self.remove(key, with: client, unlock: false) }
         if result.locked > 0 {
             let promptTimeout = try await promptTimeout(operation)
             let retry = try await call(operation, timeout: promptTimeout) { client in
-                try Self.remove(search, with: client, unlock: true)
+                try Self.remove(key, with: client, unlock: true)
             }
             if retry.locked > 0 { throw await lockedError { KeyringMessages.unlockDeclined(operation, $0) } }
             result.deleted += retry.deleted
@@ -241,6 +241,7 @@ public final class SecretServiceStore: CredentialStore {
     // MARK: - Calls
 
     private struct SaveRequest: Sendable {
+        var key: CredentialKey
         var attributes: [String: String]
         var search: [String: String]
         var label: String
@@ -273,7 +274,9 @@ public final class SecretServiceStore: CredentialStore {
                 // service to replace it (CreateItem with `replace`) makes KeePassXC 2.7 show an
                 // access dialog to every process but the one that created the item.
                 let prefix = sesame_object_path(collection.pointer).map { String(cString: $0) + "/" } ?? "\u{0}"
-                existing = try client.search(request.search)
+                existing = try client.search(request.search).filter {
+                    KeyringItemFormat.belongs(client.read($0), to: request.key)
+                }
                 for item in existing {
                     let found = client.read(item)
                     guard found.path.hasPrefix(prefix), !found.isLocked,
@@ -300,16 +303,16 @@ public final class SecretServiceStore: CredentialStore {
         return .saved
     }
 
-    /// Deletes the items matching `search` (in the worker). Does not prompt unless `unlock`
-    /// is set.
+    /// Deletes the items of `key` (in the worker). Does not prompt unless `unlock` is set.
     private static func remove(
-        _ search: [String: String], with client: LibSecretClient, unlock: Bool
+        _ key: CredentialKey, with client: LibSecretClient, unlock: Bool
     ) throws
         -> DeleteOutcome
     {
+        let search = KeyringItemFormat.searchAttributes(for: key)
         if unlock { try unlockAll(search, with: client) }
         var outcome = DeleteOutcome()
-        let items = try client.search(search)
+        let items = try client.search(search).filter { KeyringItemFormat.belongs(client.read($0), to: key) }
         // A locked collection that could not be searched (KeePassXC) may hold the credential.
         if client.notes.skippedLockedCollection { outcome.locked += 1 }
         for item in items {

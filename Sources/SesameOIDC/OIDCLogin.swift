@@ -156,7 +156,11 @@ extension OIDCProvider {
             token.idToken = previous?.idToken
             token.userID = previous?.userID
         }
-        if token.refreshToken == nil { token.refreshToken = previous?.refreshToken }
+        if token.refreshToken == nil {
+            // RFC 6749 §6: a refresh answer without a refresh token leaves the old one (and its expiry) in use.
+            token.refreshToken = previous?.refreshToken
+            token.refreshTokenExpirationDate = previous?.refreshTokenExpirationDate
+        }
         return token
     }
 }

@@ -8,24 +8,22 @@ import Sesame
 /// let session = OIDCSession(provider: provider, transport: transport, store: store,
 ///     loginUI: OIDCBrowserLogin(oidc: provider, receiver: LoopbackRedirectReceiver(),
 ///                               opener: SystemBrowserOpener(), transport: transport))
-/// try await session.open(allowLoginUI: true)
+/// try await session.open(scopes: ["openid", "email"], allowLoginUI: true)
 /// let claims = try await session.userInfo()
 /// ```
 ///
-/// Refresh: the new token, with the rotated refresh token, replaces the stored one in one save
-/// before the session uses it. A refresh refused with `invalid_grant` keeps the stored
-/// credential, marks it `needsLogin` so that `sesame status` can show it, and closes the
-/// session; the next ``open(scopes:allowLoginUI:)`` logs in again.
-///
-/// The refresh protocol is the core `Session`'s (`Session.freshToken(leeway:refresh:)`); this
-/// type supplies only the refresh token grant. It is single-flight twice over: concurrent
-/// calls in this process share one refresh, and with ``Configuration/refreshLocking`` set to a
-/// lock file the session reads the store again after taking the lock: when another process
-/// has already refreshed, its token is used, and the refresh token in memory (used up by that
-/// rotation) is never sent.
+/// The login is stored under the issuer it came from (`CredentialKey.issuer`), so it is never
+/// presented to, or refreshed at, another issuer with the same client id. The token's whole
+/// lifecycle is the core `Session`'s: this type supplies only the refresh token grant, as a
+/// `TokenRenewer`. An expired access token with a working refresh token opens the session
+/// without UI (it is refreshed first); concurrent callers in this process share one refresh and,
+/// with ``Configuration/refreshLocking``, so do processes; the rotated refresh token is saved
+/// once before it is used. A refresh refused with `invalid_grant` keeps the stored login, marks
+/// it as needing a login, and closes the session, unless another process had already rotated
+/// it, whose login is then used.
 ///
 /// Creating a session has no side effects (no lock file unless the ``Configuration`` asks).
-public final class OIDCSession: Sendable {
+public final class OIDCSession: ProviderSession {
     /// The provider.
     public let provider: OIDCProvider
     /// The state machine and the token.
@@ -43,7 +41,8 @@ public final class OIDCSession: Sendable {
         /// `RefreshLocking.none` by default; desktop apps pass a lock file per credential
         /// (`RefreshLocking.directory(RefreshLock.defaultDirectory())`).
         public var refreshLocking: RefreshLocking
-        /// A token that expires within this long is refreshed before use: one minute by default.
+        /// The most a token is refreshed before its expiry: a quarter of its lifetime, at most
+        /// this (one minute by default).
         public var refreshLeeway: Duration
 
         /// Creates a configuration; see each property for its default.
@@ -70,114 +69,38 @@ public final class OIDCSession: Sendable {
         self.transport = transport
         self.loginUI = loginUI
         self.configuration = configuration
+        let refresh = OIDCRefreshGrant(provider: provider, transport: transport)
         self.session = Session(
-            provider: provider.id, appID: provider.configuration.clientID, account: account, store: store,
-            refreshLocking: configuration.refreshLocking, now: provider.now)
+            provider: provider.id, issuer: provider.endpoints.issuer, appID: provider.configuration.clientID,
+            account: account, store: store, refreshLocking: configuration.refreshLocking,
+            renewer: .refreshToken(maximumLeeway: configuration.refreshLeeway.inSeconds) {
+                try await refresh.send($0)
+            }, now: provider.now)
     }
 
-    /// Where the token is kept.
-    public var key: CredentialKey { session.key }
-    /// The current state.
-    public var state: SessionState { get async { await session.state } }
-    /// The current token, if any.
-    public var token: AccessToken? { get async { await session.token } }
-
-    /// Opens the session: from a usable stored token without UI, or by a login when allowed.
-    /// A stored credential marked `needsLogin` is not used.
-    @discardableResult
+    /// Opens the session: from a usable stored login without UI (refreshed first when its access
+    /// token expired), or by a login when allowed.
+    ///
+    /// A login stored before Sesame recorded issuers is taken over when its ID token names this
+    /// issuer; one that does not is left alone (`sesame status` shows it).
+    ///
     /// - Throws: `AuthError` for a login or refresh that failed; `CredentialStoreError` when the
     ///   store cannot be read or written.
-    public func open(scopes: [String] = [], allowLoginUI: Bool) async throws -> SessionState {
-        try await session.open(
-            permissions: scopes.map { Permission.read($0) }, allowLoginUI: allowLoginUI, loginUI: loginUI)
-    }
-
-    /// Closes the session and keeps the token.
-    public func close() async { await session.close() }
-
-    /// An access token that is valid for at least its margin (``TokenExpiry/margin(for:maximum:)``:
-    /// a quarter of its lifetime, at most ``Configuration/refreshLeeway``), refreshed first when
-    /// needed; concurrent callers share one refresh. A token that cannot be refreshed is returned
-    /// while it is still valid at all; ``TokenExpiry/warning(for:now:maximum:)`` says what to tell
-    /// the person.
-    ///
-    /// - Throws: `AuthError` when there is no usable token or its refresh failed;
-    ///   `CredentialStoreError` when the store cannot be read or written.
-    public func validToken() async throws -> AccessToken {
-        let current = await session.token
-        if let current, current.refreshToken == nil, await session.state.isOpen,
-            !current.isExpired(at: provider.now())
-        {
-            return current
-        }
-        let maximum = Double(configuration.refreshLeeway.components.seconds)
-        let margin = current.map { TokenExpiry.margin(for: $0, maximum: maximum) } ?? 0
-        return try await refreshing {
-            try await $0.freshToken(leeway: .milliseconds(Int64(margin * 1000))) { [self] in
-                try await refreshRequest($0)
-            }
-        }
-    }
-
-    /// Refreshes the token now, unless another process refreshed it while this one waited for
-    /// the lock (a token with no expiry date is returned as it is).
     @discardableResult
+    public func open(permissions: [Permission] = [], allowLoginUI: Bool) async throws -> SessionState {
+        if await !session.state.isOpen { try await OIDCLegacyLogins.claim(for: session, issuer: provider.endpoints.issuer) }
+        return try await session.open(permissions: permissions, allowLoginUI: allowLoginUI, loginUI: loginUI)
+    }
+
+    /// Refreshes the token now, because the provider refused it before its expiry, unless it was
+    /// refreshed meanwhile (here or in another process), in which case that token is returned.
+    ///
     /// - Throws: `AuthError` when the issuer refuses the refresh; `CredentialStoreError` when the
     ///   store cannot be read or written.
+    @discardableResult
     public func refresh() async throws -> AccessToken {
-        let before = await session.token
-        return try await refreshing {
-            // Due unless it is no longer the token this call set out to replace.
-            try await $0.renewToken(isDue: { $0 == before && $0.expirationDate != nil }) { [self] in
-                try await refreshRequest($0)
-            }.token
-        }
-    }
-
-    /// A refused refresh leaves the session closed (the credential stays, marked `needsLogin`).
-    private func refreshing(_ body: (Session) async throws -> AccessToken) async throws -> AccessToken {
-        do {
-            return try await body(session)
-        } catch let error as AuthError where error.category == .authenticationReopenSession {
-            await session.close()
-            throw error
-        }
-    }
-
-    /// The refresh token grant (RFC 6749 §6).
-    private func refreshRequest(_ current: AccessToken) async throws -> AccessToken {
-        guard let refreshToken = current.refreshToken else {
-            throw AuthError(
-                category: .authenticationReopenSession,
-                message:
-                    "The token of '\(provider.id)' expired and there is no refresh token to renew it. Log in again.",
-                recoveryTactic: .reauthenticate, closesSession: false, provider: provider.id)
-        }
-        var form = [("grant_type", "refresh_token"), ("refresh_token", refreshToken)]
-        if !current.permissions.granted.isEmpty {
-            form.append(("scope", current.permissions.granted.sorted().joined(separator: " ")))
-        }
-        let response = try await send(provider.formRequest(provider.endpoints.tokenEndpoint, form))
-        guard response.isSuccess else {
-            let error = provider.taxonomy.classify(response)
-            if error.category == .authenticationReopenSession { await markNeedsLogin(refreshToken: refreshToken) }
-            throw error
-        }
-        let request = LoginRequest(
-            provider: provider.id, appID: provider.configuration.clientID,
-            permissions: current.permissions.granted.sorted().map { Permission.read($0) })
-        return try await provider.acceptToken(
-            response, for: request, nonce: nil, requireIDToken: false, previous: current)
-    }
-
-    /// Keeps the stored credential but marks it as needing a login, unless another process has
-    /// already replaced it with a newer one.
-    private func markNeedsLogin(refreshToken: String) async {
-        guard var stored = try? await session.store.load(session.key), stored.token.refreshToken == refreshToken,
-            !stored.needsLogin
-        else { return }
-        stored.needsLogin = true
-        try? await session.store.save(stored)
+        guard let current = await session.token else { return try await validToken() }
+        return try await session.renewRefused(current)
     }
 
     /// The person's claims from the userinfo endpoint. A refused token is refreshed once and
@@ -239,6 +162,7 @@ public final class OIDCSession: Sendable {
             }
         }
         try await session.closeAndClearTokenInformation()
+        try await OIDCLegacyLogins.remove(for: session, issuer: provider.endpoints.issuer)
         if let failure { throw failure }
     }
 
@@ -250,5 +174,68 @@ public final class OIDCSession: Sendable {
 
     private func send(_ request: HTTPRequest) async throws -> HTTPResponse {
         try await LoginHTTP.send(request, through: transport, taxonomy: provider.taxonomy)
+    }
+}
+
+/// The refresh token grant (RFC 6749 §6) of one issuer and client: the hook the core's renewal
+/// calls. Nothing is saved here.
+struct OIDCRefreshGrant: Sendable {
+    var provider: OIDCProvider
+    var transport: any HTTPTransport
+
+    func send(_ current: AccessToken) async throws -> AccessToken {
+        guard let refreshToken = current.refreshToken else {
+            throw AuthError.needsLogin(
+                CredentialKey(
+                    provider: provider.id, issuer: provider.endpoints.issuer, appID: provider.configuration.clientID,
+                    account: current.userID ?? "default"), reason: .expired)
+        }
+        var form = [("grant_type", "refresh_token"), ("refresh_token", refreshToken)]
+        if !current.permissions.granted.isEmpty {
+            form.append(("scope", current.permissions.granted.sorted().joined(separator: " ")))
+        }
+        let response = try await LoginHTTP.send(
+            provider.formRequest(provider.endpoints.tokenEndpoint, form), through: transport, taxonomy: provider.taxonomy)
+        guard response.isSuccess else { throw provider.taxonomy.classify(response) }
+        let request = LoginRequest(
+            provider: provider.id, appID: provider.configuration.clientID,
+            permissions: current.permissions.granted.sorted().map { Permission.read($0) })
+        return try await provider.acceptToken(
+            response, for: request, nonce: nil, requireIDToken: false, previous: current)
+    }
+}
+
+/// OpenID logins stored before Sesame recorded the issuer in a login's key (provider, client
+/// id and account only).
+package enum OIDCLegacyLogins {
+    /// Moves the login stored without an issuer under `session`'s key, when its ID token says it
+    /// came from `issuer`: saved under the new key first, then the old entry removed. A login
+    /// whose ID token names another issuer, or has none, is left where it is, never used.
+    package static func claim(for session: Session, issuer: String) async throws {
+        let key = session.key
+        let legacyKey = CredentialKey(provider: key.provider, appID: key.appID, account: key.account)
+        guard key.issuer != nil, try await session.store.load(key) == nil,
+            var legacy = try await session.store.load(legacyKey), self.issuer(of: legacy.token) == issuer
+        else { return }
+        legacy.key = key
+        try await session.store.save(legacy)
+        try await session.store.delete(legacyKey)
+    }
+
+    /// Removes the login stored without an issuer under `session`'s names, unless its ID token
+    /// says it came from another issuer than `issuer` (then it is that issuer's to remove).
+    package static func remove(for session: Session, issuer: String) async throws {
+        let key = session.key
+        guard key.issuer != nil else { return }
+        let legacyKey = CredentialKey(provider: key.provider, appID: key.appID, account: key.account)
+        guard let legacy = try await session.store.load(legacyKey) else { return }
+        if let recorded = self.issuer(of: legacy.token), recorded != issuer { return }
+        try await session.store.delete(legacyKey)
+    }
+
+    /// The issuer the token's ID token names, read for this check only (it was validated when
+    /// it was received).
+    package static func issuer(of token: AccessToken) -> String? {
+        token.idToken.flatMap { try? JSONWebToken(compact: $0).claims["iss"]?.stringValue }
     }
 }

@@ -68,6 +68,26 @@ final class CLIHarness: Sendable {
         return try await store.list(provider: nil).map(\.token.tokenString)
     }
 
+    /// The credential file's store.
+    var fileStore: FileCredentialStore {
+        FileCredentialStore(url: root.appending(path: "state/sesame/credentials.json"))
+    }
+
+    /// Moves every stored login `seconds` into the past, as if the clock had moved forward that
+    /// much: its issue, expiry and refresh-token expiry dates (the processes' own clock cannot be
+    /// moved; the emulator's is moved with its admin API beside this).
+    func age(by seconds: TimeInterval) async throws {
+        for var credential in try await fileStore.list(provider: nil) {
+            credential.token.refreshDate -= seconds
+            credential.token.expirationDate = credential.token.expirationDate.map { $0 - seconds }
+            credential.token.refreshTokenExpirationDate = credential.token.refreshTokenExpirationDate.map {
+                $0 - seconds
+            }
+            credential.savedAt -= seconds
+            try await fileStore.save(credential)
+        }
+    }
+
     /// Checks that none of `tokens` appears in any output except `sesame token`'s.
     func expectNoTokenLeaks(_ tokens: [String]) {
         let all = outputs.withLock { $0 }

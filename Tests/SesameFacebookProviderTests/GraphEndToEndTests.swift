@@ -84,7 +84,9 @@ struct GraphEndToEndTests {
         let harness = try await FacebookHarness.start()
         defer { Task { await harness.stop() } }
         let store = InMemoryCredentialStore()
-        let old = try await harness.storeIssuedToken(in: store, expiresAt: Date().addingTimeInterval(120))
+        // A long-lived token two minutes before its end: inside the five-minute leeway.
+        let old = try await harness.storeIssuedToken(
+            in: store, expiresAt: Date().addingTimeInterval(120), refreshDate: Date().addingTimeInterval(-50 * 86_400))
         let session = harness.session(store: store, refreshLeeway: 300)
         try await session.openActiveSession(allowLoginUI: false)
 
@@ -112,26 +114,27 @@ struct GraphEndToEndTests {
         let storeURL = FileManager.default.temporaryDirectory.appendingPathComponent(
             "sesame-fb-\(UUID().uuidString)/credentials.json")
         try await harness.storeIssuedToken(
-            in: FileCredentialStore(url: storeURL), expiresAt: Date().addingTimeInterval(120))
+            in: FileCredentialStore(url: storeURL), expiresAt: Date().addingTimeInterval(120),
+            refreshDate: Date().addingTimeInterval(-50 * 86_400))
         let gate = GatedTransport(harness.transport, holding: "/oauth/access_token")
         let first = harness.session(store: FileCredentialStore(url: storeURL), transport: gate)
         let second = harness.session(store: FileCredentialStore(url: storeURL), transport: gate)
-        try await first.openActiveSession(allowLoginUI: false)
-        try await second.openActiveSession(allowLoginUI: false)
         gate.arm()
 
-        // The first refresh is held at the token endpoint, inside the lock...
-        async let a = first.graph.get("me", parameters: ["fields": "id"])
+        // Opening renews the due token. The first refresh is held at the token endpoint, inside the lock...
+        async let openedFirst = first.openActiveSession(allowLoginUI: false)
         #expect(await waitUntil { gate.heldCount == 1 }, "the first refresh never reached the token endpoint")
         // ... while the second waits for the lock file (or, without a lock, sends its own refresh).
-        async let b = second.graph.get("me", parameters: ["fields": "id"])
+        async let openedSecond = second.openActiveSession(allowLoginUI: false)
         let lockFile = harness.refreshLock.url
         let settled = await waitUntil { gate.matchedCount >= 2 || (FileLocks.waiters(on: lockFile) ?? 0) >= 1 }
         #expect(settled, "the second session neither waited for the lock nor sent a refresh")
         #expect(gate.matchedCount == 1, "the second process refreshed while the first one held the lock")
         gate.release()
 
-        let (one, two) = try await (a, b)
+        _ = try await (openedFirst, openedSecond)
+        let one = try await first.graph.get("me", parameters: ["fields": "id"])
+        let two = try await second.graph.get("me", parameters: ["fields": "id"])
         #expect(one["id"] == two["id"])
         #expect(gate.matchedCount == 1)
         #expect(harness.transport.count(endingWith: "/oauth/access_token") == 1)

@@ -95,10 +95,11 @@ struct ClientAuthenticationTests {
                 tokenString: "t", provider: .oidc, appID: "app", expirationDate: now.addingTimeInterval(lifetime),
                 refreshDate: now)
         }
-        #expect(TokenExpiry.margin(for: token(lifetime: 3600)) == 60)
-        #expect(TokenExpiry.margin(for: token(lifetime: 40)) == 10)
-        #expect(TokenExpiry.margin(for: token(lifetime: 60), maximum: 5) == 5)
-        #expect(!token(lifetime: 52).isExpired(at: now, leeway: TokenExpiry.margin(for: token(lifetime: 52))))
+        let renewer = TokenRenewer.refreshToken(maximumLeeway: 60) { $0 }
+        #expect(renewer.leeway(for: token(lifetime: 3600)) == 60)
+        #expect(renewer.leeway(for: token(lifetime: 40)) == 10)
+        #expect(TokenRenewer.refreshToken(maximumLeeway: 5) { $0 }.leeway(for: token(lifetime: 60)) == 5)
+        #expect(!renewer.isDue(token(lifetime: 52), at: now))
     }
 
     @Test("a short-lived token without a refresh token is usable right after login, with a warning near its end")
@@ -106,7 +107,7 @@ struct ClientAuthenticationTests {
         let harness = try await OIDCHarness.start(algorithm: "ES256")
         defer { Task { await harness.stop() } }
         let store = InMemoryCredentialStore()
-        let key = CredentialKey(provider: .oidc, appID: OIDCEmulator.defaultClientID, account: "default")
+        let key = harness.session(store: store).key
         for (age, warns) in [(TimeInterval(8), false), (TimeInterval(45), true)] {
             // The ages count from now, not from the start of the test: at 45 s only a few seconds
             // are left before the session's leeway, less than a slow first round can take (under
@@ -121,7 +122,7 @@ struct ClientAuthenticationTests {
             try await session.open(allowLoginUI: false)
             let valid = try await session.validToken()
             #expect(valid.tokenString == token.tokenString, "returned, not refused")
-            let warning = TokenExpiry.warning(for: valid, now: Date())
+            let warning = session.session.renewer.expiryWarning(for: valid, at: Date())
             #expect((warning != nil) == warns, "\(warning ?? "no warning") at \(age) s of 52 s")
             #expect(warning?.contains("short-lived-secret-value") != true)
         }

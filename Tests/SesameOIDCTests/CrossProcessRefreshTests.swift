@@ -79,7 +79,7 @@ struct OIDCRefreshLockTests {
         let second = await #expect(throws: AuthError.self) { _ = try await other.value }
         #expect(first?.ruleID == "invalid-grant")
         #expect(second?.category == .authenticationReopenSession)
-        #expect(second?.message.contains("Another program") == true)
+        #expect(second?.message.contains("refused to renew") == true)
         #expect(two.gate.matchedCount == 1)
         let kept = try #require(try await FileCredentialStore(url: two.storeURL).load(two.first.key))
         #expect(kept.needsLogin)

@@ -110,7 +110,7 @@ struct IndependentProviderTests {
         #expect(lifetime <= 60, "the provider was started with short-lived tokens (\(lifetime) s)")
         let valid = try await session.validToken()
         #expect(valid.tokenString == token.tokenString, "a fresh short-lived token is used, not refreshed")
-        #expect(TokenExpiry.warning(for: valid) == nil)
+        #expect(session.session.renewer.expiryWarning(for: valid, at: Date()) == nil)
         let claims = try await session.userInfo()
         #expect(claims["sub"]?.stringValue == "alice@example.com")
         let refreshed = try await session.refresh()
