@@ -45,8 +45,10 @@ extension GitHubEmulator {
                     isPersonal: value.isPersonal)
             }
             for (token, value) in saved.refreshTokens where state.refreshTokens[token] == nil {
+                // Each saved refresh token starts a family of its own.
                 state.refreshTokens[token] = GitHubEngine.Refresh(
-                    login: value.login, scopes: value.scopes, clientID: value.clientID, expiresAt: value.expiresAt)
+                    login: value.login, scopes: value.scopes, clientID: value.clientID, expiresAt: value.expiresAt,
+                    family: GitHubEngine.random(12))
             }
         }
     }
