@@ -58,9 +58,10 @@ public struct GitHubEmulatorEndpoints: Sendable, Hashable {
 }
 
 /// A local GitHub for tests and offline development: the device flow (with its HTTP-200
-/// errors), expiring user tokens and their refresh, personal access tokens, `GET /user`,
-/// `GET /user/repos` paged with `Link`, `POST /user/repos` (422 on a bad name), rate-limit
-/// headers on every API answer, and scenarios that make it fail as GitHub does.
+/// errors), expiring user tokens and their refresh (with rotation and reuse detection), personal
+/// access tokens, `GET /user`, `GET /user/repos` paged with `Link`, `POST /user/repos` (422 on a
+/// bad name), rate-limit headers on every API answer, and scenarios that make it fail as GitHub
+/// does.
 ///
 /// It is laid out as a GitHub Enterprise Server at `http://127.0.0.1:<port>` (API under
 /// `/api/v3`), so a client reaches it as it would any Enterprise host.
@@ -74,6 +75,9 @@ public struct GitHubEmulatorEndpoints: Sendable, Hashable {
 public final class GitHubEmulator: Sendable {
     /// The OAuth app every emulator knows.
     public static let defaultClientID = "Iv1.5e5a3e5e5a3e5e5a"
+    /// How long a refresh token lives unless the emulator is told otherwise: GitHub's six months
+    /// (15,897,600 seconds, 184 days).
+    public static let defaultRefreshTokenLifetime: TimeInterval = 15_897_600
     let engine: GitHubEngine
     private let listener = LoopbackListener(name: "GitHub")
 
@@ -83,17 +87,22 @@ public final class GitHubEmulator: Sendable {
     ///   - clients: extra client ids it accepts.
     ///   - expiringTokens: whether the device flow issues expiring user tokens (`ghu_…`, with
     ///     `expires_in`, `refresh_token`, `refresh_token_expires_in`), as GitHub Apps may.
-    ///   - accessTokenLifetime: seconds an expiring token lives (GitHub: 8 hours).
+    ///   - accessTokenLifetime: seconds an expiring token lives (GitHub: 8 hours); the API refuses
+    ///     it with 401 once the emulator's clock is past it.
+    ///   - refreshTokenLifetime: seconds each refresh token of an expiring token lives from when it
+    ///     is issued (`refresh_token_expires_in`; GitHub: six months); a refresh with an older one
+    ///     answers `bad_refresh_token`. Every refresh issues a new one with the whole lifetime.
     ///   - devicePollInterval: the `interval` of a device login, in seconds (GitHub: 5).
     ///   - rateLimit: requests per token per hour (GitHub: 5000).
     ///   - repositoryCount: how many repositories the first user (`octocat`) has.
     public init(
         clients: [String] = [], expiringTokens: Bool = false, accessTokenLifetime: TimeInterval = 28_800,
-        devicePollInterval: Int = 5, rateLimit: Int = 5000, repositoryCount: Int = 42
+        refreshTokenLifetime: TimeInterval = GitHubEmulator.defaultRefreshTokenLifetime, devicePollInterval: Int = 5,
+        rateLimit: Int = 5000, repositoryCount: Int = 42
     ) {
         engine = GitHubEngine(
             clients: clients, expiringTokens: expiringTokens, accessTokenLifetime: accessTokenLifetime,
-            repositoryCount: repositoryCount)
+            refreshTokenLifetime: refreshTokenLifetime, repositoryCount: repositoryCount)
         engine.locked {
             $0.devicePollInterval = max(1, devicePollInterval)
             $0.rateLimit = max(1, rateLimit)
@@ -145,8 +154,12 @@ public final class GitHubEmulator: Sendable {
     }
     /// Makes every access token issued so far invalid, as revoking them on GitHub would.
     public func revokeAccessTokens() async { engine.locked { $0.tokens.removeAll() } }
-    /// Moves the emulator's clock forward (expiry of tokens and device codes, rate-limit windows).
+    /// Moves the emulator's clock forward (expiry of tokens, refresh tokens and device codes,
+    /// rate-limit windows).
     public func advanceClock(by seconds: TimeInterval) async { engine.locked { $0.clockOffset += seconds } }
+    /// Refresh-token grants answered and refused so far, and token families revoked because a
+    /// used refresh token came back; `GET /__sesame/stats` answers the same.
+    public var refreshCounters: RefreshTokenCounters { engine.locked { $0.families.counters } }
     /// The user codes of device logins not yet answered, as shown to the person.
     public var pendingUserCodes: [String] {
         engine.locked { $0.devices.values.filter { $0.approvedFor == nil && !$0.denied }.map(\.userCode).sorted() }

@@ -11,10 +11,12 @@ extension GitHubEmulator {
                 tokens: state.tokens.mapValues {
                     SavedToken(
                         login: $0.login, scopes: $0.scopes, expiresAt: $0.expiresAt, clientID: $0.clientID,
-                        isPersonal: $0.isPersonal)
+                        isPersonal: $0.isPersonal, family: $0.family)
                 },
                 refreshTokens: state.refreshTokens.mapValues {
-                    SavedRefresh(login: $0.login, scopes: $0.scopes, clientID: $0.clientID, expiresAt: $0.expiresAt)
+                    SavedRefresh(
+                        login: $0.login, scopes: $0.scopes, clientID: $0.clientID, expiresAt: $0.expiresAt,
+                        family: $0.family)
                 })
         }
         let encoder = JSONEncoder()
@@ -26,7 +28,8 @@ extension GitHubEmulator {
     /// Whether the emulator holds any access or refresh token.
     public var hasIssuedTokens: Bool { engine.locked { !$0.tokens.isEmpty || !$0.refreshTokens.isEmpty } }
 
-    /// Takes back tokens saved by ``stateData()``; tokens it already has are kept.
+    /// Takes back tokens saved by ``stateData()``; tokens it already has are kept, and refresh
+    /// tokens it rotated away, and tokens of a family it revoked, are not taken back.
     ///
     /// - Throws: `EmulatorError` when `data` is not what ``stateData()`` writes.
     public func restoreState(from data: Data) throws {
@@ -40,13 +43,18 @@ extension GitHubEmulator {
         }
         engine.locked { state in
             for (token, value) in saved.tokens where state.tokens[token] == nil {
+                if let family = value.family, state.families.isRevoked(family) { continue }
                 state.tokens[token] = GitHubEngine.Token(
                     login: value.login, scopes: value.scopes, expiresAt: value.expiresAt, clientID: value.clientID,
-                    isPersonal: value.isPersonal)
+                    isPersonal: value.isPersonal, family: value.family)
             }
             for (token, value) in saved.refreshTokens where state.refreshTokens[token] == nil {
+                if state.families.family(ofUsed: token) != nil { continue }
+                if let family = value.family, state.families.isRevoked(family) { continue }
+                // A refresh token saved before families were kept starts a family of its own.
                 state.refreshTokens[token] = GitHubEngine.Refresh(
-                    login: value.login, scopes: value.scopes, clientID: value.clientID, expiresAt: value.expiresAt)
+                    login: value.login, scopes: value.scopes, clientID: value.clientID, expiresAt: value.expiresAt,
+                    family: value.family ?? GitHubEngine.random(12))
             }
         }
     }
@@ -63,6 +71,8 @@ private struct SavedToken: Codable {
     var expiresAt: Date?
     var clientID: String?
     var isPersonal: Bool
+    /// Absent in files written before token families were kept.
+    var family: String?
 }
 
 private struct SavedRefresh: Codable {
@@ -70,4 +80,6 @@ private struct SavedRefresh: Codable {
     var scopes: [String]
     var clientID: String
     var expiresAt: Date
+    /// Absent in files written before token families were kept.
+    var family: String?
 }

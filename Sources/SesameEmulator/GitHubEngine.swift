@@ -26,12 +26,16 @@ final class GitHubEngine: LoopbackEngine {
         var clientID: String?
         /// Whether GitHub says when it expires (`github-authentication-token-expiration`).
         var isPersonal: Bool
+        /// The token family (one per device login) of an expiring user token; `nil` for others.
+        var family: String? = nil
     }
     struct Refresh: Sendable {
         var login: String
         var scopes: [String]
         var clientID: String
         var expiresAt: Date
+        /// The token family: every user token and refresh token descended from one device login.
+        var family: String
     }
     typealias Scenario = CountedScenario<GitHubScenarioSetting>
     struct Window: Sendable {
@@ -45,6 +49,8 @@ final class GitHubEngine: LoopbackEngine {
         var devices: [String: Device] = [:]
         var tokens: [String: Token] = [:]
         var refreshTokens: [String: Refresh] = [:]
+        /// The refresh tokens each family rotated away, and the refresh counters.
+        var families = RefreshFamilies()
         var repositories: [String: [String]] = [:]
         var scenarios: [Scenario] = []
         var windows: [String: Window] = [:]
@@ -56,13 +62,19 @@ final class GitHubEngine: LoopbackEngine {
 
     let expiringTokens: Bool
     let accessTokenLifetime: TimeInterval
+    /// Seconds a refresh token lives from when it is issued (`refresh_token_expires_in`).
+    let refreshTokenLifetime: TimeInterval
     private let state: Locked<State>
 
     static let documentation = "https://docs.github.com/rest"
 
-    init(clients: [String], expiringTokens: Bool, accessTokenLifetime: TimeInterval, repositoryCount: Int) {
+    init(
+        clients: [String], expiringTokens: Bool, accessTokenLifetime: TimeInterval,
+        refreshTokenLifetime: TimeInterval = GitHubEmulator.defaultRefreshTokenLifetime, repositoryCount: Int
+    ) {
         self.expiringTokens = expiringTokens
         self.accessTokenLifetime = accessTokenLifetime
+        self.refreshTokenLifetime = refreshTokenLifetime
         let people = [
             Person(login: "octocat", id: 583_231, name: "The Octocat"),
             Person(login: "hubot", id: 480_938, name: "Hubot"),
@@ -246,41 +258,81 @@ final class GitHubEngine: LoopbackEngine {
                 return oauthError(request, "authorization_pending", "The authorization request is still pending.")
             }
             state.devices[code] = nil
-            return issue(login: login, scopes: device.scopes, clientID: clientID, request, &state)
+            return issue(login: login, scopes: device.scopes, clientID: clientID, family: nil, request, &state)
         case "refresh_token":
-            guard let refresh = request["refresh_token"], let grant = state.refreshTokens[refresh],
-                grant.clientID == clientID, grant.expiresAt > now(state)
-            else {
-                return oauthError(request, "bad_refresh_token", "The refresh token passed is incorrect or expired.")
+            let (reply, refreshed) = refreshGrant(request, clientID: clientID, &state)
+            if refreshed {
+                state.families.counters.refreshGrants += 1
+            } else {
+                state.families.counters.refusedRefreshGrants += 1
             }
-            state.refreshTokens[refresh] = nil
-            return issue(login: grant.login, scopes: grant.scopes, clientID: clientID, request, &state)
+            return reply
         default:
             return oauthError(request, "unsupported_grant_type", "The grant type is not supported.")
         }
     }
 
+    /// The refresh token grant, with rotation: each refresh token works once, and one that was
+    /// rotated away and comes back revokes its whole family (RFC 9700 §4.14.2). Whether it
+    /// issued new tokens comes back with the answer, whose errors are HTTP 200 as GitHub's.
+    private func refreshGrant(
+        _ request: LoopbackRequest, clientID: String, _ state: inout State
+    ) -> (Reply, refreshed: Bool) {
+        let refresh = request["refresh_token"] ?? ""
+        // GitHub says the same of an unknown, used, revoked or expired refresh token.
+        let refused = oauthError(request, "bad_refresh_token", "The refresh token passed is incorrect or expired.")
+        // A used token revokes its family whichever client presents it: the server cannot tell
+        // the thief from the owner.
+        if let family = state.families.family(ofUsed: refresh) {
+            revokeFamily(family, &state)
+            return (refused, false)
+        }
+        guard let grant = state.refreshTokens[refresh], grant.clientID == clientID else { return (refused, false) }
+        guard grant.expiresAt > now(state) else {
+            state.refreshTokens[refresh] = nil
+            state.families.forget(grant.family)
+            return (refused, false)
+        }
+        state.refreshTokens[refresh] = nil
+        state.families.retire(refresh, family: grant.family)
+        let reply = issue(
+            login: grant.login, scopes: grant.scopes, clientID: clientID, family: grant.family, request, &state)
+        return (reply, true)
+    }
+
+    /// Revokes every user token and refresh token of `family`, as a provider that saw one of its
+    /// used refresh tokens come back does.
+    func revokeFamily(_ family: String, _ state: inout State) {
+        state.refreshTokens = state.refreshTokens.filter { $0.value.family != family }
+        state.tokens = state.tokens.filter { $0.value.family != family }
+        state.families.revoke(family)
+    }
+
+    /// Issues a user token, and with expiring tokens a refresh token of `family` (a new family
+    /// when `nil`: a device login).
     func issue(
-        login: String, scopes: [String], clientID: String, _ request: LoopbackRequest, _ state: inout State
+        login: String, scopes: [String], clientID: String, family: String?, _ request: LoopbackRequest,
+        _ state: inout State
     ) -> Reply {
         let token = (expiringTokens ? "ghu_" : "gho_") + Self.random()
         let issued = now(state)
+        let family = expiringTokens ? (family ?? Self.random(12)) : nil
         state.tokens[token] = Token(
             login: login, scopes: scopes,
             expiresAt: expiringTokens ? issued.addingTimeInterval(accessTokenLifetime) : nil,
-            clientID: clientID, isPersonal: false)
+            clientID: clientID, isPersonal: false, family: family)
         var fields: [(String, JSONValue)] = [
             ("access_token", .string(token)), ("token_type", .string("bearer")),
             ("scope", .string(scopes.joined(separator: ","))),
         ]
-        if expiringTokens {
+        if let family {
             let refresh = "ghr_" + Self.random(48)
-            let refreshLifetime: TimeInterval = 15_897_600
             state.refreshTokens[refresh] = Refresh(
-                login: login, scopes: scopes, clientID: clientID, expiresAt: issued.addingTimeInterval(refreshLifetime))
+                login: login, scopes: scopes, clientID: clientID,
+                expiresAt: issued.addingTimeInterval(refreshTokenLifetime), family: family)
             fields += [
                 ("expires_in", .number(accessTokenLifetime)), ("refresh_token", .string(refresh)),
-                ("refresh_token_expires_in", .number(refreshLifetime)),
+                ("refresh_token_expires_in", .number(refreshTokenLifetime)),
             ]
         }
         return oauthAnswer(request, fields)
@@ -350,9 +402,19 @@ final class GitHubEngine: LoopbackEngine {
         case (.post, "/__sesame/clock"):
             state.clockOffset += json?["advance"]?.doubleValue ?? 0
             return Reply.json(.object(["offset": .number(state.clockOffset)]))
+        case (.get, "/__sesame/stats"):
+            return Reply.json(Self.stats(state))
         default:
             return failure("No such admin endpoint.", status: 404)
         }
+    }
+
+    /// `GET /__sesame/stats`: the refresh counters, the clock's offset and the requests per path.
+    static func stats(_ state: State) -> JSONValue {
+        var members = state.families.counters.jsonMembers
+        members["clock_offset"] = .number(state.clockOffset)
+        members["requests"] = .object(state.requestCounts.mapValues { .number(Double($0)) })
+        return .object(members)
     }
 
     static func page(title: String, body: String) -> String {

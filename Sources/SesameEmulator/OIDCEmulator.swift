@@ -59,8 +59,8 @@ public struct OIDCEmulatorEndpoints: Sendable, Hashable {
 }
 
 /// A local OpenID provider for tests and offline development: discovery, JWKS with rotation,
-/// a consent page, the token endpoint (code with PKCE, refresh with rotation, device code),
-/// userinfo, revocation, and scenarios that make it fail as real providers do.
+/// a consent page, the token endpoint (code with PKCE, refresh with rotation and reuse detection,
+/// device code), userinfo, revocation, and scenarios that make it fail as real providers do.
 ///
 /// ```swift
 /// let emulator = try OIDCEmulator()
@@ -72,6 +72,8 @@ public struct OIDCEmulatorEndpoints: Sendable, Hashable {
 public final class OIDCEmulator: Sendable {
     /// The public client every emulator knows.
     public static let defaultClientID = "sesame-desktop"
+    /// How long a refresh token lives unless the emulator is told otherwise: 30 days.
+    public static let defaultRefreshTokenLifetime: TimeInterval = 30 * 86_400
     let engine: OIDCEngine
     private let listener = LoopbackListener(name: "OIDC")
 
@@ -80,17 +82,23 @@ public final class OIDCEmulator: Sendable {
     /// - Parameters:
     ///   - algorithm: the signing algorithm.
     ///   - clients: extra client ids; a value is that client's secret (confidential), or `nil`.
-    ///   - accessTokenLifetime: seconds.
+    ///   - accessTokenLifetime: seconds an access token lives (`expires_in`); userinfo refuses it
+    ///     with 401 once the emulator's clock is past it.
+    ///   - refreshTokenLifetime: seconds each refresh token lives from when it is issued
+    ///     (`refresh_token_expires_in`); a refresh with an older one is refused with
+    ///     `invalid_grant`. Every refresh issues a new one with the whole lifetime.
     ///   - devicePollInterval: the `interval` a device authorization asks clients to wait between
     ///     polls, in seconds (RFC 8628 §3.2; 5 by default, as most providers).
     public init(
         algorithm: String = "RS256", clients: [String: String?] = [:], accessTokenLifetime: TimeInterval = 3600,
-        devicePollInterval: Int = 5
+        refreshTokenLifetime: TimeInterval = OIDCEmulator.defaultRefreshTokenLifetime, devicePollInterval: Int = 5
     ) throws {
         guard let algorithm = SignatureAlgorithm(rawValue: algorithm) else {
             throw EmulatorError(message: "The OIDC emulator signs with RS256 or ES256, not \(algorithm).")
         }
-        engine = OIDCEngine(algorithm: algorithm, clients: clients, accessTokenLifetime: accessTokenLifetime)
+        engine = OIDCEngine(
+            algorithm: algorithm, clients: clients, accessTokenLifetime: accessTokenLifetime,
+            refreshTokenLifetime: refreshTokenLifetime)
         engine.locked { $0.devicePollInterval = max(1, devicePollInterval) }
     }
 
@@ -127,14 +135,23 @@ public final class OIDCEmulator: Sendable {
     public func denyDevice(userCode: String) async throws {
         try engine.answerDevice(userCode: userCode, user: nil, approve: false)
     }
-    /// Revokes every refresh token, as an administrator would.
-    public func revokeGrants() async { engine.locked { $0.refreshTokens.removeAll() } }
+    /// Revokes every refresh token, as an administrator would. Their used refresh tokens are
+    /// forgotten too: one that comes back afterwards is refused without revoking anything.
+    public func revokeGrants() async {
+        engine.locked { state in
+            state.refreshTokens.removeAll()
+            state.families.forgetAll()
+        }
+    }
     /// Makes every access token issued so far invalid, as a provider that revoked them would.
     public func invalidateAccessTokens() async { engine.locked { $0.accessTokens.removeAll() } }
-    /// Moves the emulator's clock forward.
+    /// Moves the emulator's clock forward (expiry of codes, device codes, access and refresh tokens).
     public func advanceClock(by seconds: TimeInterval) async { engine.locked { $0.clockOffset += seconds } }
     /// Tokens revoked through the revocation endpoint so far (how many).
     public var revokedCount: Int { engine.locked { $0.revokedCount } }
+    /// Refresh-token grants answered and refused so far, and token families revoked because a
+    /// used refresh token came back; `GET /__sesame/stats` answers the same.
+    public var refreshCounters: RefreshTokenCounters { engine.locked { $0.families.counters } }
     /// Requests per path so far.
     public func requestCount(path: String) -> Int { engine.locked { $0.requestCounts[path] ?? 0 } }
 }

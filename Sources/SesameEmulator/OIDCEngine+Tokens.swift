@@ -50,9 +50,36 @@ extension OIDCEngine {
         return issue(grant, nonce: record.pending.nonce, &state)
     }
 
+    /// The refresh token grant, with rotation: each refresh token works once, and one that was
+    /// rotated away and comes back revokes its whole family (RFC 9700 §4.14.2).
     func refreshGrant(_ request: LoopbackRequest, clientID: String, _ state: inout State) -> Reply {
-        guard let token = request["refresh_token"], let grant = state.refreshTokens[token], grant.clientID == clientID
-        else { return Reply.oauthError("invalid_grant", "The refresh token is invalid or was revoked.") }
+        let reply = rotate(request, clientID: clientID, &state)
+        if reply.status == 200 {
+            state.families.counters.refreshGrants += 1
+        } else {
+            state.families.counters.refusedRefreshGrants += 1
+        }
+        return reply
+    }
+
+    private func rotate(_ request: LoopbackRequest, clientID: String, _ state: inout State) -> Reply {
+        let token = request["refresh_token"] ?? ""
+        // A used token revokes its family whichever client presents it: the server cannot tell
+        // the thief from the owner (RFC 9700 §4.14.2).
+        if let family = state.families.family(ofUsed: token) {
+            revokeFamily(family, &state)
+            return Reply.oauthError(
+                "invalid_grant", "The refresh token was already used; every token of its grant is revoked.")
+        }
+        guard let record = state.refreshTokens[token], record.grant.clientID == clientID else {
+            return Reply.oauthError("invalid_grant", "The refresh token is invalid or was revoked.")
+        }
+        let grant = record.grant
+        guard record.expiresAt > now(state) else {
+            state.refreshTokens[token] = nil
+            state.families.forget(grant.id)
+            return Reply.oauthError("invalid_grant", "The refresh token expired.")
+        }
         // RFC 6749 §6: a refresh may narrow the scope, never widen it; the refresh token keeps the
         // grant's whole scope.
         var narrowed = grant
@@ -67,10 +94,20 @@ extension OIDCEngine {
         }
         if consume(.refreshRevoked, &state) != nil {
             state.refreshTokens[token] = nil
+            state.families.forget(grant.id)
             return Reply.oauthError("invalid_grant", "The refresh token was revoked.")
         }
         state.refreshTokens[token] = nil  // Rotation: each refresh token works once.
+        state.families.retire(token, family: grant.id)
         return issue(narrowed, refreshGrant: grant, nonce: nil, &state)
+    }
+
+    /// Revokes every access and refresh token of the grant `family`, as a provider that saw one of
+    /// its used refresh tokens come back does.
+    func revokeFamily(_ family: String, _ state: inout State) {
+        state.refreshTokens = state.refreshTokens.filter { $0.value.grant.id != family }
+        state.accessTokens = state.accessTokens.filter { $0.value.grant.id != family }
+        state.families.revoke(family)
     }
 
     func deviceGrant(_ request: LoopbackRequest, clientID: String, _ state: inout State) -> Reply {
@@ -126,11 +163,11 @@ extension OIDCEngine {
         let access = "at-" + ((try? Crypto.randomURLSafeString(byteCount: 32)) ?? UUID().uuidString)
         let refresh = "rt-" + ((try? Crypto.randomURLSafeString(byteCount: 32)) ?? UUID().uuidString)
         state.accessTokens[access] = (grant, now(state).addingTimeInterval(accessTokenLifetime))
-        state.refreshTokens[refresh] = refreshGrant ?? grant
+        state.refreshTokens[refresh] = (refreshGrant ?? grant, now(state).addingTimeInterval(refreshTokenLifetime))
         let body: [String: JSONValue] = [
             "access_token": .string(access), "token_type": .string("Bearer"),
             "expires_in": .number(accessTokenLifetime), "refresh_token": .string(refresh),
-            "scope": .string(grant.scope),
+            "refresh_token_expires_in": .number(refreshTokenLifetime), "scope": .string(grant.scope),
         ]
         var reply = Reply.json(.object(body))
         if grant.scope.split(separator: " ").contains("openid") {
@@ -226,8 +263,9 @@ extension OIDCEngine {
         guard let token = request["token"] else { return Reply.oauthError("invalid_request", "token is required.") }
         // RFC 7009 §2.1: revoking a refresh token revokes the access tokens of the same grant;
         // a token of another client is left alone (and still answered with 200).
-        if let grant = state.refreshTokens[token], grant.clientID == clientID {
+        if let grant = state.refreshTokens[token]?.grant, grant.clientID == clientID {
             state.refreshTokens[token] = nil
+            state.families.forget(grant.id)
             for (access, record) in state.accessTokens where record.grant.id == grant.id {
                 state.accessTokens[access] = nil
                 state.revokedCount += 1

@@ -24,7 +24,8 @@ final class OIDCEngine: LoopbackEngine {
         var authTime: Date
     }
     /// One person's consent to one client: every token issued from it shares its `id`, so that
-    /// revoking its refresh token revokes its access tokens too (RFC 7009 §2.1).
+    /// revoking its refresh token revokes its access tokens too (RFC 7009 §2.1), and a used
+    /// refresh token that comes back revokes them all (the token family, RFC 9700 §4.14.2).
     struct Grant: Sendable {
         var id: String
         var clientID: String
@@ -56,7 +57,9 @@ final class OIDCEngine: LoopbackEngine {
         var pending: [String: Pending] = [:]
         var codes: [String: Code] = [:]
         var accessTokens: [String: (grant: Grant, expiresAt: Date)] = [:]
-        var refreshTokens: [String: Grant] = [:]
+        var refreshTokens: [String: (grant: Grant, expiresAt: Date)] = [:]
+        /// The refresh tokens each grant rotated away, and the refresh counters.
+        var families = RefreshFamilies()
         var devices: [String: Device] = [:]
         var scenarios: [Scenario] = []
         var clockOffset: TimeInterval = 0
@@ -71,11 +74,17 @@ final class OIDCEngine: LoopbackEngine {
 
     let algorithm: SignatureAlgorithm
     let accessTokenLifetime: TimeInterval
+    /// Seconds a refresh token lives from when it is issued (`refresh_token_expires_in`).
+    let refreshTokenLifetime: TimeInterval
     private let state: Locked<State>
 
-    init(algorithm: SignatureAlgorithm, clients: [String: String?], accessTokenLifetime: TimeInterval) {
+    init(
+        algorithm: SignatureAlgorithm, clients: [String: String?], accessTokenLifetime: TimeInterval,
+        refreshTokenLifetime: TimeInterval = OIDCEmulator.defaultRefreshTokenLifetime
+    ) {
         self.algorithm = algorithm
         self.accessTokenLifetime = accessTokenLifetime
+        self.refreshTokenLifetime = refreshTokenLifetime
         var all = clients
         all[OIDCEmulator.defaultClientID] = .some(nil)
         state = Locked(
@@ -334,9 +343,21 @@ final class OIDCEngine: LoopbackEngine {
         case (.post, "/__sesame/clock"):
             state.clockOffset += json?["advance"]?.doubleValue ?? 0
             return Reply.json(.object(["offset": .number(state.clockOffset)]))
+        case (.get, "/__sesame/stats"):
+            return Reply.json(Self.stats(state))
         default:
             return Reply.json(.object(["error": .string("No such admin endpoint.")]), status: 404)
         }
+    }
+
+    /// `GET /__sesame/stats`: the refresh counters, tokens revoked at the revocation endpoint,
+    /// the clock's offset and the requests per path.
+    static func stats(_ state: State) -> JSONValue {
+        var members = state.families.counters.jsonMembers
+        members["revoked_tokens"] = .number(Double(state.revokedCount))
+        members["clock_offset"] = .number(state.clockOffset)
+        members["requests"] = .object(state.requestCounts.mapValues { .number(Double($0)) })
+        return .object(members)
     }
 
     // MARK: Helpers
