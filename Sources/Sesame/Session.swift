@@ -68,6 +68,8 @@ public actor Session {
     private var loading: Task<Bool, any Error>?
     /// The last of the token writes queued so far; each waits for the one before.
     private var lastWrite: Task<Void, Never>?
+    /// Why the login the last read found cannot be used, when it cannot.
+    private var unusableStoredLogin: NeedsLoginReason?
     private let now: @Sendable () -> Date
 
     /// How the provider renews the session's logins; the session decides when.
@@ -155,7 +157,12 @@ public actor Session {
         let stored = try await store.load(key)
         // The state may have moved while the store answered (a login finished, say).
         guard state == .created || state.isClosed else { return state == .createdTokenLoaded }
-        guard let stored, condition(of: stored).isUsable else { return false }
+        unusableStoredLogin = nil
+        guard let stored else { return false }
+        if case .needsLogin(let reason) = condition(of: stored) {
+            unusableStoredLogin = reason
+            return false
+        }
         token = stored.token
         try transition(to: .createdTokenLoaded)
         return true
@@ -184,10 +191,11 @@ public actor Session {
     /// token) stays stored, marked as needing a login; with `allowLoginUI` the person logs in,
     /// otherwise its ``AuthError`` is thrown.
     ///
-    /// - Returns: the state reached: open, or unchanged when no token was cached and no UI was
+    /// - Returns: the state reached: open, or unchanged when nothing was stored and no UI was
     ///   allowed.
     /// - Throws: the login's or the renewal's ``AuthError`` (after a failed login the session is
-    ///   `closedLoginFailed`), a store failure, `CancellationError`, or
+    ///   `closedLoginFailed`); without UI, ``AuthError/needsLogin(_:reason:)`` for a stored login
+    ///   that cannot be used or renewed; a store failure, `CancellationError`, or
     ///   ``SessionTransitionError`` when a login is already in progress.
     @discardableResult
     public func open(
@@ -211,7 +219,11 @@ public actor Session {
             }
         }
         if state.isOpen { return state }
-        guard allowLoginUI, let loginUI else { return state }
+        guard allowLoginUI, let loginUI else {
+            // A login is stored but cannot be used: say so, rather than that there is none.
+            if let reason = unusableStoredLogin { throw AuthError.needsLogin(key, reason: reason) }
+            return state
+        }
         return try await runLogin(
             LoginRequest(
                 provider: key.provider, appID: key.appID, permissions: permissions, options: options),
@@ -350,10 +362,17 @@ public actor Session {
         let now = self.now
         let key = self.key
         // A token that cannot be renewed is carried on with while it works, then refused below.
-        let token = try await renewToken(isDue: { renewer.isDue($0, at: now()) }) { current in
-            guard renewer.canRenew(current, now()) else { return nil }
-            return try await renewer.renew(current)
-        }.token
+        let token: AccessToken
+        do {
+            token = try await renewToken(isDue: { renewer.isDue($0, at: now()) }) { current in
+                guard renewer.canRenew(current, now()) else { return nil }
+                return try await renewer.renew(current)
+            }.token
+        } catch let error as AuthError where error.category != .authenticationReopenSession {
+            // Not renewed now (no network, a server error): a token that still works is used.
+            guard let current = openToken.withLock({ $0 }), !current.isExpired(at: now()) else { throw error }
+            return current
+        }
         guard !token.isExpired(at: now()) else {
             let ended = token.refreshToken != nil && !token.hasUsableRefreshToken(at: now())
             let error = AuthError.needsLogin(key, reason: ended ? .refreshTokenExpired : .expired)

@@ -160,7 +160,7 @@ extension AuthError {
             message: "The login to '\(key.provider)' (account '\(key.account)') needs renewing: \(reason) "
                 + "Log in again.",
             shouldNotifyUser: true,
-            userMessage: "Your login has ended. Please log in again.",
+            userMessage: "The login to '\(key.provider)' (account '\(key.account)') needs renewing: \(reason)",
             recoveryTactic: .reauthenticate, closesSession: false, provider: key.provider)
     }
 }

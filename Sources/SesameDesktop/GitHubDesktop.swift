@@ -1,5 +1,6 @@
 import Foundation
 import Sesame
+import SesameCurl
 import SesameGitHub
 
 /// GitHub's desktop adapter: github.com or a GitHub Enterprise Server (`--hostname`), device
@@ -121,6 +122,10 @@ public struct GitHubPlugin: ProviderPlugin {
     }
 
     public func connect(_ request: ProviderConnectionRequest) async throws -> any ConnectedProvider {
+        try await gitHubConnection(request)
+    }
+
+    func gitHubConnection(_ request: ProviderConnectionRequest) async throws -> GitHubConnection {
         let settings = try Settings(request)
         guard settings.isEmpty, let emulators = request.emulators else {
             return try connection(settings, request: request)
@@ -243,10 +248,23 @@ struct GitHubConnection: ConnectedProvider {
     var isEmulated: Bool { emulator != nil }
     var details: [String: String] { ["host": provider.host.hostname] }
 
-    func githubSession(account: String, store: any CredentialStore) -> GitHubSession {
+    func githubSession(
+        account: String, store: any CredentialStore, loginUI: (any LoginUI)? = nil
+    ) -> GitHubSession {
         GitHubSession(
-            provider: provider, transport: transport, store: store, account: account,
+            provider: provider, transport: transport, store: store, account: account, loginUI: loginUI,
             refreshLocking: .directory(RefreshLock.defaultDirectory(environment: environment)))
+    }
+
+    /// GitHub's device flow with the code (and, for the emulator, its approval step) on the terminal.
+    func deviceLogin() -> DeviceLoginFlow {
+        let approval = emulator.map {
+            EmulatorApproval(emulator: $0, mode: approvalMode, terminal: terminal, transport: transport)
+        }
+        return DeviceLoginFlow(
+            dialect: GitHubDeviceDialect(github: provider, transport: transport),
+            presenter: TerminalLoginPresenter(terminal: terminal, providerName: label, emulatorApproval: approval),
+            transport: transport)
     }
 
     func logIn(_ options: LoginOptions, account: String, store: any CredentialStore) async throws -> LoginResult {
@@ -265,13 +283,7 @@ struct GitHubConnection: ConnectedProvider {
                         + "give --client-id) to the client id of an OAuth app with device flow enabled, or log in "
                         + "with a token: 'gh auth token | sesame login github --with-token'.", status: .config)
             }
-            let approval = emulator.map {
-                EmulatorApproval(emulator: $0, mode: approvalMode, terminal: terminal, transport: transport)
-            }
-            ui = DeviceLoginFlow(
-                dialect: GitHubDeviceDialect(github: provider, transport: transport),
-                presenter: TerminalLoginPresenter(terminal: terminal, providerName: label, emulatorApproval: approval),
-                transport: transport)
+            ui = deviceLogin()
         }
         let token = try await ui.logIn(
             LoginRequest(
@@ -390,4 +402,86 @@ extension String {
     fileprivate func trimmingSuffix(_ suffix: String) -> String {
         hasSuffix(suffix) ? String(dropLast(suffix.count)) : self
     }
+}
+
+extension Desktop {
+    /// The GitHub defaults: settings from `hostname`/`clientID` (or the environment and config
+    /// file), `CurlTransport`, the store ``DesktopStorage`` selects, device login on the terminal,
+    /// and a refresh lock file per account.
+    ///
+    /// ```swift
+    /// let github = try await Desktop.github(clientID: "Iv1.0123456789abcdef")
+    /// let session = github.session()
+    /// try await session.open(scopes: ["repo"], allowLoginUI: true)
+    /// let me = try await session.client().user()
+    /// await github.shutdown()
+    /// ```
+    ///
+    /// With nothing configured this is github.com without a client id (device login then says
+    /// what to set), unless `emulators` offers a built-in GitHub emulator.
+    ///
+    /// - Parameters:
+    ///   - hostname: the GitHub host (`github.com`, or an Enterprise Server's name).
+    ///   - clientID: the OAuth app's or GitHub App's client id, which wins over the rest.
+    ///   - overrides: values from the command line.
+    ///   - environment: the environment to read.
+    ///   - terminal: the terminal to talk to.
+    ///   - keyring: opens the keyring store (default: the Secret Service).
+    ///   - emulators: the built-in emulators the app allows; none by default.
+    /// - Throws: ``DesktopError`` for a bad configuration, a missing keyring (unless the file is
+    ///   opted in), or an emulator that cannot start.
+    public static func github(
+        hostname: String? = nil, clientID: String? = nil, overrides: DesktopConfiguration.Overrides = .init(),
+        environment: [String: String] = ProcessInfo.processInfo.environment, terminal: Terminal? = nil,
+        keyring: @escaping DesktopStorage.KeyringFactory = DesktopStorage.secretService,
+        emulators: BuiltInEmulators? = nil
+    ) async throws -> DesktopGitHub {
+        let terminal = terminal ?? .current(environment: environment)
+        let configuration = try DesktopConfiguration.resolve(overrides: overrides, environment: environment)
+        let storage = try await DesktopStorage.select(configuration.storage, keyring: keyring, environment: environment)
+        var flags: [String: String] = [:]
+        flags["hostname"] = hostname
+        flags["client-id"] = clientID
+        let connection = try await GitHubPlugin().gitHubConnection(
+            ProviderConnectionRequest(
+                instance: "github", flags: flags, configuration: configuration, environment: environment,
+                terminal: terminal, transport: CurlTransport(), emulators: emulators, purpose: .login))
+        let accounts = AccountState(environment: environment)
+        return DesktopGitHub(
+            connection: connection, storage: storage, accounts: accounts,
+            activeAccount: await accounts.activeAccount(for: .github, appID: connection.appID))
+    }
+}
+
+/// A GitHub host with the desktop defaults: what ``Desktop/github(hostname:clientID:overrides:environment:terminal:keyring:emulators:)``
+/// returns.
+public struct DesktopGitHub: Sendable {
+    let connection: GitHubConnection
+    /// The credential store in use, and why.
+    public let storage: StorageSelection
+    /// The active account per provider.
+    public let accounts: AccountState
+    /// The account that was active for this host when ``Desktop/github(hostname:clientID:overrides:environment:terminal:keyring:emulators:)``
+    /// read ``accounts``.
+    public let activeAccount: String
+
+    /// The host and app.
+    public var provider: GitHubProvider { connection.provider }
+    /// The HTTP transport (`CurlTransport`).
+    public var transport: any HTTPTransport { connection.transport }
+    /// Whether this runs against a built-in emulator.
+    public var isEmulated: Bool { connection.isEmulated }
+
+    /// GitHub's device flow with the code on the terminal.
+    public func deviceLogin() -> DeviceLoginFlow { connection.deviceLogin() }
+
+    /// A session for `account` (the active one by default), logging in with `loginUI` (device
+    /// login by default), with the cross-process refresh lock file.
+    public func session(account: String? = nil, loginUI: (any LoginUI)? = nil) -> GitHubSession {
+        connection.githubSession(
+            account: account ?? activeAccount, store: storage.store, loginUI: loginUI ?? deviceLogin())
+    }
+
+    /// Stops the built-in emulator (writing its state file). Call before exiting.
+    public func shutdown() async { await connection.shutdown() }
 }

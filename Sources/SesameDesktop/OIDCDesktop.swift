@@ -458,7 +458,7 @@ extension Desktop {
     /// ```swift
     /// let work = try await Desktop.oidc(issuer: "https://id.example.com", clientID: "desktop")
     /// let session = work.session()
-    /// try await session.open(allowLoginUI: true)
+    /// try await session.open(scopes: ["openid", "email"], allowLoginUI: true)
     /// ```
     ///
     /// - Throws: ``DesktopError`` for a missing or wrong setting or keyring; the issuer's
@@ -467,7 +467,8 @@ extension Desktop {
         name: String = "oidc", issuer: String? = nil, clientID: String? = nil,
         overrides: DesktopConfiguration.Overrides = .init(),
         environment: [String: String] = ProcessInfo.processInfo.environment, terminal: Terminal? = nil,
-        keyring: @escaping DesktopStorage.KeyringFactory = DesktopStorage.secretService
+        keyring: @escaping DesktopStorage.KeyringFactory = DesktopStorage.secretService,
+        emulators: BuiltInEmulators? = nil
     ) async throws -> DesktopOIDC {
         let terminal = terminal ?? .current(environment: environment)
         let configuration = try DesktopConfiguration.resolve(overrides: overrides, environment: environment)
@@ -478,7 +479,7 @@ extension Desktop {
         let connection = try await OIDCPlugin().connection(
             ProviderConnectionRequest(
                 instance: name, flags: flags, configuration: configuration, environment: environment,
-                terminal: terminal, transport: CurlTransport(), emulators: nil, purpose: .login))
+                terminal: terminal, transport: CurlTransport(), emulators: emulators, purpose: .login))
         let accounts = AccountState(environment: environment)
         return DesktopOIDC(
             connection: connection, storage: storage, accounts: accounts,
@@ -504,10 +505,10 @@ public struct DesktopOIDC: Sendable {
     public var transport: any HTTPTransport { connection.transport }
 
     /// Device login when the issuer offers it, else the browser with a loopback redirect.
-    public func login(openBrowser: Bool = true) throws -> any LoginUI {
-        if provider.endpoints.deviceAuthorizationEndpoint != nil {
+    public func login(openBrowser: Bool = true) -> any LoginUI {
+        if let dialect = try? OIDCDeviceDialect(oidc: provider) {
             return DeviceLoginFlow(
-                dialect: try OIDCDeviceDialect(oidc: provider),
+                dialect: dialect,
                 presenter: TerminalLoginPresenter(terminal: connection.terminal, providerName: connection.label),
                 transport: transport)
         }
@@ -520,11 +521,11 @@ public struct DesktopOIDC: Sendable {
 
     /// A session for `account` (the active one by default), logging in with `loginUI` (``login(openBrowser:)``
     /// by default), with the cross-process refresh lock file.
-    public func session(account: String? = nil, loginUI: (any LoginUI)? = nil) throws -> OIDCSession {
+    public func session(account: String? = nil, loginUI: (any LoginUI)? = nil) -> OIDCSession {
         let account = account ?? activeAccount
         return OIDCSession(
             provider: provider, transport: transport, store: storage.store, account: account,
-            loginUI: try loginUI ?? login(),
+            loginUI: loginUI ?? login(),
             configuration: .init(
                 refreshLocking: .directory(RefreshLock.defaultDirectory(environment: connection.environment))))
     }

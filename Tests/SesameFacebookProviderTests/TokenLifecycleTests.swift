@@ -94,10 +94,12 @@ struct FacebookTokenLifecycleTests {
         let harness = try await FacebookHarness.start()
         defer { Task { await harness.stop() } }
         let store = CountingCredentialStore()
-        let old = try await harness.storeIssuedToken(in: store, expiresAt: Date().addingTimeInterval(120))
+        // A long-lived token two minutes before its end: due, so opening it renews it.
+        let old = try await harness.storeIssuedToken(
+            in: store, expiresAt: Date().addingTimeInterval(120), refreshDate: Date().addingTimeInterval(-50 * 86_400))
+        let savesBefore = store.saveCount
         let session = harness.session(store: store, refreshLeeway: 300)
         try await session.openActiveSession(allowLoginUI: false)
-        let savesBefore = store.saveCount
 
         let fresh = try await session.validToken()
         #expect(try #require(fresh.expirationDate) > old.expirationDate!.addingTimeInterval(86_400))

@@ -280,14 +280,14 @@ struct GitHubAPIEndToEndTests {
         let first = try #require(await harness.loggedInSession(store: store).token)
         await harness.advanceClocks(by: 3601)
         let later = harness.session(store: store)
-        #expect(try await later.open(allowLoginUI: false) == .open)
+        #expect(try await later.open(allowLoginUI: false).isOpen)
         let token = try #require(await later.token)
         #expect(token.tokenString != first.tokenString)
         #expect(try await store.load(later.key)?.token.tokenString == token.tokenString)
         #expect(try await later.client(policy: nil).user().login == "octocat")
     }
 
-    @Test("a refresh token GitHub refuses on reopen keeps the login, marked as needing a new one")
+    @Test("a login whose refresh token expired is not sent on reopen; it needs a new login and is kept")
     func reopenRefused() async throws {
         let harness = try await GitHubHarness.start(expiringTokens: true, accessTokenLifetime: 3600)
         defer { Task { await harness.stop() } }
@@ -295,9 +295,13 @@ struct GitHubAPIEndToEndTests {
         let session = try await harness.loggedInSession(store: store)
         await harness.advanceClocks(by: 200 * 86_400)  // past the refresh token's six months
         let later = harness.session(store: store)
-        #expect(try await later.open(allowLoginUI: false) == .created)
+        let refreshesBefore = harness.emulator.requestCount(path: "/login/oauth/access_token")
+        let error = try await #require(throws: AuthError.self) { try await later.open(allowLoginUI: false) }
+        #expect(error.category == .authenticationReopenSession)
+        #expect(await later.state == .created)
+        #expect(harness.emulator.requestCount(path: "/login/oauth/access_token") == refreshesBefore)
         let stored = try #require(try await store.load(session.key))
-        #expect(stored.needsLogin)
+        #expect(later.session.condition(of: stored) == .needsLogin(.refreshTokenExpired))
     }
 
     @Test("a token refused before its expiry is refreshed once and the call made again")

@@ -188,7 +188,8 @@ struct OIDCEndToEndTests {
         #expect(kept.needsLogin)
         #expect(kept.token.refreshToken == before.refreshToken)
         // Opening without UI does not use a credential that needs a login...
-        #expect(try await session.open(allowLoginUI: false) == .closed)
+        await #expect(throws: AuthError.self) { try await session.open(allowLoginUI: false) }
+        #expect(await session.state == .closed)
         // ... and a new login replaces it.
         #expect(try await session.open(allowLoginUI: true) == .open)
         let recovered = try #require(try await store.load(session.key))

@@ -164,7 +164,7 @@ struct SessionLifecycleTests {
             try await session.freshToken(leeway: .seconds(3600)) { renewed($0, as: "never") }
         }
         #expect(error?.category == .authenticationReopenSession)
-        #expect(error?.message.contains("log in again") == true)
+        #expect(error?.message.lowercased().contains("log in again") == true)
         #expect(try await shared.load(key)?.needsLogin == true)
     }
 

@@ -128,14 +128,19 @@ struct SessionTests {
         #expect(Set(seen.map(\.thread)).count == 1, "threads: \(seen)")
     }
 
-    @Test("an expired cached token is not used; without UI the session stays created")
+    @Test("an expired cached token that cannot be renewed is not used; without UI it needs a login, kept")
     func expiredTokenNoUI() async throws {
         let store = InMemoryCredentialStore([stored(token(expiresIn: -10))])
         let loginUI = RecordingLoginUI(grantingToken: "new")
         let session = Session(provider: facebook, appID: "1234", store: store)
-        #expect(try await session.open(allowLoginUI: false, loginUI: loginUI) == .created)
+        let error = await #expect(throws: AuthError.self) {
+            try await session.open(allowLoginUI: false, loginUI: loginUI)
+        }
+        #expect(error?.category == .authenticationReopenSession)
+        #expect(await session.state == .created)
         #expect(loginUI.callCount == 0)
         #expect(await session.token == nil)
+        #expect(try await store.load(session.key) != nil, "the stored login is kept")
     }
 
     @Test("no token and no UI allowed leaves the session created")

@@ -1,0 +1,299 @@
+import Foundation
+import Sesame
+import SesameTesting
+import Testing
+
+private let provider: ProviderID = "example"
+private let key = CredentialKey(provider: provider, appID: "app-1", account: "default")
+private let accessLifetime: TimeInterval = 3600
+private let refreshLifetime: TimeInterval = 30 * 86_400
+
+/// The wall clock of a test: moved by hand, never slept on.
+private final class TestWallClock: Sendable {
+    private let date: Locked<Date>
+    init(_ start: Date = Date(timeIntervalSince1970: 1_800_000_000)) { date = Locked(start) }
+    var now: Date { date.withLock { $0 } }
+    func advance(by seconds: TimeInterval) { date.withLock { $0 += seconds } }
+}
+
+private func invalidGrant(_ detail: String) -> AuthError {
+    AuthError(
+        category: .authenticationReopenSession, message: "invalid_grant: \(detail)", code: 400, provider: provider)
+}
+
+/// An OAuth provider that rotates refresh tokens and revokes the whole family when a refresh
+/// token that was already used comes back (as many real providers do), on the test's clock.
+private actor RotatingProvider {
+    let clock: TestWallClock
+    private var current: String?
+    private var used: Set<String> = []
+    private(set) var refreshes = 0
+    private(set) var refused = 0
+    private(set) var revokedFamilies = 0
+    private var revoked = false
+    private var refreshExpiry: Date?
+    private var serial = 0
+
+    init(clock: TestWallClock) { self.clock = clock }
+
+    /// A fresh login: a new family.
+    func logIn() -> AccessToken {
+        revoked = false
+        used = []
+        return issue(userID: "user-1")
+    }
+
+    private func issue(userID: String?) -> AccessToken {
+        serial += 1
+        let now = clock.now
+        let refresh = "refresh-\(serial)"
+        current = refresh
+        refreshExpiry = now.addingTimeInterval(refreshLifetime)
+        return AccessToken(
+            tokenString: "access-\(serial)", provider: provider, appID: "app-1", userID: userID,
+            expirationDate: now.addingTimeInterval(accessLifetime), refreshDate: now, refreshToken: refresh,
+            refreshTokenExpirationDate: refreshExpiry)
+    }
+
+    func refresh(_ token: AccessToken) throws -> AccessToken {
+        guard let presented = token.refreshToken, !revoked else {
+            refused += 1
+            throw invalidGrant("revoked")
+        }
+        if used.contains(presented) {
+            revoked = true
+            revokedFamilies += 1
+            refused += 1
+            throw invalidGrant("reused; the family is revoked")
+        }
+        guard presented == current, let refreshExpiry, refreshExpiry > clock.now else {
+            refused += 1
+            throw invalidGrant("unknown or expired")
+        }
+        used.insert(presented)
+        refreshes += 1
+        return issue(userID: token.userID)
+    }
+
+    func revokeAll() { revoked = true }
+}
+
+/// A store in a fresh directory, and lock files beside it: what separate processes share.
+private struct SharedDisk {
+    let directory: URL
+    init() throws {
+        directory = FileManager.default.temporaryDirectory.appendingPathComponent("sesame-renewal-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+    }
+    var storeURL: URL { directory.appendingPathComponent("state/credentials.json") }
+    /// A store object of its own, as each process has.
+    func store() -> FileCredentialStore { FileCredentialStore(url: storeURL) }
+    var locking: RefreshLocking { .directory(directory.appendingPathComponent("locks")) }
+    func remove() { try? FileManager.default.removeItem(at: directory) }
+}
+
+/// A session as one process makes it: its own store object, the shared lock directory.
+private func processSession(_ disk: SharedDisk, _ provider: RotatingProvider) -> Session {
+    let clock = provider.clock
+    return Session(
+        provider: "example", appID: "app-1", store: disk.store(), refreshLocking: disk.locking,
+        renewer: .refreshToken(maximumLeeway: 60) { try await provider.refresh($0) }, now: { clock.now })
+}
+
+/// What one "process" got: the token, or the error's category.
+private enum Outcome: Equatable {
+    case token(String)
+    case failed(ErrorCategory)
+}
+
+/// `count` processes at once, each opening without UI and asking for a valid token.
+private func runProcesses(_ count: Int, _ disk: SharedDisk, _ provider: RotatingProvider) async -> [Outcome] {
+    await withTaskGroup(of: Outcome.self) { group in
+        for _ in 0..<count {
+            group.addTask {
+                let session = processSession(disk, provider)
+                do {
+                    guard try await session.open(allowLoginUI: false).isOpen else { return .failed(.invalid) }
+                    return .token(try await session.validToken().tokenString)
+                } catch let error as AuthError {
+                    return .failed(error.category)
+                } catch {
+                    return .failed(.providerOther)
+                }
+            }
+        }
+        return await group.reduce(into: []) { $0.append($1) }
+    }
+}
+
+@Suite("A login that keeps working: the core renews from the whole stored login")
+struct LoginRenewalTests {
+    /// Seconds after the login, and whether the login can still be renewed then.
+    static let timePoints: [(after: TimeInterval, renewable: Bool)] = [
+        (accessLifetime - 30, true),  // inside the leeway (60 s): due, not yet expired
+        (accessLifetime + 1, true),  // just after expiry
+        (accessLifetime + 3600, true),  // an hour after
+        (refreshLifetime + 1, false),  // after the refresh token's own expiry
+    ]
+
+    @Test(
+        "twenty processes at each point in time: one refresh and the same token for all, or all told to log in",
+        arguments: timePoints)
+    func twentyProcesses(after: TimeInterval, renewable: Bool) async throws {
+        let disk = try SharedDisk()
+        defer { disk.remove() }
+        let clock = TestWallClock()
+        let rotating = RotatingProvider(clock: clock)
+        let login = await rotating.logIn()
+        try await disk.store().save(StoredCredential(key: key, token: login, savedAt: clock.now))
+
+        clock.advance(by: after)
+        let outcomes = await runProcesses(20, disk, rotating)
+        let stored = try #require(try await disk.store().load(key), "the login is never deleted")
+        #expect(await rotating.revokedFamilies == 0)
+        if renewable {
+            #expect(await rotating.refreshes == 1)
+            #expect(stored.token.tokenString != login.tokenString)
+            #expect(outcomes == Array(repeating: .token(stored.token.tokenString), count: 20))
+        } else {
+            #expect(await rotating.refreshes == 0)
+            #expect(await rotating.refused == 0, "a refresh token known to be expired is not sent")
+            #expect(outcomes == Array(repeating: .failed(.authenticationReopenSession), count: 20))
+            #expect(stored.token == login, "kept as it was")
+        }
+    }
+
+    @Test("fifty processes after each expiry, five expiries in a row: one refresh each, no family revoked")
+    func roundsOfFifty() async throws {
+        let disk = try SharedDisk()
+        defer { disk.remove() }
+        let clock = TestWallClock()
+        let rotating = RotatingProvider(clock: clock)
+        try await disk.store().save(StoredCredential(key: key, token: await rotating.logIn(), savedAt: clock.now))
+        for round in 1...5 {
+            clock.advance(by: accessLifetime + 5)
+            let outcomes = await runProcesses(50, disk, rotating)
+            let stored = try #require(try await disk.store().load(key))
+            #expect(await rotating.refreshes == round, "round \(round)")
+            #expect(outcomes.allSatisfy { $0 == .token(stored.token.tokenString) }, "round \(round)")
+        }
+        #expect(await rotating.revokedFamilies == 0)
+    }
+
+    @Test("a refused refresh marks the stored login as needing a login, keeps it, and is not sent again")
+    func refusedIsMarkedAndKept() async throws {
+        let disk = try SharedDisk()
+        defer { disk.remove() }
+        let clock = TestWallClock()
+        let rotating = RotatingProvider(clock: clock)
+        let login = await rotating.logIn()
+        try await disk.store().save(StoredCredential(key: key, token: login))
+        await rotating.revokeAll()
+        clock.advance(by: accessLifetime + 1)
+
+        let session = processSession(disk, rotating)
+        let error = await #expect(throws: AuthError.self) { try await session.open(allowLoginUI: false) }
+        #expect(error?.category == .authenticationReopenSession)
+        #expect(error?.message.contains("invalid_grant") == true, "the provider's own error")
+        #expect(await session.state.isOpen == false)
+        let stored = try #require(try await disk.store().load(key))
+        #expect(stored.needsLogin && stored.token == login)
+        #expect(session.condition(of: stored) == .needsLogin(.refused))
+
+        // Every later process reads the mark and sends nothing.
+        let outcomes = await runProcesses(5, disk, rotating)
+        #expect(outcomes == Array(repeating: .failed(.authenticationReopenSession), count: 5))
+        #expect(await rotating.refused == 1)
+    }
+
+    @Test("invalid_grant after a sibling rotated the refresh token: the sibling's newer login is adopted")
+    func siblingRotationIsAdopted() async throws {
+        let store = InMemoryCredentialStore()
+        let clock = TestWallClock()
+        let expired = AccessToken(
+            tokenString: "old", provider: provider, appID: "app-1", userID: "user-1",
+            expirationDate: clock.now.addingTimeInterval(-10), refreshDate: clock.now.addingTimeInterval(-3610),
+            refreshToken: "r1")
+        try await store.save(StoredCredential(key: key, token: expired))
+        var sibling = expired
+        sibling.tokenString = "from-sibling"
+        sibling.refreshToken = "r2"
+        sibling.expirationDate = clock.now.addingTimeInterval(3600)
+        let rotated = sibling
+        // A process with no lock of ours (another machine) rotates the token while this one's request
+        // is on its way, so the provider refuses the used refresh token.
+        let session = Session(
+            provider: provider, appID: "app-1", store: store,
+            renewer: .refreshToken { _ in
+                try await store.save(StoredCredential(key: key, token: rotated))
+                throw invalidGrant("already used")
+            }, now: { clock.now })
+        try await session.open(allowLoginUI: false)
+        #expect(await session.state == .openTokenExtended)
+        #expect(try await session.validToken().tokenString == "from-sibling")
+        let stored = try #require(try await store.load(key))
+        #expect(!stored.needsLogin, "not marked: the newer login was there")
+    }
+
+    @Test("a transient failure to renew a token that still works keeps it in use; an expired one is an error")
+    func transientFailure() async throws {
+        let clock = TestWallClock()
+        let token = AccessToken(
+            tokenString: "still-good", provider: provider, appID: "app-1", userID: "user-1",
+            expirationDate: clock.now.addingTimeInterval(20), refreshDate: clock.now.addingTimeInterval(-3580),
+            refreshToken: "r1")
+        let store = InMemoryCredentialStore([StoredCredential(key: key, token: token)])
+        let offline = TokenRenewer.refreshToken { _ in
+            throw AuthError(category: .retry, message: "no network", provider: provider)
+        }
+        let session = Session(provider: provider, appID: "app-1", store: store, renewer: offline, now: { clock.now })
+        #expect(try await session.open(allowLoginUI: false) == .open)
+        #expect(try await session.validToken().tokenString == "still-good")
+        clock.advance(by: 60)
+        await #expect(throws: AuthError.self) { _ = try await session.validToken() }
+        #expect(try await store.load(key)?.needsLogin == false, "a network failure marks nothing")
+    }
+
+    @Test(
+        "the one decision, from the whole stored login",
+        arguments: [
+            // (expires in, refresh token, refresh expires in, marked) → condition
+            (3600.0, false, nil, false, LoginCondition.valid),
+            (30.0, true, nil, false, .renewable(expired: false)),
+            (-10.0, true, nil, false, .renewable(expired: true)),
+            (-10.0, true, 100.0, false, .renewable(expired: true)),
+            (-10.0, true, -5.0, false, .needsLogin(.refreshTokenExpired)),
+            (-10.0, false, nil, false, .needsLogin(.expired)),
+            (30.0, false, nil, false, .valid),
+            (3600.0, true, nil, true, .needsLogin(.refused)),
+        ] as [(TimeInterval, Bool, TimeInterval?, Bool, LoginCondition)])
+    func condition(
+        expiresIn: TimeInterval, hasRefresh: Bool, refreshExpiresIn: TimeInterval?, marked: Bool,
+        expected: LoginCondition
+    ) {
+        let now = Date(timeIntervalSince1970: 1_800_000_000)
+        let token = AccessToken(
+            tokenString: "t", provider: provider, appID: "app-1", expirationDate: now.addingTimeInterval(expiresIn),
+            refreshDate: now.addingTimeInterval(expiresIn - 3600), refreshToken: hasRefresh ? "r" : nil,
+            refreshTokenExpirationDate: refreshExpiresIn.map { now.addingTimeInterval($0) })
+        let renewer = TokenRenewer.refreshToken(maximumLeeway: 60) { $0 }
+        let credential = StoredCredential(key: key, token: token, needsLogin: marked)
+        #expect(renewer.condition(of: credential, at: now) == expected)
+    }
+
+    @Test("logins of two issuers with the same client id and account are kept apart")
+    func issuersKeptApart() async throws {
+        let disk = try SharedDisk()
+        defer { disk.remove() }
+        let a = CredentialKey(provider: "oidc", issuer: "https://a.example", appID: "desktop", account: "default")
+        let b = CredentialKey(provider: "oidc", issuer: "https://b.example", appID: "desktop", account: "default")
+        let store = disk.store()
+        try await store.save(
+            StoredCredential(key: a, token: AccessToken(tokenString: "token-of-a", provider: "oidc", appID: "desktop")))
+        let atB = Session(provider: "oidc", issuer: "https://b.example", appID: "desktop", store: disk.store())
+        #expect(try await atB.open(allowLoginUI: false) == .created, "A's login is not B's")
+        #expect(try await store.load(b) == nil)
+        #expect(try await store.load(a)?.token.tokenString == "token-of-a")
+        #expect(RefreshLock(key: a, directory: disk.directory).url != RefreshLock(key: b, directory: disk.directory).url)
+    }
+}
