@@ -487,7 +487,7 @@ extension Desktop {
     }
 }
 
-/// An OpenID issuer with the desktop defaults: what ``Desktop/oidc(name:issuer:clientID:overrides:environment:terminal:keyring:)``
+/// An OpenID issuer with the desktop defaults: what ``Desktop/oidc(name:issuer:clientID:overrides:environment:terminal:keyring:emulators:)``
 /// returns.
 public struct DesktopOIDC: Sendable {
     let connection: OIDCConnection
@@ -495,7 +495,7 @@ public struct DesktopOIDC: Sendable {
     public let storage: StorageSelection
     /// The active account per provider.
     public let accounts: AccountState
-    /// The account that was active for this issuer when ``Desktop/oidc(name:issuer:clientID:overrides:environment:terminal:keyring:)``
+    /// The account that was active for this issuer when ``Desktop/oidc(name:issuer:clientID:overrides:environment:terminal:keyring:emulators:)``
     /// read ``accounts``.
     public let activeAccount: String
 

@@ -74,7 +74,9 @@ enum KeyringItemFormat {
 
     /// Whether `item`, found by ``searchAttributes(for:)``, is the credential of `key` rather
     /// than one of the same names valid at an issuer the key does not name.
-    static func belongs(_ item: KeyringItem, to key: CredentialKey) -> Bool { issuer(of: item.attributes) == key.issuer }
+    static func belongs(_ item: KeyringItem, to key: CredentialKey) -> Bool {
+        issuer(of: item.attributes) == key.issuer
+    }
 
     /// The label, for example `Sesame: facebook (app 1234) — alice`.
     static func label(for key: CredentialKey) -> String { "Sesame: \(key)" }

@@ -113,7 +113,7 @@ public final class SecretServiceStore: CredentialStore {
         let newest = items.filter {
             !$0.isLocked && !KeyringItemFormat.isBeingDeleted($0) && KeyringItemFormat.belongs($0, to: key)
         }
-            .max { Self.isOlder($0, than: $1) }
+        .max { Self.isOlder($0, than: $1) }
         guard let newest else { return nil }
         return try KeyringItemFormat.credential(from: newest).get()
     }

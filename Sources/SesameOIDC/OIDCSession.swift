@@ -88,7 +88,9 @@ public final class OIDCSession: ProviderSession {
     ///   store cannot be read or written.
     @discardableResult
     public func open(permissions: [Permission] = [], allowLoginUI: Bool) async throws -> SessionState {
-        if await !session.state.isOpen { try await OIDCLegacyLogins.claim(for: session, issuer: provider.endpoints.issuer) }
+        if await !session.state.isOpen {
+            try await OIDCLegacyLogins.claim(for: session, issuer: provider.endpoints.issuer)
+        }
         return try await session.open(permissions: permissions, allowLoginUI: allowLoginUI, loginUI: loginUI)
     }
 
@@ -195,7 +197,8 @@ struct OIDCRefreshGrant: Sendable {
             form.append(("scope", current.permissions.granted.sorted().joined(separator: " ")))
         }
         let response = try await LoginHTTP.send(
-            provider.formRequest(provider.endpoints.tokenEndpoint, form), through: transport, taxonomy: provider.taxonomy)
+            provider.formRequest(provider.endpoints.tokenEndpoint, form), through: transport,
+            taxonomy: provider.taxonomy)
         guard response.isSuccess else { throw provider.taxonomy.classify(response) }
         let request = LoginRequest(
             provider: provider.id, appID: provider.configuration.clientID,

@@ -294,6 +294,7 @@ struct LoginRenewalTests {
         #expect(try await atB.open(allowLoginUI: false) == .created, "A's login is not B's")
         #expect(try await store.load(b) == nil)
         #expect(try await store.load(a)?.token.tokenString == "token-of-a")
-        #expect(RefreshLock(key: a, directory: disk.directory).url != RefreshLock(key: b, directory: disk.directory).url)
+        #expect(
+            RefreshLock(key: a, directory: disk.directory).url != RefreshLock(key: b, directory: disk.directory).url)
     }
 }

@@ -180,9 +180,11 @@ extension AccessToken {
             expirationDate: answer.expiresIn.flatMap { $0 > 0 ? now.addingTimeInterval(TimeInterval($0)) : nil },
             refreshDate: now,
             refreshToken: answer.refreshToken,
-            refreshTokenExpirationDate: answer.refreshToken == nil ? nil : answer.refreshTokenExpiresIn.flatMap {
-                $0 > 0 ? now.addingTimeInterval(TimeInterval($0)) : nil
-            },
+            refreshTokenExpirationDate: answer.refreshToken == nil
+                ? nil
+                : answer.refreshTokenExpiresIn.flatMap {
+                    $0 > 0 ? now.addingTimeInterval(TimeInterval($0)) : nil
+                },
             idToken: answer.idToken
         )
     }
