@@ -16,7 +16,9 @@ let package = Package(
         .library(name: "SesameGitHub", targets: ["SesameGitHub"]),
         .library(name: "SesameKeyring", targets: ["SesameKeyring"]),
         .library(name: "SesameDesktop", targets: ["SesameDesktop"]),
-        .library(name: "SesameDesktopEmulator", targets: ["SesameDesktopEmulator"]),
+        .library(name: "SesameFacebookPlugin", targets: ["SesameFacebookPlugin"]),
+        .library(name: "SesameOIDCPlugin", targets: ["SesameOIDCPlugin"]),
+        .library(name: "SesameGitHubPlugin", targets: ["SesameGitHubPlugin"]),
         .executable(name: "sesame", targets: ["sesame"]),
         // Turns a provider's `*Errors.json` table into Swift at build time; usable by any provider.
         .plugin(name: "ErrorTableGeneratorPlugin", targets: ["ErrorTableGeneratorPlugin"]),
@@ -115,43 +117,50 @@ let package = Package(
         // and a thin executable.
         .target(
             name: "SesameCommandLine",
+            dependencies: ["Sesame", "SesameDesktop", "SesameCurl", "SesameKeyring"]),
+        // The program: its main.swift hands the command line its providers, one line each.
+        .executableTarget(
+            name: "sesame",
             dependencies: [
-                "Sesame", "SesameDesktop", "SesameDesktopEmulator", "SesameEmulator", "SesameCurl", "SesameKeyring",
+                "SesameCommandLine", "CSesameSystem", "SesameFacebookPlugin", "SesameOIDCPlugin", "SesameGitHubPlugin",
             ]),
-        .executableTarget(name: "sesame", dependencies: ["SesameCommandLine", "CSesameSystem"]),
         .testTarget(
             name: "SesameCommandLineTests",
             dependencies: [
                 "SesameCommandLine", "SesameFacebook", "Sesame", "SesameDesktop", "SesameEmulator", "SesameCurl",
                 "SesameTestSupport", "sesame", "fb-login", "fb-publish", "fb-errors", "SesameHTTPServer",
-                "sesame-fuzz",
+                "sesame-fuzz", "SesameFacebookPlugin", "SesameOIDCPlugin", "SesameGitHubPlugin",
             ]
         ),
 
         // The desktop defaults in one call: libcurl, the keyring (a file only when opted in), the
         // loopback receiver, the system browser, terminal presenters, configuration from flags,
-        // environment and config file; and the provider plug-ins (Desktop.providers), one line each.
-        // It never starts an emulator by itself.
+        // environment and config file, and the plug-in contract (ProviderPlugin) with the registry
+        // the program hands in (Desktop.bootstrap). It names no provider and contains no emulator.
+        .target(name: "SesameDesktop", dependencies: ["Sesame", "SesameCurl", "SesameHTTPServer", "SesameKeyring"]),
+        // Each provider's desktop adapter, beside the provider: settings, login, status, doctor,
+        // Desktop.<provider>(), and its emulator hooks.
         .target(
-            name: "SesameDesktop",
-            dependencies: [
-                "Sesame", "SesameFacebook", "SesameOIDC", "SesameGitHub", "SesameCurl", "SesameHTTPServer",
-                "SesameKeyring",
-            ]),
-        // Sesame's emulators offered to SesameDesktop as the built-in fallback (BuiltInEmulators.sesame),
-        // for the sesame command and the examples, which ask for it explicitly.
-        .target(name: "SesameDesktopEmulator", dependencies: ["Sesame", "SesameDesktop", "SesameEmulator"]),
+            name: "SesameFacebookPlugin",
+            dependencies: ["Sesame", "SesameFacebook", "SesameDesktop", "SesameEmulator", "SesameCurl", "SesameHTTPServer"]
+        ),
+        .target(
+            name: "SesameOIDCPlugin",
+            dependencies: ["Sesame", "SesameOIDC", "SesameDesktop", "SesameEmulator", "SesameCurl", "SesameHTTPServer"]),
+        .target(
+            name: "SesameGitHubPlugin",
+            dependencies: ["Sesame", "SesameGitHub", "SesameDesktop", "SesameEmulator", "SesameCurl"]),
 
         // The seed's sample app on a terminal: log in, publish, show the right message for each error.
         .executableTarget(
-            name: "fb-login", dependencies: ["Sesame", "SesameFacebook", "SesameDesktop", "SesameDesktopEmulator"],
+            name: "fb-login", dependencies: ["Sesame", "SesameFacebook", "SesameDesktop", "SesameFacebookPlugin"],
             path: "Examples/fb-login"),
         .executableTarget(
-            name: "fb-publish", dependencies: ["Sesame", "SesameFacebook", "SesameDesktop", "SesameDesktopEmulator"],
+            name: "fb-publish", dependencies: ["Sesame", "SesameFacebook", "SesameDesktop", "SesameFacebookPlugin"],
             path: "Examples/fb-publish"),
         .executableTarget(
             name: "fb-errors",
-            dependencies: ["Sesame", "SesameFacebook", "SesameDesktop", "SesameEmulator", "SesameCurl"],
+            dependencies: ["Sesame", "SesameFacebook", "SesameDesktop", "SesameFacebookPlugin", "SesameEmulator", "SesameCurl"],
             path: "Examples/fb-errors"),
 
         // Sessions, login, permissions, token lifecycle and the Graph client, end to end against
@@ -184,7 +193,7 @@ let package = Package(
             name: "sesame-bench",
             dependencies: [
                 "Sesame", "SesameHTTPServer", "SesameCurl", "CCurl", "SesameEmulator", "SesameFacebook",
-                "SesameKeyring", "SesameGitHub", "SesameDesktop", "CBenchSupport",
+                "SesameKeyring", "SesameGitHub", "SesameDesktop", "SesameFacebookPlugin", "CBenchSupport",
             ],
             path: "Benchmarks/SesameBench"
         ),
@@ -198,7 +207,7 @@ let package = Package(
             name: "sesame-fuzz",
             dependencies: [
                 "CSesameFuzz", "Sesame", "SesameFacebook", "SesameOIDC", "SesameGitHub", "SesameHTTPServer",
-                "SesameDesktop", "SesameCommandLine",
+                "SesameDesktop", "SesameCommandLine", "SesameFacebookPlugin", "SesameOIDCPlugin", "SesameGitHubPlugin",
             ],
             path: "Fuzz/SesameFuzz"),
         // A thousand requests through CurlTransport, to run under valgrind (Benchmarks/README.md).

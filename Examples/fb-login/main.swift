@@ -8,8 +8,8 @@
 import Foundation
 import Sesame
 import SesameDesktop
-import SesameDesktopEmulator
 import SesameFacebook
+import SesameFacebookPlugin
 
 #if canImport(Glibc)
     import Glibc

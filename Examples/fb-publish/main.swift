@@ -7,8 +7,8 @@
 import Foundation
 import Sesame
 import SesameDesktop
-import SesameDesktopEmulator
 import SesameFacebook
+import SesameFacebookPlugin
 
 #if canImport(Glibc)
     import Glibc

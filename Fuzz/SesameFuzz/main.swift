@@ -8,6 +8,13 @@
 // directory named) through the target once, which replays a corpus or a crash input.
 import CSesameFuzz
 import Foundation
+import SesameDesktop
+import SesameFacebookPlugin
+import SesameGitHubPlugin
+import SesameOIDCPlugin
+
+// The providers `sesame` lists, for the targets that run its command line and config file.
+Desktop.bootstrap([FacebookPlugin(), OIDCPlugin(), GitHubPlugin()])
 
 let arguments = CommandLine.arguments
 if arguments.count < 2 || arguments[1] == "--list" || arguments[1] == "--help" {

@@ -2,7 +2,6 @@ import Foundation
 import Sesame
 import SesameCurl
 import SesameDesktop
-import SesameDesktopEmulator
 
 /// Runs `login`, `token`, `logout`, `switch` and `permissions` for any provider plug-in: the
 /// accounts, the active account, the store and the messages are the same for every provider;

@@ -262,7 +262,7 @@ package enum SesameCLI {
             case .doctor(let doctor):
                 return await doctor.run(context: context)
             case .emulator(let emulator):
-                return await emulator.run(io: io)
+                return await emulator.run(io: io, environment: environment)
             case .gitCredential(let gitCredential):
                 return try await gitCredential.run(context: context)
             default:

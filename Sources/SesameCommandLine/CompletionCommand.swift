@@ -296,8 +296,8 @@ package enum ManPage {
             .B sesame
             signs in with identity providers from a Linux desktop or terminal, keeps the logins in the
             desktop keyring (the Secret Service), prints tokens for scripts, and says what a provider's error
-            means and what to do. With no Facebook app id configured, commands use Sesame's built\\-in
-            Facebook emulator, whose state is kept under
+            means and what to do. A provider whose plug\\-in brings an emulator uses it when nothing is
+            configured for that provider; its state is kept under
             .IR $XDG_STATE_HOME/sesame/ .
             Every command takes
             .B \\-\\-help

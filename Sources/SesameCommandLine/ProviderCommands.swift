@@ -278,8 +278,7 @@ enum ProviderCommands {
                 accountOption,
                 OptionSpec(
                     "revoke",
-                    "Also revoke the access at the provider (Facebook: DELETE me/permissions; OpenID: RFC 7009 "
-                        + "when the issuer advertises it)."),
+                    "Also revoke the access at the provider, where the provider lets an app do that."),
                 storageOption,
             ])
     ) { parsed throws(UsageError) in
@@ -322,10 +321,9 @@ enum ProviderCommands {
                 " PROVIDER revoke NAME [--account NAME]",
             ],
             discussion: """
-                request asks the person again (Facebook: auth_type=rerequest); Facebook's publish
-                permissions such as publish_actions carry a default audience (friends unless --audience
-                says otherwise). Providers whose scopes are chosen at login (OpenID Connect) have no
-                permissions command: log in again with --scopes.
+                request asks the person again; a provider's own options (such as an audience for
+                publish permissions) are listed under each provider in 'sesame providers'. Providers
+                whose scopes are chosen at login have no permissions command: log in again with --scopes.
                 """,
             options: ProviderTable.permissionOptions + [accountOption, storageOption])
     ) { parsed throws(UsageError) in

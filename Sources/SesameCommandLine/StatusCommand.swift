@@ -2,7 +2,6 @@ import Foundation
 import Sesame
 import SesameCurl
 import SesameDesktop
-import SesameDesktopEmulator
 
 /// `sesame status`.
 package struct StatusCommand: Sendable, Equatable {
@@ -39,7 +38,7 @@ package struct StatusCommand: Sendable, Equatable {
                   version                   2
                   providers[]               one per provider with logins or settings
                     provider                its name on the command line ('sesame providers', or a configured one)
-                    display_name            "Facebook", "OpenID Connect"
+                    display_name            the provider's human name
                     app_id                  the app (client) id the logins belong to
                     emulator                true when it is Sesame's built-in emulator
                     details                 provider facts as strings (OpenID: "issuer")
@@ -53,7 +52,7 @@ package struct StatusCommand: Sendable, Equatable {
                       user_id, user_name    who it is (user_name null when unknown)
                       granted, declined     permission or scope names
                       expires_at            ISO 8601, or null for no expiry
-                      data_access_expires_at  ISO 8601 or null (Facebook)
+                      data_access_expires_at  ISO 8601 or null (for providers that set one)
                       validity              "valid" (the provider accepted it just now), "invalid"
                                             (a new login is needed), "unverified" (it could not be
                                             checked; see problem), "not_checked" (judged from what

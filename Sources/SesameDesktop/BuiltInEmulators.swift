@@ -1,47 +1,50 @@
 import Foundation
 import Sesame
 
-/// The built-in emulators a program allows: local stand-ins for providers that need an app
-/// registered with them (Facebook), used when no app is configured.
+/// Whether a program allows the built-in emulators: local stand-ins that provider plug-ins bring
+/// for providers that need an app registered with them (Facebook, GitHub), used when no app is
+/// configured.
 ///
-/// `SesameDesktop` does not contain an emulator and never starts one by itself: a library app
-/// with no app id configured gets a configuration error. The `sesame` command and the examples
-/// ask for Sesame's emulators explicitly with `BuiltInEmulators.sesame` (module
-/// `SesameDesktopEmulator`), which keeps their zero-setup behaviour.
-public struct BuiltInEmulators: Sendable {
-    /// Starts the emulator for the provider named by the plug-in (`facebook`), or returns `nil`
-    /// when there is none for it.
-    public var start: @Sendable (_ provider: String, _ environment: [String: String]) async throws -> RunningEmulator?
+/// `SesameDesktop` contains no emulator and never starts one by itself: a library app with no
+/// app id configured gets a configuration error. The `sesame` command and the examples allow
+/// them explicitly with ``sesame``; each plug-in then starts its own
+/// (``ProviderPlugin/builtInEmulator``).
+public struct BuiltInEmulators: Sendable, Hashable {
+    /// Every plug-in's own built-in emulator, started in-process on a free loopback port with
+    /// its state under `$XDG_STATE_HOME/sesame/`.
+    public static let sesame = BuiltInEmulators()
 
-    /// Describes the emulator for the provider without starting it, or returns `nil` when it
-    /// cannot (then ``start`` is used). The emulator it returns starts on its first request (see
-    /// ``RunningEmulator/route``), so a command that only reads the store (`sesame token`) never
-    /// binds a port or reads the emulator's state.
-    public var prepare: (@Sendable (_ provider: String, _ environment: [String: String]) throws -> RunningEmulator?)?
+    /// The emulator of `plugin` as a command of `purpose` needs it: for a login, started now (its
+    /// approval step, a browser's address); for any other command, one that starts on its first
+    /// request when the plug-in can describe it unstarted, so a command that sends none starts
+    /// nothing. `nil` when the plug-in has no built-in emulator.
+    ///
+    /// - Throws: what the plug-in's hooks throw (a bad scenario setting, a port or state file that
+    ///   cannot be had).
+    public func emulator(
+        of plugin: any ProviderPlugin, purpose: ConnectionPurpose, environment: [String: String]
+    ) async throws -> RunningEmulator? {
+        guard let hooks = plugin.builtInEmulator else { return nil }
+        if purpose != .login, let prepare = hooks.prepare, let prepared = try prepare(environment) { return prepared }
+        return try await hooks.start(environment)
+    }
+}
+
+/// How a plug-in starts its built-in emulator (``ProviderPlugin/builtInEmulator``).
+public struct BuiltInEmulator: Sendable {
+    /// Starts it now.
+    public var start: @Sendable (_ environment: [String: String]) async throws -> RunningEmulator
+    /// Describes it without starting it (it starts on its first request, see
+    /// ``RunningEmulator/route``), or returns `nil` when it cannot (then ``start`` is used).
+    public var prepare: (@Sendable (_ environment: [String: String]) throws -> RunningEmulator?)?
 
     /// Creates the hooks.
     public init(
-        start:
-            @escaping @Sendable (_ provider: String, _ environment: [String: String]) async throws
-            -> RunningEmulator?,
-        prepare: (@Sendable (_ provider: String, _ environment: [String: String]) throws -> RunningEmulator?)? = nil
+        start: @escaping @Sendable (_ environment: [String: String]) async throws -> RunningEmulator,
+        prepare: (@Sendable (_ environment: [String: String]) throws -> RunningEmulator?)? = nil
     ) {
         self.start = start
         self.prepare = prepare
-    }
-
-    /// The emulator for `provider` as a command of `purpose` needs it: for a login, started now
-    /// (its approval step, a browser's address); for any other command, one that starts on its
-    /// first request when ``prepare`` can describe it, so a command that sends none starts
-    /// nothing. `nil` when the program has no emulator for the provider.
-    ///
-    /// - Throws: what ``prepare`` or ``start`` throws (a bad scenario setting, a port or state
-    ///   file that cannot be had).
-    public func emulator(
-        for provider: String, purpose: ConnectionPurpose, environment: [String: String]
-    ) async throws -> RunningEmulator? {
-        if purpose != .login, let prepare, let prepared = try prepare(provider, environment) { return prepared }
-        return try await start(provider, environment)
     }
 }
 
@@ -93,7 +96,11 @@ public struct RunningEmulator: Sendable {
 extension RunningEmulator {
     /// Stops the emulator; when its state could not be saved, says so on `terminal`, naming it
     /// `name` ("built-in emulator").
-    func stop(named name: String, telling terminal: Terminal) async {
+    ///
+    /// - Parameters:
+    ///   - name: what to call it in the message.
+    ///   - terminal: where to say it.
+    public func stop(named name: String, telling terminal: Terminal) async {
         do {
             try await stop()
         } catch {

@@ -139,7 +139,7 @@ extension AccountCheck {
 
     /// The check `body` makes; an `AuthError` it throws becomes what `refused` makes of it,
     /// any other error an unverified check that names it.
-    static func checking(
+    package static func checking(
         _ body: () async throws -> AccountCheck, refused: (AuthError) -> AccountCheck
     ) async -> AccountCheck {
         do {

@@ -101,7 +101,8 @@ public struct DesktopConfiguration: Sendable, Hashable {
     ///   - overrides: values from the command line.
     ///   - environment: the environment to read.
     ///   - knownSections: the keys the file may have besides `storage` (the providers' names);
-    ///     by default those of ``Desktop/providers``.
+    ///     by default those of ``Desktop/providers``, and any when the program handed in none (a
+    ///     library app that did not call ``Desktop/bootstrap(_:)`` shares the file with `sesame`).
     /// - Throws: ``DesktopError`` (78) for a config file that cannot be read, is not a JSON
     ///   object or has an unknown key, or an unknown storage mode.
     public static func resolve(
@@ -129,8 +130,9 @@ public struct DesktopConfiguration: Sendable, Hashable {
                     "The config file \(filePath) is not a JSON object; fix it or remove it (see `sesame doctor`).",
                     status: .config)
             }
-            let known = ["storage"] + (knownSections ?? Desktop.providers.map(\.name))
-            if let unknown = object.keys.sorted().first(where: { !known.contains($0) }) {
+            let sections = knownSections ?? Desktop.providers.map(\.name)
+            let known = ["storage"] + sections
+            if !sections.isEmpty, let unknown = object.keys.sorted().first(where: { !known.contains($0) }) {
                 throw DesktopError(
                     "The config file \(filePath) has an unknown key \"\(unknown.sanitizedForTerminal)\"; the keys "
                         + "it may have are \(known.joined(separator: ", ")).", status: .config)

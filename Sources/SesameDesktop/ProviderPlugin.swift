@@ -5,9 +5,13 @@ import Sesame
 /// implements, once, so that every command (`login`, `status`, `token`, `logout`, `switch`,
 /// `permissions`, `doctor`, `explain-error`, `providers`) and the config file work for it.
 ///
-/// The list of plug-ins is ``Desktop/providers``: one line per provider. Adding a provider is
-/// one module (the provider itself, depending only on the `Sesame` core), one file here that
-/// conforms to this protocol, and that line.
+/// The program hands its plug-ins in, one line per provider, with ``Desktop/bootstrap(_:)`` (as
+/// swift-log's `LoggingSystem.bootstrap` takes the handler from the app). A provider is its own
+/// module (depending only on the `Sesame` core) and, for the desktop, a plug-in module beside it
+/// with a type that conforms to this protocol; a provider in another package plugs in the same
+/// way. Only ``name``, ``displayName``, ``summary``, ``loginFlows``, ``errorTaxonomy``,
+/// ``settings(instance:)``, ``connect(_:)`` and ``doctor(_:)`` must be written; the rest have
+/// defaults.
 ///
 /// A plug-in has no side effects until ``connect(_:)``: listing settings, names and doctor
 /// advice reads nothing but the configuration it is handed.
@@ -73,6 +77,13 @@ public protocol ProviderPlugin: Sendable {
     func connect(
         _ request: ProviderConnectionRequest, credentialHost host: String
     ) async throws -> (any ConnectedProvider)?
+
+    /// The plug-in's own built-in emulator, started when a program allows it
+    /// (``BuiltInEmulators/sesame``) and nothing is configured; `nil` (the default) for none.
+    var builtInEmulator: BuiltInEmulator? { get }
+
+    /// What `sesame emulator NAME` runs in the foreground; `nil` (the default) for none.
+    var foregroundEmulator: (any ForegroundEmulator)? { get }
 }
 
 extension ProviderPlugin {
@@ -88,6 +99,8 @@ extension ProviderPlugin {
     public func connect(
         _ request: ProviderConnectionRequest, credentialHost host: String
     ) async throws -> (any ConnectedProvider)? { nil }
+    public var builtInEmulator: BuiltInEmulator? { nil }
+    public var foregroundEmulator: (any ForegroundEmulator)? { nil }
 }
 
 /// What `sesame permissions` can do for a provider.
@@ -124,7 +137,7 @@ public struct ErrorExplanationFacts: Sendable {
 
 extension JSONValue {
     /// "a number", "an object"...: for configuration errors.
-    var typeDescription: String {
+    package var typeDescription: String {
         switch self {
         case .null: "null"
         case .bool: "true/false"
@@ -137,7 +150,7 @@ extension JSONValue {
 }
 
 extension String {
-    var lowercasedFirst: String { prefix(1).lowercased() + dropFirst() }
+    package var lowercasedFirst: String { prefix(1).lowercased() + dropFirst() }
 
     /// The text as `Terminal.printable(_:)` prints it: no control characters, so that a value
     /// from outside cannot move the cursor or forge a line.

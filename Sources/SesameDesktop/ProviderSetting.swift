@@ -152,7 +152,7 @@ public struct ProviderConnectionRequest: Sendable {
     /// the config file's section `name`.
     ///
     /// - Throws: ``DesktopError`` (78) when the section is not an object.
-    func settingReader(section name: String) throws -> (ProviderSetting) throws -> Sourced<String>? {
+    package func settingReader(section name: String) throws -> (ProviderSetting) throws -> Sourced<String>? {
         let section = try configuration.section(name)
         return { setting in try value(of: setting, section: section, sectionPath: name) }
     }

@@ -7,24 +7,24 @@ import Sesame
 
 /// A small JSON object in a file of Sesame's state directory (active accounts, remembered
 /// settings; never a secret): read whole, and replaced atomically in a private directory.
-struct JSONStateFile: Sendable {
+package struct JSONStateFile: Sendable {
     /// The file's path.
     var path: String
 
     /// The file.
-    var url: URL { URL(fileURLWithPath: path) }
+    package var url: URL { URL(fileURLWithPath: path) }
 
-    init(path: String) { self.path = path }
+    package init(path: String) { self.path = path }
 
-    init(url: URL) { path = url.path }
+    package init(url: URL) { path = url.path }
 
     /// The object in the file; empty when the file is missing or is not a JSON object.
-    func read() -> [String: JSONValue] {
+    package func read() -> [String: JSONValue] {
         PrivateFiles.contents(atPath: path).flatMap { JSONValue(parsing: $0)?.objectValue } ?? [:]
     }
 
     /// Replaces the file with `object`, making its directory (0700) when missing.
-    func write(_ object: [String: JSONValue]) throws {
+    package func write(_ object: [String: JSONValue]) throws {
         try PrivateFiles.ensurePrivateDirectory(url.deletingLastPathComponent())
         try Data(JSONValue.object(object).jsonText.utf8).write(to: url, options: .atomic)
     }
@@ -32,7 +32,7 @@ struct JSONStateFile: Sendable {
     /// Reads, changes and writes the file under an exclusive lock on the file's path with
     /// `.lock` added, the credentials file's discipline, so that concurrent processes each keep
     /// their change.
-    func modify(_ change: (inout [String: JSONValue]) -> Void) throws {
+    package func modify(_ change: (inout [String: JSONValue]) -> Void) throws {
         try PrivateFiles.ensurePrivateDirectory(url.deletingLastPathComponent())
         let lock = try PrivateFiles.lock(path + ".lock")
         defer { close(lock) }

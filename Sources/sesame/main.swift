@@ -1,10 +1,20 @@
 // sesame: the command-line program. Everything lives in SesameCommandLine, where tests can
-// call the parser and the commands directly; this file prepares the process (its data pages,
-// SIGPIPE) and hands over the arguments.
+// call the parser and the commands directly; this file lists the program's providers, one line
+// each, prepares the process (its data pages, SIGPIPE) and hands over the arguments.
 
 import CSesameSystem
 import Foundation
 import SesameCommandLine
+import SesameDesktop
+import SesameFacebookPlugin
+import SesameGitHubPlugin
+import SesameOIDCPlugin
+
+Desktop.bootstrap([
+    FacebookPlugin(),
+    OIDCPlugin(),
+    GitHubPlugin(),
+])
 
 // While this is the only thread: the first write to a page of the program's data made while other
 // threads run costs a TLB shoot-down on every CPU, which on a virtual machine is an interrupt to

@@ -4,6 +4,7 @@ import SesameCommandLine
 import SesameCurl
 import SesameDesktop
 import SesameEmulator
+import SesameFacebookPlugin
 import SesameTestSupport
 import Testing
 
@@ -135,6 +136,8 @@ struct InProcessCLI {
 
 @Suite("accounts, logout, login and status across providers")
 struct AccountBehaviourTests {
+    init() { TestProviders.bootstrap() }
+
     @Test("logging out the active account makes a remaining one active and says so")
     func logoutSwitches() async throws {
         let cli = try InProcessCLI()
@@ -383,6 +386,8 @@ struct AccountBehaviourTests {
 
 @Suite("the provider plug-in point")
 struct ProviderPluginTests {
+    init() { TestProviders.bootstrap() }
+
     @Test("every command and the config file take their providers from the one list")
     func oneList() throws {
         let names = Desktop.providers.map(\.name)

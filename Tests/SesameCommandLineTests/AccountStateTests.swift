@@ -5,6 +5,8 @@ import Testing
 
 @Suite("accounts.json under concurrent writers")
 struct AccountStateTests {
+    init() { TestProviders.bootstrap() }
+
     @Test("twenty writers at once, each on its own lock descriptor as processes are, lose no usage entry")
     func concurrentUsage() async throws {
         let state = FileManager.default.temporaryDirectory.appendingPathComponent(

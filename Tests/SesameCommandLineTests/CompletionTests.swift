@@ -5,6 +5,8 @@ import Testing
 
 @Suite("Completions and the man page come from the command tree")
 struct CompletionTests {
+    init() { TestProviders.bootstrap() }
+
     @Test(
         "completion takes one of bash, zsh, fish; manpage takes nothing",
         arguments: [

@@ -13,6 +13,8 @@ import Testing
 /// own temporary XDG directories with file storage.
 @Suite("sesame and the examples as processes")
 struct DesktopProcessTests {
+    init() { TestProviders.bootstrap() }
+
     @Test("device login approved through the admin API; the next run opens silently; status, token, logout")
     func deviceLoginLifecycle() async throws {
         let cli = try CLIHarness()

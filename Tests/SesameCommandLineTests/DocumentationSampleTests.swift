@@ -46,6 +46,8 @@ private func wholeProgramSamples() throws -> [Sample] {
 
 @Suite("Documentation samples")
 struct DocumentationSampleTests {
+    init() { TestProviders.bootstrap() }
+
     @Test("the README's and the core DocC overview's samples compile against the current API")
     func samplesCompile() async throws {
         let all = try wholeProgramSamples()

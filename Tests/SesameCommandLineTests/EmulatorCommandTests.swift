@@ -9,44 +9,38 @@ import Testing
 
 @Suite("sesame emulator")
 struct EmulatorCommandTests {
-    static let environment = ["XDG_STATE_HOME": "/tmp/state"]
+    init() { TestProviders.bootstrap() }
 
     func parse(_ arguments: [String]) throws(UsageError) -> EmulatorCommand {
-        let parsed = try ArgumentParser.parse(arguments, for: EmulatorCommand.spec)
-        return try EmulatorCommand(parsed, environment: Self.environment)
+        try EmulatorCommand(try ArgumentParser.parse(arguments, for: EmulatorCommand.spec))
     }
 
-    @Test("options: port, app id, repeated scenarios with their options, state file, log")
+    @Test("a provider's emulator by name, the first provider's by default, with that emulator's options")
     func options() throws {
-        #expect(
-            try parse([]) == EmulatorCommand(stateFile: "/tmp/state/sesame/emulator.json"))
+        #expect(try parse([]) == EmulatorCommand(provider: "facebook"))
         #expect(
             try parse([
-                "--port", "8765", "--app-id=42", "--scenario", "transient,count=2", "--scenario", "slow,delayMs=5",
-                "--in-memory", "--log",
+                "facebook", "--port", "8765", "--app-id=42", "--scenario", "transient,count=2", "--scenario",
+                "slow,delayMs=5", "--in-memory", "--log",
             ])
                 == EmulatorCommand(
-                    port: 8765, appID: "42",
-                    scenarios: [ScenarioSetting(.transient, count: 2), ScenarioSetting(.slow, delayMs: 5)],
-                    stateFile: nil, logsRequests: true))
-        #expect(try parse(["--state-file", "/x/e.json"]).stateFile == "/x/e.json")
-        #expect(try parse(["--oidc", "--port", "8765"]) == EmulatorCommand(port: 8765, stateFile: nil, oidc: true))
-        var github = EmulatorCommand(port: 8766, stateFile: nil)
-        github.github = true
-        #expect(try parse(["--github", "--port", "8766"]) == github)
+                    provider: "facebook", port: 8765,
+                    options: [
+                        "app-id": ["42"], "scenario": ["transient,count=2", "slow,delayMs=5"], "in-memory": [""],
+                        "log": [""],
+                    ]))
+        #expect(try parse(["oidc", "--port", "8765"]) == EmulatorCommand(provider: "oidc", port: 8765))
+        #expect(try parse(["github", "--port", "8766"]) == EmulatorCommand(provider: "github", port: 8766))
         let command = try SesameCLI.parse(["emulator", "--port", "0", "--in-memory"])
-        #expect(command == .emulator(EmulatorCommand(stateFile: nil)))
+        #expect(command == .emulator(EmulatorCommand(provider: "facebook", options: ["in-memory": [""]])))
     }
 
     @Test(
-        "bad values are usage errors naming the option",
+        "bad command lines are usage errors naming what is wrong",
         arguments: [
-            (["--port", "70000"], "--port"), (["--port", "x"], "--port"), (["--app-id", "abc"], "--app-id"),
-            (["--scenario", "meteor"], "meteor"), (["--scenario", "slow,delayMs=-1"], "delayMs"),
-            (["--in-memory", "--state-file", "/x"], "contradict"), (["extra"], "extra"),
-            (["--oidc", "--app-id", "42"], "--app-id"), (["--oidc", "--scenario", "slow"], "--scenario"),
-            (["--oidc", "--in-memory"], "--in-memory"),
-            (["--github", "--oidc"], "one of them"), (["--github", "--scenario", "slow"], "with --github"),
+            (["--port", "70000"], "--port"), (["--port", "x"], "--port"), (["meteor"], "no 'meteor' emulator"),
+            (["facebook", "extra"], "extra"), (["oidc", "--app-id", "42"], "--app-id is not an option of the oidc"),
+            (["oidc", "--in-memory"], "it takes only --port"), (["github", "--scenario", "slow"], "github emulator"),
         ])
     func badValues(arguments: [String], mention: String) {
         #expect {
@@ -56,14 +50,20 @@ struct EmulatorCommandTests {
         }
     }
 
-    @Test("the configuration carries the app id, scenarios and state file")
-    func configuration() throws {
-        let configuration = try parse(["--app-id", "42", "--scenario", "transient", "--state-file", "/x/e.json"])
-            .configuration(io: CommandIO(readStandardInput: { Data() }, write: { _ in }, writeError: { _ in }))
-        #expect(configuration.defaultApp.id == "42")
-        #expect(configuration.defaultApp.secret == EmulatedApp.sesameDefault.secret)
-        #expect(configuration.scenarios == [ScenarioSetting(.transient)])
-        #expect(configuration.stateFileURL?.path == "/x/e.json")
+    @Test(
+        "an emulator's own option values are checked when it starts: exit 64 with the option named",
+        arguments: [
+            (["--app-id", "abc"], "--app-id"), (["--scenario", "meteor"], "meteor"),
+            (["--scenario", "slow,delayMs=-1"], "delayMs"), (["--in-memory", "--state-file", "/x"], "contradict"),
+        ])
+    func badEmulatorValues(arguments: [String], mention: String) async throws {
+        let errors = Locked("")
+        let io = CommandIO(
+            readStandardInput: { Data() }, write: { _ in }, writeError: { text in errors.withLock { $0 += text } })
+        let command = try parse(["facebook"] + arguments)
+        let status = await command.run(io: io, environment: ["XDG_STATE_HOME": "/tmp/none"])
+        #expect(status == ExitStatus.usage)
+        #expect(errors.withLock { $0 }.contains(mention))
     }
 
     @Test("as a process: prints its URLs, answers with the scenario, and stops cleanly on SIGTERM")
@@ -110,13 +110,13 @@ struct EmulatorCommandTests {
         // may have been given that port since; the exit status and the message above say it stopped.
     }
 
-    @Test("as a process with --github: prints its URLs, answers the GitHub API, and stops cleanly on SIGTERM")
+    @Test("as a process, github: prints its URLs, answers the GitHub API, and stops cleanly on SIGTERM")
     func githubProcess() async throws {
         let executable = try ProcessRunner.builtExecutable("sesame")
         let output = Pipe()
         let error = Pipe()
         let process = ChildProcess(
-            executableURL: executable, arguments: ["emulator", "--github"], standardOutput: .pipe(output),
+            executableURL: executable, arguments: ["emulator", "github"], standardOutput: .pipe(output),
             standardError: .pipe(error))
         try await process.start()
         defer { if process.isRunning { process.terminate() } }

@@ -6,6 +6,8 @@ import Testing
 /// `sesame explain-error` run as the built executable.
 @Suite("sesame explain-error as a process")
 struct ExplainErrorProcessTests {
+    init() { TestProviders.bootstrap() }
+
     func sesame(_ arguments: [String], input: Data = Data()) async throws -> ProcessResult {
         try await ProcessRunner.run(try ProcessRunner.builtExecutable("sesame"), arguments, input: input)
     }

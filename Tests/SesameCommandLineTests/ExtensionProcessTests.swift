@@ -16,6 +16,8 @@ private final class RequestCounter: Sendable {
 
 @Suite("Facebook's daily token extension across processes")
 struct ExtensionProcessTests {
+    init() { TestProviders.bootstrap() }
+
     @Test("20 'sesame token facebook' processes on a day-old token make exactly one extension call")
     func twentyProcessesOneExtension() async throws {
         let extensions = RequestCounter(path: "/oauth/access_token")

@@ -10,6 +10,8 @@ private let corpusRoot = URL(fileURLWithPath: #filePath).deletingLastPathCompone
 /// target, must still go through its target. scripts/fuzz does the fuzzing itself.
 @Suite("The fuzz targets' seed corpora")
 struct FuzzCorpusTests {
+    init() { TestProviders.bootstrap() }
+
     static let targets: [String] = {
         let names = (try? FileManager.default.contentsOfDirectory(atPath: corpusRoot.path)) ?? []
         return names.filter { !$0.hasPrefix(".") }.sorted()

@@ -10,6 +10,8 @@ import Testing
 /// helper, over a test's own file store.
 @Suite("git credential fill through sesame git-credential")
 struct GitCredentialProcessTests {
+    init() { TestProviders.bootstrap() }
+
     struct Setup {
         let directory: URL
         let git: URL

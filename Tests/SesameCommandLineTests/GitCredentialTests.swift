@@ -5,6 +5,8 @@ import Testing
 
 @Suite("git's credential-helper protocol")
 struct GitCredentialTests {
+    init() { TestProviders.bootstrap() }
+
     @Test("a get request's key=value lines are read up to the blank line")
     func parseGet() throws {
         let input = "protocol=https\nhost=github.com\npath=octocat/hello.git\nusername=octocat\n\nhost=ignored\n"

@@ -10,6 +10,8 @@ import Testing
 /// Server) for device login, token login, status, scenarios, hosts kept apart and git.
 @Suite("sesame with GitHub, as a process")
 struct GitHubProcessTests {
+    init() { TestProviders.bootstrap() }
+
     /// A running in-test emulator and the environment that points `sesame` at it.
     struct Server {
         let emulator: GitHubEmulator

@@ -4,6 +4,8 @@ import Testing
 
 @Suite("The hot path starts nothing it does not use")
 struct HotPathTests {
+    init() { TestProviders.bootstrap() }
+
     @Test("token with a stored login of the built-in emulator prints it without starting the emulator")
     func tokenStartsNoEmulator() async throws {
         let cli = try InProcessCLI()
@@ -46,6 +48,8 @@ struct HotPathTests {
 
 @Suite("libcurl, libmicrohttpd and libcrypto are loaded only by a command that uses them")
 struct LazyLibcurlTests {
+    init() { TestProviders.bootstrap() }
+
     /// Runs `sesame arguments` with `LD_DEBUG=files`, under which the dynamic loader reports on
     /// standard error every shared library it opens, including those opened later by dlopen.
     static func run(_ cli: CLIHarness, _ arguments: [String], input: String = "") async throws -> ProcessResult {

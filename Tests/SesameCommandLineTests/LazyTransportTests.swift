@@ -6,6 +6,8 @@ import Testing
 
 @Suite("The command line's lazy transport")
 struct LazyTransportTests {
+    init() { TestProviders.bootstrap() }
+
     /// Answers 204 to everything.
     final class NoContent: HTTPTransport {
         func send(_ request: HTTPRequest) async throws -> HTTPResponse { HTTPResponse(status: 204) }

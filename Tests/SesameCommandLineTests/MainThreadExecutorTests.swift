@@ -6,6 +6,8 @@ import Testing
 
 @Suite("The command line runs its task on the calling thread")
 struct MainThreadExecutorTests {
+    init() { TestProviders.bootstrap() }
+
     /// The calling thread's pthread identifier.
     static var thread: UInt { UInt(pthread_self()) }
 

@@ -12,6 +12,8 @@ import Testing
 /// The defects a new user met in `sesame` and the examples (issue 16), each run for real.
 @Suite("what a new user hit: closed pipes, silent buses, help, colour, secrets on a terminal")
 struct NewUserDefectTests {
+    init() { TestProviders.bootstrap() }
+
     static let approve = ["SESAME_EMULATOR_APPROVE": "auto"]
 
     // MARK: 1. a reader that went away

@@ -9,6 +9,8 @@ import Testing
 /// the admin API, status, token, logout with revocation, and named issuers side by side.
 @Suite("sesame with an OpenID provider, as a process")
 struct OIDCProcessTests {
+    init() { TestProviders.bootstrap() }
+
     /// A running emulator that asks for one second between device polls.
     static func emulator() async throws -> (OIDCEmulator, String) {
         let emulator = try OIDCEmulator(devicePollInterval: 1)
@@ -239,12 +241,12 @@ struct OIDCProcessTests {
         #expect(result.standardOutput.isEmpty)
     }
 
-    @Test("sesame emulator --oidc prints an issuer that 'sesame login oidc' logs in to, and stops on SIGTERM")
+    @Test("sesame emulator oidc prints an issuer that 'sesame login oidc' logs in to, and stops on SIGTERM")
     func emulatorCommand() async throws {
         let output = Pipe()
         let error = Pipe()
         let process = ChildProcess(
-            executableURL: try ProcessRunner.builtExecutable("sesame"), arguments: ["emulator", "--oidc"],
+            executableURL: try ProcessRunner.builtExecutable("sesame"), arguments: ["emulator", "oidc"],
             environment: TestChildren.environment(), standardOutput: .pipe(output), standardError: .pipe(error),
             diesWithParent: true)
         try await process.start()

@@ -7,6 +7,8 @@ import Testing
 
 @Suite("sesame command-line parsing")
 struct ParserTests {
+    init() { TestProviders.bootstrap() }
+
     static let body = #"{"error":{"code":190}}"#
 
     @Test(

@@ -1,5 +1,6 @@
 import Foundation
 import Sesame
+import SesameDesktop
 import SesameFacebook
 import SesameHTTPServer
 
@@ -133,7 +134,7 @@ public struct FacebookPlugin: ProviderPlugin {
         }
         guard
             let emulator = try await emulators.emulator(
-                for: name, purpose: request.purpose, environment: request.environment),
+                of: self, purpose: request.purpose, environment: request.environment),
             let base = emulator.endpoints["base"], let graph = emulator.endpoints["graph"]
         else {
             throw DesktopError(
@@ -186,154 +187,5 @@ public struct FacebookPlugin: ProviderPlugin {
             lines.append(await DoctorProbe.answers(label: "Facebook \(label)", url: url, transport: request.transport))
         }
         return lines
-    }
-}
-
-/// A Facebook app ready for one command.
-struct FacebookConnection: ConnectedProvider {
-    var provider: FacebookProvider
-    var transport: any HTTPTransport
-    var terminal: Terminal
-    var emulator: RunningEmulator?
-    var approvalMode: EmulatorApproval.Mode
-    var environment: [String: String]
-
-    var providerID: ProviderID { .facebook }
-    var appID: String { provider.appID }
-    var label: String { emulator == nil ? "Facebook" : "the Facebook emulator" }
-    var isEmulated: Bool { emulator != nil }
-
-    var emulatorApproval: EmulatorApproval? {
-        guard let emulator else { return nil }
-        return EmulatorApproval(emulator: emulator, mode: approvalMode, terminal: terminal, transport: transport)
-    }
-
-    func deviceLogin() -> DeviceLoginFlow {
-        FacebookSession.deviceLogin(
-            provider: provider, transport: transport,
-            presenter: TerminalLoginPresenter(
-                terminal: terminal, providerName: isEmulated ? "the Facebook emulator" : "Facebook",
-                emulatorApproval: emulatorApproval))
-    }
-
-    func browserLogin(openBrowser: Bool) -> BrowserLoginFlow {
-        let system = SystemBrowserOpener(mode: openBrowser ? .automatic : .printOnly, environment: environment)
-        return FacebookSession.browserLogin(
-            provider: provider, transport: transport,
-            receiver: LoopbackRedirectReceiver(appName: isEmulated ? "Sesame (emulator)" : "Sesame"),
-            opener: DesktopBrowserOpener(system: system, emulatorApproval: emulatorApproval))
-    }
-
-    func facebookSession(
-        account: String, store: any CredentialStore, loginUI: (any LoginUI)? = nil,
-        recoveryDelegate: (any FacebookRecoveryDelegate)? = nil, recoveryPolicy: RecoveryPolicy = RecoveryPolicy()
-    ) -> FacebookSession {
-        FacebookSession(
-            provider: provider, transport: transport, store: store, account: account,
-            loginUI: loginUI ?? deviceLogin(),
-            configuration: .init(refreshLocking: .directory(RefreshLock.defaultDirectory(environment: environment))),
-            recoveryDelegate: recoveryDelegate, recoveryPolicy: recoveryPolicy)
-    }
-
-    func logIn(_ options: LoginOptions, account: String, store: any CredentialStore) async throws -> LoginResult {
-        let ui: any LoginUI
-        switch options.flow {
-        case .existingToken(let text):
-            ui = ExistingTokenLogin(provider: provider, transport: transport) { text }
-        case .browser(let openBrowser):
-            ui = browserLogin(openBrowser: openBrowser)
-        case .automatic, .device:
-            guard provider.clientToken != nil else {
-                throw DesktopError(
-                    "Facebook device login needs the app's client token: set SESAME_FACEBOOK_CLIENT_TOKEN (or "
-                        + "facebook.client_token in the config file) from App Dashboard → Settings → Advanced, or "
-                        + "log in with --web.", status: .config)
-            }
-            ui = deviceLogin()
-        }
-        let token = try await ui.logIn(
-            LoginRequest(provider: .facebook, appID: provider.appID, permissions: options.scopes.map(Permission.read)))
-        try await DesktopLogin.save(token, account: account, store: store, label: label)
-        let me = try? await GraphClient(provider: provider, transport: transport, accessToken: token.tokenString)
-            .get("me", parameters: ["fields": "id,name"])
-        return LoginResult(token: token, userName: me?["name"]?.stringValue)
-    }
-
-    func session(account: String, store: any CredentialStore) -> any AccountSession {
-        FacebookAccountSession(session: facebookSession(account: account, store: store))
-    }
-
-    func check(_ credential: StoredCredential) async -> AccountCheck {
-        // A fixed-token client: status reads, it never closes sessions or clears tokens.
-        let governor = GraphUsageGovernor()
-        let graph = GraphClient(
-            provider: provider, transport: transport, accessToken: credential.token.tokenString, governor: governor)
-        return await AccountCheck.checking {
-            let me = try await graph.get("me", parameters: ["fields": "id,name"])
-            return AccountCheck(validity: .valid, userName: me["name"]?.stringValue, usage: governor.lastUsage?.json)
-        } refused: { error in
-            AccountCheck(
-                validity: error.closesSession ? .invalid : .unverified, problem: error.userMessage ?? error.message,
-                usage: governor.lastUsage?.json)
-        }
-    }
-
-    func shutdown() async { await emulator?.stop(named: "built-in emulator", telling: terminal) }
-}
-
-/// A Facebook session as the generic commands use it.
-struct FacebookAccountSession: AccountSession {
-    var session: FacebookSession
-
-    var key: CredentialKey { session.key }
-    var userID: String? { get async { await session.token?.userID } }
-    var lastUsage: JSONValue? { session.governor.lastUsage?.json }
-
-    func open() async throws -> Bool { try await session.openActiveSession(allowLoginUI: false).isOpen }
-
-    func condition(of credential: StoredCredential) -> LoginCondition { session.session.condition(of: credential) }
-
-    func warning(for token: AccessToken) -> String? { session.session.renewer.expiryWarning(for: token, at: Date()) }
-
-    func validToken() async throws -> AccessToken { try await session.validToken() }
-
-    func logOut(revoke: Bool) async throws -> String? {
-        try await RevocationFailed.loggingOut(
-            revoke: revoke, advice: "remove the app in Facebook's settings (Apps and Websites)"
-        ) {
-            try await session.logout(revoke: revoke)
-        }
-        return revoke ? "the app's access was revoked" : nil
-    }
-
-    func listPermissions() async throws -> PermissionSet { try await session.refreshPermissions() }
-
-    func requestPermissions(_ names: [String], options: [String: String]) async throws -> PermissionRequestOutcome {
-        let audience: DefaultAudience =
-            switch options["audience"] {
-            case "everyone": .everyone
-            case "only-me": .onlyMe
-            default: .friends
-            }
-        let publish = names.filter(Self.isPublish)
-        let read = names.filter { !Self.isPublish($0) }
-        var outcome = PermissionRequestOutcome(granted: [], declined: [])
-        if !read.isEmpty {
-            outcome = try await session.requestNewReadPermissions(read)
-        }
-        if !publish.isEmpty {
-            let got = try await session.requestNewPublishPermissions(publish, defaultAudience: audience)
-            outcome = PermissionRequestOutcome(
-                granted: outcome.granted.union(got.granted), declined: outcome.declined.union(got.declined))
-        }
-        return outcome
-    }
-
-    func revokePermission(_ name: String) async throws { try await session.revokePermission(name) }
-
-    /// Facebook's publish permissions: `publish_*`, `manage_*`, `pages_manage_*`, `ads_management`.
-    static func isPublish(_ name: String) -> Bool {
-        name.hasPrefix("publish_") || name.hasPrefix("manage_") || name.hasPrefix("pages_manage_")
-            || name == "ads_management" || name == "rsvp_event"
     }
 }

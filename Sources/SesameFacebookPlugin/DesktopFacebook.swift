@@ -1,0 +1,104 @@
+import Foundation
+import Sesame
+import SesameCurl
+import SesameDesktop
+import SesameFacebook
+
+extension Desktop {
+    /// The Facebook defaults: ``DesktopConfiguration`` resolved from `appID`, the environment and
+    /// the config file; `CurlTransport`; the store ``DesktopStorage`` selects; a refresh lock
+    /// file per account; device login with the code on the terminal.
+    ///
+    /// With no app id configured anywhere this is a configuration error, unless `emulators`
+    /// offers a built-in Facebook emulator (`BuiltInEmulators.sesame` from
+    /// `SesameDesktopEmulator`, which the `sesame` command and the examples use).
+    ///
+    /// - Parameters:
+    ///   - appID: an app id from the app's own command line, which wins over the rest.
+    ///   - overrides: values from the command line.
+    ///   - environment: the environment to read.
+    ///   - terminal: the terminal to talk to.
+    ///   - keyring: opens the keyring store (default: the Secret Service).
+    ///   - emulators: the built-in emulators the app allows; none by default.
+    /// - Throws: ``DesktopError`` for a bad or missing configuration, a missing keyring (unless
+    ///   the file is opted in), or an emulator that cannot start.
+    public static func facebook(
+        appID: String? = nil, overrides: DesktopConfiguration.Overrides = .init(),
+        environment: [String: String] = ProcessInfo.processInfo.environment,
+        terminal: Terminal? = nil, keyring: @escaping DesktopStorage.KeyringFactory = DesktopStorage.secretService,
+        emulators: BuiltInEmulators? = nil
+    ) async throws -> DesktopFacebook {
+        let terminal = terminal ?? .current(environment: environment)
+        let configuration = try DesktopConfiguration.resolve(overrides: overrides, environment: environment)
+        let storage = try await DesktopStorage.select(configuration.storage, keyring: keyring, environment: environment)
+        let request = ProviderConnectionRequest(
+            instance: "facebook", flags: appID.map { ["app-id": $0] } ?? [:], configuration: configuration,
+            environment: environment, terminal: terminal, transport: CurlTransport(), emulators: emulators,
+            purpose: .login)
+        let connection = try await FacebookPlugin().connection(request)
+        let accounts = AccountState(environment: environment)
+        return DesktopFacebook(
+            connection: connection, configuration: configuration, storage: storage, accounts: accounts,
+            activeAccount: await accounts.activeAccount(for: .facebook))
+    }
+}
+
+/// A Facebook app with the desktop defaults: what `Desktop/facebook(appID:overrides:environment:terminal:keyring:emulators:)`
+/// returns.
+public struct DesktopFacebook: Sendable {
+    let connection: FacebookConnection
+    /// The resolved configuration.
+    public let configuration: DesktopConfiguration
+    /// The credential store in use, and why.
+    public let storage: StorageSelection
+    /// The active account and the last usage seen.
+    public let accounts: AccountState
+    /// The account that was active when `Desktop/facebook(appID:overrides:environment:terminal:keyring:emulators:)`
+    /// read ``accounts``.
+    public let activeAccount: String
+
+    /// The app (the built-in emulator's app when none is configured).
+    public var provider: FacebookProvider { connection.provider }
+    /// The HTTP transport (`CurlTransport`).
+    public var transport: any HTTPTransport { connection.transport }
+    /// The terminal.
+    public var terminal: Terminal { connection.terminal }
+    /// Whether this runs against a built-in emulator.
+    public var isEmulated: Bool { connection.isEmulated }
+
+    /// The account to use: `account` when given, else the active one.
+    public func account(_ account: String? = nil) -> String {
+        account ?? activeAccount
+    }
+
+    /// Facebook Login for Devices with the code, a spinner and (for the emulator) its approval
+    /// step on the terminal.
+    public func deviceLogin() -> DeviceLoginFlow { connection.deviceLogin() }
+
+    /// Browser login: the loopback receiver, PKCE, and the system browser (or only the printed
+    /// address with `openBrowser` false).
+    public func browserLogin(openBrowser: Bool = true) -> BrowserLoginFlow {
+        connection.browserLogin(openBrowser: openBrowser)
+    }
+
+    /// A session for `account` (the active one by default), logging in with `loginUI` (device
+    /// login by default), with the cross-process refresh lock file.
+    public func session(
+        account: String? = nil, loginUI: (any LoginUI)? = nil,
+        recoveryDelegate: (any FacebookRecoveryDelegate)? = nil,
+        recoveryPolicy: RecoveryPolicy = RecoveryPolicy()
+    ) -> FacebookSession {
+        connection.facebookSession(
+            account: self.account(account), store: storage.store, loginUI: loginUI, recoveryDelegate: recoveryDelegate,
+            recoveryPolicy: recoveryPolicy)
+    }
+
+    /// Keeps the last rate-limit usage `session`'s Graph calls saw, for `sesame status`.
+    public func recordUsage(of session: FacebookSession) async {
+        guard let usage = session.governor.lastUsage else { return }
+        try? await accounts.recordUsage(usage.json, for: session.key)
+    }
+
+    /// Stops the built-in emulator (writing its state file). Call before exiting.
+    public func shutdown() async { await connection.shutdown() }
+}

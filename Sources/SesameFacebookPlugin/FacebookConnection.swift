@@ -1,0 +1,97 @@
+import Foundation
+import Sesame
+import SesameDesktop
+import SesameFacebook
+import SesameHTTPServer
+
+/// A Facebook app ready for one command.
+struct FacebookConnection: ConnectedProvider {
+    var provider: FacebookProvider
+    var transport: any HTTPTransport
+    var terminal: Terminal
+    var emulator: RunningEmulator?
+    var approvalMode: EmulatorApproval.Mode
+    var environment: [String: String]
+
+    var providerID: ProviderID { .facebook }
+    var appID: String { provider.appID }
+    var label: String { emulator == nil ? "Facebook" : "the Facebook emulator" }
+    var isEmulated: Bool { emulator != nil }
+
+    var emulatorApproval: EmulatorApproval? {
+        guard let emulator else { return nil }
+        return EmulatorApproval(emulator: emulator, mode: approvalMode, terminal: terminal, transport: transport)
+    }
+
+    func deviceLogin() -> DeviceLoginFlow {
+        FacebookSession.deviceLogin(
+            provider: provider, transport: transport,
+            presenter: TerminalLoginPresenter(
+                terminal: terminal, providerName: isEmulated ? "the Facebook emulator" : "Facebook",
+                emulatorApproval: emulatorApproval))
+    }
+
+    func browserLogin(openBrowser: Bool) -> BrowserLoginFlow {
+        let system = SystemBrowserOpener(mode: openBrowser ? .automatic : .printOnly, environment: environment)
+        return FacebookSession.browserLogin(
+            provider: provider, transport: transport,
+            receiver: LoopbackRedirectReceiver(appName: isEmulated ? "Sesame (emulator)" : "Sesame"),
+            opener: DesktopBrowserOpener(system: system, emulatorApproval: emulatorApproval))
+    }
+
+    func facebookSession(
+        account: String, store: any CredentialStore, loginUI: (any LoginUI)? = nil,
+        recoveryDelegate: (any FacebookRecoveryDelegate)? = nil, recoveryPolicy: RecoveryPolicy = RecoveryPolicy()
+    ) -> FacebookSession {
+        FacebookSession(
+            provider: provider, transport: transport, store: store, account: account,
+            loginUI: loginUI ?? deviceLogin(),
+            configuration: .init(refreshLocking: .directory(RefreshLock.defaultDirectory(environment: environment))),
+            recoveryDelegate: recoveryDelegate, recoveryPolicy: recoveryPolicy)
+    }
+
+    func logIn(_ options: LoginOptions, account: String, store: any CredentialStore) async throws -> LoginResult {
+        let ui: any LoginUI
+        switch options.flow {
+        case .existingToken(let text):
+            ui = ExistingTokenLogin(provider: provider, transport: transport) { text }
+        case .browser(let openBrowser):
+            ui = browserLogin(openBrowser: openBrowser)
+        case .automatic, .device:
+            guard provider.clientToken != nil else {
+                throw DesktopError(
+                    "Facebook device login needs the app's client token: set SESAME_FACEBOOK_CLIENT_TOKEN (or "
+                        + "facebook.client_token in the config file) from App Dashboard → Settings → Advanced, or "
+                        + "log in with --web.", status: .config)
+            }
+            ui = deviceLogin()
+        }
+        let token = try await ui.logIn(
+            LoginRequest(provider: .facebook, appID: provider.appID, permissions: options.scopes.map(Permission.read)))
+        try await DesktopLogin.save(token, account: account, store: store, label: label)
+        let me = try? await GraphClient(provider: provider, transport: transport, accessToken: token.tokenString)
+            .get("me", parameters: ["fields": "id,name"])
+        return LoginResult(token: token, userName: me?["name"]?.stringValue)
+    }
+
+    func session(account: String, store: any CredentialStore) -> any AccountSession {
+        FacebookAccountSession(session: facebookSession(account: account, store: store))
+    }
+
+    func check(_ credential: StoredCredential) async -> AccountCheck {
+        // A fixed-token client: status reads, it never closes sessions or clears tokens.
+        let governor = GraphUsageGovernor()
+        let graph = GraphClient(
+            provider: provider, transport: transport, accessToken: credential.token.tokenString, governor: governor)
+        return await AccountCheck.checking {
+            let me = try await graph.get("me", parameters: ["fields": "id,name"])
+            return AccountCheck(validity: .valid, userName: me["name"]?.stringValue, usage: governor.lastUsage?.json)
+        } refused: { error in
+            AccountCheck(
+                validity: error.closesSession ? .invalid : .unverified, problem: error.userMessage ?? error.message,
+                usage: governor.lastUsage?.json)
+        }
+    }
+
+    func shutdown() async { await emulator?.stop(named: "built-in emulator", telling: terminal) }
+}

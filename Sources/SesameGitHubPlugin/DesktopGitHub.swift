@@ -1,0 +1,87 @@
+import Foundation
+import Sesame
+import SesameCurl
+import SesameDesktop
+import SesameGitHub
+
+extension Desktop {
+    /// The GitHub defaults: settings from `hostname`/`clientID` (or the environment and config
+    /// file), `CurlTransport`, the store ``DesktopStorage`` selects, device login on the terminal,
+    /// and a refresh lock file per account.
+    ///
+    /// ```swift
+    /// let github = try await Desktop.github(clientID: "Iv1.0123456789abcdef")
+    /// let session = github.session()
+    /// try await session.open(scopes: ["repo"], allowLoginUI: true)
+    /// let me = try await session.client().user()
+    /// await github.shutdown()
+    /// ```
+    ///
+    /// With nothing configured this is github.com without a client id (device login then says
+    /// what to set), unless `emulators` offers a built-in GitHub emulator.
+    ///
+    /// - Parameters:
+    ///   - hostname: the GitHub host (`github.com`, or an Enterprise Server's name).
+    ///   - clientID: the OAuth app's or GitHub App's client id, which wins over the rest.
+    ///   - overrides: values from the command line.
+    ///   - environment: the environment to read.
+    ///   - terminal: the terminal to talk to.
+    ///   - keyring: opens the keyring store (default: the Secret Service).
+    ///   - emulators: the built-in emulators the app allows; none by default.
+    /// - Throws: ``DesktopError`` for a bad configuration, a missing keyring (unless the file is
+    ///   opted in), or an emulator that cannot start.
+    public static func github(
+        hostname: String? = nil, clientID: String? = nil, overrides: DesktopConfiguration.Overrides = .init(),
+        environment: [String: String] = ProcessInfo.processInfo.environment, terminal: Terminal? = nil,
+        keyring: @escaping DesktopStorage.KeyringFactory = DesktopStorage.secretService,
+        emulators: BuiltInEmulators? = nil
+    ) async throws -> DesktopGitHub {
+        let terminal = terminal ?? .current(environment: environment)
+        let configuration = try DesktopConfiguration.resolve(overrides: overrides, environment: environment)
+        let storage = try await DesktopStorage.select(configuration.storage, keyring: keyring, environment: environment)
+        var flags: [String: String] = [:]
+        flags["hostname"] = hostname
+        flags["client-id"] = clientID
+        let connection = try await GitHubPlugin().gitHubConnection(
+            ProviderConnectionRequest(
+                instance: "github", flags: flags, configuration: configuration, environment: environment,
+                terminal: terminal, transport: CurlTransport(), emulators: emulators, purpose: .login))
+        let accounts = AccountState(environment: environment)
+        return DesktopGitHub(
+            connection: connection, storage: storage, accounts: accounts,
+            activeAccount: await accounts.activeAccount(for: .github, appID: connection.appID))
+    }
+}
+
+/// A GitHub host with the desktop defaults: what `Desktop/github(hostname:clientID:overrides:environment:terminal:keyring:emulators:)`
+/// returns.
+public struct DesktopGitHub: Sendable {
+    let connection: GitHubConnection
+    /// The credential store in use, and why.
+    public let storage: StorageSelection
+    /// The active account per provider.
+    public let accounts: AccountState
+    /// The account that was active for this host when `Desktop/github(hostname:clientID:overrides:environment:terminal:keyring:emulators:)`
+    /// read ``accounts``.
+    public let activeAccount: String
+
+    /// The host and app.
+    public var provider: GitHubProvider { connection.provider }
+    /// The HTTP transport (`CurlTransport`).
+    public var transport: any HTTPTransport { connection.transport }
+    /// Whether this runs against a built-in emulator.
+    public var isEmulated: Bool { connection.isEmulated }
+
+    /// GitHub's device flow with the code on the terminal.
+    public func deviceLogin() -> DeviceLoginFlow { connection.deviceLogin() }
+
+    /// A session for `account` (the active one by default), logging in with `loginUI` (device
+    /// login by default), with the cross-process refresh lock file.
+    public func session(account: String? = nil, loginUI: (any LoginUI)? = nil) -> GitHubSession {
+        connection.githubSession(
+            account: account ?? activeAccount, store: storage.store, loginUI: loginUI ?? deviceLogin())
+    }
+
+    /// Stops the built-in emulator (writing its state file). Call before exiting.
+    public func shutdown() async { await connection.shutdown() }
+}

@@ -1,0 +1,50 @@
+import Foundation
+import Sesame
+import SesameCurl
+import SesameDesktop
+import SesameGitHub
+
+/// A GitHub session as the generic commands use it.
+struct GitHubAccountSession: AccountSession {
+    var session: GitHubSession
+    var host: GitHubHost
+
+    var key: CredentialKey { session.key }
+    var userID: String? { get async { await session.token?.userID } }
+
+    func open() async throws -> Bool { try await session.open(allowLoginUI: false).isOpen }
+
+    func condition(of credential: StoredCredential) -> LoginCondition { session.session.condition(of: credential) }
+
+    func warning(for token: AccessToken) -> String? { session.session.renewer.expiryWarning(for: token, at: Date()) }
+
+    func validToken() async throws -> AccessToken { try await session.validToken() }
+
+    /// Where the person can take back what the login was granted.
+    var revocationAdvice: String {
+        let base = host.isGitHubDotCom ? "https://github.com" : host.oauthBaseURL.absoluteString.trimmingSuffix("/")
+        return "GitHub keeps the app's grant: revoke it at \(base)/settings/applications (or delete a personal token "
+            + "at \(base)/settings/tokens)"
+    }
+
+    func logOut(revoke: Bool) async throws -> String? {
+        try await session.logOut()
+        guard revoke else { return revocationAdvice }
+        // Revoking a grant needs the app's client secret (DELETE /applications/{client_id}/grant),
+        // which a desktop app does not have.
+        throw RevocationFailed(
+            underlying: SendableErrorBox(GitHubCannotRevoke()),
+            advice: revocationAdvice.replacingOccurrences(of: "GitHub keeps the app's grant: r", with: "R"))
+    }
+}
+
+/// GitHub lets only the app's server (with the client secret) revoke a grant.
+struct GitHubCannotRevoke: Error, CustomStringConvertible {
+    var description: String { "GitHub lets only an app's server, with its client secret, revoke a grant" }
+}
+
+extension String {
+    func trimmingSuffix(_ suffix: String) -> String {
+        hasSuffix(suffix) ? String(dropLast(suffix.count)) : self
+    }
+}

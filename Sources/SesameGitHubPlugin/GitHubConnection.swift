@@ -1,0 +1,116 @@
+import Foundation
+import Sesame
+import SesameCurl
+import SesameDesktop
+import SesameGitHub
+
+/// A GitHub host ready for one command.
+struct GitHubConnection: ConnectedProvider {
+    var provider: GitHubProvider
+    /// Whether a client id was configured (device login and refresh need one).
+    var hasClientID: Bool
+    var transport: any HTTPTransport
+    var terminal: Terminal
+    var emulator: RunningEmulator?
+    var approvalMode: EmulatorApproval.Mode
+    var environment: [String: String]
+    /// Where a login's host is remembered (not for the emulator).
+    var remembered: GitHubRememberedLogin?
+    /// The configured server address, when there is one.
+    var serverURL: String?
+
+    var providerID: ProviderID { .github }
+    var appID: String { provider.credentialAppID }
+    var label: String { emulator == nil ? provider.displayName : "the GitHub emulator" }
+    var isEmulated: Bool { emulator != nil }
+    var details: [String: String] { ["host": provider.host.hostname] }
+
+    func githubSession(
+        account: String, store: any CredentialStore, loginUI: (any LoginUI)? = nil
+    ) -> GitHubSession {
+        GitHubSession(
+            provider: provider, transport: transport, store: store, account: account, loginUI: loginUI,
+            refreshLocking: .directory(RefreshLock.defaultDirectory(environment: environment)))
+    }
+
+    /// GitHub's device flow with the code (and, for the emulator, its approval step) on the terminal.
+    func deviceLogin() -> DeviceLoginFlow {
+        let approval = emulator.map {
+            EmulatorApproval(emulator: $0, mode: approvalMode, terminal: terminal, transport: transport)
+        }
+        return DeviceLoginFlow(
+            dialect: GitHubDeviceDialect(github: provider, transport: transport),
+            presenter: TerminalLoginPresenter(terminal: terminal, providerName: label, emulatorApproval: approval),
+            transport: transport)
+    }
+
+    func logIn(_ options: LoginOptions, account: String, store: any CredentialStore) async throws -> LoginResult {
+        let ui: any LoginUI
+        switch options.flow {
+        case .existingToken(let text):
+            ui = GitHubTokenLogin(github: provider, transport: transport) { text }
+        case .browser:
+            throw DesktopError(
+                "GitHub logins use the device code (the default) or --with-token; leave out --web and --no-browser.",
+                status: .usage)
+        case .automatic, .device:
+            guard hasClientID else {
+                throw DesktopError(
+                    "No GitHub client id is configured, and device login needs one: set SESAME_GITHUB_CLIENT_ID (or "
+                        + "give --client-id) to the client id of an OAuth app with device flow enabled, or log in "
+                        + "with a token: 'gh auth token | sesame login github --with-token'.", status: .config)
+            }
+            ui = deviceLogin()
+        }
+        let token = try await ui.logIn(
+            LoginRequest(
+                provider: .github, appID: provider.credentialAppID, permissions: options.scopes.map(Permission.read)))
+        try await DesktopLogin.save(token, account: account, store: store, label: label)
+        if let remembered {
+            let hostname = provider.host.hostname
+            let clientID = hasClientID ? provider.clientID : nil
+            try? await onOwnThread {
+                try remembered.remember(hostname: hostname, clientID: clientID, url: serverURL)
+            }
+        }
+        let user = try? await provider.user(token: token.tokenString, transport: transport)
+        return LoginResult(token: token, userName: user?.name)
+    }
+
+    func session(account: String, store: any CredentialStore) -> any AccountSession {
+        GitHubAccountSession(session: githubSession(account: account, store: store), host: provider.host)
+    }
+
+    func check(_ credential: StoredCredential) async -> AccountCheck {
+        let token = credential.token
+        // A fixed-token client without retries: status reads, it never changes what is stored.
+        let governor = GitHubRateLimitGovernor()
+        let client = GitHubClient(
+            github: provider, transport: transport, token: token.tokenString, policy: nil, governor: governor)
+        return await AccountCheck.checking {
+            let user = try await client.user()
+            return AccountCheck(validity: .valid, userName: user.name, usage: Self.usage(governor, scopes: user.scopes))
+        } refused: { error in
+            // GitHub keeps a refused login stored (closesSession is false), but it needs a new login.
+            let refused = error.closesSession || error.category == .authenticationReopenSession
+            return AccountCheck(
+                validity: refused ? .invalid : .unverified, problem: error.userMessage ?? error.message,
+                usage: Self.usage(governor, scopes: nil))
+        }
+    }
+
+    /// The rate limit GitHub reported and the token's scopes, as `status` shows them.
+    static func usage(_ governor: GitHubRateLimitGovernor, scopes: [String]?) -> JSONValue? {
+        guard let limit = governor.lastLimit() else { return nil }
+        var usage: [String: JSONValue] = [
+            "limit": .number(Double(limit.limit)), "remaining": .number(Double(limit.remaining)),
+            "reset": .number(limit.reset.timeIntervalSince1970.rounded()),
+        ]
+        if let used = limit.used { usage["used"] = .number(Double(used)) }
+        if let resource = limit.resource { usage["resource"] = .string(resource) }
+        if let scopes { usage["scopes"] = .array(scopes.map { .string($0) }) }
+        return .object(usage)
+    }
+
+    func shutdown() async { await emulator?.stop(named: "built-in GitHub emulator", telling: terminal) }
+}

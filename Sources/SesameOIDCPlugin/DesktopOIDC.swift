@@ -1,0 +1,88 @@
+import Foundation
+import Sesame
+import SesameCurl
+import SesameDesktop
+import SesameHTTPServer
+import SesameOIDC
+
+extension Desktop {
+    /// The OpenID Connect defaults for one issuer: settings from `issuer`/`clientID` (or the
+    /// environment and config file under `name`), discovery, `CurlTransport`, the store
+    /// ``DesktopStorage`` selects, the loopback receiver and system browser, device login on
+    /// the terminal, and a refresh lock file per account.
+    ///
+    /// ```swift
+    /// let work = try await Desktop.oidc(issuer: "https://id.example.com", clientID: "desktop")
+    /// let session = work.session()
+    /// try await session.open(scopes: ["openid", "email"], allowLoginUI: true)
+    /// ```
+    ///
+    /// - Throws: ``DesktopError`` for a missing or wrong setting or keyring; the issuer's
+    ///   discovery errors.
+    public static func oidc(
+        name: String = "oidc", issuer: String? = nil, clientID: String? = nil,
+        overrides: DesktopConfiguration.Overrides = .init(),
+        environment: [String: String] = ProcessInfo.processInfo.environment, terminal: Terminal? = nil,
+        keyring: @escaping DesktopStorage.KeyringFactory = DesktopStorage.secretService,
+        emulators: BuiltInEmulators? = nil
+    ) async throws -> DesktopOIDC {
+        let terminal = terminal ?? .current(environment: environment)
+        let configuration = try DesktopConfiguration.resolve(overrides: overrides, environment: environment)
+        let storage = try await DesktopStorage.select(configuration.storage, keyring: keyring, environment: environment)
+        var flags: [String: String] = [:]
+        flags["issuer"] = issuer
+        flags["client-id"] = clientID
+        let connection = try await OIDCPlugin().connection(
+            ProviderConnectionRequest(
+                instance: name, flags: flags, configuration: configuration, environment: environment,
+                terminal: terminal, transport: CurlTransport(), emulators: emulators, purpose: .login))
+        let accounts = AccountState(environment: environment)
+        return DesktopOIDC(
+            connection: connection, storage: storage, accounts: accounts,
+            activeAccount: await accounts.activeAccount(for: connection.provider.id))
+    }
+}
+
+/// An OpenID issuer with the desktop defaults: what `Desktop/oidc(name:issuer:clientID:overrides:environment:terminal:keyring:emulators:)`
+/// returns.
+public struct DesktopOIDC: Sendable {
+    let connection: OIDCConnection
+    /// The credential store in use, and why.
+    public let storage: StorageSelection
+    /// The active account per provider.
+    public let accounts: AccountState
+    /// The account that was active for this issuer when `Desktop/oidc(name:issuer:clientID:overrides:environment:terminal:keyring:emulators:)`
+    /// read ``accounts``.
+    public let activeAccount: String
+
+    /// The discovered provider.
+    public var provider: OIDCProvider { connection.provider }
+    /// The HTTP transport (`CurlTransport`).
+    public var transport: any HTTPTransport { connection.transport }
+
+    /// Device login when the issuer offers it, else the browser with a loopback redirect.
+    public func login(openBrowser: Bool = true) -> any LoginUI {
+        if let dialect = try? OIDCDeviceDialect(oidc: provider) {
+            return DeviceLoginFlow(
+                dialect: dialect,
+                presenter: TerminalLoginPresenter(terminal: connection.terminal, providerName: connection.label),
+                transport: transport)
+        }
+        return OIDCBrowserLogin(
+            oidc: provider, receiver: LoopbackRedirectReceiver(appName: "Sesame"),
+            opener: SystemBrowserOpener(
+                mode: openBrowser ? .automatic : .printOnly, environment: connection.environment),
+            transport: transport)
+    }
+
+    /// A session for `account` (the active one by default), logging in with `loginUI` (``login(openBrowser:)``
+    /// by default), with the cross-process refresh lock file.
+    public func session(account: String? = nil, loginUI: (any LoginUI)? = nil) -> OIDCSession {
+        let account = account ?? activeAccount
+        return OIDCSession(
+            provider: provider, transport: transport, store: storage.store, account: account,
+            loginUI: loginUI ?? login(),
+            configuration: .init(
+                refreshLocking: .directory(RefreshLock.defaultDirectory(environment: connection.environment))))
+    }
+}

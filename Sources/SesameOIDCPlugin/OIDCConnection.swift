@@ -1,0 +1,124 @@
+import Foundation
+import Sesame
+import SesameCurl
+import SesameDesktop
+import SesameHTTPServer
+import SesameOIDC
+
+/// An OpenID issuer ready for one command.
+struct OIDCConnection: ConnectedProvider {
+    var instance: String
+    var settings: OIDCPlugin.Settings
+    var provider: OIDCProvider
+    var transport: any HTTPTransport
+    var terminal: Terminal
+    var environment: [String: String]
+    var remembered: OIDCRememberedIssuers
+
+    var providerID: ProviderID { provider.id }
+    var appID: String { provider.configuration.clientID }
+    var issuer: String? { provider.endpoints.issuer }
+    var label: String { "\(instance) (\(provider.endpoints.issuer))" }
+    var details: [String: String] { ["issuer": provider.endpoints.issuer] }
+
+    func logIn(_ options: LoginOptions, account: String, store: any CredentialStore) async throws -> LoginResult {
+        let hasDevice = provider.endpoints.deviceAuthorizationEndpoint != nil
+        let ui: any LoginUI
+        switch options.flow {
+        case .existingToken:
+            throw DesktopError(
+                "An OpenID login does not take --with-token; log in with the device code or --web.", status: .usage)
+        case .device where !hasDevice:
+            throw DesktopError(
+                "\(provider.endpoints.issuer) does not offer device login (no device_authorization_endpoint); log in "
+                    + "with --web instead.", status: .unavailable)
+        case .browser(let openBrowser):
+            ui = browserLogin(openBrowser: openBrowser)
+        case .automatic where !hasDevice:
+            ui = browserLogin(openBrowser: true)
+        case .automatic, .device:
+            ui = DeviceLoginFlow(
+                dialect: try OIDCDeviceDialect(oidc: provider),
+                presenter: TerminalLoginPresenter(terminal: terminal, providerName: label), transport: transport)
+        }
+        let scopes = options.scopes.isEmpty ? provider.configuration.scopes : options.scopes
+        let token = try await ui.logIn(
+            LoginRequest(provider: provider.id, appID: appID, permissions: scopes.map { Permission.read($0) }))
+        try await DesktopLogin.save(token, account: account, issuer: issuer, store: store, label: label)
+        let (remembered, instance, issuer, clientID) = (
+            remembered, instance, settings.issuer.value, settings.clientID.value
+        )
+        try? await onOwnThread { try remembered.remember(instance: instance, issuer: issuer, clientID: clientID) }
+        let session = OIDCSession(provider: provider, transport: transport, store: store, account: account)
+        _ = try? await session.open(allowLoginUI: false)
+        let claims = try? await session.userInfo()
+        let name = (claims ?? Self.idTokenClaims(token)).flatMap { $0["name"]?.stringValue ?? $0["email"]?.stringValue }
+        return LoginResult(token: token, userName: name)
+    }
+
+    func browserLogin(openBrowser: Bool) -> OIDCBrowserLogin {
+        OIDCBrowserLogin(
+            oidc: provider, receiver: LoopbackRedirectReceiver(appName: "Sesame"),
+            opener: SystemBrowserOpener(mode: openBrowser ? .automatic : .printOnly, environment: environment),
+            transport: transport)
+    }
+
+    func session(account: String, store: any CredentialStore) -> any AccountSession {
+        OIDCAccountSession(
+            session: OIDCSession(
+                provider: provider, transport: transport, store: store, account: account,
+                configuration: .init(refreshLocking: .directory(RefreshLock.defaultDirectory(environment: environment)))
+            ),
+            canRevoke: provider.endpoints.revocationEndpoint != nil)
+    }
+
+    /// The claims of the stored ID token, read for display only (it was checked when it was
+    /// received).
+    static func idTokenClaims(_ token: AccessToken) -> JSONValue? {
+        token.idToken.flatMap { try? JSONWebToken(compact: $0).claims }
+    }
+
+    func check(_ credential: StoredCredential) async -> AccountCheck {
+        let token = credential.token
+        let name = Self.idTokenClaims(token).flatMap { $0["name"]?.stringValue ?? $0["email"]?.stringValue }
+        if credential.key.issuer != issuer {
+            // Stored before Sesame recorded issuers: taken over only by the issuer its ID token names.
+            guard let recorded = OIDCLegacyLogins.issuer(of: token), recorded == issuer else {
+                return AccountCheck(
+                    validity: .invalid, userName: name,
+                    problem: "This login was stored before Sesame recorded issuers, and it cannot be told to come "
+                        + "from \(issuer ?? "this issuer"), so it is not used. Log in again; 'sesame logout' removes "
+                        + "the old one.")
+            }
+            return AccountCheck(
+                validity: .notChecked, userName: name,
+                problem: "Stored before Sesame recorded issuers; it is taken over for \(recorded) when next used.")
+        }
+        guard let endpoint = provider.endpoints.userinfoEndpoint else {
+            return AccountCheck(validity: .notChecked, userName: name)
+        }
+        do {
+            let response = try await transport.send(
+                HTTPRequest(
+                    method: .get, url: endpoint,
+                    headers: ["Authorization": "Bearer \(token.tokenString)", "Accept": "application/json"]))
+            if response.isSuccess {
+                let claims = response.json
+                return AccountCheck(
+                    validity: .valid, userName: claims?["name"]?.stringValue ?? claims?["email"]?.stringValue ?? name)
+            }
+            let error = provider.taxonomy.classify(response)
+            if error.category == .authenticationReopenSession {
+                if token.refreshToken != nil {
+                    return AccountCheck(
+                        validity: .unverified, userName: name,
+                        problem: "The issuer refused the access token; the next use tries the refresh token.")
+                }
+                return AccountCheck(validity: .invalid, userName: name, problem: error.userMessage ?? error.message)
+            }
+            return AccountCheck(validity: .unverified, userName: name, problem: error.userMessage ?? error.message)
+        } catch {
+            return AccountCheck(validity: .unverified, userName: name, problem: "\(error)")
+        }
+    }
+}

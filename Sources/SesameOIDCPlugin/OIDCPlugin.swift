@@ -1,0 +1,302 @@
+import Foundation
+import Sesame
+import SesameCurl
+import SesameDesktop
+import SesameEmulator
+import SesameHTTPServer
+import SesameOIDC
+
+/// The generic OpenID Connect provider's desktop adapter: `oidc` (issuer and client given by
+/// flags or the environment) and any number of issuers named in the config file, each its own
+/// provider id so that their logins never mix.
+///
+/// | setting | flag | environment (`oidc` / name `work`) | config file |
+/// |---|---|---|---|
+/// | issuer | `--issuer` | `SESAME_OIDC_ISSUER` / `SESAME_OIDC_WORK_ISSUER` | `oidc.NAME.issuer` |
+/// | client id | `--client-id` | `SESAME_OIDC_CLIENT_ID` / `SESAME_OIDC_WORK_CLIENT_ID` | `oidc.NAME.clientID` |
+/// | client secret | (never a flag) | `SESAME_OIDC_CLIENT_SECRET` / `SESAME_OIDC_WORK_CLIENT_SECRET` | `oidc.NAME.client_secret` |
+/// | client secret, typed | `--client-secret-stdin` (login: read from standard input) | | |
+/// | scopes | `--scopes` (per login) | `SESAME_OIDC_SCOPES` / `SESAME_OIDC_WORK_SCOPES` | `oidc.NAME.scopes` |
+///
+/// Last come the issuer and client of the previous login under the same name, so that
+/// `sesame token oidc` works after `sesame login oidc --issuer ...`.
+public struct OIDCPlugin: ProviderPlugin {
+    /// Creates the plug-in.
+    public init() {}
+
+    public var name: String { "oidc" }
+    public var displayName: String { "OpenID Connect" }
+    public var summary: String {
+        "Any OpenID Connect provider by issuer URL and client id (device login or browser with PKCE); "
+            + "name several in the config file's \"oidc\" object to use them side by side."
+    }
+    public var loginFlows: Set<LoginFlowKind> { [.device, .browser] }
+    public var errorTaxonomy: any ErrorTaxonomy { OIDCErrorTaxonomy(provider: .oidc) }
+    public var errorTable: ErrorRuleTable? { OIDCErrorTaxonomy.table }
+
+    public var loginHelp: (discussion: String, examples: [(command: String, comment: String)]) {
+        (
+            """
+            OpenID Connect: 'oidc' takes the issuer (discovery at /.well-known/openid-configuration)
+            and a client id; device login when the issuer offers it, else the browser. Several
+            issuers side by side get names in the config file:
+              {"oidc": {"work":   {"issuer": "https://id.example.com", "clientID": "desktop",
+                                   "scopes": ["openid", "email"]},
+                        "gitlab": {"issuer": "https://gitlab.com", "clientID": "..."}}}
+            then 'sesame login work'. Each name's tokens are kept apart; token, logout [--revoke],
+            switch and status take the name. Try it offline against 'sesame emulator oidc'.
+            """,
+            [
+                (
+                    "sesame login oidc --issuer http://127.0.0.1:8765 --client-id sesame-desktop",
+                    "Log in to the OIDC emulator started by 'sesame emulator oidc --port 8765'"
+                ),
+                ("sesame login work --web", "Log in to the issuer named 'work' in the config file, in the browser"),
+            ]
+        )
+    }
+
+    public func newInstanceHint(_ name: String) -> String? {
+        guard Self.isValidName(name) else { return nil }
+        return "An OpenID issuer gets a name in the config file: "
+            + #"{"oidc": {"\#(name)": {"issuer": "https://...", "clientID": "..."}}}"#
+    }
+
+    /// The environment variable for `setting` of issuer `name`.
+    public static func variable(_ setting: String, instance: String) -> String {
+        instance == "oidc"
+            ? "SESAME_OIDC_\(setting)"
+            : "SESAME_OIDC_\(instance.uppercased().replacingOccurrences(of: "-", with: "_"))_\(setting)"
+    }
+
+    public func settings(instance: String) -> [ProviderSetting] {
+        [
+            ProviderSetting(
+                "issuer", value: "URL", kind: .url, environment: Self.variable("ISSUER", instance: instance),
+                configKey: "issuer", "The issuer URL (discovery at /.well-known/openid-configuration)."),
+            ProviderSetting(
+                "client-id", value: "ID", environment: Self.variable("CLIENT_ID", instance: instance),
+                configKey: "clientID", "The client id registered with the issuer."),
+            ProviderSetting(
+                "client-secret", value: "SECRET", secret: true,
+                environment: Self.variable("CLIENT_SECRET", instance: instance), configKey: "client_secret",
+                "The client secret, for clients the issuer registered with one (never on the command line)."),
+            ProviderSetting(
+                "client-secret-stdin", kind: .flag,
+                "Read the client secret from standard input (a prompt without echo on a terminal)."),
+            ProviderSetting(
+                "scopes", value: "a,b", kind: .list, flag: false,
+                environment: Self.variable("SCOPES", instance: instance),
+                configKey: "scopes", "The scopes a login asks for when it names none."),
+        ]
+    }
+
+    /// Whether `name` can name an issuer: lower-case letters, digits, `-` and `_`, a letter first.
+    public static func isValidName(_ name: String) -> Bool {
+        guard let first = name.first, first.isASCII, first.isLetter, first.isLowercase, name.count <= 40 else {
+            return false
+        }
+        return name.allSatisfy { ($0.isASCII && ($0.isLowercase || $0.isNumber)) || $0 == "-" || $0 == "_" }
+    }
+
+    public func mayBeInstance(_ instance: String) -> Bool { Self.isValidName(instance) }
+
+    /// The issuers named in the config file's `oidc` object, and those logged in to before.
+    public func instanceNames(configuration: DesktopConfiguration) throws -> [String] {
+        let configured = try Self.configured(configuration).keys
+        let remembered = OIDCRememberedIssuers(stateDirectory: configuration.stateDirectory).read().keys
+            .filter(Self.isValidName)
+        return Set(configured).union(remembered).subtracting(Desktop.providers.map(\.name)).sorted()
+    }
+
+    /// The config file's `oidc` object, by name, each entry checked.
+    static func configured(_ configuration: DesktopConfiguration) throws -> [String: [String: JSONValue]] {
+        var issuers: [String: [String: JSONValue]] = [:]
+        for (name, value) in try configuration.section("oidc") {
+            guard isValidName(name), !Desktop.providers.contains(where: { $0.name == name }),
+                let entry = value.objectValue
+            else {
+                throw DesktopError(
+                    "\(configuration.configFileDescription) has an oidc entry '\(name.sanitizedForTerminal)' that is not "
+                        + "usable: names are lower-case letters, digits, '-' and '_', not a provider's name, and each "
+                        + #"is an object such as {"issuer": "https://...", "clientID": "...", "scopes": ["openid"]}."#,
+                    status: .config)
+            }
+            issuers[name] = entry
+        }
+        return issuers
+    }
+
+    /// The resolved settings of one issuer.
+    struct Settings {
+        var instance: String
+        var issuer: Sourced<String>
+        var clientID: Sourced<String>
+        var clientSecret: Sourced<String>?
+        var scopes: [String]
+
+        init(_ request: ProviderConnectionRequest) async throws {
+            let instance = request.instance
+            let plugin = OIDCPlugin()
+            let section = try OIDCPlugin.configured(request.configuration)[instance] ?? [:]
+            let remembered = OIDCRememberedIssuers(stateDirectory: request.configuration.stateDirectory).read()[
+                instance]
+            let path = "oidc.\(instance)"
+            let settings = plugin.settings(instance: instance)
+            func value(_ index: Int, rememberedKey: String? = nil) throws -> Sourced<String>? {
+                let fallback = rememberedKey.flatMap { remembered?[$0]?.stringValue }.map {
+                    Sourced($0, source: "the previous 'sesame login \(instance)'")
+                }
+                return try request.value(of: settings[index], section: section, sectionPath: path, fallback: fallback)
+            }
+            guard let issuer = try value(0, rememberedKey: "issuer") else {
+                throw Self.missing(
+                    "issuer URL", flag: "--issuer URL", variable: settings[0].environment!, key: "issuer",
+                    request: request)
+            }
+            guard let clientID = try value(1, rememberedKey: "clientID") else {
+                throw Self.missing(
+                    "client id", flag: "--client-id ID", variable: settings[1].environment!,
+                    key: "clientID", request: request)
+            }
+            self.instance = instance
+            self.issuer = issuer
+            self.clientID = clientID
+            self.clientSecret = try value(2)
+            if request.flags["client-secret-stdin"] != nil {
+                guard let readSecret = request.readSecret else {
+                    throw DesktopError("This program cannot read a client secret from standard input.", status: .usage)
+                }
+                let text = await readSecret("Client secret for '\(instance)': ")
+                    .trimmingCharacters(in: .whitespacesAndNewlines)
+                guard !text.isEmpty, settings[2].problem(with: text) == nil else {
+                    throw DesktopError(
+                        "Standard input gave no usable client secret; pipe it in, as in "
+                            + "'sesame login \(instance) --client-secret-stdin < secret.txt'.", status: .dataError)
+                }
+                self.clientSecret = Sourced(text, source: "standard input")
+            }
+            self.scopes = (try value(4)?.value ?? "").split(whereSeparator: { $0 == "," || $0 == " " }).map(String.init)
+        }
+
+        static func missing(
+            _ what: String, flag: String, variable: String, key: String, request: ProviderConnectionRequest
+        ) -> DesktopError {
+            let instance = request.instance
+            let elsewhere =
+                instance == "oidc"
+                ? "set \(variable), as in 'sesame login oidc --issuer https://id.example.com --client-id ID'"
+                : "set \(variable), or add \"\(key)\" to oidc.\(instance) in "
+                    + request.configuration.configFileDescription
+            return DesktopError(
+                "No \(what) is configured for '\(instance)'; give \(flag) to 'sesame login \(instance)' or \(elsewhere).",
+                status: .usage)
+        }
+    }
+
+    public func connect(_ request: ProviderConnectionRequest) async throws -> any ConnectedProvider {
+        try await connection(request)
+    }
+
+    func connection(_ request: ProviderConnectionRequest) async throws -> OIDCConnection {
+        let settings = try await Settings(request)
+        let instance = request.instance
+        var configuration = OIDCConfiguration(
+            providerID: ProviderID(instance), displayName: instance == "oidc" ? nil : instance,
+            issuer: settings.issuer.value, clientID: settings.clientID.value,
+            clientSecret: settings.clientSecret.map { ClientSecret($0.value) })
+        if !settings.scopes.isEmpty { configuration.scopes = settings.scopes }
+        configuration.allowedInsecureHosts = request.allowedInsecureHosts
+        // Using a login (token, status, logout) takes the issuer's endpoints as discovered within
+        // the last day, with no request: a valid token is printed offline, at once. A login
+        // discovers afresh, and so does a use when what was kept is older or gone.
+        let cache = OIDCDiscoveryCache(stateDirectory: request.configuration.stateDirectory)
+        let issuer = configuration.issuer
+        let providerID = configuration.providerID
+        if request.purpose == .use {
+            configuration.endpoints = await onOwnThread {
+                cache.endpoints(for: issuer, provider: providerID, now: Date())
+            }
+        }
+        let discovered = configuration.endpoints == nil
+        let provider = try await OIDCProvider.discover(configuration, transport: request.transport)
+        if discovered {
+            let endpoints = provider.endpoints
+            try? await onOwnThread { try cache.remember(endpoints, at: Date()) }
+        }
+        return OIDCConnection(
+            instance: instance, settings: settings, provider: provider, transport: request.transport,
+            terminal: request.terminal, environment: request.environment,
+            remembered: OIDCRememberedIssuers(stateDirectory: request.configuration.stateDirectory))
+    }
+
+    public func doctor(_ request: ProviderConnectionRequest) async -> [DoctorLine] {
+        do {
+            let settings = try await Settings(request)
+            var lines = [
+                DoctorLine(
+                    .ok,
+                    "OpenID issuer '\(request.instance)': \(settings.issuer.value), from \(settings.issuer.source).")
+            ]
+            if let url = URL(string: settings.issuer.value + "/.well-known/openid-configuration") {
+                lines.append(
+                    await DoctorProbe.answers(
+                        label: "'\(request.instance)' discovery", url: url, transport: request.transport))
+            }
+            return lines
+        } catch let error as DesktopError where request.instance == "oidc" && error.status == .usage {
+            return []
+        } catch {
+            return [DoctorLine(.problem, "OpenID issuer '\(request.instance)': \(error)")]
+        }
+    }
+}
+
+extension OIDCPlugin {
+    /// `sesame emulator oidc`: a local OpenID provider in the foreground.
+    public var foregroundEmulator: (any ForegroundEmulator)? { OIDCForegroundEmulator() }
+}
+
+/// The OpenID emulator as `sesame emulator oidc` runs it.
+struct OIDCForegroundEmulator: ForegroundEmulator {
+    var summary: String {
+        "a local OpenID provider: discovery, JWKS, consent page, device login, refresh with rotation, userinfo, "
+            + "RFC 7009 revocation."
+    }
+
+    var discussion: String {
+        """
+        It keeps its state in memory only and prints its issuer and public client id for 'sesame login
+        oidc --issuer URL --client-id ID'. Its device page approves a code in the browser; POST
+        {"user_code": "..."} to ISSUER/__sesame/device approves one without it.
+        """
+    }
+
+    var examples: [(command: String, comment: String)] {
+        [("sesame emulator oidc --port 8765", "A local OpenID provider at http://127.0.0.1:8765")]
+    }
+
+    func serve(_ request: EmulatorServeRequest) async throws -> Int32 {
+        let waiter = SignalWaiter(request.signals)
+        defer { waiter.cancel() }
+        // Two seconds between device polls: a person trying it by hand should not wait five.
+        let emulator = try OIDCEmulator(devicePollInterval: 2)
+        let endpoints = try await emulator.start(port: request.port)
+        request.write(
+            """
+            Sesame OIDC emulator (a local OpenID provider, not a real one) on \(endpoints.issuer)
+              Issuer:       \(endpoints.issuer)
+              Discovery:    \(endpoints.issuer)/.well-known/openid-configuration
+              Client id:    \(OIDCEmulator.defaultClientID) (public: PKCE, no secret)
+              People:       Alice Example (248289761001), Bob Example (248289761002)
+              Admin API:    \(endpoints.adminURL.absoluteString) (POST /device {"user_code": "..."} approves)
+              State:        in memory only
+            Try: sesame login oidc --issuer \(endpoints.issuer) --client-id \(OIDCEmulator.defaultClientID)
+            Press Ctrl-C to stop.
+
+            """)
+        let signal = await waiter.wait()
+        await emulator.stop()
+        return signal
+    }
+}
