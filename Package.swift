@@ -124,7 +124,7 @@ let package = Package(
             dependencies: [
                 "SesameCommandLine", "SesameFacebook", "Sesame", "SesameDesktop", "SesameEmulator", "SesameCurl",
                 "SesameTestSupport", "sesame", "fb-login", "fb-publish", "fb-errors", "SesameHTTPServer",
-                "sesame-fuzz",
+                "sesame-fuzz", "SesameOIDC",
             ]
         ),
 

@@ -170,7 +170,7 @@ public struct DesktopConfiguration: Sendable, Hashable {
 
 /// A failure to set up the desktop defaults: one sentence that says what to do, and the
 /// sysexits status a command line should end with.
-public struct DesktopError: Error, Sendable, Hashable, CustomStringConvertible {
+public struct DesktopError: Error, Sendable, Hashable, CustomStringConvertible, LocalizedError {
     /// A sysexits(3) status.
     public struct Status: RawRepresentable, Sendable, Hashable {
         public var rawValue: Int32
@@ -199,4 +199,7 @@ public struct DesktopError: Error, Sendable, Hashable, CustomStringConvertible {
     }
 
     public var description: String { message }
+
+    /// The ``message``: what `localizedDescription` returns.
+    public var errorDescription: String? { message }
 }
