@@ -191,6 +191,10 @@ public struct DesktopError: Error, Sendable, Hashable, CustomStringConvertible, 
     public var message: String
     /// The exit status it calls for.
     public var status: Status
+    /// Whether the message offers the file store (the `file` storage policy) as a way out, so
+    /// that a program with its own switch for it can name that too: the `sesame` command adds
+    /// its `--storage file`. The message itself names no command-line flag.
+    package var suggestsFileStore = false
 
     /// Creates an error.
     public init(_ message: String, status: Status) {

@@ -1,5 +1,6 @@
 import Foundation
 import Sesame
+import SesameCommandLine
 import SesameDesktop
 import SesameEmulator
 import SesameHTTPServer
@@ -78,5 +79,54 @@ struct LocalizedErrorTests {
     func readsAsASentence(_ example: Example) {
         #expect((example.error as any Error).localizedDescription == example.sentence)
         #expect(example.error is any LocalizedError)
+    }
+
+    /// The keyring the default storage policy needs, missing, as DesktopStorage reports it.
+    static func missingKeyring(_ kind: CredentialStoreError.Kind) async -> DesktopError? {
+        await #expect(throws: DesktopError.self) {
+            _ = try await DesktopStorage.select(
+                Sourced(.keyring, source: "default"),
+                keyring: { throw CredentialStoreError(kind: kind, message: "no keyring here (test)") },
+                environment: ["XDG_STATE_HOME": "/nonexistent/state"])
+        }
+    }
+
+    /// Whether `text` names a command-line option (`--name`) outside a quoted command of another
+    /// program (`dbus-run-session -- …` and the like are quoted in backticks).
+    static func namesAFlag(_ text: String) -> Bool {
+        let unquoted = text.split(separator: "`", omittingEmptySubsequences: false).enumerated()
+            .filter { $0.offset % 2 == 0 }.map(\.element).joined(separator: " ")
+        return unquoted.contains(/--[a-z]/)
+    }
+
+    @Test(
+        "a missing keyring: the library names the `file` storage policy and no flag; the sesame command adds its flag",
+        arguments: [CredentialStoreError.Kind.noSessionBus, .noSecretService, .unavailable])
+    func missingKeyringAdvice(_ kind: CredentialStoreError.Kind) async throws {
+        let error = try #require(await Self.missingKeyring(kind))
+        #expect(error.status == .unavailable)
+        #expect(!Self.namesAFlag(error.message), "\(error.message)")
+        #expect(!error.message.contains("sesame"), "\(error.message)")
+        #expect(error.message.contains("`file` storage policy"), "\(error.message)")
+        #expect(error.message.contains("SESAME_STORAGE=file"), "\(error.message)")
+        #expect((error as any Error).localizedDescription == error.message)
+
+        let failure = CommandFailure.from(error, provider: "facebook")
+        #expect(failure.status == 69)
+        #expect(failure.message == "\(error.message) With the sesame command: --storage file.")
+    }
+
+    @Test("the sesame command adds its flag to a keyring store error only when the keyring is absent")
+    func storeErrorAdvice() {
+        let absent = CredentialStoreError(
+            kind: .noSecretService,
+            message: "Sesame could not reach the desktop keyring; choose the file store (storage policy `file`).")
+        #expect(!Self.namesAFlag(absent.message))
+        #expect(CommandFailure.from(absent, provider: "facebook").message.hasSuffix("--storage file."))
+
+        let locked = CredentialStoreError(kind: .locked, message: "The keyring is locked; unlock it and try again.")
+        #expect(CommandFailure.from(locked, provider: "facebook").message == locked.message)
+        let other = DesktopError("The config file /tmp/config.json is a directory; remove it.", status: .config)
+        #expect(CommandFailure.from(other, provider: "facebook").message == other.message)
     }
 }
