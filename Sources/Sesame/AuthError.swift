@@ -200,7 +200,7 @@ public struct IssuerCheckFailure: ProviderErrorDetails, Hashable {
 ///
 /// `AuthError` is a struct so providers can add codes and details without breaking anyone.
 /// Its ``description`` never contains a token or other secret.
-public struct AuthError: Error, Sendable, CustomStringConvertible {
+public struct AuthError: Error, Sendable, CustomStringConvertible, LocalizedError {
     // MARK: What to do
 
     /// The classification.
@@ -297,6 +297,11 @@ public struct AuthError: Error, Sendable, CustomStringConvertible {
         for summary in details.compactMap(\.summary) { text += " [\(summary)]" }
         return text
     }
+
+    /// What a person reads: ``userMessage`` when ``shouldNotifyUser`` says to show it (and there
+    /// is one), otherwise ``message``; no secret, as in ``description``. What
+    /// `localizedDescription` returns.
+    public var errorDescription: String? { shouldNotifyUser ? (userMessage ?? message) : message }
 }
 
 extension ErrorCategory {

@@ -178,7 +178,7 @@ public struct UnreadableCredential: Sendable, Hashable {
 }
 
 /// A credential store failure, with what to do about it.
-public struct CredentialStoreError: Error, Sendable, Hashable, CustomStringConvertible {
+public struct CredentialStoreError: Error, Sendable, Hashable, CustomStringConvertible, LocalizedError {
     /// What kind of failure it was.
     public struct Kind: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
         public var rawValue: String
@@ -222,6 +222,9 @@ public struct CredentialStoreError: Error, Sendable, Hashable, CustomStringConve
     }
 
     public var description: String { message }
+
+    /// The ``message``: what `localizedDescription` returns.
+    public var errorDescription: String? { message }
 }
 
 /// A store that keeps credentials in memory for the life of the process. For tests, and for

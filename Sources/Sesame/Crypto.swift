@@ -60,12 +60,14 @@ public enum Crypto {
 }
 
 /// A failure inside libcrypto.
-public struct CryptoError: Error, Sendable, CustomStringConvertible {
+public struct CryptoError: Error, Sendable, CustomStringConvertible, LocalizedError {
     /// What failed, in words.
     public var message: String
     /// Creates an error with a message.
     public init(message: String) { self.message = message }
     public var description: String { message }
+    /// The ``message``: what `localizedDescription` returns.
+    public var errorDescription: String? { message }
 }
 
 /// Base64 with the URL- and filename-safe alphabet and no padding (RFC 4648 §5), as OAuth,

@@ -18,6 +18,10 @@ import Foundation
 /// left in place, never overwritten. Writers in several processes are serialised with an
 /// advisory lock on a `.lock` file beside it, which is never followed if it is a symbolic link;
 /// a directory that group or others may use is made private (0700) before anything is written.
+/// A save or delete, holding that lock, also removes the temporary files that an interrupted
+/// write left (after a crash or a `kill -9`, such a file may hold a valid token): regular files
+/// of this user named `.<name>.tmp-` and six letters or digits, beside the file. A symbolic link
+/// with such a name is neither followed nor removed.
 public final class FileCredentialStore: CredentialStore {
     /// The file that holds the credentials.
     public let url: URL
@@ -82,6 +86,7 @@ public final class FileCredentialStore: CredentialStore {
             defer { close(lockFD) }
             var table = try readTable()
             let result = change(&table)
+            removeInterruptedWrites()
             try writeAtomically(table)
             return result
         }
@@ -160,6 +165,40 @@ public final class FileCredentialStore: CredentialStore {
             _ = fsync(dirFD)
             close(dirFD)
         }
+    }
+
+    /// Removes the temporary files of writes that never reached their rename (the process was
+    /// killed in between): regular files of this user named as ``writeAtomically(_:)`` names its
+    /// own, `.<name>.tmp-` and the six letters or digits `mkstemp` puts in place of `XXXXXX`.
+    ///
+    /// Called with the `.lock` file held: every writer holds it from before it creates its
+    /// temporary file until that file is renamed or removed, so no file matched here belongs to a
+    /// write in progress. Names are examined with `fstatat` and removed with `unlinkat`, relative
+    /// to the open directory and without following symbolic links; a link, a directory or another
+    /// user's file is left alone. Failures are ignored: the save does not depend on them.
+    private func removeInterruptedWrites() {
+        let prefix = Array(".\(url.lastPathComponent).tmp-".utf8)
+        guard let directory = opendir(url.deletingLastPathComponent().path) else { return }
+        defer { closedir(directory) }
+        let directoryFD = dirfd(directory)
+        while let entry = readdir(directory) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { Array($0.prefix { $0 != 0 }) }
+            guard name.count == prefix.count + 6, name.starts(with: prefix),
+                name[prefix.count...].allSatisfy(Self.isLetterOrDigit)
+            else { continue }
+            let path = String(decoding: name, as: UTF8.self)
+            var info = stat()
+            guard fstatat(directoryFD, path, &info, AT_SYMLINK_NOFOLLOW) == 0, info.st_mode & S_IFMT == S_IFREG,
+                info.st_uid == geteuid()
+            else { continue }
+            _ = unlinkat(directoryFD, path, 0)
+        }
+    }
+
+    /// An ASCII letter or digit: what `mkstemp` puts in a template's `XXXXXX`.
+    private static func isLetterOrDigit(_ byte: UInt8) -> Bool {
+        (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(byte) || (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains(byte)
+            || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte)
     }
 
     /// The directory is made 0700, or repaired to 0700 when group or others may use it.

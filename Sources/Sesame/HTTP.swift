@@ -184,7 +184,7 @@ public protocol HTTPTransport: Sendable {
 }
 
 /// A failure below HTTP: the request got no response.
-public struct TransportError: Error, Sendable, Hashable, CustomStringConvertible {
+public struct TransportError: Error, Sendable, Hashable, CustomStringConvertible, LocalizedError {
     /// What kind of failure it was.
     public struct Kind: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
         public var rawValue: String
@@ -238,6 +238,9 @@ public struct TransportError: Error, Sendable, Hashable, CustomStringConvertible
         let target = host.map { " talking to \($0)" } ?? ""
         return "Network error (\(kind))\(target): \(message)"
     }
+
+    /// The same sentence as ``description``: what `localizedDescription` returns.
+    public var errorDescription: String? { description }
 }
 
 extension HTTPHeaders {

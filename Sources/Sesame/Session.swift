@@ -599,9 +599,11 @@ public enum TokenRenewal: Sendable, Hashable {
 }
 
 /// Wraps an error that is not known to be `Sendable` so it can travel inside an ``AuthError``.
-public struct SendableErrorBox: Error, Sendable, CustomStringConvertible {
+public struct SendableErrorBox: Error, Sendable, CustomStringConvertible, LocalizedError {
     /// The wrapped error's description.
     public let description: String
+    /// The wrapped error's ``description``: what `localizedDescription` returns.
+    public var errorDescription: String? { description }
     /// Wraps `error`.
     public init(_ error: any Error) { description = String(describing: error) }
 }

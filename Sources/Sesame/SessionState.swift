@@ -66,7 +66,7 @@ public struct SessionStateChange: Sendable, CustomStringConvertible {
 }
 
 /// A transition the table does not allow.
-public struct SessionTransitionError: Error, Sendable, Hashable, CustomStringConvertible {
+public struct SessionTransitionError: Error, Sendable, Hashable, CustomStringConvertible, LocalizedError {
     /// The state the session was in.
     public var from: SessionState
     /// The state that was asked for.
@@ -82,4 +82,7 @@ public struct SessionTransitionError: Error, Sendable, Hashable, CustomStringCon
         "A session cannot go from '\(from)' to '\(to)'"
             + (from == .opening ? ": a login is already in progress; wait for it to finish." : ".")
     }
+
+    /// The same sentence as ``description``: what `localizedDescription` returns.
+    public var errorDescription: String? { description }
 }

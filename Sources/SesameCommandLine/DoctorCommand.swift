@@ -106,7 +106,10 @@ extension DoctorCommand {
                                 case .warning: .warning
                                 case .problem: .problem
                                 }
-                            return DoctorLine(level, finding.text, fix: finding.fix)
+                            // The library offers the `file` storage policy; here it is a flag.
+                            var fix = finding.fix
+                            if finding.suggestsFileStore { fix = fix.map { "\($0) (--storage file)" } }
+                            return DoctorLine(level, finding.text, fix: fix)
                         })
                 } catch {
                     return .failure(error)

@@ -379,6 +379,10 @@ package struct CommandFailure: Error, Sendable, CustomStringConvertible {
 
     package var description: String { message }
 
+    /// The command line's own way to the file store, added after a message of the libraries that
+    /// offers it: they name the `file` storage policy, not this program's flag.
+    package static let fileStoreFlag = "With the sesame command: --storage file."
+
     /// The message and status for any error a command can meet. Messages never carry secrets
     /// (`AuthError` and the stores keep them out).
     package static func from(_ error: any Error, provider: String) -> CommandFailure {
@@ -386,7 +390,8 @@ package struct CommandFailure: Error, Sendable, CustomStringConvertible {
         case let failure as CommandFailure:
             return failure
         case let error as DesktopError:
-            return CommandFailure(error.message, status: error.status.rawValue)
+            let message = error.suggestsFileStore ? "\(error.message) \(fileStoreFlag)" : error.message
+            return CommandFailure(message, status: error.status.rawValue)
         case let error as AuthError:
             let message = error.shouldNotifyUser ? (error.userMessage ?? error.message) : error.message
             switch error.category {
@@ -414,7 +419,8 @@ package struct CommandFailure: Error, Sendable, CustomStringConvertible {
             case .insecurePermissions: status = ExitStatus.config
             default: status = ExitStatus.ioError
             }
-            return CommandFailure("\(error)", status: status)
+            // An absent keyring's message offers the file store (SesameKeyring's storage policy).
+            return CommandFailure(error.isUnavailable ? "\(error) \(fileStoreFlag)" : "\(error)", status: status)
         case let error as RevocationFailed:
             return CommandFailure("\(error)", status: ExitStatus.unavailable)
         case let error as CocoaError:

@@ -60,13 +60,15 @@ extension AccountSession {
 }
 
 /// A provider whose permissions are chosen at login only.
-public struct PermissionsUnsupported: Error, Sendable, CustomStringConvertible {
+public struct PermissionsUnsupported: Error, Sendable, CustomStringConvertible, LocalizedError {
     public init() {}
     public var description: String { "This provider's permissions are chosen when logging in." }
+    /// The same sentence as ``description``: what `localizedDescription` returns.
+    public var errorDescription: String? { description }
 }
 
 /// The login was removed here, but revoking it at the provider failed.
-public struct RevocationFailed: Error, Sendable, CustomStringConvertible {
+public struct RevocationFailed: Error, Sendable, CustomStringConvertible, LocalizedError {
     /// Why revoking failed.
     public var underlying: any Error & Sendable
     /// What the person can do instead ("remove it in Facebook's settings").
@@ -79,6 +81,10 @@ public struct RevocationFailed: Error, Sendable, CustomStringConvertible {
     }
 
     public var description: String { "revoking failed (\(underlying)); \(advice)" }
+
+    /// The whole sentence, ``description`` included: that the login was removed here but not
+    /// revoked, why, and what to do instead. What `localizedDescription` returns.
+    public var errorDescription: String? { "The login was removed here, but \(description)." }
 
     /// Runs a provider's logout: a store error (the login could not be removed) passes through;
     /// any other error, when `revoke` was asked for, means the login is gone here but the

@@ -172,7 +172,7 @@ public struct DesktopConfiguration: Sendable, Hashable {
 
 /// A failure to set up the desktop defaults: one sentence that says what to do, and the
 /// sysexits status a command line should end with.
-public struct DesktopError: Error, Sendable, Hashable, CustomStringConvertible {
+public struct DesktopError: Error, Sendable, Hashable, CustomStringConvertible, LocalizedError {
     /// A sysexits(3) status.
     public struct Status: RawRepresentable, Sendable, Hashable {
         public var rawValue: Int32
@@ -193,6 +193,10 @@ public struct DesktopError: Error, Sendable, Hashable, CustomStringConvertible {
     public var message: String
     /// The exit status it calls for.
     public var status: Status
+    /// Whether the message offers the file store (the `file` storage policy) as a way out, so
+    /// that a program with its own switch for it can name that too: the `sesame` command adds
+    /// its `--storage file`. The message itself names no command-line flag.
+    package var suggestsFileStore = false
 
     /// Creates an error.
     public init(_ message: String, status: Status) {
@@ -201,4 +205,7 @@ public struct DesktopError: Error, Sendable, Hashable, CustomStringConvertible {
     }
 
     public var description: String { message }
+
+    /// The ``message``: what `localizedDescription` returns.
+    public var errorDescription: String? { message }
 }

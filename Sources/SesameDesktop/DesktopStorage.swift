@@ -25,7 +25,7 @@ public struct StorageSelection: Sendable {
 /// Picks the credential store for a ``StorageMode``: never a silent downgrade from the keyring
 /// to a file; the file is used only when the mode says so. What each mode means is decided
 /// once, by `StoragePolicy.resolve(fileURL:openKeyring:)` in SesameKeyring; this adds where the
-/// mode came from and the command-line advice.
+/// mode came from and the way out when the keyring is missing.
 public enum DesktopStorage {
     /// Opens and checks the keyring store, returning it and what it is in words. Throws a
     /// `CredentialStoreError` whose `isUnavailable` is true when there is no keyring (no session
@@ -71,7 +71,8 @@ public enum DesktopStorage {
         return StorageSelection(store: resolved.store, backend: backend, reason: reason ?? why, kind: kind)
     }
 
-    /// The error for a keyring that is needed and absent: one sentence, with the way out.
+    /// The error for a keyring that is needed and absent: one sentence, with the way out in a
+    /// library's terms (the storage policy, `SESAME_STORAGE`); a command line adds its flag.
     private static func unavailable(_ error: CredentialStoreError) -> DesktopError {
         let why =
             error.kind == .noSessionBus
@@ -79,9 +80,12 @@ public enum DesktopStorage {
             : error.kind == .noSecretService
                 ? "no Secret Service runs on the session bus"
                 : "the keyring cannot be reached"
-        return DesktopError(
+        var failure = DesktopError(
             "There is no desktop keyring here (\(why)); run inside your desktop session (or under dbus-run-session), "
-                + "or keep logins in a 0600 file with --storage file (or SESAME_STORAGE=file).", status: .unavailable)
+                + "or keep logins in a 0600 file: choose the `file` storage policy (in DesktopConfiguration, or with "
+                + "SESAME_STORAGE=file).", status: .unavailable)
+        failure.suggestsFileStore = true
+        return failure
     }
 }
 

@@ -205,7 +205,7 @@ public struct ActiveScenario: Sendable, Hashable {
 
 /// A failure of the emulator itself (not a Facebook error): bad configuration, a state file it
 /// cannot use, an admin request it cannot carry out.
-public struct EmulatorError: Error, Sendable, Hashable, CustomStringConvertible {
+public struct EmulatorError: Error, Sendable, Hashable, CustomStringConvertible, LocalizedError {
     /// What went wrong, what it concerned, and what to do.
     public var message: String
 
@@ -213,6 +213,9 @@ public struct EmulatorError: Error, Sendable, Hashable, CustomStringConvertible 
     public init(message: String) { self.message = message }
 
     public var description: String { message }
+
+    /// The ``message``: what `localizedDescription` returns.
+    public var errorDescription: String? { message }
 
     static func unknownScenario(_ name: String) -> EmulatorError {
         EmulatorError(

@@ -35,7 +35,7 @@ public struct GitHubUser: Sendable, Hashable {
             throw AuthError(
                 category: .providerOther,
                 message: "GitHub's answer to GET /user has no login and id, so the token cannot be tied to a person. "
-                    + "Check the GitHub host (--hostname).",
+                    + "Check that the host it was sent to is a GitHub server (github.com or GitHub Enterprise).",
                 provider: .github)
         }
         self.init(

@@ -1,5 +1,7 @@
+import Foundation
+
 /// A server that could not start.
-public struct HTTPServerError: Error, Sendable, Hashable, CustomStringConvertible {
+public struct HTTPServerError: Error, Sendable, Hashable, CustomStringConvertible, LocalizedError {
     private enum Code: Hashable {
         case addressInUse, invalidHost, invalidPort, bindFailed, daemonFailed, alreadyStarted, libraryUnavailable
     }
@@ -57,4 +59,7 @@ public struct HTTPServerError: Error, Sendable, Hashable, CustomStringConvertibl
             return "Cannot listen on \(address): \(reason ?? "libmicrohttpd could not be loaded")."
         }
     }
+
+    /// The same sentence as ``description``: what `localizedDescription` returns.
+    public var errorDescription: String? { description }
 }

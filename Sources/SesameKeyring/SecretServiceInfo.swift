@@ -251,6 +251,9 @@ extension SecretServiceInfo {
         public var text: String
         /// What to do about it, for a line that is not fine.
         public var fix: String?
+        /// Whether ``fix`` offers the file store (the `file` storage policy), so that a program
+        /// with its own switch for it can name that too (`sesame doctor` adds `--storage file`).
+        package var suggestsFileStore = false
 
         /// Creates a finding.
         public init(_ level: Level, _ text: String, fix: String? = nil) {
@@ -264,12 +267,12 @@ extension SecretServiceInfo {
     /// who that is, and whether its default collection is there and unlocked.
     public var findings: [Finding] {
         guard let provider else {
-            return [
-                Finding(
-                    .problem, "No Secret Service on the session bus (nobody owns org.freedesktop.secrets).",
-                    fix: "start one (GNOME Keyring: `gnome-keyring-daemon --start --components=secrets`; KeePassXC "
-                        + "with Tools → Settings → Secret Service Integration on), or use --storage file")
-            ]
+            var missing = Finding(
+                .problem, "No Secret Service on the session bus (nobody owns org.freedesktop.secrets).",
+                fix: "start one (GNOME Keyring: `gnome-keyring-daemon --start --components=secrets`; KeePassXC "
+                    + "with Tools → Settings → Secret Service Integration on), or choose the `file` storage policy")
+            missing.suggestsFileStore = true
+            return [missing]
         }
         var findings = [Finding(.ok, "Secret Service (org.freedesktop.secrets) is provided by \(provider).")]
         switch (defaultCollection, isLocked) {

@@ -5,7 +5,7 @@ import Sesame
 ///
 /// It is also the `ProviderErrorDetails` of the `AuthError` it becomes: read it with
 /// `error.details(as: IDTokenError.self)`.
-public struct IDTokenError: Error, Sendable, Hashable, CustomStringConvertible, ProviderErrorDetails {
+public struct IDTokenError: Error, Sendable, Hashable, CustomStringConvertible, LocalizedError, ProviderErrorDetails {
     /// The check that failed.
     public struct Check: RawRepresentable, Sendable, Hashable, CustomStringConvertible {
         public var rawValue: String
@@ -42,6 +42,9 @@ public struct IDTokenError: Error, Sendable, Hashable, CustomStringConvertible, 
     public static func malformed(_ detail: String) -> IDTokenError { IDTokenError(check: .malformed, detail: detail) }
 
     public var description: String { "The ID token failed the \(check) check: \(detail)." }
+
+    /// The same sentence as ``description``: what `localizedDescription` returns.
+    public var errorDescription: String? { description }
 
     /// The error as an `AuthError`: `ErrorCategory.invalid`, a failed login.
     public func authError(provider: ProviderID) -> AuthError {

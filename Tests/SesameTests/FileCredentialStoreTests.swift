@@ -77,6 +77,68 @@ struct FileCredentialStoreTests {
         #expect(try await FileCredentialStore(url: store.url).load(key)?.token.tokenString == "second")
     }
 
+    @Test("a save removes the temporary files that killed saves left, and nothing else")
+    func removesInterruptedWrites() async throws {
+        let directory = try scratchDirectory()
+        let elsewhere = try scratchDirectory()
+        let store = FileCredentialStore(url: directory.appendingPathComponent("c.json"))
+        try await store.save(StoredCredential(key: key, token: fullToken))
+        // What a `kill -9` between the write and the rename leaves: a whole, private file.
+        let strays = [".c.json.tmp-Ab12Cd", ".c.json.tmp-XXXXXX", ".c.json.tmp-000000"]
+        for name in strays {
+            #expect(
+                FileManager.default.createFile(
+                    atPath: directory.appendingPathComponent(name).path, contents: Data("rotated-secret".utf8),
+                    attributes: [.posixPermissions: 0o600]))
+        }
+        // A link with the pattern's name, pointing at a file elsewhere: neither followed nor removed.
+        let target = elsewhere.appendingPathComponent("target")
+        try Data("target".utf8).write(to: target)
+        let link = directory.appendingPathComponent(".c.json.tmp-L1nk00")
+        try FileManager.default.createSymbolicLink(atPath: link.path, withDestinationPath: target.path)
+        // Names close to the pattern but not in it, and a directory with the pattern's name.
+        let others = [
+            ".c.json.tmp-ABC12", ".c.json.tmp-ABC1234", ".c.json.tmp-AB-12C", ".d.json.tmp-ABC123",
+            "c.json.tmp-ABC123", ".c.json.tmp-ABC123~", ".c.json.lock-ABC123",
+        ]
+        for name in others {
+            try Data("other".utf8).write(to: directory.appendingPathComponent(name))
+        }
+        let folder = directory.appendingPathComponent(".c.json.tmp-D1rect")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: false)
+
+        var second = fullToken
+        second.tokenString = "second"
+        try await store.save(StoredCredential(key: key, token: second))
+
+        let left = Set(try FileManager.default.contentsOfDirectory(atPath: directory.path))
+        for name in strays { #expect(!left.contains(name), "\(name) was left") }
+        #expect(try FileManager.default.destinationOfSymbolicLink(atPath: link.path) == target.path)
+        #expect(try Data(contentsOf: target) == Data("target".utf8))
+        for name in others {
+            #expect(try Data(contentsOf: directory.appendingPathComponent(name)) == Data("other".utf8), "\(name)")
+        }
+        var isDirectory: ObjCBool = false
+        #expect(FileManager.default.fileExists(atPath: folder.path, isDirectory: &isDirectory) && isDirectory.boolValue)
+        #expect(try await FileCredentialStore(url: store.url).load(key)?.token.tokenString == "second")
+    }
+
+    @Test("a delete removes them too, and a load, which takes no lock, does not")
+    func deleteRemovesInterruptedWrites() async throws {
+        let directory = try scratchDirectory()
+        let store = FileCredentialStore(url: directory.appendingPathComponent("c.json"))
+        try await store.save(StoredCredential(key: key, token: fullToken))
+        let stray = directory.appendingPathComponent(".c.json.tmp-Zz9Yy8")
+        #expect(
+            FileManager.default.createFile(
+                atPath: stray.path, contents: Data("rotated-secret".utf8), attributes: [.posixPermissions: 0o600]))
+
+        _ = try await store.load(key)
+        #expect(FileManager.default.fileExists(atPath: stray.path))
+        #expect(try await store.delete(key))
+        #expect(!FileManager.default.fileExists(atPath: stray.path))
+    }
+
     @Test("a save that fails before the rename leaves the previous file as it was and no temporary file")
     func failedSaveKeepsOldFile() async throws {
         let directory = try scratchDirectory()
