@@ -167,6 +167,9 @@ final class LiveProcess: Sendable {
         }
     }
 
+    /// Asks the program to stop (SIGTERM); ``finish()`` then waits for its exit.
+    func terminate() { process.terminate(signal: SIGTERM) }
+
     /// Standard error so far.
     var standardError: String { String(decoding: error.withLock { $0 }, as: UTF8.self) }
 
