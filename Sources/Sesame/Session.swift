@@ -492,6 +492,11 @@ public actor Session {
             let renewed: AccessToken?
             do {
                 renewed = try await renew(base)
+            } catch let failure as RenewalKeepingRotation {
+                // The provider rotated the refresh token: keep the new one, whatever else failed.
+                try await store.save(StoredCredential(key: key, token: failure.kept, savedAt: now()))
+                token = failure.kept
+                throw failure.error
             } catch let error as AuthError where error.category == .authenticationReopenSession {
                 let stored = try await store.load(key)
                 if let stored, !stored.needsLogin, stored.token.userID == base.userID,

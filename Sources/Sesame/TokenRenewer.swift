@@ -164,3 +164,23 @@ extension AuthError {
             recoveryTactic: .reauthenticate, closesSession: false, provider: key.provider)
     }
 }
+
+/// Thrown by a ``TokenRenewer``'s `renew` when the provider answered (and so rotated the refresh
+/// token) but the answer cannot be used — an ID token that fails its checks, say: the core saves
+/// ``kept``, the login with the new refresh token and nothing else of the answer, before it passes
+/// ``error`` on, so that the refresh token the provider has just retired is never sent again (a
+/// provider with reuse detection would revoke the whole login).
+public struct RenewalKeepingRotation: Error, Sendable, CustomStringConvertible {
+    /// The login to keep: the one renewed, with the answer's refresh token.
+    public var kept: AccessToken
+    /// Why the answer was not used.
+    public var error: AuthError
+
+    /// Creates the failure.
+    public init(kept: AccessToken, error: AuthError) {
+        self.kept = kept
+        self.error = error
+    }
+
+    public var description: String { error.description }
+}

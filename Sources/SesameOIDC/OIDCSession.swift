@@ -203,8 +203,23 @@ struct OIDCRefreshGrant: Sendable {
         let request = LoginRequest(
             provider: provider.id, appID: provider.configuration.clientID,
             permissions: current.permissions.granted.sorted().map { Permission.read($0) })
-        return try await provider.acceptToken(
-            response, for: request, nonce: nil, requireIDToken: false, previous: current)
+        do {
+            return try await provider.acceptToken(
+                response, for: request, nonce: nil, requireIDToken: false, previous: current)
+        } catch let error as AuthError {
+            // The issuer has rotated the refresh token already: keep the new one (it came from the
+            // token endpoint itself, over the same channel as every token), use nothing else of
+            // the answer, and say what was wrong.
+            guard let answer = OAuthTokenResponse(json: response.json), let rotated = answer.refreshToken,
+                rotated != refreshToken
+            else { throw error }
+            var kept = current
+            kept.refreshToken = rotated
+            kept.refreshTokenExpirationDate = answer.refreshTokenExpiresIn.flatMap {
+                $0 > 0 ? provider.now().addingTimeInterval(TimeInterval($0)) : nil
+            }
+            throw RenewalKeepingRotation(kept: kept, error: error)
+        }
     }
 }
 

@@ -235,6 +235,30 @@ struct LoginRenewalTests {
         #expect(!stored.needsLogin, "not marked: the newer login was there")
     }
 
+    @Test("an answer refused after the provider rotated the refresh token keeps the new refresh token only")
+    func refusedAnswerKeepsRotation() async throws {
+        let clock = TestWallClock()
+        let expired = AccessToken(
+            tokenString: "old-access", provider: provider, appID: "app-1", userID: "user-1",
+            expirationDate: clock.now.addingTimeInterval(-10), refreshDate: clock.now.addingTimeInterval(-3610),
+            refreshToken: "r1")
+        let store = InMemoryCredentialStore([StoredCredential(key: key, token: expired)])
+        let refusal = AuthError(category: .invalid, message: "the ID token's signature does not verify")
+        let session = Session(
+            provider: provider, appID: "app-1", store: store,
+            renewer: .refreshToken { current in
+                var kept = current
+                kept.refreshToken = "r2"
+                throw RenewalKeepingRotation(kept: kept, error: refusal)
+            }, now: { clock.now })
+        let error = await #expect(throws: AuthError.self) { try await session.open(allowLoginUI: false) }
+        #expect(error?.message == refusal.message)
+        let stored = try #require(try await store.load(key))
+        #expect(stored.token.refreshToken == "r2", "the rotated refresh token is kept")
+        #expect(stored.token.tokenString == "old-access", "nothing else of the refused answer")
+        #expect(!stored.needsLogin)
+    }
+
     @Test("a transient failure to renew a token that still works keeps it in use; an expired one is an error")
     func transientFailure() async throws {
         let clock = TestWallClock()
