@@ -19,6 +19,7 @@ let package = Package(
         .library(name: "SesameFacebookPlugin", targets: ["SesameFacebookPlugin"]),
         .library(name: "SesameOIDCPlugin", targets: ["SesameOIDCPlugin"]),
         .library(name: "SesameGitHubPlugin", targets: ["SesameGitHubPlugin"]),
+        .library(name: "SesameCommandLine", targets: ["SesameCommandLine"]),
         .executable(name: "sesame", targets: ["sesame"]),
         // Turns a provider's `*Errors.json` table into Swift at build time; usable by any provider.
         .plugin(name: "ErrorTableGeneratorPlugin", targets: ["ErrorTableGeneratorPlugin"]),

@@ -1,0 +1,18 @@
+import Foundation
+import SesameDesktop
+
+/// The `sesame` command line as a library, for a program that hands in its own providers:
+///
+/// ```swift
+/// Desktop.bootstrap([FacebookPlugin(), OIDCPlugin(), GitHubPlugin(), AcmePlugin()])
+/// exit(await SesameCommand.run(Array(CommandLine.arguments.dropFirst())))
+/// ```
+///
+/// Every command (`login`, `status`, `token`, `logout`, `switch`, `permissions`, `doctor`,
+/// `explain-error`, `emulator`, `providers`, `git-credential`) works for every plug-in given to
+/// `Desktop.bootstrap(_:)`.
+public enum SesameCommand {
+    /// Parses and runs `arguments` (without the program's name), printing to the standard
+    /// streams; returns the exit status from the documented table (`sesame help`).
+    public static func run(_ arguments: [String]) async -> Int32 { await SesameCLI.main(arguments) }
+}
