@@ -265,3 +265,21 @@ extension HTTPHeaders {
         return (shortest..<10_000_000).contains(seconds) ? .seconds(seconds) : nil
     }
 }
+
+/// RFC 9110 §5.6.2 tokens: methods and header field names.
+package enum HTTPToken {
+    /// Whether `byte` may be in a token: a letter, a digit or one of ``!#$%&'*+-.^_`|~``. A switch,
+    /// not a set: it runs for every byte of every method and header name.
+    package static func isTokenByte(_ byte: UInt8) -> Bool {
+        switch byte {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
+            UInt8(ascii: "a")...UInt8(ascii: "z"):
+            true
+        case UInt8(ascii: "!"), UInt8(ascii: "#"), UInt8(ascii: "$"), UInt8(ascii: "%"), UInt8(ascii: "&"),
+            UInt8(ascii: "'"), UInt8(ascii: "*"), UInt8(ascii: "+"), UInt8(ascii: "-"), UInt8(ascii: "."),
+            UInt8(ascii: "^"), UInt8(ascii: "_"), UInt8(ascii: "`"), UInt8(ascii: "|"), UInt8(ascii: "~"):
+            true
+        default: false
+        }
+    }
+}

@@ -37,21 +37,3 @@ public enum LoginFlowKind: String, Sendable, Hashable, Codable, CaseIterable {
     /// A token the person already has, checked with the provider before it is stored.
     case existingToken
 }
-
-/// An identity provider: what it supports and how it reads its own errors.
-///
-/// Adding a provider is adding one module with a type that conforms to this protocol; nothing in
-/// the core changes. Desktop programs list their providers once, in `SesameDesktop`'s
-/// `Desktop.providers` (each entry a `ProviderPlugin`, the provider's desktop adapter).
-public protocol AuthProvider: Sendable {
-    /// The provider's identifier.
-    var id: ProviderID { get }
-    /// A human name, for example "Facebook".
-    var displayName: String { get }
-    /// The login flows this provider can run.
-    var supportedLoginFlows: Set<LoginFlowKind> { get }
-    /// The kinds of permission this provider distinguishes.
-    var supportedPermissionKinds: Set<Permission.Kind> { get }
-    /// The mapping from this provider's raw errors to ``AuthError``.
-    var errorTaxonomy: any ErrorTaxonomy { get }
-}

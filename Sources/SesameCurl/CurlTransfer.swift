@@ -149,19 +149,8 @@ final class CurlTransfer: @unchecked Sendable {  // guarded by CurlEngine's lock
         return appended
     }
 
-    /// Whether `byte` may be in an HTTP token (a header name): letters, digits and `!#$%&'*+-.^_`|~`.
-    static func isTokenByte(_ byte: UInt8) -> Bool {
-        switch byte {
-        case UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
-            UInt8(ascii: "a")...UInt8(ascii: "z"):
-            true
-        case UInt8(ascii: "!"), UInt8(ascii: "#"), UInt8(ascii: "$"), UInt8(ascii: "%"), UInt8(ascii: "&"),
-            UInt8(ascii: "'"), UInt8(ascii: "*"), UInt8(ascii: "+"), UInt8(ascii: "-"), UInt8(ascii: "."),
-            UInt8(ascii: "^"), UInt8(ascii: "_"), UInt8(ascii: "`"), UInt8(ascii: "|"), UInt8(ascii: "~"):
-            true
-        default: false
-        }
-    }
+    /// Whether `byte` may be in an HTTP token (a header name).
+    static func isTokenByte(_ byte: UInt8) -> Bool { HTTPToken.isTokenByte(byte) }
 
     /// Header names are HTTP tokens; values carry no line breaks or NULs (which would smuggle
     /// extra headers). The message never includes the value, which may be a secret.

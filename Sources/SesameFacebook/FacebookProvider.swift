@@ -16,7 +16,7 @@ import Sesame
 /// app, because anything in the binary can be read. Nothing on the desktop path uses it; when
 /// one is set, the Graph client signs its calls with `appsecret_proof` and token extension uses
 /// `fb_exchange_token`.
-public struct FacebookProvider: AuthProvider {
+public struct FacebookProvider: Sendable {
     /// The Graph API version Sesame is tested against, used when none is given.
     public static let defaultGraphVersion = "v19.0"
     /// Facebook's login dialog origin.
@@ -72,12 +72,13 @@ public struct FacebookProvider: AuthProvider {
         self.taxonomy = taxonomy
     }
 
-    // MARK: AuthProvider
+    // MARK: Identity
 
+    /// The provider id logins are stored under: `facebook`.
     public var id: ProviderID { .facebook }
+    /// "Facebook".
     public var displayName: String { "Facebook" }
-    public var supportedLoginFlows: Set<LoginFlowKind> { [.device, .browser, .existingToken] }
-    public var supportedPermissionKinds: Set<Permission.Kind> { [.read, .publish] }
+    /// How Graph API answers are classified.
     public var errorTaxonomy: any ErrorTaxonomy { taxonomy }
 
     // MARK: Addresses

@@ -100,7 +100,7 @@ public struct GitHubHost: Sendable, Hashable, CustomStringConvertible {
 /// (``credentialAppID``), so github.com and each Enterprise Server keep their logins apart,
 /// changing the OAuth app does not lose them, and `git`'s question "a login for host H?" is
 /// one lookup.
-public struct GitHubProvider: AuthProvider {
+public struct GitHubProvider: Sendable {
     /// Where GitHub is.
     public var host: GitHubHost
     /// The OAuth app's or GitHub App's client id (device flow and refresh).
@@ -179,12 +179,13 @@ public struct GitHubProvider: AuthProvider {
     /// The app id logins are stored under: the host name (see the type's discussion).
     public var credentialAppID: String { host.hostname }
 
-    // MARK: AuthProvider
+    // MARK: Identity
 
+    /// The provider id logins are stored under: `github`.
     public var id: ProviderID { .github }
+    /// "GitHub", or "GitHub Enterprise (HOST)".
     public var displayName: String { host.isGitHubDotCom ? "GitHub" : "GitHub Enterprise (\(host.hostname))" }
-    public var supportedLoginFlows: Set<LoginFlowKind> { [.device, .existingToken] }
-    public var supportedPermissionKinds: Set<Permission.Kind> { [.read] }
+    /// How GitHub's answers are classified.
     public var errorTaxonomy: any ErrorTaxonomy { taxonomy }
 
     /// A form POST to GitHub's OAuth endpoints, asking for JSON (GitHub answers form-encoded

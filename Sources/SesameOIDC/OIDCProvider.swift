@@ -264,7 +264,7 @@ public struct OIDCConfiguration: Sendable {
 ///
 /// Discovery happens once, in ``discover(_:transport:now:)``; the JWKS is fetched on the first
 /// ID token and kept in ``keys``.
-public struct OIDCProvider: AuthProvider {
+public struct OIDCProvider: Sendable {
     /// The configuration.
     public var configuration: OIDCConfiguration
     /// The endpoints in use.
@@ -316,14 +316,18 @@ public struct OIDCProvider: AuthProvider {
         return OIDCProvider(configuration: configuration, endpoints: endpoints, transport: transport, now: now)
     }
 
-    // MARK: AuthProvider
+    // MARK: Identity
 
+    /// The provider id logins are stored under (`oidc`, or a configured name).
     public var id: ProviderID { configuration.providerID }
+    /// A human name for the issuer.
     public var displayName: String { configuration.displayName }
+    /// The login flows the issuer offers: the browser, and device login when it publishes a
+    /// device authorization endpoint.
     public var supportedLoginFlows: Set<LoginFlowKind> {
         endpoints.deviceAuthorizationEndpoint == nil ? [.browser] : [.browser, .device]
     }
-    public var supportedPermissionKinds: Set<Permission.Kind> { [.read] }
+    /// How the issuer's answers are classified.
     public var errorTaxonomy: any ErrorTaxonomy { taxonomy }
 
     /// The validator for ID tokens from this issuer to this client.
