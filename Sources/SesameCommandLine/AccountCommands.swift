@@ -271,6 +271,18 @@ struct AccountCommands {
             stored = nil
             unreadable = true
         }
+        if stored == nil, !unreadable, key.issuer != nil {
+            // A login stored before issuers were recorded, under the same names: this is how it goes.
+            var legacy = key
+            legacy.issuer = nil
+            if try await store.load(legacy) != nil {
+                try await store.delete(legacy)
+                io.write(
+                    "Removed the \(connected.label) login of account '\(key.account.sanitizedForTerminal)' that was "
+                        + "stored before Sesame recorded issuers.\n")
+                return ExitStatus.success
+            }
+        }
         guard stored != nil || unreadable else { throw notLoggedIn(key, connected: connected) }
         var note: String?
         var revocation: RevocationFailed?

@@ -199,14 +199,23 @@ extension DoctorCommand {
         } catch {
             return [DoctorLine(.problem, "Configuration: \(error)")]
         }
+        // The stored logins, for the plug-ins to judge (the storage lines report a store that fails).
+        let stored = await withTimeLimit(DoctorLimits.perProbe) { () -> [StoredCredential]? in
+            guard
+                let selection = try? await DesktopStorage.select(
+                    configuration.storage, keyring: context.keyring, environment: context.environment)
+            else { return nil }
+            return try? await selection.store.list()
+        }
         return await withTaskGroup(of: (Int, [DoctorLine]).self) { group in
             for (index, entry) in names.enumerated() {
                 group.addTask {
-                    let lines = await entry.plugin.doctor(
-                        ProviderConnectionRequest(
-                            instance: entry.name, configuration: configuration, environment: context.environment,
-                            terminal: context.terminal, transport: DoctorProbe.transport, emulators: nil,
-                            purpose: .doctor))
+                    var request = ProviderConnectionRequest(
+                        instance: entry.name, configuration: configuration, environment: context.environment,
+                        terminal: context.terminal, transport: DoctorProbe.transport, emulators: nil,
+                        purpose: .doctor)
+                    request.storedLogins = (stored ?? nil)?.filter { $0.key.provider.rawValue == entry.name }
+                    let lines = await entry.plugin.doctor(request)
                     return (index, lines)
                 }
             }

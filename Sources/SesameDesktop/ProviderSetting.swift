@@ -120,6 +120,10 @@ public struct ProviderConnectionRequest: Sendable {
     /// for settings a flag asks to read that way; `nil` when the program has no standard input to
     /// offer.
     public var readSecret: (@Sendable (_ prompt: String) async -> String)?
+    /// For `sesame doctor`: the logins stored under this instance's provider id, so that a plug-in
+    /// can say what is wrong with one (a login its code no longer uses as it is); `nil` when the
+    /// store was not read.
+    public var storedLogins: [StoredCredential]?
 
     /// Creates a request.
     public init(

@@ -230,6 +230,28 @@ public struct OIDCPlugin: ProviderPlugin {
             remembered: OIDCRememberedIssuers(stateDirectory: request.configuration.stateDirectory))
     }
 
+    /// The logins stored before Sesame recorded issuers (their key has none), and what to do.
+    static func legacyLoginLines(_ request: ProviderConnectionRequest, issuer: String) -> [DoctorLine] {
+        let name = request.instance
+        return (request.storedLogins ?? []).filter { $0.key.issuer == nil }.map { legacy in
+            let account = legacy.key.account.sanitizedForTerminal
+            let option = account == "default" ? "" : " --account \(account)"
+            if let recorded = OIDCLegacyLogins.issuer(of: legacy.token), recorded == issuer {
+                return DoctorLine(
+                    .info,
+                    "OpenID login '\(account)' of '\(name)' was stored before Sesame recorded issuers; its ID token "
+                        + "names \(issuer), so it is taken over for it when next used",
+                    fix: "run 'sesame token \(name)\(option)' once")
+            }
+            return DoctorLine(
+                .warning,
+                "OpenID login '\(account)' of '\(name)' was stored before Sesame recorded issuers and cannot be told "
+                    + "to come from \(issuer), so it is not used.",
+                fix: "log in again with 'sesame login \(name)\(option)'; 'sesame logout \(name)\(option)' removes "
+                    + "the old one")
+        }
+    }
+
     public func doctor(_ request: ProviderConnectionRequest) async -> [DoctorLine] {
         do {
             let settings = try await Settings(request)
@@ -243,6 +265,7 @@ public struct OIDCPlugin: ProviderPlugin {
                     await DoctorProbe.answers(
                         label: "'\(request.instance)' discovery", url: url, transport: request.transport))
             }
+            lines += Self.legacyLoginLines(request, issuer: settings.issuer.value)
             return lines
         } catch let error as DesktopError where request.instance == "oidc" && error.status == .usage {
             return []
