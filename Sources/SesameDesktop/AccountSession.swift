@@ -59,6 +59,31 @@ extension AccountSession {
     public func revokePermission(_ name: String) async throws { throw PermissionsUnsupported() }
 }
 
+/// An ``AccountSession`` over a provider's session (`ProviderSession`): everything but logging out
+/// and permissions comes from the core's session, so a plug-in writes only what its provider does
+/// differently.
+public protocol ProviderAccountSession: AccountSession {
+    /// The provider's session type.
+    associatedtype Wrapped: ProviderSession
+    /// The provider's session for this account.
+    var providerSession: Wrapped { get }
+}
+
+extension ProviderAccountSession {
+    public var key: CredentialKey { providerSession.key }
+    public var userID: String? { get async { await providerSession.token?.userID } }
+    public func open() async throws -> Bool {
+        try await providerSession.open(permissions: [], allowLoginUI: false).isOpen
+    }
+    public func condition(of credential: StoredCredential) -> LoginCondition {
+        providerSession.session.condition(of: credential)
+    }
+    public func warning(for token: AccessToken) -> String? {
+        providerSession.session.renewer.expiryWarning(for: token, at: Date())
+    }
+    public func validToken() async throws -> AccessToken { try await providerSession.validToken() }
+}
+
 /// A provider whose permissions are chosen at login only.
 public struct PermissionsUnsupported: Error, Sendable, CustomStringConvertible, LocalizedError {
     public init() {}

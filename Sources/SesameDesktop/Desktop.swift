@@ -105,3 +105,45 @@ package enum DoctorProbe {
         }
     }
 }
+
+/// What every provider's `Desktop.<provider>(...)` entry point resolves first: the terminal, the
+/// configuration (flags, environment, config file), the store the storage policy selects, and the
+/// accounts file. A plug-in module's entry point, in this package or another, starts with it.
+public struct DesktopSetup: Sendable {
+    /// The terminal to talk to.
+    public let terminal: Terminal
+    /// The resolved configuration.
+    public let configuration: DesktopConfiguration
+    /// The credential store in use, and why.
+    public let storage: StorageSelection
+    /// The active account per provider.
+    public let accounts: AccountState
+    /// The environment read.
+    public let environment: [String: String]
+
+    /// Resolves the setup.
+    ///
+    /// - Throws: ``DesktopError`` for a bad configuration or a missing keyring (unless the file is
+    ///   opted in).
+    public static func resolve(
+        overrides: DesktopConfiguration.Overrides, environment: [String: String], terminal: Terminal?,
+        keyring: @escaping DesktopStorage.KeyringFactory
+    ) async throws -> DesktopSetup {
+        let configuration = try DesktopConfiguration.resolve(overrides: overrides, environment: environment)
+        return DesktopSetup(
+            terminal: terminal ?? .current(environment: environment), configuration: configuration,
+            storage: try await DesktopStorage.select(configuration.storage, keyring: keyring, environment: environment),
+            accounts: AccountState(environment: environment), environment: environment)
+    }
+
+    /// The request that connects `instance` for a login, with `flags` from the program (`nil`
+    /// values left out), `CurlTransport`, and the built-in emulators the program allows.
+    public func loginRequest(
+        instance: String, flags: [String: String?], emulators: BuiltInEmulators?
+    ) -> ProviderConnectionRequest {
+        ProviderConnectionRequest(
+            instance: instance, flags: flags.compactMapValues { $0 }, configuration: configuration,
+            environment: environment, terminal: terminal, transport: CurlTransport(), emulators: emulators,
+            purpose: .login)
+    }
+}

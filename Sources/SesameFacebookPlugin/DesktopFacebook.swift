@@ -28,18 +28,13 @@ extension Desktop {
         terminal: Terminal? = nil, keyring: @escaping DesktopStorage.KeyringFactory = DesktopStorage.secretService,
         emulators: BuiltInEmulators? = nil
     ) async throws -> DesktopFacebook {
-        let terminal = terminal ?? .current(environment: environment)
-        let configuration = try DesktopConfiguration.resolve(overrides: overrides, environment: environment)
-        let storage = try await DesktopStorage.select(configuration.storage, keyring: keyring, environment: environment)
-        let request = ProviderConnectionRequest(
-            instance: "facebook", flags: appID.map { ["app-id": $0] } ?? [:], configuration: configuration,
-            environment: environment, terminal: terminal, transport: CurlTransport(), emulators: emulators,
-            purpose: .login)
-        let connection = try await FacebookPlugin().connection(request)
-        let accounts = AccountState(environment: environment)
+        let setup = try await DesktopSetup.resolve(
+            overrides: overrides, environment: environment, terminal: terminal, keyring: keyring)
+        let connection = try await FacebookPlugin().connection(
+            setup.loginRequest(instance: "facebook", flags: ["app-id": appID], emulators: emulators))
         return DesktopFacebook(
-            connection: connection, configuration: configuration, storage: storage, accounts: accounts,
-            activeAccount: await accounts.activeAccount(for: .facebook))
+            connection: connection, configuration: setup.configuration, storage: setup.storage,
+            accounts: setup.accounts, activeAccount: await setup.accounts.activeAccount(for: .facebook))
     }
 }
 

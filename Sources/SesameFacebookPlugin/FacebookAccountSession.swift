@@ -4,20 +4,11 @@ import SesameDesktop
 import SesameFacebook
 
 /// A Facebook session as the generic commands use it.
-struct FacebookAccountSession: AccountSession {
+struct FacebookAccountSession: ProviderAccountSession {
     var session: FacebookSession
 
-    var key: CredentialKey { session.key }
-    var userID: String? { get async { await session.token?.userID } }
+    var providerSession: FacebookSession { session }
     var lastUsage: JSONValue? { session.governor.lastUsage?.json }
-
-    func open() async throws -> Bool { try await session.openActiveSession(allowLoginUI: false).isOpen }
-
-    func condition(of credential: StoredCredential) -> LoginCondition { session.session.condition(of: credential) }
-
-    func warning(for token: AccessToken) -> String? { session.session.renewer.expiryWarning(for: token, at: Date()) }
-
-    func validToken() async throws -> AccessToken { try await session.validToken() }
 
     func logOut(revoke: Bool) async throws -> String? {
         try await RevocationFailed.loggingOut(

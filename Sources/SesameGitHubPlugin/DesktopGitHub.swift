@@ -36,20 +36,14 @@ extension Desktop {
         keyring: @escaping DesktopStorage.KeyringFactory = DesktopStorage.secretService,
         emulators: BuiltInEmulators? = nil
     ) async throws -> DesktopGitHub {
-        let terminal = terminal ?? .current(environment: environment)
-        let configuration = try DesktopConfiguration.resolve(overrides: overrides, environment: environment)
-        let storage = try await DesktopStorage.select(configuration.storage, keyring: keyring, environment: environment)
-        var flags: [String: String] = [:]
-        flags["hostname"] = hostname
-        flags["client-id"] = clientID
+        let setup = try await DesktopSetup.resolve(
+            overrides: overrides, environment: environment, terminal: terminal, keyring: keyring)
         let connection = try await GitHubPlugin().gitHubConnection(
-            ProviderConnectionRequest(
-                instance: "github", flags: flags, configuration: configuration, environment: environment,
-                terminal: terminal, transport: CurlTransport(), emulators: emulators, purpose: .login))
-        let accounts = AccountState(environment: environment)
+            setup.loginRequest(
+                instance: "github", flags: ["hostname": hostname, "client-id": clientID], emulators: emulators))
         return DesktopGitHub(
-            connection: connection, storage: storage, accounts: accounts,
-            activeAccount: await accounts.activeAccount(for: .github, appID: connection.appID))
+            connection: connection, storage: setup.storage, accounts: setup.accounts,
+            activeAccount: await setup.accounts.activeAccount(for: .github, appID: connection.appID))
     }
 }
 

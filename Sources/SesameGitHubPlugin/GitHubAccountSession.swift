@@ -5,20 +5,11 @@ import SesameDesktop
 import SesameGitHub
 
 /// A GitHub session as the generic commands use it.
-struct GitHubAccountSession: AccountSession {
+struct GitHubAccountSession: ProviderAccountSession {
     var session: GitHubSession
     var host: GitHubHost
 
-    var key: CredentialKey { session.key }
-    var userID: String? { get async { await session.token?.userID } }
-
-    func open() async throws -> Bool { try await session.open(allowLoginUI: false).isOpen }
-
-    func condition(of credential: StoredCredential) -> LoginCondition { session.session.condition(of: credential) }
-
-    func warning(for token: AccessToken) -> String? { session.session.renewer.expiryWarning(for: token, at: Date()) }
-
-    func validToken() async throws -> AccessToken { try await session.validToken() }
+    var providerSession: GitHubSession { session }
 
     /// Where the person can take back what the login was granted.
     var revocationAdvice: String {

@@ -26,20 +26,13 @@ extension Desktop {
         keyring: @escaping DesktopStorage.KeyringFactory = DesktopStorage.secretService,
         emulators: BuiltInEmulators? = nil
     ) async throws -> DesktopOIDC {
-        let terminal = terminal ?? .current(environment: environment)
-        let configuration = try DesktopConfiguration.resolve(overrides: overrides, environment: environment)
-        let storage = try await DesktopStorage.select(configuration.storage, keyring: keyring, environment: environment)
-        var flags: [String: String] = [:]
-        flags["issuer"] = issuer
-        flags["client-id"] = clientID
+        let setup = try await DesktopSetup.resolve(
+            overrides: overrides, environment: environment, terminal: terminal, keyring: keyring)
         let connection = try await OIDCPlugin().connection(
-            ProviderConnectionRequest(
-                instance: name, flags: flags, configuration: configuration, environment: environment,
-                terminal: terminal, transport: CurlTransport(), emulators: emulators, purpose: .login))
-        let accounts = AccountState(environment: environment)
+            setup.loginRequest(instance: name, flags: ["issuer": issuer, "client-id": clientID], emulators: emulators))
         return DesktopOIDC(
-            connection: connection, storage: storage, accounts: accounts,
-            activeAccount: await accounts.activeAccount(for: connection.provider.id))
+            connection: connection, storage: setup.storage, accounts: setup.accounts,
+            activeAccount: await setup.accounts.activeAccount(for: connection.provider.id))
     }
 }
 

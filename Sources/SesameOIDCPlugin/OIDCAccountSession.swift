@@ -6,20 +6,11 @@ import SesameHTTPServer
 import SesameOIDC
 
 /// An OpenID session as the generic commands use it.
-struct OIDCAccountSession: AccountSession {
+struct OIDCAccountSession: ProviderAccountSession {
     var session: OIDCSession
     var canRevoke: Bool
 
-    var key: CredentialKey { session.key }
-    var userID: String? { get async { await session.token?.userID } }
-
-    func open() async throws -> Bool { try await session.open(allowLoginUI: false).isOpen }
-
-    func condition(of credential: StoredCredential) -> LoginCondition { session.session.condition(of: credential) }
-
-    func warning(for token: AccessToken) -> String? { session.session.renewer.expiryWarning(for: token, at: Date()) }
-
-    func validToken() async throws -> AccessToken { try await session.validToken() }
+    var providerSession: OIDCSession { session }
 
     func logOut(revoke: Bool) async throws -> String? {
         try await RevocationFailed.loggingOut(
