@@ -51,22 +51,24 @@ struct GitHubLoginEndToEndTests {
     @Test("authorization_pending, answered with HTTP 200, keeps polling until the person approves")
     func pending() async throws {
         try await GitHubHarness.with { harness in
-            let clock = ManualClock(autoAdvance: true)
+            let clock = ManualClock()
             let flow = harness.deviceLogin(.nothing, clock: clock)
             let login = Task {
                 try await flow.logIn(LoginRequest(provider: .github, appID: harness.provider.credentialAppID))
             }
-            // Let it poll a few times (each answer "authorization_pending"), then approve.
-            let deadline = ContinuousClock.now + .seconds(120)
-            while harness.emulator.requestCount(path: "/login/oauth/access_token") < 3 {
-                // Bounded: a login that ended early fails below instead of hanging.
-                try #require(ContinuousClock.now < deadline, "the device login stopped polling")
-                try await Task.sleep(for: .milliseconds(1))
+            defer { login.cancel() }
+            // Let it poll a few times (each answer "authorization_pending"), then approve. Between
+            // polls the flow sleeps on the clock, which the test moves: each sleep follows an answer.
+            while true {
+                try #require(await clock.waitForSleepers(1), "the device login stopped polling")
+                if harness.emulator.requestCount(path: "/login/oauth/access_token") >= 3 { break }
+                clock.advance(by: .seconds(60))
             }
             let response = try await harness.transport.send(
                 HTTPRequest(url: harness.endpoints.baseURL.appendingPathComponent("login/device")))
             #expect(response.status == 200)
             try await approveTheOnlyCode(harness)
+            clock.advance(by: .seconds(60))
             let token = try await login.value
             #expect(token.userID == "octocat")
             #expect(harness.emulator.requestCount(path: "/login/oauth/access_token") >= 4)
