@@ -72,7 +72,10 @@ struct FacebookTokenLifecycleTests {
             }
         }
         async let permissionCall: Void = makeCall()
-        try await Task.sleep(for: .milliseconds(300))  // the call's network part, while the save is held
+        // The call's network part, while the save is held: its write reaches the session and
+        // waits behind the extension's.
+        #expect(
+            await waitUntil { session.session.pendingWriteCount == 2 }, "the permission call's write never came")
         store.release()
         guard case .extended(let extended) = await extending else {
             Issue.record("the forced extension did not extend the token")
