@@ -59,7 +59,8 @@ let package = Package(
         // Helpers shared by test targets (running built executables as processes, holding a
         // request while a lock is checked, raw HTTP over loopback sockets). Not a product.
         .target(name: "SesameTestSupport", dependencies: ["Sesame"], path: "Tests/SesameTestSupport"),
-        .testTarget(name: "SesameCurlTests", dependencies: ["SesameCurl", "Sesame", "SesameHTTPServer"]),
+        .testTarget(
+            name: "SesameCurlTests", dependencies: ["SesameCurl", "Sesame", "SesameHTTPServer", "SesameTestSupport"]),
 
         // An embedded HTTP server on libmicrohttpd, and the loopback redirect receiver on it.
         .target(name: "SesameHTTPServer", dependencies: ["Sesame", "CMicroHTTPD"]),

@@ -68,6 +68,8 @@ public actor Session {
     private var loading: Task<Bool, any Error>?
     /// The last of the token writes queued so far; each waits for the one before.
     private var lastWrite: Task<Void, Never>?
+    /// Token writes asked for and not finished (see ``pendingWriteCount``).
+    private let pendingWrites = Locked(0)
     /// Why the login the last read found cannot be used, when it cannot.
     private var unusableStoredLogin: NeedsLoginReason?
     private let now: @Sendable () -> Date
@@ -543,11 +545,19 @@ public actor Session {
         try transition(to: .openTokenExtended)
     }
 
+    /// How many token writes (renewals, updates, ``updateToken(_:)``) have reached the session
+    /// and not finished, the one running included: for tests that hold one write and need to
+    /// know that another one is queued behind it.
+    package nonisolated var pendingWriteCount: Int { pendingWrites.withLock { $0 } }
+
     /// Runs `body` after every token write queued before it, so writes never interleave.
     private func serialized<T: Sendable>(_ body: @escaping @Sendable () async throws -> T) async throws -> T {
         let previous = lastWrite
         let executor = currentTaskExecutorPreference
+        let pendingWrites = self.pendingWrites
+        pendingWrites.withLock { $0 += 1 }
         let task = Task(executorPreference: executor) {
+            defer { pendingWrites.withLock { $0 -= 1 } }
             await previous?.value
             return try await body()
         }

@@ -120,7 +120,8 @@ final class CLIHarness: Sendable {
 final class LiveProcess: Sendable {
     private let process: ChildProcess
     private let output = Locked(Data())
-    private let error = Locked(Data())
+    /// Standard error so far, and whether it has ended; each change wakes ``waitForError(containing:timeout:)``.
+    private let error = Observed((data: Data(), ended: false))
     private let done = Locked<ProcessResult?>(nil)
     private let finished = DispatchSemaphore(value: 0)
 
@@ -149,8 +150,9 @@ final class LiveProcess: Sendable {
                 let count = buffer.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) }
                 if count < 0 && errno == EINTR { continue }
                 if count <= 0 { break }
-                self.error.withLock { $0.append(contentsOf: buffer[0..<count]) }
+                self.error.change { $0.data.append(contentsOf: buffer[0..<count]) }
             }
+            self.error.change { $0.ended = true }
             errorDone.signal()
         }
         Thread.detachNewThread { [self] in
@@ -161,7 +163,7 @@ final class LiveProcess: Sendable {
             done.withLock {
                 $0 = ProcessResult(
                     status: process.terminationStatus ?? -1, standardOutput: String(decoding: data, as: UTF8.self),
-                    standardError: String(decoding: error.withLock { $0 }, as: UTF8.self))
+                    standardError: String(decoding: error.value.data, as: UTF8.self))
             }
             finished.signal()
         }
@@ -171,7 +173,7 @@ final class LiveProcess: Sendable {
     func terminate() { process.terminate(signal: SIGTERM) }
 
     /// Standard error so far.
-    var standardError: String { String(decoding: error.withLock { $0 }, as: UTF8.self) }
+    var standardError: String { String(decoding: error.value.data, as: UTF8.self) }
 
     /// Waits until standard error contains `text`; throws, with what the program printed, when
     /// it exits without it or has not printed it within `timeout`.
@@ -188,20 +190,15 @@ final class LiveProcess: Sendable {
     private func waitForError(timeout: Duration, _ ready: (String) -> Bool) async throws -> String {
         // The limit is far beyond any expected wait: it turns a hang into a failure, it does not
         // time anything.
-        let deadline = ContinuousClock.now + timeout
-        while true {
-            let text = standardError
-            if ready(text) { return text }
-            if done.withLock({ $0 != nil }) {
-                throw ProcessEnded(description: "the program exited first; it printed: \(text)")
-            }
-            if ContinuousClock.now >= deadline {
-                process.terminate(signal: SIGKILL)
-                throw ProcessEnded(
-                    description: "the program did not print what was expected in \(timeout); it printed: \(text)")
-            }
-            try await Task.sleep(for: .milliseconds(20))  // polling for output, not timing anything
+        _ = await error.wait(limit: timeout) { ready(String(decoding: $0.data, as: UTF8.self)) || $0.ended }
+        let text = standardError
+        if ready(text) { return text }
+        if error.value.ended {
+            throw ProcessEnded(description: "the program exited first; it printed: \(text)")
         }
+        process.terminate(signal: SIGKILL)
+        throw ProcessEnded(
+            description: "the program did not print what was expected in \(timeout); it printed: \(text)")
     }
 
     struct ProcessEnded: Error, CustomStringConvertible { var description: String }

@@ -383,6 +383,7 @@ struct DesktopProcessTests {
         var found = try await ProcessRunner.run(secretTool, ["lookup", "provider", "facebook", "account", account])
         var token = try await cli.run("sesame", ["token", "facebook", "--account", account])
         for _ in 0..<30 where found.status != 0 || token.status != 0 {
+            // Polling the keyring, which announces nothing when the collection shows again.
             try await Task.sleep(for: .milliseconds(100))
             found = try await ProcessRunner.run(secretTool, ["lookup", "provider", "facebook", "account", account])
             token = try await cli.run("sesame", ["token", "facebook", "--account", account])

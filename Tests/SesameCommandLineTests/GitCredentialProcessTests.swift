@@ -100,29 +100,31 @@ struct GitCredentialProcessTests {
         try await setup.makeRepository(at: root.appendingPathComponent("hello.git"))
 
         let server = GitSmartHTTPServer(root: root, git: setup.git, environment: setup.environment)
-        let base = try server.start()
-        defer { Task { await server.stop() } }
-        let host = "127.0.0.1:\(base.port ?? 0)"
-        try await setup.store.save(
-            StoredCredential(
-                key: CredentialKey(provider: "github", appID: host, account: "octocat"),
-                token: AccessToken(tokenString: server.password, provider: "github", appID: host, userID: "octocat")))
+        try await withStarted({ try server.start() }, stop: { _ in await server.stop() }) { base in
+            let host = "127.0.0.1:\(base.port ?? 0)"
+            try await setup.store.save(
+                StoredCredential(
+                    key: CredentialKey(provider: "github", appID: host, account: "octocat"),
+                    token: AccessToken(tokenString: server.password, provider: "github", appID: host, userID: "octocat")
+                ))
 
-        let url = base.appendingPathComponent("hello.git").absoluteString
-        let withoutHelper = try await setup.git(["-c", "credential.helper=", "clone", "-q", url, "refused"])
-        #expect(withoutHelper.status != 0)
-        #expect(server.authenticatedRequests == 0)
+            let url = base.appendingPathComponent("hello.git").absoluteString
+            let withoutHelper = try await setup.git(["-c", "credential.helper=", "clone", "-q", url, "refused"])
+            #expect(withoutHelper.status != 0)
+            #expect(server.authenticatedRequests == 0)
 
-        let clone = try await setup.git([
-            "-c", "credential.helper=", "-c", "credential.helper=!\(setup.sesame.path) git-credential", "clone", "-q",
-            url, "cloned",
-        ])
-        #expect(clone.status == 0, "\(clone.standardError)")
-        let readme = setup.directory.appendingPathComponent("cloned/README")
-        #expect((try? String(contentsOf: readme, encoding: .utf8)) == "hello from the test server\n")
-        #expect(server.challenges >= 1)
-        #expect(server.authenticatedRequests >= 2)
-        #expect(!clone.standardError.contains(server.password))
+            let clone = try await setup.git([
+                "-c", "credential.helper=", "-c", "credential.helper=!\(setup.sesame.path) git-credential", "clone",
+                "-q",
+                url, "cloned",
+            ])
+            #expect(clone.status == 0, "\(clone.standardError)")
+            let readme = setup.directory.appendingPathComponent("cloned/README")
+            #expect((try? String(contentsOf: readme, encoding: .utf8)) == "hello from the test server\n")
+            #expect(server.challenges >= 1)
+            #expect(server.authenticatedRequests >= 2)
+            #expect(!clone.standardError.contains(server.password))
+        }
     }
 }
 

@@ -29,7 +29,14 @@ struct GitHubProcessTests {
             endpoints = try await emulator.start()
         }
 
-        func stop() { Task { [emulator] in await emulator.stop() } }
+        /// Runs `body` with a started emulator, and awaits its stop afterwards.
+        static func with<T>(
+            expiringTokens: Bool = false, accessTokenLifetime: TimeInterval = 28_800, _ body: (Server) async throws -> T
+        ) async throws -> T {
+            try await withStarted(
+                { try await Server(expiringTokens: expiringTokens, accessTokenLifetime: accessTokenLifetime) },
+                stop: { await $0.emulator.stop() }, body)
+        }
     }
 
     /// Runs `sesame login github ...` and approves (or denies) its device code in `server`.
@@ -116,78 +123,81 @@ struct GitHubProcessTests {
 
     @Test("device login against a configured GitHub, --with-token, and a denied or disabled device login")
     func configuredHost() async throws {
-        let server = try await Server()
-        defer { server.stop() }
-        let cli = try CLIHarness()
-        let login = try await Self.deviceLogin(cli, ["--scopes", "repo"], server: server, user: "hubot")
-        #expect(login.status == 0, "\(login.standardError)")
-        #expect(login.standardOutput.contains("Logged in to GitHub Enterprise (\(server.endpoints.hostname)) as Hubot"))
-        #expect(login.standardOutput.contains("granted: repo"))
+        try await Server.with { server in
+            let cli = try CLIHarness()
+            let login = try await Self.deviceLogin(cli, ["--scopes", "repo"], server: server, user: "hubot")
+            #expect(login.status == 0, "\(login.standardError)")
+            #expect(
+                login.standardOutput.contains("Logged in to GitHub Enterprise (\(server.endpoints.hostname)) as Hubot"))
+            #expect(login.standardOutput.contains("granted: repo"))
 
-        let personal = try await server.emulator.issuePersonalToken(scopes: ["repo", "read:org"])
-        let withToken = try await cli.run(
-            "sesame", ["login", "github", "--with-token", "--account", "pat"], input: Data((personal + "\n").utf8),
-            environment: server.environment)
-        #expect(withToken.status == 0, "\(withToken.standardError)")
-        #expect(withToken.standardOutput.contains("as The Octocat (octocat), account 'pat'; granted: read:org, repo"))
-        let token = try await cli.run("sesame", ["token", "github"], environment: server.environment)
-        #expect(token.standardOutput == personal + "\n")
+            let personal = try await server.emulator.issuePersonalToken(scopes: ["repo", "read:org"])
+            let withToken = try await cli.run(
+                "sesame", ["login", "github", "--with-token", "--account", "pat"], input: Data((personal + "\n").utf8),
+                environment: server.environment)
+            #expect(withToken.status == 0, "\(withToken.standardError)")
+            #expect(
+                withToken.standardOutput.contains("as The Octocat (octocat), account 'pat'; granted: read:org, repo"))
+            let token = try await cli.run("sesame", ["token", "github"], environment: server.environment)
+            #expect(token.standardOutput == personal + "\n")
 
-        let refused = try await cli.run(
-            "sesame", ["login", "github", "--with-token", "--account", "bad"], input: Data("ghp_notAToken123\n".utf8),
-            environment: server.environment)
-        #expect(refused.status != 0)
-        #expect(refused.standardError.contains("not accepted"))
+            let refused = try await cli.run(
+                "sesame", ["login", "github", "--with-token", "--account", "bad"],
+                input: Data("ghp_notAToken123\n".utf8),
+                environment: server.environment)
+            #expect(refused.status != 0)
+            #expect(refused.standardError.contains("not accepted"))
 
-        let denied = try await Self.deviceLogin(cli, ["--account", "denied"], server: server, deny: true)
-        #expect(denied.status == 1, "\(denied.standardError)")
+            let denied = try await Self.deviceLogin(cli, ["--account", "denied"], server: server, deny: true)
+            #expect(denied.status == 1, "\(denied.standardError)")
 
-        await server.emulator.activate(GitHubScenarioSetting(.deviceFlowDisabled))
-        let disabled = try await cli.run(
-            "sesame", ["login", "github", "--account", "disabled"], environment: server.environment)
-        #expect(disabled.status != 0)
-        #expect(disabled.standardError.contains("does not allow signing in with a code"))
-        await server.emulator.clearScenarios()
+            await server.emulator.activate(GitHubScenarioSetting(.deviceFlowDisabled))
+            let disabled = try await cli.run(
+                "sesame", ["login", "github", "--account", "disabled"], environment: server.environment)
+            #expect(disabled.status != 0)
+            #expect(disabled.standardError.contains("does not allow signing in with a code"))
+            await server.emulator.clearScenarios()
 
-        let browser = try await cli.run("sesame", ["login", "github", "--web"], environment: server.environment)
-        #expect(browser.status == 64)
-        #expect(browser.standardError.contains("device code"))
+            let browser = try await cli.run("sesame", ["login", "github", "--web"], environment: server.environment)
+            #expect(browser.status == 64)
+            #expect(browser.standardError.contains("device code"))
 
-        // GitHub lets no desktop app revoke a grant: the login goes, and the command says where to revoke it.
-        let stored = try await cli.storedTokens()
-        let revoke = try await cli.run(
-            "sesame", ["logout", "github", "--account", "pat", "--revoke"], environment: server.environment)
-        #expect(revoke.status == 69, "\(revoke.standardError)")
-        #expect(revoke.standardError.contains("/settings/applications"))
-        #expect(try await cli.storedTokens().count == stored.count - 1)
+            // GitHub lets no desktop app revoke a grant: the login goes, and the command says where to revoke it.
+            let stored = try await cli.storedTokens()
+            let revoke = try await cli.run(
+                "sesame", ["logout", "github", "--account", "pat", "--revoke"], environment: server.environment)
+            #expect(revoke.status == 69, "\(revoke.standardError)")
+            #expect(revoke.standardError.contains("/settings/applications"))
+            #expect(try await cli.storedTokens().count == stored.count - 1)
 
-        let clear = try await cli.run(
-            "sesame", ["token", "github"], environment: ["SESAME_GITHUB_URL": "http://github.example.com"])
-        #expect(clear.status == 78)
-        #expect(clear.standardError.contains("clear text"))
-        cli.expectNoTokenLeaks(try await cli.storedTokens() + [personal])
+            let clear = try await cli.run(
+                "sesame", ["token", "github"], environment: ["SESAME_GITHUB_URL": "http://github.example.com"])
+            #expect(clear.status == 78)
+            #expect(clear.standardError.contains("clear text"))
+            cli.expectNoTokenLeaks(try await cli.storedTokens() + [personal])
+        }
     }
 
     @Test("the device poll's HTTP-200 answers through the CLI: slow_down is obeyed, expired_token ends the login")
     func devicePollAnswers() async throws {
-        let server = try await Server()
-        defer { server.stop() }
-        let cli = try CLIHarness()
-        await server.emulator.activate(GitHubScenarioSetting(.slowDown, count: 1))
-        let polls = server.emulator.requestCount(path: "/login/oauth/access_token")
-        let slowed = try await Self.deviceLogin(cli, server: server)
-        #expect(slowed.status == 0, "\(slowed.standardError)")
-        #expect(server.emulator.requestCount(path: "/login/oauth/access_token") - polls >= 2)
+        try await Server.with { server in
+            let cli = try CLIHarness()
+            await server.emulator.activate(GitHubScenarioSetting(.slowDown, count: 1))
+            let polls = server.emulator.requestCount(path: "/login/oauth/access_token")
+            let slowed = try await Self.deviceLogin(cli, server: server)
+            #expect(slowed.status == 0, "\(slowed.standardError)")
+            #expect(server.emulator.requestCount(path: "/login/oauth/access_token") - polls >= 2)
 
-        let process = try await cli.start(
-            "sesame", ["login", "github", "--account", "late"], environment: server.environment)
-        _ = try await process.waitForError(matching: #"enter the code\n\n\s+[A-Z0-9]{4}-[A-Z0-9]{4}\n"#)
-        await server.emulator.advanceClock(by: 3600)
-        let expired = await process.finish()
-        cli.record("sesame login github --account late", expired)
-        #expect(expired.status != 0)
-        #expect(expired.standardError.contains("expired"), "\(expired.standardError)")
-        #expect(try await cli.storedTokens().count == 1)
+            let process = try await cli.start(
+                "sesame", ["login", "github", "--account", "late"], environment: server.environment)
+            _ = try await process.waitForError(matching: #"enter the code\n\n\s+[A-Z0-9]{4}-[A-Z0-9]{4}\n"#)
+            await server.emulator.advanceClock(by: 3600)
+            let expired = await process.finish()
+            cli.record("sesame login github --account late", expired)
+            #expect(expired.status != 0)
+            #expect(expired.standardError.contains("expired"), "\(expired.standardError)")
+            #expect(try await cli.storedTokens().count == 1)
+        }
     }
 
     /// What `sesame status` shows for each scenario of the emulator.
@@ -203,21 +213,23 @@ struct GitHubProcessTests {
     @Test("each emulator scenario as sesame status reports it", arguments: 0..<6)
     func scenario(_ index: Int) async throws {
         let (scenario, validity, text, exit) = Self.scenarios[index]
-        let server = try await Server()
-        defer { server.stop() }
-        let cli = try CLIHarness()
-        let personal = try await server.emulator.issuePersonalToken()
-        let login = try await cli.run(
-            "sesame", ["login", "github", "--with-token"], input: Data(personal.utf8), environment: server.environment)
-        #expect(login.status == 0, "\(login.standardError)")
-        await server.emulator.activate(GitHubScenarioSetting(scenario))
-        let status = try await cli.run(
-            "sesame", ["status", "--json", "--timeout", "60"], environment: server.environment)
-        #expect(status.status == exit, "\(scenario): \(status.standardOutput) \(status.standardError)")
-        let account = try #require(try Self.github(in: status)["accounts"]?[0])
-        #expect(account["validity"]?.stringValue == validity.rawValue, "\(scenario)")
-        #expect(account["problem"]?.stringValue?.contains(text) == true, "\(scenario): \(account["problem"] ?? .null)")
-        cli.expectNoTokenLeaks([personal])
+        try await Server.with { server in
+            let cli = try CLIHarness()
+            let personal = try await server.emulator.issuePersonalToken()
+            let login = try await cli.run(
+                "sesame", ["login", "github", "--with-token"], input: Data(personal.utf8),
+                environment: server.environment)
+            #expect(login.status == 0, "\(login.standardError)")
+            await server.emulator.activate(GitHubScenarioSetting(scenario))
+            let status = try await cli.run(
+                "sesame", ["status", "--json", "--timeout", "60"], environment: server.environment)
+            #expect(status.status == exit, "\(scenario): \(status.standardOutput) \(status.standardError)")
+            let account = try #require(try Self.github(in: status)["accounts"]?[0])
+            #expect(account["validity"]?.stringValue == validity.rawValue, "\(scenario)")
+            #expect(
+                account["problem"]?.stringValue?.contains(text) == true, "\(scenario): \(account["problem"] ?? .null)")
+            cli.expectNoTokenLeaks([personal])
+        }
     }
 
     @Test("--hostname keeps each host's logins apart, and git credential fill gets each host's own")
@@ -226,114 +238,116 @@ struct GitHubProcessTests {
         try #require(
             FileManager.default.isExecutableFile(atPath: git.path),
             "git is not installed; scripts/bootstrap installs it")
-        let server = try await Server()
-        defer { server.stop() }
-        let cli = try CLIHarness()
-        let octocat = try await server.emulator.issuePersonalToken()
-        let hubot = try await server.emulator.issuePersonalToken(user: "hubot")
-        let local = try await cli.run(
-            "sesame", ["login", "github", "--with-token"], input: Data(octocat.utf8), environment: server.environment)
-        #expect(local.status == 0, "\(local.standardError)")
-        let enterprise = try await cli.run(
-            "sesame", ["login", "github", "--with-token", "--hostname", "ghe.example.com", "--account", "work"],
-            input: Data(hubot.utf8),
-            environment: server.environment)
-        #expect(enterprise.status == 0, "\(enterprise.standardError)")
-        #expect(enterprise.standardOutput.contains("as Hubot (hubot)"))
+        try await Server.with { server in
+            let cli = try CLIHarness()
+            let octocat = try await server.emulator.issuePersonalToken()
+            let hubot = try await server.emulator.issuePersonalToken(user: "hubot")
+            let local = try await cli.run(
+                "sesame", ["login", "github", "--with-token"], input: Data(octocat.utf8),
+                environment: server.environment)
+            #expect(local.status == 0, "\(local.standardError)")
+            let enterprise = try await cli.run(
+                "sesame", ["login", "github", "--with-token", "--hostname", "ghe.example.com", "--account", "work"],
+                input: Data(hubot.utf8),
+                environment: server.environment)
+            #expect(enterprise.status == 0, "\(enterprise.standardError)")
+            #expect(enterprise.standardOutput.contains("as Hubot (hubot)"))
 
-        // One login per host, each host with its own active account: neither replaced the other.
-        #expect(Set(try await cli.storedTokens()) == [octocat, hubot])
-        let token = try await cli.run("sesame", ["token", "github"], environment: server.environment)
-        #expect(token.standardOutput == octocat + "\n")
-        let other = try await cli.run(
-            "sesame", ["token", "github"],
-            environment: server.environment.merging(["SESAME_GITHUB_HOSTNAME": "ghe.example.com"]) { $1 })
-        #expect(other.standardOutput == hubot + "\n")
+            // One login per host, each host with its own active account: neither replaced the other.
+            #expect(Set(try await cli.storedTokens()) == [octocat, hubot])
+            let token = try await cli.run("sesame", ["token", "github"], environment: server.environment)
+            #expect(token.standardOutput == octocat + "\n")
+            let other = try await cli.run(
+                "sesame", ["token", "github"],
+                environment: server.environment.merging(["SESAME_GITHUB_HOSTNAME": "ghe.example.com"]) { $1 })
+            #expect(other.standardOutput == hubot + "\n")
 
-        var environment = cli.environment.merging(server.environment) { $1 }
-        environment.merge([
-            "GIT_CONFIG_NOSYSTEM": "1", "GIT_TERMINAL_PROMPT": "0", "GIT_ASKPASS": "", "LANG": "C.UTF-8",
-        ]) {
-            $1
-        }
-        let sesame = try ProcessRunner.builtExecutable("sesame")
-        func fill(_ request: String) async throws -> ProcessResult {
-            let result = try await ProcessRunner.run(
-                git,
-                [
-                    "-c", "credential.helper=", "-c", "credential.helper=!\(sesame.path) git-credential", "credential",
-                    "fill",
-                ],
-                input: Data(request.utf8), environment: environment, killAfter: .seconds(30))
-            // Not recorded for the leak check: git's output is where the token belongs.
-            #expect(!result.standardError.contains("ghp_"), "\(result.standardError)")
-            return result
-        }
-        let loopback = try await fill("protocol=http\nhost=\(server.endpoints.hostname)\n\n")
-        #expect(loopback.status == 0, "\(loopback.standardError)")
-        #expect(loopback.standardOutput.contains("username=octocat\npassword=\(octocat)\n"))
-        let ghe = try await fill("url=https://ghe.example.com/org/repo.git\n\n")
-        #expect(ghe.status == 0, "\(ghe.standardError)")
-        #expect(ghe.standardOutput.contains("username=hubot\npassword=\(hubot)\n"))
-        let wrongUser = try await fill("protocol=https\nhost=ghe.example.com\nusername=octocat\n\n")
-        #expect(wrongUser.status != 0)
-        #expect(!wrongUser.standardOutput.contains("password="))
+            var environment = cli.environment.merging(server.environment) { $1 }
+            environment.merge([
+                "GIT_CONFIG_NOSYSTEM": "1", "GIT_TERMINAL_PROMPT": "0", "GIT_ASKPASS": "", "LANG": "C.UTF-8",
+            ]) {
+                $1
+            }
+            let sesame = try ProcessRunner.builtExecutable("sesame")
+            func fill(_ request: String) async throws -> ProcessResult {
+                let result = try await ProcessRunner.run(
+                    git,
+                    [
+                        "-c", "credential.helper=", "-c", "credential.helper=!\(sesame.path) git-credential",
+                        "credential",
+                        "fill",
+                    ],
+                    input: Data(request.utf8), environment: environment, killAfter: .seconds(30))
+                // Not recorded for the leak check: git's output is where the token belongs.
+                #expect(!result.standardError.contains("ghp_"), "\(result.standardError)")
+                return result
+            }
+            let loopback = try await fill("protocol=http\nhost=\(server.endpoints.hostname)\n\n")
+            #expect(loopback.status == 0, "\(loopback.standardError)")
+            #expect(loopback.standardOutput.contains("username=octocat\npassword=\(octocat)\n"))
+            let ghe = try await fill("url=https://ghe.example.com/org/repo.git\n\n")
+            #expect(ghe.status == 0, "\(ghe.standardError)")
+            #expect(ghe.standardOutput.contains("username=hubot\npassword=\(hubot)\n"))
+            let wrongUser = try await fill("protocol=https\nhost=ghe.example.com\nusername=octocat\n\n")
+            #expect(wrongUser.status != 0)
+            #expect(!wrongUser.standardOutput.contains("password="))
 
-        // store is a no-op; erase forgets nothing without --forget-refused.
-        for operation in ["store", "erase"] {
-            let result = try await cli.run(
-                "sesame", ["git-credential", operation],
+            // store is a no-op; erase forgets nothing without --forget-refused.
+            for operation in ["store", "erase"] {
+                let result = try await cli.run(
+                    "sesame", ["git-credential", operation],
+                    input: Data("protocol=https\nhost=ghe.example.com\nusername=hubot\npassword=\(hubot)\n\n".utf8),
+                    environment: server.environment)
+                #expect(result.status == 0, "\(result.standardError)")
+                #expect(result.standardOutput.isEmpty)
+            }
+            #expect(Set(try await cli.storedTokens()) == [octocat, hubot])
+            let forget = try await cli.run(
+                "sesame", ["git-credential", "--forget-refused", "erase"],
                 input: Data("protocol=https\nhost=ghe.example.com\nusername=hubot\npassword=\(hubot)\n\n".utf8),
                 environment: server.environment)
-            #expect(result.status == 0, "\(result.standardError)")
-            #expect(result.standardOutput.isEmpty)
-        }
-        #expect(Set(try await cli.storedTokens()) == [octocat, hubot])
-        let forget = try await cli.run(
-            "sesame", ["git-credential", "--forget-refused", "erase"],
-            input: Data("protocol=https\nhost=ghe.example.com\nusername=hubot\npassword=\(hubot)\n\n".utf8),
-            environment: server.environment)
-        #expect(forget.status == 0, "\(forget.standardError)")
-        #expect(try await cli.storedTokens() == [octocat])
+            #expect(forget.status == 0, "\(forget.standardError)")
+            #expect(try await cli.storedTokens() == [octocat])
 
-        // With no setting at all, commands use the previous login's host (ghe.example.com here).
-        let remembered = try await cli.run("sesame", ["status", "--json", "--timeout", "60"])
-        #expect(try Self.github(in: remembered)["details"]?["host"]?.stringValue == "ghe.example.com")
-        cli.expectNoTokenLeaks([octocat, hubot])
+            // With no setting at all, commands use the previous login's host (ghe.example.com here).
+            let remembered = try await cli.run("sesame", ["status", "--json", "--timeout", "60"])
+            #expect(try Self.github(in: remembered)["details"]?["host"]?.stringValue == "ghe.example.com")
+            cli.expectNoTokenLeaks([octocat, hubot])
+        }
     }
 
     @Test("git credential fill refreshes an expiring token through the session and saves the new one")
     func gitRefreshesExpiringTokens() async throws {
-        let server = try await Server(expiringTokens: true, accessTokenLifetime: 60)
-        defer { server.stop() }
-        let cli = try CLIHarness()
-        let login = try await Self.deviceLogin(cli, server: server)
-        #expect(login.status == 0, "\(login.standardError)")
-        let before = try await cli.storedTokens()
-        #expect(before.count == 1)
-        // Fifty seconds later the 60 s token is inside its leeway (a quarter of its lifetime): it is
-        // refreshed when used.
-        try await cli.age(by: 50)
-        let answer = try await cli.run(
-            "sesame", ["git-credential", "get"],
-            input: Data("protocol=http\nhost=\(server.endpoints.hostname)\n\n".utf8),
-            environment: server.environment)
-        #expect(answer.status == 0, "\(answer.standardError)")
-        let after = try await cli.storedTokens()
-        #expect(after.count == 1)
-        #expect(after != before)
-        #expect(answer.standardOutput.hasPrefix("username=octocat\npassword=\(after[0])\npassword_expiry_utc="))
-        let nothing = try await cli.run(
-            "sesame", ["git-credential", "get"], input: Data("protocol=https\nhost=gitlab.com\n\n".utf8),
-            environment: server.environment)
-        #expect(nothing.status == 0)
-        #expect(nothing.standardOutput.isEmpty)
-        #expect(nothing.standardError.isEmpty)
-        let oddHost = try await cli.run(
-            "sesame", ["git-credential", "get"], input: Data("protocol=https\nhost=not a host/x\n\n".utf8),
-            environment: server.environment)
-        #expect(oddHost.status == 0, "\(oddHost.standardError)")
-        #expect(oddHost.standardOutput.isEmpty)
+        try await Server.with(expiringTokens: true, accessTokenLifetime: 60) { server in
+            let cli = try CLIHarness()
+            let login = try await Self.deviceLogin(cli, server: server)
+            #expect(login.status == 0, "\(login.standardError)")
+            let before = try await cli.storedTokens()
+            #expect(before.count == 1)
+            // Fifty seconds later the 60 s token is inside its leeway (a quarter of its lifetime): it is
+            // refreshed when used.
+            try await cli.age(by: 50)
+            let answer = try await cli.run(
+                "sesame", ["git-credential", "get"],
+                input: Data("protocol=http\nhost=\(server.endpoints.hostname)\n\n".utf8),
+                environment: server.environment)
+            #expect(answer.status == 0, "\(answer.standardError)")
+            let after = try await cli.storedTokens()
+            #expect(after.count == 1)
+            #expect(after != before)
+            #expect(answer.standardOutput.hasPrefix("username=octocat\npassword=\(after[0])\npassword_expiry_utc="))
+            let nothing = try await cli.run(
+                "sesame", ["git-credential", "get"], input: Data("protocol=https\nhost=gitlab.com\n\n".utf8),
+                environment: server.environment)
+            #expect(nothing.status == 0)
+            #expect(nothing.standardOutput.isEmpty)
+            #expect(nothing.standardError.isEmpty)
+            let oddHost = try await cli.run(
+                "sesame", ["git-credential", "get"], input: Data("protocol=https\nhost=not a host/x\n\n".utf8),
+                environment: server.environment)
+            #expect(oddHost.status == 0, "\(oddHost.standardError)")
+            #expect(oddHost.standardOutput.isEmpty)
+        }
     }
 
     @Test("a request git would not send is refused with exit 65 and one 'sesame git-credential:' in front")
@@ -378,12 +392,13 @@ struct GitHubProcessTests {
 
         let unconfigured = try await cli.run("sesame", ["doctor", "--storage", "file"])
         #expect(unconfigured.standardOutput.contains("GitHub: nothing is configured"), "\(unconfigured.standardOutput)")
-        let server = try await Server()
-        defer { server.stop() }
-        let configured = try await cli.run("sesame", ["doctor", "--storage", "file"], environment: server.environment)
-        #expect(
-            configured.standardOutput.contains("GitHub API at \(server.endpoints.apiURL.absoluteString) answers."),
-            "\(configured.standardOutput)")
-        #expect(configured.standardOutput.contains("GitHub client id \(GitHubEmulator.defaultClientID)"))
+        try await Server.with { server in
+            let configured = try await cli.run(
+                "sesame", ["doctor", "--storage", "file"], environment: server.environment)
+            #expect(
+                configured.standardOutput.contains("GitHub API at \(server.endpoints.apiURL.absoluteString) answers."),
+                "\(configured.standardOutput)")
+            #expect(configured.standardOutput.contains("GitHub client id \(GitHubEmulator.defaultClientID)"))
+        }
     }
 }

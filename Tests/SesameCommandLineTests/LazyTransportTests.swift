@@ -1,5 +1,6 @@
 import Foundation
 import Sesame
+import SesameTestSupport
 import Testing
 
 @testable import SesameCommandLine
@@ -37,16 +38,13 @@ struct LazyTransportTests {
         let factory = Factory()
         let transport = LazyTransport { factory.make() }
         transport.prepare()
-        let deadline = ContinuousClock.now + .seconds(10)
-        while factory.made.withLock({ $0 }) == 0, ContinuousClock.now < deadline {
-            try await Task.sleep(for: .milliseconds(5))
-        }
+        await transport.finishPreparing()
         #expect(factory.made.withLock { $0 } == 1, "prepare did not make the transport")
         transport.prepare()
         let request = HTTPRequest(method: .get, url: URL(string: "http://127.0.0.1:9/")!)
         #expect(try await transport.send(request).status == 204)
-        // A second prepare and the request found it made.
-        try await Task.sleep(for: .milliseconds(50))
+        // A second prepare and the request found it made (a preparation under way is waited for).
+        await transport.finishPreparing()
         #expect(factory.made.withLock { $0 } == 1)
     }
 
@@ -63,12 +61,15 @@ struct LazyTransportTests {
         }
         slow.prepare()
         let finished = Locked(false)
-        let waiting = Task {
+        // On one thread, in turn: `check` runs once `waiting` has returned or is waiting.
+        let executor = SerialTaskExecutor()
+        defer { executor.shutdown() }
+        let waiting = Task(executorPreference: executor) {
             await slow.finishPreparing()
             finished.withLock { $0 = true }
         }
-        try await Task.sleep(for: .milliseconds(100))
-        #expect(!finished.withLock { $0 }, "finishPreparing returned while the transport was still being made")
+        let check = Task(executorPreference: executor) { finished.withLock { $0 } }
+        #expect(await !check.value, "finishPreparing returned while the transport was still being made")
         release.signal()
         await waiting.value
         #expect(finished.withLock { $0 })

@@ -40,6 +40,7 @@ struct MainThreadExecutorTests {
             }
             #expect(answer == 42)
             seen.append(Self.thread)
+            // Not synchronisation: a suspension that the clock ends, from a thread of its own.
             try? await Task.sleep(for: .milliseconds(5))
             seen.append(Self.thread)
             return seen

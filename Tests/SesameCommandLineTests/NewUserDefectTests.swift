@@ -434,9 +434,9 @@ final class PseudoTerminal: Sendable {
     private let parent: Int32
     private let output = Buffer()
 
-    /// What the program has shown, behind its lock.
+    /// What the program has shown; each change wakes ``wait(for:limit:)``.
     private final class Buffer: Sendable {
-        let data = Locked(Data())
+        let data = Observed(Data())
     }
 
     init() throws {
@@ -466,7 +466,7 @@ final class PseudoTerminal: Sendable {
                 let count = buffer.withUnsafeMutableBytes { read(parent, $0.baseAddress, $0.count) }
                 if count < 0 && errno == EINTR { continue }
                 if count <= 0 { break }  // EIO once the program has exited and the child end is closed
-                output.data.withLock { $0.append(contentsOf: buffer[0..<count]) }
+                output.data.change { $0.append(contentsOf: buffer[0..<count]) }
             }
         }
     }
@@ -474,7 +474,7 @@ final class PseudoTerminal: Sendable {
     deinit { close(parent) }
 
     /// Everything the program has shown so far.
-    var transcript: String { String(decoding: output.data.withLock { $0 }, as: UTF8.self) }
+    var transcript: String { String(decoding: output.data.value, as: UTF8.self) }
 
     /// Types `text` as a person would.
     func type(_ text: String) {
@@ -484,12 +484,7 @@ final class PseudoTerminal: Sendable {
 
     /// Waits until the transcript contains `text`; false when `limit` passed first.
     func wait(for text: String, limit: Duration) async -> Bool {
-        let deadline = ContinuousClock.now + limit
-        while ContinuousClock.now < deadline {
-            if transcript.contains(text) { return true }
-            try? await Task.sleep(for: .milliseconds(50))  // polling for output, not timing anything
-        }
-        return transcript.contains(text)
+        await output.data.wait(limit: limit) { String(decoding: $0, as: UTF8.self).contains(text) }
     }
 }
 

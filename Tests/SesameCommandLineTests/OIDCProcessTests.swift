@@ -11,10 +11,15 @@ import Testing
 struct OIDCProcessTests {
     init() { TestProviders.bootstrap() }
 
-    /// A running emulator that asks for one second between device polls.
-    static func emulator() async throws -> (OIDCEmulator, String) {
-        let emulator = try OIDCEmulator(devicePollInterval: 1)
-        return (emulator, try await emulator.start().issuer)
+    /// Runs `body` with `emulator` (by default one that asks for one second between device
+    /// polls) started, and its issuer; awaits the emulator's stop afterwards.
+    static func withEmulator<T>(
+        _ emulator: OIDCEmulator? = nil, _ body: (OIDCEmulator, String) async throws -> T
+    ) async throws -> T {
+        let emulator = try emulator ?? OIDCEmulator(devicePollInterval: 1)
+        return try await withStarted({ try await emulator.start().issuer }, stop: { _ in await emulator.stop() }) {
+            try await body(emulator, $0)
+        }
     }
 
     /// Runs `sesame login ...` and approves its device code through the emulator's admin API.
@@ -56,170 +61,168 @@ struct OIDCProcessTests {
         let emulator = try OIDCEmulator(
             algorithm: "ES256", clients: ["desktop-confidential": "s3cret-of-the-client"], accessTokenLifetime: 40,
             devicePollInterval: 1)
-        let issuer = try await emulator.start().issuer
-        defer { Task { await emulator.stop() } }
-        let cli = try CLIHarness()
-        let arguments = ["oidc", "--issuer", issuer, "--client-id", "desktop-confidential"]
+        try await Self.withEmulator(emulator) { emulator, issuer in
+            let cli = try CLIHarness()
+            let arguments = ["oidc", "--issuer", issuer, "--client-id", "desktop-confidential"]
 
-        let refused = try await cli.run("sesame", ["login"] + arguments)
-        #expect(refused.status != 0)
-        #expect(refused.standardError.lowercased().contains("secret"), "\(refused.standardError)")
+            let refused = try await cli.run("sesame", ["login"] + arguments)
+            #expect(refused.status != 0)
+            #expect(refused.standardError.lowercased().contains("secret"), "\(refused.standardError)")
 
-        let process = try await cli.start(
-            "sesame", ["login"] + arguments, environment: ["SESAME_OIDC_CLIENT_SECRET": "s3cret-of-the-client"])
-        let printed = try await process.waitForError(matching: #"enter the code\n\n\s+[A-Z]{4}-[A-Z]{4}\n"#)
-        let code = try #require(printed.firstMatch(of: #/\n\s+([A-Z]{4}-[A-Z]{4})\s*\n/#).map { String($0.1) })
-        let approve = try await CurlTransport().send(
-            HTTPRequest(
-                method: .post, url: URL(string: "\(issuer)/__sesame/device")!,
-                headers: ["Content-Type": "application/json"],
-                body: Data(JSONValue.object(["user_code": .string(code)]).jsonText.utf8)))
-        #expect(approve.status == 200)
-        let login = await process.finish()
-        cli.record("sesame login oidc (confidential)", login)
-        #expect(login.status == 0, "\(login.standardError)")
+            let process = try await cli.start(
+                "sesame", ["login"] + arguments, environment: ["SESAME_OIDC_CLIENT_SECRET": "s3cret-of-the-client"])
+            let printed = try await process.waitForError(matching: #"enter the code\n\n\s+[A-Z]{4}-[A-Z]{4}\n"#)
+            let code = try #require(printed.firstMatch(of: #/\n\s+([A-Z]{4}-[A-Z]{4})\s*\n/#).map { String($0.1) })
+            let approve = try await CurlTransport().send(
+                HTTPRequest(
+                    method: .post, url: URL(string: "\(issuer)/__sesame/device")!,
+                    headers: ["Content-Type": "application/json"],
+                    body: Data(JSONValue.object(["user_code": .string(code)]).jsonText.utf8)))
+            #expect(approve.status == 200)
+            let login = await process.finish()
+            cli.record("sesame login oidc (confidential)", login)
+            #expect(login.status == 0, "\(login.standardError)")
 
-        // 40 s of lifetime: before, the fixed 60 s margin refused it as expired right after login.
-        let token = try await cli.run(
-            "sesame", ["token", "oidc"], environment: ["SESAME_OIDC_CLIENT_SECRET": "s3cret-of-the-client"])
-        #expect(token.status == 0, "\(token.standardError)")
-        #expect(!token.standardOutput.isEmpty)
-        cli.expectNoTokenLeaks(["s3cret-of-the-client"])
+            // 40 s of lifetime: before, the fixed 60 s margin refused it as expired right after login.
+            let token = try await cli.run(
+                "sesame", ["token", "oidc"], environment: ["SESAME_OIDC_CLIENT_SECRET": "s3cret-of-the-client"])
+            #expect(token.status == 0, "\(token.standardError)")
+            #expect(!token.standardOutput.isEmpty)
+            cli.expectNoTokenLeaks(["s3cret-of-the-client"])
+        }
     }
 
     @Test(
         "a login's issuer endpoints are kept for a day: token works with the issuer gone, and asks it again once they are older"
     )
     func discoveryKept() async throws {
-        let (emulator, issuer) = try await Self.emulator()
-        let cli = try CLIHarness()
-        let login = try await Self.login(
-            cli, ["oidc", "--issuer", issuer, "--client-id", OIDCEmulator.defaultClientID], issuer: issuer)
-        #expect(login.status == 0, "\(login.standardError)")
-        let stored = try await cli.storedTokens()
-        await emulator.stop()
+        try await Self.withEmulator { emulator, issuer in
+            let cli = try CLIHarness()
+            let login = try await Self.login(
+                cli, ["oidc", "--issuer", issuer, "--client-id", OIDCEmulator.defaultClientID], issuer: issuer)
+            #expect(login.status == 0, "\(login.standardError)")
+            let stored = try await cli.storedTokens()
+            await emulator.stop()
 
-        // The token is valid and the endpoints were discovered a moment ago: no request at all.
-        let offline = try await cli.run("sesame", ["token", "oidc"])
-        #expect(offline.status == 0, "\(offline.standardError)")
-        #expect(offline.standardOutput == (stored.first ?? "-") + "\n")
+            // The token is valid and the endpoints were discovered a moment ago: no request at all.
+            let offline = try await cli.run("sesame", ["token", "oidc"])
+            #expect(offline.status == 0, "\(offline.standardError)")
+            #expect(offline.standardOutput == (stored.first ?? "-") + "\n")
 
-        // Kept more than a day ago: the issuer is asked again, and it is gone.
-        let cacheFile = cli.root.appending(path: "state/sesame/oidc-discovery.json")
-        var kept = try #require(JSONValue(parsing: try Data(contentsOf: cacheFile))?.objectValue)
-        var entry = try #require(kept[issuer]?.objectValue, "no endpoints kept for \(issuer): \(kept)")
-        entry["fetched_at"] = .number(Date().timeIntervalSince1970 - 25 * 3600)
-        kept[issuer] = .object(entry)
-        try Data(JSONValue.object(kept).jsonText.utf8).write(to: cacheFile)
-        let stale = try await cli.run("sesame", ["token", "oidc"])
-        #expect(stale.status != 0, "\(stale.standardOutput)")
-        #expect(stale.standardOutput.isEmpty)
+            // Kept more than a day ago: the issuer is asked again, and it is gone.
+            let cacheFile = cli.root.appending(path: "state/sesame/oidc-discovery.json")
+            var kept = try #require(JSONValue(parsing: try Data(contentsOf: cacheFile))?.objectValue)
+            var entry = try #require(kept[issuer]?.objectValue, "no endpoints kept for \(issuer): \(kept)")
+            entry["fetched_at"] = .number(Date().timeIntervalSince1970 - 25 * 3600)
+            kept[issuer] = .object(entry)
+            try Data(JSONValue.object(kept).jsonText.utf8).write(to: cacheFile)
+            let stale = try await cli.run("sesame", ["token", "oidc"])
+            #expect(stale.status != 0, "\(stale.standardOutput)")
+            #expect(stale.standardOutput.isEmpty)
+        }
     }
 
     @Test("device login, status --json, token, logout --revoke; the token shows only in 'sesame token'")
     func lifecycle() async throws {
-        let (emulator, issuer) = try await Self.emulator()
-        defer { Task { await emulator.stop() } }
-        let cli = try CLIHarness()
+        try await Self.withEmulator { emulator, issuer in
+            let cli = try CLIHarness()
 
-        let login = try await Self.login(
-            cli, ["oidc", "--issuer", issuer, "--client-id", OIDCEmulator.defaultClientID], issuer: issuer)
-        #expect(login.status == 0, "\(login.standardError)")
-        #expect(login.standardOutput.contains("Logged in to oidc (\(issuer)) as Alice Example (248289761001)"))
+            let login = try await Self.login(
+                cli, ["oidc", "--issuer", issuer, "--client-id", OIDCEmulator.defaultClientID], issuer: issuer)
+            #expect(login.status == 0, "\(login.standardError)")
+            #expect(login.standardOutput.contains("Logged in to oidc (\(issuer)) as Alice Example (248289761001)"))
 
-        let document = try await Self.statusDocument(cli)
-        let oidc = try #require(Self.provider("oidc", in: document))
-        #expect(oidc["app_id"]?.stringValue == OIDCEmulator.defaultClientID)
-        #expect(oidc["details"]?["issuer"]?.stringValue == issuer)
-        let account = try #require(oidc["accounts"]?[0])
-        #expect(account["account"]?.stringValue == "default")
-        #expect(account["active"]?.boolValue == true)
-        #expect(account["user_id"]?.stringValue == "248289761001")
-        #expect(account["granted"]?.arrayValue?.contains(.string("openid")) == true)
-        #expect(account["token_valid"]?.boolValue == true)
+            let document = try await Self.statusDocument(cli)
+            let oidc = try #require(Self.provider("oidc", in: document))
+            #expect(oidc["app_id"]?.stringValue == OIDCEmulator.defaultClientID)
+            #expect(oidc["details"]?["issuer"]?.stringValue == issuer)
+            let account = try #require(oidc["accounts"]?[0])
+            #expect(account["account"]?.stringValue == "default")
+            #expect(account["active"]?.boolValue == true)
+            #expect(account["user_id"]?.stringValue == "248289761001")
+            #expect(account["granted"]?.arrayValue?.contains(.string("openid")) == true)
+            #expect(account["token_valid"]?.boolValue == true)
 
-        let stored = try await cli.storedTokens()
-        #expect(stored.count == 1)
-        // No --issuer: the issuer and client of the last login are remembered.
-        let token = try await cli.run("sesame", ["token", "oidc"])
-        #expect(token.status == 0, "\(token.standardError)")
-        #expect(token.standardOutput == stored[0] + "\n")
+            let stored = try await cli.storedTokens()
+            #expect(stored.count == 1)
+            // No --issuer: the issuer and client of the last login are remembered.
+            let token = try await cli.run("sesame", ["token", "oidc"])
+            #expect(token.status == 0, "\(token.standardError)")
+            #expect(token.standardOutput == stored[0] + "\n")
 
-        #expect(emulator.revokedCount == 0)
-        let logout = try await cli.run("sesame", ["logout", "oidc", "--revoke"])
-        #expect(logout.status == 0, "\(logout.standardError)")
-        #expect(logout.standardOutput.contains("its tokens were revoked"))
-        #expect(emulator.revokedCount == 2)  // the refresh token and the access token
-        #expect(emulator.requestCount(path: "/revoke") == 2)
-        #expect(try await cli.storedTokens().isEmpty)
+            #expect(emulator.revokedCount == 0)
+            let logout = try await cli.run("sesame", ["logout", "oidc", "--revoke"])
+            #expect(logout.status == 0, "\(logout.standardError)")
+            #expect(logout.standardOutput.contains("its tokens were revoked"))
+            #expect(emulator.revokedCount == 2)  // the refresh token and the access token
+            #expect(emulator.requestCount(path: "/revoke") == 2)
+            #expect(try await cli.storedTokens().isEmpty)
 
-        let after = try await cli.run("sesame", ["token", "oidc"])
-        #expect(after.status == 77)
-        #expect(after.standardError.contains("sesame login oidc"))
-        cli.expectNoTokenLeaks(stored)
+            let after = try await cli.run("sesame", ["token", "oidc"])
+            #expect(after.status == 77)
+            #expect(after.standardError.contains("sesame login oidc"))
+            cli.expectNoTokenLeaks(stored)
+        }
     }
 
     @Test("two issuers named in the config file log in side by side under their own provider ids")
     func namedIssuers() async throws {
-        let (work, workIssuer) = try await Self.emulator()
-        let (gitlab, gitlabIssuer) = try await Self.emulator()
-        defer {
-            Task {
-                await work.stop()
-                await gitlab.stop()
+        try await Self.withEmulator { work, workIssuer in
+            try await Self.withEmulator { gitlab, gitlabIssuer in
+                let cli = try CLIHarness()
+                let config = cli.root.appending(path: "config/sesame")
+                try FileManager.default.createDirectory(at: config, withIntermediateDirectories: true)
+                let file: JSONValue = .object([
+                    "oidc": .object([
+                        "work": .object([
+                            "issuer": .string(workIssuer), "clientID": .string(OIDCEmulator.defaultClientID),
+                            "scopes": .array([.string("openid"), .string("email")]),
+                        ]),
+                        "gitlab": .object([
+                            "issuer": .string(gitlabIssuer), "clientID": .string(OIDCEmulator.defaultClientID),
+                        ]),
+                    ])
+                ])
+                try Data(file.jsonText.utf8).write(to: config.appending(path: "config.json"))
+
+                let first = try await Self.login(cli, ["work"], issuer: workIssuer)
+                #expect(first.status == 0, "\(first.standardError)")
+                let second = try await Self.login(cli, ["gitlab"], issuer: gitlabIssuer, user: "248289761002")
+                #expect(second.status == 0, "\(second.standardError)")
+                #expect(second.standardOutput.contains("Bob Example (248289761002)"))
+
+                let store = FileCredentialStore(url: cli.root.appending(path: "state/sesame/credentials.json"))
+                let keys = try await store.list(provider: nil).map(\.key.provider.rawValue).sorted()
+                #expect(keys == ["gitlab", "work"])
+
+                let document = try await Self.statusDocument(cli)
+                let workStatus = try #require(Self.provider("work", in: document))
+                #expect(workStatus["details"]?["issuer"]?.stringValue == workIssuer)
+                #expect(workStatus["accounts"]?[0]?["user_id"]?.stringValue == "248289761001")
+                #expect(workStatus["accounts"]?[0]?["granted"]?.arrayValue?.contains(.string("profile")) == false)
+                #expect(
+                    Self.provider("gitlab", in: document)?["accounts"]?[0]?["user_id"]?.stringValue == "248289761002")
+                #expect(Self.provider("oidc", in: document) == nil)
+
+                let workToken = try await cli.run("sesame", ["token", "work"])
+                let gitlabToken = try await cli.run("sesame", ["token", "gitlab"])
+                #expect(workToken.status == 0 && gitlabToken.status == 0)
+                #expect(!workToken.standardOutput.isEmpty && workToken.standardOutput != gitlabToken.standardOutput)
+
+                let logout = try await cli.run("sesame", ["logout", "work", "--revoke"])
+                #expect(logout.status == 0, "\(logout.standardError)")
+                #expect(work.revokedCount == 2 && gitlab.revokedCount == 0)
+                #expect(try await store.list(provider: nil).map(\.key.provider.rawValue) == ["gitlab"])
+
+                let unknown = try await cli.run("sesame", ["login", "wrok"])
+                #expect(unknown.status == 64)
+                #expect(unknown.standardError.contains("did you mean 'work'?"))
+                cli.expectNoTokenLeaks(
+                    [workToken.standardOutput, gitlabToken.standardOutput].map {
+                        $0.trimmingCharacters(in: .whitespacesAndNewlines)
+                    })
             }
         }
-        let cli = try CLIHarness()
-        let config = cli.root.appending(path: "config/sesame")
-        try FileManager.default.createDirectory(at: config, withIntermediateDirectories: true)
-        let file: JSONValue = .object([
-            "oidc": .object([
-                "work": .object([
-                    "issuer": .string(workIssuer), "clientID": .string(OIDCEmulator.defaultClientID),
-                    "scopes": .array([.string("openid"), .string("email")]),
-                ]),
-                "gitlab": .object([
-                    "issuer": .string(gitlabIssuer), "clientID": .string(OIDCEmulator.defaultClientID),
-                ]),
-            ])
-        ])
-        try Data(file.jsonText.utf8).write(to: config.appending(path: "config.json"))
-
-        let first = try await Self.login(cli, ["work"], issuer: workIssuer)
-        #expect(first.status == 0, "\(first.standardError)")
-        let second = try await Self.login(cli, ["gitlab"], issuer: gitlabIssuer, user: "248289761002")
-        #expect(second.status == 0, "\(second.standardError)")
-        #expect(second.standardOutput.contains("Bob Example (248289761002)"))
-
-        let store = FileCredentialStore(url: cli.root.appending(path: "state/sesame/credentials.json"))
-        let keys = try await store.list(provider: nil).map(\.key.provider.rawValue).sorted()
-        #expect(keys == ["gitlab", "work"])
-
-        let document = try await Self.statusDocument(cli)
-        let workStatus = try #require(Self.provider("work", in: document))
-        #expect(workStatus["details"]?["issuer"]?.stringValue == workIssuer)
-        #expect(workStatus["accounts"]?[0]?["user_id"]?.stringValue == "248289761001")
-        #expect(workStatus["accounts"]?[0]?["granted"]?.arrayValue?.contains(.string("profile")) == false)
-        #expect(Self.provider("gitlab", in: document)?["accounts"]?[0]?["user_id"]?.stringValue == "248289761002")
-        #expect(Self.provider("oidc", in: document) == nil)
-
-        let workToken = try await cli.run("sesame", ["token", "work"])
-        let gitlabToken = try await cli.run("sesame", ["token", "gitlab"])
-        #expect(workToken.status == 0 && gitlabToken.status == 0)
-        #expect(!workToken.standardOutput.isEmpty && workToken.standardOutput != gitlabToken.standardOutput)
-
-        let logout = try await cli.run("sesame", ["logout", "work", "--revoke"])
-        #expect(logout.status == 0, "\(logout.standardError)")
-        #expect(work.revokedCount == 2 && gitlab.revokedCount == 0)
-        #expect(try await store.list(provider: nil).map(\.key.provider.rawValue) == ["gitlab"])
-
-        let unknown = try await cli.run("sesame", ["login", "wrok"])
-        #expect(unknown.status == 64)
-        #expect(unknown.standardError.contains("did you mean 'work'?"))
-        cli.expectNoTokenLeaks(
-            [workToken.standardOutput, gitlabToken.standardOutput].map {
-                $0.trimmingCharacters(in: .whitespacesAndNewlines)
-            })
     }
 
     @Test(

@@ -83,7 +83,8 @@ struct CurlExecutorTests {
         #expect(stopped)
         let value = try await withTaskExecutorPreference(executor) {
             #expect(!engine.isEngineThread)
-            try await Task.sleep(for: .milliseconds(1))  // a suspension, and a job queued after it
+            // Not synchronisation: a suspension, and a job queued after it.
+            try await Task.sleep(for: .milliseconds(1))
             #expect(!engine.isEngineThread)
             return 42
         }

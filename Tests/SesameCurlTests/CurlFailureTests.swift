@@ -1,5 +1,6 @@
 import Foundation
 import Sesame
+import SesameTestSupport
 import Testing
 
 @testable import SesameCurl
@@ -47,22 +48,30 @@ struct CurlFailureTests {
             try await transport.send(HTTPRequest(url: listener.baseURL.appending(path: "long"), timeout: .seconds(4)))
         }
         #expect(try await listener.requestsSeen(atLeast: 1) == 1)
+        let shortStarted = CurlEngine.now()
         let short = Task {
             try await transport.send(
                 HTTPRequest(url: listener.baseURL.appending(path: "short"), timeout: .seconds(3)))
         }
         #expect(try await listener.requestsSeen(atLeast: 2) == 2)
         // Once libcurl's connection timers (200 ms) have passed, the engine's timer is the short
-        // request's timeout. Cancelling it moves libcurl's earliest deadline to the long
-        // request's, reported while the timer is set earlier: libcurl must report it again when
-        // that timer fires. (The timeouts leave seconds for a loaded machine to get here.)
-        try await Task.sleep(for: .milliseconds(400))
+        // request's timeout (a deadline seconds after it started, not milliseconds). Cancelling
+        // it moves libcurl's earliest deadline to the long request's, reported while the timer
+        // is set earlier: libcurl must report it again when that timer fires. (The timeouts
+        // leave seconds for a loaded machine to get here.)
+        let engine = transport.engine
+        let armedForTimeout = await waitUntil(limit: .seconds(60)) {
+            let deadline = engine.lock.withLock { _ in engine.timerDeadline }
+            return deadline != .max && deadline >= shortStarted + 1_000_000_000
+        }
+        #expect(armedForTimeout, "the engine's timer never moved past libcurl's connection timers")
         short.cancel()
         await #expect(throws: CancellationError.self) { try await short.value }
         // Without that deadline set, the long request would wait until the listener closes its
-        // connection: the watchdog does that after 10 s, and the request then fails otherwise.
+        // connection: the watchdog does that after a minute, and the request then fails otherwise.
         let watchdog = Task {
-            try await Task.sleep(for: .seconds(10))
+            // Not synchronisation: a watchdog that turns a hang into a failure, far past the 4 s timeout.
+            try await Task.sleep(for: .seconds(60))
             listener.stop()
         }
         defer { watchdog.cancel() }

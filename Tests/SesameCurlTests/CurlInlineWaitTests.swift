@@ -1,5 +1,6 @@
 import Foundation
 import Sesame
+import SesameTestSupport
 import Testing
 
 @testable import SesameCurl
@@ -23,13 +24,9 @@ struct CurlInlineWaitTests {
     /// Waits until `condition` holds: polling the engine, not timing it; a minute's limit turns
     /// a hang into a failure.
     private func waitUntil(_ condition: () -> Bool) async throws {
-        let deadline = ContinuousClock.now + .seconds(60)
-        while !condition() {
-            guard ContinuousClock.now < deadline else {
-                Issue.record("waited a minute for the engine to get there")
-                throw CancellationError()
-            }
-            try await Task.sleep(for: .milliseconds(2))
+        guard await SesameTestSupport.waitUntil(limit: .seconds(60), condition) else {
+            Issue.record("waited a minute for the engine to get there")
+            throw CancellationError()
         }
     }
 
@@ -118,7 +115,7 @@ struct CurlInlineWaitTests {
         let clock = ContinuousClock()
         let started = clock.now
         let task = Task { try await get(transport, server.url("/stall")) }
-        try await Task.sleep(for: .milliseconds(200))
+        try await waitUntil { transport.engine.isWaitingInline }
         task.cancel()
         let result = await task.result
         #expect(throws: CancellationError.self) { try result.get() }
@@ -243,8 +240,9 @@ struct CurlInlineWaitTests {
                         switch index % 8 {
                         case 0:
                             // Cancelled while it waits for an answer that never comes.
-                            let task = Task { try await get(transport, server.url("/stall?r=\(round)&c=\(index)")) }
-                            try await Task.sleep(for: .milliseconds(5))
+                            let target = "/stall?r=\(round)&c=\(index)"
+                            let task = Task { try await get(transport, server.url(target)) }
+                            #expect(await server.requestSeen(target), "the listener never read \(target)")
                             task.cancel()
                             await #expect(throws: CancellationError.self) { try await task.value }
                         case 1:

@@ -51,10 +51,12 @@ final class TestServer: Sendable {
                 return response
             case "delay":
                 // /delay/<ms>: the echo, that many milliseconds late.
+                // Not synchronisation: a server that answers late.
                 try? await Task.sleep(for: .milliseconds(Int(parts[1]) ?? 0))
                 return .text(request.rawTarget)
             case "stall":
                 stalledContinuation.yield()
+                // Not synchronisation: a server that does not answer (the test waits on `stalled`).
                 try? await Task.sleep(for: .seconds(60))
                 return .text("too late")
             default:

@@ -1,5 +1,6 @@
 import Foundation
 import Sesame
+import SesameTestSupport
 
 /// A bare TCP listener on 127.0.0.1 for the cases a well-behaved HTTP server never produces:
 /// accepting and never answering, resetting the connection, or sending hand-written bytes.
@@ -31,13 +32,14 @@ final class RawListener: Sendable {
     private let listenSocket: Int32
     private let behaviour: Behaviour
     private let state = Locked(State())
+    /// The target of every request head read, in order ("" for behaviours that do not parse it).
+    private let seen = Observed<[String]>([])
     /// Signalled once per `/hold` answer the test lets go.
     private let holdGate = DispatchSemaphore(value: 0)
 
     private struct State {
         var stopped = false
         var connections: [Int32] = []
-        var requestsSeen = 0
         var accepted = 0
     }
 
@@ -60,17 +62,20 @@ final class RawListener: Sendable {
     var connectionsAccepted: Int { state.withLock { $0.accepted } }
 
     /// How many complete request heads the listener has read.
-    var requestsSeen: Int { state.withLock { $0.requestsSeen } }
+    var requestsSeen: Int { seen.value.count }
 
     /// How many request heads the listener has read, once it has read `count` of them or a
     /// minute has passed. The client may be done (a timeout) before this listener's thread has
     /// read what was sent; this waits for the listener, however loaded the machine is.
     func requestsSeen(atLeast count: Int) async throws -> Int {
-        let deadline = ContinuousClock.now + .seconds(60)
-        while requestsSeen < count && ContinuousClock.now < deadline {
-            try await Task.sleep(for: .milliseconds(5))  // polling the listener, not timing anything
-        }
+        _ = await seen.wait(limit: .seconds(60)) { $0.count >= count }
         return requestsSeen
+    }
+
+    /// Whether a request for `target` (path and query) has been read, once it has or a minute
+    /// has passed (`.keepAliveEcho` only).
+    func requestSeen(_ target: String) async -> Bool {
+        await seen.wait(limit: .seconds(60)) { $0.contains(target) }
     }
 
     /// Lets one held `/hold` request be answered (or the next one, when none is held yet).
@@ -149,7 +154,8 @@ final class RawListener: Sendable {
             let deadline = ContinuousClock.now + .seconds(60)
             while process.isRunning && ContinuousClock.now < deadline {
                 if accepts(port: port) { return (port, process) }
-                try await Task.sleep(for: .milliseconds(10))  // polling for the server, not timing it
+                // Polling another process's server, which says nothing when it is ready; not timing it.
+                try await Task.sleep(for: .milliseconds(10))
             }
             if process.isRunning {
                 process.terminate(signal: SIGKILL)
@@ -211,7 +217,7 @@ final class RawListener: Sendable {
             closeOnce(connection)
             return
         }
-        state.withLock { $0.requestsSeen += 1 }
+        seen.change { $0.append("") }
         switch behaviour {
         case .silent:
             // Never answers: waits until the client goes away or stop() shuts the connection down.
@@ -251,10 +257,10 @@ final class RawListener: Sendable {
                 received += buffer[0..<count]
             }
             let end = received.headEnd!
-            state.withLock { $0.requestsSeen += 1 }
             let head = String(decoding: received[0..<end], as: UTF8.self)
             received.removeFirst(end + 4)
             let target = head.split(separator: " ").dropFirst().first.map(String.init) ?? "/"
+            seen.change { $0.append(target) }
             if target.hasPrefix("/stall") {
                 while recv(connection, &buffer, buffer.count, 0) > 0 {}
                 return

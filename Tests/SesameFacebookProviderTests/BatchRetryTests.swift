@@ -32,85 +32,85 @@ struct BatchRetryTests {
 
     @Test("only the call that failed in passing is sent again, alone, until it succeeds; the others are kept")
     func transientItemRecovers() async throws {
-        let harness = try await FacebookHarness.start()
-        defer { Task { await harness.stop() } }
-        let store = InMemoryCredentialStore()
-        try await harness.storeIssuedToken(in: store, permissions: ["publish_actions", "user_posts"])
-        let clock = ManualClock(autoAdvance: true)
-        let recorder = BatchSizeRecorder(harness.transport)
-        let session = harness.session(store: store, clock: clock, transport: recorder)
-        try await session.openActiveSession(allowLoginUI: false)
-        try await harness.emulator.activate(ScenarioSetting(.transient, count: 2, path: "me/feed"))
+        try await FacebookHarness.with { harness in
+            let store = InMemoryCredentialStore()
+            try await harness.storeIssuedToken(in: store, permissions: ["publish_actions", "user_posts"])
+            let clock = ManualClock(autoAdvance: true)
+            let recorder = BatchSizeRecorder(harness.transport)
+            let session = harness.session(store: store, clock: clock, transport: recorder)
+            try await session.openActiveSession(allowLoginUI: false)
+            try await harness.emulator.activate(ScenarioSetting(.transient, count: 2, path: "me/feed"))
 
-        let results = try await session.graph.batchRetryingFailedItems(
-            [
-                GraphRequest(.get, "me", parameters: ["fields": "id"]),
-                GraphRequest(.post, "me/feed", parameters: ["message": "sent until it lands"]),
-                GraphRequest(.get, "me/permissions"),
-            ], policy: Self.policy)
+            let results = try await session.graph.batchRetryingFailedItems(
+                [
+                    GraphRequest(.get, "me", parameters: ["fields": "id"]),
+                    GraphRequest(.post, "me/feed", parameters: ["message": "sent until it lands"]),
+                    GraphRequest(.get, "me/permissions"),
+                ], policy: Self.policy)
 
-        #expect(results.count == 3)
-        #expect(try results[0].get().json["id"]?.stringValue == harness.userID)
-        #expect(try results[1].get().json["id"]?.stringValue != nil)
-        #expect(try results[2].get().json["data"]?.arrayValue?.isEmpty == false)
-        // The whole batch once, then the failed call alone twice.
-        #expect(recorder.sizes == [3, 1, 1])
-        // Facebook's temporary failure (code 2) is retried after back-off: 500 ms, then 1 s.
-        #expect(clock.sleeps == [.milliseconds(500), .seconds(1)])
-        var posts = 0
-        for try await _ in session.graph.items("me/feed") { posts += 1 }
-        #expect(posts == 1)
+            #expect(results.count == 3)
+            #expect(try results[0].get().json["id"]?.stringValue == harness.userID)
+            #expect(try results[1].get().json["id"]?.stringValue != nil)
+            #expect(try results[2].get().json["data"]?.arrayValue?.isEmpty == false)
+            // The whole batch once, then the failed call alone twice.
+            #expect(recorder.sizes == [3, 1, 1])
+            // Facebook's temporary failure (code 2) is retried after back-off: 500 ms, then 1 s.
+            #expect(clock.sleeps == [.milliseconds(500), .seconds(1)])
+            var posts = 0
+            for try await _ in session.graph.items("me/feed") { posts += 1 }
+            #expect(posts == 1)
+        }
     }
 
     @Test("a call that keeps failing gives up after the policy's attempts; other errors are never sent again")
     func boundedAttempts() async throws {
-        let harness = try await FacebookHarness.start()
-        defer { Task { await harness.stop() } }
-        let store = InMemoryCredentialStore()
-        try await harness.storeIssuedToken(in: store, permissions: ["publish_actions"])
-        let recorder = BatchSizeRecorder(harness.transport)
-        let session = harness.session(store: store, transport: recorder)
-        try await session.openActiveSession(allowLoginUI: false)
-        try await harness.emulator.activate(ScenarioSetting(.transient, count: 10, path: "me/feed"))
+        try await FacebookHarness.with { harness in
+            let store = InMemoryCredentialStore()
+            try await harness.storeIssuedToken(in: store, permissions: ["publish_actions"])
+            let recorder = BatchSizeRecorder(harness.transport)
+            let session = harness.session(store: store, transport: recorder)
+            try await session.openActiveSession(allowLoginUI: false)
+            try await harness.emulator.activate(ScenarioSetting(.transient, count: 10, path: "me/feed"))
 
-        let results = try await session.graph.batchRetryingFailedItems(
-            [
-                GraphRequest(.get, "me", parameters: ["fields": "id"]),
-                GraphRequest(.post, "me/feed", parameters: ["message": "never lands"]),
-                GraphRequest(.get, "no-such-node-anywhere"),
-            ], policy: Self.policy)
+            let results = try await session.graph.batchRetryingFailedItems(
+                [
+                    GraphRequest(.get, "me", parameters: ["fields": "id"]),
+                    GraphRequest(.post, "me/feed", parameters: ["message": "never lands"]),
+                    GraphRequest(.get, "no-such-node-anywhere"),
+                ], policy: Self.policy)
 
-        #expect(try results[0].get().json["id"]?.stringValue == harness.userID)
-        guard case .failure(let passing) = results[1], case .failure(let missing) = results[2] else {
-            Issue.record("a failing call succeeded: \(results)")
-            return
+            #expect(try results[0].get().json["id"]?.stringValue == harness.userID)
+            guard case .failure(let passing) = results[1], case .failure(let missing) = results[2] else {
+                Issue.record("a failing call succeeded: \(results)")
+                return
+            }
+            #expect(passing.code == 2)
+            #expect(passing.recoveryTactic == .retryAfterBackoff)
+            #expect(missing.recoveryTactic != .retry && missing.recoveryTactic != .retryAfterBackoff)
+            #expect(recorder.sizes == [3, 1, 1])
+            #expect(await session.state.isOpen)
         }
-        #expect(passing.code == 2)
-        #expect(passing.recoveryTactic == .retryAfterBackoff)
-        #expect(missing.recoveryTactic != .retry && missing.recoveryTactic != .retryAfterBackoff)
-        #expect(recorder.sizes == [3, 1, 1])
-        #expect(await session.state.isOpen)
     }
 
     @Test("a batch with no passing failures is sent once")
     func nothingToRetry() async throws {
-        let harness = try await FacebookHarness.start()
-        defer { Task { await harness.stop() } }
-        let store = InMemoryCredentialStore()
-        try await harness.storeIssuedToken(in: store, permissions: ["email"])
-        let recorder = BatchSizeRecorder(harness.transport)
-        let session = harness.session(store: store, transport: recorder)
-        try await session.openActiveSession(allowLoginUI: false)
-        let results = try await session.graph.batchRetryingFailedItems(
-            [
-                GraphRequest(.get, "me", parameters: ["fields": "id"]),
-                GraphRequest(.post, "me/feed", parameters: ["message": "needs publish_actions"]),
-            ], policy: Self.policy)
-        guard case .failure(let permission) = results[1] else {
-            Issue.record("the post without publish_actions succeeded")
-            return
+        try await FacebookHarness.with { harness in
+            let store = InMemoryCredentialStore()
+            try await harness.storeIssuedToken(in: store, permissions: ["email"])
+            let recorder = BatchSizeRecorder(harness.transport)
+            let session = harness.session(store: store, transport: recorder)
+            try await session.openActiveSession(allowLoginUI: false)
+            let results = try await session.graph.batchRetryingFailedItems(
+                [
+                    GraphRequest(.get, "me", parameters: ["fields": "id"]),
+                    GraphRequest(.post, "me/feed", parameters: ["message": "needs publish_actions"]),
+                ], policy: Self.policy)
+            guard case .failure(let permission) = results[1] else {
+                Issue.record("the post without publish_actions succeeded")
+                return
+            }
+            #expect(permission.category == .permissions)
+            #expect(recorder.sizes == [2])
         }
-        #expect(permission.category == .permissions)
-        #expect(recorder.sizes == [2])
     }
 }

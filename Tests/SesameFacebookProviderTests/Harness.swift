@@ -38,6 +38,24 @@ struct FacebookHarness: Sendable {
         try? FileManager.default.removeItem(at: lockDirectory)
     }
 
+    /// Runs `body` with a started harness and awaits its stop afterwards, whether `body` threw or not.
+    ///
+    /// A body whose only `try`s are in `#expect` or `#require` is written `{ harness throws in`: the
+    /// compiler decides whether a closure throws before it expands the macros in it.
+    static func with<T: Sendable>(
+        _ configure: (inout EmulatorConfiguration) -> Void = { _ in }, _ body: (FacebookHarness) async throws -> T
+    ) async throws -> T {
+        let harness = try await start(configure)
+        do {
+            let result = try await body(harness)
+            await harness.stop()
+            return result
+        } catch {
+            await harness.stop()
+            throw error
+        }
+    }
+
     /// A session on `store` whose logins go through the emulator's device login, answered by `answer`.
     func session(
         store: any CredentialStore, answer: DeviceAnswer = .approve(), loginUI: (any LoginUI)? = nil,

@@ -45,8 +45,12 @@ struct FacebookTokenLifecycleTests {
         "a token extension racing a permission call keeps the extended token and the call's change",
         arguments: PermissionCall.allCases)
     func extensionRacingPermissionCall(_ call: PermissionCall) async throws {
-        let harness = try await FacebookHarness.start()
-        defer { Task { await harness.stop() } }
+        // In a method of its own: `async let` in the scoped closure crashes the Swift 6.3 compiler
+        // (SendNonSendable).
+        try await FacebookHarness.with { try await extensionRacingPermissionCall(in: $0, call) }
+    }
+
+    private func extensionRacingPermissionCall(in harness: FacebookHarness, _ call: PermissionCall) async throws {
         let store = HeldSaveStore()
         // The stored token lists a permission Facebook does not have, for refreshPermissions to drop.
         var issued = try await harness.storeIssuedToken(in: store, permissions: ["email", "user_posts"])
@@ -68,7 +72,10 @@ struct FacebookTokenLifecycleTests {
             }
         }
         async let permissionCall: Void = makeCall()
-        try await Task.sleep(for: .milliseconds(300))  // the call's network part, while the save is held
+        // The call's network part, while the save is held: its write reaches the session and
+        // waits behind the extension's.
+        #expect(
+            await waitUntil { session.session.pendingWriteCount == 2 }, "the permission call's write never came")
         store.release()
         guard case .extended(let extended) = await extending else {
             Issue.record("the forced extension did not extend the token")
@@ -91,33 +98,36 @@ struct FacebookTokenLifecycleTests {
 
     @Test("refreshing an expiring token saves it exactly once")
     func oneSavePerRefresh() async throws {
-        let harness = try await FacebookHarness.start()
-        defer { Task { await harness.stop() } }
-        let store = CountingCredentialStore()
-        // A long-lived token two minutes before its end: due, so opening it renews it.
-        let old = try await harness.storeIssuedToken(
-            in: store, expiresAt: Date().addingTimeInterval(120), refreshDate: Date().addingTimeInterval(-50 * 86_400))
-        let savesBefore = store.saveCount
-        let session = harness.session(store: store, refreshLeeway: 300)
-        try await session.openActiveSession(allowLoginUI: false)
+        try await FacebookHarness.with { harness in
+            let store = CountingCredentialStore()
+            // A long-lived token two minutes before its end: due, so opening it renews it.
+            let old = try await harness.storeIssuedToken(
+                in: store, expiresAt: Date().addingTimeInterval(120),
+                refreshDate: Date().addingTimeInterval(-50 * 86_400))
+            let savesBefore = store.saveCount
+            let session = harness.session(store: store, refreshLeeway: 300)
+            try await session.openActiveSession(allowLoginUI: false)
 
-        let fresh = try await session.validToken()
-        #expect(try #require(fresh.expirationDate) > old.expirationDate!.addingTimeInterval(86_400))
-        #expect(store.saveCount - savesBefore == 1)
-        #expect(harness.transport.count(endingWith: "/oauth/access_token") == 1)
-        #expect(try await store.load(harness.key)?.token == fresh)
+            let fresh = try await session.validToken()
+            #expect(try #require(fresh.expirationDate) > old.expirationDate!.addingTimeInterval(86_400))
+            #expect(store.saveCount - savesBefore == 1)
+            #expect(harness.transport.count(endingWith: "/oauth/access_token") == 1)
+            #expect(try await store.load(harness.key)?.token == fresh)
+        }
     }
 
     @Test("a session made without a login UI opens from the store only, and says why it cannot log in")
     func noHiddenLoginUI() async throws {
-        let harness = try await FacebookHarness.start()
-        defer { Task { await harness.stop() } }
-        let session = FacebookSession(
-            provider: harness.provider, transport: harness.transport, store: InMemoryCredentialStore())
-        #expect(session.loginUI == nil)
-        #expect(session.configuration.refreshLocking == .none)
-        let error = await #expect(throws: AuthError.self) { try await session.openActiveSession(allowLoginUI: true) }
-        #expect(error?.message.contains("no login UI") == true)
-        #expect(await session.state == .created)
+        try await FacebookHarness.with { harness throws in
+            let session = FacebookSession(
+                provider: harness.provider, transport: harness.transport, store: InMemoryCredentialStore())
+            #expect(session.loginUI == nil)
+            #expect(session.configuration.refreshLocking == .none)
+            let error = await #expect(throws: AuthError.self) {
+                try await session.openActiveSession(allowLoginUI: true)
+            }
+            #expect(error?.message.contains("no login UI") == true)
+            #expect(await session.state == .created)
+        }
     }
 }

@@ -23,37 +23,37 @@ private final class RequestLog: HTTPTransport {
 struct TokenOutOfURLTests {
     @Test("a supplied token is checked with debug_token in a POST body, never in a URL")
     func suppliedTokenInBody() async throws {
-        let harness = try await FacebookHarness.start()
-        defer { Task { await harness.stop() } }
-        let string = try await harness.emulator.issueToken(permissions: ["email"])
-        let log = RequestLog(harness.transport)
-        let store = InMemoryCredentialStore()
-        let login = ExistingTokenLogin(provider: harness.provider, transport: log) { string }
-        let session = harness.session(store: store, loginUI: login)
-        #expect(try await session.openActiveSession(allowLoginUI: true) == .open)
-        let debug = try #require(log.all.first { $0.url.path.hasSuffix("/debug_token") })
-        #expect(debug.method == .post)
-        let form = FormEncoding.decode(String(decoding: debug.body ?? Data(), as: UTF8.self))
-        #expect(form.contains { $0 == ("input_token", string) })
-        #expect(form.contains { $0 == ("method", "get") })
-        for request in log.all { #expect(!request.url.absoluteString.contains(string), "\(request.url.path)") }
+        try await FacebookHarness.with { harness in
+            let string = try await harness.emulator.issueToken(permissions: ["email"])
+            let log = RequestLog(harness.transport)
+            let store = InMemoryCredentialStore()
+            let login = ExistingTokenLogin(provider: harness.provider, transport: log) { string }
+            let session = harness.session(store: store, loginUI: login)
+            #expect(try await session.openActiveSession(allowLoginUI: true) == .open)
+            let debug = try #require(log.all.first { $0.url.path.hasSuffix("/debug_token") })
+            #expect(debug.method == .post)
+            let form = FormEncoding.decode(String(decoding: debug.body ?? Data(), as: UTF8.self))
+            #expect(form.contains { $0 == ("input_token", string) })
+            #expect(form.contains { $0 == ("method", "get") })
+            for request in log.all { #expect(!request.url.absoluteString.contains(string), "\(request.url.path)") }
+        }
     }
 
     @Test("introspectToken sends debug_token as a POST, with the token out of the URL")
     func introspectionInBody() async throws {
-        let harness = try await FacebookHarness.start()
-        defer { Task { await harness.stop() } }
-        let store = InMemoryCredentialStore()
-        try await harness.storeIssuedToken(in: store, permissions: ["email"])
-        let log = RequestLog(harness.transport)
-        let session = harness.session(store: store, transport: log)
-        try await session.openActiveSession(allowLoginUI: false)
-        let token = try #require(await session.token?.tokenString)
-        let info = try await session.introspectToken()
-        #expect(info.isValid)
-        let debug = try #require(log.all.first { $0.url.path.hasSuffix("/debug_token") })
-        #expect(debug.method == .post)
-        for request in log.all { #expect(!request.url.absoluteString.contains(token)) }
+        try await FacebookHarness.with { harness in
+            let store = InMemoryCredentialStore()
+            try await harness.storeIssuedToken(in: store, permissions: ["email"])
+            let log = RequestLog(harness.transport)
+            let session = harness.session(store: store, transport: log)
+            try await session.openActiveSession(allowLoginUI: false)
+            let token = try #require(await session.token?.tokenString)
+            let info = try await session.introspectToken()
+            #expect(info.isValid)
+            let debug = try #require(log.all.first { $0.url.path.hasSuffix("/debug_token") })
+            #expect(debug.method == .post)
+            for request in log.all { #expect(!request.url.absoluteString.contains(token)) }
+        }
     }
 
     @Test("a token the server echoes back in an error is redacted from every field, whatever its characters")

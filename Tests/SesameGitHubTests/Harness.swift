@@ -38,6 +38,28 @@ struct GitHubHarness: Sendable {
 
     func stop() async { await emulator.stop() }
 
+    /// Runs `body` with a started harness and awaits its stop afterwards, whether `body` threw or not.
+    ///
+    /// A body whose only `try`s are in `#expect` or `#require` is written `{ harness throws in`: the
+    /// compiler decides whether a closure throws before it expands the macros in it.
+    static func with<T: Sendable>(
+        expiringTokens: Bool = false, accessTokenLifetime: TimeInterval = 28_800, rateLimit: Int = 5000,
+        repositoryCount: Int = 42, clientID: String = GitHubEmulator.defaultClientID,
+        _ body: (GitHubHarness) async throws -> T
+    ) async throws -> T {
+        let harness = try await start(
+            expiringTokens: expiringTokens, accessTokenLifetime: accessTokenLifetime, rateLimit: rateLimit,
+            repositoryCount: repositoryCount, clientID: clientID)
+        do {
+            let result = try await body(harness)
+            await harness.stop()
+            return result
+        } catch {
+            await harness.stop()
+            throw error
+        }
+    }
+
     /// Moves the emulator's clock and the provider's together.
     func advanceClocks(by seconds: TimeInterval) async {
         offset.seconds.withLock { $0 += seconds }

@@ -30,6 +30,7 @@ struct AnsweringHandlerTests {
             default:
                 return .later {
                     places.workInTask.withLock { $0.append(Self.inTask()) }
+                    // Not synchronisation: work that waits, as work given for later may.
                     try? await Task.sleep(for: .milliseconds(50))
                     return .text("later", status: 202)
                 }
@@ -60,21 +61,21 @@ struct AnsweringHandlerTests {
 
     @Test("while one connection's work waits for later, answers given now go on being sent on others")
     func laterDoesNotHoldOthers() async throws {
-        let release = Locked<CheckedContinuation<Void, Never>?>(nil)
+        let release = Observed<CheckedContinuation<Void, Never>?>(nil)
         let server = HTTPServer(answering: { request in
             guard request.path == "/wait" else { return .now(.text("quick")) }
             return .later {
-                await withCheckedContinuation { continuation in release.withLock { $0 = continuation } }
+                await withCheckedContinuation { continuation in release.change { $0 = continuation } }
                 return .text("released")
             }
         })
         try server.start()
         let waiting = try await RawHTTPConnection.connect(port: server.port)
         try await waiting.send("GET /wait HTTP/1.1\r\nHost: x\r\n\r\n")
-        while release.withLock({ $0 == nil }) { try await Task.sleep(for: .milliseconds(5)) }
+        #expect(await release.wait { $0 != nil }, "the work for later never began")
         let other = try await RawHTTPConnection.connect(port: server.port)
         for _ in 0..<20 { #expect(try await other.request("GET", "/quick").text == "quick") }
-        release.withLock { $0 }?.resume()
+        release.value?.resume()
         guard case .response(let answer) = try await waiting.read() else {
             Issue.record("the waiting request got no answer")
             await server.stop()
@@ -86,12 +87,13 @@ struct AnsweringHandlerTests {
 
     @Test("a server stopping answers a request given now with 503 and closes its connection")
     func stoppingAnswers503() async throws {
-        let entered = Locked(false)
+        let entered = Observed(false)
+        let door = Gate()
         let server = HTTPServer(answering: { request in
             if request.path == "/hold" {
                 return .later {
-                    entered.withLock { $0 = true }
-                    try? await Task.sleep(for: .seconds(2))
+                    entered.change { $0 = true }
+                    await door.wait()  // until the test has its answer: the stop waits for this one
                     return .text("held")
                 }
             }
@@ -102,18 +104,20 @@ struct AnsweringHandlerTests {
         try await held.send("GET /hold HTTP/1.1\r\nHost: x\r\n\r\n")
         let second = try await RawHTTPConnection.connect(port: server.port)
         #expect(try await second.request("GET", "/quick").text == "quick")
-        while !entered.withLock({ $0 }) { try await Task.sleep(for: .milliseconds(5)) }
+        #expect(await entered.wait { $0 }, "the held request's work never began")
         async let stopped: Void = server.stop()
-        try await Task.sleep(for: .milliseconds(200))
+        #expect(await waitUntil { !server.isRunning }, "the stop never began")
         // The kept-alive connection is still open while the held request is answered.
         try await second.send("GET /quick HTTP/1.1\r\nHost: x\r\n\r\n")
         guard case .response(let answer) = try await second.read() else {
             Issue.record("the request sent while stopping got no answer")
+            door.open()
             await stopped
             return
         }
         #expect(answer.status == 503, "\(answer.text)")
         #expect(answer.header("Connection")?.lowercased() == "close")
+        door.open()
         await stopped
     }
 }
@@ -160,11 +164,13 @@ struct ServerThreadsTests {
         configuration.threads = 2
         let threadIDs = Locked([UInt: Int]())
         let release = DispatchSemaphore(value: 0)
+        let holding = Observed(false)
         let server = HTTPServer(
             configuration: configuration,
             answering: { request in
                 // Holds its thread, as a slow answer does, until the connections below are open.
                 if request.path == "/hold" {
+                    holding.change { $0 = true }
                     _ = release.wait(timeout: .now() + 10)
                     return .now(.text("held"))
                 }
@@ -174,11 +180,13 @@ struct ServerThreadsTests {
         try server.start()
         let held = try await RawHTTPConnection.connect(port: server.port)
         try await held.send("GET /hold HTTP/1.1\r\nHost: x\r\n\r\n")
-        try await Task.sleep(for: .milliseconds(100))
+        #expect(await holding.wait { $0 }, "the held request never reached its handler")
         // A thread that accepted for itself would leave every one of these to the idle thread.
         var connections: [RawHTTPConnection] = []
         for _ in 0..<8 { connections.append(try await RawHTTPConnection.connect(port: server.port)) }
-        try await Task.sleep(for: .milliseconds(100))
+        // Handed out in turn: the idle thread has opened its four (libmicrohttpd counts the busy
+        // thread's only once that thread is free), with the held one five.
+        #expect(await waitUntil { server.connectionCount >= 5 }, "open: \(server.connectionCount)")
         release.signal()
         guard case .response(let heldAnswer) = try await held.read() else {
             Issue.record("the held request got no answer")

@@ -140,13 +140,9 @@ struct HTTPServerLifecycleTests {
             #expect(calls.withLock { $0 } == 2)
             first.shutDown()
             // The first one's slot comes back once the server has seen it close.
-            var served = false
-            for _ in 0..<50 where !served {
-                try await Task.sleep(for: .milliseconds(20))
-                let fourth = try await RawHTTPConnection.connect(port: server.port)
-                served = try await fourth.request("GET", "/fourth").status == 200
-            }
-            #expect(served)
+            #expect(await waitUntil { server.connectionCount < 2 }, "the server never saw the first connection close")
+            let fourth = try await RawHTTPConnection.connect(port: server.port)
+            #expect(try await fourth.request("GET", "/fourth").status == 200)
         }
     }
 

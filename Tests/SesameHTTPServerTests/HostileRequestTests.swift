@@ -153,7 +153,8 @@ struct HostileRequestTests {
             // Its request line is parsed (libmicrohttpd has called the URI log), its headers are not.
             let slow = try await RawHTTPConnection.connect(port: server.port, readTimeout: 200)
             try await slow.send("GET /slow HTTP/1.1\r\n")
-            try await Task.sleep(for: .milliseconds(200))
+            // The URI log makes each request's state: one request now is this line, parsed.
+            #expect(await waitUntil { server.liveRequestCount == 1 }, "the slow request line was never parsed")
             let (text, closed) = try await exchangeUntilClose(
                 port: server.port, "POST /bad HTTP/1.1\r\nHost: x\r\nContent-Length: abc\r\n\r\n", timeout: 200)
             // Which of the two heads libmicrohttpd refused is not known here, so its own answer

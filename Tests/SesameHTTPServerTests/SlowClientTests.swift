@@ -1,6 +1,7 @@
 import Foundation
 import Sesame
 import SesameHTTPServer
+import SesameTestSupport
 import Testing
 
 #if canImport(Glibc)
@@ -108,7 +109,7 @@ struct SlowClientTests {
                 SlowClients.send(fd, "GET / HTTP/1.1\r\nHost: x\r\n")
                 // A byte every 200 ms for up to 12 s; the server must end it long before.
                 for _ in 0..<60 {
-                    usleep(200_000)
+                    usleep(200_000)  // Not synchronisation: a client that dribbles its head
                     guard SlowClients.send(fd, "X") else { break }
                     var probe: UInt8 = 0
                     let peeked = recv(fd, &probe, 1, Int32(MSG_PEEK | MSG_DONTWAIT))
@@ -130,29 +131,35 @@ struct SlowClientTests {
         var configuration = HTTPServer.Configuration(
             connectionIdleTimeout: .seconds(30), requestHeadTimeout: .seconds(1))
         configuration.threads = 1
+        let holding = DispatchSemaphore(value: 0)
         let server = HTTPServer(
             configuration: configuration,
             answering: { request in
-                // Holds the server's only thread past the head deadline, as a loaded machine may.
-                if request.path == "/hold" { usleep(2_500_000) }
+                if request.path == "/hold" {
+                    holding.signal()
+                    // Not synchronisation: holds the server's only thread past the head deadline, as a
+                    // loaded machine may.
+                    usleep(2_500_000)
+                }
                 return .now(.text(request.path))
             })
         try server.start()
         let port = server.port
-        let answers = try await SlowClients.blocking { () -> (held: String?, waiting: String?) in
-            // This connection is open, and its head deadline running, before the thread is held.
-            let waiting = try SlowClients.connect(port: port)
+        // This connection is open, and its head deadline running, before the thread is held.
+        let waiting = try await SlowClients.blocking { try SlowClients.connect(port: port) }
+        #expect(await waitUntil { server.connectionCount == 1 }, "the server never saw the connection")
+        let answers = try await SlowClients.blocking { () -> (held: String?, waiting: String?, inside: Bool) in
             defer { close(waiting) }
-            usleep(200_000)
-            let holding = try SlowClients.connect(port: port)
-            defer { close(holding) }
-            SlowClients.send(holding, "GET /hold HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
-            usleep(200_000)  // the server's thread is inside /hold by now
+            let holder = try SlowClients.connect(port: port)
+            defer { close(holder) }
+            SlowClients.send(holder, "GET /hold HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+            let inside = holding.wait(timeout: .now() + 60) == .success  // the server's thread is in /hold
             // The whole head, sent at once: it waits in the socket for the server, not the client.
             SlowClients.send(waiting, "GET /waiting HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
-            return (SlowClients.readAll(holding), SlowClients.readAll(waiting))
+            return (SlowClients.readAll(holder), SlowClients.readAll(waiting), inside)
         }
         await server.stop()
+        #expect(answers.inside, "the held request never reached its handler")
         #expect(answers.held?.hasPrefix("HTTP/1.1 200") == true)
         #expect(
             answers.waiting?.hasPrefix("HTTP/1.1 200") == true,
@@ -179,7 +186,7 @@ struct SlowClientTests {
                 let started = ContinuousClock.now
                 SlowClients.send(fd, "GET /next HTTP/1.1\r\nHost: x\r\n")
                 for _ in 0..<100 {
-                    usleep(200_000)
+                    usleep(200_000)  // Not synchronisation: a client that dribbles its next head
                     guard SlowClients.send(fd, "X") else { break }
                     var probe: UInt8 = 0
                     let peeked = recv(fd, &probe, 1, Int32(MSG_PEEK | MSG_DONTWAIT))
@@ -209,7 +216,7 @@ struct SlowClientTests {
                     var buffer = [UInt8](repeating: 0, count: 4096)
                     let count = recv(fd, &buffer, buffer.count, 0)
                     answers.append(String(decoding: buffer[0..<max(0, count)], as: UTF8.self))
-                    usleep(700_000)
+                    usleep(700_000)  // Not synchronisation: a client that pauses between requests
                 }
                 return answers
             }
@@ -223,19 +230,25 @@ struct SlowClientTests {
     func refusedPastLimit() async throws {
         try await withServer(.init(maxConnections: 8), handler: { _ in .text("ok") }) { server in
             let port = server.port
-            let answer = try await SlowClients.blocking { () -> String? in
+            let held = try await SlowClients.blocking { () -> [Int32] in
                 let held = try (0..<8).map { _ in try SlowClients.connect(port: port) }
-                defer { held.forEach { close($0) } }
                 for fd in held { SlowClients.send(fd, "GET / HTTP/1.1\r\n") }
-                usleep(200_000)
-                let extra = try SlowClients.connect(port: port, receiveTimeout: 15)
-                defer { close(extra) }
-                SlowClients.send(extra, "GET / HTTP/1.1\r\nHost: x\r\n\r\n")
-                return SlowClients.readAll(extra)
+                return held
+            }
+            let answer: String?
+            do {
+                defer { held.forEach { close($0) } }
+                #expect(await waitUntil { server.connectionCount == 8 }, "open: \(server.connectionCount)")
+                answer = try await SlowClients.blocking { () -> String? in
+                    let extra = try SlowClients.connect(port: port, receiveTimeout: 15)
+                    defer { close(extra) }
+                    SlowClients.send(extra, "GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+                    return SlowClients.readAll(extra)
+                }
             }
             #expect(answer?.hasPrefix("HTTP/1.1 503") == true, "\(answer ?? "no answer within 15 s")")
             // Once they are gone, the server serves again.
-            try await Task.sleep(for: .milliseconds(200))
+            #expect(await waitUntil { server.connectionCount == 0 }, "the server never saw the clients go")
             let fd = try SlowClients.connect(port: port)
             defer { close(fd) }
             SlowClients.send(fd, "GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")

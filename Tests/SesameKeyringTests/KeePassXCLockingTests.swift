@@ -52,6 +52,7 @@ struct KeePassXCLockingTests {
         for _ in 0..<50 {
             let status = try await runProbe(["--no-prompt", "status"], busAddress: bus)
             if status.status?.contains("(locked)") == true { return }
+            // Polling KeePassXC, which announces nothing when the lock is done; not timing it.
             try await Task.sleep(for: .milliseconds(100))
         }
         Issue.record("the database did not lock")

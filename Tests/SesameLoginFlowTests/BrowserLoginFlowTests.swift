@@ -162,11 +162,8 @@ struct BrowserLoginFlowTests {
         flow.receiver = LoopbackRedirectReceiver(timeout: .seconds(300), clock: clock, appName: "Example")
         let login = Task { try await flow.logIn(LoginRequest(provider: "example", appID: "app-1")) }
         await clock.waitForSleepers()
-        var visits: [FollowingBrowser.Visit] = []
-        while visits.isEmpty {
-            try await Task.sleep(for: .milliseconds(20))
-            visits = try await browser.lastVisits()
-        }
+        #expect(await browser.waitUntilOpened(), "the login never opened the browser")
+        let visits = try await browser.lastVisits()
         #expect(visits.last?.status == 400)
         #expect(visits.last?.body.contains("keeps waiting") == true)
         clock.advance(by: .seconds(300))

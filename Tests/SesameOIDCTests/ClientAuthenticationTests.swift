@@ -60,30 +60,31 @@ struct ClientAuthenticationTests {
         "a confidential client logs in, refreshes and revokes with its secret, by Basic or in the body",
         arguments: [nil, OIDCClientAuthMethod.clientSecretPost])
     func confidentialRoundTrip(_ method: OIDCClientAuthMethod?) async throws {
-        let harness = try await OIDCHarness.start(algorithm: "ES256")
-        defer { Task { await harness.stop() } }
-        try await harness.emulator.registerClient("confidential-desktop", secret: "desktop secret+/:")
-        let revokedBefore = harness.emulator.revokedCount
-        let provider = try await Self.roundTrip(harness, secret: "desktop secret+/:", method: method)
-        #expect(provider.clientAuthMethod == (method ?? .clientSecretBasic))
-        #expect(harness.emulator.revokedCount > revokedBefore, "revocation was authenticated and done")
+        try await OIDCHarness.with(algorithm: "ES256") { harness in
+            try await harness.emulator.registerClient("confidential-desktop", secret: "desktop secret+/:")
+            let revokedBefore = harness.emulator.revokedCount
+            let provider = try await Self.roundTrip(harness, secret: "desktop secret+/:", method: method)
+            #expect(provider.clientAuthMethod == (method ?? .clientSecretBasic))
+            #expect(harness.emulator.revokedCount > revokedBefore, "revocation was authenticated and done")
+        }
     }
 
     @Test("a refused client is told what to configure, without the secret in the message")
     func refusedClient() async throws {
-        let harness = try await OIDCHarness.start(algorithm: "ES256")
-        defer { Task { await harness.stop() } }
-        try await harness.emulator.registerClient("confidential-desktop", secret: "the-real-secret")
-        for (secret, hint) in [(nil, "No client secret is configured"), ("wrong-secret", "client secret was sent")] {
-            let error = await #expect(throws: AuthError.self) {
-                _ = try await Self.roundTrip(harness, secret: secret)
+        try await OIDCHarness.with(algorithm: "ES256") { harness in
+            try await harness.emulator.registerClient("confidential-desktop", secret: "the-real-secret")
+            for (secret, hint) in [(nil, "No client secret is configured"), ("wrong-secret", "client secret was sent")]
+            {
+                let error = await #expect(throws: AuthError.self) {
+                    _ = try await Self.roundTrip(harness, secret: secret)
+                }
+                let message = error?.message ?? ""
+                #expect(error?.category == .invalid)
+                #expect(error?.ruleID == "client-refused")
+                #expect(message.contains(hint), "\(message)")
+                #expect(!message.contains("Contact the app's developer"))
+                #expect(!message.contains("wrong-secret") && !message.contains("the-real-secret"))
             }
-            let message = error?.message ?? ""
-            #expect(error?.category == .invalid)
-            #expect(error?.ruleID == "client-refused")
-            #expect(message.contains(hint), "\(message)")
-            #expect(!message.contains("Contact the app's developer"))
-            #expect(!message.contains("wrong-secret") && !message.contains("the-real-secret"))
         }
     }
 
@@ -104,27 +105,27 @@ struct ClientAuthenticationTests {
 
     @Test("a short-lived token without a refresh token is usable right after login, with a warning near its end")
     func shortLivedTokenWithoutRefresh() async throws {
-        let harness = try await OIDCHarness.start(algorithm: "ES256")
-        defer { Task { await harness.stop() } }
-        let store = InMemoryCredentialStore()
-        let key = harness.session(store: store).key
-        for (age, warns) in [(TimeInterval(8), false), (TimeInterval(45), true)] {
-            // The ages count from now, not from the start of the test: at 45 s only a few seconds
-            // are left before the session's leeway, less than a slow first round can take (under
-            // AddressSanitizer and ThreadSanitizer it did).
-            let now = Date()
-            let token = AccessToken(
-                tokenString: "short-lived-secret-value", provider: .oidc, appID: OIDCEmulator.defaultClientID,
-                userID: "248289761001", expirationDate: now.addingTimeInterval(52 - age),
-                refreshDate: now.addingTimeInterval(-age))
-            try await store.save(StoredCredential(key: key, token: token))
-            let session = harness.session(store: store)
-            try await session.open(allowLoginUI: false)
-            let valid = try await session.validToken()
-            #expect(valid.tokenString == token.tokenString, "returned, not refused")
-            let warning = session.session.renewer.expiryWarning(for: valid, at: Date())
-            #expect((warning != nil) == warns, "\(warning ?? "no warning") at \(age) s of 52 s")
-            #expect(warning?.contains("short-lived-secret-value") != true)
+        try await OIDCHarness.with(algorithm: "ES256") { harness throws in
+            let store = InMemoryCredentialStore()
+            let key = harness.session(store: store).key
+            for (age, warns) in [(TimeInterval(8), false), (TimeInterval(45), true)] {
+                // The ages count from now, not from the start of the test: at 45 s only a few seconds
+                // are left before the session's leeway, less than a slow first round can take (under
+                // AddressSanitizer and ThreadSanitizer it did).
+                let now = Date()
+                let token = AccessToken(
+                    tokenString: "short-lived-secret-value", provider: .oidc, appID: OIDCEmulator.defaultClientID,
+                    userID: "248289761001", expirationDate: now.addingTimeInterval(52 - age),
+                    refreshDate: now.addingTimeInterval(-age))
+                try await store.save(StoredCredential(key: key, token: token))
+                let session = harness.session(store: store)
+                try await session.open(allowLoginUI: false)
+                let valid = try await session.validToken()
+                #expect(valid.tokenString == token.tokenString, "returned, not refused")
+                let warning = session.session.renewer.expiryWarning(for: valid, at: Date())
+                #expect((warning != nil) == warns, "\(warning ?? "no warning") at \(age) s of 52 s")
+                #expect(warning?.contains("short-lived-secret-value") != true)
+            }
         }
     }
 }
@@ -133,14 +134,14 @@ struct ClientAuthenticationTests {
 struct IDTokenPersonNameTests {
     @Test("an OIDC login's token names the person from its ID token, for status to show")
     func personName() async throws {
-        let harness = try await OIDCHarness.start(algorithm: "ES256")
-        defer { Task { await harness.stop() } }
-        let session = harness.session(store: InMemoryCredentialStore(), loginUI: try harness.deviceLogin())
-        try await session.open(allowLoginUI: true)
-        let token = try #require(await session.token)
-        #expect(token.idTokenPersonName == "Alice Example")
-        var bare = token
-        bare.idToken = nil
-        #expect(bare.idTokenPersonName == nil)
+        try await OIDCHarness.with(algorithm: "ES256") { harness in
+            let session = harness.session(store: InMemoryCredentialStore(), loginUI: try harness.deviceLogin())
+            try await session.open(allowLoginUI: true)
+            let token = try #require(await session.token)
+            #expect(token.idTokenPersonName == "Alice Example")
+            var bare = token
+            bare.idToken = nil
+            #expect(bare.idTokenPersonName == nil)
+        }
     }
 }

@@ -34,8 +34,12 @@ struct OIDCRefreshLockTests {
 
     @Test("two processes refreshing at once send one refresh; the second uses the rotated token from the store")
     func twoProcessesOneRefresh() async throws {
-        let harness = try await OIDCHarness.start()
-        defer { Task { await harness.stop() } }
+        // In a method of its own: `async let` in the scoped closure crashes the Swift 6.3 compiler
+        // (SendNonSendable).
+        try await OIDCHarness.with { try await twoProcessesOneRefresh(in: $0) }
+    }
+
+    private func twoProcessesOneRefresh(in harness: OIDCHarness) async throws {
         let two = try await Self.twoProcesses(harness)
         let before = try #require(await two.first.token)
 
@@ -63,25 +67,25 @@ struct OIDCRefreshLockTests {
 
     @Test("a process that waited while the other found the refresh token refused does not send it again")
     func refusedElsewhere() async throws {
-        let harness = try await OIDCHarness.start()
-        defer { Task { await harness.stop() } }
-        let two = try await Self.twoProcesses(harness)
-        try await harness.activate(.refreshRevoked)
+        try await OIDCHarness.with { harness in
+            let two = try await Self.twoProcesses(harness)
+            try await harness.activate(.refreshRevoked)
 
-        let one = Task { try await two.first.refresh() }
-        #expect(await waitUntil { two.gate.heldCount == 1 })
-        let other = Task { try await two.second.refresh() }
-        let lockFile = harness.refreshLock.url
-        #expect(await waitUntil { two.gate.matchedCount >= 2 || (FileLocks.waiters(on: lockFile) ?? 0) >= 1 })
-        two.gate.release()
+            let one = Task { try await two.first.refresh() }
+            #expect(await waitUntil { two.gate.heldCount == 1 })
+            let other = Task { try await two.second.refresh() }
+            let lockFile = harness.refreshLock.url
+            #expect(await waitUntil { two.gate.matchedCount >= 2 || (FileLocks.waiters(on: lockFile) ?? 0) >= 1 })
+            two.gate.release()
 
-        let first = await #expect(throws: AuthError.self) { _ = try await one.value }
-        let second = await #expect(throws: AuthError.self) { _ = try await other.value }
-        #expect(first?.ruleID == "invalid-grant")
-        #expect(second?.category == .authenticationReopenSession)
-        #expect(second?.message.contains("refused to renew") == true)
-        #expect(two.gate.matchedCount == 1)
-        let kept = try #require(try await FileCredentialStore(url: two.storeURL).load(two.first.key))
-        #expect(kept.needsLogin)
+            let first = await #expect(throws: AuthError.self) { _ = try await one.value }
+            let second = await #expect(throws: AuthError.self) { _ = try await other.value }
+            #expect(first?.ruleID == "invalid-grant")
+            #expect(second?.category == .authenticationReopenSession)
+            #expect(second?.message.contains("refused to renew") == true)
+            #expect(two.gate.matchedCount == 1)
+            let kept = try #require(try await FileCredentialStore(url: two.storeURL).load(two.first.key))
+            #expect(kept.needsLogin)
+        }
     }
 }

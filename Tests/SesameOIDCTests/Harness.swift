@@ -20,9 +20,16 @@ struct OIDCHarness: Sendable {
         let emulator = try OIDCEmulator(algorithm: algorithm)
         let endpoints = try await emulator.start()
         let transport = CurlTransport()
-        let provider = try await OIDCProvider.discover(
-            OIDCConfiguration(providerID: providerID, issuer: endpoints.issuer, clientID: OIDCEmulator.defaultClientID),
-            transport: transport)
+        let provider: OIDCProvider
+        do {
+            provider = try await OIDCProvider.discover(
+                OIDCConfiguration(
+                    providerID: providerID, issuer: endpoints.issuer, clientID: OIDCEmulator.defaultClientID),
+                transport: transport)
+        } catch {
+            await emulator.stop()
+            throw error
+        }
         let lockDirectory = FileManager.default.temporaryDirectory.appendingPathComponent(
             "sesame-oidc-locks-\(UUID().uuidString)", isDirectory: true)
         return OIDCHarness(
@@ -33,6 +40,24 @@ struct OIDCHarness: Sendable {
     func stop() async {
         await emulator.stop()
         try? FileManager.default.removeItem(at: lockDirectory)
+    }
+
+    /// Runs `body` with a started harness and awaits its stop afterwards, whether `body` threw or not.
+    ///
+    /// A body whose only `try`s are in `#expect` or `#require` is written `{ harness throws in`: the
+    /// compiler decides whether a closure throws before it expands the macros in it.
+    static func with<T: Sendable>(
+        algorithm: String = "RS256", providerID: ProviderID = .oidc, _ body: (OIDCHarness) async throws -> T
+    ) async throws -> T {
+        let harness = try await start(algorithm: algorithm, providerID: providerID)
+        do {
+            let result = try await body(harness)
+            await harness.stop()
+            return result
+        } catch {
+            await harness.stop()
+            throw error
+        }
     }
 
     /// The refresh lock of the default account, in ``lockDirectory``.

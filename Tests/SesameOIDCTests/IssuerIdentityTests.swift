@@ -4,18 +4,6 @@ import SesameEmulator
 import SesameOIDC
 import Testing
 
-/// Runs `body` with a started harness and awaits its stop, whether `body` threw or not.
-private func withOIDCHarness(_ body: (OIDCHarness) async throws -> Void) async throws {
-    let harness = try await OIDCHarness.start()
-    do {
-        try await body(harness)
-    } catch {
-        await harness.stop()
-        throw error
-    }
-    await harness.stop()
-}
-
 /// A login made through the emulator's browser flow, saved in `store`.
 private func logIn(_ harness: OIDCHarness, store: any CredentialStore) async throws -> AccessToken {
     let session = harness.session(store: store, loginUI: harness.browserLogin(harness.browser()))
@@ -27,7 +15,7 @@ private func logIn(_ harness: OIDCHarness, store: any CredentialStore) async thr
 struct IssuerIdentityTests {
     @Test("a login is stored under its issuer, and the same client id at another issuer does not find it")
     func storedUnderIssuer() async throws {
-        try await withOIDCHarness { harness in
+        try await OIDCHarness.with { harness in
             let store = InMemoryCredentialStore()
             let token = try await logIn(harness, store: store)
             let key = harness.session(store: store).key
@@ -45,7 +33,7 @@ struct IssuerIdentityTests {
 
     @Test("a login stored before issuers were recorded is taken over by the issuer its ID token names")
     func legacyLoginClaimed() async throws {
-        try await withOIDCHarness { harness in
+        try await OIDCHarness.with { harness in
             let store = InMemoryCredentialStore()
             let token = try await logIn(harness, store: store)
             let key = harness.session(store: store).key
@@ -63,7 +51,7 @@ struct IssuerIdentityTests {
 
     @Test("a login stored before issuers were recorded whose ID token names another issuer is never used")
     func legacyLoginOfAnotherIssuerLeftAlone() async throws {
-        try await withOIDCHarness { harness in
+        try await OIDCHarness.with { harness in
             let store = InMemoryCredentialStore()
             let token = try await logIn(harness, store: store)
             let key = harness.session(store: store).key

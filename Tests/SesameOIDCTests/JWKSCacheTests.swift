@@ -24,43 +24,44 @@ struct JWKSCacheTests {
 
     @Test("an unknown kid fetches the set again at most once per kid per 60 s, and once per 10 s overall")
     func refetchWindows() async throws {
-        let harness = try await OIDCHarness.start()
-        defer { Task { await harness.stop() } }
-        let start = Date()
-        let elapsed = Locked<TimeInterval>(0)
-        let now: @Sendable () -> Date = { start.addingTimeInterval(elapsed.withLock { $0 }) }
-        let cache = JWKSCache(
-            url: try #require(harness.provider.endpoints.jwksURI), transport: harness.transport,
-            taxonomy: harness.provider.taxonomy, now: now)
-        let validator = IDTokenValidator(
-            issuer: harness.provider.endpoints.issuer, clientID: OIDCEmulator.defaultClientID, keys: cache, now: now)
-        for (seconds, kid, fetches) in Self.steps {
-            elapsed.withLock { $0 = seconds }
-            let error = await #expect(throws: IDTokenError.self) {
-                _ = try await validator.validate(Self.forged(kid: kid), nonce: nil)
+        try await OIDCHarness.with { harness in
+            let start = Date()
+            let elapsed = Locked<TimeInterval>(0)
+            let now: @Sendable () -> Date = { start.addingTimeInterval(elapsed.withLock { $0 }) }
+            let cache = JWKSCache(
+                url: try #require(harness.provider.endpoints.jwksURI), transport: harness.transport,
+                taxonomy: harness.provider.taxonomy, now: now)
+            let validator = IDTokenValidator(
+                issuer: harness.provider.endpoints.issuer, clientID: OIDCEmulator.defaultClientID, keys: cache, now: now
+            )
+            for (seconds, kid, fetches) in Self.steps {
+                elapsed.withLock { $0 = seconds }
+                let error = await #expect(throws: IDTokenError.self) {
+                    _ = try await validator.validate(Self.forged(kid: kid), nonce: nil)
+                }
+                #expect(error?.check == .unknownKey, "at \(seconds) s")
+                #expect(await cache.fetchCount == fetches, "at \(seconds) s with \(kid)")
             }
-            #expect(error?.check == .unknownKey, "at \(seconds) s")
-            #expect(await cache.fetchCount == fetches, "at \(seconds) s with \(kid)")
+            #expect(harness.emulator.requestCount(path: "/jwks") == 4)
         }
-        #expect(harness.emulator.requestCount(path: "/jwks") == 4)
     }
 
     @Test("a refused refetch says why in the error")
     func refusedRefetchExplains() async throws {
-        let harness = try await OIDCHarness.start()
-        defer { Task { await harness.stop() } }
-        let cache = JWKSCache(
-            url: try #require(harness.provider.endpoints.jwksURI), transport: harness.transport,
-            taxonomy: harness.provider.taxonomy)
-        let validator = IDTokenValidator(
-            issuer: harness.provider.endpoints.issuer, clientID: OIDCEmulator.defaultClientID, keys: cache)
-        for attempt in 0..<20 {
-            let error = await #expect(throws: IDTokenError.self) {
-                _ = try await validator.validate(Self.forged(kid: "forged-\(attempt)"), nonce: nil)
+        try await OIDCHarness.with { harness in
+            let cache = JWKSCache(
+                url: try #require(harness.provider.endpoints.jwksURI), transport: harness.transport,
+                taxonomy: harness.provider.taxonomy)
+            let validator = IDTokenValidator(
+                issuer: harness.provider.endpoints.issuer, clientID: OIDCEmulator.defaultClientID, keys: cache)
+            for attempt in 0..<20 {
+                let error = await #expect(throws: IDTokenError.self) {
+                    _ = try await validator.validate(Self.forged(kid: "forged-\(attempt)"), nonce: nil)
+                }
+                if attempt > 0 { #expect(error?.detail.contains("not fetched again") == true) }
             }
-            if attempt > 0 { #expect(error?.detail.contains("not fetched again") == true) }
+            // Twenty made-up kids within a moment: the first fetch and one refetch, no more.
+            #expect(await cache.fetchCount == 2)
         }
-        // Twenty made-up kids within a moment: the first fetch and one refetch, no more.
-        #expect(await cache.fetchCount == 2)
     }
 }

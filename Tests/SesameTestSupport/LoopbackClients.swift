@@ -44,7 +44,7 @@ package final class FollowingBrowser: BrowserOpener {
         }
     }
 
-    private let state = Locked<(visits: [Task<[Visit], any Error>], opened: [URL])>(([], []))
+    private let state = Observed<(visits: [Task<[Visit], any Error>], opened: [URL])>(([], []))
     package let transport = LoopbackTransport()
 
     /// Creates a browser that has opened nothing yet.
@@ -66,18 +66,23 @@ package final class FollowingBrowser: BrowserOpener {
             }
             return visits
         }
-        state.withLock {
+        state.change {
             $0.visits.append(task)
             $0.opened.append(url)
         }
     }
 
     /// The URLs it was asked to open.
-    package var opened: [URL] { state.withLock { $0.opened } }
+    package var opened: [URL] { state.value.opened }
+
+    /// Waits until the browser has been asked to open something; false when `limit` passed first.
+    package func waitUntilOpened(limit: Duration = .seconds(120)) async -> Bool {
+        await state.wait(limit: limit) { !$0.opened.isEmpty }
+    }
 
     /// Every page of the last open, in order, once the browser has finished loading.
     package func lastVisits() async throws -> [Visit] {
-        guard let task = state.withLock({ $0.visits.last }) else { return [] }
+        guard let task = state.value.visits.last else { return [] }
         return try await task.value
     }
 }

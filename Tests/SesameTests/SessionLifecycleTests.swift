@@ -123,7 +123,8 @@ struct SessionLifecycleTests {
         #expect(await waitUntil { door.waitingCount == 1 }, "the renewal never reached its hook")
         // The permissions changed on the server while the renewal runs.
         async let updated = session.update { $0.permissions = PermissionSet(granted: ["profile", "email"]) }
-        try await Task.sleep(for: .milliseconds(50))  // lets the update reach the session first
+        // The update reaches the session, and is queued behind the renewal, before the renewal goes on.
+        #expect(await waitUntil { session.pendingWriteCount == 2 }, "the update never reached the session")
         door.open()
         let (renewedToken, updatedToken) = try await (fresh, updated)
 
@@ -176,7 +177,7 @@ struct SessionLifecycleTests {
         // gate after 10 s, so that a session that makes the second caller wait fails the test
         // rather than hanging it.
         let gate = DispatchSemaphore(value: 0)
-        let entered = Locked(false)
+        let entered = Observed(false)
         let opened = Locked(false)
         let open: @Sendable () -> Void = {
             let wasOpen = opened.withLock { was in
@@ -190,12 +191,12 @@ struct SessionLifecycleTests {
         let slow = Task(executorPreference: executor) {
             try await session.renewToken(
                 isDue: { _ in
-                    entered.withLock { $0 = true }
+                    entered.change { $0 = true }
                     gate.wait()
                     return false
                 }, renew: { _ in nil })
         }
-        while !entered.withLock({ $0 }) { try await Task.sleep(for: .milliseconds(1)) }
+        #expect(await entered.wait { $0 }, "the first caller never reached its due check")
         DispatchQueue.global().asyncAfter(deadline: .now() + 10) { open() }
 
         let fast = try await session.renewToken(isDue: { _ in false }, renew: { _ in nil })

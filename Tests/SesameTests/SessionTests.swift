@@ -295,6 +295,7 @@ struct SessionTests {
                 group.addTask {
                     try await session.freshToken(leeway: .seconds(60)) { old in
                         await refreshes.increment()
+                        // Not synchronisation: a refresh that takes a while; however long, one is made.
                         try await Task.sleep(for: .milliseconds(20))
                         var new = old
                         new.tokenString = "refreshed"
