@@ -246,8 +246,9 @@ public struct TransportError: Error, Sendable, Hashable, CustomStringConvertible
 extension HTTPHeaders {
     /// The wait a `Retry-After` header asks for, as delay-seconds or an HTTP date counted from
     /// `now`, when it is at least `shortest` seconds and under 10,000,000 (about 115 days);
-    /// `nil` when there is no such header or it asks for something else.
-    package func retryAfter(now: Date, shortest: Int = 1) -> Duration? {
+    /// `nil` when there is no such header or it asks for something else. A provider's
+    /// ``ErrorTaxonomy`` sets ``AuthError/retryAfter`` from it on throttling and retry errors.
+    public func retryAfter(now: Date, shortest: Int = 1) -> Duration? {
         guard let text = self["Retry-After"]?.trimmingCharacters(in: .whitespaces), !text.isEmpty else {
             return nil
         }

@@ -5,14 +5,17 @@ import Foundation
 ///
 /// Paths are joined as strings and made into a URL once: `appendingPathComponent` costs about
 /// ten times as much as one `URL(fileURLWithPath:)`, and a command's start makes a dozen of them.
-package enum XDG {
+///
+/// Public so that a provider's plug-in in another package (its emulator's state file) keeps its
+/// files where Sesame's own are.
+public enum XDG {
     /// `$XDG_STATE_HOME/sesame`, or `~/.local/state/sesame`.
-    package static func stateDirectory(environment: [String: String]) -> URL {
+    public static func stateDirectory(environment: [String: String]) -> URL {
         URL(fileURLWithPath: stateDirectoryPath(environment: environment), isDirectory: true)
     }
 
     /// `relative` (a file name, or names joined with `/`) in Sesame's state directory.
-    package static func stateFile(_ relative: String, isDirectory: Bool = false, environment: [String: String]) -> URL {
+    public static func stateFile(_ relative: String, isDirectory: Bool = false, environment: [String: String]) -> URL {
         URL(fileURLWithPath: stateFilePath(relative, environment: environment), isDirectory: isDirectory)
     }
 

@@ -138,8 +138,9 @@ extension AccountCheck {
     }
 
     /// The check `body` makes; an `AuthError` it throws becomes what `refused` makes of it,
-    /// any other error an unverified check that names it.
-    package static func checking(
+    /// any other error (no network, a timeout) an unverified check that names it. For a plug-in's
+    /// ``ConnectedProvider/check(_:)``.
+    public static func checking(
         _ body: () async throws -> AccountCheck, refused: (AuthError) -> AccountCheck
     ) async -> AccountCheck {
         do {

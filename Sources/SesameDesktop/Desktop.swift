@@ -68,10 +68,20 @@ public enum Desktop {
 
 }
 
-/// Saving a login that the person has just approved.
-package enum DesktopLogin {
-    /// Saves `token` for `account`, or says plainly that the approved login was not kept.
-    package static func save(
+/// Saving a login that the person has just approved: what a plug-in's
+/// ``ConnectedProvider/logIn(_:account:store:)`` calls once the login succeeded.
+public enum DesktopLogin {
+    /// Saves `token` for `account` under its provider and app (and `issuer`, for a provider with
+    /// many issuers), or says plainly that the approved login was not kept.
+    ///
+    /// - Parameters:
+    ///   - token: the token the login obtained.
+    ///   - account: the account name to keep it under.
+    ///   - issuer: where the login is valid, for a provider with many issuers; `nil` otherwise.
+    ///   - store: the store the command selected.
+    ///   - label: who answered, for the message ("the Acme emulator").
+    /// - Throws: ``DesktopError`` (73) naming the store's problem when it cannot be saved.
+    public static func save(
         _ token: AccessToken, account: String, issuer: String? = nil, store: any CredentialStore, label: String
     ) async throws {
         do {
@@ -88,13 +98,15 @@ package enum DesktopLogin {
 }
 
 /// Small network checks for `sesame doctor`, each bounded to 3 seconds.
-package enum DoctorProbe {
+public enum DoctorProbe {
     /// A transport whose requests give up after 3 seconds.
     package static let transport = CurlTransport(
         configuration: CurlTransport.Configuration(connectTimeout: .seconds(3), timeout: .seconds(3)))
 
-    /// Whether `url` answers HTTP at all (any status counts: it is there).
-    package static func answers(label: String, url: URL, transport: any HTTPTransport) async -> DoctorLine {
+    /// Whether `url` answers HTTP at all (any status counts: it is there), as a doctor line
+    /// naming `label`. A plug-in's ``ProviderPlugin/doctor(_:)`` passes its request's transport,
+    /// which gives up after 3 seconds.
+    public static func answers(label: String, url: URL, transport: any HTTPTransport) async -> DoctorLine {
         do {
             let response = try await transport.send(HTTPRequest(method: .get, url: url))
             return DoctorLine(.ok, "\(label) at \(url.absoluteString) answers (HTTP \(response.status)).")

@@ -4,13 +4,15 @@ import Sesame
 
 /// Waits for the first of a few signals, delivered on a dispatch queue instead of a handler:
 /// the signals' default actions are off from ``init(_:)`` until ``cancel()``, which restores
-/// their previous dispositions. `sesame emulator`'s main loops (Facebook and OIDC) wait on it.
-package final class SignalWaiter: Sendable {
+/// their previous dispositions. `sesame emulator`'s main loops wait on it, and so can a
+/// `SesameDesktop.ForegroundEmulator` in another package, on its request's signals.
+public final class SignalWaiter: Sendable {
     private let state = Locked<(signal: Int32?, waiter: CheckedContinuation<Int32, Never>?)>((nil, nil))
     private let sources: Locked<[any DispatchSourceSignal]>
     private let previous: Locked<[(Int32, sighandler_t?)]>
 
-    package init(_ signals: [Int32]) {
+    /// Starts listening for `signals`, turning their default actions off.
+    public init(_ signals: [Int32]) {
         var previous: [(Int32, sighandler_t?)] = []
         for number in signals { previous.append((number, signal(number, SIG_IGN))) }
         self.previous = Locked(previous)
@@ -37,7 +39,7 @@ package final class SignalWaiter: Sendable {
     }
 
     /// The first signal that arrived, once one has.
-    package func wait() async -> Int32 {
+    public func wait() async -> Int32 {
         await withCheckedContinuation { continuation in
             let already = state.withLock { state -> Int32? in
                 if let signal = state.signal { return signal }
@@ -49,7 +51,7 @@ package final class SignalWaiter: Sendable {
     }
 
     /// Stops listening and restores the signals' previous dispositions.
-    package func cancel() {
+    public func cancel() {
         for source in sources.withLock({ $0 }) { source.cancel() }
         for (number, handler) in previous.withLock({ $0 }) { signal(number, handler) }
     }
