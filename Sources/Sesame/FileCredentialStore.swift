@@ -98,6 +98,12 @@ public final class FileCredentialStore: CredentialStore {
             if errno == ENOENT { return [:] }
             throw ioError("could not read \(url.path)", errno)
         }
+        guard info.st_uid == geteuid() else {
+            throw CredentialStoreError(
+                kind: .insecurePermissions,
+                message: "\(url.path) belongs to another user (uid \(info.st_uid)), so Sesame will not trust the "
+                    + "tokens in it. Move it aside (or delete it) and log in again.")
+        }
         if info.st_mode & 0o077 != 0 {
             throw CredentialStoreError(
                 kind: .insecurePermissions,

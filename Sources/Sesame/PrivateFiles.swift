@@ -56,7 +56,47 @@ package enum PrivateFiles {
         guard fd >= 0 else { return nil }
         defer { close(fd) }
         var info = stat()
-        guard fstat(fd, &info) == 0, info.st_mode & S_IFMT == S_IFREG, Int(info.st_size) <= limit else { return nil }
+        guard fstat(fd, &info) == 0 else { return nil }
+        return contents(of: fd, info: info, limit: limit)
+    }
+
+    /// What reading one of Sesame's own state files found.
+    package enum StateFileContents: Sendable {
+        /// The file is missing or cannot be read.
+        case missing
+        /// The file is there but not to be trusted; `reason` says why, as the end of a sentence
+        /// that starts with the file's path ("belongs to another user (uid 1001)").
+        case untrusted(reason: String)
+        /// The file's bytes.
+        case contents(Data)
+    }
+
+    /// The whole of the state file at `path`, when it can be trusted: a regular file (not
+    /// reached through a symbolic link) that belongs to this user and that neither group nor
+    /// others may write. A file another user planted in a directory that was left open (0777),
+    /// or one anybody could have changed, is reported, not read, even after the directory has
+    /// been made private again. The checks are made on the opened file, so it cannot be swapped
+    /// between the check and the read.
+    package static func trustedContents(atPath path: String, limit: Int = 16 << 20) -> StateFileContents {
+        let fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
+        guard fd >= 0 else {
+            return errno == ELOOP ? .untrusted(reason: "is a symbolic link, which Sesame does not follow") : .missing
+        }
+        defer { close(fd) }
+        var info = stat()
+        guard fstat(fd, &info) == 0 else { return .missing }
+        guard info.st_uid == geteuid() else {
+            return .untrusted(reason: "belongs to another user (uid \(info.st_uid))")
+        }
+        if info.st_mode & 0o022 != 0 {
+            return .untrusted(
+                reason: "could have been changed by other users (mode \(String(info.st_mode & 0o777, radix: 8)))")
+        }
+        return contents(of: fd, info: info, limit: limit).map { .contents($0) } ?? .missing
+    }
+
+    private static func contents(of fd: Int32, info: stat, limit: Int) -> Data? {
+        guard info.st_mode & S_IFMT == S_IFREG, Int(info.st_size) <= limit else { return nil }
         var data = Data()
         var chunk = [UInt8](repeating: 0, count: max(4096, min(limit, Int(info.st_size) + 1)))
         while true {

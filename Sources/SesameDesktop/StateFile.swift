@@ -1,5 +1,6 @@
 import Foundation
 import Sesame
+import Synchronization
 
 #if canImport(Glibc)
     import Glibc
@@ -18,9 +19,26 @@ package struct JSONStateFile: Sendable {
 
     package init(url: URL) { path = url.path }
 
-    /// The object in the file; empty when the file is missing or is not a JSON object.
+    /// The object in the file; empty when the file is missing or is not a JSON object, and
+    /// when it cannot be trusted (another user's file, or one others may write, left in a
+    /// directory that was open to them): that is said once on standard error, and the next
+    /// write replaces the file with one of this user's.
     package func read() -> [String: JSONValue] {
-        PrivateFiles.contents(atPath: path).flatMap { JSONValue(parsing: $0)?.objectValue } ?? [:]
+        switch PrivateFiles.trustedContents(atPath: path) {
+        case .missing: return [:]
+        case .untrusted(let reason):
+            Self.warnOnce(
+                path, "Sesame ignored \(path): it \(reason). Remove it (rm '\(path)'); Sesame writes a fresh one.")
+            return [:]
+        case .contents(let data): return JSONValue(parsing: data)?.objectValue ?? [:]
+        }
+    }
+
+    private static let warned = Mutex<Set<String>>([])
+
+    private static func warnOnce(_ path: String, _ message: String) {
+        guard warned.withLock({ $0.insert(path).inserted }) else { return }
+        StandardStreams.err(Terminal.printable(message) + "\n")
     }
 
     /// Replaces the file with `object`, making its directory (0700) when missing.

@@ -32,6 +32,10 @@ final class StateWriter: Sendable {
             if errno == ENOENT { return nil }
             throw EmulatorError.stateFile(url, "could not be read (\(String(cString: strerror(errno)))).")
         }
+        guard info.st_uid == geteuid() else {
+            throw EmulatorError.stateFile(
+                url, "belongs to another user (uid \(info.st_uid)); move it aside or delete it to start afresh.")
+        }
         if info.st_mode & 0o077 != 0 {
             throw EmulatorError.stateFile(
                 url,

@@ -1,0 +1,69 @@
+import Foundation
+import Sesame
+import SesameDesktop
+import SesameTestSupport
+import Testing
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// What a new user and another local user met from outside (issue 40), each run for real.
+@Suite("tried from outside: planted state, echoed secrets, exits, writes, settings")
+struct OutsideUserTests {
+    init() { TestProviders.bootstrap() }
+
+    // MARK: 1. planted state files
+
+    enum Planted: String, CaseIterable, Sendable {
+        case anotherUsersFile = "a file of another user"
+        case writableByOthers = "a file others may write"
+        case symbolicLink = "a symbolic link"
+    }
+
+    @Test(
+        "a state file planted while the directory was open is ignored after the directory is made private",
+        arguments: Planted.allCases)
+    func plantedStateFile(_ planted: Planted) throws {
+        let root = FileManager.default.temporaryDirectory.appending(path: "sesame-planted-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: root) }
+        let directory = root.appending(path: "sesame")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        #expect(chmod(directory.path, 0o777) == 0)
+        let file = directory.appending(path: "oidc-discovery.json")
+        let body = Data(#"{"https://issuer.example":{"document":{"token_endpoint":"https://evil.example/t"}}}"#.utf8)
+        switch planted {
+        case .anotherUsersFile:
+            try body.write(to: file)
+            // Only root can give a file away; as anybody else the case is a file others may write.
+            if geteuid() == 0 {
+                #expect(chown(file.path, 65534, 65534) == 0)
+                #expect(chmod(file.path, 0o644) == 0)
+            } else {
+                #expect(chmod(file.path, 0o666) == 0)
+            }
+        case .writableByOthers:
+            try body.write(to: file)
+            #expect(chmod(file.path, 0o666) == 0)
+        case .symbolicLink:
+            let target = root.appending(path: "elsewhere.json")
+            try body.write(to: target)
+            try FileManager.default.createSymbolicLink(at: file, withDestinationURL: target)
+        }
+        try PrivateFiles.ensurePrivateDirectory(directory)
+        let state = JSONStateFile(url: file)
+        #expect(state.read().isEmpty, "a planted file was read")
+        // The next write replaces it with a file of this user, which is then read.
+        try state.modify { $0["https://issuer.example"] = .string("mine") }
+        #expect(state.read()["https://issuer.example"] == .string("mine"))
+    }
+
+    @Test("a state file of this user that only this user may write is read")
+    func ownStateFile() throws {
+        let root = FileManager.default.temporaryDirectory.appending(path: "sesame-own-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: root) }
+        let state = JSONStateFile(url: root.appending(path: "sesame/accounts.json"))
+        try state.modify { $0["facebook"] = .string("a") }
+        #expect(state.read()["facebook"] == .string("a"))
+    }
+}
