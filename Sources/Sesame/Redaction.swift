@@ -64,7 +64,8 @@ extension JSONValue {
 extension AuthError {
     /// The error with `secrets` (the credentials of the request that failed) replaced by
     /// ``Redaction/placeholder`` wherever the server echoed them: in ``message``,
-    /// ``userTitle``, ``userMessage``, ``body`` and ``details``.
+    /// ``userTitle``, ``userMessage``, ``body``, ``details`` and an underlying error that is a
+    /// provider's details.
     public func redacting(_ secrets: [String]) -> AuthError {
         guard !Redaction.variants(of: secrets).isEmpty else { return self }
         var copy = self
@@ -73,6 +74,9 @@ extension AuthError {
         copy.userMessage = userMessage.map { Redaction.redacting(secrets, in: $0) }
         copy.body = body?.redacting(secrets)
         copy.details = details.map { $0.redacting(secrets) }
+        if let underlying = underlyingError as? any ProviderErrorDetails & Error {
+            copy.underlyingError = underlying.redacting(secrets)
+        }
         return copy
     }
 }

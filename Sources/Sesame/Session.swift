@@ -493,7 +493,7 @@ public actor Session {
         if isDue(base) {
             let renewed: AccessToken?
             do {
-                renewed = try await renew(base)
+                renewed = try await Self.redactingSecrets(of: base) { try await renew(base) }
             } catch let failure as RenewalKeepingRotation {
                 // The provider rotated the refresh token: keep the new one, whatever else failed.
                 try await store.save(StoredCredential(key: key, token: failure.kept, savedAt: now()))
@@ -521,6 +521,23 @@ public actor Session {
         guard base != token else { return .unchanged(base) }
         try publish(base)
         return .renewedElsewhere(base)
+    }
+
+    /// What `body` returns; its errors with the secrets of `token` (the access and refresh
+    /// tokens that a renewal sends) replaced wherever the provider echoed them back, in an
+    /// `error_description` or a claim, so that no message ever prints them.
+    private static func redactingSecrets<T>(
+        of token: AccessToken, _ body: () async throws -> T
+    ) async throws -> T {
+        let secrets = [token.tokenString] + (token.refreshToken.map { [$0] } ?? [])
+        do {
+            return try await body()
+        } catch let error as AuthError {
+            throw error.redacting(secrets)
+        } catch let failure as RenewalKeepingRotation {
+            let kept = [failure.kept.tokenString] + (failure.kept.refreshToken.map { [$0] } ?? [])
+            throw RenewalKeepingRotation(kept: failure.kept, error: failure.error.redacting(secrets + kept))
+        }
     }
 
     /// The token to build on: the stored one when it is this person's (another process may
