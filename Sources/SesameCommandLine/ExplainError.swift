@@ -144,11 +144,19 @@ package struct ExplainError: Sendable, Equatable {
         io.write(
             json
                 ? Self.json(for: error, facts: facts) + "\n"
-                : Self.explanation(of: error, facts: facts, support: support))
+                : Self.printableLines(Self.explanation(of: error, facts: facts, support: support)))
         return ExitStatus.success
     }
 
     // MARK: Output
+
+    /// `text`, which quotes the response (its messages, its headers), with every line made
+    /// printable: no terminal control sequence from outside reaches the terminal (a title change,
+    /// a cursor move, a forged line), and the explanation's own line breaks stay.
+    static func printableLines(_ text: String) -> String {
+        text.split(separator: "\n", omittingEmptySubsequences: false).map { Terminal.printable(String($0)) }
+            .joined(separator: "\n")
+    }
 
     /// The `--json` object: exactly the documented keys, in order, `null` where unknown.
     package static func json(for error: AuthError, facts: ErrorExplanationFacts = ErrorExplanationFacts()) -> String {

@@ -66,4 +66,29 @@ struct OutsideUserTests {
         try state.modify { $0["facebook"] = .string("a") }
         #expect(state.read()["facebook"] == .string("a"))
     }
+
+    // MARK: 3. control sequences in an explained body
+
+    @Test(
+        "explain-error prints no control sequence from the body",
+        arguments: [
+            [
+                "--provider", "facebook", "--status", "400", "--body",
+                #"{"error":{"message":"\u001b]0;pwned\u0007 bad","type":"OAuthException","code":190,"error_user_msg":"\u001b[2Jx","fbtrace_id":"\u001b[31mT"}}"#,
+            ],
+            [
+                "--provider", "oidc", "--status", "400", "--body",
+                #"{"error":"invalid_grant","error_description":"\u001b]0;pwned\u0007 bad"}"#,
+            ],
+            [
+                "--provider", "github", "--status", "422", "--body",
+                #"{"message":"\u001b]0;pwned\u0007 bad","errors":[{"message":"\u001b[31mred"}]}"#,
+            ],
+        ])
+    func explainedControlSequences(_ arguments: [String]) async throws {
+        let result = try await ProcessRunner.run(
+            try ProcessRunner.builtExecutable("sesame"), ["explain-error"] + arguments, input: Data())
+        #expect(result.status == 0, "\(result.standardError)")
+        #expect(!result.standardOutput.unicodeScalars.contains { $0.value == 0x1B || $0.value == 0x07 })
+    }
 }
