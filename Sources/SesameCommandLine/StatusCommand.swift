@@ -31,7 +31,8 @@ package struct StatusCommand: Sendable, Equatable {
                 --timeout given); one that cannot be checked in time says so ("could not verify").
 
                 Exits 0 when every provider's active login works, 77 when nothing is logged in or an
-                active login needs a new login, 75 when an active login could not be verified.
+                active login needs a new login, 75 when an active login could not be verified, 69 or
+                74 when the stored logins could not be read (a locked keyring, an unreadable file).
 
                 --json prints one JSON object (schema version 2; keys are only ever added within a
                 version). No token appears in it.
@@ -104,6 +105,9 @@ package struct StatusCommand: Sendable, Equatable {
         var problem: String?
         var unreadable: [Unreadable]
         var accounts: [AccountReport]
+        /// The exit status of the failure to read the stored logins (a locked keyring, an
+        /// unreadable file), when that is why ``accounts`` is empty: not the same as not logged in.
+        var storeFailure: Int32? = nil
 
         enum CodingKeys: String, CodingKey {
             case provider, displayName = "display_name", appID = "app_id", emulator, details, storage, problem
@@ -304,8 +308,9 @@ package struct StatusCommand: Sendable, Equatable {
                 ? CredentialListing(credentials: [], unreadable: [])
                 : try await selection.store.listing(provider: id)
         } catch {
-            report.problem =
-                "The stored logins could not be read: \(CommandFailure.from(error, provider: name).message)"
+            let failure = CommandFailure.from(error, provider: name)
+            report.problem = "The stored logins could not be read: \(failure.message)"
+            report.storeFailure = failure.status
             return report
         }
         report.unreadable = listing.unreadable.map { Unreadable(account: $0.key?.account, problem: $0.problem) }
@@ -372,9 +377,12 @@ package struct StatusCommand: Sendable, Equatable {
         return report
     }
 
-    /// 0 when every provider's active login works; 77 when nothing is logged in or an active
-    /// login needs a new one; 75 when an active login could not be verified.
+    /// 0 when every provider's active login works; the store's status (69 for a locked or
+    /// missing keyring, 74 for an unreadable file) when the stored logins could not be read,
+    /// since nobody can tell then whether anything is logged in; 77 when nothing is logged in or
+    /// an active login needs a new one; 75 when an active login could not be verified.
     static func exitStatus(_ report: Report) -> Int32 {
+        if let failure = report.providers.lazy.compactMap(\.storeFailure).first { return failure }
         let actives = report.providers.compactMap { provider in provider.accounts.first(where: \.active) }
         let anyLogin = report.providers.contains { !$0.accounts.isEmpty }
         if !anyLogin || actives.contains(where: { $0.validity == .invalid }) { return ExitStatus.permission }
@@ -385,7 +393,7 @@ package struct StatusCommand: Sendable, Equatable {
     /// The report in words.
     static func text(_ report: Report, terminal: Terminal) -> String {
         var text = ""
-        if report.providers.allSatisfy(\.accounts.isEmpty) {
+        if report.providers.allSatisfy({ $0.accounts.isEmpty && $0.storeFailure == nil }) {
             text += "Not logged in to any provider; log in with 'sesame login PROVIDER' (see 'sesame providers').\n"
         }
         for provider in report.providers {
@@ -397,7 +405,7 @@ package struct StatusCommand: Sendable, Equatable {
             }
             text += ")\n  storage: \(provider.storage.description) — \(provider.storage.reason)\n"
             if let problem = provider.problem { text += "  " + terminal.yellow("!") + " \(problem)\n" }
-            if provider.accounts.isEmpty && provider.unreadable.isEmpty {
+            if provider.accounts.isEmpty && provider.unreadable.isEmpty && provider.storeFailure == nil {
                 text += "  not logged in; run 'sesame login \(provider.provider)'\n"
             }
             for account in provider.accounts {

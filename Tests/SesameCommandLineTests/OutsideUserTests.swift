@@ -67,6 +67,25 @@ struct OutsideUserTests {
         #expect(state.read()["facebook"] == .string("a"))
     }
 
+    // MARK: 4. status when the store cannot be read
+
+    @Test("status says the stored logins cannot be read, with token's status, not 'not logged in' and 77")
+    func statusWithUnreadableStore() async throws {
+        let cli = try CLIHarness()
+        // A directory where the credential file should be: reading it fails as a broken disk would.
+        let file = cli.root.appending(path: "state/sesame/credentials.json")
+        try FileManager.default.createDirectory(at: file, withIntermediateDirectories: true)
+        #expect(chmod(file.path, 0o700) == 0)
+        let token = try await cli.run("sesame", ["token", "facebook"])
+        #expect(token.status == 74, "\(token.standardError)")
+        let status = try await cli.run("sesame", ["status"])
+        #expect(status.status == token.status, "\(status.standardOutput)\(status.standardError)")
+        #expect(!status.standardOutput.contains("Not logged in"), "\(status.standardOutput)")
+        #expect(status.standardOutput.contains("could not be read"), "\(status.standardOutput)")
+        let json = try await cli.run("sesame", ["status", "--json"])
+        #expect(json.status == token.status)
+    }
+
     // MARK: 3. control sequences in an explained body
 
     @Test(
