@@ -60,10 +60,45 @@ package enum StandardStreams {
             }
             if written < 0, errno == EINTR { continue }
             if written < 0, errno == EPIPE, descriptor == 1 { closedOutputFlag.store(true, ordering: .relaxed) }
+            if descriptor == 1, !(written < 0 && errno == EPIPE) {
+                // A full disk (`> /dev/full`), an I/O error: the output is lost, which the
+                // command must say; a reader that went away is not an error.
+                _ = outputErrorCode.compareExchange(
+                    expected: 0, desired: written < 0 ? errno : EIO, ordering: .relaxed)
+            }
+            return false
+        }
+        if descriptor == 1, !bytes.isEmpty, outputWasClosed.load(ordering: .relaxed) {
+            // Standard output was closed (`>&-`) and /dev/null holds its place: nothing was written.
+            _ = outputErrorCode.compareExchange(expected: 0, desired: EBADF, ordering: .relaxed)
             return false
         }
         return true
     }
 
+    /// Why a write to standard output failed, other than a reader that went away (`EPIPE`):
+    /// the `errno` of the first such failure, or `nil` when every write so far succeeded.
+    package static var outputError: Int32? {
+        let code = outputErrorCode.load(ordering: .relaxed)
+        return code == 0 ? nil : code
+    }
+
+    /// Gives descriptors 0, 1 and 2, when the program was started with them closed (`>&-`),
+    /// `/dev/null`, so that no file or socket the program opens later takes their place and
+    /// receives its output; a closed standard output is remembered, and writing to it is then
+    /// reported through ``outputError``. Call once, first thing in `main`.
+    package static func holdStandardDescriptors() {
+        for descriptor: Int32 in 0...2 where fcntl(descriptor, F_GETFD) < 0 && errno == EBADF {
+            let opened = open("/dev/null", descriptor == 0 ? O_RDONLY : O_WRONLY)
+            if descriptor == 1 { outputWasClosed.store(true, ordering: .relaxed) }
+            if opened >= 0, opened != descriptor {
+                _ = dup2(opened, descriptor)
+                close(opened)
+            }
+        }
+    }
+
     private static let closedOutputFlag = Atomic<Bool>(false)
+    private static let outputErrorCode = Atomic<Int32>(0)
+    private static let outputWasClosed = Atomic<Bool>(false)
 }

@@ -88,7 +88,7 @@ package enum ExitStatus {
     package static let unavailable: Int32 = 69
     /// EX_CANTCREAT: a login or state file could not be written.
     package static let cannotCreate: Int32 = 73
-    /// EX_IOERR: reading or removing a stored login failed.
+    /// EX_IOERR: reading or removing a stored login failed, or the output could not be written.
     package static let ioError: Int32 = 74
     /// EX_TEMPFAIL: a passing failure (network, provider busy or down); try again later.
     package static let temporaryFailure: Int32 = 75
@@ -107,7 +107,7 @@ package enum ExitStatus {
         (noInput, "an input file could not be read"),
         (unavailable, "a service is missing, locked or silent (keyring, D-Bus), or revoking failed"),
         (cannotCreate, "a login or state file could not be written"),
-        (ioError, "reading or removing a stored login failed"),
+        (ioError, "reading or removing a stored login failed, or the output could not be written"),
         (temporaryFailure, "network or provider trouble; try again later"),
         (permission, "not logged in, no such account, a login that needs renewing, or a missing permission"),
         (config, "a setting is wrong or missing"),
@@ -215,7 +215,19 @@ package enum SesameCLI {
     /// Parses and runs a command line on the calling thread (``MainThreadExecutor``), printing
     /// to the standard streams; returns the exit status. What the `sesame` executable calls.
     package static func runOnMainThread(_ arguments: [String]) -> Int32 {
-        MainThreadExecutor.run { await main(arguments) }
+        StandardStreams.holdStandardDescriptors()
+        return checkingOutput(MainThreadExecutor.run { await main(arguments) })
+    }
+
+    /// `status`, unless what the command printed on standard output was lost (a full disk, a
+    /// closed descriptor): that is said on standard error, with 74, since a script reading the
+    /// output would otherwise take nothing for the answer. A reader that went away
+    /// (`| head -1`) is not a failure.
+    package static func checkingOutput(_ status: Int32) -> Int32 {
+        guard let code = StandardStreams.outputError else { return status }
+        let reason = code == EBADF ? "it is closed" : String(cString: strerror(code))
+        StandardStreams.err("sesame: could not write to standard output (\(reason)); nothing reliable was printed.\n")
+        return status == ExitStatus.success ? ExitStatus.ioError : status
     }
 
     /// Parses and runs a command line, printing through `io`; returns the exit status.

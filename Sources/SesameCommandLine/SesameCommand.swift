@@ -1,4 +1,5 @@
 import Foundation
+import Sesame
 import SesameDesktop
 
 /// The `sesame` command line as a library, for a program that hands in its own providers:
@@ -14,5 +15,8 @@ import SesameDesktop
 public enum SesameCommand {
     /// Parses and runs `arguments` (without the program's name), printing to the standard
     /// streams; returns the exit status from the documented table (`sesame help`).
-    public static func run(_ arguments: [String]) async -> Int32 { await SesameCLI.main(arguments) }
+    public static func run(_ arguments: [String]) async -> Int32 {
+        StandardStreams.holdStandardDescriptors()
+        return SesameCLI.checkingOutput(await SesameCLI.main(arguments))
+    }
 }

@@ -86,6 +86,58 @@ struct OutsideUserTests {
         #expect(json.status == token.status)
     }
 
+    // MARK: 5. output that could not be written
+
+    /// Runs `script` with `/bin/sh -c` in the harness's environment.
+    static func shell(
+        _ cli: CLIHarness, _ script: String, environment extra: [String: String] = [:]
+    ) async throws -> ProcessResult {
+        let running = try await LiveProcess(
+            URL(fileURLWithPath: "/bin/sh"), ["-c", script], environment: cli.environment.merging(extra) { $1 },
+            input: Data())
+        return await running.finish()
+    }
+
+    struct WriteCase: Sendable, CustomTestStringConvertible {
+        var arguments: [String]
+        var closed: Bool
+        var testDescription: String {
+            "sesame \(arguments.joined(separator: " ")) \(closed ? ">&-" : "> /dev/full")"
+        }
+    }
+
+    @Test(
+        "a command whose output is lost exits non-zero and says so",
+        arguments: [
+            WriteCase(arguments: ["token", "facebook"], closed: false),
+            WriteCase(arguments: ["token", "facebook"], closed: true),
+            WriteCase(arguments: ["status"], closed: false),
+            WriteCase(arguments: ["manpage"], closed: false),
+            WriteCase(arguments: ["manpage"], closed: true),
+        ])
+    func lostOutput(_ example: WriteCase) async throws {
+        let cli = try CLIHarness()
+        let login = try await cli.run("sesame", ["login", "facebook"], environment: NewUserDefectTests.approve)
+        #expect(login.status == 0, "\(login.standardError)")
+        let sesame = try ProcessRunner.builtExecutable("sesame").path
+        let quoted = ([sesame] + example.arguments).map { "'\($0)'" }.joined(separator: " ")
+        let redirect = example.closed ? ">&-" : "> /dev/full"
+        let result = try await Self.shell(cli, "\(quoted) \(redirect)", environment: NewUserDefectTests.approve)
+        #expect(result.status == 74, "\(result.standardError)")
+        #expect(result.standardError.contains("could not write to standard output"), "\(result.standardError)")
+    }
+
+    @Test("a reader that went away is still not an error")
+    func readerGone() async throws {
+        let cli = try CLIHarness()
+        let login = try await cli.run("sesame", ["login", "facebook"], environment: NewUserDefectTests.approve)
+        #expect(login.status == 0, "\(login.standardError)")
+        let sesame = try ProcessRunner.builtExecutable("sesame").path
+        let result = try await Self.shell(cli, "'\(sesame)' manpage | true; echo \"status $?\"")
+        #expect(result.standardOutput.contains("status 0"), "\(result.standardOutput)\(result.standardError)")
+        #expect(result.standardError.isEmpty, "\(result.standardError)")
+    }
+
     // MARK: 3. control sequences in an explained body
 
     @Test(
