@@ -153,7 +153,9 @@ extension DoctorCommand {
             configuration = try DesktopConfiguration.resolve(
                 overrides: .init(storage: storage), environment: context.environment)
         } catch {
-            return ([DoctorLine(.problem, "Configuration: \(error)")], true, ExitStatus.unavailable)
+            // A bad setting is 78 here as in every other command.
+            let status = (error as? DesktopError)?.status.rawValue ?? ExitStatus.unavailable
+            return ([DoctorLine(.problem, "Configuration: \(error)")], true, status)
         }
         let keyringInUse = configuration.storage.value != .file && configuration.storage.value != .memory
         var lines: [DoctorLine] = []

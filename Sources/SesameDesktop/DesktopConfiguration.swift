@@ -155,9 +155,17 @@ public struct DesktopConfiguration: Sendable, Hashable {
             }
             storage = Sourced(try mode(text, source: source), source: source)
         }
-        return DesktopConfiguration(
+        let configuration = DesktopConfiguration(
             storage: storage, file: file, configFile: configFile, configFileLocation: fileURL,
             stateDirectory: XDG.stateDirectory(environment: environment))
+        // Every provider's part is checked whatever the command, so that `status` and `doctor`
+        // refuse a bad setting as `login` does, rather than leaving the provider out.
+        if knownSections == nil, !file.isEmpty {
+            for plugin in Desktop.providers where file[plugin.name] != nil {
+                try plugin.checkConfiguration(configuration)
+            }
+        }
+        return configuration
     }
 
     private static func mode(_ text: String, source: String) throws -> StorageMode {

@@ -84,6 +84,13 @@ public protocol ProviderPlugin: Sendable {
 
     /// What `sesame emulator NAME` runs in the foreground; `nil` (the default) for none.
     var foregroundEmulator: (any ForegroundEmulator)? { get }
+
+    /// Checks this provider's part of the config file, every key and value, whatever the
+    /// command: by default, the object under ``name`` against the config keys of
+    /// ``settings(instance:)`` (``ProviderSetting/checkSection(_:path:settings:configuration:aliases:)``).
+    ///
+    /// - Throws: ``DesktopError`` (78) naming the key, for an unknown key or a bad value.
+    func checkConfiguration(_ configuration: DesktopConfiguration) throws
 }
 
 extension ProviderPlugin {
@@ -101,6 +108,10 @@ extension ProviderPlugin {
     ) async throws -> (any ConnectedProvider)? { nil }
     public var builtInEmulator: BuiltInEmulator? { nil }
     public var foregroundEmulator: (any ForegroundEmulator)? { nil }
+    public func checkConfiguration(_ configuration: DesktopConfiguration) throws {
+        try ProviderSetting.checkSection(
+            configuration.section(name), path: name, settings: settings(instance: name), configuration: configuration)
+    }
 }
 
 /// What `sesame permissions` can do for a provider.

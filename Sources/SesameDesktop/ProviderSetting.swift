@@ -85,6 +85,67 @@ public struct ProviderSetting: Sendable {
     }
 }
 
+extension ProviderSetting {
+    /// Checks a provider's object in the config file: each key must be the config key of one of
+    /// `settings` (or an old spelling in `aliases`, old → new), and each value of the type and
+    /// form that setting allows. Nothing is dropped: a key Sesame does not know would otherwise
+    /// leave the setting it was meant for at its default (the emulator, say) without a word.
+    ///
+    /// - Parameters:
+    ///   - section: the provider's object.
+    ///   - path: its path in the file, for messages (`facebook`, `oidc.work`).
+    /// - Throws: ``DesktopError`` (78) naming the file, the key's path and what is allowed.
+    public static func checkSection(
+        _ section: [String: JSONValue], path: String, settings: [ProviderSetting],
+        configuration: DesktopConfiguration, aliases: [String: String] = [:]
+    ) throws {
+        let byKey = Dictionary(
+            settings.compactMap { setting in setting.configKey.map { ($0, setting) } }, uniquingKeysWith: { a, _ in a })
+        let file = configuration.configFileDescription
+        for key in section.keys.sorted() {
+            guard let setting = byKey[aliases[key] ?? key] else {
+                throw DesktopError(
+                    "\(file) has an unknown key \"\(path).\(key.sanitizedForTerminal)\"; the keys \(path) may have are "
+                        + byKey.keys.sorted().joined(separator: ", ") + " (see 'sesame providers').", status: .config)
+            }
+            _ = try setting.configValue(section[key]!, key: key, source: "\(file) (\(path).\(key))")
+        }
+    }
+
+    /// The text of `raw`, this setting's value under `key` in the config file (from `source`,
+    /// for messages), checked as ``problem(with:)`` checks a value.
+    ///
+    /// - Throws: ``DesktopError`` (78) for a value of the wrong type or form.
+    func configValue(_ raw: JSONValue, key: String, source: String) throws -> String {
+        let text: String
+        switch raw {
+        case .string(let string):
+            text = string
+        case .array(let items) where kind == .list:
+            let texts = items.compactMap(\.stringValue)
+            guard texts.count == items.count else {
+                throw DesktopError("\(source) must be a list of strings.", status: .config)
+            }
+            text = texts.joined(separator: ",")
+        default:
+            throw DesktopError(
+                "\(source) is \(raw.typeDescription), but it must be "
+                    + (kind == .list ? "a list of strings" : "a string")
+                    + " (write it in quotes, as in \"\(key)\": \"...\").", status: .config)
+        }
+        try check(text, source: source)
+        return text
+    }
+
+    /// Throws when `value`, from `source`, is not allowed.
+    func check(_ value: String, source: String) throws {
+        guard let problem = problem(with: value) else { return }
+        throw DesktopError(
+            "\(source) is \(isSecret ? "set" : "'\(value.sanitizedForTerminal)'"), which is not a valid value for "
+                + "\(name): \(problem).", status: .config)
+    }
+}
+
 /// Why a provider is being connected, so it starts no more than the command needs.
 public enum ConnectionPurpose: Sendable, Hashable {
     /// `sesame login`: the built-in emulator, when used, is announced.
@@ -170,12 +231,7 @@ public struct ProviderConnectionRequest: Sendable {
         fallback: Sourced<String>? = nil
     ) throws -> Sourced<String>? {
         func checked(_ value: String, source: String) throws -> Sourced<String> {
-            if let problem = setting.problem(with: value) {
-                throw DesktopError(
-                    "\(source) is \(setting.isSecret ? "set" : "'\(value.sanitizedForTerminal)'"), which is not a "
-                        + "valid \(setting.summary.lowercasedFirst.trimmingCharacters(in: ["."])): \(problem).",
-                    status: .config)
-            }
+            try setting.check(value, source: source)
             return Sourced(value, source: source)
         }
         if setting.isFlag, let value = flags[setting.name] { return try checked(value, source: "--\(setting.name)") }
@@ -184,21 +240,7 @@ public struct ProviderConnectionRequest: Sendable {
         }
         if let key = setting.configKey, let raw = section[key] {
             let source = "\(configuration.configFileDescription) (\(sectionPath).\(key))"
-            switch raw {
-            case .string(let text):
-                return try checked(text, source: source)
-            case .array(let items) where setting.kind == .list:
-                let texts = items.compactMap(\.stringValue)
-                guard texts.count == items.count else {
-                    throw DesktopError("\(source) must be a list of strings.", status: .config)
-                }
-                return try checked(texts.joined(separator: ","), source: source)
-            default:
-                throw DesktopError(
-                    "\(source) is \(raw.typeDescription), but it must be "
-                        + (setting.kind == .list ? "a list of strings" : "a string")
-                        + " (write it in quotes, as in \"\(key)\": \"...\").", status: .config)
-            }
+            return Sourced(try setting.configValue(raw, key: key, source: source), source: source)
         }
         return fallback
     }

@@ -13,7 +13,7 @@ import SesameOIDC
 /// | setting | flag | environment (`oidc` / name `work`) | config file |
 /// |---|---|---|---|
 /// | issuer | `--issuer` | `SESAME_OIDC_ISSUER` / `SESAME_OIDC_WORK_ISSUER` | `oidc.NAME.issuer` |
-/// | client id | `--client-id` | `SESAME_OIDC_CLIENT_ID` / `SESAME_OIDC_WORK_CLIENT_ID` | `oidc.NAME.clientID` |
+/// | client id | `--client-id` | `SESAME_OIDC_CLIENT_ID` / `SESAME_OIDC_WORK_CLIENT_ID` | `oidc.NAME.client_id` (`clientID`, the old spelling, is still read) |
 /// | client secret | (never a flag) | `SESAME_OIDC_CLIENT_SECRET` / `SESAME_OIDC_WORK_CLIENT_SECRET` | `oidc.NAME.client_secret` |
 /// | client secret, typed | `--client-secret-stdin` (login: read from standard input) | | |
 /// | scopes | `--scopes` (per login) | `SESAME_OIDC_SCOPES` / `SESAME_OIDC_WORK_SCOPES` | `oidc.NAME.scopes` |
@@ -40,9 +40,9 @@ public struct OIDCPlugin: ProviderPlugin {
             OpenID Connect: 'oidc' takes the issuer (discovery at /.well-known/openid-configuration)
             and a client id; device login when the issuer offers it, else the browser. Several
             issuers side by side get names in the config file:
-              {"oidc": {"work":   {"issuer": "https://id.example.com", "clientID": "desktop",
+              {"oidc": {"work":   {"issuer": "https://id.example.com", "client_id": "desktop",
                                    "scopes": ["openid", "email"]},
-                        "gitlab": {"issuer": "https://gitlab.com", "clientID": "..."}}}
+                        "gitlab": {"issuer": "https://gitlab.com", "client_id": "..."}}}
             then 'sesame login work'. Each name's tokens are kept apart; token, logout [--revoke],
             switch and status take the name. Try it offline against 'sesame emulator oidc'.
             """,
@@ -59,7 +59,7 @@ public struct OIDCPlugin: ProviderPlugin {
     public func newInstanceHint(_ name: String) -> String? {
         guard Self.isValidName(name) else { return nil }
         return "An OpenID issuer gets a name in the config file: "
-            + #"{"oidc": {"\#(name)": {"issuer": "https://...", "clientID": "..."}}}"#
+            + #"{"oidc": {"\#(name)": {"issuer": "https://...", "client_id": "..."}}}"#
     }
 
     /// The environment variable for `setting` of issuer `name`.
@@ -76,7 +76,7 @@ public struct OIDCPlugin: ProviderPlugin {
                 configKey: "issuer", "The issuer URL (discovery at /.well-known/openid-configuration)."),
             ProviderSetting(
                 "client-id", value: "ID", environment: Self.variable("CLIENT_ID", instance: instance),
-                configKey: "clientID", "The client id registered with the issuer."),
+                configKey: "client_id", "The client id registered with the issuer."),
             ProviderSetting(
                 "client-secret", value: "SECRET", secret: true,
                 environment: Self.variable("CLIENT_SECRET", instance: instance), configKey: "client_secret",
@@ -119,12 +119,22 @@ public struct OIDCPlugin: ProviderPlugin {
                 throw DesktopError(
                     "\(configuration.configFileDescription) has an oidc entry '\(name.sanitizedForTerminal)' that is not "
                         + "usable: names are lower-case letters, digits, '-' and '_', not a provider's name, and each "
-                        + #"is an object such as {"issuer": "https://...", "clientID": "...", "scopes": ["openid"]}."#,
+                        + #"is an object such as {"issuer": "https://...", "client_id": "...", "scopes": ["openid"]}."#,
                     status: .config)
             }
             issuers[name] = entry
         }
         return issuers
+    }
+
+    /// Checks every issuer's entry of the `oidc` object: its keys (`clientID` still allowed, for
+    /// `client_id`) and their values.
+    public func checkConfiguration(_ configuration: DesktopConfiguration) throws {
+        for (name, entry) in try Self.configured(configuration) {
+            try ProviderSetting.checkSection(
+                entry, path: "oidc.\(name)", settings: settings(instance: name), configuration: configuration,
+                aliases: [Settings.oldClientIDKey: "client_id"])
+        }
     }
 
     /// The resolved settings of one issuer.
@@ -138,7 +148,14 @@ public struct OIDCPlugin: ProviderPlugin {
         init(_ request: ProviderConnectionRequest) async throws {
             let instance = request.instance
             let plugin = OIDCPlugin()
-            let section = try OIDCPlugin.configured(request.configuration)[instance] ?? [:]
+            var section = try OIDCPlugin.configured(request.configuration)[instance] ?? [:]
+            if let old = section[Self.oldClientIDKey], section["client_id"] == nil {
+                // The spelling before every provider's keys were snake_case: still read, with a word.
+                section["client_id"] = old
+                request.terminal.say(
+                    "sesame: \(request.configuration.configFileDescription): \"oidc.\(instance).clientID\" is the old "
+                        + "spelling; write \"client_id\" (the old one will stop working in a later version).\n")
+            }
             let remembered = OIDCRememberedIssuers(stateDirectory: request.configuration.stateDirectory).read()[
                 instance]
             let path = "oidc.\(instance)"
@@ -157,7 +174,7 @@ public struct OIDCPlugin: ProviderPlugin {
             guard let clientID = try value(1, rememberedKey: "clientID") else {
                 throw Self.missing(
                     "client id", flag: "--client-id ID", variable: settings[1].environment!,
-                    key: "clientID", request: request)
+                    key: "client_id", request: request)
             }
             self.instance = instance
             self.issuer = issuer
@@ -178,6 +195,9 @@ public struct OIDCPlugin: ProviderPlugin {
             }
             self.scopes = (try value(4)?.value ?? "").split(whereSeparator: { $0 == "," || $0 == " " }).map(String.init)
         }
+
+        /// The old spelling of `client_id` in the config file.
+        static let oldClientIDKey = "clientID"
 
         static func missing(
             _ what: String, flag: String, variable: String, key: String, request: ProviderConnectionRequest

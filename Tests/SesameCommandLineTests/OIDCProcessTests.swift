@@ -175,11 +175,11 @@ struct OIDCProcessTests {
                 let file: JSONValue = .object([
                     "oidc": .object([
                         "work": .object([
-                            "issuer": .string(workIssuer), "clientID": .string(OIDCEmulator.defaultClientID),
+                            "issuer": .string(workIssuer), "client_id": .string(OIDCEmulator.defaultClientID),
                             "scopes": .array([.string("openid"), .string("email")]),
                         ]),
                         "gitlab": .object([
-                            "issuer": .string(gitlabIssuer), "clientID": .string(OIDCEmulator.defaultClientID),
+                            "issuer": .string(gitlabIssuer), "client_id": .string(OIDCEmulator.defaultClientID),
                         ]),
                     ])
                 ])
