@@ -116,6 +116,32 @@ package enum PrivateFiles {
     /// A symbolic link at `path` is refused, not followed (a dangling one would otherwise make
     /// Sesame create its target), and so is a file that is not a regular file of this user.
     package static func lock(_ path: String) throws -> Int32 {
+        let fd = try openLockFile(path)
+        while flock(fd, LOCK_EX) != 0 {
+            guard errno == EINTR else {
+                let code = errno
+                close(fd)
+                throw ioError("could not lock \(path)", code)
+            }
+        }
+        return fd
+    }
+
+    /// Opens and exclusively locks the lock file `path` as ``lock(_:)`` does, without waiting:
+    /// `nil` when another process holds it.
+    package static func tryLock(_ path: String) throws -> Int32? {
+        let fd = try openLockFile(path)
+        while flock(fd, LOCK_EX | LOCK_NB) != 0 {
+            let code = errno
+            if code == EINTR { continue }
+            close(fd)
+            if code == EWOULDBLOCK { return nil }
+            throw ioError("could not lock \(path)", code)
+        }
+        return fd
+    }
+
+    private static func openLockFile(_ path: String) throws -> Int32 {
         let fd = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0o600)
         guard fd >= 0 else {
             let code = errno
@@ -142,13 +168,6 @@ package enum PrivateFiles {
         }
         // A lock file others can write to could be replaced under us; it is ours, so tighten it.
         if info.st_mode & 0o077 != 0 { _ = fchmod(fd, 0o600) }
-        while flock(fd, LOCK_EX) != 0 {
-            guard errno == EINTR else {
-                let code = errno
-                close(fd)
-                throw ioError("could not lock \(path)", code)
-            }
-        }
         return fd
     }
 

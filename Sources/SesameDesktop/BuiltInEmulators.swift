@@ -1,5 +1,10 @@
 import Foundation
 import Sesame
+import Synchronization
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 /// Whether a program allows the built-in emulators: local stand-ins that provider plug-ins bring
 /// for providers that need an app registered with them (Facebook, GitHub), used when no app is
@@ -105,6 +110,53 @@ extension RunningEmulator {
             try await stop()
         } catch {
             terminal.say("The \(name)'s state could not be saved: \(error)\n")
+        }
+    }
+}
+
+/// A built-in emulator's hold on its state file while it runs in this process: two commands that
+/// each start the emulator (`sesame login facebook --account a` and `--account b` at once) would
+/// otherwise each read the file, issue their tokens and write it back, the last one losing the
+/// other's login. The second waits, saying so, until the first has saved and stopped.
+public final class EmulatorStateHold: Sendable {
+    private let descriptor: Mutex<Int32?>
+
+    private init(descriptor: Int32) { self.descriptor = Mutex(descriptor) }
+
+    deinit { release() }
+
+    /// Takes the hold on `stateFile` (a lock file beside it), waiting for another process that
+    /// has it; `name` ("the built-in Facebook emulator") is for the message said while waiting.
+    ///
+    /// - Throws: ``DesktopError`` (73) when the lock file cannot be had.
+    public static func take(stateFile: URL, name: String, terminal: Terminal) async throws -> EmulatorStateHold {
+        let path = stateFile.path + ".running"
+        var said = false
+        do {
+            try await onOwnThread { try PrivateFiles.ensurePrivateDirectory(stateFile.deletingLastPathComponent()) }
+            while true {
+                if let descriptor = try PrivateFiles.tryLock(path) { return EmulatorStateHold(descriptor: descriptor) }
+                if !said {
+                    terminal.say("Waiting for another sesame command that uses \(name) to finish…\n")
+                    said = true
+                }
+                // Another process's hold has no event to wait on; a command with a deadline
+                // (`status`) cancels the wait.
+                try await Task.sleep(for: .milliseconds(100))
+            }
+        } catch let error as CredentialStoreError {
+            throw DesktopError(
+                "\(name.prefix(1).uppercased() + name.dropFirst()) cannot keep its state: \(error.message)",
+                status: .cannotCreate)
+        }
+    }
+
+    /// Lets the next process have it.
+    public func release() {
+        if let open = descriptor.withLock({ value in
+            defer { value = nil }; return value
+        }) {
+            close(open)
         }
     }
 }

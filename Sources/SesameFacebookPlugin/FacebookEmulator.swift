@@ -69,13 +69,20 @@ enum FacebookEmulatorHooks {
                     + "is not a writable directory. Make it writable, or set XDG_STATE_HOME to one that is.",
                 status: .cannotCreate)
         }
+        // Held until it stops: another command's emulator reads the state this one saves.
+        let hold = try await EmulatorStateHold.take(
+            stateFile: stateFile, name: "the built-in Facebook emulator", terminal: .current(environment: environment))
         let emulator: Emulator
         let endpoints: EmulatorEndpoints
         do {
             emulator = try Emulator(configuration: configuration)
             endpoints = try await emulator.start()
         } catch let error as EmulatorError {
+            hold.release()
             throw DesktopError("The built-in Facebook emulator could not start: \(error.message)", status: .unavailable)
+        } catch {
+            hold.release()
+            throw error
         }
         let app = emulator.configuration.defaultApp
         return RunningEmulator(
@@ -84,7 +91,10 @@ enum FacebookEmulatorHooks {
             personName: emulator.configuration.users.first?.name ?? "the emulator's person",
             approveDevice: { code in try await emulator.approveDevice(userCode: code) },
             approveDialog: { url in try await emulator.approveDialog(url: url) },
-            stop: { await emulator.stop() })
+            stop: {
+                await emulator.stop()
+                hold.release()
+            })
     }
 }
 

@@ -138,6 +138,51 @@ struct OutsideUserTests {
         #expect(result.standardError.isEmpty, "\(result.standardError)")
     }
 
+    // MARK: 8, 9. settings of the wrong type, unknown keys
+
+    struct ConfigCase: Sendable, CustomTestStringConvertible {
+        var file: String
+        var names: String
+        var testDescription: String { file }
+    }
+
+    static let badConfigs = [
+        ConfigCase(file: #"{"facebook":{"app_id":1234567890}}"#, names: "facebook.app_id"),
+        ConfigCase(file: #"{"facebook":{"app_id":"abc"}}"#, names: "facebook.app_id"),
+        ConfigCase(file: #"{"facebook":{"appid":"123"}}"#, names: "facebook.appid"),
+        ConfigCase(file: #"{"github":{"clientID":"x"}}"#, names: "github.clientID"),
+        ConfigCase(file: #"{"github":{"client_id":7}}"#, names: "github.client_id"),
+        ConfigCase(
+            file: #"{"oidc":{"work":{"issuer":"https://id.example.com","clientid":"x"}}}"#, names: "oidc.work.clientid"),
+    ]
+
+    @Test("every command refuses a bad setting with 78 and the key's path", arguments: badConfigs)
+    func badConfig(_ example: ConfigCase) async throws {
+        let cli = try CLIHarness()
+        let config = cli.root.appending(path: "config/sesame")
+        try FileManager.default.createDirectory(at: config, withIntermediateDirectories: true)
+        try Data(example.file.utf8).write(to: config.appending(path: "config.json"))
+        for arguments in [["status"], ["status", "--json"], ["token", "facebook"], ["doctor"]] {
+            let result = try await cli.run("sesame", arguments)
+            #expect(result.status == 78, "sesame \(arguments): \(result.standardOutput)\(result.standardError)")
+            #expect(
+                (result.standardOutput + result.standardError).contains(example.names),
+                "sesame \(arguments): \(result.standardOutput)\(result.standardError)")
+        }
+    }
+
+    @Test("the old clientID spelling of an OpenID issuer is still read, with a warning")
+    func oldClientIDSpelling() async throws {
+        let cli = try CLIHarness()
+        let config = cli.root.appending(path: "config/sesame")
+        try FileManager.default.createDirectory(at: config, withIntermediateDirectories: true)
+        try Data(#"{"oidc":{"work":{"issuer":"http://127.0.0.1:9","clientID":"desktop"}}}"#.utf8)
+            .write(to: config.appending(path: "config.json"))
+        let result = try await cli.run("sesame", ["token", "work"])
+        #expect(result.status != 78, "\(result.standardError)")
+        #expect(result.standardError.contains("clientID\" is the old spelling"), "\(result.standardError)")
+    }
+
     // MARK: 3. control sequences in an explained body
 
     @Test(
@@ -161,5 +206,28 @@ struct OutsideUserTests {
             try ProcessRunner.builtExecutable("sesame"), ["explain-error"] + arguments, input: Data())
         #expect(result.status == 0, "\(result.standardError)")
         #expect(!result.standardOutput.unicodeScalars.contains { $0.value == 0x1B || $0.value == 0x07 })
+    }
+
+    // MARK: 6. two logins at once against the built-in emulator
+
+    @Test("two logins at once against the built-in emulator both stay valid")
+    func concurrentEmulatorLogins() async throws {
+        let cli = try CLIHarness()
+        let first = try await cli.start(
+            "sesame", ["login", "facebook", "--account", "a"], environment: NewUserDefectTests.approve)
+        let second = try await cli.start(
+            "sesame", ["login", "facebook", "--account", "b"], environment: NewUserDefectTests.approve)
+        let (a, b) = (await first.finish(), await second.finish())
+        #expect(a.status == 0, "\(a.standardError)")
+        #expect(b.status == 0, "\(b.standardError)")
+        let status = try await cli.run("sesame", ["status", "--json"])
+        #expect(status.status == 0, "\(status.standardOutput)\(status.standardError)")
+        let document = try #require(JSONValue(parsing: Data(status.standardOutput.utf8)))
+        let accounts = document["providers"]?.arrayValue?.flatMap { $0["accounts"]?.arrayValue ?? [] } ?? []
+        let validity = Dictionary(
+            accounts.compactMap { account in
+                account["account"]?.stringValue.map { ($0, account["validity"]?.stringValue ?? "") }
+            }, uniquingKeysWith: { a, _ in a })
+        #expect(validity == ["a": "valid", "b": "valid"], "\(status.standardOutput)")
     }
 }
