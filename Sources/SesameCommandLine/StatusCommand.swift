@@ -162,6 +162,8 @@ package struct StatusCommand: Sendable, Equatable {
         var tokenValid: Bool?
         var problem: String?
         var lastUsage: JSONValue?
+        /// ``lastUsage`` in words, from the provider's plug-in (the text form only).
+        var usageText: String? = nil
 
         enum CodingKeys: String, CodingKey {
             case account, active, userID = "user_id", userName = "user_name", granted, declined
@@ -329,11 +331,12 @@ package struct StatusCommand: Sendable, Equatable {
             let active = state.activeAccount(for: id)
             report.accounts = []
             for credential in listing.credentials {
-                report.accounts.append(
-                    AccountReport(
-                        credential, active: credential.key.account == active,
-                        check: AccountCheck(validity: .unverified, problem: "could not verify: \(why)"),
-                        lastUsage: state.lastUsage(for: credential.key)))
+                var account = AccountReport(
+                    credential, active: credential.key.account == active,
+                    check: AccountCheck(validity: .unverified, problem: "could not verify: \(why)"),
+                    lastUsage: state.lastUsage(for: credential.key))
+                account.usageText = account.lastUsage.flatMap(plugin.describeUsage)
+                report.accounts.append(account)
             }
             return report
         }
@@ -369,10 +372,11 @@ package struct StatusCommand: Sendable, Equatable {
                 check.problem = "could not verify: \(check.problem ?? "no answer")"
             }
             if let usage = check.usage { try? await accounts.recordUsage(usage, for: credential.key) }
-            report.accounts.append(
-                AccountReport(
-                    credential, active: credential.key.account == active, check: check,
-                    lastUsage: check.usage ?? state.lastUsage(for: credential.key)))
+            var account = AccountReport(
+                credential, active: credential.key.account == active, check: check,
+                lastUsage: check.usage ?? state.lastUsage(for: credential.key))
+            account.usageText = account.lastUsage.flatMap(plugin.describeUsage)
+            report.accounts.append(account)
         }
         return report
     }
@@ -398,7 +402,8 @@ package struct StatusCommand: Sendable, Equatable {
         }
         for provider in report.providers {
             text += terminal.bold(provider.provider) + " (\(provider.displayName)"
-            if let app = provider.appID { text += ", app \(app)" }
+            // GitHub's app is its host, which its details name already.
+            if let app = provider.appID, !provider.details.values.contains(app) { text += ", app \(app)" }
             if provider.emulator { text += ", Sesame's built-in emulator" }
             for (key, value) in provider.details.sorted(by: { $0.key < $1.key }) {
                 text += ", \(key) \(value.sanitizedForTerminal)"
@@ -409,12 +414,13 @@ package struct StatusCommand: Sendable, Equatable {
                 text += "  not logged in; run 'sesame login \(provider.provider)'\n"
             }
             for account in provider.accounts {
-                let active = account.active ? terminal.green("✓ ") : "  "
+                // Marked in words: a check mark beside "could not verify" read as "OK".
+                let active = account.active ? " " + terminal.bold("(active)") : ""
                 let user = [
                     account.userName?.sanitizedForTerminal, account.userID.map { "(\($0.sanitizedForTerminal))" },
                 ]
                 .compactMap { $0 }.joined(separator: " ")
-                text += "\(active)\(account.account.sanitizedForTerminal): \(user)\n"
+                text += "  \(account.account.sanitizedForTerminal)\(active): \(user)\n"
                 text += "      granted: \(account.granted.joined(separator: ", ").sanitizedForTerminal)\n"
                 if !account.declined.isEmpty {
                     text += "      declined: \(account.declined.joined(separator: ", ").sanitizedForTerminal)\n"
@@ -434,7 +440,7 @@ package struct StatusCommand: Sendable, Equatable {
                 case .notChecked:
                     text += "      \(account.problem ?? "not checked online (judged from what is stored)")\n"
                 }
-                if let usage = account.lastUsage, usage != .null { text += "      last usage: \(usage.jsonText)\n" }
+                if let usage = account.usageText { text += "      last usage: \(usage.sanitizedForTerminal)\n" }
             }
             for entry in provider.unreadable {
                 text += "  " + terminal.red("✗") + " an unreadable stored entry"

@@ -85,6 +85,11 @@ public protocol ProviderPlugin: Sendable {
     /// What `sesame emulator NAME` runs in the foreground; `nil` (the default) for none.
     var foregroundEmulator: (any ForegroundEmulator)? { get }
 
+    /// The rate-limit usage a login last reported (``AccountCheck/usage``), in words for
+    /// `sesame status` ("rate limit 4997/5000, resets 04:15"); `--json` keeps the JSON. By
+    /// default, its top-level numbers and strings as "name value" pairs.
+    func describeUsage(_ usage: JSONValue) -> String?
+
     /// Checks this provider's part of the config file, every key and value, whatever the
     /// command: by default, the object under ``name`` against the config keys of
     /// ``settings(instance:)`` (``ProviderSetting/checkSection(_:path:settings:configuration:aliases:)``).
@@ -108,6 +113,7 @@ extension ProviderPlugin {
     ) async throws -> (any ConnectedProvider)? { nil }
     public var builtInEmulator: BuiltInEmulator? { nil }
     public var foregroundEmulator: (any ForegroundEmulator)? { nil }
+    public func describeUsage(_ usage: JSONValue) -> String? { UsageText.pairs(usage) }
     public func checkConfiguration(_ configuration: DesktopConfiguration) throws {
         try ProviderSetting.checkSection(
             configuration.section(name), path: name, settings: settings(instance: name), configuration: configuration)
@@ -143,6 +149,37 @@ public struct ErrorExplanationFacts: Sendable {
         self.errorType = errorType
         self.isTransient = isTransient
         self.rows = rows
+    }
+}
+
+/// Helpers for ``ProviderPlugin/describeUsage(_:)``.
+public enum UsageText {
+    /// The object's numbers and strings as "name value" pairs, in name order (`_` read as a
+    /// space); `nil` when there are none.
+    public static func pairs(_ usage: JSONValue) -> String? {
+        guard let object = usage.objectValue else { return nil }
+        let parts = object.keys.sorted().compactMap { key -> String? in
+            let name = key.replacingOccurrences(of: "_", with: " ")
+            switch object[key] {
+            case .number(let value)?: return "\(name) \(number(value))"
+            case .string(let text)?: return "\(name) \(text)"
+            default: return nil
+            }
+        }
+        return parts.isEmpty ? nil : parts.joined(separator: ", ")
+    }
+
+    /// `value` without a fraction when it has none.
+    public static func number(_ value: Double) -> String {
+        value.rounded() == value && abs(value) < 1e15 ? String(Int(value)) : String(value)
+    }
+
+    /// The local time of `date`, as "04:15" (today) or "Dec 5 04:15" (another day).
+    public static func time(_ date: Date, now: Date = Date()) -> String {
+        let calendar = Calendar.current
+        let clock = date.formatted(.dateTime.hour(.twoDigits(amPM: .omitted)).minute(.twoDigits))
+        if calendar.isDate(date, inSameDayAs: now) { return clock }
+        return date.formatted(.dateTime.month(.abbreviated).day()) + " " + clock
     }
 }
 

@@ -50,6 +50,23 @@ public struct GitHubPlugin: ProviderPlugin {
     /// run, whatever port the emulator gets.
     public static let emulatorHostname = "github-emulator.localhost"
 
+    /// "rate limit 4997/5000 (core), resets 04:15; scopes repo, read:org".
+    public func describeUsage(_ usage: JSONValue) -> String? {
+        var parts: [String] = []
+        if let limit = usage["limit"]?.doubleValue, let remaining = usage["remaining"]?.doubleValue {
+            var text = "rate limit \(UsageText.number(remaining))/\(UsageText.number(limit))"
+            if let resource = usage["resource"]?.stringValue { text += " (\(resource))" }
+            if let reset = usage["reset"]?.doubleValue {
+                text += ", resets \(UsageText.time(Date(timeIntervalSince1970: reset)))"
+            }
+            parts.append(text)
+        }
+        if let scopes = usage["scopes"]?.arrayValue?.compactMap(\.stringValue) {
+            parts.append(scopes.isEmpty ? "no scopes" : "scopes " + scopes.joined(separator: ", "))
+        }
+        return parts.isEmpty ? UsageText.pairs(usage) : parts.joined(separator: "; ")
+    }
+
     public func settings(instance: String) -> [ProviderSetting] {
         [Self.hostname, Self.clientID, Self.clientSecret, Self.serverURL]
     }

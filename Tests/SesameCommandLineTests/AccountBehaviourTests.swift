@@ -201,7 +201,7 @@ struct AccountBehaviourTests {
             store: ScriptedStore(unreadable: [UnreadableCredential(key: bad, problem: "Its secret is empty.")]))
         try await cli.storeEmulatorLogin(account: "default")
         let status = await cli.run(["status", "--timeout", "60"])
-        #expect(status.output.contains("default:"), "\(status.output)")
+        #expect(status.output.contains("default (active):"), "\(status.output)")
         #expect(status.output.contains("unreadable stored entry (account 'broken')"))
         let logout = await cli.run(["logout", "facebook", "--account", "broken"])
         #expect(logout.status == 0, "\(logout.error)")

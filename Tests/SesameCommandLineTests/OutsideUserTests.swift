@@ -230,4 +230,27 @@ struct OutsideUserTests {
             }, uniquingKeysWith: { a, _ in a })
         #expect(validity == ["a": "valid", "b": "valid"], "\(status.standardOutput)")
     }
+
+    // MARK: 7. status in words
+
+    @Test("status shows usage in words, marks the active account in words, and names GitHub's host once")
+    func statusInWords() async throws {
+        let cli = try CLIHarness()
+        for provider in ["facebook", "github"] {
+            let login = try await cli.run("sesame", ["login", provider], environment: NewUserDefectTests.approve)
+            #expect(login.status == 0, "\(login.standardError)")
+        }
+        let status = try await cli.run("sesame", ["status", "--timeout", "60"])
+        let text = status.standardOutput
+        #expect(status.status == 0, "\(text)\(status.standardError)")
+        #expect(!text.contains("{"), "JSON in the text: \(text)")
+        #expect(!text.contains("✓"), "\(text)")
+        #expect(text.contains("default (active):"), "\(text)")
+        #expect(text.contains("last usage: app: 0% of calls"), "\(text)")
+        #expect(text.contains(#/last usage: rate limit \d+/5000 \(core\), resets \d\d:\d\d/#), "\(text)")
+        let githubLine = try #require(text.split(separator: "\n").first { $0.hasPrefix("github (") })
+        #expect(githubLine.components(separatedBy: "github-emulator.localhost").count == 2, "\(githubLine)")
+        let json = try await cli.run("sesame", ["status", "--json", "--timeout", "60"])
+        #expect(json.standardOutput.contains(#""remaining":"#), "--json keeps the numbers: \(json.standardOutput)")
+    }
 }
