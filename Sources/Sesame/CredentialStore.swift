@@ -144,8 +144,14 @@ extension CredentialStore {
     public func checkWritable(for key: CredentialKey) async throws {
         let probe = key.with(account: "\(key.account).sesame-write-check")
         let token = AccessToken(tokenString: "", provider: key.provider, appID: key.appID)
-        try await save(StoredCredential(key: probe, token: token))
-        try await delete(probe)
+        do {
+            try await save(StoredCredential(key: probe, token: token))
+            try await delete(probe)
+        } catch var error as CredentialStoreError {
+            // The placeholder is Sesame's own business: a message speaks of the login itself.
+            error.message = error.message.replacingOccurrences(of: "\(probe)", with: "\(key)")
+            throw error
+        }
     }
 }
 

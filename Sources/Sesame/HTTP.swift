@@ -235,8 +235,20 @@ public struct TransportError: Error, Sendable, Hashable, CustomStringConvertible
     }
 
     public var description: String {
-        let target = host.map { " talking to \($0)" } ?? ""
-        return "Network error (\(kind))\(target): \(message)"
+        let what: String
+        switch kind {
+        case .dnsFailure: what = "its name could not be looked up"
+        case .connectionFailed: what = "the connection could not be made"
+        case .connectionLost: what = "the connection was lost"
+        case .timedOut: what = "it did not answer in time"
+        case .tlsFailure: what = "a secure (TLS) connection could not be set up"
+        case .certificateRejected: what = "its certificate was refused"
+        case .bodyTooLarge: what = "its answer was too large"
+        case .invalidRequest: what = "the request could not be sent"
+        default: what = "the network failed"
+        }
+        let target = host.map { "Could not talk to \($0): " } ?? "A network request failed: "
+        return "\(target)\(what) (\(message))"
     }
 
     /// The same sentence as ``description``: what `localizedDescription` returns.

@@ -118,7 +118,8 @@ extension DoctorCommand {
             switch findings {
             case .success(let found)?: lines += found
             case .failure(let error)?:
-                lines.append(DoctorLine(.warning, "The Secret Service could not be asked about itself: \(error)"))
+                lines.append(
+                    DoctorLine(.warning, "The Secret Service could not be asked about itself: \(error.sentence)"))
             case nil:
                 lines.append(
                     DoctorLine(
@@ -155,7 +156,7 @@ extension DoctorCommand {
         } catch {
             // A bad setting is 78 here as in every other command.
             let status = (error as? DesktopError)?.status.rawValue ?? ExitStatus.unavailable
-            return ([DoctorLine(.problem, "Configuration: \(error)")], true, status)
+            return ([DoctorLine(.problem, "Configuration: \(error.sentence)")], true, status)
         }
         let keyringInUse = configuration.storage.value != .file && configuration.storage.value != .memory
         var lines: [DoctorLine] = []
@@ -177,7 +178,7 @@ extension DoctorCommand {
             lines.append(DoctorLine(.ok, text))
             return (lines, keyringInUse, ExitStatus.success)
         case .failure(let error)?:
-            lines.append(DoctorLine(.problem, "\(cannot): \(error)"))
+            lines.append(DoctorLine(.problem, "\(cannot): \(error.sentence)"))
         case nil:
             lines.append(
                 DoctorLine(
@@ -199,7 +200,7 @@ extension DoctorCommand {
                 overrides: .init(storage: storage), environment: context.environment)
             names = try Desktop.names(configuration: configuration)
         } catch {
-            return [DoctorLine(.problem, "Configuration: \(error)")]
+            return [DoctorLine(.problem, "Configuration: \(error.sentence)")]
         }
         // The stored logins, for the plug-ins to judge (the storage lines report a store that fails).
         let stored = await withTimeLimit(DoctorLimits.perProbe) { () -> [StoredCredential]? in

@@ -121,7 +121,7 @@ package struct EmulatorCommand: Sendable, Equatable {
             io.writeError("sesame emulator: \(error.message)\n")
             return error.status.rawValue
         } catch {
-            io.writeError("sesame emulator: \(error)\n")
+            io.writeError("sesame emulator: \(error.sentence)\n")
             return ExitStatus.failure
         }
     }

@@ -432,7 +432,7 @@ package struct CommandFailure: Error, Sendable, CustomStringConvertible {
                 "Sesame could not write its state file\(file) (\(error.localizedDescription)); make its directory "
                     + "writable, or set XDG_STATE_HOME to one that is.", status: ExitStatus.cannotCreate)
         default:
-            return CommandFailure("\(error)", status: ExitStatus.failure)
+            return CommandFailure("\(error.sentence)", status: ExitStatus.failure)
         }
     }
 }

@@ -109,7 +109,7 @@ extension RunningEmulator {
         do {
             try await stop()
         } catch {
-            terminal.say("The \(name)'s state could not be saved: \(error)\n")
+            terminal.say("The \(name)'s state could not be saved: \(error.sentence)\n")
         }
     }
 }

@@ -148,7 +148,7 @@ extension AccountCheck {
         } catch let error as AuthError {
             return refused(error)
         } catch {
-            return AccountCheck(validity: .unverified, problem: "\(error)")
+            return AccountCheck(validity: .unverified, problem: "\(error.sentence)")
         }
     }
 }

@@ -112,7 +112,7 @@ public enum DoctorProbe {
             return DoctorLine(.ok, "\(label) at \(url.absoluteString) answers (HTTP \(response.status)).")
         } catch {
             return DoctorLine(
-                .problem, "\(label) at \(url.absoluteString) does not answer (\(error)).",
+                .problem, "\(label) at \(url.absoluteString) does not answer (\(error.sentence)).",
                 fix: "check the network, a proxy (HTTPS_PROXY), or the configured address")
         }
     }

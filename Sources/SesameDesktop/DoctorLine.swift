@@ -21,3 +21,10 @@ public struct DoctorLine: Sendable, Equatable {
         self.fix = fix
     }
 }
+
+extension Error {
+    /// The error as one sentence for a person: its `LocalizedError` description when it has one
+    /// (``AuthError``'s message, not its `AuthError(provider, category)` debug form), else its
+    /// description.
+    package var sentence: String { (self as? any LocalizedError)?.errorDescription ?? "\(self)" }
+}

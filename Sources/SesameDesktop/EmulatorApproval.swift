@@ -95,7 +95,8 @@ public struct EmulatorApproval: Sendable {
                 _ = try await transport.send(HTTPRequest(method: .get, url: redirect))
             }
         } catch {
-            terminal.say("\(label) The approval did not go through (\(error)); approve it at the address above.\n")
+            terminal.say(
+                "\(label) The approval did not go through (\(error.sentence)); approve it at the address above.\n")
         }
     }
 }

@@ -187,7 +187,7 @@ public struct FacebookPlugin: ProviderPlugin {
         do {
             settings = try Settings(request)
         } catch {
-            return [DoctorLine(.problem, "Facebook configuration: \(error)")]
+            return [DoctorLine(.problem, "Facebook configuration: \(error.sentence)")]
         }
         guard let appID = settings.appID else {
             return [

@@ -43,7 +43,7 @@ enum GitHubEmulatorHooks {
         do {
             endpoints = try await emulator.start()
         } catch {
-            throw DesktopError("The built-in GitHub emulator could not start: \(error)", status: .unavailable)
+            throw DesktopError("The built-in GitHub emulator could not start: \(error.sentence)", status: .unavailable)
         }
         return RunningEmulator(
             endpoints: ["base": endpoints.baseURL, "api": endpoints.apiURL], appID: GitHubEmulator.defaultClientID,

@@ -211,7 +211,7 @@ public struct GitHubPlugin: ProviderPlugin {
             host = try settings.host()
             _ = try settings.checkedClientID()
         } catch {
-            return [DoctorLine(.problem, "GitHub configuration: \(error)")]
+            return [DoctorLine(.problem, "GitHub configuration: \(error.sentence)")]
         }
         guard !settings.isEmpty else {
             return [

@@ -492,8 +492,7 @@ enum KeyringMessages {
 
     static func lockedWithoutPrompt(_ operation: String, _ provider: SecretServiceProvider?) -> CredentialStoreError {
         let message = text(
-            "The keyring is locked, so \(operation) was not done (this store does not ask to unlock it: unlocking ",
-            "is `.never`; a program may offer `.prompt`, as `secret-tool search --unlock` does). ",
+            "The keyring is locked, and Sesame does not unlock it by itself, so \(operation) was not done. ",
             unlockHint(provider))
         return CredentialStoreError(kind: .locked, message: message)
     }

@@ -118,7 +118,7 @@ struct OIDCConnection: ConnectedProvider {
             }
             return AccountCheck(validity: .unverified, userName: name, problem: error.userMessage ?? error.message)
         } catch {
-            return AccountCheck(validity: .unverified, userName: name, problem: "\(error)")
+            return AccountCheck(validity: .unverified, userName: name, problem: "\(error.sentence)")
         }
     }
 }

@@ -54,15 +54,16 @@ struct LocalizedErrorTests {
             SessionTransitionError(from: .opening, to: .opening),
             "A session cannot go from 'opening' to 'opening': a login is already in progress; wait for it to finish."),
         Example(
-            timeout, "Network error (timedOut) talking to graph.facebook.com: no answer within 10 s"),
+            timeout, "Could not talk to graph.facebook.com: it did not answer in time (no answer within 10 s)"),
         Example(CryptoError(message: "libcrypto could not be loaded."), "libcrypto could not be loaded."),
         Example(
-            SendableErrorBox(timeout), "Network error (timedOut) talking to graph.facebook.com: no answer within 10 s"),
+            SendableErrorBox(timeout),
+            "Could not talk to graph.facebook.com: it did not answer in time (no answer within 10 s)"),
         Example(
             RevocationFailed(
                 underlying: SendableErrorBox(timeout), advice: "remove the app in Facebook's settings"),
-            "The login was removed here, but revoking failed (Network error (timedOut) talking to graph.facebook.com: "
-                + "no answer within 10 s); remove the app in Facebook's settings."),
+            "The login was removed here, but revoking failed (Could not talk to graph.facebook.com: it did not answer "
+                + "in time (no answer within 10 s)); remove the app in Facebook's settings."),
         Example(PermissionsUnsupported(), "This provider's permissions are chosen when logging in."),
         Example(
             IDTokenError.malformed("it has 2 parts, not 3"),

@@ -253,4 +253,18 @@ struct OutsideUserTests {
         let json = try await cli.run("sesame", ["status", "--json", "--timeout", "60"])
         #expect(json.standardOutput.contains(#""remaining":"#), "--json keeps the numbers: \(json.standardOutput)")
     }
+
+    // MARK: 10. messages without Swift or internal names
+
+    @Test("a provider that cannot be reached is reported in words")
+    func unreachableInWords() async throws {
+        let cli = try CLIHarness()
+        let login = try await cli.run(
+            "sesame", ["login", "oidc", "--issuer", "http://127.0.0.1:9", "--client-id", "x"])
+        #expect(login.status == 75, "\(login.standardError)")
+        for name in ["connectionFailed", "AuthError(", "Network error (", "`.never`", "sesame-write-check"] {
+            #expect(!login.standardError.contains(name), "\(login.standardError)")
+        }
+        #expect(login.standardError.contains("Could not talk to 127.0.0.1"), "\(login.standardError)")
+    }
 }
