@@ -114,7 +114,8 @@ struct AccountCommands {
     private func run(
         _ connected: any ConnectedProvider, storage: StorageSelection, accountState: AccountState.Snapshot?
     ) async throws -> Int32 {
-        let accounts = AccountState(environment: context.environment)
+        var accounts = AccountState(environment: context.environment)
+        accounts.writesNothing = storage.store.backendDescription == "memory"
         let account =
             command.account ?? accountState?.activeAccount(for: connected.providerID, appID: connected.appID)
             ?? "default"
@@ -144,13 +145,13 @@ struct AccountCommands {
             guard (try? await storage.store.load(targetKey)) != nil else {
                 let known = try await logins(of: key, in: storage.store).map(\.account)
                 throw CommandFailure(
-                    "There is no \(connected.label) login named '\(target.sanitizedForTerminal)'"
+                    "No login to \(connected.label) is named '\(target.sanitizedForTerminal)'"
                         + (known.isEmpty ? "" : " (logins: \(known.joined(separator: ", ")))")
                         + "; log in to it with 'sesame login \(name) --account \(target.sanitizedForTerminal)'.",
                     status: ExitStatus.permission)
             }
             try await accounts.setActiveAccount(target, for: key.provider, appID: key.appID)
-            io.write("\(connected.label) account '\(target)' is now the active one.\n")
+            io.write("The account '\(target.sanitizedForTerminal)' of \(connected.label) is now the active one.\n")
             return ExitStatus.success
         case .permissions(let action):
             let session = connected.session(account: account, store: storage.store)
@@ -220,9 +221,6 @@ struct AccountCommands {
         let granted = token.permissions.granted.sorted().joined(separator: ", ").sanitizedForTerminal
         var text = "Logged in to \(connected.label) as \(who), account '\(key.account)'; granted: \(granted). "
         text += "Stored in \(storage.backend)"
-        if storage.store.backendDescription == "memory" {
-            text += ", which is gone when this command exits (--storage memory keeps nothing)"
-        }
         text += "."
         if previous != nil { text += " It replaces the login stored before under that account." }
         io.write(text + "\n")

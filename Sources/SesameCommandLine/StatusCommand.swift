@@ -230,7 +230,11 @@ package struct StatusCommand: Sendable, Equatable {
             // reported by that bound ("no answer within …"), not by curl's timeout mid-way.
             CurlTransport.Configuration(connectTimeout: .seconds(3), timeout: deadline + .seconds(1))
         }
-        let accounts = AccountState(environment: context.environment)
+        let accounts = {
+            var accounts = AccountState(environment: context.environment)
+            accounts.writesNothing = selection.store.backendDescription == "memory"
+            return accounts
+        }()
         // The accounts file, read once, while the keyring is searched: each provider's active
         // account and each login's last usage come from it.
         let snapshot = Task(executorPreference: currentTaskExecutorPreference) { await accounts.snapshot() }

@@ -106,6 +106,10 @@ public struct AccountState: Sendable {
     /// Kept as a path: `sesame token` reads it at start (see `XDG.stateFilePath`).
     private var file: JSONStateFile
 
+    /// Whether changes are kept only in memory, for logins that are (`--storage memory`):
+    /// then nothing is written, and the file is only read.
+    package var writesNothing = false
+
     /// The state file under `environment`'s `$XDG_STATE_HOME`.
     public init(environment: [String: String] = ProcessInfo.processInfo.environment) {
         file = JSONStateFile(path: XDG.stateFilePath("accounts.json", environment: environment))
@@ -154,6 +158,7 @@ public struct AccountState: Sendable {
     /// - Throws: `CredentialStoreError` when the state directory or its lock cannot be used;
     ///   Foundation's error when the file cannot be written.
     public func setActiveAccount(_ account: String, for provider: ProviderID, appID: String? = nil) async throws {
+        guard !writesNothing else { return }
         let file = self.file
         try await onOwnThread {
             try file.modify { object in
@@ -172,6 +177,7 @@ public struct AccountState: Sendable {
     /// - Throws: `CredentialStoreError` when the state directory or its lock cannot be used;
     ///   Foundation's error when the file cannot be written.
     public func clearActiveAccount(_ account: String, for provider: ProviderID, appID: String) async throws {
+        guard !writesNothing else { return }
         let file = self.file
         try await onOwnThread {
             try file.modify { object in
@@ -194,6 +200,7 @@ public struct AccountState: Sendable {
     /// - Throws: `CredentialStoreError` when the state directory or its lock cannot be used;
     ///   Foundation's error when the file cannot be written.
     public func recordUsage(_ usage: JSONValue, for key: CredentialKey) async throws {
+        guard !writesNothing else { return }
         let file = self.file
         try await onOwnThread {
             try file.modify { object in

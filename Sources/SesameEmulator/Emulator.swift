@@ -112,9 +112,8 @@ public final class Emulator: Sendable {
         try running.withLock { state in
             guard state == nil else { throw EmulatorError(message: "The emulator is already running; stop it first.") }
             do { try server.start() } catch {
-                throw EmulatorError(
-                    message: "The emulator could not listen on 127.0.0.1:\(configuration.port): \(error). "
-                        + "Choose another port, or 0 for any free one.")
+                // The server's own message already says what to do about the port.
+                throw EmulatorError(message: "The emulator could not start: \(error)")
             }
             state = RunningServer(
                 server: server,

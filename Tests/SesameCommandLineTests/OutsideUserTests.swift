@@ -267,4 +267,57 @@ struct OutsideUserTests {
         }
         #expect(login.standardError.contains("Could not talk to 127.0.0.1"), "\(login.standardError)")
     }
+
+    // MARK: 11. sentences that read as sentences
+
+    @Test("switch, a bad app id and --storage memory say whole sentences; memory writes no accounts file")
+    func wholeSentences() async throws {
+        let cli = try CLIHarness(storage: "memory")
+        let memory = try await cli.run("sesame", ["login", "facebook"], environment: NewUserDefectTests.approve)
+        #expect(memory.status == 0, "\(memory.standardError)")
+        #expect(!memory.standardOutput.contains("which is gone"), "\(memory.standardOutput)")
+        #expect(
+            !FileManager.default.fileExists(atPath: cli.root.appending(path: "state/sesame/accounts.json").path),
+            "--storage memory wrote the accounts file")
+
+        let file = try CLIHarness()
+        let login = try await file.run("sesame", ["login", "facebook"], environment: NewUserDefectTests.approve)
+        #expect(login.status == 0, "\(login.standardError)")
+        let missing = try await file.run("sesame", ["switch", "facebook", "nosuch"])
+        #expect(missing.status == 77)
+        #expect(missing.standardError.contains("No login to the Facebook emulator is named 'nosuch'"), "\(missing)")
+        let switched = try await file.run("sesame", ["switch", "facebook", "default"])
+        #expect(
+            switched.standardOutput.hasPrefix("The account 'default' of the Facebook emulator is now the active one."),
+            "\(switched.standardOutput)")
+        let bad = try await file.run("sesame", ["token", "facebook"], environment: ["SESAME_FACEBOOK_APP_ID": "abc"])
+        #expect(bad.status == 78)
+        #expect(!bad.standardError.contains("valid the"), "\(bad.standardError)")
+        #expect(bad.standardError.contains("SESAME_FACEBOOK_APP_ID is 'abc', which is not a valid value for app-id"))
+    }
+
+    @Test("a port in use is explained once")
+    func portInUse() async throws {
+        // A listening socket of the test's own holds a port.
+        let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        #expect(listener >= 0)
+        defer { close(listener) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &address) { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { generic in
+                bind(listener, generic, length) == 0 && listen(listener, 1) == 0
+                    && getsockname(listener, generic, &length) == 0
+            }
+        }
+        #expect(bound)
+        let port = String(UInt16(bigEndian: address.sin_port))
+        let cli = try CLIHarness()
+        let second = try await cli.run("sesame", ["emulator", "facebook", "--port", port, "--in-memory"])
+        #expect(second.status != 0)
+        #expect(second.standardError.components(separatedBy: "free one").count == 2, "\(second.standardError)")
+        #expect(!second.standardError.contains(".."), "\(second.standardError)")
+    }
 }
