@@ -18,14 +18,8 @@ package enum PrivateFiles {
     /// - Throws: ``CredentialStoreError`` (`insecurePermissions` for another user's directory,
     ///   `ioFailure` otherwise) saying what is wrong and what to do.
     package static func ensurePrivateDirectory(_ directory: URL) throws {
-        let path = directory.path
-        do {
-            try FileManager.default.createDirectory(
-                at: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
-        } catch {
-            throw CredentialStoreError(
-                kind: .ioFailure, message: "Could not create \(path): \(error.localizedDescription)")
-        }
+        let path = directory.standardizedFileURL.path
+        try makeDirectories(path)
         var info = stat()
         guard stat(path, &info) == 0 else { throw ioError("could not inspect \(path)", errno) }
         guard info.st_mode & S_IFMT == S_IFDIR else {
@@ -44,6 +38,22 @@ package enum PrivateFiles {
                 message: "\(path) can be used by other users (mode \(String(info.st_mode & 0o777, radix: 8))) and "
                     + "Sesame could not make it private (\(String(cString: strerror(errno)))). Run: chmod 700 '\(path)'"
             )
+        }
+    }
+
+    /// Makes `path` and its missing parents, each 0700; an error names the directory that could
+    /// not be made, why (in the system's words), and what to do.
+    private static func makeDirectories(_ path: String) throws {
+        var info = stat()
+        if stat(path, &info) == 0 { return }
+        let parent = (path as NSString).deletingLastPathComponent
+        if !parent.isEmpty, parent != path { try makeDirectories(parent) }
+        guard mkdir(path, 0o700) == 0 || errno == EEXIST else {
+            let reason = String(cString: strerror(errno))
+            throw CredentialStoreError(
+                kind: .cannotCreate,
+                message: "Sesame could not create the directory \(path) for its state (\(reason)). Make \(parent) "
+                    + "writable, or set XDG_STATE_HOME to a directory you can write.")
         }
     }
 

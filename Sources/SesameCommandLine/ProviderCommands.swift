@@ -417,6 +417,7 @@ package struct CommandFailure: Error, Sendable, CustomStringConvertible {
             switch error.kind {
             case .unavailable, .noSessionBus, .noSecretService, .locked, .timedOut: status = ExitStatus.unavailable
             case .insecurePermissions: status = ExitStatus.config
+            case .cannotCreate: status = ExitStatus.cannotCreate
             default: status = ExitStatus.ioError
             }
             // An absent keyring's message offers the file store (SesameKeyring's storage policy).

@@ -320,4 +320,24 @@ struct OutsideUserTests {
         #expect(second.standardError.components(separatedBy: "free one").count == 2, "\(second.standardError)")
         #expect(!second.standardError.contains(".."), "\(second.standardError)")
     }
+
+    // MARK: 12. a home Sesame cannot write to
+
+    @Test("a state directory that cannot be made is 73, naming it and what to do")
+    func unwritableHome() async throws {
+        let cli = try CLIHarness()
+        // A file where the state directory's parent should be: no directory can be made under it,
+        // whoever runs the test (root may write anywhere, but not under a file).
+        let blocker = cli.root.appending(path: "blocker")
+        try Data().write(to: blocker)
+        let result = try await cli.run(
+            "sesame", ["login", "facebook"],
+            environment: NewUserDefectTests.approve.merging(["XDG_STATE_HOME": blocker.appending(path: "state").path]) {
+                $1
+            })
+        #expect(result.status == 73, "\(result.standardError)")
+        #expect(result.standardError.contains("could not create the directory \(blocker.path)/state"), "\(result)")
+        #expect(result.standardError.contains("set XDG_STATE_HOME"), "\(result.standardError)")
+        #expect(!result.standardError.contains("The operation could not be completed"), "\(result.standardError)")
+    }
 }

@@ -186,7 +186,8 @@ struct StateFileTests {
         var configuration = EmulatorConfiguration()
         configuration.stateFileURL = notADirectory.appendingPathComponent("emulator.json")
         #expect { try Emulator(configuration: configuration) } throws: { error in
-            (error as? EmulatorError)?.message.contains("cannot be kept in its directory: Could not create") == true
+            (error as? EmulatorError)?.message.contains(
+                "cannot be kept in its directory: \(notADirectory.path) is not a directory") == true
         }
     }
 

@@ -77,8 +77,9 @@ struct RefreshLockTests {
         try Data().write(to: blocker)
         let lock = RefreshLock(key: key, directory: blocker.appendingPathComponent("locks"))
         let error = await #expect(throws: CredentialStoreError.self) { try await lock.withLock {} }
-        #expect(error?.kind == .ioFailure)
-        #expect(error?.message.contains("state directory is writable") == true)
+        #expect(error?.kind == .cannotCreate)
+        #expect(error?.message.contains("could not create the directory") == true, "\(String(describing: error))")
+        #expect(error?.message.contains("set XDG_STATE_HOME") == true)
     }
 
     @Test("a symbolic link in the lock file's place is refused, and its target is not created")
