@@ -141,6 +141,7 @@ public struct GitHubErrorTaxonomy: ErrorTaxonomy {
         if !message.hasSuffix(".") { message += "." }
         var userMessage = rule.userMessage
         var retryAfter: Duration?
+        var afterMeaning = ""
 
         switch identifier {
         case "sso_required":
@@ -159,16 +160,20 @@ public struct GitHubErrorTaxonomy: ErrorTaxonomy {
             // Seconds until the reset, at least 1; a reset 10 million seconds (16 weeks) or more
             // away is no answer GitHub gives, and is treated as none.
             let untilReset = reset.map {
-                max(1, Date(timeIntervalSince1970: TimeInterval($0)).timeIntervalSince(now()).rounded(.up))
+                Date(timeIntervalSince1970: TimeInterval($0)).timeIntervalSince(now()).rounded(.up)
             }
+            // Said after the rule's meaning, which already says that the limit is used up.
             if let reset, let untilReset, untilReset < 10_000_000 {
                 details.rateLimitReset = reset
-                let seconds = Int(untilReset)
+                let seconds = Int(max(1, untilReset))
                 retryAfter = .seconds(seconds)
-                message += " The primary rate limit is used up; it resets in \(seconds) s (x-ratelimit-reset \(reset))."
+                afterMeaning =
+                    untilReset >= 1
+                    ? " It resets in \(Duration.seconds(seconds).formattedSeconds) (x-ratelimit-reset \(reset))."
+                    : " Its reset time (x-ratelimit-reset \(reset)) has passed by this machine's clock, so the next "
+                        + "call should succeed."
             } else {
                 retryAfter = Self.secondaryLimitDefaultWait
-                message += " The primary rate limit is used up; wait for it to reset."
             }
         case "secondary_rate_limit":
             retryAfter = headers.retryAfter(now: now(), shortest: 0) ?? Self.secondaryLimitDefaultWait
@@ -205,7 +210,7 @@ public struct GitHubErrorTaxonomy: ErrorTaxonomy {
                 retryAfter = headers.retryAfter(now: now(), shortest: 0)
             }
         }
-        message += " " + rule.meaning
+        message += " " + rule.meaning + afterMeaning
         var error = AuthError(rule: rule, message: message, provider: .github)
         error.userMessage = userMessage
         error.httpStatus = status

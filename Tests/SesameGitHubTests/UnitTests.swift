@@ -211,7 +211,7 @@ struct GitHubUnitTests {
             body: Data(#"{"message":"API rate limit exceeded"}"#.utf8))
         #expect(error.category == .throttling)
         #expect(error.retryAfter == GitHubErrorTaxonomy.secondaryLimitDefaultWait)
-        #expect(error.message.contains("wait for it to reset"))
+        #expect(error.message.components(separatedBy: "is used up").count == 2, "said once: \(error.message)")
     }
 
     @Test(
@@ -223,7 +223,9 @@ struct GitHubUnitTests {
             status: 403, headers: ["x-ratelimit-remaining": "0", "x-ratelimit-reset": reset],
             body: Data(#"{"message":"API rate limit exceeded"}"#.utf8))
         #expect(error.retryAfter == .seconds(1))
-        #expect(error.message.contains("it resets in 1 s"))
+        #expect(!error.message.contains("resets in"), "a past reset is not 'in 1 s': \(error.message)")
+        #expect(error.message.contains("has passed"), "\(error.message)")
+        #expect(error.message.components(separatedBy: "is used up").count == 2, "said once: \(error.message)")
     }
 
     @Test("a primary rate limit that resets soon waits until then")
@@ -233,6 +235,8 @@ struct GitHubUnitTests {
             status: 403, headers: ["x-ratelimit-remaining": "0", "x-ratelimit-reset": "1700000090"],
             body: Data(#"{"message":"API rate limit exceeded"}"#.utf8))
         #expect(error.retryAfter == .seconds(90))
+        #expect(error.message.contains("It resets in 90 s"), "\(error.message)")
+        #expect(error.message.components(separatedBy: "is used up").count == 2, "said once: \(error.message)")
     }
 
     @Test("the SSO header's URL is read, and only an https one")
