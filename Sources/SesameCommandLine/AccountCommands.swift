@@ -138,8 +138,9 @@ struct AccountCommands {
                 throw error
             }
             return ExitStatus.success
-        case .logout(let revoke):
-            return try await logout(key, revoke: revoke, connected: connected, storage: storage, accounts: accounts)
+        case .logout(let revoke, let timeout):
+            return try await logout(
+                key, revoke: revoke, timeout: timeout, connected: connected, storage: storage, accounts: accounts)
         case .switchAccount(let target):
             let targetKey = key.with(account: target)
             guard (try? await storage.store.load(targetKey)) != nil else {
@@ -256,9 +257,12 @@ struct AccountCommands {
 
     // MARK: logout
 
+    /// How long `logout --revoke` waits for the provider unless `--timeout` says otherwise.
+    static let defaultRevokeTimeout: Duration = .seconds(15)
+
     private func logout(
-        _ key: CredentialKey, revoke: Bool, connected: any ConnectedProvider, storage: StorageSelection,
-        accounts: AccountState
+        _ key: CredentialKey, revoke: Bool, timeout: Duration, connected: any ConnectedProvider,
+        storage: StorageSelection, accounts: AccountState
     ) async throws -> Int32 {
         let store = storage.store
         let stored: StoredCredential?
@@ -288,8 +292,26 @@ struct AccountCommands {
         let session = connected.session(account: key.account, store: store)
         if let stored, !stored.needsLogin, (try? await session.open()) == true {
             who = await session.userID ?? who
+            if revoke {
+                io.writeError(
+                    "Revoking the access at \(connected.label) (waiting up to \(timeout.formattedSeconds); "
+                        + "--timeout SECONDS changes that)…\n")
+            }
             do {
-                note = try await session.logOut(revoke: revoke)
+                guard
+                    let done = try await Self.within(
+                        revoke ? timeout : nil, { try await session.logOut(revoke: revoke) })
+                else {
+                    // The provider is silent: the login goes here all the same, and the person is
+                    // told where to revoke it by hand.
+                    try await store.delete(key)
+                    return try await finishLogout(
+                        key, who: who, note: nil, connected: connected, storage: storage, accounts: accounts,
+                        failure: "the provider did not answer the revocation within \(timeout.formattedSeconds); "
+                            + "revoke the app's access in \(connected.label)'s settings, or log in again and retry "
+                            + "with a longer --timeout")
+                }
+                note = done
             } catch let failure as RevocationFailed {
                 revocation = failure
             }
@@ -298,6 +320,18 @@ struct AccountCommands {
             try await store.delete(key)
             if unreadable { note = "the stored entry could not be read, and was removed" }
         }
+        return try await finishLogout(
+            key, who: who, note: note, connected: connected, storage: storage, accounts: accounts,
+            failure: revocation?.description)
+    }
+
+    /// The end of a logout: the login must be gone from the store; says so, makes another
+    /// account active when needed, and fails with 69 when revoking failed (`failure`).
+    private func finishLogout(
+        _ key: CredentialKey, who: String?, note: String?, connected: any ConnectedProvider,
+        storage: StorageSelection, accounts: AccountState, failure: String?
+    ) async throws -> Int32 {
+        let store = storage.store
         if await isStored(key, in: store) != false {
             throw CommandFailure(
                 "The login of account '\(key.account)' could not be removed from \(storage.backend); it is still "
@@ -308,11 +342,27 @@ struct AccountCommands {
         if let note { text += "; \(note)" }
         io.write(text + ".\n")
         await switchAwayIfGone(key, accounts: accounts, store: store)
-        if let revocation {
-            throw CommandFailure(
-                "The login was removed here, but \(revocation.description).", status: ExitStatus.unavailable)
+        if let failure {
+            throw CommandFailure("The login was removed here, but \(failure).", status: ExitStatus.unavailable)
         }
         return ExitStatus.success
+    }
+
+    /// What `body` returns, or `nil` when it has not finished within `limit` (it is then
+    /// cancelled); without a limit, simply `body`'s result.
+    static func within<T: Sendable>(
+        _ limit: Duration?, _ body: @escaping @Sendable () async throws -> T
+    ) async throws -> T? {
+        guard let limit else { return try await body() }
+        return try await withThrowingTaskGroup(of: T?.self) { group in
+            group.addTask { try await body() }
+            group.addTask {
+                try await Task.sleep(for: limit)
+                return nil
+            }
+            defer { group.cancelAll() }
+            return try await group.next() ?? nil
+        }
     }
 
     /// When the active account's login is gone (logged out, or cleared by the provider's

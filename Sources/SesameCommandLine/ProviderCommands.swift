@@ -55,7 +55,7 @@ package struct ProviderCommand: Sendable, Equatable {
     package enum Action: Sendable, Equatable {
         case login(Login)
         case token
-        case logout(revoke: Bool)
+        case logout(revoke: Bool, timeout: Duration = AccountCommands.defaultRevokeTimeout)
         case switchAccount(String)
         case permissions(PermissionsAction)
     }
@@ -279,14 +279,26 @@ enum ProviderCommands {
                 OptionSpec(
                     "revoke",
                     "Also revoke the access at the provider, where the provider lets an app do that."),
+                OptionSpec(
+                    "timeout", value: "SECONDS",
+                    "How long --revoke waits for the provider (default 15; up to 600, fractions allowed)."),
                 storageOption,
             ])
     ) { parsed throws(UsageError) in
         let provider = try ProviderTable.provider(in: parsed, command: "logout")
         try noExtra(parsed, after: 1, command: "logout")
+        var timeout = AccountCommands.defaultRevokeTimeout
+        if let text = parsed.value("timeout") {
+            guard let seconds = Double(text), seconds.isFinite, seconds > 0, seconds <= 600 else {
+                throw UsageError(
+                    "--timeout must be a number of seconds above 0 and up to 600 (for example 30); "
+                        + "'\(text.sanitizedForTerminal)' is not", command: "logout")
+            }
+            timeout = .milliseconds(Int64((seconds * 1000).rounded(.up)))
+        }
         return .provider(
             ProviderCommand(
-                provider: provider, action: .logout(revoke: parsed.flags.contains("revoke")),
+                provider: provider, action: .logout(revoke: parsed.flags.contains("revoke"), timeout: timeout),
                 account: try parsed.account(command: "logout"), storage: try storageMode(parsed, command: "logout")))
     }
 

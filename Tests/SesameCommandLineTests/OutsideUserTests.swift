@@ -1,6 +1,7 @@
 import Foundation
 import Sesame
 import SesameDesktop
+import SesameEmulator
 import SesameTestSupport
 import Testing
 
@@ -296,24 +297,28 @@ struct OutsideUserTests {
         #expect(bad.standardError.contains("SESAME_FACEBOOK_APP_ID is 'abc', which is not a valid value for app-id"))
     }
 
-    @Test("a port in use is explained once")
-    func portInUse() async throws {
-        // A listening socket of the test's own holds a port.
+    /// A listening socket of the test's own on a free loopback port, which accepts nothing:
+    /// a port in use, and a server that never answers. Closed by the caller.
+    static func silentListener() -> (descriptor: Int32, port: String) {
         let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        #expect(listener >= 0)
-        defer { close(listener) }
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
         address.sin_addr.s_addr = inet_addr("127.0.0.1")
         var length = socklen_t(MemoryLayout<sockaddr_in>.size)
         let bound = withUnsafeMutablePointer(to: &address) { pointer in
             pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { generic in
-                bind(listener, generic, length) == 0 && listen(listener, 1) == 0
+                bind(listener, generic, length) == 0 && listen(listener, 8) == 0
                     && getsockname(listener, generic, &length) == 0
             }
         }
-        #expect(bound)
-        let port = String(UInt16(bigEndian: address.sin_port))
+        #expect(listener >= 0 && bound)
+        return (listener, String(UInt16(bigEndian: address.sin_port)))
+    }
+
+    @Test("a port in use is explained once")
+    func portInUse() async throws {
+        let (listener, port) = Self.silentListener()
+        defer { close(listener) }
         let cli = try CLIHarness()
         let second = try await cli.run("sesame", ["emulator", "facebook", "--port", port, "--in-memory"])
         #expect(second.status != 0)
@@ -339,5 +344,30 @@ struct OutsideUserTests {
         #expect(result.standardError.contains("could not create the directory \(blocker.path)/state"), "\(result)")
         #expect(result.standardError.contains("set XDG_STATE_HOME"), "\(result.standardError)")
         #expect(!result.standardError.contains("The operation could not be completed"), "\(result.standardError)")
+    }
+
+    // MARK: 14. a revocation nobody answers
+
+    @Test("logout --revoke against a silent server says what it waits for, and stops at --timeout")
+    func silentRevocation() async throws {
+        let cli = try CLIHarness()
+        let login = try await cli.run("sesame", ["login", "facebook"], environment: NewUserDefectTests.approve)
+        #expect(login.status == 0, "\(login.standardError)")
+        let (listener, port) = Self.silentListener()
+        defer { close(listener) }
+        let started = ContinuousClock.now
+        let logout = try await cli.run(
+            "sesame", ["logout", "facebook", "--revoke", "--timeout", "1"],
+            environment: [
+                "SESAME_FACEBOOK_APP_ID": EmulatorConfiguration().defaultApp.id,
+                "SESAME_FACEBOOK_GRAPH_URL": "http://127.0.0.1:\(port)",
+            ])
+        #expect(ContinuousClock.now - started < .seconds(30), "it waited for the transport's own timeout")
+        #expect(logout.status == 69, "\(logout.standardError)")
+        #expect(logout.standardError.contains("Revoking the access at Facebook (waiting up to 1 s; --timeout"))
+        #expect(logout.standardError.contains("did not answer the revocation within 1 s"), "\(logout.standardError)")
+        #expect(!logout.standardError.contains(".."), "\(logout.standardError)")
+        #expect(logout.standardOutput.contains("Logged out of Facebook account 'default'"))
+        #expect(try await cli.storedTokens().isEmpty, "the login stays removed here")
     }
 }
