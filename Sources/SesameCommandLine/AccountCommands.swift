@@ -244,7 +244,7 @@ struct AccountCommands {
         let token = text.trimmingCharacters(in: .whitespacesAndNewlines)
         guard !token.isEmpty else {
             throw CommandFailure(
-                "Standard input gave no token; pipe it in, as in 'pbpaste | sesame login \(name) --with-token'.",
+                "Standard input gave no token; pipe it in, as in 'sesame login \(name) --with-token < token.txt'.",
                 status: ExitStatus.dataError)
         }
         guard !token.unicodeScalars.contains(where: { $0.properties.generalCategory == .control || $0 == " " }) else {

@@ -98,7 +98,7 @@ public struct Terminal: Sendable, Hashable {
     ///
     /// On a terminal: `prompt` on standard error, echo off while the person types or pastes, and
     /// Enter ends it (Ctrl-D too); echo is restored afterwards, even when reading fails. From a
-    /// pipe or a file: everything up to the end, as scripts expect (`pbpaste | sesame login
+    /// pipe or a file: everything up to the end, as scripts expect (`wl-paste | sesame login
     /// facebook --with-token`). Blocking: call it off the cooperative pool.
     ///
     /// - Returns: the bytes read, without the terminal's line end.

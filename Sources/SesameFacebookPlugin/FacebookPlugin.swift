@@ -41,7 +41,7 @@ public struct FacebookPlugin: ProviderPlugin {
                     "sesame login facebook",
                     "Log in with device login (the built-in emulator when nothing is configured)"
                 ),
-                ("pbpaste | sesame login facebook --with-token", "Store a token you already have"),
+                ("sesame login facebook --with-token < token.txt", "Store a token you already have"),
             ]
         )
     }

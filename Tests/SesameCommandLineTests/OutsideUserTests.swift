@@ -370,4 +370,18 @@ struct OutsideUserTests {
         #expect(logout.standardOutput.contains("Logged out of Facebook account 'default'"))
         #expect(try await cli.storedTokens().isEmpty, "the login stays removed here")
     }
+
+    // MARK: 15. Linux advice
+
+    @Test("help and messages suggest no macOS tools")
+    func noMacOSTools() async throws {
+        let cli = try CLIHarness()
+        let help = try await cli.run("sesame", ["login", "--help"])
+        let empty = try await cli.run("sesame", ["login", "facebook", "--with-token"])
+        let manual = try await cli.run("sesame", ["manpage"])
+        for text in [help.standardOutput, empty.standardError, manual.standardOutput] {
+            #expect(!text.contains("pbpaste") && !text.contains("pbcopy"), "\(text)")
+        }
+        #expect(empty.standardError.contains("--with-token < token.txt"), "\(empty.standardError)")
+    }
 }
