@@ -384,4 +384,43 @@ struct OutsideUserTests {
         }
         #expect(empty.standardError.contains("--with-token < token.txt"), "\(empty.standardError)")
     }
+
+    // MARK: 16. completions that know the values
+
+    @Test(
+        "bash completes known values and each provider's own login flags",
+        arguments: [
+            (["status", "--storage", ""], "keyring keyring-or-file file memory"),
+            (["explain-error", "--provider", ""], "facebook oidc github"),
+            (["login", "facebook", "--a"], "--account --app-id"),
+        ])
+    func bashCompletion(_ words: [String], _ expected: String) async throws {
+        let reply = try await Self.bashCompletion(words)
+        #expect(reply == expected)
+    }
+
+    @Test("login github --<Tab> offers no other provider's flags")
+    func loginFlagsOfOneProvider() async throws {
+        let reply = try await Self.bashCompletion(["login", "github", "--"]).split(separator: " ").map(String.init)
+        #expect(reply.contains("--hostname") && reply.contains("--client-id"), "\(reply)")
+        #expect(!reply.contains("--app-id") && !reply.contains("--issuer"), "\(reply)")
+    }
+
+    /// What bash's completion of `sesame WORDS` (the last one being completed) offers.
+    static func bashCompletion(_ words: [String]) async throws -> String {
+        let cli = try CLIHarness()
+        let sesame = try ProcessRunner.builtExecutable("sesame").path
+        let quoted = (["sesame"] + words).map { "'\($0)'" }.joined(separator: " ")
+        let script = """
+            source <('\(sesame)' completion bash)
+            COMP_WORDS=(\(quoted)); COMP_CWORD=$((${#COMP_WORDS[@]} - 1)); COMPREPLY=()
+            _sesame
+            echo "${COMPREPLY[*]}"
+            """
+        let running = try await LiveProcess(
+            URL(fileURLWithPath: "/bin/bash"), ["-c", script], environment: cli.environment, input: Data())
+        let result = await running.finish()
+        #expect(result.status == 0, "\(result.standardError)")
+        return result.standardOutput.trimmingCharacters(in: .whitespacesAndNewlines)
+    }
 }
