@@ -1,5 +1,6 @@
 import Foundation
 import Sesame
+import SesameCurl
 import SesameDesktop
 import SesameEmulator
 import SesameTestSupport
@@ -422,5 +423,48 @@ struct OutsideUserTests {
         let result = await running.finish()
         #expect(result.status == 0, "\(result.standardError)")
         return result.standardOutput.trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+
+    // MARK: 17. the GitHub emulator's Try: line works
+
+    @Test("the Try: line of 'sesame emulator github' logs in, and the README gives it")
+    func githubEmulatorTryLine() async throws {
+        let output = Pipe()
+        let process = ChildProcess(
+            executableURL: try ProcessRunner.builtExecutable("sesame"), arguments: ["emulator", "github"],
+            standardOutput: .pipe(output), standardError: .null)
+        try await process.start()
+        defer { if process.isRunning { process.terminate() } }
+        let banner = await readUntil(output.fileHandleForReading, contains: "Press Ctrl-C to stop.")
+        let tryLine = try #require(banner.split(separator: "\n").first { $0.hasPrefix("Try: ") })
+        let match = try #require(
+            tryLine.firstMatch(of: #/Try: SESAME_GITHUB_URL=(\S+) sesame login github --client-id (\S+)$/#))
+        let (base, clientID) = (String(match.1), String(match.2))
+
+        let cli = try CLIHarness()
+        let environment = ["SESAME_GITHUB_URL": base]
+        let login = try await cli.start(
+            "sesame", ["login", "github", "--client-id", clientID], environment: environment)
+        let printed = try await login.waitForError(matching: #"enter the code\n\n\s+[A-Z0-9-]{4,}\n"#)
+        let code = try #require(printed.firstMatch(of: #/\n\s+([A-Z0-9-]{4,})\s*\n/#).map { String($0.1) })
+        let approved = try await CurlTransport().send(
+            HTTPRequest(
+                method: .post, url: URL(string: "\(base)/__sesame/device")!,
+                headers: ["Content-Type": "application/json"],
+                body: Data(JSONValue.object(["user_code": .string(code)]).jsonText.utf8)))
+        #expect(approved.status == 200)
+        let result = await login.finish()
+        #expect(result.status == 0, "\(result.standardError)")
+        let token = try await cli.run("sesame", ["token", "github"], environment: environment)
+        #expect(token.status == 0, "\(token.standardError)")
+
+        process.terminate()
+        _ = await readToEnd(output.fileHandleForReading)
+        _ = await process.exitStatus()
+
+        let readme = try String(
+            contentsOf: URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+                .deletingLastPathComponent().appending(path: "README.md"), encoding: .utf8)
+        #expect(readme.contains("`SESAME_GITHUB_URL=http://127.0.0.1:8766 sesame login github --client-id"))
     }
 }
