@@ -27,12 +27,17 @@ enum GitHubEmulatorHooks {
     static func github(environment: [String: String]) async throws -> RunningEmulator {
         let stateFile = githubStateFile(environment: environment)
         let scenarios = try githubScenarios(environment["SESAME_GITHUB_EMULATOR_SCENARIO"] ?? "")
+        // Held until it stops, as the Facebook emulator's: another command's emulator then reads
+        // what this one saved.
+        let hold = try await EmulatorStateHold.take(
+            stateFile: stateFile, name: "the built-in GitHub emulator", terminal: .current(environment: environment))
         // A demo should not make people wait GitHub's five seconds between device polls.
         let emulator = GitHubEmulator(devicePollInterval: 2)
         if let data = FileManager.default.contents(atPath: stateFile.path) {
             do {
                 try emulator.restoreState(from: data)
             } catch let error as EmulatorError {
+                hold.release()
                 throw DesktopError(
                     "\(stateFile.path): \(error.message) Remove the file to start the GitHub emulator afresh.",
                     status: .config)
@@ -43,6 +48,7 @@ enum GitHubEmulatorHooks {
         do {
             endpoints = try await emulator.start()
         } catch {
+            hold.release()
             throw DesktopError("The built-in GitHub emulator could not start: \(error.sentence)", status: .unavailable)
         }
         return RunningEmulator(
@@ -54,6 +60,7 @@ enum GitHubEmulatorHooks {
             },
             stop: {
                 await emulator.stop()
+                defer { hold.release() }
                 // Tokens another run saved meanwhile are kept too.
                 if let data = FileManager.default.contents(atPath: stateFile.path) {
                     try? emulator.restoreState(from: data)

@@ -212,17 +212,17 @@ struct OutsideUserTests {
 
     // MARK: 6. two logins at once against the built-in emulator
 
-    @Test("two logins at once against the built-in emulator both stay valid")
-    func concurrentEmulatorLogins() async throws {
+    @Test("two logins at once against the built-in emulator both stay valid", arguments: ["facebook", "github"])
+    func concurrentEmulatorLogins(_ provider: String) async throws {
         let cli = try CLIHarness()
         let first = try await cli.start(
-            "sesame", ["login", "facebook", "--account", "a"], environment: NewUserDefectTests.approve)
+            "sesame", ["login", provider, "--account", "a"], environment: NewUserDefectTests.approve)
         let second = try await cli.start(
-            "sesame", ["login", "facebook", "--account", "b"], environment: NewUserDefectTests.approve)
+            "sesame", ["login", provider, "--account", "b"], environment: NewUserDefectTests.approve)
         let (a, b) = (await first.finish(), await second.finish())
         #expect(a.status == 0, "\(a.standardError)")
         #expect(b.status == 0, "\(b.standardError)")
-        let status = try await cli.run("sesame", ["status", "--json"])
+        let status = try await cli.run("sesame", ["status", "--json", "--timeout", "60"])
         #expect(status.status == 0, "\(status.standardOutput)\(status.standardError)")
         let document = try #require(JSONValue(parsing: Data(status.standardOutput.utf8)))
         let accounts = document["providers"]?.arrayValue?.flatMap { $0["accounts"]?.arrayValue ?? [] } ?? []
