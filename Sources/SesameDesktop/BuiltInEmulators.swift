@@ -19,6 +19,10 @@ public struct BuiltInEmulators: Sendable, Hashable {
     /// its state under `$XDG_STATE_HOME/sesame/`.
     public static let sesame = BuiltInEmulators()
 
+    /// Set in the environment handed to a plug-in's hooks when the logins are kept in memory
+    /// (`--storage memory`): its emulator then keeps its state in memory too, writing no file.
+    public static let inMemoryVariable = "SESAME_EMULATOR_IN_MEMORY"
+
     /// The emulator of `plugin` as a command of `purpose` needs it: for a login, started now (its
     /// approval step, a browser's address); for any other command, one that starts on its first
     /// request when the plug-in can describe it unstarted, so a command that sends none starts
@@ -26,10 +30,15 @@ public struct BuiltInEmulators: Sendable, Hashable {
     ///
     /// - Throws: what the plug-in's hooks throw (a bad scenario setting, a port or state file that
     ///   cannot be had).
+    ///
+    /// With `storage` `memory`, the hooks get ``inMemoryVariable``.
     public func emulator(
-        of plugin: any ProviderPlugin, purpose: ConnectionPurpose, environment: [String: String]
+        of plugin: any ProviderPlugin, purpose: ConnectionPurpose, environment: [String: String],
+        storage: StorageMode? = nil
     ) async throws -> RunningEmulator? {
         guard let hooks = plugin.builtInEmulator else { return nil }
+        var environment = environment
+        if storage == .memory { environment[Self.inMemoryVariable] = "1" }
         if purpose != .login, let prepare = hooks.prepare, let prepared = try prepare(environment) { return prepared }
         return try await hooks.start(environment)
     }

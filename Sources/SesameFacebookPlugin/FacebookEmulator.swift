@@ -20,7 +20,9 @@ enum FacebookEmulatorHooks {
     /// The built-in Facebook emulator's configuration, from the environment; reads no file.
     static func facebookConfiguration(environment: [String: String]) throws -> EmulatorConfiguration {
         var configuration = EmulatorConfiguration()
-        configuration.stateFileURL = XDG.stateFile("emulator.json", environment: environment)
+        configuration.stateFileURL =
+            environment[BuiltInEmulators.inMemoryVariable] == nil
+            ? XDG.stateFile("emulator.json", environment: environment) : nil
         // A demo should not make people wait Facebook's five seconds between device polls.
         configuration.devicePollInterval = 2
         do {
@@ -56,32 +58,38 @@ enum FacebookEmulatorHooks {
     static func facebook(environment: [String: String]) async throws -> RunningEmulator {
         let configuration = try facebookConfiguration(environment: environment)
         let stateFile = XDG.stateFile("emulator.json", environment: environment)
-        do {
-            try FileManager.default.createDirectory(
-                at: stateFile.deletingLastPathComponent(), withIntermediateDirectories: true,
-                attributes: [.posixPermissions: 0o700])
-            guard FileManager.default.isWritableFile(atPath: stateFile.deletingLastPathComponent().path) else {
-                throw CocoaError(.fileWriteNoPermission)
+        // Held until it stops: another command's emulator reads the state this one saves. An
+        // emulator in memory (for logins in memory) keeps no file and needs no hold.
+        var hold: EmulatorStateHold?
+        if configuration.stateFileURL != nil {
+            do {
+                try FileManager.default.createDirectory(
+                    at: stateFile.deletingLastPathComponent(), withIntermediateDirectories: true,
+                    attributes: [.posixPermissions: 0o700])
+                guard FileManager.default.isWritableFile(atPath: stateFile.deletingLastPathComponent().path) else {
+                    throw CocoaError(.fileWriteNoPermission)
+                }
+            } catch {
+                throw DesktopError(
+                    "The built-in Facebook emulator cannot keep its state: "
+                        + "\(stateFile.deletingLastPathComponent().path) is not a writable directory. Make it "
+                        + "writable, or set XDG_STATE_HOME to one that is.", status: .cannotCreate)
             }
-        } catch {
-            throw DesktopError(
-                "The built-in Facebook emulator cannot keep its state: \(stateFile.deletingLastPathComponent().path) "
-                    + "is not a writable directory. Make it writable, or set XDG_STATE_HOME to one that is.",
-                status: .cannotCreate)
+            hold = try await EmulatorStateHold.take(
+                stateFile: stateFile, name: "the built-in Facebook emulator",
+                terminal: .current(environment: environment))
         }
-        // Held until it stops: another command's emulator reads the state this one saves.
-        let hold = try await EmulatorStateHold.take(
-            stateFile: stateFile, name: "the built-in Facebook emulator", terminal: .current(environment: environment))
+        let held = hold
         let emulator: Emulator
         let endpoints: EmulatorEndpoints
         do {
             emulator = try Emulator(configuration: configuration)
             endpoints = try await emulator.start()
         } catch let error as EmulatorError {
-            hold.release()
+            held?.release()
             throw DesktopError("The built-in Facebook emulator could not start: \(error.message)", status: .unavailable)
         } catch {
-            hold.release()
+            held?.release()
             throw error
         }
         let app = emulator.configuration.defaultApp
@@ -93,7 +101,7 @@ enum FacebookEmulatorHooks {
             approveDialog: { url in try await emulator.approveDialog(url: url) },
             stop: {
                 await emulator.stop()
-                hold.release()
+                held?.release()
             })
     }
 }

@@ -158,7 +158,8 @@ public struct FacebookPlugin: ProviderPlugin {
         }
         guard
             let emulator = try await emulators.emulator(
-                of: self, purpose: request.purpose, environment: request.environment),
+                of: self, purpose: request.purpose, environment: request.environment,
+                storage: request.configuration.storage.value),
             let base = emulator.endpoints["base"], let graph = emulator.endpoints["graph"]
         else {
             throw DesktopError(
@@ -174,8 +175,9 @@ public struct FacebookPlugin: ProviderPlugin {
         if request.purpose == .login {
             request.terminal.say(
                 request.terminal.dim(
-                    "Using Sesame's built-in Facebook emulator (no app id is configured; its state is in "
-                        + "\(emulator.stateFile.path)); set SESAME_FACEBOOK_APP_ID to use a real app.") + "\n")
+                    "Using Sesame's built-in Facebook emulator (no app id is configured; its state is "
+                        + "\(Self.stateDescription(emulator, request)))); set SESAME_FACEBOOK_APP_ID to use a real app."
+                ) + "\n")
         }
         return FacebookConnection(
             provider: provider, transport: emulator.route(request.transport), terminal: request.terminal,
@@ -211,5 +213,12 @@ public struct FacebookPlugin: ProviderPlugin {
             lines.append(await DoctorProbe.answers(label: "Facebook \(label)", url: url, transport: request.transport))
         }
         return lines
+    }
+}
+
+extension FacebookPlugin {
+    /// Where the built-in emulator keeps its state, for the line that announces it.
+    static func stateDescription(_ emulator: RunningEmulator, _ request: ProviderConnectionRequest) -> String {
+        request.configuration.storage.value == .memory ? "in memory only" : "in \(emulator.stateFile.path)"
     }
 }

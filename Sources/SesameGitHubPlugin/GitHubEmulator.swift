@@ -29,15 +29,20 @@ enum GitHubEmulatorHooks {
         let scenarios = try githubScenarios(environment["SESAME_GITHUB_EMULATOR_SCENARIO"] ?? "")
         // Held until it stops, as the Facebook emulator's: another command's emulator then reads
         // what this one saved.
-        let hold = try await EmulatorStateHold.take(
-            stateFile: stateFile, name: "the built-in GitHub emulator", terminal: .current(environment: environment))
+        // An emulator in memory (for logins in memory) keeps no file and needs no hold.
+        let keepsState = environment[BuiltInEmulators.inMemoryVariable] == nil
+        let hold =
+            keepsState
+            ? try await EmulatorStateHold.take(
+                stateFile: stateFile, name: "the built-in GitHub emulator",
+                terminal: .current(environment: environment)) : nil
         // A demo should not make people wait GitHub's five seconds between device polls.
         let emulator = GitHubEmulator(devicePollInterval: 2)
-        if let data = FileManager.default.contents(atPath: stateFile.path) {
+        if keepsState, let data = FileManager.default.contents(atPath: stateFile.path) {
             do {
                 try emulator.restoreState(from: data)
             } catch let error as EmulatorError {
-                hold.release()
+                hold?.release()
                 throw DesktopError(
                     "\(stateFile.path): \(error.message) Remove the file to start the GitHub emulator afresh.",
                     status: .config)
@@ -48,7 +53,7 @@ enum GitHubEmulatorHooks {
         do {
             endpoints = try await emulator.start()
         } catch {
-            hold.release()
+            hold?.release()
             throw DesktopError("The built-in GitHub emulator could not start: \(error.sentence)", status: .unavailable)
         }
         return RunningEmulator(
@@ -60,7 +65,8 @@ enum GitHubEmulatorHooks {
             },
             stop: {
                 await emulator.stop()
-                defer { hold.release() }
+                defer { hold?.release() }
+                guard keepsState else { return }
                 // Tokens another run saved meanwhile are kept too.
                 if let data = FileManager.default.contents(atPath: stateFile.path) {
                     try? emulator.restoreState(from: data)

@@ -151,7 +151,8 @@ public struct GitHubPlugin: ProviderPlugin {
         // `sesame status` with no GitHub login sends it nothing, so it never starts.
         guard
             let emulator = try await emulators.emulator(
-                of: self, purpose: request.purpose, environment: request.environment),
+                of: self, purpose: request.purpose, environment: request.environment,
+                storage: request.configuration.storage.value),
             let base = emulator.endpoints["base"], let api = emulator.endpoints["api"]
         else { return try connection(settings, request: request) }
         let approvalMode = try EmulatorApproval.mode(environment: request.environment, terminal: request.terminal)
@@ -162,7 +163,7 @@ public struct GitHubPlugin: ProviderPlugin {
             request.terminal.say(
                 request.terminal.dim(
                     "Using Sesame's built-in GitHub emulator (no GitHub client id or host is configured; its state "
-                        + "is in \(emulator.stateFile.path)); set SESAME_GITHUB_CLIENT_ID (or give --client-id, or "
+                        + "is \(Self.stateDescription(emulator, request))); set SESAME_GITHUB_CLIENT_ID (or give --client-id, or "
                         + "--hostname github.com for a token login) to use real GitHub.") + "\n")
         }
         return GitHubConnection(
@@ -242,5 +243,12 @@ public struct GitHubPlugin: ProviderPlugin {
             lines.append(DoctorLine(.ok, "GitHub API at \(host.apiBaseURL.absoluteString) answers."))
         }
         return lines
+    }
+}
+
+extension GitHubPlugin {
+    /// Where the built-in emulator keeps its state, for the line that announces it.
+    static func stateDescription(_ emulator: RunningEmulator, _ request: ProviderConnectionRequest) -> String {
+        request.configuration.storage.value == .memory ? "in memory only" : "in \(emulator.stateFile.path)"
     }
 }

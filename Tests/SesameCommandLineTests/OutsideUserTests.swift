@@ -272,15 +272,18 @@ struct OutsideUserTests {
 
     // MARK: 11. sentences that read as sentences
 
-    @Test("switch, a bad app id and --storage memory say whole sentences; memory writes no accounts file")
+    @Test("switch, a bad app id and --storage memory say whole sentences; memory writes no file")
     func wholeSentences() async throws {
         let cli = try CLIHarness(storage: "memory")
         let memory = try await cli.run("sesame", ["login", "facebook"], environment: NewUserDefectTests.approve)
         #expect(memory.status == 0, "\(memory.standardError)")
         #expect(!memory.standardOutput.contains("which is gone"), "\(memory.standardOutput)")
-        #expect(
-            !FileManager.default.fileExists(atPath: cli.root.appending(path: "state/sesame/accounts.json").path),
-            "--storage memory wrote the accounts file")
+        let github = try await cli.run("sesame", ["login", "github"], environment: NewUserDefectTests.approve)
+        #expect(github.status == 0, "\(github.standardError)")
+        #expect(memory.standardError.contains("its state is in memory only"), "\(memory.standardError)")
+        let written =
+            (try? FileManager.default.contentsOfDirectory(atPath: cli.root.appending(path: "state/sesame").path)) ?? []
+        #expect(written.isEmpty, "--storage memory wrote \(written)")
 
         let file = try CLIHarness()
         let login = try await file.run("sesame", ["login", "facebook"], environment: NewUserDefectTests.approve)
