@@ -127,7 +127,7 @@ let package = Package(
         .executableTarget(
             name: "sesame",
             dependencies: [
-                "SesameCommandLine", "CSesameSystem", "SesameFacebookPlugin", "SesameOIDCPlugin", "SesameGitHubPlugin",
+                "SesameCommandLine", "SesameFacebookPlugin", "SesameOIDCPlugin", "SesameGitHubPlugin",
             ]),
         .testTarget(
             name: "SesameCommandLineTests",
