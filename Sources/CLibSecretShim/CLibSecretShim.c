@@ -1,5 +1,7 @@
 #include "CLibSecretShim.h"
 
+#include <string.h>
+
 const SecretSchema *sesame_credential_schema(void) {
     static const SecretSchema schema = {
         "org.sesame.Credential",
@@ -133,6 +135,76 @@ gboolean sesame_service_search_paths(GDBusConnection *connection, GHashTable *at
     g_variant_unref(second);
     g_variant_unref(reply);
     return TRUE;
+}
+
+gboolean sesame_item_properties(GDBusConnection *connection, const char *path, int timeout_ms,
+                                GCancellable *cancellable, SesameItemProperties *properties, GError **error) {
+    GVariant *reply = call(connection, "org.freedesktop.secrets", path, "org.freedesktop.DBus.Properties", "GetAll",
+                           g_variant_new("(s)", "org.freedesktop.Secret.Item"), "(a{sv})", timeout_ms, cancellable,
+                           error);
+    if (reply == NULL) return FALSE;
+    properties->label = NULL;
+    properties->attributes = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
+    properties->locked = FALSE;
+    properties->modified = 0;
+    GVariant *dictionary = g_variant_get_child_value(reply, 0);
+    GVariantIter iter;
+    const char *name;
+    GVariant *value;
+    g_variant_iter_init(&iter, dictionary);
+    while (g_variant_iter_next(&iter, "{&sv}", &name, &value)) {
+        if (strcmp(name, "Label") == 0 && g_variant_is_of_type(value, G_VARIANT_TYPE_STRING)) {
+            g_free(properties->label);
+            properties->label = g_variant_dup_string(value, NULL);
+        } else if (strcmp(name, "Attributes") == 0 && g_variant_is_of_type(value, G_VARIANT_TYPE("a{ss}"))) {
+            GVariantIter attributes;
+            const char *key, *text;
+            g_variant_iter_init(&attributes, value);
+            while (g_variant_iter_next(&attributes, "{&s&s}", &key, &text)) {
+                g_hash_table_replace(properties->attributes, g_strdup(key), g_strdup(text));
+            }
+        } else if (strcmp(name, "Locked") == 0 && g_variant_is_of_type(value, G_VARIANT_TYPE_BOOLEAN)) {
+            properties->locked = g_variant_get_boolean(value);
+        } else if (strcmp(name, "Modified") == 0 && g_variant_is_of_type(value, G_VARIANT_TYPE_UINT64)) {
+            properties->modified = g_variant_get_uint64(value);
+        }
+        g_variant_unref(value);
+    }
+    g_variant_unref(dictionary);
+    g_variant_unref(reply);
+    if (properties->label == NULL) properties->label = g_strdup("");
+    return TRUE;
+}
+
+GHashTable *sesame_item_secrets(SecretService *service, const char *const *paths, int timeout_ms,
+                                GCancellable *cancellable, GError **error) {
+    const char *session = secret_service_get_session_dbus_path(service);
+    if (session == NULL) {
+        g_set_error_literal(error, SECRET_ERROR, SECRET_ERROR_PROTOCOL, "no open Secret Service session");
+        return NULL;
+    }
+    GVariant *reply = call(g_dbus_proxy_get_connection(G_DBUS_PROXY(service)), "org.freedesktop.secrets",
+                           "/org/freedesktop/secrets", "org.freedesktop.Secret.Service", "GetSecrets",
+                           g_variant_new("(^aoo)", paths, session), "(a{o(oayays)})", timeout_ms, cancellable, error);
+    if (reply == NULL) return NULL;
+    GHashTable *secrets = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, secret_value_unref);
+    GVariant *dictionary = g_variant_get_child_value(reply, 0);
+    GVariantIter iter;
+    const char *path;
+    GVariant *encoded;
+    g_variant_iter_init(&iter, dictionary);
+    while (g_variant_iter_next(&iter, "{&o@(oayays)}", &path, &encoded)) {
+        SecretValue *value = secret_service_decode_dbus_secret(service, encoded);
+        if (value != NULL) g_hash_table_replace(secrets, g_strdup(path), value);
+        g_variant_unref(encoded);
+    }
+    g_variant_unref(dictionary);
+    g_variant_unref(reply);
+    return secrets;
+}
+
+SecretValue *sesame_secrets_get(GHashTable *secrets, const char *path) {
+    return (SecretValue *)g_hash_table_lookup(secrets, path);
 }
 
 SesameFailure sesame_classify_error(const GError *error) {

@@ -318,15 +318,21 @@ struct LibSecretClient {
     }
 
     /// The items matching `attributes`, with the secrets of those not locked, read into Swift
-    /// values: libsecret's search, then its `GetSecrets` through its session.
+    /// values by object path, as `secret-tool lookup` reads: the search, one `Properties.GetAll`
+    /// an item, then one `GetSecrets` through libsecret's session. Items deleted meanwhile (by
+    /// another program) are left out. (libsecret's item objects cost three more round trips an
+    /// item: `sesame token` 1.3 to 1.9 ms slower, 1.42-1.59× `secret-tool lookup` against 1.29-1.50×.)
     func items(_ attributes: [String: String]) throws(LibSecretError) -> [KeyringItem] {
-        var attempt = 0
+        var attempt = 1
         while true {
-            let found = try search(attributes)
             do throws(LibSecretError) {
-                try loadSecrets(of: found)
-                return found.map(read)
-            } catch  where error.failure == .noSuchObject && attempt < 2 {
+                var found: [KeyringItem] = []
+                for path in try itemPaths(attributes) { if let item = try properties(at: path) { found.append(item) } }
+                let secrets = try self.secrets(of: found.filter { !$0.isLocked }.map(\.path))
+                for index in found.indices { found[index].secret = secrets[found[index].path] }
+                // An unlocked item without its secret has gone since its properties were read.
+                return found.filter { $0.isLocked || $0.secret != nil }
+            } catch  where error.failure == .noSuchObject && attempt < 3 {
                 // An item deleted since the search fails the whole `GetSecrets`; searching again
                 // no longer finds it.
                 attempt += 1
@@ -334,22 +340,68 @@ struct LibSecretClient {
         }
     }
 
-    /// Reads the secrets of the unlocked ones of `items` into them, through libsecret's session,
-    /// which is opened first if the service has none yet.
-    private func loadSecrets(of items: [GObjectReference<SecretItem>]) throws(LibSecretError) {
-        guard items.contains(where: { secret_item_get_locked($0.pointer) == 0 }) else { return }
+    /// The paths of the items with Sesame's schema whose attributes include `attributes`: one
+    /// `SearchItems` of the service, or of each unlocked collection (see `collectionsToSearch`).
+    private func itemPaths(_ attributes: [String: String]) throws(LibSecretError) -> [String] {
+        var search = attributes
+        search[KeyringItemFormat.Attribute.schema] = KeyringItemFormat.schemaName
+        let table = Self.attributeTable(search)
+        defer { g_hash_table_unref(table) }
+        if let collections = try collectionsToSearch() { return try paths(in: collections, matching: table) }
+        let found = try servicePaths(matching: table)
+        return found.unlocked + found.locked
+    }
+
+    /// The item at `path` without its secret, from one `Properties.GetAll`; nil when it has gone.
+    private func properties(at path: String) throws(LibSecretError) -> KeyringItem? {
+        var properties = SesameItemProperties()
+        var error: UnsafeMutablePointer<GError>?
+        guard sesame_item_properties(connection, path, 5000, cancellation.pointer, &properties, &error) != 0 else {
+            let failure = Self.failure(error, stage: .call)
+            if failure.failure == .noSuchObject { return nil }
+            throw failure
+        }
+        defer {
+            g_free(properties.label)
+            g_hash_table_unref(properties.attributes)
+        }
+        var found: [String: String] = [:]
+        for name in KeyringItemFormat.Attribute.all {
+            if let value = sesame_attributes_get(properties.attributes, name) { found[name] = String(cString: value) }
+        }
+        return KeyringItem(
+            path: path, label: properties.label.map { String(cString: $0) } ?? "", attributes: found,
+            isLocked: properties.locked != 0,
+            modified: Date(timeIntervalSince1970: TimeInterval(properties.modified)), secret: nil)
+    }
+
+    /// The secrets of the unlocked items at `paths`, by path, through libsecret's session, which
+    /// is opened first when the service has none yet.
+    private func secrets(of paths: [String]) throws(LibSecretError) -> [String: [UInt8]] {
+        guard !paths.isEmpty else { return [:] }
         var error: UnsafeMutablePointer<GError>?
         cancellation.stage = .service
         guard secret_service_ensure_session_sync(service.pointer, cancellation.pointer, &error) != 0 else {
             throw Self.failure(error, stage: .service)
         }
         cancellation.stage = .call
-        var list: UnsafeMutablePointer<GList>?
-        for item in items.reversed() { list = g_list_prepend(list, UnsafeMutableRawPointer(item.pointer)) }
-        defer { g_list_free(list) }
-        if secret_item_load_secrets_sync(list, cancellation.pointer, &error) == 0 {
-            throw Self.failure(error, stage: .call)
+        let copies = paths.map { strdup($0) }
+        defer { for pointer in copies { free(pointer) } }
+        let array: [UnsafePointer<CChar>?] = copies.map { $0.map { UnsafePointer($0) } } + [nil]
+        let table = array.withUnsafeBufferPointer { buffer in
+            sesame_item_secrets(service.pointer, buffer.baseAddress, 5000, cancellation.pointer, &error)
         }
+        guard let table else { throw Self.failure(error, stage: .call) }
+        defer { g_hash_table_unref(table) }
+        var secrets: [String: [UInt8]] = [:]
+        for path in paths {
+            guard let value = sesame_secrets_get(table, path) else { continue }
+            var length = 0
+            if let bytes = secret_value_get(value, &length) {
+                secrets[path] = Array(UnsafeRawBufferPointer(start: bytes, count: length))
+            }
+        }
+        return secrets
     }
 
     /// Swift strings of a NULL-terminated C string array, which this frees.

@@ -55,6 +55,36 @@ gchar **sesame_collection_search(GDBusConnection *connection, const char *path, 
 gboolean sesame_service_search_paths(GDBusConnection *connection, GHashTable *attributes, int timeout_ms,
                                      GCancellable *cancellable, gchar ***unlocked, gchar ***locked, GError **error);
 
+/// What Sesame reads of an item besides its secret, from one `Properties.GetAll`.
+typedef struct {
+    /// The label; free with g_free. Never NULL after a successful read.
+    char *label;
+    /// The attributes, strings to strings; free with g_hash_table_unref. Never NULL after a
+    /// successful read.
+    GHashTable *attributes;
+    gboolean locked;
+    guint64 modified;
+} SesameItemProperties;
+
+/// Reads the label, attributes, lock state and modification time of the item at `path` into
+/// `properties` with one `Properties.GetAll` (a property the service leaves out reads as empty,
+/// unlocked or 0). Returns FALSE with `error` set.
+gboolean sesame_item_properties(GDBusConnection *connection, const char *path, int timeout_ms,
+                                GCancellable *cancellable, SesameItemProperties *properties, GError **error);
+
+/// The secrets of the items at `paths` (NULL-terminated), read with one `GetSecrets` through
+/// `service`'s open session and decrypted by libsecret: a table from path (char *) to
+/// SecretValue *, without the items the service left out; free with g_hash_table_unref. NULL
+/// with `error` set.
+///
+/// The call is made here rather than through `secret_service_get_secrets_for_dbus_paths_sync`,
+/// which in libsecret 0.20.5 never releases the service's reply (about 1.8 KB a read).
+GHashTable *sesame_item_secrets(SecretService *service, const char *const *paths, int timeout_ms,
+                                GCancellable *cancellable, GError **error);
+
+/// The SecretValue that `sesame_item_secrets` read for `path`, or NULL; owned by the table.
+SecretValue *sesame_secrets_get(GHashTable *secrets, const char *path);
+
 /// What a GError from GIO or libsecret means for Sesame.
 typedef enum {
     /// Anything else; the message says what.
