@@ -166,7 +166,7 @@ struct CLIBenchmark {
             Case(
                 command: "sesame token facebook", executable: sesame,
                 arguments: ["token", "facebook"], environment: base, expectedStatus: 0,
-                goal: 1.2),
+                goal: 1.5),
             Case(
                 command: "sesame status, one account, no network", executable: sesame, arguments: ["status"],
                 environment: offline, expectedStatus: nil, goal: 2),
