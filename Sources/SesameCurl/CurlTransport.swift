@@ -61,7 +61,8 @@ public final class CurlTransport: HTTPTransport {
     /// requests (a crawler, a benchmark, a server calling an API for each of its requests) can
     /// instead run on this executor, as an event loop's callers do in SwiftNIO: an answer then
     /// resumes its caller on the thread that read it, and the caller's next request starts in
-    /// the same round, with no thread hand-over either way.
+    /// the same round, with no thread hand-over either way. What it buys: `sesame-bench graph`, 8
+    /// callers, 19,891–21,543 Graph calls a second on it against 13,519–15,167 through the pool.
     ///
     /// ```swift
     /// try await withTaskExecutorPreference(transport.executor) {

@@ -1,4 +1,5 @@
 internal import CLibSecret
+internal import CLibSecretShim
 import Foundation
 import Sesame
 
@@ -92,40 +93,6 @@ final class SearchNotes {
     var skippedLockedCollection = false
 }
 
-/// Who owns `org.freedesktop.secrets` and that connection's process id, asked of the bus side by
-/// side and answered later. The bus answers calls in order, so the two answers belong together
-/// unless the owner changed between them, which the owner check catches.
-final class ProviderQuery {
-    private let batch = DBusBatch()
-    private let owner: DBusBatch.Call
-    private let pid: DBusBatch.Call
-    private var answered = false
-
-    init(on connection: OpaquePointer, cancellation: Cancellation) {
-        let name = "org.freedesktop.secrets"
-        owner = batch.nameOwner(name, on: connection, timeoutMS: 2000, cancellation: cancellation)
-        pid = batch.connectionPID(name, on: connection, timeoutMS: 2000, cancellation: cancellation)
-    }
-
-    /// The process id of the service's connection if `uniqueName` owned the name when the bus
-    /// was asked, or nil (the name had no owner then, or another one). Answers once; waits for
-    /// the bus if need be.
-    func processID(ifOwnedBy uniqueName: String) -> UInt32? {
-        guard !answered else { return nil }
-        answered = true
-        guard let ownerReply = try? batch.take(owner, stage: .call) else { return nil }
-        defer { g_variant_unref(ownerReply) }
-        let copy = sesame_variant_first_string(ownerReply)
-        defer { g_free(copy) }
-        guard let copy, String(cString: copy) == uniqueName,
-            let pidReply = try? batch.take(pid, stage: .call)
-        else { return nil }
-        defer { g_variant_unref(pidReply) }
-        let processID = sesame_pid_from_reply(pidReply)
-        return processID > 0 ? processID : nil
-    }
-}
-
 /// Synchronous libsecret calls for one keyring operation. Every method blocks, so a client
 /// is made and used only inside a ``KeyringWorker`` call, with that call's cancellation.
 struct LibSecretClient {
@@ -133,20 +100,9 @@ struct LibSecretClient {
     let cancellation: Cancellation
     /// What the searches of this client met.
     let notes = SearchNotes()
-    /// Who provides the Secret Service, asked of the bus while the service's session opens, when
-    /// this process has not met a provider yet.
-    private let providerQuery: ProviderQuery?
 
     /// The bus connection libsecret uses.
     var connection: OpaquePointer { sesame_proxy_connection(service.pointer) }
-
-    /// The unique name (`:1.42`) of the session bus connection the keyring calls go through, or
-    /// nil before the first call: what a test watching the bus tells this process's calls by.
-    static var busName: String? {
-        sessionBus.withLock { held in
-            held.flatMap { g_dbus_connection_get_unique_name($0.pointer).map { String(cString: $0) } }
-        }
-    }
 
     /// The program that provides the Secret Service, or nil when it cannot be told. Found once
     /// per service instance (its unique bus name), then remembered: searches ask on every call.
@@ -157,9 +113,7 @@ struct LibSecretClient {
         let name = String(cString: owner)
         g_free(owner)
         if let known = knownProviders.withLock({ $0[name] }) { return known }
-        let found = SecretServiceInfo.provider(
-            on: connection, owner: name, processID: providerQuery?.processID(ifOwnedBy: name),
-            cancellation: cancellation)
+        let found = SecretServiceInfo.provider(on: connection, owner: name, cancellation: cancellation)
         if let found { knownProviders.withLock { $0[name] = found } }
         return found
     }
@@ -209,9 +163,9 @@ struct LibSecretClient {
         return count == paths.count
     }
 
-    /// Connects to the session bus and to the Secret Service on it, with an open session unless
-    /// `session` is false. The session (a Diffie-Hellman exchange, the costliest step of a read)
-    /// is needed only to read or write a secret; one opened later on the same service is kept.
+    /// Connects to the session bus and to the Secret Service on it, with libsecret's session open
+    /// unless `session` is false. The session (a Diffie-Hellman exchange, the costliest step of a
+    /// read) is needed only to read or write a secret; libsecret keeps it for the process.
     init(_ cancellation: Cancellation, session: Bool = true) throws(LibSecretError) {
         self.cancellation = cancellation
         // Registers libsecret's D-Bus error names (IsLocked, NoSuchObject) before any reply.
@@ -232,12 +186,6 @@ struct LibSecretClient {
             throw Self.failure(error, stage: .bus)
         }
         g_dbus_connection_set_exit_on_close(connection, 0)
-        // Searches need to know which program provides the service (see `provider()`). A
-        // process's first client asks now, without waiting for the answer: the bus answers
-        // while the service's session opens, a round trip saved on a command's only call.
-        providerQuery =
-            knownProviders.withLock { $0.isEmpty }
-            ? ProviderQuery(on: connection, cancellation: cancellation) : nil
         let fresh = HeldConnection(pointer: connection)
         sessionBus.withLock { held in
             if held?.pointer == fresh.pointer {
@@ -255,9 +203,6 @@ struct LibSecretClient {
         }
         self.service = GObjectReference(taking: service)
         cancellation.stage = .call
-        // The answer is in by now (the bus answered while the service was reached): kept for
-        // the process's later clients, which then need not ask.
-        if providerQuery != nil { _ = provider() }
     }
 
     /// Items with Sesame's schema whose attributes include `attributes`, in every collection,
@@ -372,188 +317,83 @@ struct LibSecretClient {
         return items
     }
 
-    /// The items matching `attributes` with the secrets of those not locked, read into Swift
-    /// values. Items deleted meanwhile (by another program) are left out.
-    ///
-    /// Read by object path with plain D-Bus calls, as `secret-tool lookup` reads: one
-    /// `SearchItems`, one `Properties.GetAll` per item and one `GetSecrets` for all the unlocked
-    /// ones. A libsecret item object per item cost five calls where `GetAll` is one (`sesame
-    /// token` sent 20 messages against `secret-tool`'s 11), and libsecret's own read by path
-    /// leaks its reply (see `sesame_batch_item_secrets`).
-    ///
-    /// The calls overlap where they can. When the service has no session yet, the search is
-    /// sent first, and answered while this thread makes the key pair of a session of Sesame's own
-    /// (``ReadingSession``: a quarter of the arithmetic of libsecret's); the items' `GetAll`s go
-    /// out as soon as the search answers, while the service works out its side of the session;
-    /// then the `GetSecrets` of the items the search found unlocked, through that session, which
-    /// is closed when the read is done. The properties decide in the end: a secret they need
-    /// that was not read (Sesame's session failed, or the item was locked) is read after them
-    /// through libsecret's session. A process that reads again opens a session again; one in
-    /// which libsecret's session is open (after a write) reads through that.
+    /// The items matching `attributes`, with the secrets of those not locked, read into Swift
+    /// values by object path, as `secret-tool lookup` reads: the search, one `Properties.GetAll`
+    /// an item, then one `GetSecrets` through libsecret's session. Items deleted meanwhile (by
+    /// another program) are left out. (libsecret's item objects cost three more round trips an
+    /// item: `sesame token` 1.3 to 1.9 ms slower, 1.42-1.59× `secret-tool lookup` against 1.29-1.50×.)
     func items(_ attributes: [String: String]) throws(LibSecretError) -> [KeyringItem] {
+        var attempt = 1
+        while true {
+            do throws(LibSecretError) {
+                var found: [KeyringItem] = []
+                for path in try itemPaths(attributes) { if let item = try properties(at: path) { found.append(item) } }
+                let secrets = try self.secrets(of: found.filter { !$0.isLocked }.map(\.path))
+                for index in found.indices { found[index].secret = secrets[found[index].path] }
+                // An unlocked item without its secret has gone since its properties were read.
+                return found.filter { $0.isLocked || $0.secret != nil }
+            } catch  where error.failure == .noSuchObject && attempt < 3 {
+                // An item deleted since the search fails the whole `GetSecrets`; searching again
+                // no longer finds it.
+                attempt += 1
+            }
+        }
+    }
+
+    /// The paths of the items with Sesame's schema whose attributes include `attributes`: one
+    /// `SearchItems` of the service, or of each unlocked collection (see `collectionsToSearch`).
+    private func itemPaths(_ attributes: [String: String]) throws(LibSecretError) -> [String] {
         var search = attributes
         search[KeyringItemFormat.Attribute.schema] = KeyringItemFormat.schemaName
         let table = Self.attributeTable(search)
         defer { g_hash_table_unref(table) }
-        let batch = DBusBatch()
-        let needsSession = secret_service_get_session_dbus_path(service.pointer) == nil
-        var session: DBusBatch.Call?
-        // Sesame's own session for this read, when libsecret's is not open yet (see `ReadingSession`),
-        // closed on the way out, whichever way that is.
-        var reading: (session: ReadingSession, opening: DBusBatch.Call)?
-        defer { reading?.session.close() }
-        let paths: [String]
-        let unlockedBySearch: [String]
-        if let collections = try collectionsToSearch() {
-            // Collection by collection (KeePassXC with a locked one); the search does not say
-            // which items are locked.
-            if needsSession { session = batch.ensureSession(of: service.pointer, cancellation: cancellation) }
-            paths = try self.paths(in: collections, matching: table)
-            unlockedBySearch = []
-        } else {
-            let searchCall = batch.serviceSearch(table, on: connection, timeoutMS: 5000, cancellation: cancellation)
-            if needsSession {
-                let own = ReadingSession(on: connection)
-                if let opening = batch.openSession(own, on: connection, timeoutMS: 5000, cancellation: cancellation) {
-                    reading = (own, opening)
-                } else {
-                    session = batch.ensureSession(of: service.pointer, cancellation: cancellation)
-                }
-            }
-            let reply = try batch.take(searchCall, stage: .call)
-            var unlocked: UnsafeMutablePointer<UnsafeMutablePointer<gchar>?>?
-            var locked: UnsafeMutablePointer<UnsafeMutablePointer<gchar>?>?
-            sesame_search_paths_from_reply(reply, &unlocked, &locked)
-            g_variant_unref(reply)
-            unlockedBySearch = Self.strings(unlocked)
-            paths = unlockedBySearch + Self.strings(locked)
-        }
-        let propertyCalls = paths.map { path in
-            (path, batch.itemProperties(at: path, on: connection, timeoutMS: 5000, cancellation: cancellation))
-        }
-        if let session { try batch.succeed(session, stage: .service) }
-        // Sesame's session, once the service has answered: a failure that says the service is
-        // not there (or too slow) is reported as libsecret's would be; any other (an algorithm
-        // the service does not offer, an answer that does not add up) leaves the secrets to
-        // libsecret's session below.
-        var readingReady: ReadingSession?
-        if let reading {
-            do throws(LibSecretError) {
-                let reply = try batch.take(reading.opening, stage: .service)
-                if reading.session.finish(reply) { readingReady = reading.session }
-                g_variant_unref(reply)
-            } catch  where [.cancelled, .noReply, .disconnected, .noService].contains(error.failure) {
-                throw error
-            } catch {}
-        }
-        let secretsCall: DBusBatch.Call? =
-            if unlockedBySearch.isEmpty {
-                nil
-            } else if let readingReady {
-                batch.sessionSecrets(
-                    at: unlockedBySearch, session: readingReady, on: connection, timeoutMS: 5000,
-                    cancellation: cancellation)
-            } else {
-                batch.itemSecrets(
-                    at: unlockedBySearch, service: service.pointer, on: connection, timeoutMS: 5000,
-                    cancellation: cancellation)
-            }
-        batch.wait()
-
-        var items: [KeyringItem] = []
-        for (path, call) in propertyCalls {
-            let reply: OpaquePointer
-            do throws(LibSecretError) {
-                reply = try batch.take(call, stage: .call)
-            } catch  where error.failure == .noSuchObject {
-                continue
-            }
-            var properties = SesameItemProperties()
-            sesame_item_properties_from_reply(reply, &properties)
-            g_variant_unref(reply)
-            defer {
-                g_free(properties.label)
-                g_hash_table_unref(properties.attributes)
-            }
-            var found: [String: String] = [:]
-            for name in KeyringItemFormat.Attribute.all {
-                if let value = sesame_attributes_get(properties.attributes, name) {
-                    found[name] = String(cString: value)
-                }
-            }
-            items.append(
-                KeyringItem(
-                    path: path, label: properties.label.map { String(cString: $0) } ?? "", attributes: found,
-                    isLocked: properties.locked != 0,
-                    modified: Date(timeIntervalSince1970: TimeInterval(properties.modified)), secret: nil))
-        }
-        let unlocked = items.filter { !$0.isLocked }.map(\.path)
-        guard !unlocked.isEmpty else { return items }
-        // What the side-by-side `GetSecrets` read; a failure of it is met again below, where the
-        // secrets still missing are read the usual way.
-        var secrets: [String: [UInt8]] = [:]
-        if let secretsCall, let reply = try? batch.take(secretsCall, stage: .call) {
-            secrets =
-                readingReady?.secrets(in: reply, of: unlockedBySearch)
-                ?? Self.secrets(in: reply, of: unlockedBySearch, service: service.pointer)
-            g_variant_unref(reply)
-        }
-        let missing = unlocked.filter { secrets[$0] == nil }
-        if !missing.isEmpty {
-            do throws(LibSecretError) {
-                secrets.merge(try self.secrets(of: missing)) { $1 }
-            } catch  where error.failure == .noSuchObject {
-                // One item has gone since the search, which fails the whole call: one by one.
-                for path in missing {
-                    do throws(LibSecretError) {
-                        secrets.merge(try self.secrets(of: [path])) { $1 }
-                    } catch  where error.failure == .noSuchObject {
-                        continue
-                    }
-                }
-            }
-        }
-        var read: [KeyringItem] = []
-        for var item in items {
-            if !item.isLocked {
-                // Gone since its properties were read.
-                guard let secret = secrets[item.path] else { continue }
-                item.secret = secret
-            }
-            read.append(item)
-        }
-        return read
+        if let collections = try collectionsToSearch() { return try paths(in: collections, matching: table) }
+        let found = try servicePaths(matching: table)
+        return found.unlocked + found.locked
     }
 
-    /// The secrets of the unlocked items at `paths`, by path, through the open session.
+    /// The item at `path` without its secret, from one `Properties.GetAll`; nil when it has gone.
+    private func properties(at path: String) throws(LibSecretError) -> KeyringItem? {
+        var properties = SesameItemProperties()
+        var error: UnsafeMutablePointer<GError>?
+        guard sesame_item_properties(connection, path, 5000, cancellation.pointer, &properties, &error) != 0 else {
+            let failure = Self.failure(error, stage: .call)
+            if failure.failure == .noSuchObject { return nil }
+            throw failure
+        }
+        defer {
+            g_free(properties.label)
+            g_hash_table_unref(properties.attributes)
+        }
+        var found: [String: String] = [:]
+        for name in KeyringItemFormat.Attribute.all {
+            if let value = sesame_attributes_get(properties.attributes, name) { found[name] = String(cString: value) }
+        }
+        return KeyringItem(
+            path: path, label: properties.label.map { String(cString: $0) } ?? "", attributes: found,
+            isLocked: properties.locked != 0,
+            modified: Date(timeIntervalSince1970: TimeInterval(properties.modified)), secret: nil)
+    }
+
+    /// The secrets of the unlocked items at `paths`, by path, through libsecret's session, which
+    /// is opened first when the service has none yet.
     private func secrets(of paths: [String]) throws(LibSecretError) -> [String: [UInt8]] {
-        let batch = DBusBatch()
-        if secret_service_get_session_dbus_path(service.pointer) == nil {
-            // The read went through Sesame's own session, which did not give these.
-            try batch.succeed(batch.ensureSession(of: service.pointer, cancellation: cancellation), stage: .service)
+        guard !paths.isEmpty else { return [:] }
+        var error: UnsafeMutablePointer<GError>?
+        cancellation.stage = .service
+        guard secret_service_ensure_session_sync(service.pointer, cancellation.pointer, &error) != 0 else {
+            throw Self.failure(error, stage: .service)
         }
-        guard
-            let call = batch.itemSecrets(
-                at: paths, service: service.pointer, on: connection, timeoutMS: 5000, cancellation: cancellation)
-        else { throw LibSecretError(stage: .call, failure: .other, message: "no open Secret Service session") }
-        let reply = try batch.take(call, stage: .call)
-        defer { g_variant_unref(reply) }
-        return Self.secrets(in: reply, of: paths, service: service.pointer)
-    }
-
-    /// The secrets a `GetSecrets` reply holds for `paths`, decrypted with `service`'s session.
-    private static func secrets(
-        in reply: OpaquePointer, of paths: [String], service: UnsafeMutablePointer<SecretService>
-    ) -> [String: [UInt8]] {
-        let table = sesame_item_secrets_from_reply(service, reply)
+        cancellation.stage = .call
+        let copies = paths.map { strdup($0) }
+        defer { for pointer in copies { free(pointer) } }
+        let array: [UnsafePointer<CChar>?] = copies.map { $0.map { UnsafePointer($0) } } + [nil]
+        let table = array.withUnsafeBufferPointer { buffer in
+            sesame_item_secrets(service.pointer, buffer.baseAddress, 5000, cancellation.pointer, &error)
+        }
+        guard let table else { throw Self.failure(error, stage: .call) }
         defer { g_hash_table_unref(table) }
-        return secrets(in: table, of: paths)
-    }
-
-    /// The secrets of `paths` in `table`, a table from path to SecretValue.
-    static func secrets(in table: OpaquePointer?, of paths: [String]) -> [String: [UInt8]] {
         var secrets: [String: [UInt8]] = [:]
-        guard let table else { return secrets }
         for path in paths {
             guard let value = sesame_secrets_get(table, path) else { continue }
             var length = 0

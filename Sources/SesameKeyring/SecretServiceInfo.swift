@@ -1,4 +1,5 @@
 internal import CLibSecret
+internal import CLibSecretShim
 import Foundation
 import Sesame
 
@@ -149,10 +150,9 @@ public struct SecretServiceInfo: Sendable, Hashable {
     }
 
     /// The owner of `org.freedesktop.secrets` on `connection`, or nil when nobody owns it. The
-    /// bus is asked for what is not given: the owner's unique name, then its process id.
+    /// bus is asked for the owner's unique name, unless given, then for its process id.
     static func provider(
-        on connection: OpaquePointer, owner known: String? = nil, processID knownPID: UInt32? = nil,
-        cancellation: Cancellation
+        on connection: OpaquePointer, owner known: String? = nil, cancellation: Cancellation
     ) -> SecretServiceProvider? {
         var error: UnsafeMutablePointer<GError>?
         let owner: String
@@ -168,7 +168,7 @@ public struct SecretServiceInfo: Sendable, Hashable {
             owner = String(cString: asked)
             g_free(asked)
         }
-        let pid = knownPID ?? sesame_connection_pid(connection, owner, 2000, cancellation.pointer, &error)
+        let pid = sesame_connection_pid(connection, owner, 2000, cancellation.pointer, &error)
         if let error { g_error_free(error) }
         guard pid > 0 else { return SecretServiceProvider(processName: nil, processID: nil) }
         // The kernel's name of the program, ending in a newline. Read and trimmed without

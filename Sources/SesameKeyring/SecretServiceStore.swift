@@ -355,7 +355,7 @@ public final class SecretServiceStore: CredentialStore {
     ) async throws
         -> [KeyringItem]
     {
-        // The session is opened by the read itself, beside its search.
+        // The session is opened by the read, once it has a secret to read.
         let (items, skippedLocked) = try await call(operation, session: false) { client in
             (try client.items(search), client.notes.skippedLockedCollection)
         }

@@ -1,8 +1,7 @@
 // sesame: the command-line program. Everything lives in SesameCommandLine, where tests can
 // call the parser and the commands directly; this file lists the program's providers, one line
-// each, prepares the process (its data pages, SIGPIPE) and hands over the arguments.
+// each, prepares the process (SIGPIPE) and hands over the arguments.
 
-import CSesameSystem
 import Foundation
 import SesameCommandLine
 import SesameDesktop
@@ -15,11 +14,6 @@ Desktop.bootstrap([
     OIDCPlugin(),
     GitHubPlugin(),
 ])
-
-// While this is the only thread: the first write to a page of the program's data made while other
-// threads run costs a TLB shoot-down on every CPU, which on a virtual machine is an interrupt to
-// each (up to 0.7 ms for one page of `sesame token`, measured).
-sesame_prefault_writable_data()
 
 // GLib (libsecret) ignores SIGPIPE anyway; ignoring it from the start makes a reader that went away
 // (`sesame token facebook | true`) the same quiet failed write whatever the storage.

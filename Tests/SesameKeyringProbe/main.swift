@@ -12,9 +12,6 @@ import SesameKeyring
 //   load <provider> <app> <account>      status
 //   save <provider> <app> <account>      resolve <policy> <file>
 //   delete <provider> <app> <account>    list [<provider>]
-//   connect-then-load <provider> <app> <account>
-//       connects, prints "connected" on a line of its own and waits for a line on standard
-//       input before the load, so that a test can watch (or hold up) the load alone
 //   load-token <provider> <app> <account>
 //       load, with the token read in the output (a test's own value)
 //
@@ -87,13 +84,6 @@ do {
     case "load-token":
         let credential = try await store.load(key(rest))
         emit(Output(ok: true, found: credential != nil, token: credential?.token.tokenString), exitCode: 0)
-    case "connect-then-load":
-        let key = key(rest)
-        try await store.checkReachable()
-        StandardStreams.write(Array("connected\n".utf8), to: 1)
-        _ = readLine()
-        let credential = try await store.load(key)
-        emit(Output(ok: true, found: credential != nil, keys: credential.map { ["\($0.key)"] }), exitCode: 0)
     case "save":
         let key = key(rest)
         let token = AccessToken(tokenString: "probe-token", provider: key.provider, appID: key.appID)

@@ -90,58 +90,6 @@ struct SecretServiceStoreTests {
         await cleanUp()
     }
 
-    @Test("a load reads by object path: one SearchItems, one GetAll for the item, one GetSecrets, no item objects")
-    func loadReadsByPath() async throws {
-        let saved = credential("by-path")
-        try await store.save(saved)
-        // The first load connects, opens the session and learns which program serves the keyring.
-        #expect(try await store.load(saved.key) == saved)
-        // secret-tool names the item by its path within its collection, as in "[/2]".
-        let search = try await secretTool(["search", "--all", "provider", provider.rawValue])
-        let item = try #require(
-            search.standardOutput.split(separator: "\n").first { $0.hasPrefix("[/") }
-                .map { String($0.dropFirst().dropLast()) },
-            "secret-tool did not find the item: \(search.standardOutput)")
-        let sender = try #require(LibSecretClient.busName, "no keyring connection after a load")
-
-        let monitor = Process()
-        monitor.executableURL = URL(fileURLWithPath: "/usr/bin/dbus-monitor")
-        monitor.arguments = ["--session", "type='method_call',sender='\(sender)'"]
-        monitor.environment = TestChildren.environment()
-        let output = Pipe()
-        monitor.standardOutput = output
-        monitor.standardError = FileHandle.nullDevice
-        try monitor.run()
-        defer { if monitor.isRunning { monitor.terminate() } }
-        // A monitor is listening once the bus has taken its name away again.
-        let banner = await readUntil(output.fileHandleForReading, contains: "NameLost", timeout: .seconds(30))
-        try #require(banner.contains("NameLost"), "dbus-monitor did not start: \(banner)")
-
-        #expect(try await store.load(saved.key) == saved)
-        // This process's calls, each with its arguments (the lines indented under it). Other
-        // tests of this process may use the bus meanwhile: what is counted names this test's
-        // provider or item. Read until this load's GetSecrets shows.
-        func calls(_ member: String, naming text: String, in seen: String) -> Int {
-            BusMonitor.calls(member, in: seen).filter { $0.contains(text) }.count
-        }
-        var seen = ""
-        let deadline = ContinuousClock.now + .seconds(30)
-        while calls("GetSecrets", naming: "\(item)\"", in: seen) == 0, ContinuousClock.now < deadline {
-            seen += await readUntil(output.fileHandleForReading, contains: "member=GetSecrets", timeout: .seconds(5))
-        }
-        monitor.terminate()
-        await cleanUp()
-
-        // What a failure shows: each call's first line (its member and path), never its
-        // arguments, where another test's CreateItem would carry a secret.
-        let heads = BusMonitor.heads(seen)
-        #expect(calls("SearchItems", naming: provider.rawValue, in: seen) == 1, "\(heads)")
-        #expect(calls("GetAll", naming: "\(item); interface=", in: seen) == 1, "\(heads)")
-        #expect(calls("GetSecrets", naming: "\(item)\"", in: seen) == 1, "\(heads)")
-        // A libsecret item object subscribes to the item's PropertiesChanged signal.
-        #expect(calls("AddMatch", naming: "\(item)'", in: seen) == 0, "a load made an item object: \(heads)")
-    }
-
     @Test("a credential that was never saved loads as nil")
     func missingIsNil() async throws {
         #expect(try await store.load(key("nobody")) == nil)

@@ -26,11 +26,6 @@ int sesame_spawn(pid_t *pid, const char *path, char *const argv[], char *const e
 /// _GNU_SOURCE). Returns what ppoll returns.
 int sesame_poll_nanoseconds(struct pollfd *fds, nfds_t count, long long nanoseconds);
 
-/// Makes every page of the executable's writable data (`.data` and `.bss`) the process's own now
-/// (madvise MADV_POPULATE_WRITE, Linux 5.14 and later; a no-op before), for a program to call
-/// while it has one thread.
-void sesame_prefault_writable_data(void);
-
 /// Frees this thread's OpenSSL state (OPENSSL_thread_stop) when libcrypto is in the process;
 /// does nothing otherwise, without loading libcrypto or looking for its file (the loader's list
 /// of objects is read, not dlopen). For a thread about to end: OpenSSL would free that state in
