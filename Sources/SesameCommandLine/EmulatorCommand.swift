@@ -49,7 +49,9 @@ package struct EmulatorCommand: Sendable, Equatable {
                 Runs a local stand-in for a provider on 127.0.0.1, prints its addresses and what to try,
                 and runs until Ctrl-C (SIGINT) or SIGTERM; then it answers the requests in flight, saves
                 its state and exits 0. With no NAME it runs \(names.first ?? "the first provider's")'s.
-                """ + all.map { "\n\n\($0.name): \($0.emulator.summary)\n\($0.emulator.discussion)" }.joined(),
+                """
+                    + all.map { "\n\n" + Self.wrapped("\($0.name): \($0.emulator.summary) \($0.emulator.discussion)") }
+                    .joined(),
             options: options,
             examples: all.flatMap(\.emulator.examples))
     }
@@ -93,6 +95,21 @@ package struct EmulatorCommand: Sendable, Equatable {
             options[flag] = [""]
         }
         self.init(provider: name, port: port, options: options)
+    }
+
+    /// `text` as one paragraph broken at spaces into lines of at most `width` characters.
+    static func wrapped(_ text: String, width: Int = 92) -> String {
+        var lines: [String] = []
+        var line = ""
+        for word in text.split(whereSeparator: { $0 == " " || $0 == "\n" }) {
+            if !line.isEmpty, line.count + 1 + word.count > width {
+                lines.append(line)
+                line = ""
+            }
+            line += (line.isEmpty ? "" : " ") + word
+        }
+        if !line.isEmpty { lines.append(line) }
+        return lines.joined(separator: "\n")
     }
 
     private static func itsOptions(_ emulator: any ForegroundEmulator) -> String {
