@@ -59,7 +59,10 @@ struct DocumentationSampleTests {
         .filter { $0.hasPrefix("C") }
         .map { packageRoot.appending(path: "Sources/\($0)/module.modulemap").path }
         .filter { FileManager.default.fileExists(atPath: $0) }
-        moduleMaps.append(build.appending(path: "CSesameSystem.build/module.modulemap").path)
+        // The C targets with sources of their own get their module maps from SwiftPM, in the build folder.
+        for target in ["CSesameSystem", "CLibSecretShim"] {
+            moduleMaps.append(build.appending(path: "\(target).build/module.modulemap").path)
+        }
         let pkgConfig = try await ProcessRunner.run(
             URL(fileURLWithPath: "/usr/bin/env"), ["pkg-config", "--cflags-only-I", "libsecret-1"])
         try #require(
