@@ -94,6 +94,7 @@ public protocol ProviderPlugin: Sendable {
     /// command: by default, the object under ``name`` against the config keys of
     /// ``settings(instance:)`` (``ProviderSetting/checkSection(_:path:settings:configuration:aliases:)``).
     ///
+    /// - Parameter configuration: the resolved configuration, with the file's contents.
     /// - Throws: ``DesktopError`` (78) naming the key, for an unknown key or a bad value.
     func checkConfiguration(_ configuration: DesktopConfiguration) throws
 }

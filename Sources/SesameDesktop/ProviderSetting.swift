@@ -94,6 +94,9 @@ extension ProviderSetting {
     /// - Parameters:
     ///   - section: the provider's object.
     ///   - path: its path in the file, for messages (`facebook`, `oidc.work`).
+    ///   - settings: the provider's settings, whose config keys the object may have.
+    ///   - configuration: the configuration the object comes from, for the file's name.
+    ///   - aliases: old spellings of keys that are still read, old → new.
     /// - Throws: ``DesktopError`` (78) naming the file, the key's path and what is allowed.
     public static func checkSection(
         _ section: [String: JSONValue], path: String, settings: [ProviderSetting],

@@ -120,7 +120,7 @@ struct AcmeSesameTests {
 
         let switched = try await home.run(["switch", "acme", "default"])
         #expect(switched.status == 0, "\(switched.standardError)")
-        #expect(switched.standardOutput == "the Acme emulator account 'default' is now the active one.\n")
+        #expect(switched.standardOutput == "The account 'default' of the Acme emulator is now the active one.\n")
         #expect(try await home.run(["token", "acme"]).standardOutput == tokens["default"].map { $0 + "\n" })
         let unknown = try await home.run(["switch", "acme", "nobody"])
         #expect(unknown.status == 77)
