@@ -5,7 +5,7 @@ import SesameDesktop
 /// The `sesame` command line as a library, for a program that hands in its own providers:
 ///
 /// ```swift
-/// Desktop.bootstrap([FacebookPlugin(), OIDCPlugin(), GitHubPlugin(), AcmePlugin()])
+/// Desktop.bootstrap([ExamplePlugin(), AnotherPlugin()])   // the program's providers, one line each
 /// exit(await SesameCommand.run(Array(CommandLine.arguments.dropFirst())))
 /// ```
 ///

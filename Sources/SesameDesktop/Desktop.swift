@@ -5,14 +5,13 @@ import SesameCurl
 /// The desktop defaults in one call, and the provider plug-ins the program hands in.
 ///
 /// ```swift
-/// Desktop.bootstrap([FacebookPlugin(), OIDCPlugin()])   // the program's providers, one line each
-/// let facebook = try await Desktop.facebook()            // flags, environment, config file
-/// let session = facebook.session()                        // the active account, device login
-/// try await session.openActiveSession(allowLoginUI: true)
+/// Desktop.bootstrap([ExamplePlugin()])                   // the program's providers, one line each
+/// let example = try await Desktop.example()               // flags, environment, config file
+/// try await example.session().open(scopes: [], allowLoginUI: true)
 /// ```
 ///
-/// Each provider's plug-in module adds its own entry point (`Desktop.facebook`, `Desktop.oidc`,
-/// `Desktop.github`); this module names no provider.
+/// Each provider's plug-in module adds its own entry point (`Desktop.example` above); this module
+/// names no provider.
 public enum Desktop {
     private static let registry = Locked<[any ProviderPlugin]>([])
 
@@ -27,9 +26,8 @@ public enum Desktop {
     ///
     /// ```swift
     /// Desktop.bootstrap([
-    ///     FacebookPlugin(),
-    ///     OIDCPlugin(),
-    ///     GitHubPlugin(),
+    ///     ExamplePlugin(),
+    ///     AnotherPlugin(),
     /// ])
     /// ```
     ///
