@@ -13,15 +13,11 @@ struct LegacyLoginProcessTests {
 
     /// Runs `body` with a started emulator and awaits its stop, whether `body` threw or not.
     static func withEmulator(_ body: (OIDCEmulator, String) async throws -> Void) async throws {
-        let emulator = try OIDCEmulator(devicePollInterval: 1)
-        let issuer = try await emulator.start().issuer
-        do {
-            try await body(emulator, issuer)
-        } catch {
-            await emulator.stop()
-            throw error
-        }
-        await emulator.stop()
+        try await withStarted(
+            {
+                let emulator = try OIDCEmulator(devicePollInterval: 1)
+                return (emulator, try await emulator.start().issuer)
+            }, stop: { await $0.0.stop() }, { try await body($0.0, $0.1) })
     }
 
     /// Logs in, then rewrites the stored login as an older Sesame kept it: without an issuer.
