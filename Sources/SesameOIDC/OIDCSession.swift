@@ -187,10 +187,11 @@ struct OIDCRefreshGrant: Sendable {
 
     func send(_ current: AccessToken) async throws -> AccessToken {
         guard let refreshToken = current.refreshToken else {
-            throw AuthError.needsLogin(
-                CredentialKey(
-                    provider: provider.id, issuer: provider.endpoints.issuer, appID: provider.configuration.clientID,
-                    account: current.userID ?? "default"), reason: .expired)
+            // The core asks only when `canRenew` said yes; this is for a caller that did not.
+            throw AuthError(
+                category: .authenticationReopenSession,
+                message: "The login to '\(provider.id)' has no refresh token to renew it with. Log in again.",
+                recoveryTactic: .reauthenticate, closesSession: false, provider: provider.id)
         }
         var form = [("grant_type", "refresh_token"), ("refresh_token", refreshToken)]
         if !current.permissions.granted.isEmpty {
