@@ -119,6 +119,7 @@ final class CLIHarness: Sendable {
 /// A program running in the background whose standard error is read as it comes.
 final class LiveProcess: Sendable {
     private let process: ChildProcess
+    private let executable: URL
     private let output = Locked(Data())
     /// Standard error so far, and whether it has ended; each change wakes ``waitForError(containing:timeout:)``.
     private let error = Observed((data: Data(), ended: false))
@@ -134,6 +135,7 @@ final class LiveProcess: Sendable {
             standardInput: .pipe(inputPipe), standardOutput: .pipe(outputPipe), standardError: .pipe(errorPipe),
             diesWithParent: true)
         self.process = process
+        self.executable = executable
         try await process.start()
         Thread.detachNewThread {
             // A program that exits without reading its input fails its test on its exit status
@@ -203,13 +205,33 @@ final class LiveProcess: Sendable {
 
     struct ProcessEnded: Error, CustomStringConvertible { var description: String }
 
-    /// Waits for the exit.
-    func finish() async -> ProcessResult {
+    /// Waits for the exit. A program still running after `limit` is taken for hung: it is killed,
+    /// and its result (exit status -1 when its output stays open) ends with where its threads
+    /// were, so that the test fails instead of never ending.
+    func finish(limit: Duration = ProcessRunner.hangLimit) async -> ProcessResult {
         await withCheckedContinuation { continuation in
             Thread.detachNewThread { [self] in
-                finished.wait()
+                let (seconds, _) = limit.components
+                guard finished.wait(timeout: .now() + .seconds(Int(seconds))) == .timedOut else {
+                    finished.signal()
+                    continuation.resume(returning: done.withLock { $0! })
+                    return
+                }
+                let report = ProcessRunner.hungProcessReport(
+                    process.processIdentifier, executable, after: limit)
+                process.terminate(signal: SIGKILL)
+                // A program's own child may hold its output open after it is killed.
+                guard finished.wait(timeout: .now() + .seconds(10)) == .success else {
+                    continuation.resume(
+                        returning: ProcessResult(
+                            status: -1, standardOutput: "", standardError: standardError + report, wasKilled: true))
+                    return
+                }
                 finished.signal()
-                continuation.resume(returning: done.withLock { $0! })
+                var result = done.withLock { $0! }
+                result.standardError += report
+                result.wasKilled = true
+                continuation.resume(returning: result)
             }
         }
     }

@@ -55,8 +55,9 @@ public enum ProcessRunner {
     /// - Parameters:
     ///   - environment: the child's whole environment (`nil`: this process's), with the locale
     ///     of ``TestChildren/environment(_:)`` set. The child dies with the test process.
-    ///   - killAfter: when set, a child still running after this long is killed (SIGKILL) and the
-    ///     result says so, so that a test of something that must not hang fails instead of hanging.
+    ///   - killAfter: a child still running after this long (by default ``hangLimit``) is killed
+    ///     (SIGKILL) and the result says so, its standard error ending with where the child's
+    ///     threads were: a test of something that must not hang fails instead of hanging.
     public static func run(
         _ executable: URL, _ arguments: [String], input: Data = Data(), environment: [String: String]? = nil,
         killAfter: Duration? = nil
@@ -66,7 +67,8 @@ public enum ProcessRunner {
                 do {
                     continuation.resume(
                         returning: try runBlocking(
-                            executable, arguments, input: input, environment: environment, killAfter: killAfter))
+                            executable, arguments, input: input, environment: environment,
+                            killAfter: killAfter ?? hangLimit, hangReport: true))
                 } catch {
                     continuation.resume(throwing: error)
                 }
@@ -76,7 +78,8 @@ public enum ProcessRunner {
     }
 
     private static func runBlocking(
-        _ executable: URL, _ arguments: [String], input: Data, environment: [String: String]?, killAfter: Duration?
+        _ executable: URL, _ arguments: [String], input: Data, environment: [String: String]?, killAfter: Duration,
+        hangReport: Bool
     ) throws -> ProcessResult {
         let output = Pipe()
         let error = Pipe()
@@ -87,12 +90,16 @@ public enum ProcessRunner {
             diesWithParent: true)
         try process.run()
         let watchdog = Watchdog()
-        if let killAfter {
-            let (seconds, attoseconds) = killAfter.components
-            DispatchQueue.global().asyncAfter(deadline: .now() + Double(seconds) + Double(attoseconds) / 1e18) {
-                // terminate(signal:) never signals a pid once its child has been reaped.
-                if watchdog.fire() { process.terminate(signal: SIGKILL) }
+        let stacks = Locked("")
+        let (seconds, attoseconds) = killAfter.components
+        DispatchQueue.global().asyncAfter(deadline: .now() + Double(seconds) + Double(attoseconds) / 1e18) {
+            // terminate(signal:) never signals a pid once its child has been reaped.
+            guard watchdog.fire() else { return }
+            if hangReport {
+                let report = hungProcessReport(process.processIdentifier, executable, after: killAfter)
+                stacks.withLock { $0 = report }
             }
+            process.terminate(signal: SIGKILL)
         }
         let writer = Thread {
             // A child that exits without reading its input is not an error here: the test sees
@@ -113,7 +120,28 @@ public enum ProcessRunner {
         process.waitUntilExit()
         return ProcessResult(
             status: process.terminationStatus ?? -1, standardOutput: String(decoding: outputData, as: UTF8.self),
-            standardError: String(decoding: errorData.get(), as: UTF8.self), wasKilled: watchdog.finish())
+            standardError: String(decoding: errorData.get(), as: UTF8.self) + stacks.withLock { $0 },
+            wasKilled: watchdog.finish())
+    }
+
+    /// How long a child a test starts may run, when the test sets no limit of its own, before it
+    /// is taken for hung and killed: many times what any of them needs, under a sanitizer on a
+    /// loaded machine. It turns a hang into a failure, it times nothing.
+    public static let hangLimit: Duration = .seconds(300)
+
+    /// What a test prints about a child it takes for hung: that it was killed, and the stacks of
+    /// its threads from gdb when gdb is installed (scripts/bootstrap installs it).
+    public static func hungProcessReport(_ pid: Int32, _ executable: URL, after limit: Duration) -> String {
+        var report = "\n[the test killed \(executable.lastPathComponent) (pid \(pid)), still running after \(limit)"
+        let gdb = URL(fileURLWithPath: "/usr/bin/gdb")
+        guard pid > 0, FileManager.default.isExecutableFile(atPath: gdb.path),
+            let result = try? runBlocking(
+                gdb, ["-p", "\(pid)", "-batch", "-nx", "-ex", "thread apply all bt 25"], input: Data(),
+                environment: nil, killAfter: .seconds(60), hangReport: false)
+        else { return report + "; no stacks: gdb is not installed]\n" }
+        let frames = result.standardOutput.split(separator: "\n").filter { $0.hasPrefix("Thread") || $0.hasPrefix("#") }
+        report += "; its threads were here:\n" + frames.prefix(300).joined(separator: "\n") + "\n]\n"
+        return report
     }
 
     /// Decides once between "killed" and "finished in time".

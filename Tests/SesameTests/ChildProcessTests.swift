@@ -136,4 +136,19 @@ struct ChildProcessTests {
         process.terminate(signal: SIGKILL)
         #expect(await process.exitStatus() == 128 + SIGKILL)
     }
+
+    @Test("a test's child still running at its limit is killed, and the result says where its threads were")
+    func hungChildIsReported() async throws {
+        let result = try await ProcessRunner.run(
+            URL(fileURLWithPath: "/bin/sleep"), ["30"], killAfter: .milliseconds(500))
+        #expect(result.wasKilled)
+        #expect(result.status == 128 + SIGKILL || result.status == -1, "status \(result.status)")
+        #expect(result.standardError.contains("the test killed sleep"), "\(result.standardError)")
+        // scripts/bootstrap installs gdb; without it the report says so instead of the stacks.
+        if FileManager.default.isExecutableFile(atPath: "/usr/bin/gdb") {
+            #expect(result.standardError.contains("#0 "), "no stack in: \(result.standardError)")
+        } else {
+            #expect(result.standardError.contains("gdb is not installed"))
+        }
+    }
 }
