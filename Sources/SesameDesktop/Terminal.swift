@@ -104,15 +104,17 @@ public struct Terminal: Sendable, Hashable {
     /// - Returns: the bytes read, without the terminal's line end.
     public static func readSecretBlocking(prompt: String) -> [UInt8] {
         guard isatty(STDIN_FILENO) == 1 else { return readToEnd(STDIN_FILENO) }
-        StandardStreams.err(prompt)
         var saved = termios()
         let haveTerminal = tcgetattr(STDIN_FILENO, &saved) == 0
         if haveTerminal {
             var quiet = saved
             quiet.c_lflag &= ~tcflag_t(ECHO)
             quiet.c_lflag |= tcflag_t(ECHONL | ICANON)
+            // Echo goes off, and what was typed before, unasked, is dropped (as getpass(3) does),
+            // before the prompt shows: a paste that answers the prompt at once is all kept.
             _ = tcsetattr(STDIN_FILENO, TCSAFLUSH, &quiet)
         }
+        StandardStreams.err(prompt)
         defer {
             if haveTerminal {
                 var restore = saved

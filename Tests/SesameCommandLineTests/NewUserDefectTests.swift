@@ -260,6 +260,7 @@ struct NewUserDefectTests {
         terminal.type(secret + "\r")
         let finished = await terminal.wait(for: "Stored in", limit: .seconds(60))
         #expect(finished, "Enter did not end the token: \(terminal.transcript.debugDescription)")
+        if !finished { process.terminate(signal: SIGKILL) }
         let status = await process.exitStatus()
         #expect(status == 0, "\(terminal.transcript)")
         #expect(!terminal.transcript.contains(secret), "the token was echoed")
