@@ -25,6 +25,8 @@ package enum Command: Sendable, Equatable {
     case version
     /// `sesame completion SHELL` and `sesame manpage`.
     case completion(CompletionCommand)
+    /// `sesame __complete accounts PROVIDER`: what the completion scripts ask at a Tab.
+    case completeAccounts(CompletionCommand.Accounts)
 
     /// The command's name, for messages.
     var name: String {
@@ -39,6 +41,7 @@ package enum Command: Sendable, Equatable {
         case .gitCredential: "git-credential"
         case .version: "version"
         case .completion(let completion): completion.format == .man ? "manpage" : "completion"
+        case .completeAccounts: "__complete"
         }
     }
 }
@@ -204,8 +207,11 @@ package enum SesameCLI {
     private static var commandNames: String { commands.map(\.name).joined(separator: ", ") }
 
     private static func definition(named name: String) -> CommandDefinition? {
-        commands.first { $0.name == name }
+        commands.first { $0.name == name } ?? hiddenCommands.first { $0.name == name }
     }
+
+    /// Commands for the completion scripts, not for people: in no help, script or page.
+    private static let hiddenCommands = [CompletionCommand.accountsDefinition]
 
     private static func unknownCommand(_ name: String) -> UsageError {
         let near = Suggestion.closest(to: name, in: commands.map(\.name)).map { " Did you mean '\($0)'?" } ?? ""
@@ -258,6 +264,8 @@ package enum SesameCLI {
         case .completion(let completion):
             io.write(completion.text)
             return ExitStatus.success
+        case .completeAccounts(let accounts):
+            return await accounts.run(io: io, environment: environment, keyring: keyring)
         default:
             break
         }

@@ -410,9 +410,91 @@ struct OutsideUserTests {
         #expect(!reply.contains("--app-id") && !reply.contains("--issuer"), "\(reply)")
     }
 
-    /// What bash's completion of `sesame WORDS` (the last one being completed) offers.
-    static func bashCompletion(_ words: [String]) async throws -> String {
+    @Test("switch PROVIDER <Tab> and --account <Tab> offer the stored accounts, in bash, zsh and fish")
+    func accountNamesComplete() async throws {
         let cli = try CLIHarness()
+        for account in ["work", "home box"] {
+            let login = try await cli.run(
+                "sesame", ["login", "facebook", "--account", account], environment: ["SESAME_EMULATOR_APPROVE": "auto"])
+            try #require(login.status == 0, "\(login.standardError)")
+        }
+        let listed = try await cli.run("sesame", ["__complete", "accounts", "facebook"])
+        #expect(listed.standardOutput == "home box\nwork\n", "\(listed.standardError)")
+        #expect(try await cli.run("sesame", ["__complete", "accounts", "github"]).standardOutput.isEmpty)
+
+        #expect(try await Self.bashCompletion(["switch", "facebook", ""], cli) == #"home\ box work"#)
+        #expect(try await Self.bashCompletion(["token", "facebook", "--account", "h"], cli) == #"home\ box"#)
+        // Another store has none: the command line's --storage is passed on.
+        #expect(
+            try await Self.bashCompletion(["token", "facebook", "--storage", "memory", "--account", ""], cli) == "")
+
+        let zsh = try await Self.completionShell(
+            "/usr/bin/zsh",
+            """
+            compdef() { :; }
+            source <(sesame completion zsh)
+            _describe() { print -l -- "${(@P)${@[-1]}}"; }
+            sesame=sesame; words=(switch facebook ""); _sesame_accounts
+            """, cli)
+        #expect(zsh == "home box\nwork", "\(zsh)")
+        let fish = try await Self.completionShell(
+            "/usr/bin/fish", "sesame completion fish | source; complete -C 'sesame switch facebook '", cli)
+        #expect(fish == "home box\nwork", "\(fish)")
+    }
+
+    @Test("zsh and fish offer each provider's own login flags, once the provider is named")
+    func loginFlagsInZshAndFish() async throws {
+        let cli = try CLIHarness()
+        let fish = try await Self.completionShell(
+            "/usr/bin/fish", "sesame completion fish | source; complete -C 'sesame login github --'", cli)
+        let offered = Set(fish.split(separator: "\n").map { String($0.prefix { $0 != "\t" }) })
+        #expect(offered.contains("--hostname") && offered.contains("--client-id"), "\(offered)")
+        #expect(!offered.contains("--app-id") && !offered.contains("--issuer"), "\(offered)")
+
+        let script = try await cli.run("sesame", ["completion", "zsh"]).standardOutput
+        let github = try #require(script.split(separator: "\n").first { $0.contains("github) provider_options=(") })
+        #expect(github.contains("--hostname[") && !github.contains("--app-id[") && !github.contains("--issuer["))
+        // The options every login gets: login's _arguments, after the per-provider case.
+        let login = try #require(script.range(of: "        login)\n")).upperBound
+        let arguments = try #require(script[login...].range(of: "_arguments -s")).lowerBound
+        let common = script[arguments...].prefix { $0 != ";" }
+        #expect(common.contains("$provider_options"), "\(common)")
+        #expect(!common.contains("'--app-id[") && !common.contains("'--hostname["), "\(common)")
+    }
+
+    @Test("__complete serves the scripts and is in no help, script or manual page")
+    func completeIsHidden() async throws {
+        let cli = try CLIHarness()
+        for arguments in [["help"], ["completion", "bash"], ["manpage"]] {
+            let text = try await cli.run("sesame", arguments).standardOutput
+            let shown = text.replacingOccurrences(of: "__complete accounts", with: "")
+            #expect(!shown.contains("__complete"), "\(arguments): \(shown)")
+        }
+        let wrong = try await cli.run("sesame", ["__complete", "nothing"])
+        #expect(wrong.status == 64)
+    }
+
+    /// What `shell -c script` prints, with the built `sesame` first on the PATH, in `cli`'s home.
+    static func completionShell(_ shell: String, _ script: String, _ cli: CLIHarness) async throws -> String {
+        var arguments = ["-c", script]
+        if shell.hasSuffix("fish") { arguments.insert("--no-config", at: 0) }
+        if shell.hasSuffix("zsh") { arguments.insert("-f", at: 0) }
+        let running = try await LiveProcess(
+            URL(fileURLWithPath: shell), arguments, environment: try builtFirst(cli.environment), input: Data())
+        let result = await running.finish()
+        #expect(result.status == 0, "\(shell): \(result.standardError)")
+        return result.standardOutput.trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+
+    /// `environment` with the built `sesame` first on the PATH.
+    static func builtFirst(_ environment: [String: String]) throws -> [String: String] {
+        let directory = try ProcessRunner.builtExecutable("sesame").deletingLastPathComponent().path
+        return environment.merging(["PATH": directory + ":" + (environment["PATH"] ?? "/usr/bin:/bin")]) { $1 }
+    }
+
+    /// What bash's completion of `sesame WORDS` (the last one being completed) offers.
+    static func bashCompletion(_ words: [String], _ home: CLIHarness? = nil) async throws -> String {
+        let cli = try home ?? CLIHarness()
         let sesame = try ProcessRunner.builtExecutable("sesame").path
         let quoted = (["sesame"] + words).map { "'\($0)'" }.joined(separator: " ")
         let script = """
@@ -422,7 +504,8 @@ struct OutsideUserTests {
             echo "${COMPREPLY[*]}"
             """
         let running = try await LiveProcess(
-            URL(fileURLWithPath: "/bin/bash"), ["-c", script], environment: cli.environment, input: Data())
+            URL(fileURLWithPath: "/bin/bash"), ["-c", script], environment: try builtFirst(cli.environment),
+            input: Data())
         let result = await running.finish()
         #expect(result.status == 0, "\(result.standardError)")
         return result.standardOutput.trimmingCharacters(in: .whitespacesAndNewlines)
