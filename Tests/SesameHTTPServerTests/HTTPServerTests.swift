@@ -11,15 +11,21 @@ func withServer<T>(
     handler: @escaping @Sendable (HTTPServerRequest) async -> HTTPServerResponse,
     _ body: (HTTPServer) async throws -> T
 ) async throws -> T {
-    let server = HTTPServer(configuration: configuration, handler: handler)
-    try server.start()
-    do {
-        let result = try await body(server)
-        await server.stop()
-        return result
-    } catch {
-        await server.stop()
-        throw error
+    try await withStarted(
+        {
+            let server = HTTPServer(configuration: configuration, handler: handler)
+            try server.start()
+            return server
+        }, stop: { await $0.stop() }, body)
+}
+
+/// `handler`, counting its calls in `calls`: for tests that check a request never reached it.
+func counting(
+    _ calls: Locked<Int>, _ handler: @escaping @Sendable (HTTPServerRequest) async -> HTTPServerResponse
+) -> @Sendable (HTTPServerRequest) async -> HTTPServerResponse {
+    { request in
+        calls.withLock { $0 += 1 }
+        return await handler(request)
     }
 }
 
@@ -272,10 +278,7 @@ struct HTTPServerTests {
         let calls = Locked(0)
         try await withServer(
             .init(maxBodyBytes: 1000),
-            handler: { request in
-                calls.withLock { $0 += 1 }
-                return await Self.echo(request)
-            }
+            handler: counting(calls, Self.echo)
         ) { server in
             let connection = try await RawHTTPConnection.connect(port: server.port)
             let response = try await connection.request("POST", "/up", body: Data(repeating: 65, count: 1001))
@@ -293,10 +296,7 @@ struct HTTPServerTests {
         let calls = Locked(0)
         try await withServer(
             .init(maxBodyBytes: 1000),
-            handler: { request in
-                calls.withLock { $0 += 1 }
-                return await Self.echo(request)
-            }
+            handler: counting(calls, Self.echo)
         ) { server in
             let connection = try await RawHTTPConnection.connect(port: server.port)
             let chunk = String(repeating: "B", count: 600)
@@ -334,10 +334,7 @@ struct HTTPServerTests {
         arguments: malformedRequests)
     func malformed(_ request: String, mayJustClose: Bool) async throws {
         let calls = Locked(0)
-        try await withServer(handler: { request in
-            calls.withLock { $0 += 1 }
-            return await Self.echo(request)
-        }) { server in
+        try await withServer(handler: counting(calls, Self.echo)) { server in
             let connection = try await RawHTTPConnection.connect(port: server.port)
             try await connection.send(request)
             switch try await connection.read() {

@@ -91,10 +91,7 @@ struct HostileRequestTests {
         configuration.maxBodyBytes = 1024
         try await withServer(
             configuration,
-            handler: { _ in
-                calls.withLock { $0 += 1 }
-                return .text("handled")
-            }
+            handler: counting(calls) { _ in .text("handled") }
         ) { server in
             let request = "POST /x HTTP/1.1\r\nHost: x\r\nContent-Length: \(length)\r\n\r\nabc"
             let started = ContinuousClock.now
@@ -180,10 +177,7 @@ struct HostileRequestTests {
         configuration.connectionIdleTimeout = .seconds(300)
         try await withServer(
             configuration,
-            handler: { _ in
-                calls.withLock { $0 += 1 }
-                return .text("handled")
-            }
+            handler: counting(calls) { _ in .text("handled") }
         ) { server in
             let started = ContinuousClock.now
             let (text, closed) = try await exchangeUntilClose(port: server.port, request, timeout: 200)
