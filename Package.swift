@@ -95,7 +95,8 @@ let package = Package(
 
         // The Facebook provider. Its error taxonomy is generated from GraphErrors.json.
         .target(name: "SesameFacebook", dependencies: ["Sesame"], plugins: ["ErrorTableGeneratorPlugin"]),
-        .testTarget(name: "SesameFacebookTests", dependencies: ["SesameFacebook", "Sesame", "SesameTesting"]),
+        .testTarget(
+            name: "SesameFacebookTests", dependencies: ["SesameFacebook", "Sesame", "SesameTesting", "SesameTestSupport"]),
 
         // The generic OAuth 2.0 / OpenID Connect provider. Its error taxonomy is generated from
         // OAuthErrors.json.

@@ -206,16 +206,13 @@ struct HostileRequestTests {
 
     @Test("fuzz: random framing headers get at most one answer each, and only valid ones reach the handler")
     func framingFuzz() async throws {
-        var generator = SplitMix(state: 9112)
+        var generator = SeededGenerator(seed: 9112)
         let codings = ["chunked", "gzip", "identity", "Chunked", "chunked, chunked", "gzip, chunked", "", "x"]
         let lengths = ["0", "3", "3, 4", " 3", "3,3", "-1", "x", "", "99999999999999999999999"]
         let calls = Locked(0)
         try await withServer(
             .init(connectionIdleTimeout: .seconds(3)),
-            handler: { _ in
-                calls.withLock { $0 += 1 }
-                return .text("ok")
-            }
+            handler: counting(calls) { _ in .text("ok") }
         ) { server in
             for _ in 0..<40 {
                 var head = "POST /f HTTP/1.1\r\nConnection: close\r\n"
@@ -268,17 +265,5 @@ struct HostileRequestTests {
                 port: server.port, "GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
             #expect(statusLines(text).first?.contains(" 200") == true)
         }
-    }
-}
-
-/// SplitMix64, so that a failing fuzz case can be run again.
-struct SplitMix: RandomNumberGenerator {
-    var state: UInt64
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }
