@@ -116,7 +116,7 @@ let package = Package(
         // End to end against the emulator's GitHub mode over CurlTransport, plus the error table rows.
         .testTarget(
             name: "SesameGitHubTests",
-            dependencies: ["SesameGitHub", "Sesame", "SesameTesting", "SesameEmulator", "SesameCurl"]
+            dependencies: ["SesameGitHub", "Sesame", "SesameTesting", "SesameEmulator", "SesameCurl", "SesameTestSupport"]
         ),
 
         // The `sesame` command line: parsing and commands in a library the tests call directly,
