@@ -190,7 +190,8 @@ let package = Package(
         // Runs one keyring call in its own process, so tests can give it a different D-Bus
         // environment (libsecret keeps one bus connection per process).
         .executableTarget(
-            name: "sesame-keyring-probe", dependencies: ["SesameKeyring", "Sesame"], path: "Tests/SesameKeyringProbe"),
+            name: "sesame-keyring-probe", dependencies: ["SesameKeyring", "Sesame", "SesameTestSupport"],
+            path: "Tests/SesameKeyringProbe"),
 
         // Side-by-side measurements: `swift run -c release sesame-bench <name> [--json]`.
         .executableTarget(
