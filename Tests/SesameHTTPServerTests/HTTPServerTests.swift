@@ -29,6 +29,14 @@ func counting(
     }
 }
 
+/// A handler that keeps the last request it got in `seen`, and answers "ok".
+func recording(_ seen: Locked<HTTPServerRequest?>) -> @Sendable (HTTPServerRequest) async -> HTTPServerResponse {
+    { request in
+        seen.withLock { $0 = request }
+        return .text("ok")
+    }
+}
+
 /// Lets handlers wait until `count` of them are inside at once: proof that handlers run
 /// concurrently and not on libmicrohttpd's single thread.
 actor Rendezvous {
@@ -110,10 +118,7 @@ struct HTTPServerTests {
     @Test("the path is percent-decoded and the query decoded in order, repeats kept")
     func decodesTarget() async throws {
         let seen = Locked<HTTPServerRequest?>(nil)
-        try await withServer(handler: { request in
-            seen.withLock { $0 = request }
-            return .text("ok")
-        }) { server in
+        try await withServer(handler: recording(seen)) { server in
             let connection = try await RawHTTPConnection.connect(port: server.port)
             _ = try await connection.request("GET", "/p%20ath/x?a=1&b=x+y&a=2&c=%26%3D", headers: [("X-Thing", "Yes")])
             let request = try #require(seen.withLock { $0 })
@@ -175,10 +180,7 @@ struct HTTPServerTests {
     @Test("a form body is read by formValue, which falls back to the query")
     func formValues() async throws {
         let seen = Locked<HTTPServerRequest?>(nil)
-        try await withServer(handler: { request in
-            seen.withLock { $0 = request }
-            return .text("ok")
-        }) { server in
+        try await withServer(handler: recording(seen)) { server in
             let connection = try await RawHTTPConnection.connect(port: server.port)
             _ = try await connection.request(
                 "POST", "/token?client_id=from-query&grant_type=ignored",
