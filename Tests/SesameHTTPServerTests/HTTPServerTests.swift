@@ -278,10 +278,7 @@ struct HTTPServerTests {
     @Test("a declared body over the limit gets 413 and the server keeps serving")
     func declaredBodyTooLarge() async throws {
         let calls = Locked(0)
-        try await withServer(
-            .init(maxBodyBytes: 1000),
-            handler: counting(calls, Self.echo)
-        ) { server in
+        try await withServer(.init(maxBodyBytes: 1000), handler: counting(calls, Self.echo)) { server in
             let connection = try await RawHTTPConnection.connect(port: server.port)
             let response = try await connection.request("POST", "/up", body: Data(repeating: 65, count: 1001))
             #expect(response.status == 413)
@@ -296,10 +293,7 @@ struct HTTPServerTests {
     @Test("a chunked body that grows over the limit gets 413 and never reaches the handler")
     func chunkedBodyTooLarge() async throws {
         let calls = Locked(0)
-        try await withServer(
-            .init(maxBodyBytes: 1000),
-            handler: counting(calls, Self.echo)
-        ) { server in
+        try await withServer(.init(maxBodyBytes: 1000), handler: counting(calls, Self.echo)) { server in
             let connection = try await RawHTTPConnection.connect(port: server.port)
             let chunk = String(repeating: "B", count: 600)
             try await connection.send(
