@@ -9,6 +9,11 @@ import Foundation
 /// Plain sockets for tests that need a connection or a listener of their own: the address
 /// juggling of bind, connect and getsockname in one place.
 package enum Sockets {
+    /// A socket that could not be set up, and why.
+    package struct Failure: Error, CustomStringConvertible {
+        package var description: String
+    }
+
     /// The IPv4 address `host` (a dotted quad) and `port` (0: any).
     package static func ipv4(_ host: String = "127.0.0.1", port: Int = 0) -> sockaddr_in {
         var address = sockaddr_in()
@@ -90,7 +95,7 @@ package enum Sockets {
         guard descriptor >= 0, bind(descriptor, to: name), listen(descriptor, backlog) == 0 else {
             let reason = String(cString: strerror(errno))
             if descriptor >= 0 { close(descriptor) }
-            throw RawHTTPConnection.Failure(description: "could not listen on \(path): \(reason)")
+            throw Failure(description: "could not listen on \(path): \(reason)")
         }
         return descriptor
     }
