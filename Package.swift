@@ -95,7 +95,8 @@ let package = Package(
 
         // The Facebook provider. Its error taxonomy is generated from GraphErrors.json.
         .target(name: "SesameFacebook", dependencies: ["Sesame"], plugins: ["ErrorTableGeneratorPlugin"]),
-        .testTarget(name: "SesameFacebookTests", dependencies: ["SesameFacebook", "Sesame", "SesameTesting"]),
+        .testTarget(
+            name: "SesameFacebookTests", dependencies: ["SesameFacebook", "Sesame", "SesameTesting", "SesameTestSupport"]),
 
         // The generic OAuth 2.0 / OpenID Connect provider. Its error taxonomy is generated from
         // OAuthErrors.json.
@@ -115,7 +116,7 @@ let package = Package(
         // End to end against the emulator's GitHub mode over CurlTransport, plus the error table rows.
         .testTarget(
             name: "SesameGitHubTests",
-            dependencies: ["SesameGitHub", "Sesame", "SesameTesting", "SesameEmulator", "SesameCurl"]
+            dependencies: ["SesameGitHub", "Sesame", "SesameTesting", "SesameEmulator", "SesameCurl", "SesameTestSupport"]
         ),
 
         // The `sesame` command line: parsing and commands in a library the tests call directly,
@@ -189,7 +190,8 @@ let package = Package(
         // Runs one keyring call in its own process, so tests can give it a different D-Bus
         // environment (libsecret keeps one bus connection per process).
         .executableTarget(
-            name: "sesame-keyring-probe", dependencies: ["SesameKeyring", "Sesame"], path: "Tests/SesameKeyringProbe"),
+            name: "sesame-keyring-probe", dependencies: ["SesameKeyring", "Sesame", "SesameTestSupport"],
+            path: "Tests/SesameKeyringProbe"),
 
         // Side-by-side measurements: `swift run -c release sesame-bench <name> [--json]`.
         .executableTarget(

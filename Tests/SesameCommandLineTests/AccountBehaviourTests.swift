@@ -248,6 +248,7 @@ struct AccountBehaviourTests {
     @Test("status with a provider that never answers ends within its bound and says what it could not verify")
     func statusBounded() async throws {
         let silent = try SilentListener()
+        defer { silent.stop() }
         let cli = try InProcessCLI(extra: [
             "SESAME_FACEBOOK_APP_ID": "1234567890", "SESAME_FACEBOOK_GRAPH_URL": "http://127.0.0.1:\(silent.port)",
         ])
@@ -440,30 +441,4 @@ struct ProviderPluginTests {
         #expect(error?.status == .config)
         #expect(error?.message.contains("SESAME_FACEBOOK_APP_ID") == true)
     }
-}
-
-/// A loopback TCP port that accepts connections into its backlog and never answers.
-final class SilentListener: Sendable {
-    let port: UInt16
-    private let descriptor: Int32
-
-    init() throws {
-        let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        address.sin_port = 0
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(descriptor, $0, length) }
-        }
-        guard bound == 0, listen(descriptor, 64) == 0 else { throw CocoaError(.fileWriteUnknown) }
-        _ = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(descriptor, $0, &length) }
-        }
-        self.descriptor = descriptor
-        port = UInt16(bigEndian: address.sin_port)
-    }
-
-    deinit { close(descriptor) }
 }

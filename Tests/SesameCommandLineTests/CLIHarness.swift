@@ -109,9 +109,7 @@ final class CLIHarness: Sendable {
         var body: [String: JSONValue] = ["user_code": .string(code)]
         if let grant { body["grant"] = .array(grant.map { .string($0) }) }
         let response = try await CurlTransport().send(
-            HTTPRequest(
-                method: .post, url: URL(string: "\(base)/__sesame/device/approve")!,
-                headers: ["Content-Type": "application/json"], body: Data(JSONValue.object(body).jsonText.utf8)))
+            .postJSON(URL(string: "\(base)/__sesame/device/approve")!, .object(body)))
         #expect(response.status == 200, "admin approve: \(String(decoding: response.body, as: UTF8.self))")
     }
 }

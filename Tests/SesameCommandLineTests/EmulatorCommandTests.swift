@@ -68,82 +68,38 @@ struct EmulatorCommandTests {
 
     @Test("as a process: prints its URLs, answers with the scenario, and stops cleanly on SIGTERM")
     func process() async throws {
-        let executable = try ProcessRunner.builtExecutable("sesame")
-        let output = Pipe()
-        let error = Pipe()
-        let process = ChildProcess(
-            executableURL: executable,
-            arguments: ["emulator", "--in-memory", "--app-id", "777", "--scenario", "unknown-error,count=1"],
-            environment: TestChildren.environment(), standardOutput: .pipe(output), standardError: .pipe(error),
-            diesWithParent: true)
-        try await process.start()
-        defer { if process.isRunning { process.terminate() } }
-
-        let banner = await readUntil(output.fileHandleForReading, contains: "Press Ctrl-C to stop.")
-        #expect(banner.contains("App id:       777"))
-        #expect(banner.contains("State:        in memory only"))
-        let base = try #require(
-            banner.split(separator: "\n").first?.split(separator: " ").last.flatMap { URL(string: String($0)) })
-        #expect(base.host == "127.0.0.1")
-
-        let transport = CurlTransport(configuration: .init(redirects: .never, proxy: .direct))
-        let tokenReply = try await transport.send(
-            HTTPRequest(
-                method: .post, url: base.appendingPathComponent("__sesame/tokens"),
-                headers: ["Content-Type": "application/json"], body: Data("{}".utf8)))
-        let token = try #require(tokenReply.json?["access_token"]?.stringValue)
-        let me = HTTPRequest(
-            url: base.appendingPathComponent("v19.0/me"), headers: ["Authorization": "Bearer \(token)"])
-        let first = try await transport.send(me)
-        #expect(first.status == 500)
-        #expect(first.json?["error"]?["code"] == .number(1))
-        #expect(try await transport.send(me).json?["id"] == .string(EmulatedUser.sesameDefault.id))
-
-        process.terminate()  // SIGTERM
-        async let restRead = readToEnd(output.fileHandleForReading)
-        async let errorsRead = readToEnd(error.fileHandleForReading)
-        let (rest, errors) = await (restRead, errorsRead)
-        _ = await process.exitStatus()
-        #expect(process.terminationStatus == 0, "\(String(decoding: errors, as: UTF8.self))")
-        #expect(String(decoding: rest, as: UTF8.self).contains("Stopped (SIGTERM)."))
+        let arguments = ["--in-memory", "--app-id", "777", "--scenario", "unknown-error,count=1"]
+        try await withEmulatorProcess(arguments) { banner in
+            #expect(banner.contains("App id:       777"))
+            #expect(banner.contains("State:        in memory only"))
+            let base = try bannerBaseURL(banner)
+            let transport = CurlTransport(configuration: .init(redirects: .never, proxy: .direct))
+            let tokenReply = try await transport.send(.postJSON(base.appendingPathComponent("__sesame/tokens")))
+            let token = try #require(tokenReply.json?["access_token"]?.stringValue)
+            let me = HTTPRequest(
+                url: base.appendingPathComponent("v19.0/me"), headers: ["Authorization": "Bearer \(token)"])
+            let first = try await transport.send(me)
+            #expect(first.status == 500)
+            #expect(first.json?["error"]?["code"] == .number(1))
+            #expect(try await transport.send(me).json?["id"] == .string(EmulatedUser.sesameDefault.id))
+        }
         // Not asserted: that the freed port now refuses connections. Any process on the machine
-        // may have been given that port since; the exit status and the message above say it stopped.
+        // may have been given that port since; the exit status and the message say it stopped.
     }
 
     @Test("as a process, github: prints its URLs, answers the GitHub API, and stops cleanly on SIGTERM")
     func githubProcess() async throws {
-        let executable = try ProcessRunner.builtExecutable("sesame")
-        let output = Pipe()
-        let error = Pipe()
-        let process = ChildProcess(
-            executableURL: executable, arguments: ["emulator", "github"], standardOutput: .pipe(output),
-            standardError: .pipe(error))
-        try await process.start()
-        defer { if process.isRunning { process.terminate() } }
-
-        let banner = await readUntil(output.fileHandleForReading, contains: "Press Ctrl-C to stop.")
-        #expect(banner.contains("Client id:    \(GitHubEmulator.defaultClientID)"))
-        let base = try #require(
-            banner.split(separator: "\n").first?.split(separator: " ").last.flatMap { URL(string: String($0)) })
-        #expect(base.host == "127.0.0.1")
-
-        let transport = CurlTransport(configuration: .init(redirects: .never, proxy: .direct))
-        let tokenReply = try await transport.send(
-            HTTPRequest(
-                method: .post, url: base.appendingPathComponent("__sesame/tokens"),
-                headers: ["Content-Type": "application/json"], body: Data("{}".utf8)))
-        let token = try #require(tokenReply.json?["token"]?.stringValue)
-        let me = try await transport.send(
-            HTTPRequest(url: base.appendingPathComponent("api/v3/user"), headers: ["Authorization": "Bearer \(token)"]))
-        #expect(me.json?["login"] == .string("octocat"))
-        #expect(me.headers["x-ratelimit-remaining"] == "4999")
-
-        process.terminate()  // SIGTERM
-        async let restRead = readToEnd(output.fileHandleForReading)
-        async let errorsRead = readToEnd(error.fileHandleForReading)
-        let (rest, errors) = await (restRead, errorsRead)
-        _ = await process.exitStatus()
-        #expect(process.terminationStatus == 0, "\(String(decoding: errors, as: UTF8.self))")
-        #expect(String(decoding: rest, as: UTF8.self).contains("Stopped (SIGTERM)."))
+        try await withEmulatorProcess(["github"]) { banner in
+            #expect(banner.contains("Client id:    \(GitHubEmulator.defaultClientID)"))
+            let base = try bannerBaseURL(banner)
+            let transport = CurlTransport(configuration: .init(redirects: .never, proxy: .direct))
+            let tokenReply = try await transport.send(.postJSON(base.appendingPathComponent("__sesame/tokens")))
+            let token = try #require(tokenReply.json?["token"]?.stringValue)
+            let me = try await transport.send(
+                HTTPRequest(
+                    url: base.appendingPathComponent("api/v3/user"), headers: ["Authorization": "Bearer \(token)"]))
+            #expect(me.json?["login"] == .string("octocat"))
+            #expect(me.headers["x-ratelimit-remaining"] == "4999")
+        }
     }
 }

@@ -85,7 +85,7 @@ struct NewUserDefectTests {
         arguments: [["fb-login"], ["fb-login", "logout"], ["fb-publish", "hi"], ["sesame", "doctor"]])
     func silentBus(_ command: [String]) async throws {
         let cli = try CLIHarness(storage: "keyring")
-        let bus = try SilentBus()
+        let bus = try SilentUnixSocket()
         defer { bus.stop() }
         let result = try await ProcessRunner.run(
             try ProcessRunner.builtExecutable(command[0]), Array(command.dropFirst()),
@@ -128,6 +128,7 @@ struct NewUserDefectTests {
         // command for as long as the transport's own timeout).
         let cli = try CLIHarness(storage: "keyring")
         let issuer = try SilentListener()
+        defer { issuer.stop() }
         let clock = ContinuousClock()
         let start = clock.now
         let result = try await cli.run(
@@ -389,42 +390,6 @@ struct NewUserDefectTests {
             "sesame", ["login", "facebook", "--storage", "memory"], environment: Self.approve)
         #expect(result.status == 0, "\(result.standardError)")
         #expect(result.standardOutput.contains("gone when this program exits"), "\(result.standardOutput)")
-    }
-}
-
-/// A Unix socket that accepts connections (the kernel completes them) and never says a word: a
-/// session bus that never answers.
-final class SilentBus: Sendable {
-    let directory: URL
-    let address: String
-    private let descriptor: Int32
-
-    init() throws {
-        directory = URL(fileURLWithPath: "/tmp").appending(path: "sesame-silent-\(UUID().uuidString.prefix(8))")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        let path = directory.appending(path: "bus").path
-        address = "unix:path=\(path)"
-        descriptor = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
-        var name = sockaddr_un()
-        name.sun_family = sa_family_t(AF_UNIX)
-        withUnsafeMutableBytes(of: &name.sun_path) { buffer in
-            for (index, byte) in path.utf8.prefix(buffer.count - 1).enumerated() { buffer[index] = byte }
-        }
-        let bound = withUnsafePointer(to: &name) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                bind(descriptor, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
-            }
-        }
-        guard descriptor >= 0, bound == 0, listen(descriptor, 64) == 0 else {
-            throw TestSetupError(
-                "could not listen on \(path): \(String(cString: strerror(errno)))")
-        }
-    }
-
-    /// Closes the socket and removes it.
-    func stop() {
-        close(descriptor)
-        try? FileManager.default.removeItem(at: directory)
     }
 }
 

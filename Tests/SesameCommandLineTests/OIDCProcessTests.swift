@@ -33,13 +33,16 @@ struct OIDCProcessTests {
         var body: [String: JSONValue] = ["user_code": .string(code)]
         if let user { body["user"] = .string(user) }
         let response = try await CurlTransport().send(
-            HTTPRequest(
-                method: .post, url: URL(string: "\(issuer)/__sesame/device")!,
-                headers: ["Content-Type": "application/json"], body: Data(JSONValue.object(body).jsonText.utf8)))
+            .postJSON(URL(string: "\(issuer)/__sesame/device")!, .object(body)))
         #expect(response.status == 200, "admin approve: \(String(decoding: response.body, as: UTF8.self))")
         let result = await process.finish()
         cli.record("sesame login \(arguments.joined(separator: " "))", result)
         return result
+    }
+
+    /// `sesame login`'s arguments for the emulator at `issuer` with its default client.
+    static func loginArguments(_ issuer: String) -> [String] {
+        ["oidc", "--issuer", issuer, "--client-id", OIDCEmulator.defaultClientID]
     }
 
     static func statusDocument(_ cli: CLIHarness) async throws -> JSONValue {
@@ -74,10 +77,7 @@ struct OIDCProcessTests {
             let printed = try await process.waitForError(matching: #"enter the code\n\n\s+[A-Z]{4}-[A-Z]{4}\n"#)
             let code = try #require(printed.firstMatch(of: #/\n\s+([A-Z]{4}-[A-Z]{4})\s*\n/#).map { String($0.1) })
             let approve = try await CurlTransport().send(
-                HTTPRequest(
-                    method: .post, url: URL(string: "\(issuer)/__sesame/device")!,
-                    headers: ["Content-Type": "application/json"],
-                    body: Data(JSONValue.object(["user_code": .string(code)]).jsonText.utf8)))
+                .postJSON(URL(string: "\(issuer)/__sesame/device")!, .object(["user_code": .string(code)])))
             #expect(approve.status == 200)
             let login = await process.finish()
             cli.record("sesame login oidc (confidential)", login)
@@ -98,8 +98,7 @@ struct OIDCProcessTests {
     func discoveryKept() async throws {
         try await Self.withEmulator { emulator, issuer in
             let cli = try CLIHarness()
-            let login = try await Self.login(
-                cli, ["oidc", "--issuer", issuer, "--client-id", OIDCEmulator.defaultClientID], issuer: issuer)
+            let login = try await Self.login(cli, Self.loginArguments(issuer), issuer: issuer)
             #expect(login.status == 0, "\(login.standardError)")
             let stored = try await cli.storedTokens()
             await emulator.stop()
@@ -127,8 +126,7 @@ struct OIDCProcessTests {
         try await Self.withEmulator { emulator, issuer in
             let cli = try CLIHarness()
 
-            let login = try await Self.login(
-                cli, ["oidc", "--issuer", issuer, "--client-id", OIDCEmulator.defaultClientID], issuer: issuer)
+            let login = try await Self.login(cli, Self.loginArguments(issuer), issuer: issuer)
             #expect(login.status == 0, "\(login.standardError)")
             #expect(login.standardOutput.contains("Logged in to oidc (\(issuer)) as Alice Example (248289761001)"))
 
@@ -246,31 +244,16 @@ struct OIDCProcessTests {
 
     @Test("sesame emulator oidc prints an issuer that 'sesame login oidc' logs in to, and stops on SIGTERM")
     func emulatorCommand() async throws {
-        let output = Pipe()
-        let error = Pipe()
-        let process = ChildProcess(
-            executableURL: try ProcessRunner.builtExecutable("sesame"), arguments: ["emulator", "oidc"],
-            environment: TestChildren.environment(), standardOutput: .pipe(output), standardError: .pipe(error),
-            diesWithParent: true)
-        try await process.start()
-        defer { if process.isRunning { process.terminate() } }
-        let banner = await readUntil(output.fileHandleForReading, contains: "Press Ctrl-C to stop.")
-        let issuer = try #require(banner.firstMatch(of: #/Issuer:\s+(http://127\.0\.0\.1:\d+)\n/#).map { String($0.1) })
-        #expect(banner.contains("Client id:    \(OIDCEmulator.defaultClientID)"))
-        #expect(banner.contains("sesame login oidc --issuer \(issuer) --client-id \(OIDCEmulator.defaultClientID)"))
+        try await withEmulatorProcess(["oidc"]) { banner in
+            let issuer = try #require(
+                banner.firstMatch(of: #/Issuer:\s+(http://127\.0\.0\.1:\d+)\n/#).map { String($0.1) })
+            #expect(banner.contains("Client id:    \(OIDCEmulator.defaultClientID)"))
+            #expect(banner.contains("sesame login oidc --issuer \(issuer) --client-id \(OIDCEmulator.defaultClientID)"))
 
-        let cli = try CLIHarness()
-        let login = try await Self.login(
-            cli, ["oidc", "--issuer", issuer, "--client-id", OIDCEmulator.defaultClientID], issuer: issuer)
-        #expect(login.status == 0, "\(login.standardError)")
-        #expect(login.standardOutput.contains("as Alice Example (248289761001)"))
-
-        process.terminate()  // SIGTERM
-        async let restRead = readToEnd(output.fileHandleForReading)
-        async let errorsRead = readToEnd(error.fileHandleForReading)
-        let (rest, errors) = await (restRead, errorsRead)
-        _ = await process.exitStatus()
-        #expect(process.terminationStatus == 0, "\(String(decoding: errors, as: UTF8.self))")
-        #expect(String(decoding: rest, as: UTF8.self).contains("Stopped (SIGTERM)."))
+            let cli = try CLIHarness()
+            let login = try await Self.login(cli, Self.loginArguments(issuer), issuer: issuer)
+            #expect(login.status == 0, "\(login.standardError)")
+            #expect(login.standardOutput.contains("as Alice Example (248289761001)"))
+        }
     }
 }

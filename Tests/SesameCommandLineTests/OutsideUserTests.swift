@@ -301,30 +301,12 @@ struct OutsideUserTests {
         #expect(bad.standardError.contains("SESAME_FACEBOOK_APP_ID is 'abc', which is not a valid value for app-id"))
     }
 
-    /// A listening socket of the test's own on a free loopback port, which accepts nothing:
-    /// a port in use, and a server that never answers. Closed by the caller.
-    static func silentListener() -> (descriptor: Int32, port: String) {
-        let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafeMutablePointer(to: &address) { pointer in
-            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { generic in
-                bind(listener, generic, length) == 0 && listen(listener, 8) == 0
-                    && getsockname(listener, generic, &length) == 0
-            }
-        }
-        #expect(listener >= 0 && bound)
-        return (listener, String(UInt16(bigEndian: address.sin_port)))
-    }
-
     @Test("a port in use is explained once")
     func portInUse() async throws {
-        let (listener, port) = Self.silentListener()
-        defer { close(listener) }
+        let listener = try SilentListener()
+        defer { listener.stop() }
         let cli = try CLIHarness()
-        let second = try await cli.run("sesame", ["emulator", "facebook", "--port", port, "--in-memory"])
+        let second = try await cli.run("sesame", ["emulator", "facebook", "--port", "\(listener.port)", "--in-memory"])
         #expect(second.status != 0)
         #expect(second.standardError.components(separatedBy: "free one").count == 2, "\(second.standardError)")
         #expect(!second.standardError.contains(".."), "\(second.standardError)")
@@ -357,14 +339,14 @@ struct OutsideUserTests {
         let cli = try CLIHarness()
         let login = try await cli.run("sesame", ["login", "facebook"], environment: NewUserDefectTests.approve)
         #expect(login.status == 0, "\(login.standardError)")
-        let (listener, port) = Self.silentListener()
-        defer { close(listener) }
+        let listener = try SilentListener()
+        defer { listener.stop() }
         let started = ContinuousClock.now
         let logout = try await cli.run(
             "sesame", ["logout", "facebook", "--revoke", "--timeout", "1"],
             environment: [
                 "SESAME_FACEBOOK_APP_ID": EmulatorConfiguration().defaultApp.id,
-                "SESAME_FACEBOOK_GRAPH_URL": "http://127.0.0.1:\(port)",
+                "SESAME_FACEBOOK_GRAPH_URL": "http://127.0.0.1:\(listener.port)",
             ])
         #expect(ContinuousClock.now - started < .seconds(30), "it waited for the transport's own timeout")
         #expect(logout.status == 69, "\(logout.standardError)")

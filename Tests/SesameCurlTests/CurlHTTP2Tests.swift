@@ -4,64 +4,49 @@ import Testing
 
 @testable import SesameCurl
 
-/// `nghttpd` (Debian's nghttp2-server) on 127.0.0.1 with a throwaway certificate: a server
-/// that speaks only HTTP/2, so any answer from it was carried over HTTP/2. It serves files from a
-/// temporary directory and logs every frame with its connection's id (`[id=N]`).
-final class NGHTTP2Server: Sendable {
+/// `nghttpd` (Debian's nghttp2-server): a server that speaks only HTTP/2, so any answer from it
+/// was carried over HTTP/2. It serves files from its directory's `docs` and logs every frame
+/// with its connection's id (`[id=N]`) in `frames.log`.
+enum NGHTTP2Server {
     static let executable = "/usr/sbin/nghttpd"
     static var available: Bool { FileManager.default.isExecutableFile(atPath: executable) }
 
-    let port: Int
-    let certificatePath: String
-    private let directory: URL
-    private let logPath: String
-    private let process: ChildProcess
-
     /// Starts the server with `files` (name → contents) in its document root.
-    init(files: [String: String]) async throws {
-        directory = FileManager.default.temporaryDirectory.appendingPathComponent("sesame-h2-\(UUID().uuidString)")
-        let documents = directory.appendingPathComponent("docs")
-        try FileManager.default.createDirectory(at: documents, withIntermediateDirectories: true)
-        for (name, contents) in files {
-            try Data(contents.utf8).write(to: documents.appendingPathComponent(name))
-        }
-        certificatePath = directory.appendingPathComponent("cert.pem").path
-        let keyPath = directory.appendingPathComponent("key.pem").path
-        try await OpenSSLServer.makeCertificate(certificatePath: certificatePath, keyPath: keyPath)
-        logPath = directory.appendingPathComponent("frames.log").path
-        guard FileManager.default.createFile(atPath: logPath, contents: nil) else { throw POSIXError(.EIO) }
-        let log = try FileHandle(forWritingTo: URL(fileURLWithPath: logPath))
-        let certificate = certificatePath
-        let started = try await RawListener.startServer { port in
+    static func start(files: [String: String]) async throws -> TLSServer {
+        try await TLSServer(name: "sesame-h2") { directory in
+            let documents = directory.appendingPathComponent("docs")
+            try FileManager.default.createDirectory(at: documents, withIntermediateDirectories: true)
+            for (name, contents) in files {
+                try Data(contents.utf8).write(to: documents.appendingPathComponent(name))
+            }
+        } start: { port, certificate, key, directory in
+            let logPath = directory.appendingPathComponent("frames.log").path
+            guard FileManager.default.createFile(atPath: logPath, contents: nil) else { throw POSIXError(.EIO) }
+            let log = try FileHandle(forWritingTo: URL(fileURLWithPath: logPath))
+            defer { try? log.close() }
             let process = ChildProcess(
                 executableURL: URL(fileURLWithPath: Self.executable),
-                arguments: ["-a", "127.0.0.1", "-d", documents.path, "-v", String(port), keyPath, certificate],
+                arguments: [
+                    "-a", "127.0.0.1", "-d", directory.appendingPathComponent("docs").path, "-v", String(port), key,
+                    certificate,
+                ],
                 standardInput: .null, standardOutput: .handle(log), standardError: .null, diesWithParent: true)
             try await process.start()
             return process
         }
-        port = started.port
-        process = started.process
-        try log.close()
     }
+}
 
-    func url(_ path: String) -> URL { URL(string: "https://127.0.0.1:\(port)\(path)")! }
-
-    /// The HTTP/2 connections the server has logged frames for (the readiness probe's connection
-    /// is logged too, but only as closed).
+extension TLSServer {
+    /// The HTTP/2 connections an ``NGHTTP2Server`` has logged frames for (the readiness probe's
+    /// connection is logged too, but only as closed).
     var connectionsSeen: Set<String> {
-        let log = (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? ""
+        let log = (try? String(contentsOf: directory.appendingPathComponent("frames.log"), encoding: .utf8)) ?? ""
         var ids: Set<String> = []
         for line in log.split(separator: "\n") where line.hasPrefix("[id=") && line.contains(" frame ") {
             if let end = line.firstIndex(of: "]") { ids.insert(String(line[..<end])) }
         }
         return ids
-    }
-
-    func stop() {
-        process.terminate()
-        process.waitUntilExit()
-        try? FileManager.default.removeItem(at: directory)
     }
 }
 
@@ -76,7 +61,7 @@ struct CurlHTTP2Tests {
 
     @Test("over HTTPS, HTTP/2 is used when the server offers it, and 20 requests at once share one connection")
     func multiplexed() async throws {
-        let server = try await NGHTTP2Server(files: ["me.json": Self.body])
+        let server = try await NGHTTP2Server.start(files: ["me.json": Self.body])
         defer { server.stop() }
         let transport = CurlTransport(
             configuration: .init(tlsVerification: .certificateAuthorities(file: server.certificatePath)))
@@ -95,7 +80,7 @@ struct CurlHTTP2Tests {
 
     @Test("a lone caller waits inline on an HTTP/2 connection, and a crowd after it shares that connection")
     func inlineThenCrowdOverHTTP2() async throws {
-        let server = try await NGHTTP2Server(files: ["me.json": Self.body])
+        let server = try await NGHTTP2Server.start(files: ["me.json": Self.body])
         defer { server.stop() }
         let transport = CurlTransport(
             configuration: .init(tlsVerification: .certificateAuthorities(file: server.certificatePath)),

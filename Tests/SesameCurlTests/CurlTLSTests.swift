@@ -4,44 +4,60 @@ import Testing
 
 @testable import SesameCurl
 
-/// `openssl s_server` on 127.0.0.1 with a throwaway self-signed certificate, answering `GET /`
-/// with its status page.
-final class OpenSSLServer: Sendable {
-    static let executable = "/usr/bin/openssl"
-    static var available: Bool { FileManager.default.isExecutableFile(atPath: executable) }
-
+/// A TLS server that a child process runs on 127.0.0.1, with a throwaway certificate in a
+/// temporary directory of its own. ``stop()`` ends it and removes the directory.
+final class TLSServer: Sendable {
     let port: Int
     let certificatePath: String
-    private let directory: URL
+    /// Where the certificate, its key, and anything the server serves or logs are.
+    let directory: URL
     private let process: ChildProcess
 
-    init() async throws {
-        directory = FileManager.default.temporaryDirectory.appendingPathComponent("sesame-tls-\(UUID().uuidString)")
+    /// Makes the directory (`name`-<UUID>) and a certificate with its key in it, lets `prepare`
+    /// fill the directory, then starts the server with `start` (given the port, the certificate,
+    /// the key and the directory), again on another port if it exits first (see
+    /// `RawListener.startServer`).
+    init(
+        name: String, prepare: (URL) throws -> Void = { _ in },
+        start: (_ port: Int, _ certificate: String, _ key: String, _ directory: URL) async throws -> ChildProcess
+    ) async throws {
+        directory = FileManager.default.temporaryDirectory.appendingPathComponent("\(name)-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         certificatePath = directory.appendingPathComponent("cert.pem").path
         let keyPath = directory.appendingPathComponent("key.pem").path
-        try await Self.makeCertificate(certificatePath: certificatePath, keyPath: keyPath)
-        let certificate = certificatePath
-        let started = try await RawListener.startServer { port in
-            let process = ChildProcess(
-                executableURL: URL(fileURLWithPath: Self.executable),
-                arguments: [
-                    "s_server", "-accept", "127.0.0.1:\(port)", "-cert", certificate, "-key", keyPath, "-www",
-                    "-quiet",
-                ], standardInput: .null, standardOutput: .null, standardError: .null, diesWithParent: true)
-            try await process.start()
-            return process
-        }
+        try await OpenSSLServer.makeCertificate(certificatePath: certificatePath, keyPath: keyPath)
+        try prepare(directory)
+        let (certificate, directory) = (certificatePath, directory)
+        let started = try await RawListener.startServer { try await start($0, certificate, keyPath, directory) }
         port = started.port
         process = started.process
     }
 
-    var url: URL { URL(string: "https://127.0.0.1:\(port)/")! }
+    func url(_ path: String = "/") -> URL { URL(string: "https://127.0.0.1:\(port)\(path)")! }
 
     func stop() {
         process.terminate()
         process.waitUntilExit()
         try? FileManager.default.removeItem(at: directory)
+    }
+}
+
+/// `openssl s_server`, answering `GET /` with its status page; and the certificates of the
+/// other TLS servers.
+enum OpenSSLServer {
+    static let executable = "/usr/bin/openssl"
+    static var available: Bool { FileManager.default.isExecutableFile(atPath: executable) }
+
+    static func start() async throws -> TLSServer {
+        try await TLSServer(name: "sesame-tls") { port, certificate, key, _ in
+            let process = ChildProcess(
+                executableURL: URL(fileURLWithPath: Self.executable),
+                arguments: [
+                    "s_server", "-accept", "127.0.0.1:\(port)", "-cert", certificate, "-key", key, "-www", "-quiet",
+                ], standardInput: .null, standardOutput: .null, standardError: .null, diesWithParent: true)
+            try await process.start()
+            return process
+        }
     }
 
     /// Writes a throwaway self-signed EC certificate for 127.0.0.1, valid for a day, and its key.
@@ -70,10 +86,10 @@ final class OpenSSLServer: Sendable {
 struct CurlTLSTests {
     @Test("a certificate no trusted CA signed is refused by default, as a rejected certificate that is not retried")
     func untrustedByDefault() async throws {
-        let server = try await OpenSSLServer()
+        let server = try await OpenSSLServer.start()
         defer { server.stop() }
         let error = try await #require(throws: TransportError.self) {
-            try await CurlTransport().send(HTTPRequest(url: server.url))
+            try await CurlTransport().send(HTTPRequest(url: server.url()))
         }
         #expect(error.kind == .certificateRejected)
         #expect(!error.isTransient)
@@ -88,20 +104,20 @@ struct CurlTLSTests {
 
     @Test("trusting the server's CA file lets the request through, host name still checked")
     func trustedCertificateAuthority() async throws {
-        let server = try await OpenSSLServer()
+        let server = try await OpenSSLServer.start()
         defer { server.stop() }
         let transport = CurlTransport(
             configuration: .init(tlsVerification: .certificateAuthorities(file: server.certificatePath)))
-        let response = try await transport.send(HTTPRequest(url: server.url))
+        let response = try await transport.send(HTTPRequest(url: server.url()))
         #expect(response.status == 200)
     }
 
     @Test("dangerouslyAcceptAnyCertificate accepts the self-signed certificate")
     func verificationDisabled() async throws {
-        let server = try await OpenSSLServer()
+        let server = try await OpenSSLServer.start()
         defer { server.stop() }
         let transport = CurlTransport(configuration: .init(tlsVerification: .dangerouslyAcceptAnyCertificate))
-        let response = try await transport.send(HTTPRequest(url: server.url))
+        let response = try await transport.send(HTTPRequest(url: server.url()))
         #expect(response.status == 200)
         #expect(CurlTransport.TLSVerification.dangerouslyAcceptAnyCertificate.description.contains("DISABLED"))
     }

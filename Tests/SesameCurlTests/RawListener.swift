@@ -45,7 +45,7 @@ final class RawListener: Sendable {
 
     init(_ behaviour: Behaviour) throws {
         self.behaviour = behaviour
-        let (socket, port) = try Self.bindLoopback()
+        let (socket, port) = try Sockets.bindLoopback()
         listenSocket = socket
         self.port = port
         let thread = Thread { [self] in acceptLoop() }
@@ -103,40 +103,7 @@ final class RawListener: Sendable {
         close(listenSocket)
     }
 
-    /// A port on 127.0.0.1 that was free a moment ago (bound, then closed again), for a server
-    /// the test starts as a child process. Another process may take it first: the caller starts
-    /// its server again on another port when the server exits (see ``startServer(_:)``).
-    ///
-    /// For a port that must refuse connections, use ``RefusingPort``.
-    static func unusedPort() throws -> Int {
-        let (socket, port) = try bindLoopback(listening: false)
-        close(socket)
-        return port
-    }
-
-    /// A TCP socket bound to 127.0.0.1 on a port the kernel picks (listening unless told not
-    /// to), and that port.
-    static func bindLoopback(listening: Bool = true) throws -> (Int32, Int) {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard fd >= 0 else { throw POSIXError(.init(rawValue: errno) ?? .EIO) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let ok = withUnsafeMutablePointer(to: &address) { pointer in
-            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { socketAddress in
-                bind(fd, socketAddress, length) == 0 && getsockname(fd, socketAddress, &length) == 0
-            }
-        }
-        guard ok, !listening || listen(fd, 64) == 0 else {
-            let error = errno
-            close(fd)
-            throw POSIXError(.init(rawValue: error) ?? .EIO)
-        }
-        return (fd, Int(UInt16(bigEndian: address.sin_port)))
-    }
-
-    /// Starts a server that a child process runs on a port of ``unusedPort()``'s, and returns
+    /// Starts a server that a child process runs on a port of `Sockets.unusedPort()`'s, and returns
     /// once it accepts connections, however long the start takes on a loaded machine. A server
     /// that exits first (another process took the port) is started again on another port, up
     /// to five times; one that neither accepts nor exits within a minute is killed, and the
@@ -149,7 +116,7 @@ final class RawListener: Sendable {
     ) async throws -> (port: Int, process: ChildProcess) {
         var lastStatus: Int32?
         for _ in 0..<5 {
-            let port = try unusedPort()
+            let port = try Sockets.unusedPort()
             let process = try await start(port)
             let deadline = ContinuousClock.now + .seconds(60)
             while process.isRunning && ContinuousClock.now < deadline {
@@ -321,7 +288,7 @@ final class RefusingPort: Sendable {
     private let socket: Locked<Int32?>
 
     init() throws {
-        let (socket, port) = try RawListener.bindLoopback(listening: false)
+        let (socket, port) = try Sockets.bindLoopback(listening: nil)
         self.socket = Locked(socket)
         self.port = port
     }

@@ -2,6 +2,7 @@ import Foundation
 import Sesame
 import SesameCurl
 import SesameEmulator
+import SesameTestSupport
 import Testing
 
 /// An answer from the emulator, with helpers to read Facebook's shapes.
@@ -96,15 +97,7 @@ struct Harness: Sendable {
     static func with<T: Sendable>(
         _ configure: (inout EmulatorConfiguration) -> Void = { _ in }, _ body: (Harness) async throws -> T
     ) async throws -> T {
-        let harness = try await start(configure)
-        do {
-            let result = try await body(harness)
-            await harness.stop()
-            return result
-        } catch {
-            await harness.stop()
-            throw error
-        }
+        try await withStarted({ try await start(configure) }, stop: { await $0.stop() }, body)
     }
 }
 

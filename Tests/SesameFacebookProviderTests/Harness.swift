@@ -4,6 +4,7 @@ import SesameCurl
 import SesameEmulator
 import SesameFacebook
 import SesameHTTPServer
+import SesameTestSupport
 import SesameTesting
 import Testing
 
@@ -45,15 +46,7 @@ struct FacebookHarness: Sendable {
     static func with<T: Sendable>(
         _ configure: (inout EmulatorConfiguration) -> Void = { _ in }, _ body: (FacebookHarness) async throws -> T
     ) async throws -> T {
-        let harness = try await start(configure)
-        do {
-            let result = try await body(harness)
-            await harness.stop()
-            return result
-        } catch {
-            await harness.stop()
-            throw error
-        }
+        try await withStarted({ try await start(configure) }, stop: { await $0.stop() }, body)
     }
 
     /// A session on `store` whose logins go through the emulator's device login, answered by `answer`.

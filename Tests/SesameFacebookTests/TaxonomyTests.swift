@@ -41,11 +41,20 @@ struct TaxonomyTableTests {
         var closes = false
         var silent = true
         var testDescription: String { name }
+
+        /// A row whose error closes the session and asks the person to log in again.
+        static func reopen(
+            _ name: String, code: Int, subcode: Int? = nil, notify: Bool = false, silent: Bool = true
+        ) -> Self {
+            .init(
+                name: name, code: code, subcode: subcode, category: .authenticationReopenSession,
+                tactic: .reauthenticate, notify: notify, closes: true, silent: silent)
+        }
     }
 
     static let expectations: [Expectation] = [
-        .init(name: "190", code: 190, category: .authenticationReopenSession, tactic: .reauthenticate, closes: true),
-        .init(name: "102", code: 102, category: .authenticationReopenSession, tactic: .reauthenticate, closes: true),
+        .reopen("190", code: 190),
+        .reopen("102", code: 102),
         .init(name: "1", code: 1, category: .server, tactic: .retryAfterBackoff),
         .init(name: "2", code: 2, status: 500, category: .server, tactic: .retryAfterBackoff),
         .init(name: "4", code: 4, category: .throttling, tactic: .retryAfterBackoff),
@@ -55,29 +64,15 @@ struct TaxonomyTableTests {
         .init(name: "250", code: 250, category: .permissions, tactic: .requestPermissions),
         .init(name: "299", code: 299, category: .permissions, tactic: .requestPermissions),
         .init(name: "300 is not a permission code", code: 300, category: .badRequest, tactic: .showMessage),
-        .init(
-            name: "190/458 removed app", code: 190, subcode: 458, category: .authenticationReopenSession,
-            tactic: .reauthenticate, closes: true, silent: false),
-        .init(
-            name: "102/458 removed app", code: 102, subcode: 458, category: .authenticationReopenSession,
-            tactic: .reauthenticate, closes: true, silent: false),
+        .reopen("190/458 removed app", code: 190, subcode: 458, silent: false),
+        .reopen("102/458 removed app", code: 102, subcode: 458, silent: false),
         .init(
             name: "190/459 checkpointed", code: 190, subcode: 459, category: .retry, tactic: .showMessage, notify: true),
-        .init(
-            name: "190/460 password changed", code: 190, subcode: 460, category: .authenticationReopenSession,
-            tactic: .reauthenticate, closes: true),
-        .init(
-            name: "190/463 expired", code: 190, subcode: 463, category: .authenticationReopenSession,
-            tactic: .reauthenticate, closes: true),
-        .init(
-            name: "190/464 unconfirmed", code: 190, subcode: 464, category: .authenticationReopenSession,
-            tactic: .reauthenticate, notify: true, closes: true, silent: false),
-        .init(
-            name: "190/467 invalid token", code: 190, subcode: 467, category: .authenticationReopenSession,
-            tactic: .reauthenticate, closes: true),
-        .init(
-            name: "190/492 invalid session", code: 190, subcode: 492, category: .authenticationReopenSession,
-            tactic: .reauthenticate, closes: true),
+        .reopen("190/460 password changed", code: 190, subcode: 460),
+        .reopen("190/463 expired", code: 190, subcode: 463),
+        .reopen("190/464 unconfirmed", code: 190, subcode: 464, notify: true, silent: false),
+        .reopen("190/467 invalid token", code: 190, subcode: 467),
+        .reopen("190/492 invalid session", code: 190, subcode: 492),
         .init(name: "32 page throttling", code: 32, category: .throttling, tactic: .retryAfterBackoff),
         .init(name: "613 custom throttling", code: 613, category: .throttling, tactic: .retryAfterBackoff),
         .init(name: "341 application limit", code: 341, category: .throttling, tactic: .retryAfterBackoff),

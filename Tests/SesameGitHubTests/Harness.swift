@@ -3,6 +3,7 @@ import Sesame
 import SesameCurl
 import SesameEmulator
 import SesameGitHub
+import SesameTestSupport
 import SesameTesting
 import Testing
 
@@ -47,17 +48,12 @@ struct GitHubHarness: Sendable {
         repositoryCount: Int = 42, clientID: String = GitHubEmulator.defaultClientID,
         _ body: (GitHubHarness) async throws -> T
     ) async throws -> T {
-        let harness = try await start(
-            expiringTokens: expiringTokens, accessTokenLifetime: accessTokenLifetime, rateLimit: rateLimit,
-            repositoryCount: repositoryCount, clientID: clientID)
-        do {
-            let result = try await body(harness)
-            await harness.stop()
-            return result
-        } catch {
-            await harness.stop()
-            throw error
-        }
+        try await withStarted(
+            {
+                try await start(
+                    expiringTokens: expiringTokens, accessTokenLifetime: accessTokenLifetime, rateLimit: rateLimit,
+                    repositoryCount: repositoryCount, clientID: clientID)
+            }, stop: { await $0.stop() }, body)
     }
 
     /// Moves the emulator's clock and the provider's together.
@@ -99,9 +95,7 @@ struct GitHubHarness: Sendable {
         if let seconds { body["seconds"] = .number(Double(seconds)) }
         if let scope { body["scope"] = .string(scope) }
         let response = try await transport.send(
-            HTTPRequest(
-                method: .post, url: endpoints.adminURL.appendingPathComponent("scenarios"),
-                headers: ["Content-Type": "application/json"], body: Data(JSONValue.object(body).jsonText.utf8)))
+            .postJSON(endpoints.adminURL.appendingPathComponent("scenarios"), .object(body)))
         #expect(response.status == 201, "activating \(scenario.rawValue)")
     }
 

@@ -119,10 +119,7 @@ struct HTTPServerLifecycleTests {
         let calls = Locked(0)
         try await withServer(
             .init(maxConnections: 2),
-            handler: { _ in
-                calls.withLock { $0 += 1 }
-                return .text("x")
-            }
+            handler: counting(calls) { _ in .text("x") }
         ) { server in
             let first = try await RawHTTPConnection.connect(port: server.port)
             let second = try await RawHTTPConnection.connect(port: server.port)

@@ -11,15 +11,29 @@ func withServer<T>(
     handler: @escaping @Sendable (HTTPServerRequest) async -> HTTPServerResponse,
     _ body: (HTTPServer) async throws -> T
 ) async throws -> T {
-    let server = HTTPServer(configuration: configuration, handler: handler)
-    try server.start()
-    do {
-        let result = try await body(server)
-        await server.stop()
-        return result
-    } catch {
-        await server.stop()
-        throw error
+    try await withStarted(
+        {
+            let server = HTTPServer(configuration: configuration, handler: handler)
+            try server.start()
+            return server
+        }, stop: { await $0.stop() }, body)
+}
+
+/// `handler`, counting its calls in `calls`: for tests that check a request never reached it.
+func counting(
+    _ calls: Locked<Int>, _ handler: @escaping @Sendable (HTTPServerRequest) async -> HTTPServerResponse
+) -> @Sendable (HTTPServerRequest) async -> HTTPServerResponse {
+    { request in
+        calls.withLock { $0 += 1 }
+        return await handler(request)
+    }
+}
+
+/// A handler that keeps the last request it got in `seen`, and answers "ok".
+func recording(_ seen: Locked<HTTPServerRequest?>) -> @Sendable (HTTPServerRequest) async -> HTTPServerResponse {
+    { request in
+        seen.withLock { $0 = request }
+        return .text("ok")
     }
 }
 
@@ -104,10 +118,7 @@ struct HTTPServerTests {
     @Test("the path is percent-decoded and the query decoded in order, repeats kept")
     func decodesTarget() async throws {
         let seen = Locked<HTTPServerRequest?>(nil)
-        try await withServer(handler: { request in
-            seen.withLock { $0 = request }
-            return .text("ok")
-        }) { server in
+        try await withServer(handler: recording(seen)) { server in
             let connection = try await RawHTTPConnection.connect(port: server.port)
             _ = try await connection.request("GET", "/p%20ath/x?a=1&b=x+y&a=2&c=%26%3D", headers: [("X-Thing", "Yes")])
             let request = try #require(seen.withLock { $0 })
@@ -169,10 +180,7 @@ struct HTTPServerTests {
     @Test("a form body is read by formValue, which falls back to the query")
     func formValues() async throws {
         let seen = Locked<HTTPServerRequest?>(nil)
-        try await withServer(handler: { request in
-            seen.withLock { $0 = request }
-            return .text("ok")
-        }) { server in
+        try await withServer(handler: recording(seen)) { server in
             let connection = try await RawHTTPConnection.connect(port: server.port)
             _ = try await connection.request(
                 "POST", "/token?client_id=from-query&grant_type=ignored",
@@ -270,13 +278,7 @@ struct HTTPServerTests {
     @Test("a declared body over the limit gets 413 and the server keeps serving")
     func declaredBodyTooLarge() async throws {
         let calls = Locked(0)
-        try await withServer(
-            .init(maxBodyBytes: 1000),
-            handler: { request in
-                calls.withLock { $0 += 1 }
-                return await Self.echo(request)
-            }
-        ) { server in
+        try await withServer(.init(maxBodyBytes: 1000), handler: counting(calls, Self.echo)) { server in
             let connection = try await RawHTTPConnection.connect(port: server.port)
             let response = try await connection.request("POST", "/up", body: Data(repeating: 65, count: 1001))
             #expect(response.status == 413)
@@ -291,13 +293,7 @@ struct HTTPServerTests {
     @Test("a chunked body that grows over the limit gets 413 and never reaches the handler")
     func chunkedBodyTooLarge() async throws {
         let calls = Locked(0)
-        try await withServer(
-            .init(maxBodyBytes: 1000),
-            handler: { request in
-                calls.withLock { $0 += 1 }
-                return await Self.echo(request)
-            }
-        ) { server in
+        try await withServer(.init(maxBodyBytes: 1000), handler: counting(calls, Self.echo)) { server in
             let connection = try await RawHTTPConnection.connect(port: server.port)
             let chunk = String(repeating: "B", count: 600)
             try await connection.send(
@@ -334,10 +330,7 @@ struct HTTPServerTests {
         arguments: malformedRequests)
     func malformed(_ request: String, mayJustClose: Bool) async throws {
         let calls = Locked(0)
-        try await withServer(handler: { request in
-            calls.withLock { $0 += 1 }
-            return await Self.echo(request)
-        }) { server in
+        try await withServer(handler: counting(calls, Self.echo)) { server in
             let connection = try await RawHTTPConnection.connect(port: server.port)
             try await connection.send(request)
             switch try await connection.read() {

@@ -14,23 +14,9 @@ import Testing
 private func exchangeUntilClose(port: Int, _ request: String, timeout: Int = 20) async throws -> (String, closed: Bool)
 {
     try await RawHTTPConnection.blocking {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard fd >= 0 else { throw RawHTTPConnection.Failure(description: "socket failed") }
+        let fd = try SlowClients.connect(port: port, receiveTimeout: timeout)
         defer { close(fd) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = in_port_t(UInt16(port).bigEndian)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        let connected = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
-            }
-        }
-        guard connected == 0 else { throw RawHTTPConnection.Failure(description: "connect failed") }
-        var wait = timeval(tv_sec: timeout, tv_usec: 0)
-        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &wait, socklen_t(MemoryLayout<timeval>.size))
-        let bytes = Array(request.utf8)
-        _ = bytes.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+        SlowClients.send(fd, request)
         var received: [UInt8] = []
         var buffer = [UInt8](repeating: 0, count: 4096)
         while true {
@@ -91,10 +77,7 @@ struct HostileRequestTests {
         configuration.maxBodyBytes = 1024
         try await withServer(
             configuration,
-            handler: { _ in
-                calls.withLock { $0 += 1 }
-                return .text("handled")
-            }
+            handler: counting(calls) { _ in .text("handled") }
         ) { server in
             let request = "POST /x HTTP/1.1\r\nHost: x\r\nContent-Length: \(length)\r\n\r\nabc"
             let started = ContinuousClock.now
@@ -180,10 +163,7 @@ struct HostileRequestTests {
         configuration.connectionIdleTimeout = .seconds(300)
         try await withServer(
             configuration,
-            handler: { _ in
-                calls.withLock { $0 += 1 }
-                return .text("handled")
-            }
+            handler: counting(calls) { _ in .text("handled") }
         ) { server in
             let started = ContinuousClock.now
             let (text, closed) = try await exchangeUntilClose(port: server.port, request, timeout: 200)
@@ -212,16 +192,13 @@ struct HostileRequestTests {
 
     @Test("fuzz: random framing headers get at most one answer each, and only valid ones reach the handler")
     func framingFuzz() async throws {
-        var generator = SplitMix(state: 9112)
+        var generator = SeededGenerator(seed: 9112)
         let codings = ["chunked", "gzip", "identity", "Chunked", "chunked, chunked", "gzip, chunked", "", "x"]
         let lengths = ["0", "3", "3, 4", " 3", "3,3", "-1", "x", "", "99999999999999999999999"]
         let calls = Locked(0)
         try await withServer(
             .init(connectionIdleTimeout: .seconds(3)),
-            handler: { _ in
-                calls.withLock { $0 += 1 }
-                return .text("ok")
-            }
+            handler: counting(calls) { _ in .text("ok") }
         ) { server in
             for _ in 0..<40 {
                 var head = "POST /f HTTP/1.1\r\nConnection: close\r\n"
@@ -274,17 +251,5 @@ struct HostileRequestTests {
                 port: server.port, "GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
             #expect(statusLines(text).first?.contains(" 200") == true)
         }
-    }
-}
-
-/// SplitMix64, so that a failing fuzz case can be run again.
-struct SplitMix: RandomNumberGenerator {
-    var state: UInt64
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }

@@ -12,8 +12,7 @@ struct LoopbackRedirectReceiverTests {
     static func visit(_ url: URL) -> Task<FollowingBrowser.Visit, any Error> {
         Task {
             let response = try await LoopbackTransport().send(HTTPRequest(url: url))
-            return FollowingBrowser.Visit(
-                url: url, status: response.status, body: String(decoding: response.body, as: UTF8.self))
+            return FollowingBrowser.Visit(url: url, response: response)
         }
     }
 
@@ -238,11 +237,7 @@ struct LoopbackRedirectReceiverTests {
                 for items in [[("code", "two"), ("state", "s")], [("code", "three"), ("state", "forged")]] {
                     let response = try await LoopbackTransport().send(
                         HTTPRequest(url: Self.redirect(redirectURI, items)))
-                    secondPage.withLock {
-                        $0 = FollowingBrowser.Visit(
-                            url: redirectURI, status: response.status,
-                            body: String(decoding: response.body, as: UTF8.self))
-                    }
+                    secondPage.withLock { $0 = FollowingBrowser.Visit(url: redirectURI, response: response) }
                     #expect(response.status == 200)
                     #expect(String(decoding: response.body, as: UTF8.self).contains("already finished"))
                 }

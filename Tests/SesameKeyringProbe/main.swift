@@ -1,6 +1,7 @@
 import Foundation
 import Sesame
 import SesameKeyring
+import SesameTestSupport
 
 // sesame-keyring-probe: makes one keyring call in a process of its own and prints the outcome
 // as one line of JSON. The keyring tests run it with a D-Bus environment of their choosing
@@ -18,18 +19,7 @@ import SesameKeyring
 // Prints {"ok":true,...} and exits 0, or {"ok":false,"kind":...,"message":...} and exits 1.
 // Never prints a token.
 
-struct Output: Encodable {
-    var ok: Bool
-    var kind: String?
-    var message: String?
-    var found: Bool?
-    var keys: [String]?
-    var backend: String?
-    var warning: String?
-    var status: String?
-    /// The token read, for `load-token` (a test's own value).
-    var token: String?
-}
+typealias Output = KeyringProbeOutput
 
 func emit(_ output: Output, exitCode: Int32) -> Never {
     StandardStreams.write(encoded(output), to: 1)

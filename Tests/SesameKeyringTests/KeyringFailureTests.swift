@@ -1,4 +1,5 @@
 import Foundation
+import SesameTestSupport
 import Testing
 
 /// Each failure the store must tell apart, met for real. libsecret keeps one bus connection per
@@ -35,7 +36,7 @@ struct KeyringFailureTests {
 
     @Test("a bus that accepts a connection and never answers fails within the timeout")
     func silentBus() async throws {
-        let socket = try SilentSocket()
+        let socket = try SilentUnixSocket()
         defer { socket.stop() }
 
         let result = try await runProbe(

@@ -49,6 +49,14 @@ struct SecretServiceStoreTests {
         try #require(output.status == 0, "secret-tool store failed: \(output.standardError)")
     }
 
+    /// Expects the keyring to hold exactly one item of this suite's provider, whoever wrote it.
+    func expectOneItem(sourceLocation: SourceLocation = #_sourceLocation) async throws {
+        let search = try await secretTool(["search", "--all", "provider", provider.rawValue])
+        #expect(
+            search.standardOutput.components(separatedBy: "\nlabel = ").count - 1 == 1,
+            "items: \(search.standardOutput)", sourceLocation: sourceLocation)
+    }
+
     /// Removes what the test saved (the keyring is a throw-away one, but other tests list it).
     func cleanUp() async {
         _ = try? await secretTool(["clear", "provider", provider.rawValue])
@@ -147,10 +155,7 @@ struct SecretServiceStoreTests {
 
         #expect(try await store.load(first.key)?.token.tokenString == second.token.tokenString)
         #expect(try await store.list(provider: provider).count == 1)
-        let search = try await secretTool(["search", "--all", "provider", provider.rawValue])
-        #expect(
-            search.standardOutput.components(separatedBy: "\nlabel = ").count - 1 == 1,
-            "items: \(search.standardOutput)")
+        try await expectOneItem()
         await cleanUp()
     }
 
@@ -162,10 +167,7 @@ struct SecretServiceStoreTests {
         try await store.save(saved)
 
         #expect(try await store.load(key) == saved)
-        let search = try await secretTool(["search", "--all", "provider", provider.rawValue])
-        #expect(
-            search.standardOutput.components(separatedBy: "\nlabel = ").count - 1 == 1,
-            "items: \(search.standardOutput)")
+        try await expectOneItem()
         await cleanUp()
     }
 

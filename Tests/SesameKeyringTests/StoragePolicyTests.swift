@@ -43,30 +43,28 @@ struct StoragePolicyTests {
     }
 
     @Test(
-        "an absent keyring fails 'keyring' and makes 'keyring-or-file' fall back to the file, saying so",
-        arguments: [CredentialStoreError.Kind.noSessionBus, .noSecretService, .unavailable])
-    func absentKeyring(_ kind: CredentialStoreError.Kind) async throws {
+        "a keyring error fails 'keyring'; 'keyring-or-file' falls back to the file, saying so, when the keyring is absent, and when it is there but locked or silent it is an error, never a fallback",
+        arguments: [
+            (CredentialStoreError.Kind.noSessionBus, true), (.noSecretService, true), (.unavailable, true),
+            (.locked, false), (.timedOut, false), (.ioFailure, false),
+        ])
+    func keyringError(_ kind: CredentialStoreError.Kind, absent: Bool) async throws {
         let url = URL(fileURLWithPath: "/tmp/sesame-policy-test/credentials.json")
-        let absent = CredentialStoreError(kind: kind, message: "no keyring here")
-        await #expect(throws: absent) {
-            _ = try await StoragePolicy.keyring.resolve(fileURL: url) { throw absent }
+        let error = CredentialStoreError(kind: kind, message: absent ? "no keyring here" : "the keyring did not answer")
+        await #expect(throws: error) {
+            _ = try await StoragePolicy.keyring.resolve(fileURL: url) { throw error }
         }
-        let resolved = try await StoragePolicy.keyringOrFile.resolve(fileURL: url) { throw absent }
+        guard absent else {
+            await #expect(throws: error) {
+                _ = try await StoragePolicy.keyringOrFile.resolve(fileURL: url) { throw error }
+            }
+            return
+        }
+        let resolved = try await StoragePolicy.keyringOrFile.resolve(fileURL: url) { throw error }
         #expect(resolved.backend == .file)
         #expect((resolved.store as? FileCredentialStore)?.url == url)
-        #expect(resolved.fallbackReason == absent)
+        #expect(resolved.fallbackReason == error)
         #expect(resolved.warning?.contains(url.path) == true)
-    }
-
-    @Test(
-        "a keyring that is there but locked or silent is an error under 'keyring-or-file', never a fallback",
-        arguments: [CredentialStoreError.Kind.locked, .timedOut, .ioFailure])
-    func presentButFailing(_ kind: CredentialStoreError.Kind) async throws {
-        let url = URL(fileURLWithPath: "/tmp/sesame-policy-test/credentials.json")
-        let failure = CredentialStoreError(kind: kind, message: "the keyring did not answer")
-        await #expect(throws: failure) {
-            _ = try await StoragePolicy.keyringOrFile.resolve(fileURL: url) { throw failure }
-        }
     }
 
     @Test("a keyring that answers is used, with the detail its opener gives")

@@ -4,6 +4,7 @@ import SesameCurl
 import SesameEmulator
 import SesameHTTPServer
 import SesameOIDC
+import SesameTestSupport
 import SesameTesting
 import Testing
 
@@ -49,15 +50,8 @@ struct OIDCHarness: Sendable {
     static func with<T: Sendable>(
         algorithm: String = "RS256", providerID: ProviderID = .oidc, _ body: (OIDCHarness) async throws -> T
     ) async throws -> T {
-        let harness = try await start(algorithm: algorithm, providerID: providerID)
-        do {
-            let result = try await body(harness)
-            await harness.stop()
-            return result
-        } catch {
-            await harness.stop()
-            throw error
-        }
+        try await withStarted(
+            { try await start(algorithm: algorithm, providerID: providerID) }, stop: { await $0.stop() }, body)
     }
 
     /// The refresh lock of the default account, in ``lockDirectory``.
@@ -96,9 +90,7 @@ struct OIDCHarness: Sendable {
         var body: [String: JSONValue] = ["scenario": .string(scenario.rawValue), "seconds": .number(Double(seconds))]
         if let count { body["count"] = .number(Double(count)) }
         let response = try await transport.send(
-            HTTPRequest(
-                method: .post, url: endpoints.adminURL.appendingPathComponent("scenarios"),
-                headers: ["Content-Type": "application/json"], body: Data(JSONValue.object(body).jsonText.utf8)))
+            .postJSON(endpoints.adminURL.appendingPathComponent("scenarios"), .object(body)))
         #expect(response.status == 201, "activating \(scenario.rawValue)")
     }
 
@@ -156,10 +148,7 @@ struct AdminDeviceApprover: DeviceCodePresenter {
     let transport: any HTTPTransport
 
     func present(_ authorization: DeviceAuthorization) async {
-        let body = JSONValue.object(["user_code": .string(authorization.userCode)]).jsonText
         _ = try? await transport.send(
-            HTTPRequest(
-                method: .post, url: admin.appendingPathComponent("device"),
-                headers: ["Content-Type": "application/json"], body: Data(body.utf8)))
+            .postJSON(admin.appendingPathComponent("device"), .object(["user_code": .string(authorization.userCode)])))
     }
 }

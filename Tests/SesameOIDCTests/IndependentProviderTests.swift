@@ -3,6 +3,7 @@ import Sesame
 import SesameCurl
 import SesameHTTPServer
 import SesameOIDC
+import SesameTestSupport
 import Testing
 
 #if canImport(Glibc)
@@ -51,35 +52,13 @@ struct IndependentProviderTests {
         }
     }
 
-    /// A free loopback port, for a redirect URI the provider must know in advance.
-    static func freePort() throws -> Int {
-        let socket = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        try #require(socket >= 0)
-        defer { close(socket) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        address.sin_port = 0
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                bind(socket, $0, length) == 0 && getsockname(socket, $0, &length) == 0
-            }
-        }
-        try #require(bound)
-        return Int(UInt16(bigEndian: address.sin_port))
-    }
-
     /// Registers a confidential client with `client_secret_basic` (RFC 7591 at the provider).
     func register(issuer: String, redirect: String) async throws -> (id: String, secret: String) {
         let body = JSONValue.object([
             "redirect_uris": .array([.string(redirect)]),
             "token_endpoint_auth_method": .string("client_secret_basic"),
         ])
-        let answer = try await transport.send(
-            HTTPRequest(
-                method: .post, url: URL(string: issuer + "/oauth2/clients")!,
-                headers: ["Content-Type": "application/json"], body: Data(body.jsonText.utf8)))
+        let answer = try await transport.send(.postJSON(URL(string: issuer + "/oauth2/clients")!, body))
         #expect(answer.status == 201, "registering a client: HTTP \(answer.status)")
         let json = try #require(answer.json)
         return (try #require(json["client_id"]?.stringValue), try #require(json["client_secret"]?.stringValue))
@@ -100,7 +79,7 @@ struct IndependentProviderTests {
     @Test("a confidential client logs in with client_secret_basic, reads userinfo, uses a 40 s token, refreshes")
     func confidentialClient() async throws {
         let issuer = try #require(Self.issuer)
-        let port = try Self.freePort()
+        let port = try Sockets.unusedPort()
         let client = try await register(issuer: issuer, redirect: "http://127.0.0.1:\(port)/callback")
         let session = try await session(issuer: issuer, clientID: client.id, secret: client.secret, port: port)
         try await session.open(allowLoginUI: true)
@@ -121,7 +100,7 @@ struct IndependentProviderTests {
     @Test("a wrong client secret is refused with a message that says to check the configured secret")
     func wrongSecret() async throws {
         let issuer = try #require(Self.issuer)
-        let port = try Self.freePort()
+        let port = try Sockets.unusedPort()
         let client = try await register(issuer: issuer, redirect: "http://127.0.0.1:\(port)/callback")
         let session = try await session(issuer: issuer, clientID: client.id, secret: "not-the-secret", port: port)
         let error = await #expect(throws: AuthError.self) { try await session.open(allowLoginUI: true) }

@@ -11,6 +11,17 @@ private func logIn(_ harness: OIDCHarness, store: any CredentialStore) async thr
     return try #require(await session.token)
 }
 
+/// A login made as ``logIn(_:store:)`` does, then deleted from `store`; with its key and the key
+/// a store written before issuers were recorded kept it under, where the test puts what it needs.
+private func legacyLogIn(
+    _ harness: OIDCHarness, store: any CredentialStore
+) async throws -> (token: AccessToken, key: CredentialKey, legacyKey: CredentialKey) {
+    let token = try await logIn(harness, store: store)
+    let key = harness.session(store: store).key
+    try await store.delete(key)
+    return (token, key, CredentialKey(provider: key.provider, appID: key.appID, account: key.account))
+}
+
 @Suite("OpenID logins are kept by issuer")
 struct IssuerIdentityTests {
     @Test("a login is stored under its issuer, and the same client id at another issuer does not find it")
@@ -35,10 +46,7 @@ struct IssuerIdentityTests {
     func legacyLoginClaimed() async throws {
         try await OIDCHarness.with { harness in
             let store = InMemoryCredentialStore()
-            let token = try await logIn(harness, store: store)
-            let key = harness.session(store: store).key
-            let legacyKey = CredentialKey(provider: key.provider, appID: key.appID, account: key.account)
-            try await store.delete(key)
+            let (token, key, legacyKey) = try await legacyLogIn(harness, store: store)
             try await store.save(StoredCredential(key: legacyKey, token: token))
 
             let session = harness.session(store: store)
@@ -53,10 +61,7 @@ struct IssuerIdentityTests {
     func legacyLoginOfAnotherIssuerLeftAlone() async throws {
         try await OIDCHarness.with { harness in
             let store = InMemoryCredentialStore()
-            let token = try await logIn(harness, store: store)
-            let key = harness.session(store: store).key
-            let legacyKey = CredentialKey(provider: key.provider, appID: key.appID, account: key.account)
-            try await store.delete(key)
+            let (token, key, legacyKey) = try await legacyLogIn(harness, store: store)
             // The same login, as if it had come from another issuer (its ID token says so).
             var foreign = token
             foreign.idToken = try Self.unsignedIDToken(issuer: "https://other.example")

@@ -31,17 +31,16 @@ package struct LoopbackTransport: HTTPTransport {
 /// follows redirects, in the background (a real browser does not make `open` wait), and
 /// keeps every page it ends on.
 package final class FollowingBrowser: BrowserOpener {
+    /// A page it loaded: the library's own `HTTPResponse`, with the URL it came from.
     package struct Visit: Sendable {
         package var url: URL
-        package var status: Int
-        package var body: String
+        package var response: HTTPResponse
+        package var status: Int { response.status }
+        /// The page's body as text.
+        package var body: String { String(decoding: response.body, as: UTF8.self) }
 
-        /// A visit to `url` that got `status` and `body`.
-        package init(url: URL, status: Int, body: String) {
-            self.url = url
-            self.status = status
-            self.body = body
-        }
+        /// A visit to `url` that got `response`.
+        package init(url: URL, response: HTTPResponse) { (self.url, self.response) = (url, response) }
     }
 
     private let state = Observed<(visits: [Task<[Visit], any Error>], opened: [URL])>(([], []))
@@ -57,8 +56,7 @@ package final class FollowingBrowser: BrowserOpener {
             var next = url
             for _ in 0..<10 {
                 let response = try await transport.send(HTTPRequest(url: next))
-                visits.append(
-                    Visit(url: next, status: response.status, body: String(decoding: response.body, as: UTF8.self)))
+                visits.append(Visit(url: next, response: response))
                 guard (300..<400).contains(response.status), let location = response.headers["Location"],
                     let target = URL(string: location, relativeTo: next)?.absoluteURL
                 else { break }

@@ -65,29 +65,7 @@ package final class RawHTTPConnection: @unchecked Sendable {
             var timeout = timeval(tv_sec: readTimeout, tv_usec: 0)
             setsockopt(descriptor, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
             setsockopt(descriptor, SOL_SOCKET, SO_SNDTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
-            let result: Int32
-            if isIPv6 {
-                var address = sockaddr_in6()
-                address.sin6_family = sa_family_t(AF_INET6)
-                address.sin6_port = in_port_t(UInt16(port).bigEndian)
-                inet_pton(AF_INET6, host, &address.sin6_addr)
-                result = withUnsafePointer(to: &address) {
-                    $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                        Glibc.connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in6>.size))
-                    }
-                }
-            } else {
-                var address = sockaddr_in()
-                address.sin_family = sa_family_t(AF_INET)
-                address.sin_port = in_port_t(UInt16(port).bigEndian)
-                inet_pton(AF_INET, host, &address.sin_addr)
-                result = withUnsafePointer(to: &address) {
-                    $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                        Glibc.connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
-                    }
-                }
-            }
-            guard result == 0 else {
+            guard Sockets.connect(descriptor, host: host, port: port) else {
                 let reason = String(cString: strerror(errno))
                 close(descriptor)
                 throw Failure(description: "connect to \(host):\(port) failed: \(reason)")

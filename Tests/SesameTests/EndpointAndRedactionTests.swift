@@ -1,5 +1,6 @@
 import Foundation
 import Sesame
+import SesameTestSupport
 import Testing
 
 @Suite("Endpoint security and redaction of known secrets")
@@ -67,7 +68,7 @@ struct EndpointAndRedactionTests {
 
     @Test("property: redaction removes a random secret from random text around it")
     func redactionProperty() {
-        var generator = SeededGenerator(state: 8)
+        var generator = SeededGenerator(seed: 8)
         let alphabet = Array("abcXYZ019-_.~+/=%& \n\"")
         for _ in 0..<200 {
             let secret = String(

@@ -28,6 +28,14 @@ private let fullToken = AccessToken(
 
 private let key = CredentialKey(provider: "facebook", appID: "1234", account: "alice")
 
+/// A store at `c.json` in a new scratch directory, holding ``fullToken``; and the directory.
+private func savedStore() async throws -> (FileCredentialStore, directory: URL) {
+    let directory = try scratchDirectory()
+    let store = FileCredentialStore(url: directory.appendingPathComponent("c.json"))
+    try await store.save(StoredCredential(key: key, token: fullToken))
+    return (store, directory)
+}
+
 @Suite("File credential store")
 struct FileCredentialStoreTests {
     @Test("the file is created with mode 0600 in a 0700 directory")
@@ -52,8 +60,7 @@ struct FileCredentialStoreTests {
 
     @Test("a file that group or others can read is refused with the chmod to run")
     func refusesReadableFile() async throws {
-        let store = FileCredentialStore(url: try scratchDirectory().appendingPathComponent("c.json"))
-        try await store.save(StoredCredential(key: key, token: fullToken))
+        let (store, _) = try await savedStore()
         chmod(store.url.path, 0o644)
 
         let error = await #expect(throws: CredentialStoreError.self) { try await store.load(key) }
@@ -63,9 +70,7 @@ struct FileCredentialStoreTests {
 
     @Test("a stale temporary file from an interrupted write leaves the old content intact")
     func staleTempFile() async throws {
-        let directory = try scratchDirectory()
-        let store = FileCredentialStore(url: directory.appendingPathComponent("c.json"))
-        try await store.save(StoredCredential(key: key, token: fullToken))
+        let (store, directory) = try await savedStore()
         // What a crash between write and rename leaves behind: a half-written temporary file.
         let stale = directory.appendingPathComponent(".c.json.tmp-ABC123")
         try Data("{\"version\":1,\"credentials\":[{\"key\":".utf8).write(to: stale)
@@ -79,10 +84,8 @@ struct FileCredentialStoreTests {
 
     @Test("a save removes the temporary files that killed saves left, and nothing else")
     func removesInterruptedWrites() async throws {
-        let directory = try scratchDirectory()
+        let (store, directory) = try await savedStore()
         let elsewhere = try scratchDirectory()
-        let store = FileCredentialStore(url: directory.appendingPathComponent("c.json"))
-        try await store.save(StoredCredential(key: key, token: fullToken))
         // What a `kill -9` between the write and the rename leaves: a whole, private file.
         let strays = [".c.json.tmp-Ab12Cd", ".c.json.tmp-XXXXXX", ".c.json.tmp-000000"]
         for name in strays {
@@ -125,9 +128,7 @@ struct FileCredentialStoreTests {
 
     @Test("a delete removes them too, and a load, which takes no lock, does not")
     func deleteRemovesInterruptedWrites() async throws {
-        let directory = try scratchDirectory()
-        let store = FileCredentialStore(url: directory.appendingPathComponent("c.json"))
-        try await store.save(StoredCredential(key: key, token: fullToken))
+        let (store, directory) = try await savedStore()
         let stray = directory.appendingPathComponent(".c.json.tmp-Zz9Yy8")
         #expect(
             FileManager.default.createFile(

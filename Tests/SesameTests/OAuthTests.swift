@@ -1,5 +1,6 @@
 import Foundation
 import Sesame
+import SesameTestSupport
 import Testing
 
 @Suite("OAuth primitives")
@@ -184,7 +185,7 @@ struct OAuthTests {
             "%", "%2", "%2B", "%e2%9c%93", "%E2%9C", "%zz", "%00", "+", "=", "&", "a", "Z9", "é", "✓", " ", "%C3%A9",
             "%ff",
         ]
-        var generator = SeededGenerator(state: 3986)
+        var generator = SeededGenerator(seed: 3986)
         for _ in 0..<3_000 {
             let text = (0..<Int.random(in: 0...8, using: &generator)).map { _ in
                 pieces.randomElement(using: &generator)!

@@ -112,9 +112,7 @@ struct SessionLifecycleTests {
 
     @Test("an update asked for during a renewal is applied to the renewed token, not to the old one")
     func updateDuringRenewal() async throws {
-        let store = InMemoryCredentialStore([StoredCredential(key: key, token: token("old", expiresIn: 1800))])
-        let session = Session(provider: provider, appID: "app-1", store: store)
-        try await session.open(allowLoginUI: false)
+        let (session, store) = try await openSession(on: token("old", expiresIn: 1800))
         let door = Gate()
         async let fresh = session.freshToken(leeway: .seconds(3600)) { old in
             await door.wait()
@@ -154,9 +152,7 @@ struct SessionLifecycleTests {
 
     @Test("a credential another process found refused stops the renewal with a clear error")
     func refusedElsewhere() async throws {
-        let shared = InMemoryCredentialStore([StoredCredential(key: key, token: token("old", expiresIn: 1800))])
-        let session = Session(provider: provider, appID: "app-1", store: shared)
-        try await session.open(allowLoginUI: false)
+        let (session, shared) = try await openSession(on: token("old", expiresIn: 1800))
         var refused = try #require(try await shared.load(key))
         refused.needsLogin = true
         try await shared.save(refused)

@@ -146,16 +146,7 @@ struct MissingPrerequisite: Error, CustomStringConvertible {
 }
 
 /// What `sesame-keyring-probe` printed.
-struct ProbeResult: Decodable, Sendable {
-    var ok: Bool
-    var kind: String?
-    var message: String?
-    var found: Bool?
-    var keys: [String]?
-    var backend: String?
-    var warning: String?
-    var status: String?
-}
+typealias ProbeResult = KeyringProbeOutput
 
 /// Runs the probe with `arguments` and `DBUS_SESSION_BUS_ADDRESS` set to `busAddress` (or unset
 /// when nil), and decodes what it printed.

@@ -147,41 +147,6 @@ final class PrivateKeyring {
     }
 }
 
-/// A Unix socket that accepts connections (the kernel completes them) and never says a word:
-/// a bus that never answers.
-final class SilentSocket {
-    let directory: URL
-    let address: String
-    private let descriptor: Int32
-
-    init() throws {
-        directory = try KeyringTestSupport.scratchDirectory()
-        let path = directory.appendingPathComponent("silent").path
-        address = "unix:path=\(path)"
-        descriptor = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
-        var name = sockaddr_un()
-        name.sun_family = sa_family_t(AF_UNIX)
-        withUnsafeMutableBytes(of: &name.sun_path) { buffer in
-            for (index, byte) in path.utf8.prefix(buffer.count - 1).enumerated() { buffer[index] = byte }
-        }
-        let bound = withUnsafePointer(to: &name) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                bind(descriptor, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
-            }
-        }
-        guard descriptor >= 0, bound == 0, listen(descriptor, 16) == 0 else {
-            Issue.record("could not listen on \(path): \(String(cString: strerror(errno)))")
-            throw MissingPrerequisite(name: "a listening Unix socket")
-        }
-    }
-
-    /// Closes the socket and removes it.
-    func stop() {
-        close(descriptor)
-        try? FileManager.default.removeItem(at: directory)
-    }
-}
-
 /// Kills a daemon the test started and waits for it.
 ///
 /// SIGKILL: the daemons are throw-away, and nothing they would do on SIGTERM matters here.
