@@ -59,6 +59,15 @@ package struct RefreshFamilies: Sendable {
 
     package init() {}
 
+    /// Counts a refresh-token grant answered (`granted`) or refused.
+    package mutating func count(refreshGranted granted: Bool) {
+        if granted {
+            counters.refreshGrants += 1
+        } else {
+            counters.refusedRefreshGrants += 1
+        }
+    }
+
     /// Records that `token`, of `family`, was rotated away.
     package mutating func retire(_ token: String, family: String) {
         if let index = order.firstIndex(of: family) { order.remove(at: index) }

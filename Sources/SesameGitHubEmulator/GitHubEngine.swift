@@ -43,7 +43,7 @@ final class GitHubEngine: LoopbackEngine {
         var resetAt: Date
         var used: Int
     }
-    struct State: Sendable {
+    struct State: LoopbackState {
         var baseURL = "http://127.0.0.1"
         var clients: Set<String>
         var people: [Person]
@@ -126,7 +126,7 @@ final class GitHubEngine: LoopbackEngine {
             .replacingOccurrences(of: "-", with: "0").replacingOccurrences(of: "_", with: "1")
     }
 
-    func now(_ state: State) -> Date { Date().addingTimeInterval(state.clockOffset) }
+    func now(_ state: State) -> Date { state.now }
 
     // MARK: Dispatch
 
@@ -262,11 +262,7 @@ final class GitHubEngine: LoopbackEngine {
             return issue(login: login, scopes: device.scopes, clientID: clientID, family: nil, request, &state)
         case "refresh_token":
             let (reply, refreshed) = refreshGrant(request, clientID: clientID, &state)
-            if refreshed {
-                state.families.counters.refreshGrants += 1
-            } else {
-                state.families.counters.refusedRefreshGrants += 1
-            }
+            state.families.count(refreshGranted: refreshed)
             return reply
         default:
             return oauthError(request, "unsupported_grant_type", "The grant type is not supported.")
@@ -367,9 +363,6 @@ final class GitHubEngine: LoopbackEngine {
                 scope: json?["scope"]?.stringValue)
             state.scenarios.append(Scenario(setting: setting, remaining: setting.count))
             return Reply.json(.object(["scenario": .string(name)]), status: 201)
-        case (.delete, "/__sesame/scenarios"):
-            state.scenarios.removeAll()
-            return Reply.json(.object(["cleared": .bool(true)]))
         case (.post, "/__sesame/device"):
             guard let userCode = json?["user_code"]?.stringValue,
                 let code = state.devices.first(where: { $0.value.userCode == userCode })?.key
@@ -400,22 +393,10 @@ final class GitHubEngine: LoopbackEngine {
                 expiresAt: json?["expiresInDays"]?.doubleValue.map { now(state).addingTimeInterval($0 * 86_400) },
                 clientID: nil, isPersonal: true)
             return Reply.json(.object(["token": .string(token), "login": .string(person.login)]), status: 201)
-        case (.post, "/__sesame/clock"):
-            state.clockOffset += json?["advance"]?.doubleValue ?? 0
-            return Reply.json(.object(["offset": .number(state.clockOffset)]))
-        case (.get, "/__sesame/stats"):
-            return Reply.json(Self.stats(state))
         default:
-            return failure("No such admin endpoint.", status: 404)
+            return state.commonAdmin(request)
+                ?? failure("No such admin endpoint.", status: 404)
         }
-    }
-
-    /// `GET /__sesame/stats`: the refresh counters, the clock's offset and the requests per path.
-    static func stats(_ state: State) -> JSONValue {
-        var members = state.families.counters.jsonMembers
-        members["clock_offset"] = .number(state.clockOffset)
-        members["requests"] = .object(state.requestCounts.mapValues { .number(Double($0)) })
-        return .object(members)
     }
 
     static func page(title: String, body: String) -> String {

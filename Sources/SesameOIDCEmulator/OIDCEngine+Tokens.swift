@@ -55,11 +55,7 @@ extension OIDCEngine {
     /// rotated away and comes back revokes its whole family (RFC 9700 §4.14.2).
     func refreshGrant(_ request: LoopbackRequest, clientID: String, _ state: inout State) -> Reply {
         let reply = rotate(request, clientID: clientID, &state)
-        if reply.status == 200 {
-            state.families.counters.refreshGrants += 1
-        } else {
-            state.families.counters.refusedRefreshGrants += 1
-        }
+        state.families.count(refreshGranted: reply.status == 200)
         return reply
     }
 

@@ -45,7 +45,7 @@ final class OIDCEngine: LoopbackEngine {
         var denied = false
     }
     typealias Scenario = CountedScenario<OIDCScenarioSetting>
-    struct State: Sendable {
+    struct State: LoopbackState {
         var issuer = "http://127.0.0.1"
         var clients: [String: String?]
         var people: [Person]
@@ -316,9 +316,6 @@ final class OIDCEngine: LoopbackEngine {
             }
             Self.activate(setting, key: madeKey, remaining: setting.count ?? 1, &state)
             return Reply.json(.object(["scenario": .string(name)]), status: 201)
-        case (.delete, "/__sesame/scenarios"):
-            state.scenarios.removeAll()
-            return Reply.json(.object(["cleared": .bool(true)]))
         case (.post, "/__sesame/device"):
             guard let userCode = json?["user_code"]?.stringValue,
                 let code = Self.deviceCode(matching: userCode, in: state)
@@ -341,29 +338,23 @@ final class OIDCEngine: LoopbackEngine {
             state.clients[id] = .some(secret)
             return Reply.json(
                 .object(["client_id": .string(id), "confidential": .bool(secret != nil)]), status: 201)
-        case (.post, "/__sesame/clock"):
-            state.clockOffset += json?["advance"]?.doubleValue ?? 0
-            return Reply.json(.object(["offset": .number(state.clockOffset)]))
-        case (.get, "/__sesame/stats"):
-            return Reply.json(Self.stats(state))
         default:
-            return Reply.json(.object(["error": .string("No such admin endpoint.")]), status: 404)
+            return state.commonAdmin(request, stats: Self.stats)
+                ?? Reply.json(.object(["error": .string("No such admin endpoint.")]), status: 404)
         }
     }
 
     /// `GET /__sesame/stats`: the refresh counters, tokens revoked at the revocation endpoint,
     /// the clock's offset and the requests per path.
-    static func stats(_ state: State) -> JSONValue {
-        var members = state.families.counters.jsonMembers
+    static func stats(_ state: State) -> [String: JSONValue] {
+        var members = state.statsMembers
         members["revoked_tokens"] = .number(Double(state.revokedCount))
-        members["clock_offset"] = .number(state.clockOffset)
-        members["requests"] = .object(state.requestCounts.mapValues { .number(Double($0)) })
-        return .object(members)
+        return members
     }
 
     // MARK: Helpers
 
-    func now(_ state: State) -> Date { Date().addingTimeInterval(state.clockOffset) }
+    func now(_ state: State) -> Date { state.now }
 
     /// Takes one use of the first active `scenario`; `nil` when none is active.
     func consume(_ scenario: OIDCScenario, _ state: inout State) -> OIDCScenarioSetting? {
