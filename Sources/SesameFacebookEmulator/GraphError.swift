@@ -66,40 +66,38 @@ extension GraphError {
 
     static let tokenRequired = GraphError(message: "An access token is required to request this resource.", code: 104)
 
-    static func appNotAuthorized(appID: String) -> GraphError {
-        GraphError(
-            message: "Error validating access token: The user has not authorized application \(appID).", code: 190,
-            subcode: 458)
+    /// A token error (190): Facebook's "Error validating access token: " and what is wrong.
+    private static func tokenInvalid(_ reason: String, subcode: Int? = nil) -> GraphError {
+        GraphError(message: "Error validating access token: " + reason, code: 190, subcode: subcode)
     }
 
-    static let checkpointed = GraphError(
-        message: "Error validating access token: You cannot access the app till you log in to www.facebook.com "
-            + "and follow the instructions given.", code: 190, subcode: 459)
+    static func appNotAuthorized(appID: String) -> GraphError {
+        tokenInvalid("The user has not authorized application \(appID).", subcode: 458)
+    }
 
-    static let passwordChanged = GraphError(
-        message: "Error validating access token: The session has been invalidated because the user changed their "
-            + "password or Facebook has changed the session for security reasons.", code: 190, subcode: 460)
+    static let checkpointed = tokenInvalid(
+        "You cannot access the app till you log in to www.facebook.com and follow the instructions given.",
+        subcode: 459)
+
+    static let passwordChanged = tokenInvalid(
+        "The session has been invalidated because the user changed their password or Facebook has changed the "
+            + "session for security reasons.", subcode: 460)
 
     static func sessionExpired(at expiry: Date, now: Date) -> GraphError {
-        GraphError(
-            message: "Error validating access token: Session has expired on \(facebookDate(expiry)). "
-                + "The current time is \(facebookDate(now)).", code: 190, subcode: 463)
+        tokenInvalid(
+            "Session has expired on \(facebookDate(expiry)). The current time is \(facebookDate(now)).", subcode: 463)
     }
 
-    static let unconfirmedUser = GraphError(
-        message: "Error validating access token: Sessions for the user are not allowed because the user is not "
-            + "a confirmed user.", code: 190, subcode: 464)
+    static let unconfirmedUser = tokenInvalid(
+        "Sessions for the user are not allowed because the user is not a confirmed user.", subcode: 464)
 
-    static let userLoggedOut = GraphError(
-        message: "Error validating access token: This may be because the user logged out or may be due to a "
-            + "system error.", code: 190, subcode: 467)
+    static let userLoggedOut = tokenInvalid(
+        "This may be because the user logged out or may be due to a system error.", subcode: 467)
 
-    static let invalidSession = GraphError(
-        message: "Error validating access token: The session is invalid.", code: 190, subcode: 492)
+    static let invalidSession = tokenInvalid("The session is invalid.", subcode: 492)
 
-    static let dataAccessExpired = GraphError(
-        message: "Error validating access token: Data access for this app has expired. The person must log in "
-            + "again to renew it.", code: 190)
+    static let dataAccessExpired = tokenInvalid(
+        "Data access for this app has expired. The person must log in again to renew it.")
 
     // Permissions and requests ------------------------------------------------------------------
 
