@@ -168,10 +168,7 @@ extension OIDCEngine {
         ]
         var reply = Reply.json(.object(body))
         if grant.scope.split(separator: " ").contains("openid") {
-            let idToken = idToken(for: grant, nonce: nonce, accessToken: access, &state)
-            reply.deferredField = DeferredField(
-                name: "id_token", value: { try idToken.signed() },
-                failure: { .oauthError("server_error", "The ID token could not be signed.", status: 500) })
+            reply.deferredField = idToken(for: grant, nonce: nonce, accessToken: access, &state)
         }
         return reply
     }
@@ -187,9 +184,10 @@ extension OIDCEngine {
         Base64URL.encode(Crypto.sha256(Data(token.utf8)).prefix(16))
     }
 
-    /// The claims of an ID token for `grant`, and its signing key, under the lock; it is signed
-    /// after the lock is released (``PendingIDToken/signed()``).
-    func idToken(for grant: Grant, nonce: String?, accessToken: String, _ state: inout State) -> PendingIDToken {
+    /// The `id_token` of a token answer for `grant`: its claims and signing key are settled now,
+    /// under the lock, and it is signed when the answer is encoded, after the lock is released
+    /// (signing, RSA above all, is the costliest step of a token answer).
+    func idToken(for grant: Grant, nonce: String?, accessToken: String, _ state: inout State) -> DeferredField {
         let person = state.people.first { $0.sub == grant.sub } ?? state.people[0]
         let skew = TimeInterval(state.scenarios.first { $0.setting.scenario == .clockSkew }?.setting.seconds ?? 0)
         let issuedAt = now(state).addingTimeInterval(skew)
@@ -210,10 +208,25 @@ extension OIDCEngine {
         // The unknown-key scenario's key was made when it was activated; a key the emulator
         // publishes under a kid it never published would do, if that key were missing.
         let unknownKey = consume(.unknownKey, &state) != nil
-        return PendingIDToken(
-            algorithm: algorithm, kid: unknownKey ? "key-not-published" : state.keys[0].kid,
-            key: unknownKey ? state.unpublishedKey ?? state.keys[0].key : state.keys[0].key, claims: .object(claims),
-            breaksSignature: consume(.badSignature, &state) != nil)
+        let algorithm = algorithm
+        let kid = unknownKey ? "key-not-published" : state.keys[0].kid
+        let key = unknownKey ? state.unpublishedKey ?? state.keys[0].key : state.keys[0].key
+        let breaksSignature = consume(.badSignature, &state) != nil
+        let payload = JSONValue.object(claims)
+        return DeferredField(
+            name: "id_token",
+            value: {
+                // The compact JWS: header, claims and signature; `breaksSignature` flips a bit of
+                // the signature (the `badSignature` scenario).
+                let header: JSONValue = .object([
+                    "alg": .string(algorithm.rawValue), "kid": .string(kid), "typ": .string("JWT"),
+                ])
+                let input = Base64URL.encode(header.jsonData) + "." + Base64URL.encode(payload.jsonData)
+                var signature = try key.sign(Data(input.utf8))
+                if breaksSignature { signature[signature.startIndex] ^= 0x01 }
+                return input + "." + Base64URL.encode(signature)
+            },
+            failure: { .oauthError("server_error", "The ID token could not be signed.", status: 500) })
     }
 
     // MARK: Userinfo and revocation
@@ -276,28 +289,5 @@ extension OIDCEngine {
             state.revokedCount += 1
         }
         return Reply.empty(status: 200)
-    }
-}
-
-/// An ID token whose claims were settled under the engine's lock, signed when its answer is
-/// encoded, after the lock is released.
-struct PendingIDToken: Sendable {
-    var algorithm: SignatureAlgorithm
-    var kid: String
-    /// The key to sign with: the newest published one, or the unknown-key scenario's.
-    var key: SignatureSigningKey
-    var claims: JSONValue
-    /// Whether to flip a bit of the signature (the `badSignature` scenario).
-    var breaksSignature: Bool
-
-    /// The compact JWS: header, claims and signature.
-    func signed() throws -> String {
-        let header: JSONValue = .object([
-            "alg": .string(algorithm.rawValue), "kid": .string(kid), "typ": .string("JWT"),
-        ])
-        let input = Base64URL.encode(header.jsonData) + "." + Base64URL.encode(claims.jsonData)
-        var signature = try key.sign(Data(input.utf8))
-        if breaksSignature { signature[signature.startIndex] ^= 0x01 }
-        return input + "." + Base64URL.encode(signature)
     }
 }
