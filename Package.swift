@@ -11,6 +11,9 @@ let package = Package(
         .library(name: "SesameHTTPServer", targets: ["SesameHTTPServer"]),
         .library(name: "SesameCurl", targets: ["SesameCurl"]),
         .library(name: "SesameEmulator", targets: ["SesameEmulator"]),
+        .library(name: "SesameFacebookEmulator", targets: ["SesameFacebookEmulator"]),
+        .library(name: "SesameOIDCEmulator", targets: ["SesameOIDCEmulator"]),
+        .library(name: "SesameGitHubEmulator", targets: ["SesameGitHubEmulator"]),
         .library(name: "SesameFacebook", targets: ["SesameFacebook"]),
         .library(name: "SesameOIDC", targets: ["SesameOIDC"]),
         .library(name: "SesameGitHub", targets: ["SesameGitHub"]),
@@ -74,10 +77,21 @@ let package = Package(
         .testTarget(
             name: "SesameLoginFlowTests",
             dependencies: ["Sesame", "SesameHTTPServer", "SesameTesting", "SesameTestSupport"]),
-        // A local Facebook: login dialog, Graph API, device login, scenarios (fault injection).
+        // The neutral emulator kit: the loopback listener, replies, HTML pages, form text,
+        // refresh-token families, signals. Each provider's emulator is built on it.
         .target(name: "SesameEmulator", dependencies: ["Sesame", "SesameHTTPServer"]),
+        // A local Facebook: login dialog, Graph API, device login, scenarios (fault injection).
+        .target(name: "SesameFacebookEmulator", dependencies: ["SesameEmulator", "Sesame", "SesameHTTPServer"]),
+        // A local OpenID provider: discovery, authorization, tokens, userinfo, revocation, scenarios.
+        .target(name: "SesameOIDCEmulator", dependencies: ["SesameEmulator", "Sesame", "SesameHTTPServer"]),
+        // A local GitHub: OAuth app, device flow, REST API with rate limits, scenarios.
+        .target(name: "SesameGitHubEmulator", dependencies: ["SesameEmulator", "Sesame", "SesameHTTPServer"]),
         .testTarget(
-            name: "SesameEmulatorTests", dependencies: ["SesameEmulator", "Sesame", "SesameCurl", "SesameTestSupport"]),
+            name: "SesameEmulatorTests",
+            dependencies: [
+                "SesameEmulator", "SesameFacebookEmulator", "SesameOIDCEmulator", "SesameGitHubEmulator", "Sesame",
+                "SesameCurl", "SesameTestSupport",
+            ]),
 
         // Error tables as data: the generator (Foundation only, provider-neutral), its
         // command-line wrapper, and the build-tool plugin that runs it on `*Errors.json` files.
@@ -105,8 +119,8 @@ let package = Package(
         .testTarget(
             name: "SesameOIDCTests",
             dependencies: [
-                "SesameOIDC", "Sesame", "SesameTesting", "SesameEmulator", "SesameCurl", "SesameHTTPServer",
-                "SesameTestSupport",
+                "SesameOIDC", "Sesame", "SesameTesting", "SesameEmulator", "SesameOIDCEmulator", "SesameCurl",
+                "SesameHTTPServer", "SesameTestSupport",
             ]
         ),
 
@@ -116,7 +130,10 @@ let package = Package(
         // End to end against the emulator's GitHub mode over CurlTransport, plus the error table rows.
         .testTarget(
             name: "SesameGitHubTests",
-            dependencies: ["SesameGitHub", "Sesame", "SesameTesting", "SesameEmulator", "SesameCurl", "SesameTestSupport"]
+            dependencies: [
+                "SesameGitHub", "Sesame", "SesameTesting", "SesameEmulator", "SesameGitHubEmulator", "SesameCurl",
+                "SesameTestSupport",
+            ]
         ),
 
         // The `sesame` command line: parsing and commands in a library the tests call directly,
@@ -133,7 +150,8 @@ let package = Package(
         .testTarget(
             name: "SesameCommandLineTests",
             dependencies: [
-                "SesameCommandLine", "SesameFacebook", "Sesame", "SesameDesktop", "SesameEmulator", "SesameCurl",
+                "SesameCommandLine", "SesameFacebook", "Sesame", "SesameDesktop", "SesameEmulator", "SesameFacebookEmulator",
+                "SesameOIDCEmulator", "SesameGitHubEmulator", "SesameCurl",
                 "SesameTestSupport", "sesame", "fb-login", "fb-publish", "fb-errors", "SesameHTTPServer",
                 "sesame-fuzz", "SesameFacebookPlugin", "SesameOIDCPlugin", "SesameGitHubPlugin", "SesameOIDC",
             ]
@@ -148,14 +166,22 @@ let package = Package(
         // Desktop.<provider>(), and its emulator hooks.
         .target(
             name: "SesameFacebookPlugin",
-            dependencies: ["Sesame", "SesameFacebook", "SesameDesktop", "SesameEmulator", "SesameCurl", "SesameHTTPServer"]
+            dependencies: [
+                "Sesame", "SesameFacebook", "SesameDesktop", "SesameEmulator", "SesameFacebookEmulator", "SesameCurl",
+                "SesameHTTPServer",
+            ]
         ),
         .target(
             name: "SesameOIDCPlugin",
-            dependencies: ["Sesame", "SesameOIDC", "SesameDesktop", "SesameEmulator", "SesameCurl", "SesameHTTPServer"]),
+            dependencies: [
+                "Sesame", "SesameOIDC", "SesameDesktop", "SesameEmulator", "SesameOIDCEmulator", "SesameCurl",
+                "SesameHTTPServer",
+            ]),
         .target(
             name: "SesameGitHubPlugin",
-            dependencies: ["Sesame", "SesameGitHub", "SesameDesktop", "SesameEmulator", "SesameCurl"]),
+            dependencies: [
+                "Sesame", "SesameGitHub", "SesameDesktop", "SesameEmulator", "SesameGitHubEmulator", "SesameCurl",
+            ]),
 
         // The seed's sample app on a terminal: log in, publish, show the right message for each error.
         .executableTarget(
@@ -166,7 +192,10 @@ let package = Package(
             path: "Examples/fb-publish"),
         .executableTarget(
             name: "fb-errors",
-            dependencies: ["Sesame", "SesameFacebook", "SesameDesktop", "SesameFacebookPlugin", "SesameEmulator", "SesameCurl"],
+            dependencies: [
+                "Sesame", "SesameFacebook", "SesameDesktop", "SesameFacebookPlugin", "SesameEmulator",
+                "SesameFacebookEmulator", "SesameCurl",
+            ],
             path: "Examples/fb-errors"),
 
         // Sessions, login, permissions, token lifecycle and the Graph client, end to end against
@@ -174,8 +203,8 @@ let package = Package(
         .testTarget(
             name: "SesameFacebookProviderTests",
             dependencies: [
-                "SesameFacebook", "Sesame", "SesameTesting", "SesameEmulator", "SesameCurl", "SesameHTTPServer",
-                "SesameTestSupport",
+                "SesameFacebook", "Sesame", "SesameTesting", "SesameEmulator", "SesameFacebookEmulator", "SesameCurl",
+                "SesameHTTPServer", "SesameTestSupport",
             ]),
 
         // The desktop keyring (Secret Service over D-Bus, through libsecret) and the storage policy.
@@ -197,7 +226,8 @@ let package = Package(
         .executableTarget(
             name: "sesame-bench",
             dependencies: [
-                "Sesame", "SesameHTTPServer", "SesameCurl", "CCurl", "SesameEmulator", "SesameFacebook",
+                "Sesame", "SesameHTTPServer", "SesameCurl", "CCurl", "SesameEmulator", "SesameFacebookEmulator",
+                "SesameGitHubEmulator", "SesameFacebook",
                 "SesameKeyring", "SesameGitHub", "SesameDesktop", "SesameFacebookPlugin", "CBenchSupport",
             ],
             path: "Benchmarks/SesameBench"

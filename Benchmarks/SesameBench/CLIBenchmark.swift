@@ -1,8 +1,8 @@
 import Foundation
 import Sesame
 import SesameDesktop
-import SesameEmulator
 import SesameFacebook
+import SesameFacebookEmulator
 import SesameKeyring
 
 // sesame-bench cli: the command line's hot path as whole processes, beside `secret-tool lookup`

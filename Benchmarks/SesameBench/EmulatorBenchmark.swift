@@ -1,5 +1,5 @@
 import Foundation
-import SesameEmulator
+import SesameFacebookEmulator
 import SesameHTTPServer
 
 /// `sesame-bench emulator [--seconds N] [--connections N] [--nginx-workers N|auto] [--json]`:

@@ -3,6 +3,7 @@ import Sesame
 import SesameCurl
 import SesameEmulator
 import SesameGitHub
+import SesameGitHubEmulator
 
 /// `sesame-bench github [--json]`: how fast GitHubErrorTaxonomy classifies typical and large
 /// answers, and how long paging a 1000-repository list takes over CurlTransport against the

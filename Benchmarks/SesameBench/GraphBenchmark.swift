@@ -1,8 +1,8 @@
 import Foundation
 import Sesame
 import SesameCurl
-import SesameEmulator
 import SesameFacebook
+import SesameFacebookEmulator
 
 #if canImport(FoundationNetworking)
     import FoundationNetworking

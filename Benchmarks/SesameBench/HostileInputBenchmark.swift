@@ -1,7 +1,7 @@
 import Foundation
 import Sesame
 import SesameCurl
-import SesameEmulator
+import SesameFacebookEmulator
 import SesameHTTPServer
 
 #if canImport(Glibc)

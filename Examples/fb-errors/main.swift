@@ -13,7 +13,7 @@ import Foundation
 import Sesame
 import SesameCurl
 import SesameDesktop
-import SesameEmulator
+import SesameFacebookEmulator
 import SesameFacebook
 
 #if canImport(Glibc)

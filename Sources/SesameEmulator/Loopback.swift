@@ -2,8 +2,8 @@ import Foundation
 import Sesame
 import SesameHTTPServer
 
-/// The OIDC and GitHub emulators' engines, as their shared listener and transport call them.
-protocol LoopbackEngine: Sendable {
+/// An emulator's engine, as the shared listener and an in-process transport call it.
+package protocol LoopbackEngine: Sendable {
     /// Answers `request` under the engine's lock; its JSON is encoded after the lock is released.
     /// Slow work the answer needs (making a signing key) is done before the lock is taken, on a
     /// thread of its own.
@@ -13,7 +13,7 @@ protocol LoopbackEngine: Sendable {
 extension LoopbackEngine {
     /// Answers one request: read before the lock is taken and encoded after it is released, so
     /// that a large body or answer holds up only its own client.
-    func handle(
+    package func handle(
         method: HTTPMethod, path: String, query: [(String, String)], headers: HTTPHeaders, body: Data
     ) async
         -> HTTPResponse
@@ -23,23 +23,23 @@ extension LoopbackEngine {
     }
 }
 
-/// A request to the OIDC or GitHub emulator, read before the engine's lock is taken (the form
+/// A request to an emulator's engine, read before the engine's lock is taken (the form
 /// body decoded, a JSON body parsed), so that parsing a large body holds up only its own client.
-struct LoopbackRequest: Sendable {
+package struct LoopbackRequest: Sendable {
     /// The method, with HEAD read as GET (the server sends the headers without the body).
-    var method: HTTPMethod
-    var path: String
-    var query: [(String, String)]
+    package var method: HTTPMethod
+    package var path: String
+    package var query: [(String, String)]
     /// The `application/x-www-form-urlencoded` body's parameters.
-    var form: [(String, String)]
+    package var form: [(String, String)]
     /// The query's parameters, then the form's.
-    var parameters: [(String, String)]
-    var headers: HTTPHeaders
-    var body: Data
+    package var parameters: [(String, String)]
+    package var headers: HTTPHeaders
+    package var body: Data
     /// The body parsed as JSON when it starts like a JSON object or array.
-    var json: JSONValue?
+    package var json: JSONValue?
 
-    init(method: HTTPMethod, path: String, query: [(String, String)], headers: HTTPHeaders, body: Data) {
+    package init(method: HTTPMethod, path: String, query: [(String, String)], headers: HTTPHeaders, body: Data) {
         let isForm = (headers["Content-Type"] ?? "").lowercased().hasPrefix("application/x-www-form-urlencoded")
         self.method = method == .head ? .get : method
         self.path = path
@@ -53,21 +53,26 @@ struct LoopbackRequest: Sendable {
     }
 
     /// The first value of `name`, or `nil` when missing or empty.
-    subscript(name: String) -> String? {
+    package subscript(name: String) -> String? {
         parameters.first { $0.0 == name }.map(\.1).flatMap { $0.isEmpty ? nil : $0 }
     }
 }
 
-/// A scenario of the OIDC or GitHub emulator and how many answers it has left (`nil`: until cleared).
-struct CountedScenario<Setting: Sendable>: Sendable {
-    var setting: Setting
-    var remaining: Int?
+/// A scenario of an emulator and how many answers it has left (`nil`: until cleared).
+package struct CountedScenario<Setting: Sendable>: Sendable {
+    package var setting: Setting
+    package var remaining: Int?
+
+    package init(setting: Setting, remaining: Int?) {
+        self.setting = setting
+        self.remaining = remaining
+    }
 }
 
 extension Array {
     /// Takes one use of the first scenario whose setting `matches`, removing it when it has no
     /// uses left; its setting, or `nil` when none matches.
-    mutating func consumeFirst<Setting>(where matches: (Setting) -> Bool) -> Setting?
+    package mutating func consumeFirst<Setting>(where matches: (Setting) -> Bool) -> Setting?
     where Element == CountedScenario<Setting> {
         guard let index = firstIndex(where: { matches($0.setting) }) else { return nil }
         let setting = self[index].setting
@@ -84,45 +89,45 @@ extension Array {
 
 extension Reply {
     /// JSON, not to be cached, as the OAuth endpoints answer.
-    static func json(_ value: JSONValue, status: Int = 200) -> Reply {
+    package static func json(_ value: JSONValue, status: Int = 200) -> Reply {
         Reply(
             status: status, headers: ["Content-Type": "application/json", "Cache-Control": "no-store"],
             body: .json(value))
     }
 
     /// An OAuth error (RFC 6749 §5.2).
-    static func oauthError(_ error: String, _ description: String, status: Int = 400) -> Reply {
+    package static func oauthError(_ error: String, _ description: String, status: Int = 400) -> Reply {
         json(.object(["error": .string(error), "error_description": .string(description)]), status: status)
     }
 
     /// An HTML page, written when the answer is encoded, after the engine's lock is released.
     /// The page may not capture the engine's state: what it shows is copied out first.
-    static func html(_ text: @escaping @autoclosure @Sendable () -> String, status: Int = 200) -> Reply {
+    package static func html(_ text: @escaping @autoclosure @Sendable () -> String, status: Int = 200) -> Reply {
         Reply(status: status, headers: ["Content-Type": "text/html; charset=utf-8"], body: .page(text))
     }
 
     /// A 302 to `location`, not to be cached.
-    static func redirect(_ location: String) -> Reply {
+    package static func redirect(_ location: String) -> Reply {
         Reply(status: 302, headers: ["Location": location, "Cache-Control": "no-store"], body: .bytes(Data()))
     }
 
     /// Headers and a status, without a body.
-    static func empty(status: Int, headers: HTTPHeaders = [:]) -> Reply {
+    package static func empty(status: Int, headers: HTTPHeaders = [:]) -> Reply {
         Reply(status: status, headers: headers, body: .bytes(Data()))
     }
 }
 
-/// The HTTP listener of the OIDC and GitHub emulators: one server at a time, on 127.0.0.1.
-final class LoopbackListener: Sendable {
+/// The HTTP listener of an emulator: one server at a time, on 127.0.0.1.
+package final class LoopbackListener: Sendable {
     private let name: String
     private let running = Locked<HTTPServer?>(nil)
 
-    /// A listener for the emulator called `name` in its errors ("OIDC", "GitHub").
-    init(name: String) { self.name = name }
+    /// A listener for the emulator called `name` in its errors.
+    package init(name: String) { self.name = name }
 
     /// Starts listening on `port` (0 picks a free one) and hands each request to `engine`;
     /// returns where it listens, `http://127.0.0.1:<port>`, without a trailing slash.
-    func start(port: Int, engine: some LoopbackEngine) throws -> String {
+    package func start(port: Int, engine: some LoopbackEngine) throws -> String {
         let server = HTTPServer(
             configuration: HTTPServer.Configuration(host: "127.0.0.1", port: port, stopGracePeriod: .seconds(2))
         ) { request in
@@ -140,7 +145,7 @@ final class LoopbackListener: Sendable {
     }
 
     /// Stops listening, answering the requests in flight first.
-    func stop() async {
+    package func stop() async {
         let server = running.withLock { state -> HTTPServer? in
             defer { state = nil }
             return state

@@ -22,7 +22,7 @@ public struct RefreshTokenCounters: Sendable, Hashable {
     }
 
     /// The counters as `GET /__sesame/stats` answers them.
-    var jsonMembers: [String: JSONValue] {
+    package var jsonMembers: [String: JSONValue] {
         [
             "refresh_grants": .number(Double(refreshGrants)),
             "refused_refresh_grants": .number(Double(refusedRefreshGrants)),
@@ -38,14 +38,14 @@ public struct RefreshTokenCounters: Sendable, Hashable {
 /// Bounded: a family remembers its last ``usedLimit`` used tokens, and at most ``familyLimit``
 /// families are remembered (the one that retired a token longest ago is forgotten first). A used
 /// token that is no longer remembered is refused as unknown, without revoking its family.
-struct RefreshFamilies: Sendable {
+package struct RefreshFamilies: Sendable {
     /// Used tokens remembered per family: more than the generations a few dozen processes
     /// sharing one login rotate through while one of them is stale.
-    static let usedLimit = 1024
+    package static let usedLimit = 1024
     /// Families whose used tokens are remembered.
-    static let familyLimit = 256
+    package static let familyLimit = 256
     /// Revoked families remembered, so that their tokens are not taken back from saved state.
-    static let revokedLimit = 1024
+    package static let revokedLimit = 1024
 
     /// The used tokens of each family, oldest first.
     private var used: [String: [String]] = [:]
@@ -55,10 +55,21 @@ struct RefreshFamilies: Sendable {
     private var order: [String] = []
     /// Families revoked for reuse, oldest first.
     private var revoked: [String] = []
-    var counters = RefreshTokenCounters()
+    package var counters = RefreshTokenCounters()
+
+    package init() {}
+
+    /// Counts a refresh-token grant answered (`granted`) or refused.
+    package mutating func count(refreshGranted granted: Bool) {
+        if granted {
+            counters.refreshGrants += 1
+        } else {
+            counters.refusedRefreshGrants += 1
+        }
+    }
 
     /// Records that `token`, of `family`, was rotated away.
-    mutating func retire(_ token: String, family: String) {
+    package mutating func retire(_ token: String, family: String) {
         if let index = order.firstIndex(of: family) { order.remove(at: index) }
         order.append(family)
         used[family, default: []].append(token)
@@ -71,16 +82,16 @@ struct RefreshFamilies: Sendable {
     }
 
     /// The family of `token` when it is a used refresh token still remembered.
-    func family(ofUsed token: String) -> String? { familyOfUsed[token] }
+    package func family(ofUsed token: String) -> String? { familyOfUsed[token] }
 
     /// Forgets the used tokens of `family`, which ended (revoked, or its refresh token expired).
-    mutating func forget(_ family: String) {
+    package mutating func forget(_ family: String) {
         for token in used.removeValue(forKey: family) ?? [] { familyOfUsed[token] = nil }
         if let index = order.firstIndex(of: family) { order.remove(at: index) }
     }
 
     /// Forgets every family's used tokens, as when every grant is revoked.
-    mutating func forgetAll() {
+    package mutating func forgetAll() {
         used.removeAll()
         familyOfUsed.removeAll()
         order.removeAll()
@@ -88,7 +99,7 @@ struct RefreshFamilies: Sendable {
 
     /// Counts `family` as revoked for reuse and forgets its used tokens; the engine drops its
     /// live tokens.
-    mutating func revoke(_ family: String) {
+    package mutating func revoke(_ family: String) {
         forget(family)
         counters.revokedFamilies += 1
         revoked.append(family)
@@ -96,5 +107,5 @@ struct RefreshFamilies: Sendable {
     }
 
     /// Whether `family` was revoked for reuse (among the last ``revokedLimit``).
-    func isRevoked(_ family: String) -> Bool { revoked.contains(family) }
+    package func isRevoked(_ family: String) -> Bool { revoked.contains(family) }
 }

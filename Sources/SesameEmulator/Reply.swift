@@ -4,9 +4,9 @@ import Sesame
 /// An answer as the engine's handlers build it under the lock. JSON stays a value here and a
 /// page a function, and both are written by ``response`` after the lock is released, so that a
 /// large answer delays only its own client.
-struct Reply: Sendable {
+package struct Reply: Sendable {
     /// What the body is made of.
-    enum Body: Sendable {
+    package enum Body: Sendable {
         /// Bytes to send as they are (pictures, pages made elsewhere).
         case bytes(Data)
         /// A page, written when sent.
@@ -19,50 +19,73 @@ struct Reply: Sendable {
     }
 
     /// One answer inside a batch.
-    struct BatchItem: Sendable {
-        var status: Int
+    package struct BatchItem: Sendable {
+        package var status: Int
         /// `nil` when the batch asked for no headers (`include_headers=false`).
-        var headers: HTTPHeaders?
-        var body: Body
+        package var headers: HTTPHeaders?
+        package var body: Body
+
+        package init(status: Int, headers: HTTPHeaders?, body: Body) {
+            self.status = status
+            self.headers = headers
+            self.body = body
+        }
     }
 
-    var status: Int
-    var headers: HTTPHeaders
-    var body: Body
-    /// An ID token to sign and add to the JSON object body as `id_token` when the answer is
-    /// encoded, after the lock: signing (RSA above all) is the costliest step of a token answer.
-    var pendingIDToken: PendingIDToken?
+    package var status: Int
+    package var headers: HTTPHeaders
+    package var body: Body
+    /// A field to compute and add to the JSON object body when the answer is encoded, after the
+    /// lock: for a costly value, such as a signed token (RSA above all).
+    package var deferredField: DeferredField?
 
-    init(status: Int = 200, headers: HTTPHeaders = [:], body: Body) {
+    package init(status: Int = 200, headers: HTTPHeaders = [:], body: Body) {
         self.status = status
         self.headers = headers
         self.body = body
     }
 
     /// A response already encoded.
-    init(_ response: HTTPResponse) {
+    package init(_ response: HTTPResponse) {
         self.init(status: response.status, headers: response.headers, body: .bytes(response.body))
     }
 
-    var isSuccess: Bool { (200..<300).contains(status) }
+    package var isSuccess: Bool { (200..<300).contains(status) }
 
-    /// The response to send: the body encoded now, with its ID token signed.
-    var response: HTTPResponse {
-        guard let pendingIDToken, case .json(.object(var fields)) = body else {
+    /// The response to send: the body encoded now, with its deferred field computed.
+    package var response: HTTPResponse {
+        guard let deferredField, case .json(.object(var fields)) = body else {
             return HTTPResponse(status: status, headers: headers, body: body.data)
         }
         do {
-            fields["id_token"] = .string(try pendingIDToken.signed())
+            fields[deferredField.name] = .string(try deferredField.value())
         } catch {
-            return Reply.oauthError("server_error", "The ID token could not be signed.", status: 500).response
+            return deferredField.failure().response
         }
         return HTTPResponse(status: status, headers: headers, body: JSONValue.object(fields).jsonData)
     }
 }
 
+/// A string field of a JSON answer computed when the answer is encoded, after the engine's lock.
+package struct DeferredField: Sendable {
+    /// The field's name in the answer's object.
+    package var name: String
+    /// Computes the field's value.
+    package var value: @Sendable () throws -> String
+    /// The answer sent instead when ``value`` throws.
+    package var failure: @Sendable () -> Reply
+
+    package init(name: String, value: @escaping @Sendable () throws -> String, failure: @escaping @Sendable () -> Reply)
+    {
+        self.name = name
+        self.value = value
+        self.failure = failure
+    }
+}
+
 extension Reply.Body {
     /// The bytes to send.
-    var data: Data {
+    package var data: Data {
         switch self {
         case .bytes(let data): return data
         case .page(let render): return Data(render().utf8)
@@ -84,29 +107,11 @@ extension Reply.Body {
     }
 
     /// The body as JSON, for a batch's named results (`{result=name:$.id}`); `nil` when it is not JSON.
-    var json: JSONValue? {
+    package var json: JSONValue? {
         switch self {
         case .bytes(let data): return JSONValue(parsing: data)
         case .json(let value): return value
         case .batch, .page: return nil
         }
     }
-}
-
-/// What the engine's handlers answer under the lock: a reply, or closing the connection without
-/// one, after an optional delay (the `slow` scenario). ``EmulatorEngine`` turns it into an
-/// ``EmulatorOutcome`` once the lock is released.
-struct PendingOutcome: Sendable {
-    /// The reply; `nil` closes the connection without answering.
-    var reply: Reply?
-    /// How long to wait before answering.
-    var delay: Duration = .zero
-    /// For a Graph answer not yet finished, the version prefix of its path (`/v19.0`, or ""):
-    /// the engine finishes it after the lock is released.
-    var graphVersionPrefix: String?
-    /// The app a Graph call was counted for, whose usage the handler's time is added to.
-    var usageAppID: String?
-
-    static func respond(_ reply: Reply) -> PendingOutcome { PendingOutcome(reply: reply) }
-    static func respond(_ response: HTTPResponse) -> PendingOutcome { PendingOutcome(reply: Reply(response)) }
 }

@@ -2,6 +2,7 @@ import Foundation
 import Sesame
 import SesameDesktop
 import SesameEmulator
+import SesameFacebookEmulator
 
 extension FacebookPlugin {
     /// Sesame's Facebook emulator, started in-process on a free loopback port with its state in

@@ -2,6 +2,7 @@ import Foundation
 import Sesame
 import SesameDesktop
 import SesameEmulator
+import SesameGitHubEmulator
 
 #if canImport(Glibc)
     import Glibc

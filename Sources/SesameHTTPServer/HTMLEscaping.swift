@@ -1,8 +1,8 @@
 /// Escaping for the small HTML pages Sesame serves (the login result page, the emulator's
-/// dialogs): one implementation for every module of the package.
-package enum HTMLEscaping {
-    /// Escapes text for an HTML text node or a quoted attribute.
-    package static func escape(_ text: String) -> String {
+/// dialogs, an outside provider's emulator pages): one implementation for all of them.
+public enum HTMLEscaping {
+    /// Escapes text for an HTML text node or a quoted attribute: `&`, `<`, `>`, `"` and `'`.
+    public static func escape(_ text: String) -> String {
         var output = ""
         output.reserveCapacity(text.count)
         for character in text {

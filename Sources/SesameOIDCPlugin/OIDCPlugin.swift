@@ -5,6 +5,7 @@ import SesameDesktop
 import SesameEmulator
 import SesameHTTPServer
 import SesameOIDC
+import SesameOIDCEmulator
 
 /// The generic OpenID Connect provider's desktop adapter: `oidc` (issuer and client given by
 /// flags or the environment) and any number of issuers named in the config file, each its own

@@ -3,7 +3,7 @@ import Sesame
 import SesameCommandLine
 import SesameCurl
 import SesameDesktop
-import SesameEmulator
+import SesameFacebookEmulator
 import SesameFacebookPlugin
 import SesameTestSupport
 import Testing

@@ -1,7 +1,8 @@
 import Foundation
 import Sesame
 import SesameCurl
-import SesameEmulator
+import SesameFacebookEmulator
+import SesameGitHubEmulator
 import SesameTestSupport
 import Testing
 

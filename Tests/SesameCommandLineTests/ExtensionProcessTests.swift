@@ -1,7 +1,7 @@
 import Foundation
 import Sesame
-import SesameEmulator
 import SesameFacebook
+import SesameFacebookEmulator
 import SesameTestSupport
 import Testing
 

@@ -1,7 +1,7 @@
 import Foundation
 import Sesame
 import SesameDesktop
-import SesameEmulator
+import SesameGitHubEmulator
 import SesameTestSupport
 import Testing
 

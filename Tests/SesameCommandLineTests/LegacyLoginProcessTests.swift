@@ -1,6 +1,6 @@
 import Foundation
 import Sesame
-import SesameEmulator
+import SesameOIDCEmulator
 import SesameTestSupport
 import Testing
 

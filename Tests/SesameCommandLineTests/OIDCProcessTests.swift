@@ -1,7 +1,7 @@
 import Foundation
 import Sesame
 import SesameCurl
-import SesameEmulator
+import SesameOIDCEmulator
 import SesameTestSupport
 import Testing
 

@@ -2,7 +2,7 @@ import Foundation
 import Sesame
 import SesameCurl
 import SesameDesktop
-import SesameEmulator
+import SesameFacebookEmulator
 import SesameTestSupport
 import Testing
 

@@ -1,7 +1,8 @@
 import Foundation
 import Sesame
 import SesameCurl
-import SesameEmulator
+import SesameGitHubEmulator
+import SesameOIDCEmulator
 import SesameTestSupport
 import Testing
 

@@ -4,6 +4,7 @@ import Synchronization
 import Testing
 
 @testable import SesameEmulator
+@testable import SesameFacebookEmulator
 
 @Suite("Admin API")
 struct AdminAPITests {

@@ -4,6 +4,9 @@ import SesameTestSupport
 import Testing
 
 @testable import SesameEmulator
+@testable import SesameFacebookEmulator
+@testable import SesameGitHubEmulator
+@testable import SesameOIDCEmulator
 
 @Suite("Concurrent clients")
 struct ConcurrencyTests {
@@ -149,8 +152,8 @@ struct OIDCSigningOutsideLockTests {
         let grant = engine.newGrant(
             clientID: OIDCEmulator.defaultClientID, sub: "248289761001", scope: "openid email", authTime: Date())
         let reply = engine.locked { state in engine.issue(grant, nonce: "n-1", &state) }
-        let pending = try #require(reply.pendingIDToken, "the ID token was signed under the lock")
-        #expect(pending.kid == "key-1")
+        let pending = try #require(reply.deferredField, "the ID token was signed under the lock")
+        #expect(pending.name == "id_token")
         guard case .json(.object(let built)) = reply.body else {
             Issue.record("the token answer is not a JSON object")
             return
@@ -165,6 +168,8 @@ struct OIDCSigningOutsideLockTests {
         }
         let parts = idToken.split(separator: ".", omittingEmptySubsequences: false)
         #expect(parts.count == 3 && parts.allSatisfy { !$0.isEmpty })
+        let header = try #require(Base64URL.decode(parts[0]).flatMap { JSONValue(parsing: $0) })
+        #expect(header["kid"] == .string("key-1"))
         let claims = try #require(Base64URL.decode(parts[1]).flatMap { JSONValue(parsing: $0) })
         #expect(claims["nonce"] == .string("n-1"))
     }
@@ -176,7 +181,7 @@ struct OIDCSigningOutsideLockTests {
         let grant = engine.newGrant(
             clientID: OIDCEmulator.defaultClientID, sub: "248289761001", scope: "email", authTime: Date())
         let reply = engine.locked { state in engine.issue(grant, nonce: nil, &state) }
-        #expect(reply.pendingIDToken == nil)
+        #expect(reply.deferredField == nil)
     }
 }
 

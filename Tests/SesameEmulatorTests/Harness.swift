@@ -2,6 +2,7 @@ import Foundation
 import Sesame
 import SesameCurl
 import SesameEmulator
+import SesameFacebookEmulator
 import SesameTestSupport
 import Testing
 

@@ -2,7 +2,7 @@ import Foundation
 import Sesame
 import Testing
 
-@testable import SesameEmulator
+@testable import SesameFacebookEmulator
 
 private func record(_ serial: Int, expiresAt: Date?) -> TokenRecord {
     TokenRecord(

@@ -1,6 +1,6 @@
 import Foundation
 import Sesame
-import SesameEmulator
+import SesameFacebookEmulator
 import Testing
 
 @Suite("Login dialog and the token endpoint")

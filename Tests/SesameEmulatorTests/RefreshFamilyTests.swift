@@ -4,6 +4,8 @@ import SesameCurl
 import Testing
 
 @testable import SesameEmulator
+@testable import SesameGitHubEmulator
+@testable import SesameOIDCEmulator
 
 /// The OpenID and GitHub emulators' refresh tokens as a test driving clients in other processes
 /// sees them: over HTTP only, the clock moved and the counters read through the admin API.

@@ -1,6 +1,7 @@
 import Foundation
 import Sesame
 import SesameEmulator
+import SesameFacebookEmulator
 import Testing
 
 /// What one scenario must answer: status, code, subcode, flags and headers.

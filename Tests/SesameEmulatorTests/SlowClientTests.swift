@@ -4,7 +4,7 @@ import SesameCurl
 import SesameTestSupport
 import Testing
 
-@testable import SesameEmulator
+@testable import SesameFacebookEmulator
 
 #if canImport(Glibc)
     import Glibc

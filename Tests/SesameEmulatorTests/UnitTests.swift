@@ -3,6 +3,7 @@ import Sesame
 import Testing
 
 @testable import SesameEmulator
+@testable import SesameFacebookEmulator
 
 @Suite("Emulator internals")
 struct EmulatorUnitTests {

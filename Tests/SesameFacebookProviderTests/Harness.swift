@@ -1,8 +1,8 @@
 import Foundation
 import Sesame
 import SesameCurl
-import SesameEmulator
 import SesameFacebook
+import SesameFacebookEmulator
 import SesameHTTPServer
 import SesameTestSupport
 import SesameTesting

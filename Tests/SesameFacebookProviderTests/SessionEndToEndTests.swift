@@ -1,7 +1,7 @@
 import Foundation
 import Sesame
-import SesameEmulator
 import SesameFacebook
+import SesameFacebookEmulator
 import SesameHTTPServer
 import SesameTesting
 import Testing

@@ -1,8 +1,8 @@
 import Foundation
 import Sesame
 import SesameCurl
-import SesameEmulator
 import SesameGitHub
+import SesameGitHubEmulator
 import SesameTestSupport
 import SesameTesting
 import Testing

@@ -1,8 +1,8 @@
 import Foundation
 import Sesame
 import SesameCurl
-import SesameEmulator
 import SesameGitHub
+import SesameGitHubEmulator
 import SesameTesting
 import Testing
 

@@ -1,8 +1,8 @@
 import Foundation
 import Sesame
 import SesameCurl
-import SesameEmulator
 import SesameOIDC
+import SesameOIDCEmulator
 import SesameTesting
 import Testing
 

@@ -1,8 +1,8 @@
 import Foundation
 import Sesame
 import SesameCurl
-import SesameEmulator
 import SesameOIDC
+import SesameOIDCEmulator
 import Testing
 
 /// The OIDC emulator as independent client libraries see it (issue 18, items 5-7), over raw

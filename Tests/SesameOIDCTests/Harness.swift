@@ -1,9 +1,9 @@
 import Foundation
 import Sesame
 import SesameCurl
-import SesameEmulator
 import SesameHTTPServer
 import SesameOIDC
+import SesameOIDCEmulator
 import SesameTestSupport
 import SesameTesting
 import Testing

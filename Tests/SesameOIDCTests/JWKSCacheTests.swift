@@ -1,7 +1,7 @@
 import Foundation
 import Sesame
-import SesameEmulator
 import SesameOIDC
+import SesameOIDCEmulator
 import Testing
 
 @Suite("JWKS cache: unknown key ids cannot make it hammer the issuer")

@@ -1,21 +1,9 @@
 import Foundation
+import SesameHTTPServer
 
 /// The emulator's HTML pages: plain forms a person (or a script) can answer.
 enum Page {
-    static func escape(_ text: String) -> String {
-        var output = ""
-        for character in text {
-            switch character {
-            case "&": output += "&amp;"
-            case "<": output += "&lt;"
-            case ">": output += "&gt;"
-            case "\"": output += "&quot;"
-            case "'": output += "&#39;"
-            default: output.append(character)
-            }
-        }
-        return output
-    }
+    static func escape(_ text: String) -> String { HTMLEscaping.escape(text) }
 
     static func document(_ title: String, _ body: String) -> String {
         """
