@@ -72,6 +72,16 @@ typedef struct sesame_crypto_api {
     const BIGNUM *(*ECDSA_SIG_get0_r)(const ECDSA_SIG *sig);
     const BIGNUM *(*ECDSA_SIG_get0_s)(const ECDSA_SIG *sig);
     EVP_PKEY *(*EVP_PKEY_Q_keygen)(OSSL_LIB_CTX *libctx, const char *propq, const char *type, ...);
+    EVP_CIPHER_CTX *(*EVP_CIPHER_CTX_new)(void);
+    void (*EVP_CIPHER_CTX_free)(EVP_CIPHER_CTX *ctx);
+    const EVP_CIPHER *(*EVP_aes_256_gcm)(void);
+    int (*EVP_EncryptInit_ex)(EVP_CIPHER_CTX *ctx, const EVP_CIPHER *type, ENGINE *impl, const unsigned char *key, const unsigned char *iv);
+    int (*EVP_EncryptUpdate)(EVP_CIPHER_CTX *ctx, unsigned char *out, int *outl, const unsigned char *in, int inl);
+    int (*EVP_EncryptFinal_ex)(EVP_CIPHER_CTX *ctx, unsigned char *out, int *outl);
+    int (*EVP_DecryptInit_ex)(EVP_CIPHER_CTX *ctx, const EVP_CIPHER *type, ENGINE *impl, const unsigned char *key, const unsigned char *iv);
+    int (*EVP_DecryptUpdate)(EVP_CIPHER_CTX *ctx, unsigned char *out, int *outl, const unsigned char *in, int inl);
+    int (*EVP_DecryptFinal_ex)(EVP_CIPHER_CTX *ctx, unsigned char *outm, int *outl);
+    int (*EVP_CIPHER_CTX_ctrl)(EVP_CIPHER_CTX *ctx, int type, int arg, void *ptr);
 } sesame_crypto_api;
 
 static inline sesame_crypto_api *sesame_crypto_storage(void) {
@@ -137,6 +147,16 @@ static inline void sesame_crypto_load(void) {
     SESAME_CRYPTO_RESOLVE(ECDSA_SIG_get0_r);
     SESAME_CRYPTO_RESOLVE(ECDSA_SIG_get0_s);
     SESAME_CRYPTO_RESOLVE(EVP_PKEY_Q_keygen);
+    SESAME_CRYPTO_RESOLVE(EVP_CIPHER_CTX_new);
+    SESAME_CRYPTO_RESOLVE(EVP_CIPHER_CTX_free);
+    SESAME_CRYPTO_RESOLVE(EVP_aes_256_gcm);
+    SESAME_CRYPTO_RESOLVE(EVP_EncryptInit_ex);
+    SESAME_CRYPTO_RESOLVE(EVP_EncryptUpdate);
+    SESAME_CRYPTO_RESOLVE(EVP_EncryptFinal_ex);
+    SESAME_CRYPTO_RESOLVE(EVP_DecryptInit_ex);
+    SESAME_CRYPTO_RESOLVE(EVP_DecryptUpdate);
+    SESAME_CRYPTO_RESOLVE(EVP_DecryptFinal_ex);
+    SESAME_CRYPTO_RESOLVE(EVP_CIPHER_CTX_ctrl);
 #undef SESAME_CRYPTO_RESOLVE
 }
 
@@ -187,6 +207,60 @@ static inline ECDSA_SIG *sesame_d2i_ECDSA_SIG(ECDSA_SIG **a, const unsigned char
 static inline int sesame_BN_bn2binpad(const BIGNUM *a, unsigned char *to, int tolen) { return sesame_crypto()->BN_bn2binpad(a, to, tolen); }
 static inline const BIGNUM *sesame_ECDSA_SIG_get0_r(const ECDSA_SIG *sig) { return sesame_crypto()->ECDSA_SIG_get0_r(sig); }
 static inline const BIGNUM *sesame_ECDSA_SIG_get0_s(const ECDSA_SIG *sig) { return sesame_crypto()->ECDSA_SIG_get0_s(sig); }
+
+// MARK: AES-256-GCM (SesamePostgres's encryption at rest)
+
+/// Seals `plaintext` with AES-256-GCM under the 32-byte `key` and the 12-byte `iv`, binding `aad`
+/// (which may be empty): writes `plaintext_length` bytes of ciphertext to `ciphertext` and the
+/// 16-byte tag to `tag`. Returns 1 on success, 0 on any failure.
+///
+/// One C function for the whole sequence of EVP calls, so that the context is always freed and
+/// Swift handles no EVP_CIPHER_CTX.
+static inline int sesame_aes_256_gcm_seal(const unsigned char *key, const unsigned char *iv, const unsigned char *aad,
+                                          int aad_length, const unsigned char *plaintext, int plaintext_length,
+                                          unsigned char *ciphertext, unsigned char *tag) {
+    const sesame_crypto_api *api = sesame_crypto();
+    EVP_CIPHER_CTX *context = api->EVP_CIPHER_CTX_new();
+    if (context == NULL) return 0;
+    int length = 0, ok = 0;
+    if (api->EVP_EncryptInit_ex(context, api->EVP_aes_256_gcm(), NULL, NULL, NULL) == 1
+        && api->EVP_CIPHER_CTX_ctrl(context, EVP_CTRL_GCM_SET_IVLEN, 12, NULL) == 1
+        && api->EVP_EncryptInit_ex(context, NULL, NULL, key, iv) == 1
+        && (aad_length == 0 || api->EVP_EncryptUpdate(context, NULL, &length, aad, aad_length) == 1)
+        && (plaintext_length == 0
+            || api->EVP_EncryptUpdate(context, ciphertext, &length, plaintext, plaintext_length) == 1)
+        && api->EVP_EncryptFinal_ex(context, ciphertext + (plaintext_length == 0 ? 0 : length), &length) == 1
+        && api->EVP_CIPHER_CTX_ctrl(context, EVP_CTRL_GCM_GET_TAG, 16, tag) == 1) {
+        ok = 1;
+    }
+    api->EVP_CIPHER_CTX_free(context);
+    return ok;
+}
+
+/// Opens what sesame_aes_256_gcm_seal sealed: checks the 16-byte `tag` over `ciphertext` and
+/// `aad` under `key` and `iv`, and writes `ciphertext_length` bytes of plaintext. Returns 1 when
+/// the tag matched, 0 when it did not (a wrong key, other associated data, altered bytes) or on
+/// any failure; the plaintext written is then not to be used.
+static inline int sesame_aes_256_gcm_open(const unsigned char *key, const unsigned char *iv, const unsigned char *aad,
+                                          int aad_length, const unsigned char *ciphertext, int ciphertext_length,
+                                          const unsigned char *tag, unsigned char *plaintext) {
+    const sesame_crypto_api *api = sesame_crypto();
+    EVP_CIPHER_CTX *context = api->EVP_CIPHER_CTX_new();
+    if (context == NULL) return 0;
+    int length = 0, ok = 0;
+    if (api->EVP_DecryptInit_ex(context, api->EVP_aes_256_gcm(), NULL, NULL, NULL) == 1
+        && api->EVP_CIPHER_CTX_ctrl(context, EVP_CTRL_GCM_SET_IVLEN, 12, NULL) == 1
+        && api->EVP_DecryptInit_ex(context, NULL, NULL, key, iv) == 1
+        && (aad_length == 0 || api->EVP_DecryptUpdate(context, NULL, &length, aad, aad_length) == 1)
+        && (ciphertext_length == 0
+            || api->EVP_DecryptUpdate(context, plaintext, &length, ciphertext, ciphertext_length) == 1)
+        && api->EVP_CIPHER_CTX_ctrl(context, EVP_CTRL_GCM_SET_TAG, 16, (void *)tag) == 1
+        && api->EVP_DecryptFinal_ex(context, plaintext + (ciphertext_length == 0 ? 0 : length), &length) == 1) {
+        ok = 1;
+    }
+    api->EVP_CIPHER_CTX_free(context);
+    return ok;
+}
 
 // MARK: Helpers
 
