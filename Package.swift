@@ -18,6 +18,7 @@ let package = Package(
         .library(name: "SesameOIDC", targets: ["SesameOIDC"]),
         .library(name: "SesameGitHub", targets: ["SesameGitHub"]),
         .library(name: "SesameKeyring", targets: ["SesameKeyring"]),
+        .library(name: "SesamePostgres", targets: ["SesamePostgres"]),
         .library(name: "SesameDesktop", targets: ["SesameDesktop"]),
         .library(name: "SesameFacebookPlugin", targets: ["SesameFacebookPlugin"]),
         .library(name: "SesameOIDCPlugin", targets: ["SesameOIDCPlugin"]),
@@ -43,6 +44,13 @@ let package = Package(
             path: "Sources/CLibSecret",
             pkgConfig: "libsecret-1",
             providers: [.apt(["libsecret-1-dev"])]
+        ),
+        // libpq, PostgreSQL's client library, linked (a fleet's store is opened on every run).
+        .systemLibrary(
+            name: "CLibPQ",
+            path: "Sources/CLibPQ",
+            pkgConfig: "libpq",
+            providers: [.apt(["libpq-dev"])]
         ),
         // The keyring's C beyond CLibSecret's thin wrappers: the item schema, the D-Bus calls libsecret
         // does not make, the classification of GLib errors.
@@ -221,6 +229,9 @@ let package = Package(
         .executableTarget(
             name: "sesame-keyring-probe", dependencies: ["SesameKeyring", "Sesame", "SesameTestSupport"],
             path: "Tests/SesameKeyringProbe"),
+
+        // A fleet's store on PostgreSQL: credentials encrypted at rest, shared by every worker.
+        .target(name: "SesamePostgres", dependencies: ["Sesame", "CLibPQ"]),
 
         // Side-by-side measurements: `swift run -c release sesame-bench <name> [--json]`.
         .executableTarget(

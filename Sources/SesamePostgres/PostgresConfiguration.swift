@@ -1,0 +1,46 @@
+/// Where a PostgreSQL server is and how long to wait for it.
+///
+/// The connection itself is described the way every PostgreSQL client describes it: a libpq
+/// connection string (`host=db.internal dbname=sesame user=worker`) or URI
+/// (`postgresql://worker@db.internal/sesame`), and whatever it leaves out comes from libpq's
+/// environment variables (`PGHOST`, `PGPORT`, `PGDATABASE`, `PGUSER`, `PGPASSWORD`,
+/// `PGSSLMODE`, …) and `~/.pgpass`. Put the password in `~/.pgpass` or `PGPASSWORD`, never
+/// in a command's arguments, which every user of the machine can read with `ps`.
+public struct PostgresConfiguration: Sendable, Hashable, CustomStringConvertible {
+    /// A libpq connection string or URI; empty takes everything from libpq's environment
+    /// variables and defaults.
+    public var connectionString: String
+    /// How long to wait for the server to accept a connection. libpq counts whole seconds and
+    /// waits at least two; a server that refuses the connection is reported at once.
+    public var connectTimeout: Duration
+    /// How long the server lets one statement run before cancelling it
+    /// (PostgreSQL's `statement_timeout`, set on every connection).
+    public var statementTimeout: Duration
+
+    /// Creates a configuration.
+    public init(
+        connectionString: String = "", connectTimeout: Duration = .seconds(10), statementTimeout: Duration = .seconds(5)
+    ) {
+        self.connectionString = connectionString
+        self.connectTimeout = connectTimeout
+        self.statementTimeout = statementTimeout
+    }
+
+    /// Says the timeouts but not the connection string, which may hold a password.
+    public var description: String {
+        "PostgresConfiguration(connectTimeout: \(connectTimeout), statementTimeout: \(statementTimeout))"
+    }
+
+    /// The connect timeout as libpq's `connect_timeout`: whole seconds, rounded up, at least 2.
+    var connectTimeoutSeconds: Int {
+        let (seconds, attoseconds) = connectTimeout.components
+        return max(2, Int(seconds) + (attoseconds > 0 ? 1 : 0))
+    }
+
+    /// The statement timeout in whole milliseconds, rounded up, at least 1 (0 would mean none).
+    var statementTimeoutMilliseconds: Int {
+        let (seconds, attoseconds) = statementTimeout.components
+        let milliseconds = Int(seconds) * 1000 + Int((attoseconds + 999_999_999_999_999) / 1_000_000_000_000_000)
+        return max(1, milliseconds)
+    }
+}
