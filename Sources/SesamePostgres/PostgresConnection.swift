@@ -155,6 +155,9 @@ package final class PostgresConnection: Sendable {
             PQfinish(connection)
             throw error
         }
+        // libpq prints the server's notices ("relation … already exists, skipping") on standard
+        // error by default; a library has no business writing there.
+        PQsetNoticeProcessor(connection, { _, _ in }, nil)
         do throws(PostgresError) {
             let session = PostgresSession(connection: connection)
             _ = try session.execute(
@@ -233,7 +236,9 @@ package struct PostgresSession: ~Copyable {
             case .bytes(let bytes):
                 let copy = malloc(max(1, bytes.count))!.assumingMemoryBound(to: CChar.self)
                 bytes.withUnsafeBytes { source in
-                    if let base = source.baseAddress { UnsafeMutableRawPointer(copy).copyMemory(from: base, byteCount: source.count) }
+                    if let base = source.baseAddress {
+                        UnsafeMutableRawPointer(copy).copyMemory(from: base, byteCount: source.count)
+                    }
                 }
                 values.append(copy)
                 lengths.append(Int32(bytes.count))
@@ -291,7 +296,8 @@ package struct PostgresSession: ~Copyable {
                 message: "PostgreSQL refused it (\(primary)). Grant this user the rights on Sesame's tables.")
         default:
             return PostgresError(
-                kind: .ioFailure, sqlState: sqlState, message: "PostgreSQL refused it (\(primary), SQLSTATE \(sqlState!)).")
+                kind: .ioFailure, sqlState: sqlState,
+                message: "PostgreSQL refused it (\(primary), SQLSTATE \(sqlState!)).")
         }
     }
 }
