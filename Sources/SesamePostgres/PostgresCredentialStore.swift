@@ -1,0 +1,303 @@
+import Foundation
+import Sesame
+
+/// Credentials in a PostgreSQL table, encrypted at rest, shared by every process and machine
+/// that connects to the same database: the store for a fleet of workers.
+///
+/// Each row is one login, keyed by its identity (provider, issuer — empty when the login has
+/// none —, app and account). The whole stored credential is sealed with AES-256-GCM through
+/// libcrypto under the operator's ``CredentialEncryptionKey``, with the row's key as associated
+/// data, so that a sealed credential copied to another row does not open there. The row also
+/// records the id of the key that sealed it: give the store the new key and the old ones to
+/// rotate, and each save re-seals under the new key. When it was saved and whether it needs a
+/// login are kept in plain columns too, for an operator's queries; no token is.
+///
+/// The table is made by ``migrate()``, which is idempotent, or by a DBA running
+/// ``migrationSQL``. A database whose tables a newer Sesame made is refused with an error
+/// rather than written to.
+///
+/// Every call runs on the store's one connection, in turn (see ``PostgresConfiguration`` for
+/// how it is reached and for its timeouts); the connection is made on first use and again after
+/// it broke. Failures are ``CredentialStoreError``s whose messages say what to do, and hold no
+/// token, password or key.
+public final class PostgresCredentialStore: CredentialStore {
+    /// The version of the tables this Sesame reads and writes.
+    public static let schemaVersion = 1
+
+    /// The statements ``migrate()`` runs, in order; each is harmless to run again.
+    static let migrationStatements = [
+        """
+        CREATE TABLE IF NOT EXISTS sesame_schema_version (
+            component text PRIMARY KEY,
+            version integer NOT NULL
+        )
+        """,
+        """
+        CREATE TABLE IF NOT EXISTS sesame_credentials (
+            provider text NOT NULL,
+            issuer text NOT NULL,
+            app_id text NOT NULL,
+            account text NOT NULL,
+            key_id text NOT NULL,
+            sealed bytea NOT NULL,
+            saved_at timestamptz NOT NULL,
+            needs_login boolean NOT NULL,
+            PRIMARY KEY (provider, issuer, app_id, account)
+        )
+        """,
+        """
+        INSERT INTO sesame_schema_version (component, version) VALUES ('credentials', 1)
+            ON CONFLICT (component) DO NOTHING
+        """,
+    ]
+
+    /// The SQL that ``migrate()`` runs, for a DBA who creates the tables by hand. Running it
+    /// again changes nothing.
+    public static var migrationSQL: String { migrationStatements.map { $0 + ";\n" }.joined() }
+
+    private let connection: PostgresConnection
+    private let sealingKey: CredentialEncryptionKey
+    private let openingKeys: [String: CredentialEncryptionKey]
+
+    /// Creates a store on the database `configuration` names, sealing with `key` and opening
+    /// rows sealed with it or with any of `previousKeys` (the keys being rotated out). Nothing is
+    /// sent until the first call.
+    public init(
+        configuration: PostgresConfiguration = PostgresConfiguration(), key: CredentialEncryptionKey,
+        previousKeys: [CredentialEncryptionKey] = []
+    ) {
+        self.sealingKey = key
+        var openingKeys: [String: CredentialEncryptionKey] = [:]
+        for previous in previousKeys { openingKeys[previous.id] = previous }
+        openingKeys[key.id] = key
+        self.openingKeys = openingKeys
+        self.connection = PostgresConnection(configuration: configuration, onConnect: Self.checkSchema)
+    }
+
+    public var backendDescription: String { "postgres" }
+
+    /// Creates the tables if they are missing; harmless to run again and from many processes at
+    /// once (they take turns on an advisory lock).
+    ///
+    /// - Throws: ``CredentialStoreError`` of kind ``CredentialStoreError/Kind/incompatibleSchema``
+    ///   when a newer Sesame made the tables, or the kind of any other failure.
+    public func migrate() async throws {
+        do throws(PostgresError) {
+            try await connection.withSession { session throws(PostgresError) in
+                try Self.transaction(session) { session throws(PostgresError) in
+                    // Any constant will do; it keeps two migrations from racing on CREATE TABLE.
+                    _ = try session.execute("SELECT pg_advisory_xact_lock(hashtext('sesame.migration'))")
+                    _ = try session.execute(Self.migrationStatements[0])
+                    try Self.checkVersion(session)
+                    for statement in Self.migrationStatements.dropFirst() { _ = try session.execute(statement) }
+                }
+            }
+        } catch {
+            throw error.storeError("Could not create Sesame's tables in PostgreSQL")
+        }
+    }
+
+    public func save(_ credential: StoredCredential) async throws {
+        let key = credential.key
+        let sealed: [UInt8]
+        do {
+            let plaintext = [UInt8](try JSONEncoder().encode(credential))
+            sealed = try AESGCM.seal(plaintext, key: sealingKey.bytes, associatedData: Self.associatedData(key))
+        } catch {
+            throw CredentialStoreError(
+                kind: .ioFailure,
+                message: "Could not encrypt the credential for \(key): \(error). Check that OpenSSL's libcrypto "
+                    + "is installed and working.")
+        }
+        let parameters =
+            Self.keyParameters(key) + [
+                .text(sealingKey.id), .bytes(sealed), .text(String(credential.savedAt.timeIntervalSince1970)),
+                .text(credential.needsLogin ? "true" : "false"),
+            ]
+        do throws(PostgresError) {
+            _ = try await connection.withSession { session throws(PostgresError) in
+                try session.execute(
+                    """
+                    INSERT INTO sesame_credentials
+                        (provider, issuer, app_id, account, key_id, sealed, saved_at, needs_login)
+                    VALUES ($1, $2, $3, $4, $5, $6, to_timestamp($7::double precision), $8::boolean)
+                    ON CONFLICT (provider, issuer, app_id, account) DO UPDATE SET
+                        key_id = EXCLUDED.key_id, sealed = EXCLUDED.sealed,
+                        saved_at = EXCLUDED.saved_at, needs_login = EXCLUDED.needs_login
+                    """, parameters)
+            }
+        } catch {
+            throw Self.explain(error, "Could not save the credential for \(key) in PostgreSQL")
+        }
+    }
+
+    public func load(_ key: CredentialKey) async throws -> StoredCredential? {
+        let result: PostgresRows
+        do throws(PostgresError) {
+            result = try await connection.withSession { session throws(PostgresError) in
+                try session.execute(
+                    """
+                    SELECT key_id, sealed FROM sesame_credentials
+                    WHERE provider = $1 AND issuer = $2 AND app_id = $3 AND account = $4
+                    """, Self.keyParameters(key))
+            }
+        } catch {
+            throw Self.explain(error, "Could not read the credential for \(key) from PostgreSQL")
+        }
+        guard !result.rows.isEmpty else { return nil }
+        var credential = try unseal(result.bytes(row: 0, column: 1), keyID: result.rows[0][0] ?? "", key: key)
+        // The row's key is the one asked for; a login saved with an empty issuer and one saved
+        // with none are the same row, and the caller gets back the key it asked with.
+        credential.key = key
+        return credential
+    }
+
+    @discardableResult public func delete(_ key: CredentialKey) async throws -> Bool {
+        do throws(PostgresError) {
+            let result = try await connection.withSession { session throws(PostgresError) in
+                try session.execute(
+                    """
+                    DELETE FROM sesame_credentials
+                    WHERE provider = $1 AND issuer = $2 AND app_id = $3 AND account = $4
+                    RETURNING 1
+                    """, Self.keyParameters(key))
+            }
+            return !result.rows.isEmpty
+        } catch {
+            throw Self.explain(error, "Could not remove the credential for \(key) from PostgreSQL")
+        }
+    }
+
+    /// Every credential the store's keys open, optionally for one provider, sorted by key. Rows
+    /// that cannot be read (sealed with a key the store was not given) are left out;
+    /// ``listing(provider:)`` reports them.
+    public func list(provider: ProviderID?) async throws -> [StoredCredential] {
+        try await listing(provider: provider).credentials
+    }
+
+    public func listing(provider: ProviderID?) async throws -> CredentialListing {
+        let result: PostgresRows
+        do throws(PostgresError) {
+            result = try await connection.withSession { session throws(PostgresError) in
+                try session.execute(
+                    """
+                    SELECT provider, issuer, app_id, account, key_id, sealed FROM sesame_credentials
+                    WHERE $1::text IS NULL OR provider = $1
+                    """, [provider.map { .text($0.rawValue) } ?? .null])
+            }
+        } catch {
+            throw Self.explain(error, "Could not list the credentials in PostgreSQL")
+        }
+        var credentials: [StoredCredential] = []
+        var unreadable: [UnreadableCredential] = []
+        for (index, row) in result.rows.enumerated() {
+            let issuer = row[1] ?? ""
+            let key = CredentialKey(
+                provider: ProviderID(rawValue: row[0] ?? ""), issuer: issuer.isEmpty ? nil : issuer,
+                appID: row[2] ?? "", account: row[3] ?? "")
+            do {
+                credentials.append(try unseal(result.bytes(row: index, column: 5), keyID: row[4] ?? "", key: key))
+            } catch let error as CredentialStoreError {
+                unreadable.append(UnreadableCredential(key: key, problem: error.message))
+            }
+        }
+        return CredentialListing(credentials: credentials.sorted { $0.key < $1.key }, unreadable: unreadable)
+    }
+
+    // MARK: - Rows
+
+    /// The row key as statement parameters `$1`…`$4`.
+    private static func keyParameters(_ key: CredentialKey) -> [PostgresParameter] {
+        [.text(key.provider.rawValue), .text(key.issuer ?? ""), .text(key.appID), .text(key.account)]
+    }
+
+    /// The row key as the associated data of its sealed credential: a label and each field's
+    /// UTF-8 length (4 bytes, big-endian) and bytes, so that no two keys give the same bytes.
+    static func associatedData(_ key: CredentialKey) -> [UInt8] {
+        var data = Array("sesame.credential.v1".utf8)
+        for field in [key.provider.rawValue, key.issuer ?? "", key.appID, key.account] {
+            let bytes = Array(field.utf8)
+            withUnsafeBytes(of: UInt32(bytes.count).bigEndian) { data.append(contentsOf: $0) }
+            data.append(contentsOf: bytes)
+        }
+        return data
+    }
+
+    /// The credential in `key`'s row, sealed by the key named `keyID`.
+    ///
+    /// - Throws: ``CredentialStoreError`` (only) when no key of the store opens it, or it opens to
+    ///   something that is not a credential.
+    private func unseal(_ sealed: [UInt8]?, keyID: String, key: CredentialKey) throws -> StoredCredential {
+        guard let openingKey = openingKeys[keyID] else {
+            throw CredentialStoreError(
+                kind: .wrongKey,
+                message: "The credential for \(key) in PostgreSQL was encrypted with the key \"\(keyID)\", which "
+                    + "this store was not given. Give the store that key (as a previous key while rotating); "
+                    + "the row is left as it is.")
+        }
+        guard let sealed,
+            let plaintext = AESGCM.open(sealed, key: openingKey.bytes, associatedData: Self.associatedData(key))
+        else {
+            throw CredentialStoreError(
+                kind: .wrongKey,
+                message: "The credential for \(key) in PostgreSQL does not decrypt with the key \"\(keyID)\": "
+                    + "that id names a different key than the one it was encrypted with, or the row was altered. "
+                    + "Give the store the key it was saved with; the row is left as it is.")
+        }
+        do {
+            return try JSONDecoder().decode(StoredCredential.self, from: Data(plaintext))
+        } catch {
+            throw CredentialStoreError(
+                kind: .corrupt,
+                message: "The credential for \(key) in PostgreSQL decrypts but is not a credential this Sesame "
+                    + "reads. It is left in place; log in again to replace it.")
+        }
+    }
+
+    // MARK: - Schema
+
+    /// Refuses a database whose tables a newer Sesame made; runs on each new connection. A
+    /// database without the tables passes: ``migrate()`` may be about to make them, and any
+    /// other statement says they are missing.
+    private static func checkSchema(_ session: borrowing PostgresSession) throws(PostgresError) {
+        let exists = try session.execute("SELECT to_regclass('sesame_schema_version') IS NOT NULL")
+        guard exists.rows.first?.first == "t" else { return }
+        try checkVersion(session)
+    }
+
+    private static func checkVersion(_ session: borrowing PostgresSession) throws(PostgresError) {
+        let result = try session.execute(
+            "SELECT version FROM sesame_schema_version WHERE component = $1", [.text("credentials")])
+        guard let text = result.rows.first?.first ?? nil, let version = Int(text), version > schemaVersion else {
+            return
+        }
+        throw PostgresError(
+            kind: .incompatibleSchema, sqlState: nil,
+            message: "the database's credential tables are at version \(version), made by a newer Sesame than "
+                + "this one (which knows version \(schemaVersion)). Upgrade this program to the Sesame that "
+                + "the rest of the fleet runs.")
+    }
+
+    /// Runs `body` between BEGIN and COMMIT, and rolls back when it throws.
+    private static func transaction(
+        _ session: borrowing PostgresSession, _ body: (borrowing PostgresSession) throws(PostgresError) -> Void
+    ) throws(PostgresError) {
+        _ = try session.execute("BEGIN")
+        do {
+            try body(session)
+            _ = try session.execute("COMMIT")
+        } catch {
+            _ = try? session.execute("ROLLBACK")
+            throw error
+        }
+    }
+
+    /// `error` as a store error after `action`; a missing table says how to make it.
+    private static func explain(_ error: PostgresError, _ action: String) -> CredentialStoreError {
+        guard error.sqlState == "42P01" else { return error.storeError(action) }
+        return CredentialStoreError(
+            kind: .incompatibleSchema,
+            message: "\(action): the database has no Sesame credential table yet. Run the store's migrate() "
+                + "once, or have a DBA run PostgresCredentialStore.migrationSQL.")
+    }
+}
