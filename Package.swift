@@ -232,6 +232,10 @@ let package = Package(
 
         // A fleet's store on PostgreSQL: credentials encrypted at rest, shared by every worker.
         .target(name: "SesamePostgres", dependencies: ["Sesame", "CLibPQ"]),
+        // Against a real PostgreSQL that the tests start in a temporary directory and stop.
+        .testTarget(
+            name: "SesamePostgresTests",
+            dependencies: ["SesamePostgres", "Sesame", "SesameTestSupport"]),
 
         // Side-by-side measurements: `swift run -c release sesame-bench <name> [--json]`.
         .executableTarget(

@@ -1,0 +1,119 @@
+import Foundation
+import SesamePostgres
+import SesameTestSupport
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// A throw-away PostgreSQL server: a new cluster (`initdb`) in a temporary directory, listening
+/// on 127.0.0.1 at a port picked free and on a Unix socket in that directory, with trust
+/// authentication for the `postgres` user. PostgreSQL refuses to run as root, so when the tests
+/// run as root the server's programs run as the `postgres` user (with `runuser`), and the
+/// directory belongs to that user.
+struct PostgresServer: Sendable {
+    let directory: URL
+    let port: Int
+    let binaries: URL
+
+    /// A connection string for the server's `postgres` database.
+    var connectionString: String { "host=127.0.0.1 port=\(port) user=postgres dbname=postgres" }
+
+    /// A configuration for the server, with short timeouts.
+    var configuration: PostgresConfiguration {
+        PostgresConfiguration(connectionString: connectionString, connectTimeout: .seconds(5))
+    }
+
+    struct Failure: Error, CustomStringConvertible { var description: String }
+
+    /// Starts a server; returns once it accepts connections.
+    ///
+    /// - Throws: when PostgreSQL's server programs are not installed, saying to run
+    ///   scripts/bootstrap, or when a step fails, with what it printed.
+    static func start() async throws -> PostgresServer {
+        let binaries = try serverBinaries()
+        let directory = URL(fileURLWithPath: NSTemporaryDirectory()).appending(
+            path: "sesame-postgres-\(UUID().uuidString.prefix(8))")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: false)
+        do {
+            if getuid() == 0 {
+                guard let user = getpwnam("postgres") else {
+                    throw Failure(
+                        description: "The tests run as root but there is no 'postgres' user to run PostgreSQL as; "
+                            + "run scripts/bootstrap (it installs Debian's postgresql, which makes that user).")
+                }
+                guard chown(directory.path, user.pointee.pw_uid, user.pointee.pw_gid) == 0 else {
+                    throw Failure(description: "chown of \(directory.path) failed: \(String(cString: strerror(errno)))")
+                }
+            }
+            let port = try Sockets.unusedPort()
+            let server = PostgresServer(directory: directory, port: port, binaries: binaries)
+            try await server.run(
+                "initdb", ["-D", server.dataDirectory, "-A", "trust", "-U", "postgres", "--no-sync", "-E", "UTF8"])
+            try await server.run(
+                "pg_ctl",
+                [
+                    "-D", server.dataDirectory, "-l", directory.appending(path: "server.log").path, "-w", "-t", "60",
+                    "-o", "-p \(port) -k \(directory.path) -c listen_addresses=127.0.0.1 -c fsync=off", "start",
+                ])
+            return server
+        } catch {
+            try? FileManager.default.removeItem(at: directory)
+            throw error
+        }
+    }
+
+    /// Stops the server (fast shutdown: open connections are ended), waits until it has, and
+    /// removes its directory.
+    func stop() async {
+        do {
+            try await run("pg_ctl", ["-D", dataDirectory, "-m", "fast", "-w", "-t", "60", "stop"])
+        } catch {
+            print("could not stop the test's PostgreSQL server: \(error)")
+        }
+        try? FileManager.default.removeItem(at: directory)
+    }
+
+    private var dataDirectory: String { directory.appending(path: "data").path }
+
+    /// Runs one of PostgreSQL's programs, as the `postgres` user when this process is root.
+    private func run(_ program: String, _ arguments: [String]) async throws {
+        let executable = binaries.appending(path: program)
+        let result =
+            getuid() == 0
+            ? try await ProcessRunner.run(
+                URL(fileURLWithPath: "/usr/sbin/runuser"), ["-u", "postgres", "--", executable.path] + arguments,
+                killAfter: .seconds(120))
+            : try await ProcessRunner.run(executable, arguments, killAfter: .seconds(120))
+        guard result.status == 0 else {
+            let log = (try? String(contentsOf: directory.appending(path: "server.log"), encoding: .utf8)) ?? ""
+            throw Failure(
+                description: "\(program) \(arguments.joined(separator: " ")) failed with status \(result.status):\n"
+                    + result.standardOutput + result.standardError + log)
+        }
+    }
+
+    /// The directory of the newest installed PostgreSQL's server programs (Debian keeps each
+    /// major version in /usr/lib/postgresql/<version>/bin).
+    private static func serverBinaries() throws -> URL {
+        let root = URL(fileURLWithPath: "/usr/lib/postgresql")
+        let versions = (try? FileManager.default.contentsOfDirectory(atPath: root.path)) ?? []
+        let candidates = versions.compactMap { Int($0) }.sorted(by: >).map { root.appending(path: "\($0)/bin") }
+        guard
+            let binaries = candidates.first(where: {
+                FileManager.default.isExecutableFile(atPath: $0.appending(path: "initdb").path)
+                    && FileManager.default.isExecutableFile(atPath: $0.appending(path: "pg_ctl").path)
+            })
+        else {
+            throw Failure(
+                description: "PostgreSQL's server programs (initdb, pg_ctl) are not installed in "
+                    + "/usr/lib/postgresql/<version>/bin; run scripts/bootstrap, which installs Debian's postgresql.")
+        }
+        return binaries
+    }
+}
+
+/// Runs `body` with a new PostgreSQL server, and stops it whether `body` returned or threw.
+func withPostgres<T>(_ body: (PostgresServer) async throws -> T) async throws -> T {
+    try await withStarted({ try await PostgresServer.start() }, stop: { await $0.stop() }, body)
+}
