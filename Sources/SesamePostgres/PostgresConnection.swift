@@ -74,9 +74,9 @@ package struct PostgresError: Error, Sendable {
 /// It owns its `PGconn` and frees it in `deinit`. libpq's calls block, so every call runs on a
 /// thread of its own (``Sesame``'s `onOwnThread`), never on the cooperative pool, and holds the
 /// connection's lock for its whole length, which keeps callers of one connection in turn, as
-/// libpq requires. The connection is made on first use and made again on the next use after it
-/// broke (the server restarted, the network failed); every new connection gets the configured
-/// statement timeout before anything else runs on it.
+/// libpq requires. The connection is made on first use and made again when it broke (the server
+/// restarted, the network failed); every new connection gets the configured statement timeout
+/// before anything else runs on it.
 package final class PostgresConnection: Sendable {
     package let configuration: PostgresConfiguration
     /// The `PGconn`, or `nil` before the first use; only touched while this lock is held.
@@ -104,6 +104,11 @@ package final class PostgresConnection: Sendable {
     /// Runs `body` with the connection on a thread of its own, connecting first when needed.
     /// Statements `body` runs are not interleaved with any other caller's, so a transaction
     /// begun in `body` and ended in it is the caller's alone.
+    ///
+    /// When `body` fails because a connection made earlier turns out to be gone (the server
+    /// restarted, or ended it), a new connection is made and `body` runs once more on it, so a
+    /// restart costs the caller nothing. `body` must therefore be safe to run twice: a statement
+    /// whose reply was lost may have been carried out.
     package func withSession<T: Sendable>(
         _ body: @escaping @Sendable (borrowing PostgresSession) throws(PostgresError) -> T
     ) async throws(PostgresError) -> T {
@@ -113,19 +118,31 @@ package final class PostgresConnection: Sendable {
                     PQfinish(existing)
                     connection = nil
                 }
-                if connection == nil {
-                    let fresh = try Self.connect(self.configuration)
-                    do throws(PostgresError) {
-                        try self.onConnect(PostgresSession(connection: fresh))
-                    } catch {
-                        PQfinish(fresh)
-                        throw error
-                    }
-                    connection = fresh
+                let reused = connection != nil
+                if connection == nil { connection = try self.open() }
+                do throws(PostgresError) {
+                    return try body(PostgresSession(connection: connection!))
+                } catch {
+                    guard reused, PQstatus(connection!) != CONNECTION_OK else { throw error }
+                    PQfinish(connection!)
+                    connection = nil
+                    connection = try self.open()
+                    return try body(PostgresSession(connection: connection!))
                 }
-                return try body(PostgresSession(connection: connection!))
             }
         }
+    }
+
+    /// A new connection that passed `onConnect`; blocks.
+    private func open() throws(PostgresError) -> OpaquePointer {
+        let fresh = try Self.connect(configuration)
+        do throws(PostgresError) {
+            try onConnect(PostgresSession(connection: fresh))
+        } catch {
+            PQfinish(fresh)
+            throw error
+        }
+        return fresh
     }
 
     /// Opens a connection and sets its statement timeout; blocks.
@@ -281,7 +298,7 @@ package struct PostgresSession: ~Copyable {
             return PostgresError(
                 kind: .unavailable, sqlState: sqlState,
                 message: "the connection to PostgreSQL was lost (\(detail.isEmpty ? "no detail" : detail)). "
-                    + "Check that the server is running; the next call connects again.")
+                    + "Check that the server is running; every call tries to connect again.")
         }
         let primary = result.flatMap { sesame_pq_primary_message($0) }.map { String(cString: $0) } ?? "no detail"
         switch sqlState! {

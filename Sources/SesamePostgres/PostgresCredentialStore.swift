@@ -17,8 +17,9 @@ import Sesame
 /// rather than written to.
 ///
 /// Every call runs on the store's one connection, in turn (see ``PostgresConfiguration`` for
-/// how it is reached and for its timeouts); the connection is made on first use and again after
-/// it broke. Failures are ``CredentialStoreError``s whose messages say what to do, and hold no
+/// how it is reached and for its timeouts); the connection is made on first use, and a call that
+/// finds it broken (the server restarted) connects again and runs once more, which every
+/// statement of the store is safe to do. Failures are ``CredentialStoreError``s whose messages say what to do, and hold no
 /// token, password or key.
 public final class PostgresCredentialStore: CredentialStore {
     /// The version of the tables this Sesame reads and writes.

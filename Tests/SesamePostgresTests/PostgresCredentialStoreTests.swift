@@ -236,3 +236,59 @@ struct PostgresCredentialStoreTests {
         #expect("\(key)" == "CredentialEncryptionKey(id: k)")
     }
 }
+
+/// The connection's timeouts and its recovery from a server that went away.
+@Suite("PostgresCredentialStore's connection")
+struct PostgresConnectionTests {
+    @Test("a statement that runs past the statement timeout is a timedOut error")
+    func statementTimeout() async throws {
+        try await withPostgres { server in
+            var configuration = server.configuration
+            configuration.statementTimeout = .milliseconds(100)
+            let connection = PostgresConnection(configuration: configuration)
+            let started = ContinuousClock.now
+            let error = await #expect(throws: PostgresError.self) {
+                try await connection.withSession { session throws(PostgresError) in
+                    _ = try session.execute("SELECT pg_sleep(30)")
+                }
+            }
+            #expect(ContinuousClock.now - started < .seconds(20))
+            #expect(error?.kind == .timedOut)
+            #expect(error?.sqlState == "57014")
+            #expect(error?.storeError("Could not read").message.contains("statement timeout") == true)
+        }
+    }
+
+    @Test("while the server is down a call fails at once as unavailable; once it is back the same store works")
+    func serverRestart() async throws {
+        try await withPostgres { server in
+            let store = try await PostgresCredentialStoreTests.store(server)
+            let saved = PostgresCredentialStoreTests.credential()
+            try await store.save(saved)
+            try await server.stopServer()
+            let started = ContinuousClock.now
+            let error = await #expect(throws: CredentialStoreError.self) { try await store.load(saved.key) }
+            #expect(ContinuousClock.now - started < .seconds(10))
+            #expect(error?.kind == .unavailable)
+            try await server.startServer()
+            #expect(try await store.load(saved.key) == saved)
+        }
+    }
+
+    @Test("a connection the server ended is replaced within the same call")
+    func terminatedBackend() async throws {
+        try await withPostgres { server in
+            let store = try await PostgresCredentialStoreTests.store(server)
+            let saved = PostgresCredentialStoreTests.credential()
+            try await store.save(saved)
+            let admin = PostgresConnection(configuration: server.configuration)
+            let ended = try await admin.withSession { session throws(PostgresError) in
+                try session.execute(
+                    "SELECT count(pg_terminate_backend(pid, 10000)) FROM pg_stat_activity "
+                        + "WHERE pid <> pg_backend_pid() AND backend_type = 'client backend'")
+            }
+            #expect(ended.rows.first?.first == "1")
+            #expect(try await store.load(saved.key) == saved)
+        }
+    }
+}

@@ -50,12 +50,7 @@ struct PostgresServer: Sendable {
             let server = PostgresServer(directory: directory, port: port, binaries: binaries)
             try await server.run(
                 "initdb", ["-D", server.dataDirectory, "-A", "trust", "-U", "postgres", "--no-sync", "-E", "UTF8"])
-            try await server.run(
-                "pg_ctl",
-                [
-                    "-D", server.dataDirectory, "-l", directory.appending(path: "server.log").path, "-w", "-t", "60",
-                    "-o", "-p \(port) -k \(directory.path) -c listen_addresses=127.0.0.1 -c fsync=off", "start",
-                ])
+            try await server.startServer()
             return server
         } catch {
             try? FileManager.default.removeItem(at: directory)
@@ -63,21 +58,40 @@ struct PostgresServer: Sendable {
         }
     }
 
-    /// Stops the server (fast shutdown: open connections are ended), waits until it has, and
-    /// removes its directory.
+    /// Stops the server, waits until it has, and removes its directory.
     func stop() async {
         do {
-            try await run("pg_ctl", ["-D", dataDirectory, "-m", "fast", "-w", "-t", "60", "stop"])
+            try await stopServer()
         } catch {
             print("could not stop the test's PostgreSQL server: \(error)")
         }
         try? FileManager.default.removeItem(at: directory)
     }
 
+    /// Starts the server on the cluster in ``directory``; returns once it accepts connections.
+    func startServer() async throws {
+        try await run(
+            "pg_ctl",
+            [
+                "-D", dataDirectory, "-l", directory.appending(path: "server.log").path, "-w", "-t", "60",
+                "-o", "-p \(port) -k \(directory.path) -c listen_addresses=127.0.0.1 -c fsync=off", "start",
+            ])
+    }
+
+    /// Stops the server (fast shutdown: open connections are ended) and waits until it has; the
+    /// cluster stays for ``startServer()``. Stopping a stopped server does nothing.
+    func stopServer() async throws {
+        // pg_ctl status: 0 running, 3 not running.
+        guard try await run("pg_ctl", ["-D", dataDirectory, "status"], accepting: [0, 3]) == 0 else { return }
+        try await run("pg_ctl", ["-D", dataDirectory, "-m", "fast", "-w", "-t", "60", "stop"])
+    }
+
     private var dataDirectory: String { directory.appending(path: "data").path }
 
-    /// Runs one of PostgreSQL's programs, as the `postgres` user when this process is root.
-    private func run(_ program: String, _ arguments: [String]) async throws {
+    /// Runs one of PostgreSQL's programs, as the `postgres` user when this process is root, and
+    /// returns its exit status, which must be one of `accepting`.
+    @discardableResult
+    private func run(_ program: String, _ arguments: [String], accepting: Set<Int32> = [0]) async throws -> Int32 {
         let executable = binaries.appending(path: program)
         let result =
             getuid() == 0
@@ -85,12 +99,13 @@ struct PostgresServer: Sendable {
                 URL(fileURLWithPath: "/usr/sbin/runuser"), ["-u", "postgres", "--", executable.path] + arguments,
                 killAfter: .seconds(120))
             : try await ProcessRunner.run(executable, arguments, killAfter: .seconds(120))
-        guard result.status == 0 else {
+        guard accepting.contains(result.status) else {
             let log = (try? String(contentsOf: directory.appending(path: "server.log"), encoding: .utf8)) ?? ""
             throw Failure(
                 description: "\(program) \(arguments.joined(separator: " ")) failed with status \(result.status):\n"
                     + result.standardOutput + result.standardError + log)
         }
+        return result.status
     }
 
     /// The directory of the newest installed PostgreSQL's server programs (Debian keeps each
