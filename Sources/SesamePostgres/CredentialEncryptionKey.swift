@@ -14,7 +14,7 @@ public struct CredentialEncryptionKey: Sendable, Hashable, CustomStringConvertib
 
     /// A key from its 32 bytes.
     ///
-    /// - Throws: ``CredentialStoreError`` when `bytes` is not 32 bytes long or `id` is empty.
+    /// - Throws: `CredentialStoreError` when `bytes` is not 32 bytes long or `id` is empty.
     public init(id: String, bytes: some Collection<UInt8>) throws {
         guard !id.isEmpty, !id.utf8.contains(0) else {
             throw CredentialStoreError(
@@ -33,7 +33,7 @@ public struct CredentialEncryptionKey: Sendable, Hashable, CustomStringConvertib
     /// A key from the Base64 text of its 32 bytes, as `openssl rand -base64 32` prints it;
     /// spaces and line breaks around it are ignored.
     ///
-    /// - Throws: ``CredentialStoreError`` when the text is not Base64 of 32 bytes.
+    /// - Throws: `CredentialStoreError` when the text is not Base64 of 32 bytes.
     public init(id: String, base64: String) throws {
         guard let bytes = Data(base64Encoded: base64.trimmingCharacters(in: .whitespacesAndNewlines)) else {
             throw CredentialStoreError(

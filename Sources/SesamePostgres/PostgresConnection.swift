@@ -52,7 +52,7 @@ package struct PostgresRows: Sendable {
     }
 }
 
-/// A failed connection or statement: the ``CredentialStoreError`` kind it maps to, the
+/// A failed connection or statement: the `CredentialStoreError` kind it maps to, the
 /// server's SQLSTATE when it sent one, and a sentence that says what happened and what to do.
 /// It never holds a parameter's value or the connection string, either of which may be secret.
 package struct PostgresError: Error, Sendable {
@@ -72,7 +72,7 @@ package struct PostgresError: Error, Sendable {
 /// One connection to PostgreSQL through libpq, used by one caller at a time.
 ///
 /// It owns its `PGconn` and frees it in `deinit`. libpq's calls block, so every call runs on a
-/// thread of its own (``Sesame``'s `onOwnThread`), never on the cooperative pool, and holds the
+/// thread of its own (`Sesame`'s `onOwnThread`), never on the cooperative pool, and holds the
 /// connection's lock for its whole length, which keeps callers of one connection in turn, as
 /// libpq requires. The connection is made on first use and made again when it broke (the server
 /// restarted, the network failed); every new connection gets the configured statement timeout

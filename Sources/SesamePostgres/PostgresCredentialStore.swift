@@ -19,8 +19,8 @@ import Sesame
 /// Every call runs on the store's one connection, in turn (see ``PostgresConfiguration`` for
 /// how it is reached and for its timeouts); the connection is made on first use, and a call that
 /// finds it broken (the server restarted) connects again and runs once more, which every
-/// statement of the store is safe to do. Failures are ``CredentialStoreError``s whose messages say what to do, and hold no
-/// token, password or key.
+/// statement of the store is safe to do. Failures are `CredentialStoreError`s whose messages say
+/// what to do, and hold no token, password or key.
 public final class PostgresCredentialStore: CredentialStore {
     /// The version of the tables this Sesame reads and writes.
     public static let schemaVersion = 1
@@ -80,7 +80,7 @@ public final class PostgresCredentialStore: CredentialStore {
     /// Creates the tables if they are missing; harmless to run again and from many processes at
     /// once (they take turns on an advisory lock).
     ///
-    /// - Throws: ``CredentialStoreError`` of kind ``CredentialStoreError/Kind/incompatibleSchema``
+    /// - Throws: `CredentialStoreError` of kind `CredentialStoreError/Kind/incompatibleSchema`
     ///   when a newer Sesame made the tables, or the kind of any other failure.
     public func migrate() async throws {
         do throws(PostgresError) {
@@ -226,7 +226,7 @@ public final class PostgresCredentialStore: CredentialStore {
 
     /// The credential in `key`'s row, sealed by the key named `keyID`.
     ///
-    /// - Throws: ``CredentialStoreError`` (only) when no key of the store opens it, or it opens to
+    /// - Throws: `CredentialStoreError` (only) when no key of the store opens it, or it opens to
     ///   something that is not a credential.
     private func unseal(_ sealed: [UInt8]?, keyID: String, key: CredentialKey) throws -> StoredCredential {
         guard let openingKey = openingKeys[keyID] else {
