@@ -131,6 +131,45 @@ struct PostgresCredentialStoreTests {
         #expect(error?.message.contains("Check that the server is running") == true)
     }
 
+    @Test("a wrong password is a clear unavailable error that does not show the password")
+    func wrongPassword() async throws {
+        try await withPostgres(password: "right-horse-battery") { server in
+            let wrong = PostgresConfiguration(connectionString: server.connectionString + " password=wrong-staple-99")
+            let store = PostgresCredentialStore(configuration: wrong, key: Self.key)
+            let error = await #expect(throws: CredentialStoreError.self) { try await store.migrate() }
+            #expect(error?.kind == .unavailable)
+            #expect(error?.message.contains("refused the login") == true)
+            #expect(error?.message.contains("~/.pgpass") == true)
+            #expect(error?.message.contains("wrong-staple-99") == false)
+            #expect(error?.message.contains("right-horse-battery") == false)
+            let right = server.connectionString + " password=right-horse-battery"
+            let good = PostgresCredentialStore(
+                configuration: PostgresConfiguration(connectionString: right), key: Self.key)
+            try await good.migrate()
+            #expect(try await good.list().isEmpty)
+        }
+    }
+
+    @Test("concurrent calls on one store and on a second one each take their turn, and none is lost")
+    func concurrentCalls() async throws {
+        try await withPostgres { server in
+            let first = try await Self.store(server)
+            let second = try await Self.store(server)
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for index in 0..<40 {
+                    group.addTask {
+                        let store = index.isMultiple(of: 2) ? first : second
+                        let credential = Self.credential(account: "user\(index)", token: "token-\(index)")
+                        try await store.save(credential)
+                        #expect(try await store.load(credential.key) == credential)
+                    }
+                }
+                try await group.waitForAll()
+            }
+            #expect(try await first.list().count == 40)
+        }
+    }
+
     @Test("before the migration, a call says to run it")
     func notMigrated() async throws {
         try await withPostgres { server in

@@ -30,7 +30,10 @@ struct PostgresServer: Sendable {
     ///
     /// - Throws: when PostgreSQL's server programs are not installed, saying to run
     ///   scripts/bootstrap, or when a step fails, with what it printed.
-    static func start() async throws -> PostgresServer {
+    ///
+    /// - Parameter password: when set, the `postgres` user's password, and connections over TCP
+    ///   must give it (SCRAM); without it, every connection is trusted.
+    static func start(password: String? = nil) async throws -> PostgresServer {
         let binaries = try serverBinaries()
         let directory = URL(fileURLWithPath: NSTemporaryDirectory()).appending(
             path: "sesame-postgres-\(UUID().uuidString.prefix(8))")
@@ -48,8 +51,17 @@ struct PostgresServer: Sendable {
             }
             let port = try Sockets.unusedPort()
             let server = PostgresServer(directory: directory, port: port, binaries: binaries)
+            var authentication = ["-A", "trust"]
+            if let password {
+                let file = directory.appending(path: "password")
+                try Data(password.utf8).write(to: file)
+                if getuid() == 0, let user = getpwnam("postgres") {
+                    chown(file.path, user.pointee.pw_uid, user.pointee.pw_gid)
+                }
+                authentication = ["--auth-local=trust", "--auth-host=scram-sha-256", "--pwfile=\(file.path)"]
+            }
             try await server.run(
-                "initdb", ["-D", server.dataDirectory, "-A", "trust", "-U", "postgres", "--no-sync", "-E", "UTF8"])
+                "initdb", ["-D", server.dataDirectory, "-U", "postgres", "--no-sync", "-E", "UTF8"] + authentication)
             try await server.startServer()
             return server
         } catch {
@@ -128,7 +140,8 @@ struct PostgresServer: Sendable {
     }
 }
 
-/// Runs `body` with a new PostgreSQL server, and stops it whether `body` returned or threw.
-func withPostgres<T>(_ body: (PostgresServer) async throws -> T) async throws -> T {
-    try await withStarted({ try await PostgresServer.start() }, stop: { await $0.stop() }, body)
+/// Runs `body` with a new PostgreSQL server (asking for `password` over TCP, when set), and
+/// stops it whether `body` returned or threw.
+func withPostgres<T>(password: String? = nil, _ body: (PostgresServer) async throws -> T) async throws -> T {
+    try await withStarted({ try await PostgresServer.start(password: password) }, stop: { await $0.stop() }, body)
 }
