@@ -104,23 +104,7 @@ struct NginxServer {
     }
 
     /// A port the kernel just handed out for 127.0.0.1 (closed again, for nginx to take).
-    private static func freePort() throws -> UInt16 {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard fd >= 0 else { throw Failure(description: "socket() failed: errno \(errno)") }
-        defer { close(fd) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        address.sin_port = 0
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafeMutablePointer(to: &address) { pointer in
-            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { socketAddress in
-                bind(fd, socketAddress, length) == 0 && getsockname(fd, socketAddress, &length) == 0
-            }
-        }
-        guard bound else { throw Failure(description: "could not bind a port on 127.0.0.1: errno \(errno)") }
-        return UInt16(bigEndian: address.sin_port)
-    }
+    private static func freePort() throws -> UInt16 { try CLIBenchmark.closedPort() }
 
     /// Connects until nginx answers, it exits, or 5 s pass.
     private static func waitUntilListening(port: UInt16, process: ChildProcess) -> Bool {

@@ -160,6 +160,33 @@ public final class EmulatorStateHold: Sendable {
         }
     }
 
+    /// Writes an emulator's state to `stateFile` with mode 0600, replacing the file at once (a
+    /// new file beside it, renamed over it): a reader sees the old state or the new, never part
+    /// of one. `name` ("the built-in GitHub emulator") is for the error.
+    ///
+    /// - Throws: ``DesktopError`` (73) naming the directory to make writable.
+    public static func save(_ data: Data, to stateFile: URL, name: String) throws {
+        let directory = stateFile.deletingLastPathComponent()
+        do {
+            try FileManager.default.createDirectory(
+                at: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+            let temporary = directory.appendingPathComponent(".\(stateFile.lastPathComponent).\(UUID().uuidString)")
+            guard
+                FileManager.default.createFile(
+                    atPath: temporary.path, contents: data, attributes: [.posixPermissions: 0o600])
+            else { throw CocoaError(.fileWriteNoPermission) }
+            guard rename(temporary.path, stateFile.path) == 0 else {
+                try? FileManager.default.removeItem(at: temporary)
+                throw CocoaError(.fileWriteUnknown)
+            }
+        } catch {
+            throw DesktopError(
+                "\(name.prefix(1).uppercased() + name.dropFirst())'s tokens could not be kept in \(stateFile.path): "
+                    + "make \(directory.path) writable, or set XDG_STATE_HOME to a directory that is.",
+                status: .cannotCreate)
+        }
+    }
+
     /// Lets the next process have it.
     public func release() {
         if let open = descriptor.withLock({ value in

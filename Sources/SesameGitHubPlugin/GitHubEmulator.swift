@@ -74,7 +74,7 @@ enum GitHubEmulatorHooks {
                 } else if !emulator.hasIssuedTokens {
                     return  // nothing to keep: no file for a run that issued nothing
                 }
-                try save(emulator.stateData(), to: stateFile)
+                try EmulatorStateHold.save(emulator.stateData(), to: stateFile, name: "the built-in GitHub emulator")
             })
     }
 
@@ -126,28 +126,6 @@ enum GitHubEmulatorHooks {
                 }
             }
             return setting
-        }
-    }
-
-    /// Writes `data` to `url` with mode 0600, replacing the file at once.
-    static func save(_ data: Data, to url: URL) throws {
-        let directory = url.deletingLastPathComponent()
-        do {
-            try FileManager.default.createDirectory(
-                at: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
-            let temporary = directory.appendingPathComponent(".\(url.lastPathComponent).\(UUID().uuidString)")
-            guard
-                FileManager.default.createFile(
-                    atPath: temporary.path, contents: data, attributes: [.posixPermissions: 0o600])
-            else { throw CocoaError(.fileWriteNoPermission) }
-            guard rename(temporary.path, url.path) == 0 else {
-                try? FileManager.default.removeItem(at: temporary)
-                throw CocoaError(.fileWriteUnknown)
-            }
-        } catch {
-            throw DesktopError(
-                "The built-in GitHub emulator's tokens could not be kept in \(url.path): make \(directory.path) "
-                    + "writable, or set XDG_STATE_HOME to a directory that is.", status: .cannotCreate)
         }
     }
 }

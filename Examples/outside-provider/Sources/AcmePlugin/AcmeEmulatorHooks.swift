@@ -60,7 +60,7 @@ enum AcmeEmulatorHooks {
                 } else if !emulator.hasIssuedTokens {
                     return  // nothing to keep: no file for a run that issued nothing
                 }
-                try save(emulator.stateData(), to: file)
+                try EmulatorStateHold.save(emulator.stateData(), to: file, name: "the built-in Acme emulator")
             })
     }
 
@@ -76,28 +76,6 @@ enum AcmeEmulatorHooks {
             approveDialog: { dialog in try await emulator.running().approveDialog(dialog) },
             stop: { try await emulator.stopIfStarted() },
             route: { transport in LazyEmulatorTransport(emulator: emulator, transport: transport) })
-    }
-
-    /// Writes `data` to `url` with mode 0600, replacing the file at once.
-    static func save(_ data: Data, to url: URL) throws {
-        let directory = url.deletingLastPathComponent()
-        do {
-            try FileManager.default.createDirectory(
-                at: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
-            let temporary = directory.appendingPathComponent(".\(url.lastPathComponent).\(UUID().uuidString)")
-            guard
-                FileManager.default.createFile(
-                    atPath: temporary.path, contents: data, attributes: [.posixPermissions: 0o600])
-            else { throw CocoaError(.fileWriteNoPermission) }
-            guard rename(temporary.path, url.path) == 0 else {
-                try? FileManager.default.removeItem(at: temporary)
-                throw CocoaError(.fileWriteUnknown)
-            }
-        } catch {
-            throw DesktopError(
-                "The built-in Acme emulator's tokens could not be kept in \(url.path): make \(directory.path) "
-                    + "writable, or set XDG_STATE_HOME to a directory that is.", status: .cannotCreate)
-        }
     }
 }
 
