@@ -73,6 +73,23 @@ public struct RefreshLock: Sendable, Hashable {
     }
 }
 
+/// A lock a program supplies to keep renewals of one login apart beyond what a lock file can
+/// reach: the processes of a fleet on several machines sharing one store (a database's advisory
+/// lock, held on a connection of its own, released when its holder dies).
+///
+/// A ``Session`` with ``RefreshLocking/service(_:)`` renews inside
+/// ``withRefreshLock(for:_:)`` exactly as it does inside a ``RefreshLock``: it reads the store
+/// again once it holds the lock, renews only when the stored login is still due, and saves before
+/// the lock is released. A service must hold the lock for `key` against every other holder of
+/// the same `key` until `body` returns or throws, and release it then.
+public protocol RefreshLockService: AnyObject, Sendable {
+    /// Runs `body` while holding the lock for `key`, waiting for another holder first.
+    ///
+    /// - Throws: a ``CredentialStoreError`` when the lock cannot be had (the service is
+    ///   unreachable); whatever `body` throws.
+    func withRefreshLock<T: Sendable>(for key: CredentialKey, _ body: () async throws -> T) async throws -> T
+}
+
 /// How a ``Session`` keeps its renewals apart from other processes that use the same store.
 ///
 /// Sesame's desktop setup (`SesameDesktop`) uses ``directory(_:)`` with
@@ -86,11 +103,14 @@ public enum RefreshLocking: Sendable, Hashable {
     case file(RefreshLock)
     /// One lock file per credential in this directory (``RefreshLock/init(key:directory:)``).
     case directory(URL)
+    /// A lock the program supplies (``RefreshLockService``), for processes that share a store
+    /// beyond one machine.
+    case service(any RefreshLockService)
 
-    /// The lock for `key`, if any.
+    /// The lock file for `key`, if the locking is by file.
     public func lock(for key: CredentialKey) -> RefreshLock? {
         switch self {
-        case .none: nil
+        case .none, .service: nil
         case .file(let lock): lock
         case .directory(let directory): RefreshLock(key: key, directory: directory)
         }
@@ -98,10 +118,30 @@ public enum RefreshLocking: Sendable, Hashable {
 
     /// Runs `body` holding the lock for `key` (or at once with ``none``).
     ///
-    /// - Throws: ``CredentialStoreError`` when the lock file cannot be opened; whatever `body`
-    ///   throws.
+    /// - Throws: ``CredentialStoreError`` when the lock cannot be had; whatever `body` throws.
     public func withLock<T: Sendable>(for key: CredentialKey, _ body: () async throws -> T) async throws -> T {
+        if case .service(let service) = self { return try await service.withRefreshLock(for: key, body) }
         guard let lock = lock(for: key) else { return try await body() }
         return try await lock.withLock(body)
+    }
+
+    /// Equal when the same locking: a service by identity.
+    public static func == (left: RefreshLocking, right: RefreshLocking) -> Bool {
+        switch (left, right) {
+        case (.none, .none): true
+        case (.file(let a), .file(let b)): a == b
+        case (.directory(let a), .directory(let b)): a == b
+        case (.service(let a), .service(let b)): a === b
+        default: false
+        }
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        switch self {
+        case .none: hasher.combine(0)
+        case .file(let lock): hasher.combine(1); hasher.combine(lock)
+        case .directory(let directory): hasher.combine(2); hasher.combine(directory)
+        case .service(let service): hasher.combine(3); hasher.combine(ObjectIdentifier(service))
+        }
     }
 }

@@ -93,10 +93,12 @@ private struct SharedDisk {
 }
 
 /// A session as one process makes it: its own store object, the shared lock directory.
-private func processSession(_ disk: SharedDisk, _ provider: RotatingProvider) -> Session {
+private func processSession(
+    _ disk: SharedDisk, _ provider: RotatingProvider, locking: RefreshLocking? = nil
+) -> Session {
     let clock = provider.clock
     return Session(
-        provider: "example", appID: "app-1", store: disk.store(), refreshLocking: disk.locking,
+        provider: "example", appID: "app-1", store: disk.store(), refreshLocking: locking ?? disk.locking,
         renewer: .refreshToken(maximumLeeway: 60) { try await provider.refresh($0) }, now: { clock.now })
 }
 
@@ -107,11 +109,13 @@ private enum Outcome: Equatable {
 }
 
 /// `count` processes at once, each opening without UI and asking for a valid token.
-private func runProcesses(_ count: Int, _ disk: SharedDisk, _ provider: RotatingProvider) async -> [Outcome] {
+private func runProcesses(
+    _ count: Int, _ disk: SharedDisk, _ provider: RotatingProvider, locking: RefreshLocking? = nil
+) async -> [Outcome] {
     await withTaskGroup(of: Outcome.self) { group in
         for _ in 0..<count {
             group.addTask {
-                let session = processSession(disk, provider)
+                let session = processSession(disk, provider, locking: locking)
                 do {
                     guard try await session.open(allowLoginUI: false).isOpen else { return .failed(.invalid) }
                     return .token(try await session.validToken().tokenString)
@@ -126,8 +130,105 @@ private func runProcesses(_ count: Int, _ disk: SharedDisk, _ provider: Rotating
     }
 }
 
+/// A lock service of the program's own, as a fleet's database lock would be: one holder per
+/// key at a time, the others waiting in turn; it counts what it saw.
+private final class InProcessLockService: RefreshLockService {
+    private actor Turns {
+        var held: Set<CredentialKey> = []
+        var waiting: [CredentialKey: [CheckedContinuation<Void, Never>]] = [:]
+        var entries = 0
+        var mostAtOnce = 0
+        var holders = 0
+
+        func acquire(_ key: CredentialKey) async {
+            if held.contains(key) {
+                await withCheckedContinuation { waiting[key, default: []].append($0) }
+            } else {
+                held.insert(key)
+            }
+            entries += 1
+            holders += 1
+            mostAtOnce = max(mostAtOnce, holders)
+        }
+
+        func release(_ key: CredentialKey) {
+            holders -= 1
+            if var queue = waiting[key], !queue.isEmpty {
+                queue.removeFirst().resume()  // the key stays held, by the next in turn
+                waiting[key] = queue
+            } else {
+                held.remove(key)
+            }
+        }
+    }
+
+    private let turns = Turns()
+    /// When set, the service cannot be reached: every lock fails with this.
+    let failure: CredentialStoreError?
+
+    init(failure: CredentialStoreError? = nil) { self.failure = failure }
+
+    var entries: Int { get async { await turns.entries } }
+    var mostAtOnce: Int { get async { await turns.mostAtOnce } }
+
+    func withRefreshLock<T: Sendable>(for key: CredentialKey, _ body: () async throws -> T) async throws -> T {
+        if let failure { throw failure }
+        await turns.acquire(key)
+        do {
+            let value = try await body()
+            await turns.release(key)
+            return value
+        } catch {
+            await turns.release(key)
+            throw error
+        }
+    }
+}
+
 @Suite("A login that keeps working: the core renews from the whole stored login")
 struct LoginRenewalTests {
+    @Test("a lock service the program supplies keeps twenty sessions with stores of their own to one refresh")
+    func lockService() async throws {
+        let disk = try SharedDisk()
+        defer { disk.remove() }
+        let clock = TestWallClock()
+        let rotating = RotatingProvider(clock: clock)
+        try await disk.store().save(StoredCredential(key: key, token: await rotating.logIn(), savedAt: clock.now))
+        let service = InProcessLockService()
+        clock.advance(by: accessLifetime + 1)
+
+        let outcomes = await runProcesses(20, disk, rotating, locking: .service(service))
+        let stored = try #require(try await disk.store().load(key))
+        #expect(await rotating.refreshes == 1)
+        #expect(await rotating.revokedFamilies == 0)
+        #expect(outcomes == Array(repeating: .token(stored.token.tokenString), count: 20))
+        #expect(await service.entries >= 1, "the renewal did not go through the service")
+        #expect(await service.mostAtOnce == 1)
+        // No lock file is made when a service keeps the renewals apart.
+        #expect(!FileManager.default.fileExists(atPath: disk.directory.appendingPathComponent("locks").path))
+        #expect(RefreshLocking.service(service) == .service(service))
+        #expect(RefreshLocking.service(service) != .service(InProcessLockService()))
+    }
+
+    @Test("a lock service that cannot be reached: nothing is sent, the error says so, and the login is kept as it was")
+    func lockServiceUnreachable() async throws {
+        let disk = try SharedDisk()
+        defer { disk.remove() }
+        let clock = TestWallClock()
+        let rotating = RotatingProvider(clock: clock)
+        let login = await rotating.logIn()
+        try await disk.store().save(StoredCredential(key: key, token: login, savedAt: clock.now))
+        let down = CredentialStoreError(kind: .unavailable, message: "The fleet's lock server cannot be reached.")
+        clock.advance(by: accessLifetime + 1)
+
+        let session = processSession(disk, rotating, locking: .service(InProcessLockService(failure: down)))
+        await #expect(throws: (any Error).self) { try await session.open(allowLoginUI: false) }
+        let (refreshes, refused) = (await rotating.refreshes, await rotating.refused)
+        #expect(refreshes == 0 && refused == 0, "nothing was sent without the lock")
+        let stored = try #require(try await disk.store().load(key))
+        #expect(stored.token == login && !stored.needsLogin)
+    }
+
     /// Seconds after the login, and whether the login can still be renewed then.
     static let timePoints: [(after: TimeInterval, renewable: Bool)] = [
         (accessLifetime - 30, true),  // inside the leeway (60 s): due, not yet expired
