@@ -1,0 +1,92 @@
+import Foundation
+import Sesame
+
+/// The renewal lock of a fleet that shares a ``PostgresCredentialStore``: a PostgreSQL
+/// session-level advisory lock on the login's key, so that however many processes on however
+/// many machines find a login due at once, exactly one renews it and the others adopt what it
+/// saved.
+///
+/// Give it to each `Session` as `refreshLocking: .service(lock)`. The session renews
+/// inside ``withRefreshLock(for:_:)``: the lock is taken with `pg_advisory_lock` on a connection
+/// of its own, the session reads the store again, renews only when the stored login is still
+/// due, saves, and the lock is released. Its holder is the connection, not a lease: a worker
+/// that is slow keeps it as long as it needs, and one that dies (or whose connection the server
+/// ends) releases it at once, with nothing to expire.
+///
+/// ```swift
+/// let lock = PostgresRefreshLock(configuration: configuration)
+/// let session = Session(
+///     provider: "oidc", issuer: issuer, appID: clientID, account: "alice", store: store,
+///     refreshLocking: .service(lock), renewer: renewer)
+/// ```
+public final class PostgresRefreshLock: RefreshLockService {
+    /// Where the server is; every lock has a connection of its own to it.
+    public let configuration: PostgresConfiguration
+    /// How long a process waits for another holder before giving up (PostgreSQL's
+    /// `lock_timeout` on the lock's connection); the renewal then fails with
+    /// `CredentialStoreError.Kind.timedOut` and the stored login stays as it was.
+    public let waitLimit: Duration
+
+    /// A lock on the server `configuration` names, waiting at most `waitLimit` for another holder.
+    public init(configuration: PostgresConfiguration, waitLimit: Duration = .seconds(60)) {
+        self.configuration = configuration
+        self.waitLimit = waitLimit
+    }
+
+    /// Runs `body` while this process holds the fleet's lock for `key`, waiting for another
+    /// holder (on this machine or another) first.
+    ///
+    /// - Throws: `CredentialStoreError` when the server cannot be reached or the wait
+    ///   passes ``waitLimit``; whatever `body` throws.
+    public func withRefreshLock<T: Sendable>(
+        for key: CredentialKey, _ body: () async throws -> T
+    ) async throws -> T {
+        let connection = PostgresConnection(configuration: configuration)
+        let id = String(Self.lockID(for: key))
+        let (seconds, attoseconds) = waitLimit.components
+        let milliseconds = max(1, seconds * 1000 + attoseconds / 1_000_000_000_000_000)
+        do {
+            try await connection.withSession { session throws(PostgresError) in
+                // The wait is bounded by lock_timeout, not by the statement timeout meant for
+                // the store's short statements.
+                _ = try session.execute("SELECT set_config('statement_timeout', '0', false)")
+                _ = try session.execute("SELECT set_config('lock_timeout', $1, false)", [.text("\(milliseconds)ms")])
+                _ = try session.execute("SELECT pg_advisory_lock($1::bigint)", [.text(id)])
+            }
+        } catch {
+            if error.sqlState == "55P03" {
+                throw CredentialStoreError(
+                    kind: .timedOut,
+                    message: "Another process has been renewing this login for longer than \(waitLimit); it was "
+                        + "not renewed here. Try again, or look for a stuck worker with pg_locks.")
+            }
+            throw error.storeError("Could not take the token refresh lock")
+        }
+        // Released by pg_advisory_unlock, or by the server when this connection closes, whichever
+        // comes first: a lost connection has released it already.
+        func release() async {
+            _ = try? await connection.withSession { session throws(PostgresError) in
+                try session.execute("SELECT pg_advisory_unlock($1::bigint)", [.text(id)])
+            }
+        }
+        do {
+            let value = try await body()
+            await release()
+            return value
+        } catch {
+            await release()
+            throw error
+        }
+    }
+
+    /// The advisory lock's number for `key`: the first eight bytes of a SHA-256 of the login's
+    /// whole identity, so that two logins share a lock only by a 1-in-2⁶⁴ chance (which would
+    /// only make one wait for the other).
+    package static func lockID(for key: CredentialKey) -> Int64 {
+        let identity = [
+            "sesame-refresh", key.provider.rawValue, key.issuer ?? "", key.appID, key.account,
+        ].joined(separator: "\u{0}")
+        let digest = Crypto.sha256(Data(identity.utf8))
+        return digest.prefix(8).reduce(Int64(0)) { ($0 << 8) | Int64($1) }
+    }
+}
