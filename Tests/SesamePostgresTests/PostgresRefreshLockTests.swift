@@ -33,6 +33,22 @@ private actor CountingProvider {
 struct PostgresRefreshLockTests {
     static let key = CredentialKey(provider: "example", appID: "app-1", account: "default")
 
+    /// A holder of `key`'s lock on its own connection, its body waiting at `gate`; returns once
+    /// it holds the lock. Open the gate and await the task to end it.
+    static func holding(_ server: PostgresServer, until gate: Gate) async -> Task<Void, any Error> {
+        let ended = Locked(false)
+        let holding = Task {
+            defer { ended.withLock { $0 = true } }
+            try await PostgresRefreshLock(configuration: server.configuration).withRefreshLock(for: key) {
+                await gate.wait()
+            }
+        }
+        // A holder that fails before the gate (no server) ends the wait too; the test then fails
+        // on what it checks next.
+        while gate.waitingCount == 0, !ended.withLock({ $0 }) { await Task.yield() }
+        return holding
+    }
+
     @Test("twenty sessions on four machines' locks and stores renew an expired login once, and all use it")
     func fleetRenewsOnce() async throws {
         try await withPostgres { server in
@@ -105,12 +121,7 @@ struct PostgresRefreshLockTests {
     func holderThatDiesReleases() async throws {
         try await withPostgres { server in
             let gate = Gate()
-            let holding = Task {
-                try await PostgresRefreshLock(configuration: server.configuration).withRefreshLock(for: Self.key) {
-                    await gate.wait()
-                }
-            }
-            while gate.waitingCount == 0 { await Task.yield() }
+            let holding = await Self.holding(server, until: gate)
             let admin = PostgresConnection(configuration: server.configuration)
             let ended = try await admin.withSession { session throws(PostgresError) in
                 try session.execute(
@@ -132,12 +143,7 @@ struct PostgresRefreshLockTests {
     func waitLimit() async throws {
         try await withPostgres { server in
             let gate = Gate()
-            let holding = Task {
-                try await PostgresRefreshLock(configuration: server.configuration).withRefreshLock(for: Self.key) {
-                    await gate.wait()
-                }
-            }
-            while gate.waitingCount == 0 { await Task.yield() }
+            let holding = await Self.holding(server, until: gate)
             let impatient = PostgresRefreshLock(configuration: server.configuration, waitLimit: .milliseconds(200))
             let ran = Locked(false)
             let error = await #expect(throws: CredentialStoreError.self) {

@@ -92,6 +92,22 @@ private struct SharedDisk {
     func remove() { try? FileManager.default.removeItem(at: directory) }
 }
 
+/// A shared disk holding a fresh login of a new rotating provider, saved at the test clock's
+/// start; the caller removes the disk.
+private func diskWithLogin() async throws -> (SharedDisk, TestWallClock, RotatingProvider, AccessToken) {
+    let disk = try SharedDisk()
+    let clock = TestWallClock()
+    let rotating = RotatingProvider(clock: clock)
+    let login = await rotating.logIn()
+    do {
+        try await disk.store().save(StoredCredential(key: key, token: login, savedAt: clock.now))
+    } catch {
+        disk.remove()
+        throw error
+    }
+    return (disk, clock, rotating, login)
+}
+
 /// A session as one process makes it: its own store object, the shared lock directory.
 private func processSession(
     _ disk: SharedDisk, _ provider: RotatingProvider, locking: RefreshLocking? = nil
@@ -189,11 +205,8 @@ private final class InProcessLockService: RefreshLockService {
 struct LoginRenewalTests {
     @Test("a lock service the program supplies keeps twenty sessions with stores of their own to one refresh")
     func lockService() async throws {
-        let disk = try SharedDisk()
+        let (disk, clock, rotating, _) = try await diskWithLogin()
         defer { disk.remove() }
-        let clock = TestWallClock()
-        let rotating = RotatingProvider(clock: clock)
-        try await disk.store().save(StoredCredential(key: key, token: await rotating.logIn(), savedAt: clock.now))
         let service = InProcessLockService()
         clock.advance(by: accessLifetime + 1)
 
@@ -212,12 +225,8 @@ struct LoginRenewalTests {
 
     @Test("a lock service that cannot be reached: nothing is sent, the error says so, and the login is kept as it was")
     func lockServiceUnreachable() async throws {
-        let disk = try SharedDisk()
+        let (disk, clock, rotating, login) = try await diskWithLogin()
         defer { disk.remove() }
-        let clock = TestWallClock()
-        let rotating = RotatingProvider(clock: clock)
-        let login = await rotating.logIn()
-        try await disk.store().save(StoredCredential(key: key, token: login, savedAt: clock.now))
         let down = CredentialStoreError(kind: .unavailable, message: "The fleet's lock server cannot be reached.")
         clock.advance(by: accessLifetime + 1)
 
@@ -241,12 +250,8 @@ struct LoginRenewalTests {
         "twenty processes at each point in time: one refresh and the same token for all, or all told to log in",
         arguments: timePoints)
     func twentyProcesses(after: TimeInterval, renewable: Bool) async throws {
-        let disk = try SharedDisk()
+        let (disk, clock, rotating, login) = try await diskWithLogin()
         defer { disk.remove() }
-        let clock = TestWallClock()
-        let rotating = RotatingProvider(clock: clock)
-        let login = await rotating.logIn()
-        try await disk.store().save(StoredCredential(key: key, token: login, savedAt: clock.now))
 
         clock.advance(by: after)
         let outcomes = await runProcesses(20, disk, rotating)
@@ -266,11 +271,8 @@ struct LoginRenewalTests {
 
     @Test("fifty processes after each expiry, five expiries in a row: one refresh each, no family revoked")
     func roundsOfFifty() async throws {
-        let disk = try SharedDisk()
+        let (disk, clock, rotating, _) = try await diskWithLogin()
         defer { disk.remove() }
-        let clock = TestWallClock()
-        let rotating = RotatingProvider(clock: clock)
-        try await disk.store().save(StoredCredential(key: key, token: await rotating.logIn(), savedAt: clock.now))
         for round in 1...5 {
             clock.advance(by: accessLifetime + 5)
             let outcomes = await runProcesses(50, disk, rotating)
