@@ -44,7 +44,7 @@ struct AccountCommands {
             connected = try await plugin.connect(request)
         } else {
             // A connection for use shows nothing and starts nothing (an emulator starts when first
-            // called), so it is made while the keyring connects; an OpenID issuer's discovery
+            // called), so it is made while the keyring connects; a provider's discovery
             // request then overlaps the keyring's round trips. The storage's failure is reported
             // first, as when the two followed each other.
             (storage, connected) = try await Self.storageBeside(
@@ -66,7 +66,7 @@ struct AccountCommands {
 
     private func resolvePlugin(_ configuration: DesktopConfiguration) throws -> any ProviderPlugin {
         if let plugin = try Desktop.plugin(named: name, configuration: configuration) { return plugin }
-        // A new name (an OpenID issuer's) is made by logging in to it with its settings given.
+        // A new name (an instance, such as an issuer's) is made by logging in to it with its settings given.
         if case .login(let login) = command.action, let plugin = ProviderTable.plugin(forName: name),
             !login.options.isEmpty
                 || plugin.settings(instance: name).contains(where: {

@@ -522,7 +522,7 @@ package enum ManPage {
             .SH FILES
             .TP
             .I $XDG_CONFIG_HOME/sesame/config.json
-            Settings per provider, and named OpenID issuers.
+            Settings per provider, and the named instances a provider may have.
             .TP
             .I $XDG_STATE_HOME/sesame/
             The active account of each provider, the built\\-in emulator's state, and

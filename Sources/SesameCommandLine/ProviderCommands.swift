@@ -60,7 +60,7 @@ package struct ProviderCommand: Sendable, Equatable {
         case permissions(PermissionsAction)
     }
 
-    /// The provider's name (`facebook`, or an OpenID issuer's configured name).
+    /// The provider's name (a plug-in's, or one the config file gives).
     package var provider: String
     /// What to do.
     package var action: Action
@@ -94,7 +94,7 @@ package struct CommandContext: Sendable {
 /// list. Nothing else in the command line names a provider.
 package enum ProviderTable {
     /// The plug-in a name given on the command line belongs to, before any file is read: a
-    /// plug-in's name, or a name one of them may take (an OpenID issuer's).
+    /// plug-in's name, or a name one of them may take (one the config file gives).
     static func plugin(forName name: String) -> (any ProviderPlugin)? {
         Desktop.providers.first { $0.name == name } ?? Desktop.providers.first { $0.mayBeInstance(name) }
     }
@@ -107,7 +107,7 @@ package enum ProviderTable {
         guard let name = parsed.positionals.first else {
             throw UsageError(
                 "name the provider, as in 'sesame \(command) \(Desktop.providers[0].name)' (known: \(names), or an "
-                    + "OpenID issuer's name from the config file)", command: command)
+                    + "name the config file gives)", command: command)
         }
         guard plugin(forName: name) != nil else {
             let near =

@@ -42,7 +42,7 @@ package struct StatusCommand: Sendable, Equatable {
                     display_name            the provider's human name
                     app_id                  the app (client) id the logins belong to
                     emulator                true when it is Sesame's built-in emulator
-                    details                 provider facts as strings (OpenID: "issuer")
+                    details                 provider facts as strings (an issuer, a host)
                     storage                 {"backend": "keyring" | "file" | "memory",
                                              "description": where, "reason": why this one}
                     problem                 why the provider could not be reached, or null
@@ -406,7 +406,7 @@ package struct StatusCommand: Sendable, Equatable {
         }
         for provider in report.providers {
             text += terminal.bold(provider.provider) + " (\(provider.displayName)"
-            // GitHub's app is its host, which its details name already.
+            // An app that is a host is named by the details already.
             if let app = provider.appID, !provider.details.values.contains(app) { text += ", app \(app)" }
             if provider.emulator { text += ", Sesame's built-in emulator" }
             for (key, value) in provider.details.sorted(by: { $0.key < $1.key }) {
