@@ -106,7 +106,7 @@ package enum ProviderTable {
     static func provider(in parsed: ParsedArguments, command: String) throws(UsageError) -> String {
         guard let name = parsed.positionals.first else {
             throw UsageError(
-                "name the provider, as in 'sesame \(command) \(Desktop.providers[0].name)' (known: \(names), or an "
+                "name the provider, as in 'sesame \(command) \(Desktop.providers[0].name)' (known: \(names), or a "
                     + "name the config file gives)", command: command)
         }
         guard plugin(forName: name) != nil else {
