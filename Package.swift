@@ -169,7 +169,9 @@ let package = Package(
         // loopback receiver, the system browser, terminal presenters, configuration from flags,
         // environment and config file, and the plug-in contract (ProviderPlugin) with the registry
         // the program hands in (Desktop.bootstrap). It names no provider and contains no emulator.
-        .target(name: "SesameDesktop", dependencies: ["Sesame", "SesameCurl", "SesameHTTPServer", "SesameKeyring"]),
+        .target(
+            name: "SesameDesktop",
+            dependencies: ["Sesame", "SesameCurl", "SesameHTTPServer", "SesameKeyring", "SesamePostgres"]),
         // Each provider's desktop adapter, beside the provider: settings, login, status, doctor,
         // Desktop.<provider>(), and its emulator hooks.
         .target(

@@ -201,7 +201,7 @@ package final class PostgresConnection: Sendable {
             || detail.contains("no pg_hba.conf entry")
         {
             return PostgresError(
-                kind: .unavailable, sqlState: nil,
+                kind: .authenticationFailed, sqlState: nil,
                 message: "PostgreSQL refused the login (\(detail)). Check the user name, and the password in "
                     + "~/.pgpass or PGPASSWORD, and that pg_hba.conf lets this user in from this machine.")
         }
