@@ -72,7 +72,7 @@ let package = Package(
 
         // Helpers shared by test targets (running built executables as processes, holding a
         // request while a lock is checked, raw HTTP over loopback sockets). Not a product.
-        .target(name: "SesameTestSupport", dependencies: ["Sesame"], path: "Tests/SesameTestSupport"),
+        .target(name: "SesameTestSupport", dependencies: ["Sesame", "SesamePostgres"], path: "Tests/SesameTestSupport"),
         .testTarget(
             name: "SesameCurlTests", dependencies: ["SesameCurl", "Sesame", "SesameHTTPServer", "SesameTestSupport"]),
 
@@ -161,7 +161,7 @@ let package = Package(
                 "SesameCommandLine", "SesameFacebook", "Sesame", "SesameDesktop", "SesameEmulator", "SesameFacebookEmulator",
                 "SesameOIDCEmulator", "SesameGitHubEmulator", "SesameCurl",
                 "SesameTestSupport", "sesame", "fb-login", "fb-publish", "fb-errors", "SesameHTTPServer",
-                "sesame-fuzz", "SesameFacebookPlugin", "SesameOIDCPlugin", "SesameGitHubPlugin", "SesameOIDC",
+                "sesame-fuzz", "SesameFacebookPlugin", "SesameOIDCPlugin", "SesameGitHubPlugin", "SesameOIDC", "SesamePostgres",
             ]
         ),
 

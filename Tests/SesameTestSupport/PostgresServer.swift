@@ -1,6 +1,5 @@
 import Foundation
 import SesamePostgres
-import SesameTestSupport
 
 #if canImport(Glibc)
     import Glibc
@@ -11,20 +10,20 @@ import SesameTestSupport
 /// authentication for the `postgres` user. PostgreSQL refuses to run as root, so when the tests
 /// run as root the server's programs run as the `postgres` user (with `runuser`), and the
 /// directory belongs to that user.
-struct PostgresServer: Sendable {
-    let directory: URL
-    let port: Int
-    let binaries: URL
+package struct PostgresServer: Sendable {
+    package let directory: URL
+    package let port: Int
+    package let binaries: URL
 
     /// A connection string for the server's `postgres` database.
-    var connectionString: String { "host=127.0.0.1 port=\(port) user=postgres dbname=postgres" }
+    package var connectionString: String { "host=127.0.0.1 port=\(port) user=postgres dbname=postgres" }
 
     /// A configuration for the server, with short timeouts.
-    var configuration: PostgresConfiguration {
+    package var configuration: PostgresConfiguration {
         PostgresConfiguration(connectionString: connectionString, connectTimeout: .seconds(5))
     }
 
-    struct Failure: Error, CustomStringConvertible { var description: String }
+    package struct Failure: Error, CustomStringConvertible { package var description: String }
 
     /// Starts a server; returns once it accepts connections.
     ///
@@ -33,7 +32,7 @@ struct PostgresServer: Sendable {
     ///
     /// - Parameter password: when set, the `postgres` user's password, and connections over TCP
     ///   must give it (SCRAM); without it, every connection is trusted.
-    static func start(password: String? = nil) async throws -> PostgresServer {
+    package static func start(password: String? = nil) async throws -> PostgresServer {
         let binaries = try serverBinaries()
         let directory = URL(fileURLWithPath: NSTemporaryDirectory()).appending(
             path: "sesame-postgres-\(UUID().uuidString.prefix(8))")
@@ -71,7 +70,7 @@ struct PostgresServer: Sendable {
     }
 
     /// Stops the server, waits until it has, and removes its directory.
-    func stop() async {
+    package func stop() async {
         do {
             try await stopServer()
         } catch {
@@ -81,7 +80,7 @@ struct PostgresServer: Sendable {
     }
 
     /// Starts the server on the cluster in ``directory``; returns once it accepts connections.
-    func startServer() async throws {
+    package func startServer() async throws {
         try await run(
             "pg_ctl",
             [
@@ -92,7 +91,7 @@ struct PostgresServer: Sendable {
 
     /// Stops the server (fast shutdown: open connections are ended) and waits until it has; the
     /// cluster stays for ``startServer()``. Stopping a stopped server does nothing.
-    func stopServer() async throws {
+    package func stopServer() async throws {
         // pg_ctl status: 0 running, 3 not running.
         guard try await run("pg_ctl", ["-D", dataDirectory, "status"], accepting: [0, 3]) == 0 else { return }
         try await run("pg_ctl", ["-D", dataDirectory, "-m", "fast", "-w", "-t", "60", "stop"])
@@ -142,6 +141,6 @@ struct PostgresServer: Sendable {
 
 /// Runs `body` with a new PostgreSQL server (asking for `password` over TCP, when set), and
 /// stops it whether `body` returned or threw.
-func withPostgres<T>(password: String? = nil, _ body: (PostgresServer) async throws -> T) async throws -> T {
+package func withPostgres<T>(password: String? = nil, _ body: (PostgresServer) async throws -> T) async throws -> T {
     try await withStarted({ try await PostgresServer.start(password: password) }, stop: { await $0.stop() }, body)
 }
