@@ -41,7 +41,8 @@ extension DesktopStorage {
                 if !use.known {
                     lines.append(
                         DoctorLine(
-                            .problem, "\(rows) encrypted with the key \"\(use.id)\", which is not among the keys given.",
+                            .problem,
+                            "\(rows) encrypted with the key \"\(use.id)\", which is not among the keys given.",
                             fix: "add that key to the key file after the current one"))
                 } else if !use.opens {
                     lines.append(
@@ -51,7 +52,9 @@ extension DesktopStorage {
                                 + "of that id.",
                             fix: "give the key they were saved with; a key must keep its id"))
                 } else {
-                    let role = use.isCurrent ? "the current key" : "a previous key (re-encrypted with the current one when saved)"
+                    let role =
+                        use.isCurrent
+                        ? "the current key" : "a previous key (re-encrypted with the current one when saved)"
                     lines.append(DoctorLine(.ok, "\(rows) encrypted with \"\(use.id)\", \(role)."))
                 }
             }
