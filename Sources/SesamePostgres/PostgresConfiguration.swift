@@ -19,17 +19,21 @@ public struct PostgresConfiguration: Sendable, Hashable, CustomStringConvertible
     /// How many connections a ``PostgresCredentialStore`` keeps at most: calls made at the same
     /// time by many tasks of one process run side by side on up to this many.
     public var poolSize: Int
+    /// How long a save keeps trying while the server cannot be reached (it restarts, fails
+    /// over): a save usually follows a renewal, and a rotated refresh token that is not saved is
+    /// lost, so it is worth waiting for. Reads fail at once.
+    public var saveRetryLimit: Duration
 
     /// Creates a configuration.
     public init(
         connectionString: String = "", connectTimeout: Duration = .seconds(10),
-        statementTimeout: Duration = .seconds(5),
-        poolSize: Int = 4
+        statementTimeout: Duration = .seconds(5), poolSize: Int = 4, saveRetryLimit: Duration = .seconds(20)
     ) {
         self.connectionString = connectionString
         self.connectTimeout = connectTimeout
         self.statementTimeout = statementTimeout
         self.poolSize = poolSize
+        self.saveRetryLimit = saveRetryLimit
     }
 
     /// The variable a program reads a connection string or URI from (``fromEnvironment(_:)``).

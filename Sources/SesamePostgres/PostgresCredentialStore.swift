@@ -58,6 +58,7 @@ public final class PostgresCredentialStore: CredentialStore {
     public static var migrationSQL: String { migrationStatements.map { $0 + ";\n" }.joined() }
 
     private let connection: PostgresConnectionPool
+    private let saveRetryLimit: Duration
     private let sealingKey: CredentialEncryptionKey
     private let openingKeys: [String: CredentialEncryptionKey]
 
@@ -73,6 +74,7 @@ public final class PostgresCredentialStore: CredentialStore {
         for previous in previousKeys { openingKeys[previous.id] = previous }
         openingKeys[key.id] = key
         self.openingKeys = openingKeys
+        self.saveRetryLimit = configuration.saveRetryLimit
         self.connection = PostgresConnectionPool(
             configuration: configuration, size: configuration.poolSize, onConnect: Self.checkSchema)
     }
@@ -124,6 +126,23 @@ public final class PostgresCredentialStore: CredentialStore {
                 .text(sealingKey.id), .bytes(sealed), .text(String(credential.savedAt.timeIntervalSince1970)),
                 .text(credential.needsLogin ? "true" : "false"),
             ]
+        let clock = ContinuousClock()
+        let deadline = clock.now + saveRetryLimit
+        var pause = Duration.milliseconds(100)
+        while true {
+            do {
+                return try await upsert(parameters, key: key)
+            } catch let error as CredentialStoreError where error.kind == .unavailable && clock.now + pause < deadline {
+                // The server cannot be reached: it may be restarting; what is being saved may be
+                // a refresh token the provider has already rotated, so it is worth the wait.
+                try await Task.sleep(for: pause)
+                pause = min(pause * 2, .seconds(2))
+            }
+        }
+    }
+
+    /// Inserts or replaces the row of `key`; one try.
+    private func upsert(_ parameters: [PostgresParameter], key: CredentialKey) async throws {
         do throws(PostgresError) {
             _ = try await connection.withSession { session throws(PostgresError) in
                 try session.execute(

@@ -201,4 +201,34 @@ struct PostgresOperatorTests {
             #expect(try await wrong.schemaVersion() == PostgresCredentialStore.schemaVersion)
         }
     }
+
+    @Test(
+        "a save made while the server restarts waits for it and lands; a read fails at once; past the limit a save fails"
+    )
+    func saveThroughRestart() async throws {
+        try await withPostgres { server in
+            var configuration = server.configuration
+            configuration.saveRetryLimit = .seconds(60)
+            let keys = CredentialEncryptionKeys(current: PostgresCredentialStoreTests.key)
+            let store = PostgresCredentialStore(configuration: configuration, keys: keys)
+            try await store.migrate()
+            let credential = PostgresCredentialStoreTests.credential(account: "rotated")
+            try await server.stopServer()
+            await #expect(throws: CredentialStoreError.self) { try await store.load(credential.key) }
+            async let saved: Void = store.save(credential)
+            try await server.startServer()
+            try await saved
+            #expect(try await store.load(credential.key) == credential)
+
+            configuration.saveRetryLimit = .milliseconds(300)
+            let impatient = PostgresCredentialStore(configuration: configuration, keys: keys)
+            try await server.stopServer()
+            let clock = ContinuousClock()
+            let started = clock.now
+            let error = await #expect(throws: CredentialStoreError.self) { try await impatient.save(credential) }
+            #expect(error?.kind == .unavailable)
+            #expect(started.duration(to: clock.now) < .seconds(5))
+            try await server.startServer()
+        }
+    }
 }
