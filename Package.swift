@@ -45,13 +45,9 @@ let package = Package(
             pkgConfig: "libsecret-1",
             providers: [.apt(["libsecret-1-dev"])]
         ),
-        // libpq, PostgreSQL's client library, linked (a fleet's store is opened on every run).
-        .systemLibrary(
-            name: "CLibPQ",
-            path: "Sources/CLibPQ",
-            pkgConfig: "libpq",
-            providers: [.apt(["libpq-dev"])]
-        ),
+        // libpq's headers (libpq-dev, which scripts/bootstrap installs); the library is opened with
+        // dlopen when a program first connects, not linked (see Sources/CLibPQ/shim.h).
+        .systemLibrary(name: "CLibPQ", path: "Sources/CLibPQ", providers: [.apt(["libpq-dev"])]),
         // The keyring's C beyond CLibSecret's thin wrappers: the item schema, the D-Bus calls libsecret
         // does not make, the classification of GLib errors.
         .target(name: "CLibSecretShim", dependencies: ["CLibSecret"]),
