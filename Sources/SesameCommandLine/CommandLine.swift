@@ -21,6 +21,10 @@ package enum Command: Sendable, Equatable {
     case providers
     /// `sesame git-credential`.
     case gitCredential(GitCredentialCommand)
+    /// `sesame kubeconfig PROVIDER`.
+    case kubeconfig(KubeconfigCommand)
+    /// `sesame credential-helpers`.
+    case credentialHelpers(CredentialHelpersCommand)
     /// `sesame --version`.
     case version
     /// `sesame completion SHELL` and `sesame manpage`.
@@ -39,6 +43,8 @@ package enum Command: Sendable, Equatable {
         case .emulator: "emulator"
         case .providers: "providers"
         case .gitCredential: "git-credential"
+        case .kubeconfig: "kubeconfig"
+        case .credentialHelpers: "credential-helpers"
         case .version: "version"
         case .completion(let completion): completion.format == .man ? "manpage" : "completion"
         case .completeAccounts: "__complete"
@@ -127,7 +133,8 @@ package enum SesameCLI {
         ProviderCommands.login, StatusCommand.definition, ProviderCommands.token, ProviderCommands.logout,
         ProviderCommands.switchAccount, ProviderCommands.permissions, DoctorCommand.definition,
         EmulatorCommand.definition, ExplainError.definition, ProvidersCommand.definition,
-        GitCredentialCommand.definition,
+        GitCredentialCommand.definition, KubeconfigCommand.credentialDefinition, KubeconfigCommand.definition,
+        CredentialHelpersCommand.definition,
         CompletionCommand.definition, CompletionCommand.manPageDefinition,
     ]
 
@@ -266,6 +273,9 @@ package enum SesameCLI {
             return ExitStatus.success
         case .completeAccounts(let accounts):
             return await accounts.run(io: io, environment: environment, keyring: keyring)
+        case .kubeconfig(let kubeconfig):
+            io.write(kubeconfig.entry(program: KubeconfigCommand.programPath))
+            return ExitStatus.success
         default:
             break
         }
@@ -285,6 +295,8 @@ package enum SesameCLI {
                 return await emulator.run(io: io, environment: environment)
             case .gitCredential(let gitCredential):
                 return try await gitCredential.run(context: context)
+            case .credentialHelpers(let helpers):
+                return try helpers.run(context: context)
             default:
                 return ExitStatus.success
             }

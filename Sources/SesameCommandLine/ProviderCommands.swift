@@ -58,6 +58,8 @@ package struct ProviderCommand: Sendable, Equatable {
         case logout(revoke: Bool, timeout: Duration = AccountCommands.defaultRevokeTimeout)
         case switchAccount(String)
         case permissions(PermissionsAction)
+        /// `sesame kubectl-credential PROVIDER`: an `ExecCredential` for kubectl.
+        case kubectlCredential(KubectlCredentialOptions)
     }
 
     /// The provider's name (a plug-in's, or one the config file gives).
@@ -77,6 +79,7 @@ package struct ProviderCommand: Sendable, Equatable {
         case .logout: "logout"
         case .switchAccount: "switch"
         case .permissions: "permissions"
+        case .kubectlCredential: "kubectl-credential"
         }
     }
 }
