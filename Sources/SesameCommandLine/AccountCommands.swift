@@ -14,7 +14,11 @@ struct AccountCommands {
     private var name: String { command.provider }
 
     func run() async throws -> Int32 {
-        try await withConnection { connected, storage, accountState in
+        if case .kubectlCredential = command.action {
+            // What kubectl asks for is checked before anything is connected or read.
+            _ = try KubernetesExecInfo.read(context.environment["KUBERNETES_EXEC_INFO"], inputIsTerminal: false)
+        }
+        return try await withConnection { connected, storage, accountState in
             try await run(connected, storage: storage, accountState: accountState)
         }
     }

@@ -28,9 +28,9 @@ package struct KubernetesExecInfo: Sendable, Equatable {
 
     /// The versions of `ExecCredential` Sesame answers.
     package static let apiVersions = ["client.authentication.k8s.io/v1beta1", "client.authentication.k8s.io/v1"]
-    /// The most a `KUBERNETES_EXEC_INFO` may hold; kubectl sends a few hundred bytes (more with
-    /// `provideClusterInfo`, which carries the cluster's CA).
-    package static let maximumSize = 256 * 1024
+    /// The most a `KUBERNETES_EXEC_INFO` may hold; kubectl sends a few hundred bytes (a few
+    /// thousand with `provideClusterInfo`, which carries the cluster's CA).
+    package static let maximumSize = 64 * 1024
 
     /// Reads `KUBERNETES_EXEC_INFO`. Without it (an older kubectl, or run by hand), the answer is
     /// `v1beta1` and interactive when standard input is a terminal.
