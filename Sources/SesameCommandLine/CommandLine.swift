@@ -273,9 +273,6 @@ package enum SesameCLI {
             return ExitStatus.success
         case .completeAccounts(let accounts):
             return await accounts.run(io: io, environment: environment, keyring: keyring)
-        case .kubeconfig(let kubeconfig):
-            io.write(kubeconfig.entry(program: KubeconfigCommand.programPath))
-            return ExitStatus.success
         default:
             break
         }
@@ -295,6 +292,8 @@ package enum SesameCLI {
                 return await emulator.run(io: io, environment: environment)
             case .gitCredential(let gitCredential):
                 return try await gitCredential.run(context: context)
+            case .kubeconfig(let kubeconfig):
+                return try kubeconfig.run(context: context)
             case .credentialHelpers(let helpers):
                 return try helpers.run(context: context)
             default:

@@ -160,6 +160,20 @@ package struct KubeconfigCommand: Sendable, Equatable {
     /// `--token-type`, passed on when not the default.
     package var tokenKind: KubeTokenKind = .automatic
 
+    /// Prints the entry, once the provider's name is known to the configuration (a plug-in's, or
+    /// an instance the config file gives or a login made).
+    func run(context: CommandContext) throws -> Int32 {
+        let configuration = try DesktopConfiguration.resolve(environment: context.environment)
+        guard try Desktop.plugin(named: provider, configuration: configuration) != nil else {
+            let known = try Desktop.names(configuration: configuration).map(\.name)
+            throw CommandFailure(
+                "unknown provider '\(provider.sanitizedForTerminal)'; known providers: \(known.joined(separator: ", ")).",
+                status: ExitStatus.usage)
+        }
+        context.io.write(entry(program: Self.programPath))
+        return ExitStatus.success
+    }
+
     /// The YAML to paste under `users:` (the entry and its exec section), for `program` (this
     /// program's absolute path).
     package func entry(program: String) -> String {
