@@ -172,7 +172,8 @@ struct AccountCommands {
         case .login(let login):
             return try await self.login(login, key: key, connected: connected, storage: storage, accounts: accounts)
         case .token:
-            // The only place the command line prints a secret: that is what `sesame token` is for.
+            // A secret on standard output: that is what `sesame token` is for (as the credential
+            // helpers hand theirs to the tool that asked).
             // A token that is still valid is printed even when it expires soon; the warning
             // goes to standard error, where a script's $(sesame token ...) does not take it.
             let token = try await validToken(connected, store: storage.store, key: key, accounts: accounts)

@@ -248,7 +248,7 @@ enum ProviderCommands {
     static let token = CommandDefinition(
         name: "token",
         spec: CommandSpec(
-            name: "token", summary: "Print the access token (the only command that prints a secret).",
+            name: "token", summary: "Print the access token (a secret, as only the credential helpers also print).",
             synopses: ["PROVIDER [--account NAME] [--storage MODE]"],
             discussion: "Refreshes it first when it is about to expire. Keep the output out of logs.",
             options: [accountOption, storageOption],
