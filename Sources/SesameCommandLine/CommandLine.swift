@@ -236,10 +236,11 @@ package enum SesameCLI {
     /// closed descriptor): that is said on standard error, with 74, since a script reading the
     /// output would otherwise take nothing for the answer. A reader that went away
     /// (`| head -1`) is not a failure.
-    package static func checkingOutput(_ status: Int32) -> Int32 {
+    package static func checkingOutput(_ status: Int32, program: String = "sesame") -> Int32 {
         guard let code = StandardStreams.outputError else { return status }
         let reason = code == EBADF ? "it is closed" : String(cString: strerror(code))
-        StandardStreams.err("sesame: could not write to standard output (\(reason)); nothing reliable was printed.\n")
+        StandardStreams.err(
+            "\(program): could not write to standard output (\(reason)); nothing reliable was printed.\n")
         return status == ExitStatus.success ? ExitStatus.ioError : status
     }
 

@@ -106,9 +106,8 @@ extension AccountCommands {
             guard info.interactive, context.terminal.inputIsInteractive else {
                 let failure = CommandFailure.from(error, provider: command.provider)
                 throw CommandFailure(
-                    "\(failure.message) kubectl runs this without a terminal, so Sesame cannot log in here; run "
-                        + "'sesame login \(command.provider)' in a terminal, then retry.", status: ExitStatus.permission
-                )
+                    "\(failure.message) (kubectl ran this without a terminal, so Sesame cannot log in here: do "
+                        + "that in a terminal, then retry.)", status: ExitStatus.permission)
             }
             // The login's own lines go to standard error: standard output is kubectl's.
             var login = self
