@@ -152,4 +152,32 @@ struct CredentialHelperTests {
         let version = await run(["version"], "")
         #expect(version.0 == 0 && version.1.hasPrefix("docker-credential-sesame"))
     }
+
+    @Test("credential-helpers --json lists the registries mapping, and a provider it does not know is marked")
+    func credentialHelpersJSON() async throws {
+        let root = FileManager.default.temporaryDirectory.appending(path: "sesame-helpers-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: root) }
+        let config = root.appending(path: "config/sesame")
+        try FileManager.default.createDirectory(at: config, withIntermediateDirectories: true)
+        try #"{"registries": {"ghcr.io": "github", "r.example:5000": {"provider": "Nope", "account": "al"}}}"#.write(
+            to: config.appending(path: "config.json"), atomically: true, encoding: .utf8)
+        let output = Locked("")
+        let io = CommandIO(
+            readStandardInput: { Data() }, write: { text in output.withLock { $0 += text } }, writeError: { _ in })
+        let status = await SesameCLI.main(
+            ["credential-helpers", "--json"], io: io,
+            environment: [
+                "XDG_CONFIG_HOME": root.appending(path: "config").path,
+                "XDG_STATE_HOME": root.appending(path: "state").path,
+                "PATH": "/nonexistent",
+            ])
+        #expect(status == 0)
+        let json = try #require(JSONValue(parsing: Data(output.withLock { $0 }.utf8)))
+        let registries = try #require(json["registries"]?.arrayValue)
+        #expect(registries.map { $0["host"]?.stringValue } == ["ghcr.io", "r.example:5000"])
+        #expect(registries.map { $0["knownProvider"]?.boolValue } == [true, false])
+        #expect(registries[1]["account"]?.stringValue == "al")
+        #expect(json["authFile"]?["credHelpers"]?["ghcr.io"]?.stringValue == "sesame")
+        #expect(json["dockerCredentialHelper"] == .null)
+    }
 }
