@@ -25,6 +25,7 @@ let package = Package(
         .library(name: "SesameGitHubPlugin", targets: ["SesameGitHubPlugin"]),
         .library(name: "SesameCommandLine", targets: ["SesameCommandLine"]),
         .executable(name: "sesame", targets: ["sesame"]),
+        .executable(name: "docker-credential-sesame", targets: ["docker-credential-sesame"]),
         // Turns a provider's `*Errors.json` table into Swift at build time; usable by any provider.
         .plugin(name: "ErrorTableGeneratorPlugin", targets: ["ErrorTableGeneratorPlugin"]),
     ],
@@ -114,7 +115,8 @@ let package = Package(
         // The Facebook provider. Its error taxonomy is generated from GraphErrors.json.
         .target(name: "SesameFacebook", dependencies: ["Sesame"], plugins: ["ErrorTableGeneratorPlugin"]),
         .testTarget(
-            name: "SesameFacebookTests", dependencies: ["SesameFacebook", "Sesame", "SesameTesting", "SesameTestSupport"]),
+            name: "SesameFacebookTests",
+            dependencies: ["SesameFacebook", "Sesame", "SesameTesting", "SesameTestSupport"]),
 
         // The generic OAuth 2.0 / OpenID Connect provider. Its error taxonomy is generated from
         // OAuthErrors.json.
@@ -151,13 +153,22 @@ let package = Package(
             dependencies: [
                 "SesameCommandLine", "SesameFacebookPlugin", "SesameOIDCPlugin", "SesameGitHubPlugin",
             ]),
+        // Container tools' credential helper: a thin executable over SesameCommandLine, with the
+        // same providers as `sesame`.
+        .executableTarget(
+            name: "docker-credential-sesame",
+            dependencies: [
+                "SesameCommandLine", "SesameFacebookPlugin", "SesameOIDCPlugin", "SesameGitHubPlugin",
+            ]),
         .testTarget(
             name: "SesameCommandLineTests",
             dependencies: [
-                "SesameCommandLine", "SesameFacebook", "Sesame", "SesameDesktop", "SesameEmulator", "SesameFacebookEmulator",
+                "SesameCommandLine", "SesameFacebook", "Sesame", "SesameDesktop", "SesameEmulator",
+                "SesameFacebookEmulator",
                 "SesameOIDCEmulator", "SesameGitHubEmulator", "SesameCurl",
                 "SesameTestSupport", "sesame", "fb-login", "fb-publish", "fb-errors", "SesameHTTPServer",
-                "sesame-fuzz", "SesameFacebookPlugin", "SesameOIDCPlugin", "SesameGitHubPlugin", "SesameOIDC", "SesamePostgres",
+                "sesame-fuzz", "SesameFacebookPlugin", "SesameOIDCPlugin", "SesameGitHubPlugin", "SesameOIDC",
+                "SesamePostgres", "docker-credential-sesame",
             ]
         ),
 

@@ -298,19 +298,26 @@ struct CLIBenchmark {
         return UInt16(bigEndian: address.sin_port)
     }
 
-    /// Runs a process to completion with exactly `environment`; its exit status and standard output.
+    /// Runs a process to completion with exactly `environment` and `input` on its standard input;
+    /// its exit status and standard output.
     static func runProcess(
-        _ executable: String, _ arguments: [String], environment: [String: String]
+        _ executable: String, _ arguments: [String], environment: [String: String], input: Data? = nil
     ) throws -> (status: Int32, output: Data) {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: executable)
         process.arguments = arguments
         process.environment = environment
         let stdout = Pipe()
-        process.standardInput = FileHandle.nullDevice
+        let stdin = Pipe()
+        process.standardInput = input == nil ? FileHandle.nullDevice : stdin
         process.standardOutput = stdout
         process.standardError = FileHandle.nullDevice
         try process.run()
+        if let input {
+            // A server URL or a small JSON object: far below a pipe's buffer, so written at once.
+            try? stdin.fileHandleForWriting.write(contentsOf: input)
+            try? stdin.fileHandleForWriting.close()
+        }
         let output = stdout.fileHandleForReading.readDataToEndOfFile()
         process.waitUntilExit()
         return (process.terminationStatus, output)

@@ -27,6 +27,7 @@ let benchmarks: [Benchmark] = [
     slowClientsBenchmark,
     tokenTableBenchmark,
     CLIBenchmark.benchmark,
+    HelpersBenchmark.benchmark,
 ]
 
 func usage() -> String {

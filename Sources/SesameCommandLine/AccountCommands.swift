@@ -14,6 +14,36 @@ struct AccountCommands {
     private var name: String { command.provider }
 
     func run() async throws -> Int32 {
+        if case .kubectlCredential = command.action {
+            // What kubectl asks for is checked before anything is connected or read.
+            _ = try KubernetesExecInfo.read(context.environment["KUBERNETES_EXEC_INFO"], inputIsTerminal: false)
+        }
+        return try await withConnection { connected, storage, accountState in
+            try await run(connected, storage: storage, accountState: accountState)
+        }
+    }
+
+    /// A token of the command's account good to use now, renewed first when due: the path
+    /// `sesame token` takes, for the helpers that hand a token to another program.
+    ///
+    /// - Throws: ``CommandFailure`` (77) when there is no login; the session's errors otherwise.
+    func validToken() async throws -> AccessToken {
+        try await withConnection { connected, storage, accountState in
+            let account =
+                command.account ?? accountState?.activeAccount(for: connected.providerID, appID: connected.appID)
+                ?? "default"
+            var accounts = AccountState(environment: context.environment)
+            accounts.writesNothing = storage.store.backendDescription == "memory"
+            return try await validToken(
+                connected, store: storage.store, key: connected.key(account: account), accounts: accounts)
+        }
+    }
+
+    /// Resolves the configuration and the provider, connects it beside the storage, runs `body`
+    /// and shuts the connection down however `body` ends.
+    private func withConnection<T>(
+        _ body: (any ConnectedProvider, StorageSelection, AccountState.Snapshot?) async throws -> T
+    ) async throws -> T {
         let configuration = try DesktopConfiguration.resolve(
             overrides: .init(storage: command.storage), environment: context.environment)
         let plugin = try resolvePlugin(configuration)
@@ -55,11 +85,29 @@ struct AccountCommands {
                 })
         }
         do {
-            let status = try await run(connected, storage: storage, accountState: await accountState)
+            let value = try await body(connected, storage, await accountState)
             await connected.shutdown()
-            return status
+            return value
         } catch {
             await connected.shutdown()
+            throw error
+        }
+    }
+
+    /// The one way a command takes a token from a stored login: the session opens it from the
+    /// store and the core renews it when due (one renewal however many processes ask at once).
+    /// A login the provider ended is let go: another account becomes the active one.
+    func validToken(
+        _ connected: any ConnectedProvider, store: any CredentialStore, key: CredentialKey, accounts: AccountState
+    ) async throws -> AccessToken {
+        let session = connected.session(account: key.account, store: store)
+        guard try await session.open() else { throw notLoggedIn(key, connected: connected) }
+        do {
+            let token = try await session.validToken()
+            if let warning = session.warning(for: token) { io.writeError(warning + "\n") }
+            return token
+        } catch {
+            await switchAwayIfGone(key, accounts: accounts, store: store)
             throw error
         }
     }
@@ -124,20 +172,16 @@ struct AccountCommands {
         case .login(let login):
             return try await self.login(login, key: key, connected: connected, storage: storage, accounts: accounts)
         case .token:
-            let session = connected.session(account: account, store: storage.store)
-            guard try await session.open() else { throw notLoggedIn(key, connected: connected) }
-            do {
-                // The only place the command line prints a secret: that is what `sesame token` is for.
-                // A token that is still valid is printed even when it expires soon; the warning
-                // goes to standard error, where a script's $(sesame token ...) does not take it.
-                let token = try await session.validToken()
-                io.write(token.tokenString + "\n")
-                if let warning = session.warning(for: token) { io.writeError(warning + "\n") }
-            } catch {
-                await switchAwayIfGone(key, accounts: accounts, store: storage.store)
-                throw error
-            }
+            // A secret on standard output: that is what `sesame token` is for (as the credential
+            // helpers hand theirs to the tool that asked).
+            // A token that is still valid is printed even when it expires soon; the warning
+            // goes to standard error, where a script's $(sesame token ...) does not take it.
+            let token = try await validToken(connected, store: storage.store, key: key, accounts: accounts)
+            io.write(token.tokenString + "\n")
             return ExitStatus.success
+        case .kubectlCredential(let options):
+            return try await kubectlCredential(
+                options, connected: connected, store: storage.store, key: key, accounts: accounts)
         case .logout(let revoke, let timeout):
             return try await logout(
                 key, revoke: revoke, timeout: timeout, connected: connected, storage: storage, accounts: accounts)
@@ -401,7 +445,7 @@ struct AccountCommands {
             .sorted()
     }
 
-    private func notLoggedIn(_ key: CredentialKey, connected: any ConnectedProvider) -> CommandFailure {
+    func notLoggedIn(_ key: CredentialKey, connected: any ConnectedProvider) -> CommandFailure {
         CommandFailure(
             "Not logged in to \(connected.label) as '\(key.account)'; log in with 'sesame login \(name)"
                 + (key.account == "default" ? "" : " --account \(key.account)") + "'.", status: ExitStatus.permission)

@@ -21,6 +21,10 @@ package enum Command: Sendable, Equatable {
     case providers
     /// `sesame git-credential`.
     case gitCredential(GitCredentialCommand)
+    /// `sesame kubeconfig PROVIDER`.
+    case kubeconfig(KubeconfigCommand)
+    /// `sesame credential-helpers`.
+    case credentialHelpers(CredentialHelpersCommand)
     /// `sesame --version`.
     case version
     /// `sesame completion SHELL` and `sesame manpage`.
@@ -39,6 +43,8 @@ package enum Command: Sendable, Equatable {
         case .emulator: "emulator"
         case .providers: "providers"
         case .gitCredential: "git-credential"
+        case .kubeconfig: "kubeconfig"
+        case .credentialHelpers: "credential-helpers"
         case .version: "version"
         case .completion(let completion): completion.format == .man ? "manpage" : "completion"
         case .completeAccounts: "__complete"
@@ -127,7 +133,8 @@ package enum SesameCLI {
         ProviderCommands.login, StatusCommand.definition, ProviderCommands.token, ProviderCommands.logout,
         ProviderCommands.switchAccount, ProviderCommands.permissions, DoctorCommand.definition,
         EmulatorCommand.definition, ExplainError.definition, ProvidersCommand.definition,
-        GitCredentialCommand.definition,
+        GitCredentialCommand.definition, KubeconfigCommand.credentialDefinition, KubeconfigCommand.definition,
+        CredentialHelpersCommand.definition,
         CompletionCommand.definition, CompletionCommand.manPageDefinition,
     ]
 
@@ -229,10 +236,11 @@ package enum SesameCLI {
     /// closed descriptor): that is said on standard error, with 74, since a script reading the
     /// output would otherwise take nothing for the answer. A reader that went away
     /// (`| head -1`) is not a failure.
-    package static func checkingOutput(_ status: Int32) -> Int32 {
+    package static func checkingOutput(_ status: Int32, program: String = "sesame") -> Int32 {
         guard let code = StandardStreams.outputError else { return status }
         let reason = code == EBADF ? "it is closed" : String(cString: strerror(code))
-        StandardStreams.err("sesame: could not write to standard output (\(reason)); nothing reliable was printed.\n")
+        StandardStreams.err(
+            "\(program): could not write to standard output (\(reason)); nothing reliable was printed.\n")
         return status == ExitStatus.success ? ExitStatus.ioError : status
     }
 
@@ -285,6 +293,10 @@ package enum SesameCLI {
                 return await emulator.run(io: io, environment: environment)
             case .gitCredential(let gitCredential):
                 return try await gitCredential.run(context: context)
+            case .kubeconfig(let kubeconfig):
+                return try kubeconfig.run(context: context)
+            case .credentialHelpers(let helpers):
+                return try helpers.run(context: context)
             default:
                 return ExitStatus.success
             }

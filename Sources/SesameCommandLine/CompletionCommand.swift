@@ -131,6 +131,7 @@ extension CompletionCommand {
         switch option.name {
         case "storage": return StorageMode.allCases.map(\.rawValue)
         case "provider": return providerNames
+        case "token-type": return KubeTokenKind.allCases.map(\.rawValue)
         default: return []
         }
     }
@@ -527,10 +528,18 @@ package enum ManPage {
             .TP
             .B NO_COLOR
             When set, no colour is printed.
+            .TP
+            .B KUBERNETES_EXEC_INFO
+            Set by kubectl for
+            .BR "sesame kubectl\\-credential" :
+            the ExecCredential version to print, and whether a person is at the terminal.
             .SH FILES
             .TP
             .I $XDG_CONFIG_HOME/sesame/config.json
-            Settings per provider, and the named instances a provider may have.
+            Settings per provider, the named instances a provider may have, and in
+            .B registries
+            the login each container registry host gets from
+            .BR docker\\-credential\\-sesame .
             .TP
             .I $XDG_STATE_HOME/sesame/
             The active account of each provider, the built\\-in emulator's state, and
@@ -538,6 +547,8 @@ package enum ManPage {
             when logins are kept in a file (only when chosen).
             .SH SEE ALSO
             .BR secret\\-tool (1),
+            .BR kubectl (1),
+            .BR docker\\-credential\\-sesame ,
             .BR sysexits (3)
 
             """

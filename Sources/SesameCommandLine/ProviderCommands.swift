@@ -59,6 +59,8 @@ package struct ProviderCommand: Sendable, Equatable {
         case logout(revoke: Bool, timeout: Duration = AccountCommands.defaultRevokeTimeout)
         case switchAccount(String)
         case permissions(PermissionsAction)
+        /// `sesame kubectl-credential PROVIDER`: an `ExecCredential` for kubectl.
+        case kubectlCredential(KubectlCredentialOptions)
     }
 
     /// The provider's name (a plug-in's, or one the config file gives).
@@ -78,6 +80,7 @@ package struct ProviderCommand: Sendable, Equatable {
         case .logout: "logout"
         case .switchAccount: "switch"
         case .permissions: "permissions"
+        case .kubectlCredential: "kubectl-credential"
         }
     }
 }
@@ -246,7 +249,7 @@ enum ProviderCommands {
     static let token = CommandDefinition(
         name: "token",
         spec: CommandSpec(
-            name: "token", summary: "Print the access token (the only command that prints a secret).",
+            name: "token", summary: "Print the access token (a secret, as only the credential helpers also print).",
             synopses: ["PROVIDER [--account NAME] [--storage MODE]"],
             discussion: "Refreshes it first when it is about to expire. Keep the output out of logs.",
             options: [accountOption, storageOption],

@@ -10,7 +10,8 @@ import SesameDesktop
 /// ```
 ///
 /// Every command (`login`, `status`, `token`, `logout`, `switch`, `permissions`, `doctor`,
-/// `explain-error`, `emulator`, `providers`, `git-credential`) works for every plug-in given to
+/// `explain-error`, `emulator`, `providers`, `git-credential`, `kubectl-credential`, `kubeconfig`,
+/// `credential-helpers`) works for every plug-in given to
 /// `Desktop.bootstrap(_:)`.
 public enum SesameCommand {
     /// Parses and runs `arguments` (without the program's name), printing to the standard

@@ -56,10 +56,11 @@ public struct Sourced<Value: Sendable & Hashable>: Sendable, Hashable {
 /// |---|---|---|---|
 /// | storage | `--storage` | `SESAME_STORAGE` | `storage` |
 /// | a provider's settings | its login flags | its variables | its object: `facebook`, `oidc`... |
+/// | container registries' logins | | | `registries` (see ``RegistryMapping``) |
 ///
 /// Each provider's settings are declared by its ``ProviderPlugin`` (`sesame providers` lists
 /// them). The file is checked when it is read: it must be a JSON object whose keys are
-/// `storage` and the providers' names, and each value has the type its setting allows; a
+/// `storage`, `registries` and the providers' names, and each value has the type its setting allows; a
 /// wrong one is a ``DesktopError`` (78) naming the file, the key and what is allowed.
 public struct DesktopConfiguration: Sendable, Hashable {
     /// Where logins are kept.
@@ -160,7 +161,7 @@ public struct DesktopConfiguration: Sendable, Hashable {
                     status: .config)
             }
             let sections = knownSections ?? Desktop.providers.map(\.name)
-            let known = ["storage"] + sections
+            let known = ["storage", "registries"] + sections
             if !sections.isEmpty, let unknown = object.keys.sorted().first(where: { !known.contains($0) }) {
                 throw DesktopError(
                     "The config file \(filePath) has an unknown key \"\(unknown.sanitizedForTerminal)\"; the keys "
@@ -193,6 +194,7 @@ public struct DesktopConfiguration: Sendable, Hashable {
             for plugin in Desktop.providers where file[plugin.name] != nil {
                 try plugin.checkConfiguration(configuration)
             }
+            if file["registries"] != nil { _ = try RegistryMapping.all(in: configuration) }
         }
         return configuration
     }
