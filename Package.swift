@@ -118,7 +118,8 @@ let package = Package(
         // The Facebook provider. Its error taxonomy is generated from GraphErrors.json.
         .target(name: "SesameFacebook", dependencies: ["Sesame"], plugins: ["ErrorTableGeneratorPlugin"]),
         .testTarget(
-            name: "SesameFacebookTests", dependencies: ["SesameFacebook", "Sesame", "SesameTesting", "SesameTestSupport"]),
+            name: "SesameFacebookTests",
+            dependencies: ["SesameFacebook", "Sesame", "SesameTesting", "SesameTestSupport"]),
 
         // The generic OAuth 2.0 / OpenID Connect provider. Its error taxonomy is generated from
         // OAuthErrors.json.
@@ -158,7 +159,8 @@ let package = Package(
         .testTarget(
             name: "SesameCommandLineTests",
             dependencies: [
-                "SesameCommandLine", "SesameFacebook", "Sesame", "SesameDesktop", "SesameEmulator", "SesameFacebookEmulator",
+                "SesameCommandLine", "SesameFacebook", "Sesame", "SesameDesktop", "SesameEmulator",
+                "SesameFacebookEmulator",
                 "SesameOIDCEmulator", "SesameGitHubEmulator", "SesameCurl",
                 "SesameTestSupport", "sesame", "fb-login", "fb-publish", "fb-errors", "SesameHTTPServer",
                 "sesame-fuzz", "SesameFacebookPlugin", "SesameOIDCPlugin", "SesameGitHubPlugin", "SesameOIDC",
@@ -235,7 +237,11 @@ let package = Package(
         // Against a real PostgreSQL that the tests start in a temporary directory and stop.
         .testTarget(
             name: "SesamePostgresTests",
-            dependencies: ["SesamePostgres", "Sesame", "SesameTestSupport"]),
+            dependencies: [
+                "SesamePostgres", "Sesame", "SesameTestSupport",
+                // The fleet's Graph budget, against the emulator over HTTP.
+                "SesameFacebook", "SesameFacebookEmulator", "SesameCurl", "SesameTesting",
+            ]),
 
         // Side-by-side measurements: `swift run -c release sesame-bench <name> [--json]`.
         .executableTarget(
