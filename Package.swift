@@ -250,6 +250,7 @@ let package = Package(
                 "Sesame", "SesameHTTPServer", "SesameCurl", "CCurl", "SesameEmulator", "SesameFacebookEmulator",
                 "SesameGitHubEmulator", "SesameFacebook",
                 "SesameKeyring", "SesameGitHub", "SesameDesktop", "SesameFacebookPlugin", "CBenchSupport",
+                "SesamePostgres",
             ],
             path: "Benchmarks/SesameBench"
         ),

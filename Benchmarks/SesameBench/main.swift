@@ -27,6 +27,7 @@ let benchmarks: [Benchmark] = [
     slowClientsBenchmark,
     tokenTableBenchmark,
     CLIBenchmark.benchmark,
+    fleetBudgetBenchmark,
 ]
 
 func usage() -> String {

@@ -72,7 +72,8 @@ public final class PostgresRateLimitBudget: RateLimitBudget {
 
     private struct State {
         var row: Row?
-        var readAt: ContinuousClock.Instant?
+        /// Until when ``row`` serves calls without a read; `nil` when it may not.
+        var cachedUntil: ContinuousClock.Instant?
         /// Whether a task of this process holds, or is taking, the probe.
         var probing = false
         var probeWaiters: [CheckedContinuation<Void, Never>] = []
@@ -198,19 +199,19 @@ public final class PostgresRateLimitBudget: RateLimitBudget {
     }
 
     private func cachedRow() -> Row? {
-        let lifetime = usageLifetime.inSeconds
-        return state.withLock { state -> Row? in
-            guard let row = state.row, let readAt = state.readAt, readAt.duration(to: .now) < cacheLifetime,
-                row.throttledUntil == nil, (row.highest(lifetime: lifetime) ?? 0) <= pacing.threshold
-            else { return nil }
-            return row
+        state.withLock { state -> Row? in
+            guard let until = state.cachedUntil, ContinuousClock.now < until else { return nil }
+            return state.row
         }
     }
 
     private func remember(_ row: Row) {
+        // Only a row that lets calls go at full speed serves later calls.
+        let cacheable =
+            row.throttledUntil == nil && (row.highest(lifetime: usageLifetime.inSeconds) ?? 0) <= pacing.threshold
         let recovered = state.withLock { state in
             state.row = row
-            state.readAt = .now
+            state.cachedUntil = cacheable ? ContinuousClock.now + cacheLifetime : nil
             defer { state.failedAt = nil }
             return state.failedAt != nil
         }
