@@ -168,6 +168,55 @@ struct PostgresRateLimitBudgetTests {
         }
     }
 
+    @Test("when the probe's worker dies (its connection ends), another worker probes; one answer ends the window")
+    func probeHolderDies() async throws {
+        try await withPostgres { server in
+            let clock = ManualClock()
+            let start = Date()
+            let now: @Sendable () -> Date = { start.addingTimeInterval(clock.elapsed.inSeconds) }
+            func budget() -> PostgresRateLimitBudget {
+                PostgresRateLimitBudget(
+                    configuration: server.configuration, provider: .facebook, appID: "1", now: now,
+                    warning: { Issue.record("unexpected warning: \($0)") })
+            }
+            let (first, second) = (budget(), budget())
+            try await first.migrate()
+            let refused = try await first.waitForTurn(on: clock)
+            await first.finish(
+                refused, .throttled(RateLimitUsage(percentages: ["app": 100], regainAccessAfter: .seconds(60))))
+            clock.advance(by: .seconds(61))
+
+            let probe = try await first.waitForTurn(on: clock)
+            #expect(probe.isProbe)
+            // The other worker waits for the probe's answer, on the probe's advisory lock.
+            let waiting = Task { try await second.waitForTurn(on: clock) }
+            let admin = PostgresConnection(configuration: server.configuration)
+            func advisoryLocks(granted: Bool) async throws -> [String] {
+                try await admin.withSession { session throws(PostgresError) in
+                    try session.execute(
+                        "SELECT pid::text FROM pg_locks WHERE locktype = 'advisory' AND granted = $1",
+                        [.text(granted ? "true" : "false")])
+                }.rows.compactMap { $0.first ?? nil }
+            }
+            let deadline = ContinuousClock.now + .seconds(60)
+            while try await advisoryLocks(granted: false).isEmpty, ContinuousClock.now < deadline {
+                try await Task.sleep(for: .milliseconds(5))
+            }
+            let holder = try #require(try await advisoryLocks(granted: true).first)
+            // The first worker dies in the middle of its call: the server ends its connection.
+            _ = try await admin.withSession { session throws(PostgresError) in
+                try session.execute("SELECT pg_terminate_backend($1::int)", [.text(holder)])
+            }
+            let next = try await waiting.value
+            #expect(next.isProbe)
+            await second.finish(next, .answered(RateLimitUsage(percentages: ["app": 20])))
+            let after = try await first.waitForTurn(on: clock)
+            #expect(!after.isProbe)
+            #expect(clock.sleeps.isEmpty)
+            await first.finish(after, .answered(nil))
+        }
+    }
+
     @Test("with PostgreSQL unreachable, calls go on, paced by the process alone, after one warning")
     func unreachableDatabaseFailsOpen() async throws {
         try await Self.withGraph { graph in
