@@ -84,6 +84,10 @@ public final class PostgresRateLimitBudget: RateLimitBudget {
     /// A budget for `appID` of `provider` in the database `configuration` names.
     ///
     /// - Parameters:
+    ///   - configuration: where the server is; each budget has two connections to it (the row's,
+    ///     and the probe lock's).
+    ///   - provider: the provider whose app it is.
+    ///   - appID: the app; with `provider`, the row's key.
     ///   - pacing: how calls slow down near the limit, and the longest throttled window.
     ///   - cacheLifetime: how long a row read at low usage serves later calls.
     ///   - usageLifetime: how long a written figure counts.
