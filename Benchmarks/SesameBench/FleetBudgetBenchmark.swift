@@ -20,6 +20,7 @@ let fleetBudgetBenchmark = Benchmark(
     var workers = 8
     var slices = 6
     var json = false
+    var budgetOnly = false
     var rest = arguments[...]
     while let argument = rest.popFirst() {
         switch argument {
@@ -29,11 +30,18 @@ let fleetBudgetBenchmark = Benchmark(
         case "--workers": workers = max(1, Int(rest.popFirst() ?? "") ?? workers)
         case "--slices": slices = max(1, Int(rest.popFirst() ?? "") ?? slices)
         case "--json": json = true
+        case "--budget-only": budgetOnly = true
         default:
             throw BenchmarkError(
                 "unknown option \(argument); options: --connection LIBPQ-STRING --seconds N --rounds N --slices N --workers N "
-                    + "--json (the connection's password from ~/.pgpass or PGPASSWORD)")
+                    + "--json --budget-only (the connection's password from ~/.pgpass or PGPASSWORD)")
         }
+    }
+    if budgetOnly {
+        print(
+            try await FleetBudgetBenchmark.budgetCost(
+                configuration: PostgresConfiguration(connectionString: connection), seconds: seconds))
+        return
     }
     let figures = try await FleetBudgetBenchmark.measure(
         configuration: PostgresConfiguration(connectionString: connection), seconds: seconds, rounds: rounds,
@@ -177,6 +185,29 @@ struct FleetBudgetBenchmark {
             figures.onUncached.append(rates[2])
         }
         return figures
+    }
+
+    /// A turn taken and finished with the same usage, in a loop for `seconds`, from a local
+    /// budget and from a shared one whose row is cached: the budget's own cost a call.
+    static func budgetCost(configuration: PostgresConfiguration, seconds: Double) async throws -> String {
+        let shared = PostgresRateLimitBudget(configuration: configuration, provider: .facebook, appID: "bench")
+        try await shared.migrate()
+        let usage = RateLimitUsage(percentages: ["app": 3])
+        let clock = ContinuousClock()
+        var lines: [String] = []
+        for (name, budget) in [("local", LocalRateLimitBudget() as any RateLimitBudget), ("shared", shared)] {
+            var calls = 0
+            let start = monotonicNanoseconds()
+            let deadline = start + UInt64(seconds * 1e9)
+            while monotonicNanoseconds() < deadline {
+                let turn = try await budget.waitForTurn(on: clock)
+                await budget.finish(turn, .answered(usage))
+                calls += 1
+            }
+            let microseconds = Double(monotonicNanoseconds() - start) / 1e3 / Double(calls)
+            lines.append("\(name): \(String(format: "%.2f", microseconds)) µs a turn")
+        }
+        return lines.joined(separator: "\n")
     }
 
     /// Each client calls `GET /me` in a loop of its own for `seconds`; the calls of all, and the
