@@ -45,13 +45,9 @@ let package = Package(
             pkgConfig: "libsecret-1",
             providers: [.apt(["libsecret-1-dev"])]
         ),
-        // libpq, PostgreSQL's client library, linked (a fleet's store is opened on every run).
-        .systemLibrary(
-            name: "CLibPQ",
-            path: "Sources/CLibPQ",
-            pkgConfig: "libpq",
-            providers: [.apt(["libpq-dev"])]
-        ),
+        // libpq's headers (libpq-dev, which scripts/bootstrap installs); the library is opened with
+        // dlopen when a program first connects, not linked (see Sources/CLibPQ/shim.h).
+        .systemLibrary(name: "CLibPQ", path: "Sources/CLibPQ", providers: [.apt(["libpq-dev"])]),
         // The keyring's C beyond CLibSecret's thin wrappers: the item schema, the D-Bus calls libsecret
         // does not make, the classification of GLib errors.
         .target(name: "CLibSecretShim", dependencies: ["CLibSecret"]),
@@ -72,7 +68,7 @@ let package = Package(
 
         // Helpers shared by test targets (running built executables as processes, holding a
         // request while a lock is checked, raw HTTP over loopback sockets). Not a product.
-        .target(name: "SesameTestSupport", dependencies: ["Sesame"], path: "Tests/SesameTestSupport"),
+        .target(name: "SesameTestSupport", dependencies: ["Sesame", "SesamePostgres"], path: "Tests/SesameTestSupport"),
         .testTarget(
             name: "SesameCurlTests", dependencies: ["SesameCurl", "Sesame", "SesameHTTPServer", "SesameTestSupport"]),
 
@@ -163,7 +159,7 @@ let package = Package(
                 "SesameFacebookEmulator",
                 "SesameOIDCEmulator", "SesameGitHubEmulator", "SesameCurl",
                 "SesameTestSupport", "sesame", "fb-login", "fb-publish", "fb-errors", "SesameHTTPServer",
-                "sesame-fuzz", "SesameFacebookPlugin", "SesameOIDCPlugin", "SesameGitHubPlugin", "SesameOIDC",
+                "sesame-fuzz", "SesameFacebookPlugin", "SesameOIDCPlugin", "SesameGitHubPlugin", "SesameOIDC", "SesamePostgres",
             ]
         ),
 
@@ -171,7 +167,9 @@ let package = Package(
         // loopback receiver, the system browser, terminal presenters, configuration from flags,
         // environment and config file, and the plug-in contract (ProviderPlugin) with the registry
         // the program hands in (Desktop.bootstrap). It names no provider and contains no emulator.
-        .target(name: "SesameDesktop", dependencies: ["Sesame", "SesameCurl", "SesameHTTPServer", "SesameKeyring"]),
+        .target(
+            name: "SesameDesktop",
+            dependencies: ["Sesame", "SesameCurl", "SesameHTTPServer", "SesameKeyring", "SesamePostgres"]),
         // Each provider's desktop adapter, beside the provider: settings, login, status, doctor,
         // Desktop.<provider>(), and its emulator hooks.
         .target(

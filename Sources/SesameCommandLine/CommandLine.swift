@@ -108,12 +108,12 @@ package enum ExitStatus {
         (usage, "the command line was wrong"),
         (dataError, "the input was wrong (a token that is not one)"),
         (noInput, "an input file could not be read"),
-        (unavailable, "a service is missing, locked or silent (keyring, D-Bus), or revoking failed"),
+        (unavailable, "a service is missing, locked or silent (keyring, D-Bus, PostgreSQL), or revoking failed"),
         (cannotCreate, "a login or state file could not be written"),
         (ioError, "reading or removing a stored login failed, or the output could not be written"),
         (temporaryFailure, "network or provider trouble; try again later"),
         (permission, "not logged in, no such account, a login that needs renewing, or a missing permission"),
-        (config, "a setting is wrong or missing"),
+        (config, "a setting is wrong or missing (also: a store's key or database password)"),
     ]
 }
 

@@ -515,7 +515,15 @@ package enum ManPage {
         page += """
             .TP
             .B SESAME_STORAGE
-            Where logins are kept: keyring (the default), keyring\\-or\\-file, file or memory.
+            Where logins are kept: keyring (the default), keyring\\-or\\-file, file, memory or postgres.
+            .TP
+            .B SESAME_POSTGRES
+            With the postgres storage: a libpq connection string or URI; when unset, libpq's own
+            variables (PGHOST, PGPORT, PGDATABASE, PGUSER, PGSSLMODE, PGSSLROOTCERT) and ~/.pgpass.
+            .TP
+            .B SESAME_POSTGRES_KEY_FILE, SESAME_POSTGRES_KEY
+            With the postgres storage: a file holding, or the text of, the keys logins are encrypted
+            with, one ID:BASE64 line each (openssl rand \\-base64 32), the current key first.
             .TP
             .B NO_COLOR
             When set, no colour is printed.

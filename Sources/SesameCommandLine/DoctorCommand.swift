@@ -158,24 +158,25 @@ extension DoctorCommand {
             let status = (error as? DesktopError)?.status.rawValue ?? ExitStatus.unavailable
             return ([DoctorLine(.problem, "Configuration: \(error.sentence)")], true, status)
         }
-        let keyringInUse = configuration.storage.value != .file && configuration.storage.value != .memory
+        let keyringInUse = configuration.storage.value.policy.map { $0 != .file && $0 != .memory } ?? false
         var lines: [DoctorLine] = []
         if let file = configuration.configFile { lines.append(DoctorLine(.ok, "Config file: \(file.path).")) }
         let keyring = context.keyring
         let environment = context.environment
-        let selected = await withTimeLimit(DoctorLimits.perProbe) { () -> Result<String, any Error> in
+        let selected = await withTimeLimit(DoctorLimits.perProbe) { () -> Result<[DoctorLine], any Error> in
             do {
                 let selection = try await DesktopStorage.select(
                     configuration.storage, keyring: keyring, environment: environment)
-                return .success("Storage: \(selection.backend), because of the \(selection.reason).")
+                let line = DoctorLine(.ok, "Storage: \(selection.backend), because of the \(selection.reason).")
+                return .success([line] + (await DesktopStorage.doctorLines(for: selection)))
             } catch {
                 return .failure(error)
             }
         }
         let cannot = "Storage: \(configuration.storage.value) (from \(configuration.storage.source)) cannot be used"
         switch selected {
-        case .success(let text)?:
-            lines.append(DoctorLine(.ok, text))
+        case .success(let found)?:
+            lines += found
             return (lines, keyringInUse, ExitStatus.success)
         case .failure(let error)?:
             lines.append(DoctorLine(.problem, "\(cannot): \(error.sentence)"))

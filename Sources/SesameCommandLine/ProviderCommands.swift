@@ -4,7 +4,8 @@ import SesameDesktop
 
 let storageOption = OptionSpec(
     "storage", value: "MODE",
-    "Where logins are kept: keyring (default), keyring-or-file, file (a 0600 file, opt-in) or memory.")
+    "Where logins are kept: keyring (default), keyring-or-file, file (a 0600 file, opt-in), memory, or postgres "
+        + "(a fleet's database: SESAME_POSTGRES or libpq's PG* variables, key in SESAME_POSTGRES_KEY_FILE).")
 let accountOption = OptionSpec("account", value: "NAME", "The account (default: the active one).")
 
 func storageMode(_ parsed: ParsedArguments, command: String) throws(UsageError) -> StorageMode? {
@@ -428,12 +429,14 @@ package struct CommandFailure: Error, Sendable, CustomStringConvertible {
             let status: Int32
             switch error.kind {
             case .unavailable, .noSessionBus, .noSecretService, .locked, .timedOut: status = ExitStatus.unavailable
-            case .insecurePermissions: status = ExitStatus.config
+            case .insecurePermissions, .invalidKey, .wrongKey, .authenticationFailed: status = ExitStatus.config
+            case .incompatibleSchema: status = ExitStatus.unavailable
             case .cannotCreate: status = ExitStatus.cannotCreate
             default: status = ExitStatus.ioError
             }
             // An absent keyring's message offers the file store (SesameKeyring's storage policy).
-            return CommandFailure(error.isUnavailable ? "\(error) \(fileStoreFlag)" : "\(error)", status: status)
+            let noKeyring = error.kind == .noSessionBus || error.kind == .noSecretService
+            return CommandFailure(noKeyring ? "\(error) \(fileStoreFlag)" : "\(error)", status: status)
         case let error as RevocationFailed:
             return CommandFailure("\(error)", status: ExitStatus.unavailable)
         case let error as CocoaError:

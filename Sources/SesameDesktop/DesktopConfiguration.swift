@@ -2,9 +2,38 @@ import Foundation
 import Sesame
 import SesameKeyring
 
-/// Where a desktop app keeps its logins: the keyring module's `StoragePolicy` (`keyring`, the
-/// default; `keyring-or-file`; `file`; `memory`), under the name this module has always used.
-public typealias StorageMode = StoragePolicy
+/// Where a desktop app keeps its logins: the keyring module's policies (`keyring`, the default;
+/// `keyring-or-file`; `file`; `memory`), and the stores of other modules: `postgres`, a fleet's
+/// shared store.
+public enum StorageMode: String, Sendable, Hashable, CaseIterable, Codable, CustomStringConvertible {
+    /// The desktop keyring; fails when there is none (`StoragePolicy.keyring`).
+    case keyring
+    /// The keyring, or the 0600 file with a warning when there is none (`StoragePolicy.keyringOrFile`).
+    case keyringOrFile = "keyring-or-file"
+    /// The 0600 file, chosen explicitly (`StoragePolicy.file`).
+    case file
+    /// Memory only (`StoragePolicy.memory`).
+    case memory
+    /// A `PostgresCredentialStore`: logins shared by every process and machine that reaches the
+    /// database, encrypted under the operator's key, renewed under a fleet-wide lock. The
+    /// connection comes from `SESAME_POSTGRES` or libpq's variables, the key from
+    /// `SESAME_POSTGRES_KEY_FILE` or `SESAME_POSTGRES_KEY`.
+    case postgres
+
+    /// The mode's name as written in configuration and on the command line.
+    public var description: String { rawValue }
+
+    /// The keyring module's policy for this mode, or `nil` for a store of another module.
+    public var policy: StoragePolicy? { StoragePolicy(rawValue: rawValue) }
+
+    /// One line about what the mode does, for help output.
+    public var summary: String {
+        switch self {
+        case .postgres: "a PostgreSQL database shared by a fleet (SESAME_POSTGRES, SESAME_POSTGRES_KEY_FILE)"
+        default: policy?.summary ?? rawValue
+        }
+    }
+}
 
 /// One setting and where it came from, so `sesame doctor` can say why.
 public struct Sourced<Value: Sendable & Hashable>: Sendable, Hashable {

@@ -1,6 +1,7 @@
 import Foundation
 import Sesame
 import SesameKeyring
+import SesamePostgres
 
 /// The store a desktop app keeps its logins in, and why that one.
 public struct StorageSelection: Sendable {
@@ -10,7 +11,7 @@ public struct StorageSelection: Sendable {
     public var backend: String
     /// Why it is the one in use: the mode and where the mode came from.
     public var reason: String
-    /// What kind of store it is, in one word: `keyring`, `file` or `memory`.
+    /// What kind of store it is, in one word: `keyring`, `file`, `memory` or `postgres`.
     public var kind: String
 
     /// Creates a selection.
@@ -45,10 +46,11 @@ public enum DesktopStorage {
         environment: [String: String] = ProcessInfo.processInfo.environment
     ) async throws -> StorageSelection {
         let why = "storage mode '\(mode.value)' from \(mode.source)"
+        guard let policy = mode.value.policy else { return try postgres(environment: environment, why: why) }
         let url = FileCredentialStore.defaultURL(environment: environment)
         let resolved: ResolvedStorage
         do {
-            resolved = try await mode.value.resolve(fileURL: url) {
+            resolved = try await policy.resolve(fileURL: url) {
                 let made = try await keyring()
                 return (made.store, made.backend)
             }
@@ -69,6 +71,34 @@ public enum DesktopStorage {
             case .memory: "memory"
             }
         return StorageSelection(store: resolved.store, backend: backend, reason: reason ?? why, kind: kind)
+    }
+
+    /// How renewals of logins kept in `mode`'s store are kept apart: a lock file per login in
+    /// `$XDG_RUNTIME_DIR` for the stores of one machine, PostgreSQL's advisory lock for a fleet's.
+    public static func refreshLocking(for mode: StorageMode, environment: [String: String]) -> RefreshLocking {
+        switch mode {
+        case .postgres: .service(PostgresRefreshLock(configuration: .fromEnvironment(environment)))
+        default: .directory(RefreshLock.defaultDirectory(environment: environment))
+        }
+    }
+
+    /// The fleet's store: the connection and the keys from the environment. Nothing is sent to
+    /// the server yet; the first call reports an unreachable one.
+    private static func postgres(environment: [String: String], why: String) throws -> StorageSelection {
+        let keys: CredentialEncryptionKeys
+        do {
+            keys = try CredentialEncryptionKeys.fromEnvironment(environment)
+        } catch let error as CredentialStoreError {
+            throw DesktopError(error.message, status: .config)
+        }
+        let configuration = PostgresConfiguration.fromEnvironment(environment)
+        let target =
+            configuration.connectionString.isEmpty
+            ? "from libpq's variables"
+            : "from \(PostgresConfiguration.connectionVariable)"
+        return StorageSelection(
+            store: PostgresCredentialStore(configuration: configuration, keys: keys),
+            backend: "postgres (connection \(target), key \"\(keys.current.id)\")", reason: why, kind: "postgres")
     }
 
     /// The error for a keyring that is needed and absent: one sentence, with the way out in a

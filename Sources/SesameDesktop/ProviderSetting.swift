@@ -207,6 +207,13 @@ public struct ProviderConnectionRequest: Sendable {
         self.purpose = purpose
     }
 
+    /// How renewals of this command's logins are kept apart from other processes' renewals of the
+    /// same login, for the configured storage (``DesktopStorage/refreshLocking(for:environment:)``):
+    /// what a plug-in gives each session it makes.
+    public var refreshLocking: RefreshLocking {
+        DesktopStorage.refreshLocking(for: configuration.storage.value, environment: environment)
+    }
+
     /// Hosts the person allows plain `http` to, although they are not loopback addresses:
     /// `SESAME_ALLOW_INSECURE_HTTP`, host names separated by commas. Every provider passes them to
     /// its endpoint check; by default there are none (RFC 9700: https, or http to loopback only).

@@ -12,6 +12,8 @@ struct FacebookConnection: ConnectedProvider {
     var emulator: RunningEmulator?
     var approvalMode: EmulatorApproval.Mode
     var environment: [String: String]
+    /// How renewals are kept apart from other processes\' (the storage\'s refresh locking).
+    var refreshLocking: RefreshLocking
 
     var providerID: ProviderID { .facebook }
     var appID: String { provider.appID }
@@ -46,7 +48,7 @@ struct FacebookConnection: ConnectedProvider {
         FacebookSession(
             provider: provider, transport: transport, store: store, account: account,
             loginUI: loginUI ?? deviceLogin(),
-            configuration: .init(refreshLocking: .directory(RefreshLock.defaultDirectory(environment: environment))),
+            configuration: .init(refreshLocking: refreshLocking),
             recoveryDelegate: recoveryDelegate, recoveryPolicy: recoveryPolicy)
     }
 

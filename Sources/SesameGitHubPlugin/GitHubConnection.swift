@@ -14,6 +14,8 @@ struct GitHubConnection: ConnectedProvider {
     var emulator: RunningEmulator?
     var approvalMode: EmulatorApproval.Mode
     var environment: [String: String]
+    /// How renewals are kept apart from other processes\' (the storage\'s refresh locking).
+    var refreshLocking: RefreshLocking
     /// Where a login's host is remembered (not for the emulator).
     var remembered: GitHubRememberedLogin?
     /// The configured server address, when there is one.
@@ -30,7 +32,7 @@ struct GitHubConnection: ConnectedProvider {
     ) -> GitHubSession {
         GitHubSession(
             provider: provider, transport: transport, store: store, account: account, loginUI: loginUI,
-            refreshLocking: .directory(RefreshLock.defaultDirectory(environment: environment)))
+            refreshLocking: refreshLocking)
     }
 
     /// GitHub's device flow with the code (and, for the emulator, its approval step) on the terminal.

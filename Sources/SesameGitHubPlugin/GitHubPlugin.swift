@@ -169,7 +169,7 @@ public struct GitHubPlugin: ProviderPlugin {
         return GitHubConnection(
             provider: provider, hasClientID: true, transport: emulator.route(request.transport),
             terminal: request.terminal, emulator: emulator, approvalMode: approvalMode,
-            environment: request.environment)
+            environment: request.environment, refreshLocking: request.refreshLocking)
     }
 
     /// A connection to the host the settings name, never the emulator.
@@ -180,7 +180,8 @@ public struct GitHubPlugin: ProviderPlugin {
             clientSecret: settings.clientSecret.map { ClientSecret($0.value) })
         var connection = GitHubConnection(
             provider: provider, hasClientID: clientID != nil, transport: request.transport,
-            terminal: request.terminal, emulator: nil, approvalMode: .off, environment: request.environment)
+            terminal: request.terminal, emulator: nil, approvalMode: .off, environment: request.environment,
+            refreshLocking: request.refreshLocking)
         connection.remembered = GitHubRememberedLogin(stateDirectory: request.configuration.stateDirectory)
         connection.serverURL = settings.serverURL?.value
         return connection

@@ -76,6 +76,6 @@ public struct DesktopOIDC: Sendable {
             provider: provider, transport: transport, store: storage.store, account: account,
             loginUI: loginUI ?? login(),
             configuration: .init(
-                refreshLocking: .directory(RefreshLock.defaultDirectory(environment: connection.environment))))
+                refreshLocking: connection.refreshLocking))
     }
 }

@@ -13,6 +13,8 @@ struct OIDCConnection: ConnectedProvider {
     var transport: any HTTPTransport
     var terminal: Terminal
     var environment: [String: String]
+    /// How renewals are kept apart from other processes\' (the storage\'s refresh locking).
+    var refreshLocking: RefreshLocking
     var remembered: OIDCRememberedIssuers
 
     var providerID: ProviderID { provider.id }
@@ -67,7 +69,7 @@ struct OIDCConnection: ConnectedProvider {
         OIDCAccountSession(
             session: OIDCSession(
                 provider: provider, transport: transport, store: store, account: account,
-                configuration: .init(refreshLocking: .directory(RefreshLock.defaultDirectory(environment: environment)))
+                configuration: .init(refreshLocking: refreshLocking)
             ),
             canRevoke: provider.endpoints.revocationEndpoint != nil)
     }

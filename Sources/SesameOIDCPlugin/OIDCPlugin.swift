@@ -247,7 +247,7 @@ public struct OIDCPlugin: ProviderPlugin {
         }
         return OIDCConnection(
             instance: instance, settings: settings, provider: provider, transport: request.transport,
-            terminal: request.terminal, environment: request.environment,
+            terminal: request.terminal, environment: request.environment, refreshLocking: request.refreshLocking,
             remembered: OIDCRememberedIssuers(stateDirectory: request.configuration.stateDirectory))
     }
 

@@ -57,4 +57,7 @@ extension CredentialStoreError.Kind {
     /// The database's tables are not the ones this version of Sesame uses: not created yet, or
     /// created by a newer Sesame.
     public static let incompatibleSchema = Self(rawValue: "incompatibleSchema")
+    /// The database server refused the login: the user name or password (in `~/.pgpass` or
+    /// `PGPASSWORD`) is wrong, or `pg_hba.conf` does not let this user in from here.
+    public static let authenticationFailed = Self(rawValue: "authenticationFailed")
 }

@@ -16,19 +16,41 @@ public struct PostgresConfiguration: Sendable, Hashable, CustomStringConvertible
     /// How long the server lets one statement run before cancelling it
     /// (PostgreSQL's `statement_timeout`, set on every connection).
     public var statementTimeout: Duration
+    /// How many connections a ``PostgresCredentialStore`` keeps at most: calls made at the same
+    /// time by many tasks of one process run side by side on up to this many.
+    public var poolSize: Int
+    /// How long a save keeps trying while the server cannot be reached (it restarts, fails
+    /// over): a save usually follows a renewal, and a rotated refresh token that is not saved is
+    /// lost, so it is worth waiting for. Reads fail at once.
+    public var saveRetryLimit: Duration
 
     /// Creates a configuration.
     public init(
-        connectionString: String = "", connectTimeout: Duration = .seconds(10), statementTimeout: Duration = .seconds(5)
+        connectionString: String = "", connectTimeout: Duration = .seconds(10),
+        statementTimeout: Duration = .seconds(5), poolSize: Int = 4, saveRetryLimit: Duration = .seconds(20)
     ) {
         self.connectionString = connectionString
         self.connectTimeout = connectTimeout
         self.statementTimeout = statementTimeout
+        self.poolSize = poolSize
+        self.saveRetryLimit = saveRetryLimit
+    }
+
+    /// The variable a program reads a connection string or URI from (``fromEnvironment(_:)``).
+    public static let connectionVariable = "SESAME_POSTGRES"
+
+    /// The configuration a program takes from its environment: the connection string in
+    /// `SESAME_POSTGRES` when it is set, and otherwise libpq's own variables (`PGHOST`,
+    /// `PGPORT`, `PGDATABASE`, `PGUSER`, `PGSSLMODE`, `PGSSLROOTCERT`, …), which libpq reads
+    /// from the process's environment, with the password in `~/.pgpass` or `PGPASSFILE`.
+    public static func fromEnvironment(_ environment: [String: String]) -> PostgresConfiguration {
+        PostgresConfiguration(connectionString: environment[connectionVariable] ?? "")
     }
 
     /// Says the timeouts but not the connection string, which may hold a password.
     public var description: String {
-        "PostgresConfiguration(connectTimeout: \(connectTimeout), statementTimeout: \(statementTimeout))"
+        "PostgresConfiguration(connectTimeout: \(connectTimeout), statementTimeout: \(statementTimeout), "
+            + "poolSize: \(poolSize))"
     }
 
     /// The connect timeout as libpq's `connect_timeout`: whole seconds, rounded up, at least 2.

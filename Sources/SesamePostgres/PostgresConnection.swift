@@ -201,9 +201,16 @@ package final class PostgresConnection: Sendable {
             || detail.contains("no pg_hba.conf entry")
         {
             return PostgresError(
-                kind: .unavailable, sqlState: nil,
+                kind: .authenticationFailed, sqlState: nil,
                 message: "PostgreSQL refused the login (\(detail)). Check the user name, and the password in "
                     + "~/.pgpass or PGPASSWORD, and that pg_hba.conf lets this user in from this machine.")
+        }
+        if ["SSL", "certificate", "server name"].contains(where: { detail.contains($0) }) {
+            return PostgresError(
+                kind: .unavailable, sqlState: nil,
+                message: "could not connect to PostgreSQL over TLS (\(detail)). Check that sslrootcert (or "
+                    + "PGSSLROOTCERT) names the CA that signed the server's certificate, that the host name is one "
+                    + "the certificate names (sslmode=verify-full checks it), and the server's ssl settings.")
         }
         return PostgresError(
             kind: .unavailable, sqlState: nil,

@@ -16,10 +16,11 @@ import Sesame
 /// ``migrationSQL``. A database whose tables a newer Sesame made is refused with an error
 /// rather than written to.
 ///
-/// Every call runs on the store's one connection, in turn (see ``PostgresConfiguration`` for
-/// how it is reached and for its timeouts); the connection is made on first use, and a call that
-/// finds it broken (the server restarted) connects again and runs once more, which every
-/// statement of the store is safe to do. Failures are `CredentialStoreError`s whose messages say
+/// Every call runs on one of the store's connections (up to ``PostgresConfiguration/poolSize``;
+/// see ``PostgresConfiguration`` for how the server is reached, over TLS too, and for the
+/// timeouts); a connection is made on first use, and a call that finds it broken (the server
+/// restarted) connects again and runs once more, which every statement of the store is safe
+/// to do. Failures are `CredentialStoreError`s whose messages say
 /// what to do, and hold no token, password or key.
 public final class PostgresCredentialStore: CredentialStore {
     /// The version of the tables this Sesame reads and writes: 1 the credentials, 2 also the
@@ -67,7 +68,8 @@ public final class PostgresCredentialStore: CredentialStore {
     /// again changes nothing.
     public static var migrationSQL: String { migrationStatements.map { $0 + ";\n" }.joined() }
 
-    private let connection: PostgresConnection
+    private let connection: PostgresConnectionPool
+    private let saveRetryLimit: Duration
     private let sealingKey: CredentialEncryptionKey
     private let openingKeys: [String: CredentialEncryptionKey]
 
@@ -83,7 +85,16 @@ public final class PostgresCredentialStore: CredentialStore {
         for previous in previousKeys { openingKeys[previous.id] = previous }
         openingKeys[key.id] = key
         self.openingKeys = openingKeys
-        self.connection = PostgresConnection(configuration: configuration, onConnect: Self.checkSchema)
+        self.saveRetryLimit = configuration.saveRetryLimit
+        self.connection = PostgresConnectionPool(
+            configuration: configuration, size: configuration.poolSize, onConnect: Self.checkSchema)
+    }
+
+    /// Creates a store sealing with `keys`' current key and opening rows sealed with any of them.
+    public convenience init(
+        configuration: PostgresConfiguration = PostgresConfiguration(), keys: CredentialEncryptionKeys
+    ) {
+        self.init(configuration: configuration, key: keys.current, previousKeys: keys.previous)
     }
 
     public var backendDescription: String { "postgres" }
@@ -98,7 +109,7 @@ public final class PostgresCredentialStore: CredentialStore {
     }
 
     /// Runs the migration on `connection`; ``migrate()`` and the rate-limit budget's.
-    static func migrate(_ connection: PostgresConnection) async throws {
+    static func migrate(_ connection: PostgresConnectionPool) async throws {
         do throws(PostgresError) {
             try await connection.withSession { session throws(PostgresError) in
                 try Self.transaction(session) { session throws(PostgresError) in
@@ -131,6 +142,23 @@ public final class PostgresCredentialStore: CredentialStore {
                 .text(sealingKey.id), .bytes(sealed), .text(String(credential.savedAt.timeIntervalSince1970)),
                 .text(credential.needsLogin ? "true" : "false"),
             ]
+        let clock = ContinuousClock()
+        let deadline = clock.now + saveRetryLimit
+        var pause = Duration.milliseconds(100)
+        while true {
+            do {
+                return try await upsert(parameters, key: key)
+            } catch let error as CredentialStoreError where error.kind == .unavailable && clock.now + pause < deadline {
+                // The server cannot be reached: it may be restarting; what is being saved may be
+                // a refresh token the provider has already rotated, so it is worth the wait.
+                try await Task.sleep(for: pause)
+                pause = min(pause * 2, .seconds(2))
+            }
+        }
+    }
+
+    /// Inserts or replaces the row of `key`; one try.
+    private func upsert(_ parameters: [PostgresParameter], key: CredentialKey) async throws {
         do throws(PostgresError) {
             _ = try await connection.withSession { session throws(PostgresError) in
                 try session.execute(
@@ -187,38 +215,160 @@ public final class PostgresCredentialStore: CredentialStore {
 
     /// Every credential the store's keys open, optionally for one provider, sorted by key. Rows
     /// that cannot be read (sealed with a key the store was not given) are left out;
-    /// ``listing(provider:)`` reports them.
+    /// ``listing(provider:)`` reports them; ``page(provider:appID:after:limit:)`` reads them a page at a time.
     public func list(provider: ProviderID?) async throws -> [StoredCredential] {
         try await listing(provider: provider).credentials
     }
 
     public func listing(provider: ProviderID?) async throws -> CredentialListing {
+        try await rows(provider: provider, appID: nil, after: nil, limit: nil).listing
+    }
+
+    /// One page of the credentials of `provider` (and `appID`, when given), in key order: at
+    /// most `limit` rows after the key `after` (from the start when `nil`). Ask again with the
+    /// page's ``CredentialPage/next`` until it is `nil`; a fleet's thousands of logins are then
+    /// never read at once.
+    ///
+    /// - Throws: `CredentialStoreError` when the server cannot be reached or refuses.
+    public func page(
+        provider: ProviderID, appID: String? = nil, after: CredentialKey? = nil, limit: Int = 100
+    ) async throws -> CredentialPage {
+        let limit = max(1, limit)
+        let found = try await rows(provider: provider, appID: appID, after: after, limit: limit)
+        return CredentialPage(listing: found.listing, next: found.count == limit ? found.last : nil)
+    }
+
+    /// The rows `provider`, `appID`, `after` and `limit` select (each `nil` selects all), read,
+    /// with their count and the last row's key.
+    private func rows(
+        provider: ProviderID?, appID: String?, after: CredentialKey?, limit: Int?
+    ) async throws -> (listing: CredentialListing, count: Int, last: CredentialKey?) {
         let result: PostgresRows
+        let providerParameter: PostgresParameter = provider.map { .text($0.rawValue) } ?? .null
+        let appParameter: PostgresParameter = appID.map { .text($0) } ?? .null
+        let afterParameters: [PostgresParameter] = after.map { Self.keyParameters($0) } ?? [.null, .null, .null, .null]
+        let limitParameter: PostgresParameter = limit.map { .text(String($0)) } ?? .null
+        let parameters = [providerParameter, appParameter] + afterParameters + [limitParameter]
         do throws(PostgresError) {
             result = try await connection.withSession { session throws(PostgresError) in
                 try session.execute(
                     """
                     SELECT provider, issuer, app_id, account, key_id, sealed FROM sesame_credentials
-                    WHERE $1::text IS NULL OR provider = $1
-                    """, [provider.map { .text($0.rawValue) } ?? .null])
+                    WHERE ($1::text IS NULL OR provider = $1) AND ($2::text IS NULL OR app_id = $2)
+                        AND ($3::text IS NULL OR (provider, issuer, app_id, account) > ($3, $4, $5, $6))
+                    ORDER BY provider, issuer, app_id, account
+                    LIMIT $7::bigint
+                    """, parameters)
             }
         } catch {
             throw Self.explain(error, "Could not list the credentials in PostgreSQL")
         }
         var credentials: [StoredCredential] = []
         var unreadable: [UnreadableCredential] = []
+        var last: CredentialKey?
         for (index, row) in result.rows.enumerated() {
             let issuer = row[1] ?? ""
             let key = CredentialKey(
                 provider: ProviderID(rawValue: row[0] ?? ""), issuer: issuer.isEmpty ? nil : issuer,
                 appID: row[2] ?? "", account: row[3] ?? "")
+            last = key
             do {
                 credentials.append(try unseal(result.bytes(row: index, column: 5), keyID: row[4] ?? "", key: key))
             } catch let error as CredentialStoreError {
                 unreadable.append(UnreadableCredential(key: key, problem: error.message))
             }
         }
-        return CredentialListing(credentials: credentials.sorted { $0.key < $1.key }, unreadable: unreadable)
+        let listing = CredentialListing(credentials: credentials.sorted { $0.key < $1.key }, unreadable: unreadable)
+        return (listing, result.rows.count, last)
+    }
+
+    /// Makes the tables first when they are missing (a login is the first write a fleet's
+    /// operator makes), then checks as every store does.
+    public func checkWritable(for key: CredentialKey) async throws {
+        if try await schemaVersion() != Self.schemaVersion { try await migrate() }
+        let probe = key.with(account: "\(key.account).sesame-write-check")
+        do {
+            try await save(
+                StoredCredential(
+                    key: probe, token: AccessToken(tokenString: "", provider: key.provider, appID: key.appID)))
+            try await delete(probe)
+        } catch var error as CredentialStoreError {
+            error.message = error.message.replacingOccurrences(of: "\(probe)", with: "\(key)")
+            throw error
+        }
+    }
+
+    /// The version of the tables in the database, or `nil` when they have not been made.
+    ///
+    /// - Throws: `CredentialStoreError` when the server cannot be reached, or its tables are
+    ///   newer than this Sesame.
+    public func schemaVersion() async throws -> Int? {
+        do throws(PostgresError) {
+            return try await connection.withSession { session throws(PostgresError) -> Int? in
+                let exists = try session.execute("SELECT to_regclass('sesame_schema_version') IS NOT NULL")
+                guard exists.rows.first?.first == "t" else { return nil }
+                let result = try session.execute(
+                    "SELECT version FROM sesame_schema_version WHERE component = $1", [.text("credentials")])
+                return (result.rows.first?.first ?? nil).flatMap { Int($0) }
+            }
+        } catch {
+            throw error.storeError("Could not read the version of Sesame's tables in PostgreSQL")
+        }
+    }
+
+    /// Which server the store reaches and how: for an operator's checks (`sesame doctor`).
+    ///
+    /// - Throws: `CredentialStoreError` when the server cannot be reached.
+    public func serverReport() async throws -> PostgresServerReport {
+        do throws(PostgresError) {
+            let result = try await connection.withSession { session throws(PostgresError) in
+                try session.execute(
+                    """
+                    SELECT current_setting('server_version'), current_user, current_database(),
+                        coalesce(host(inet_server_addr()), 'a local socket'), inet_server_port(),
+                        (SELECT version FROM pg_stat_ssl WHERE pid = pg_backend_pid() AND ssl)
+                    """)
+            }
+            let row = result.rows.first ?? []
+            func field(_ index: Int) -> String? { index < row.count ? row[index] : nil }
+            return PostgresServerReport(
+                version: field(0) ?? "?", user: field(1) ?? "?", database: field(2) ?? "?",
+                address: [field(3), field(4)].compactMap { $0 }.joined(separator: " port "), tls: field(5))
+        } catch {
+            throw error.storeError("Could not reach PostgreSQL")
+        }
+    }
+
+    /// What the operator's keys make of the table: how many rows each key id sealed, and for each
+    /// id the store has, whether one of its rows opens (a key replaced under the same id does not).
+    ///
+    /// - Throws: `CredentialStoreError` when the server cannot be reached or the table is missing.
+    public func keyReport() async throws -> [KeyUse] {
+        let result: PostgresRows
+        do throws(PostgresError) {
+            result = try await connection.withSession { session throws(PostgresError) in
+                try session.execute(
+                    """
+                    SELECT DISTINCT ON (key_id) key_id, count(*) OVER (PARTITION BY key_id),
+                        provider, issuer, app_id, account, sealed
+                    FROM sesame_credentials ORDER BY key_id, saved_at DESC
+                    """)
+            }
+        } catch {
+            throw Self.explain(error, "Could not read the credentials' keys in PostgreSQL")
+        }
+        return result.rows.enumerated().map { index, row in
+            let id = row[0] ?? ""
+            let issuer = row[3] ?? ""
+            let key = CredentialKey(
+                provider: ProviderID(rawValue: row[2] ?? ""), issuer: issuer.isEmpty ? nil : issuer,
+                appID: row[4] ?? "", account: row[5] ?? "")
+            let opens =
+                openingKeys[id] != nil && (try? unseal(result.bytes(row: index, column: 6), keyID: id, key: key)) != nil
+            return KeyUse(
+                id: id, rows: Int(row[1] ?? "") ?? 0, known: openingKeys[id] != nil, opens: opens,
+                isCurrent: id == sealingKey.id)
+        }
     }
 
     // MARK: - Rows
@@ -314,7 +464,44 @@ public final class PostgresCredentialStore: CredentialStore {
         guard error.sqlState == "42P01" else { return error.storeError(action) }
         return CredentialStoreError(
             kind: .incompatibleSchema,
-            message: "\(action): the database has no Sesame credential table yet. Run the store's migrate() "
-                + "once, or have a DBA run PostgresCredentialStore.migrationSQL.")
+            message: "\(action): Sesame's tables are not in this database yet. Call the store's migrate() once "
+                + "(a `sesame login` with the postgres storage does), or have a DBA run its migrationSQL (which "
+                + "`sesame doctor --storage postgres` prints).")
     }
+}
+
+/// A page of ``PostgresCredentialStore/page(provider:appID:after:limit:)``.
+public struct CredentialPage: Sendable {
+    /// The page's credentials, and the rows on it that the store's keys do not open.
+    public var listing: CredentialListing
+    /// The key to ask the next page after, or `nil` when this page is the last.
+    public var next: CredentialKey?
+}
+
+/// How the rows sealed by one key id fare (``PostgresCredentialStore/keyReport()``).
+public struct KeyUse: Sendable, Hashable {
+    /// The key id the rows record.
+    public var id: String
+    /// How many rows it sealed.
+    public var rows: Int
+    /// Whether the store was given a key of that id.
+    public var known: Bool
+    /// Whether the newest of those rows opens with it.
+    public var opens: Bool
+    /// Whether it is the key the store seals with now.
+    public var isCurrent: Bool
+}
+
+/// Which server a ``PostgresCredentialStore`` reaches, and how (``PostgresCredentialStore/serverReport()``).
+public struct PostgresServerReport: Sendable, Hashable {
+    /// The server's version (`15.10`).
+    public var version: String
+    /// The database user the store connects as.
+    public var user: String
+    /// The database.
+    public var database: String
+    /// The server's address and port as the server sees them, or `a local socket`.
+    public var address: String
+    /// The TLS version of the connection (`TLSv1.3`), or `nil` when it is not encrypted.
+    public var tls: String?
 }

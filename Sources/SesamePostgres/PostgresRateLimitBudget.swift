@@ -48,8 +48,8 @@ public final class PostgresRateLimitBudget: RateLimitBudget {
 
     private let now: (@Sendable () -> Date)?
     private let warn: @Sendable (String) -> Void
-    /// Reads and writes the row.
-    private let connection: PostgresConnection
+    /// Reads and writes the row: one connection (a pool of one, as the store's migration takes).
+    private let connection: PostgresConnectionPool
     /// Takes the probe's advisory lock, and waits on it for another worker's probe.
     private let probeConnection: PostgresConnection
     private let fallback: LocalRateLimitBudget
@@ -112,7 +112,8 @@ public final class PostgresRateLimitBudget: RateLimitBudget {
         self.retryInterval = retryInterval
         self.now = now
         self.warn = warning ?? { StandardStreams.err("sesame: \($0)\n") }
-        connection = PostgresConnection(configuration: configuration, onConnect: PostgresCredentialStore.checkSchema)
+        connection = PostgresConnectionPool(
+            configuration: configuration, size: 1, onConnect: PostgresCredentialStore.checkSchema)
         probeConnection = PostgresConnection(configuration: configuration)
         fallback = LocalRateLimitBudget(pacing: pacing)
         lockID = String(Self.lockID(provider: provider, appID: appID))

@@ -14,8 +14,15 @@ final class CLIHarness: Sendable {
     let root: URL
     let environment: [String: String]
     private let outputs = Locked<[(command: String, text: String)]>([])
+    /// The store the programs use, when it is not the credential file (a fleet's database).
+    private let sharedStore: (any CredentialStore)?
 
-    init(storage: String = "file") throws {
+    /// A home whose programs keep their logins as `storage` says, with `extra` in their
+    /// environment; `store` is that storage's store when it is not the credential file.
+    init(
+        storage: String = "file", environment extra: [String: String] = [:], store: (any CredentialStore)? = nil
+    ) throws {
+        sharedStore = store
         root = FileManager.default.temporaryDirectory.appending(path: "sesame-cli-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: root, withIntermediateDirectories: true)
         var environment = ProcessInfo.processInfo.environment
@@ -29,6 +36,7 @@ final class CLIHarness: Sendable {
         environment["HOME"] = root.appending(path: "home").path
         environment["SESAME_STORAGE"] = storage
         environment["NO_COLOR"] = "1"
+        environment.merge(extra) { $1 }
         self.environment = TestChildren.environment(environment)
     }
 
@@ -73,18 +81,22 @@ final class CLIHarness: Sendable {
         FileCredentialStore(url: root.appending(path: "state/sesame/credentials.json"))
     }
 
+    /// The store the programs keep their logins in: the credential file, or the one given.
+    var store: any CredentialStore { sharedStore ?? fileStore }
+
     /// Moves every stored login `seconds` into the past, as if the clock had moved forward that
     /// much: its issue, expiry and refresh-token expiry dates (the processes' own clock cannot be
     /// moved; the emulator's is moved with its admin API beside this).
     func age(by seconds: TimeInterval) async throws {
-        for var credential in try await fileStore.list(provider: nil) {
+        let store = self.store
+        for var credential in try await store.list(provider: nil) {
             credential.token.refreshDate -= seconds
             credential.token.expirationDate = credential.token.expirationDate.map { $0 - seconds }
             credential.token.refreshTokenExpirationDate = credential.token.refreshTokenExpirationDate.map {
                 $0 - seconds
             }
             credential.savedAt -= seconds
-            try await fileStore.save(credential)
+            try await store.save(credential)
         }
     }
 
@@ -171,6 +183,8 @@ final class LiveProcess: Sendable {
 
     /// Asks the program to stop (SIGTERM); ``finish()`` then waits for its exit.
     func terminate() { process.terminate(signal: SIGTERM) }
+    /// Kills the program at once (SIGKILL), as a crash or the OOM killer would.
+    func kill() { process.terminate(signal: SIGKILL) }
 
     /// Standard error so far.
     var standardError: String { String(decoding: error.value.data, as: UTF8.self) }

@@ -184,9 +184,9 @@ struct TimeTravelProcessTests {
         return (results, started.duration(to: clock.now))
     }
 
-    /// The one login in the credential file.
+    /// The one login in the programs' store.
     static func storedLogin(_ cli: CLIHarness) async throws -> StoredCredential {
-        let all = try await cli.fileStore.list(provider: nil)
+        let all = try await cli.store.list(provider: nil)
         try #require(all.count == 1, "expected one stored login, found \(all.count)")
         return all[0]
     }

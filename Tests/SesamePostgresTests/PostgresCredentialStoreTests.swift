@@ -131,13 +131,13 @@ struct PostgresCredentialStoreTests {
         #expect(error?.message.contains("Check that the server is running") == true)
     }
 
-    @Test("a wrong password is a clear unavailable error that does not show the password")
+    @Test("a wrong password is a clear authenticationFailed error that does not show the password")
     func wrongPassword() async throws {
         try await withPostgres(password: "right-horse-battery") { server in
             let wrong = PostgresConfiguration(connectionString: server.connectionString + " password=wrong-staple-99")
             let store = PostgresCredentialStore(configuration: wrong, key: Self.key)
             let error = await #expect(throws: CredentialStoreError.self) { try await store.migrate() }
-            #expect(error?.kind == .unavailable)
+            #expect(error?.kind == .authenticationFailed)
             #expect(error?.message.contains("refused the login") == true)
             #expect(error?.message.contains("~/.pgpass") == true)
             #expect(error?.message.contains("wrong-staple-99") == false)

@@ -10,6 +10,8 @@ struct AcmeConnection: ConnectedProvider {
     var transport: any HTTPTransport
     var terminal: Terminal
     var environment: [String: String]
+    /// How renewals are kept apart from other processes\' (the storage\'s refresh locking).
+    var refreshLocking: RefreshLocking
     /// The built-in emulator, when it stands in for the server.
     var emulator: RunningEmulator?
     /// How the built-in emulator's approval step is offered (never for a real server).
@@ -56,7 +58,7 @@ struct AcmeConnection: ConnectedProvider {
         AcmeAccountSession(
             session: AcmeSession(
                 provider: provider, transport: transport, store: store, account: account,
-                refreshLocking: .directory(RefreshLock.defaultDirectory(environment: environment))))
+                refreshLocking: refreshLocking))
     }
 
     func check(_ credential: StoredCredential) async -> AccountCheck {

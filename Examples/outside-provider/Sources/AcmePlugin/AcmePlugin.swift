@@ -109,6 +109,7 @@ public struct AcmePlugin: ProviderPlugin {
             return AcmeConnection(
                 provider: try settings.provider(allowingInsecureHosts: request.allowedInsecureHosts),
                 transport: request.transport, terminal: request.terminal, environment: request.environment,
+                refreshLocking: request.refreshLocking,
                 emulator: nil, approvalMode: .off)
         }
         let approvalMode = try EmulatorApproval.mode(environment: request.environment, terminal: request.terminal)
@@ -126,7 +127,8 @@ public struct AcmePlugin: ProviderPlugin {
         }
         return AcmeConnection(
             provider: provider, transport: emulator.route(request.transport), terminal: request.terminal,
-            environment: request.environment, emulator: emulator, approvalMode: approvalMode)
+            environment: request.environment, refreshLocking: request.refreshLocking, emulator: emulator,
+            approvalMode: approvalMode)
     }
 
     public func doctor(_ request: ProviderConnectionRequest) async -> [DoctorLine] {

@@ -1,6 +1,5 @@
 import Foundation
 import SesamePostgres
-import SesameTestSupport
 
 #if canImport(Glibc)
     import Glibc
@@ -11,20 +10,20 @@ import SesameTestSupport
 /// authentication for the `postgres` user. PostgreSQL refuses to run as root, so when the tests
 /// run as root the server's programs run as the `postgres` user (with `runuser`), and the
 /// directory belongs to that user.
-struct PostgresServer: Sendable {
-    let directory: URL
-    let port: Int
-    let binaries: URL
+package struct PostgresServer: Sendable {
+    package let directory: URL
+    package let port: Int
+    package let binaries: URL
 
     /// A connection string for the server's `postgres` database.
-    var connectionString: String { "host=127.0.0.1 port=\(port) user=postgres dbname=postgres" }
+    package var connectionString: String { "host=127.0.0.1 port=\(port) user=postgres dbname=postgres" }
 
     /// A configuration for the server, with short timeouts.
-    var configuration: PostgresConfiguration {
+    package var configuration: PostgresConfiguration {
         PostgresConfiguration(connectionString: connectionString, connectTimeout: .seconds(5))
     }
 
-    struct Failure: Error, CustomStringConvertible { var description: String }
+    package struct Failure: Error, CustomStringConvertible { package var description: String }
 
     /// Starts a server; returns once it accepts connections.
     ///
@@ -33,7 +32,9 @@ struct PostgresServer: Sendable {
     ///
     /// - Parameter password: when set, the `postgres` user's password, and connections over TCP
     ///   must give it (SCRAM); without it, every connection is trusted.
-    static func start(password: String? = nil) async throws -> PostgresServer {
+    /// - Parameter tls: when true, the server also speaks TLS, with a certificate for `localhost`
+    ///   and 127.0.0.1 signed by a CA made for it, in ``caFile``.
+    package static func start(password: String? = nil, tls: Bool = false) async throws -> PostgresServer {
         let binaries = try serverBinaries()
         let directory = URL(fileURLWithPath: NSTemporaryDirectory()).appending(
             path: "sesame-postgres-\(UUID().uuidString.prefix(8))")
@@ -62,6 +63,7 @@ struct PostgresServer: Sendable {
             }
             try await server.run(
                 "initdb", ["-D", server.dataDirectory, "-U", "postgres", "--no-sync", "-E", "UTF8"] + authentication)
+            if tls { try await server.makeCertificates() }
             try await server.startServer()
             return server
         } catch {
@@ -71,7 +73,7 @@ struct PostgresServer: Sendable {
     }
 
     /// Stops the server, waits until it has, and removes its directory.
-    func stop() async {
+    package func stop() async {
         do {
             try await stopServer()
         } catch {
@@ -81,7 +83,7 @@ struct PostgresServer: Sendable {
     }
 
     /// Starts the server on the cluster in ``directory``; returns once it accepts connections.
-    func startServer() async throws {
+    package func startServer() async throws {
         try await run(
             "pg_ctl",
             [
@@ -92,13 +94,59 @@ struct PostgresServer: Sendable {
 
     /// Stops the server (fast shutdown: open connections are ended) and waits until it has; the
     /// cluster stays for ``startServer()``. Stopping a stopped server does nothing.
-    func stopServer() async throws {
+    package func stopServer() async throws {
         // pg_ctl status: 0 running, 3 not running.
         guard try await run("pg_ctl", ["-D", dataDirectory, "status"], accepting: [0, 3]) == 0 else { return }
         try await run("pg_ctl", ["-D", dataDirectory, "-m", "fast", "-w", "-t", "60", "stop"])
     }
 
     private var dataDirectory: String { directory.appending(path: "data").path }
+
+    /// The CA that signed a TLS server's certificate (``start(password:tls:)``).
+    package var caFile: URL { directory.appending(path: "ca.crt") }
+
+    /// Makes a CA and a server certificate signed by it (for `localhost` and 127.0.0.1) with
+    /// openssl, and turns TLS on in the cluster's configuration.
+    private func makeCertificates() async throws {
+        let data = URL(fileURLWithPath: dataDirectory)
+        try Data("subjectAltName=DNS:localhost,IP:127.0.0.1\n".utf8).write(to: directory.appending(path: "san.ext"))
+        let curve = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]
+        try await Self.openssl(
+            ["req", "-x509"] + curve + [
+                "-keyout", directory.appending(path: "ca.key").path, "-out", caFile.path, "-days", "2",
+                "-subj", "/CN=Sesame test CA",
+            ])
+        try await Self.openssl(
+            ["req"] + curve + [
+                "-keyout", data.appending(path: "server.key").path, "-out",
+                directory.appending(path: "server.csr").path,
+                "-subj", "/CN=localhost",
+            ])
+        try await Self.openssl([
+            "x509", "-req", "-in", directory.appending(path: "server.csr").path, "-CA", caFile.path, "-CAkey",
+            directory.appending(path: "ca.key").path, "-CAcreateserial", "-out",
+            data.appending(path: "server.crt").path,
+            "-days", "2", "-extfile", directory.appending(path: "san.ext").path,
+        ])
+        let configuration = data.appending(path: "postgresql.conf")
+        let handle = try FileHandle(forWritingTo: configuration)
+        try handle.seekToEnd()
+        try handle.write(contentsOf: Data("ssl = on\nssl_cert_file = 'server.crt'\nssl_key_file = 'server.key'\n".utf8))
+        try handle.close()
+        for file in ["server.key", "server.crt"] {
+            let path = data.appending(path: file).path
+            chmod(path, 0o600)
+            if getuid() == 0, let user = getpwnam("postgres") { chown(path, user.pointee.pw_uid, user.pointee.pw_gid) }
+        }
+    }
+
+    /// Runs `openssl ARGUMENTS`, which must succeed.
+    package static func openssl(_ arguments: [String]) async throws {
+        let result = try await ProcessRunner.run(URL(fileURLWithPath: "/usr/bin/openssl"), arguments)
+        guard result.status == 0 else {
+            throw Failure(description: "openssl \(arguments.joined(separator: " ")) failed: \(result.standardError)")
+        }
+    }
 
     /// Runs one of PostgreSQL's programs, as the `postgres` user when this process is root, and
     /// returns its exit status, which must be one of `accepting`.
@@ -142,6 +190,9 @@ struct PostgresServer: Sendable {
 
 /// Runs `body` with a new PostgreSQL server (asking for `password` over TCP, when set), and
 /// stops it whether `body` returned or threw.
-func withPostgres<T>(password: String? = nil, _ body: (PostgresServer) async throws -> T) async throws -> T {
-    try await withStarted({ try await PostgresServer.start(password: password) }, stop: { await $0.stop() }, body)
+package func withPostgres<T>(
+    password: String? = nil, tls: Bool = false, _ body: (PostgresServer) async throws -> T
+) async throws -> T {
+    try await withStarted(
+        { try await PostgresServer.start(password: password, tls: tls) }, stop: { await $0.stop() }, body)
 }
