@@ -33,7 +33,7 @@ let benchmarks: [Benchmark] = [
 func usage() -> String {
     var text = "usage: sesame-bench <benchmark> [--json]\n\nbenchmarks:\n"
     for benchmark in benchmarks {
-        text += "  \(benchmark.name.padding(toLength: 12, withPad: " ", startingAt: 0))\(benchmark.summary)\n"
+        text += "  \(benchmark.name.padding(toLength: 14, withPad: " ", startingAt: 0))\(benchmark.summary)\n"
     }
     if benchmarks.isEmpty { text += "  (none yet)\n" }
     return text
