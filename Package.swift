@@ -244,7 +244,11 @@ let package = Package(
         // Against a real PostgreSQL that the tests start in a temporary directory and stop.
         .testTarget(
             name: "SesamePostgresTests",
-            dependencies: ["SesamePostgres", "Sesame", "SesameTestSupport"]),
+            dependencies: [
+                "SesamePostgres", "Sesame", "SesameTestSupport",
+                // The fleet's Graph budget, against the emulator over HTTP.
+                "SesameFacebook", "SesameFacebookEmulator", "SesameCurl", "SesameTesting",
+            ]),
 
         // Side-by-side measurements: `swift run -c release sesame-bench <name> [--json]`.
         .executableTarget(
@@ -253,6 +257,7 @@ let package = Package(
                 "Sesame", "SesameHTTPServer", "SesameCurl", "CCurl", "SesameEmulator", "SesameFacebookEmulator",
                 "SesameGitHubEmulator", "SesameFacebook",
                 "SesameKeyring", "SesameGitHub", "SesameDesktop", "SesameFacebookPlugin", "CBenchSupport",
+                "SesamePostgres",
             ],
             path: "Benchmarks/SesameBench"
         ),

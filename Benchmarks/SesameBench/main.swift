@@ -28,12 +28,13 @@ let benchmarks: [Benchmark] = [
     tokenTableBenchmark,
     CLIBenchmark.benchmark,
     HelpersBenchmark.benchmark,
+    fleetBudgetBenchmark,
 ]
 
 func usage() -> String {
     var text = "usage: sesame-bench <benchmark> [--json]\n\nbenchmarks:\n"
     for benchmark in benchmarks {
-        text += "  \(benchmark.name.padding(toLength: 12, withPad: " ", startingAt: 0))\(benchmark.summary)\n"
+        text += "  \(benchmark.name.padding(toLength: 14, withPad: " ", startingAt: 0))\(benchmark.summary)\n"
     }
     if benchmarks.isEmpty { text += "  (none yet)\n" }
     return text

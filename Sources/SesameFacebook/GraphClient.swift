@@ -18,7 +18,8 @@ import Sesame
 /// permission, asks for a new login, or shows the message. The token is sent in an
 /// `Authorization` header, never in a URL; `appsecret_proof` is added when the provider has a
 /// secret (server-side use only). Rate-limit usage headers slow calls down before the app
-/// reaches its limit (see ``GraphUsageGovernor``).
+/// reaches its limit, and an app-wide throttling answer stops calls for its regain time (see
+/// ``GraphUsageGovernor``, whose budget a fleet may share).
 public struct GraphClient: Sendable {
     /// The app.
     public let provider: FacebookProvider
@@ -368,10 +369,40 @@ public struct GraphClient: Sendable {
         return try await recovery.run(permissions: permissions, operation)
     }
 
-    /// One HTTP exchange: pace, token, proof, send, record usage, classify.
+    /// One HTTP exchange: a turn from the rate-limit budget, the call, and the turn handed back
+    /// with the answer's usage whatever happened; the answer classified.
     func exchange(_ method: HTTPMethod, _ target: String, parameters: [(String, String)]) async throws -> GraphResponse
     {
-        try await governor.pace(on: clock)
+        let budget = governor.budget
+        let turn = try await budget.waitForTurn(on: clock)
+        let response: HTTPResponse
+        let token: String?
+        do {
+            (response, token) = try await call(method, target, parameters: parameters)
+        } catch {
+            await budget.finish(turn, .noAnswer)
+            throw error
+        }
+        let usage = governor.read(response.headers)
+        guard response.isSuccess else {
+            // A server may echo the token back; whatever its characters, it leaves the error here.
+            let error = provider.taxonomy.classify(response).redacting(token.map { [$0] } ?? [])
+            // Only an app-wide refusal stops the whole app's calls: a person's or a Page's
+            // throttling (17, 32) is that caller's to wait out.
+            let throttled = error.category == .throttling && (usage?.percentages["app"] ?? 0) >= 100
+            await budget.finish(turn, throttled ? .throttled(usage) : .answered(usage))
+            await report(error)
+            throw error
+        }
+        await budget.finish(turn, .answered(usage))
+        return GraphResponse(status: response.status, headers: response.headers, body: response.body)
+    }
+
+    /// Token, proof, send; a transport failure classified and reported. Returns the answer and
+    /// the token it was sent with.
+    private func call(
+        _ method: HTTPMethod, _ target: String, parameters: [(String, String)]
+    ) async throws -> (HTTPResponse, String?) {
         let token: String?
         switch credential {
         case .none: token = nil
@@ -402,14 +433,7 @@ public struct GraphClient: Sendable {
             await report(classified)
             throw classified
         }
-        governor.record(response.headers)
-        guard response.isSuccess else {
-            // A server may echo the token back; whatever its characters, it leaves the error here.
-            let error = provider.taxonomy.classify(response).redacting(token.map { [$0] } ?? [])
-            await report(error)
-            throw error
-        }
-        return GraphResponse(status: response.status, headers: response.headers, body: response.body)
+        return (response, token)
     }
 
     private func report(_ error: AuthError) async {

@@ -23,8 +23,9 @@ import Sesame
 /// to do. Failures are `CredentialStoreError`s whose messages say
 /// what to do, and hold no token, password or key.
 public final class PostgresCredentialStore: CredentialStore {
-    /// The version of the tables this Sesame reads and writes.
-    public static let schemaVersion = 1
+    /// The version of the tables this Sesame reads and writes: 1 the credentials, 2 also the
+    /// fleet's rate-limit budget (``PostgresRateLimitBudget``).
+    public static let schemaVersion = 2
 
     /// The statements ``migrate()`` runs, in order; each is harmless to run again.
     static let migrationStatements = [
@@ -48,8 +49,18 @@ public final class PostgresCredentialStore: CredentialStore {
         )
         """,
         """
-        INSERT INTO sesame_schema_version (component, version) VALUES ('credentials', 1)
-            ON CONFLICT (component) DO NOTHING
+        CREATE TABLE IF NOT EXISTS sesame_rate_limit_budget (
+            provider text NOT NULL,
+            app_id text NOT NULL,
+            usage jsonb NOT NULL DEFAULT '{}',
+            throttled_until timestamptz,
+            updated_at timestamptz NOT NULL,
+            PRIMARY KEY (provider, app_id)
+        )
+        """,
+        """
+        INSERT INTO sesame_schema_version (component, version) VALUES ('credentials', 2)
+            ON CONFLICT (component) DO UPDATE SET version = 2 WHERE sesame_schema_version.version < 2
         """,
     ]
 
@@ -94,6 +105,11 @@ public final class PostgresCredentialStore: CredentialStore {
     /// - Throws: `CredentialStoreError` of kind `CredentialStoreError/Kind/incompatibleSchema`
     ///   when a newer Sesame made the tables, or the kind of any other failure.
     public func migrate() async throws {
+        try await Self.migrate(connection)
+    }
+
+    /// Runs the migration on `connection`; ``migrate()`` and the rate-limit budget's.
+    static func migrate(_ connection: PostgresConnectionPool) async throws {
         do throws(PostgresError) {
             try await connection.withSession { session throws(PostgresError) in
                 try Self.transaction(session) { session throws(PostgresError) in
@@ -410,7 +426,7 @@ public final class PostgresCredentialStore: CredentialStore {
     /// Refuses a database whose tables a newer Sesame made; runs on each new connection. A
     /// database without the tables passes: ``migrate()`` may be about to make them, and any
     /// other statement says they are missing.
-    private static func checkSchema(_ session: borrowing PostgresSession) throws(PostgresError) {
+    static func checkSchema(_ session: borrowing PostgresSession) throws(PostgresError) {
         let exists = try session.execute("SELECT to_regclass('sesame_schema_version') IS NOT NULL")
         guard exists.rows.first?.first == "t" else { return }
         try checkVersion(session)
