@@ -19,6 +19,7 @@ let package = Package(
         .library(name: "SesameGitHub", targets: ["SesameGitHub"]),
         .library(name: "SesameKeyring", targets: ["SesameKeyring"]),
         .library(name: "SesamePostgres", targets: ["SesamePostgres"]),
+        .library(name: "SesamePass", targets: ["SesamePass"]),
         .library(name: "SesameDesktop", targets: ["SesameDesktop"]),
         .library(name: "SesameFacebookPlugin", targets: ["SesameFacebookPlugin"]),
         .library(name: "SesameOIDCPlugin", targets: ["SesameOIDCPlugin"]),
@@ -51,6 +52,13 @@ let package = Package(
             path: "Sources/CLibPQ",
             pkgConfig: "libpq",
             providers: [.apt(["libpq-dev"])]
+        ),
+        // GPGME, GnuPG's library, linked (the `pass` store decrypts with it on every read).
+        .systemLibrary(
+            name: "CGPGME",
+            path: "Sources/CGPGME",
+            pkgConfig: "gpgme",
+            providers: [.apt(["libgpgme-dev"])]
         ),
         // The keyring's C beyond CLibSecret's thin wrappers: the item schema, the D-Bus calls libsecret
         // does not make, the classification of GLib errors.
@@ -169,7 +177,8 @@ let package = Package(
         // loopback receiver, the system browser, terminal presenters, configuration from flags,
         // environment and config file, and the plug-in contract (ProviderPlugin) with the registry
         // the program hands in (Desktop.bootstrap). It names no provider and contains no emulator.
-        .target(name: "SesameDesktop", dependencies: ["Sesame", "SesameCurl", "SesameHTTPServer", "SesameKeyring"]),
+        .target(
+            name: "SesameDesktop", dependencies: ["Sesame", "SesameCurl", "SesameHTTPServer", "SesameKeyring", "SesamePass"]),
         // Each provider's desktop adapter, beside the provider: settings, login, status, doctor,
         // Desktop.<provider>(), and its emulator hooks.
         .target(
@@ -236,6 +245,13 @@ let package = Package(
         .testTarget(
             name: "SesamePostgresTests",
             dependencies: ["SesamePostgres", "Sesame", "SesameTestSupport"]),
+
+        // The standard Unix password store (`pass`), on GPGME: the store without a desktop.
+        .target(name: "SesamePass", dependencies: ["Sesame", "CGPGME"]),
+        // Against a real GnuPG (a throw-away GNUPGHOME and agent the tests make) and the real `pass`.
+        .testTarget(
+            name: "SesamePassTests",
+            dependencies: ["SesamePass", "Sesame", "SesameTestSupport"]),
 
         // Side-by-side measurements: `swift run -c release sesame-bench <name> [--json]`.
         .executableTarget(

@@ -2,8 +2,9 @@ import Foundation
 import Sesame
 import SesameKeyring
 
-/// Where a desktop app keeps its logins: the keyring module's `StoragePolicy` (`keyring`, the
-/// default; `keyring-or-file`; `file`; `memory`), under the name this module has always used.
+/// Where a desktop app keeps its logins: the keyring module's `StoragePolicy` (`auto`, the
+/// default; `keyring`; `keyring-or-file`; `file`; `memory`; `pass`), under the name this module
+/// has always used.
 public typealias StorageMode = StoragePolicy
 
 /// One setting and where it came from, so `sesame doctor` can say why.
@@ -59,7 +60,7 @@ public struct DesktopConfiguration: Sendable, Hashable {
     ///
     /// A `nil` `stateDirectory` is `$XDG_STATE_HOME/sesame` (or `~/.local/state/sesame`).
     public init(
-        storage: Sourced<StorageMode> = Sourced(.keyring, source: "default"), file: [String: JSONValue] = [:],
+        storage: Sourced<StorageMode> = Sourced(.auto, source: "default"), file: [String: JSONValue] = [:],
         configFile: URL? = nil, configFileLocation: URL? = nil, stateDirectory: URL? = nil
     ) {
         self.stateDirectory =
@@ -140,7 +141,7 @@ public struct DesktopConfiguration: Sendable, Hashable {
             file = object
             configFile = fileURL
         }
-        var storage = Sourced(StorageMode.keyring, source: "default")
+        var storage = Sourced(StorageMode.auto, source: "default")
         if let mode = overrides.storage {
             storage = Sourced(mode, source: "--storage")
         } else if let text = environment["SESAME_STORAGE"], !text.isEmpty {

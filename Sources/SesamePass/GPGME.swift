@@ -1,0 +1,112 @@
+import CGPGME
+import Foundation
+import Sesame
+
+/// GPGME's calls as SesamePass makes them: one context per operation (a context is not shared
+/// between threads), OpenPGP, binary output as `pass` writes it, and the passphrase left to
+/// gpg-agent and its pinentry (no passphrase callback: Sesame never sees the passphrase).
+enum GPGME {
+    /// What GPGME reported, with the code classified.
+    struct Failure: Error {
+        /// GPGME's error value.
+        var error: gpgme_error_t
+        /// The code without its source.
+        var code: Int32 { sesame_gpgme_code(error) }
+        /// GPGME's own words for it.
+        var text: String { String(cString: gpgme_strerror(error)) }
+        /// For encryption: the recipients gpg could not use, as `.gpg-id` named them.
+        var invalidRecipients: [String] = []
+
+        func `is`(_ codes: gpg_err_code_t...) -> Bool { codes.contains { Int32($0.rawValue) == code } }
+    }
+
+    /// Initialises GPGME once per process and checks that gpg is there.
+    private static let engine: Result<Void, Failure> = {
+        _ = sesame_gpgme_init()
+        let error = gpgme_engine_check_version(GPGME_PROTOCOL_OpenPGP)
+        return error == 0 ? .success(()) : .failure(Failure(error: error))
+    }()
+
+    /// Encrypts `plaintext` to `recipients` (as `pass` does: `-r` for each, trusting them, no
+    /// `encrypt-to` of gpg.conf).
+    static func encrypt(_ plaintext: [UInt8], to recipients: [String]) throws(Failure) -> [UInt8] {
+        try engine.get()
+        return try withContext { context throws(Failure) in
+            try withData(plaintext) { plain throws(Failure) in
+                try withOutput { cipher throws(Failure) in
+                    let flags = gpgme_encrypt_flags_t(
+                        GPGME_ENCRYPT_ALWAYS_TRUST.rawValue | GPGME_ENCRYPT_NO_ENCRYPT_TO.rawValue)
+                    let names = recipients.joined(separator: "\n")
+                    let error = gpgme_op_encrypt_ext(context, nil, names, flags, plain, cipher)
+                    guard error == 0 else {
+                        var failure = Failure(error: error)
+                        var invalid = gpgme_op_encrypt_result(context)?.pointee.invalid_recipients
+                        while let recipient = invalid {
+                            failure.invalidRecipients.append(recipient.pointee.fpr.map { String(cString: $0) } ?? "?")
+                            invalid = recipient.pointee.next
+                        }
+                        throw failure
+                    }
+                }
+            }
+        }
+    }
+
+    /// Decrypts `ciphertext` in memory.
+    static func decrypt(_ ciphertext: [UInt8]) throws(Failure) -> [UInt8] {
+        try engine.get()
+        return try withContext { context throws(Failure) in
+            try withData(ciphertext) { cipher throws(Failure) in
+                try withOutput { plain throws(Failure) in
+                    let error = gpgme_op_decrypt(context, cipher, plain)
+                    guard error == 0 else { throw Failure(error: error) }
+                }
+            }
+        }
+    }
+
+    private static func withContext<T>(_ body: (gpgme_ctx_t) throws(Failure) -> T) throws(Failure) -> T {
+        var context: gpgme_ctx_t?
+        let error = gpgme_new(&context)
+        guard error == 0, let context else { throw Failure(error: error) }
+        defer { gpgme_release(context) }
+        let protocolError = gpgme_set_protocol(context, GPGME_PROTOCOL_OpenPGP)
+        guard protocolError == 0 else { throw Failure(error: protocolError) }
+        gpgme_set_armor(context, 0)
+        return try body(context)
+    }
+
+    /// A data object reading `bytes` (copied by GPGME, so the buffer need not outlive the call).
+    private static func withData<T>(_ bytes: [UInt8], _ body: (gpgme_data_t) throws(Failure) -> T) throws(Failure)
+        -> T
+    {
+        var data: gpgme_data_t?
+        let error = bytes.withUnsafeBufferPointer { buffer in
+            buffer.withMemoryRebound(to: CChar.self) { gpgme_data_new_from_mem(&data, $0.baseAddress, buffer.count, 1) }
+        }
+        guard error == 0, let data else { throw Failure(error: error) }
+        defer { gpgme_data_release(data) }
+        return try body(data)
+    }
+
+    /// Runs `body` with an empty memory data object and returns what was written to it; the
+    /// memory is cleared before it is freed, since it may hold a token.
+    private static func withOutput(_ body: (gpgme_data_t) throws(Failure) -> Void) throws(Failure) -> [UInt8] {
+        var data: gpgme_data_t?
+        let error = gpgme_data_new(&data)
+        guard error == 0, let data else { throw Failure(error: error) }
+        var failure: Failure?
+        do throws(Failure) { try body(data) } catch { failure = error }
+        var length = 0
+        let memory = gpgme_data_release_and_get_mem(data, &length)
+        defer {
+            if let memory {
+                memset(memory, 0, length)
+                gpgme_free(memory)
+            }
+        }
+        if let failure { throw failure }
+        guard let memory else { return [] }
+        return [UInt8](UnsafeRawBufferPointer(start: memory, count: length))
+    }
+}
