@@ -59,7 +59,8 @@ public enum DesktopStorage {
                     return (made.store, made.backend)
                 },
                 openPass: {
-                    let store = PassCredentialStore(directory: passDirectory)
+                    let store = PassCredentialStore(
+                        directory: passDirectory, gnupgHome: environment["GNUPGHOME"].flatMap { $0.isEmpty ? nil : $0 })
                     return (store, store.backendDescription, PassCredentialStore.isInitialised(passDirectory))
                 })
         } catch let error as CredentialStoreError where error.isUnavailable {

@@ -29,9 +29,9 @@ enum GPGME {
 
     /// Encrypts `plaintext` to `recipients` (as `pass` does: `-r` for each, trusting them, no
     /// `encrypt-to` of gpg.conf).
-    static func encrypt(_ plaintext: [UInt8], to recipients: [String]) throws(Failure) -> [UInt8] {
+    static func encrypt(_ plaintext: [UInt8], to recipients: [String], home: String?) throws(Failure) -> [UInt8] {
         try engine.get()
-        return try withContext { context throws(Failure) in
+        return try withContext(home: home) { context throws(Failure) in
             try withData(plaintext) { plain throws(Failure) in
                 try withOutput { cipher throws(Failure) in
                     let flags = gpgme_encrypt_flags_t(
@@ -53,9 +53,9 @@ enum GPGME {
     }
 
     /// Decrypts `ciphertext` in memory.
-    static func decrypt(_ ciphertext: [UInt8]) throws(Failure) -> [UInt8] {
+    static func decrypt(_ ciphertext: [UInt8], home: String?) throws(Failure) -> [UInt8] {
         try engine.get()
-        return try withContext { context throws(Failure) in
+        return try withContext(home: home) { context throws(Failure) in
             try withData(ciphertext) { cipher throws(Failure) in
                 try withOutput { plain throws(Failure) in
                     let error = gpgme_op_decrypt(context, cipher, plain)
@@ -65,13 +65,18 @@ enum GPGME {
         }
     }
 
-    private static func withContext<T>(_ body: (gpgme_ctx_t) throws(Failure) -> T) throws(Failure) -> T {
+    /// A context for OpenPGP, with GnuPG's home `home` (`nil`: `GNUPGHOME` or `~/.gnupg`).
+    private static func withContext<T>(home: String?, _ body: (gpgme_ctx_t) throws(Failure) -> T) throws(Failure) -> T {
         var context: gpgme_ctx_t?
         let error = gpgme_new(&context)
         guard error == 0, let context else { throw Failure(error: error) }
         defer { gpgme_release(context) }
         let protocolError = gpgme_set_protocol(context, GPGME_PROTOCOL_OpenPGP)
         guard protocolError == 0 else { throw Failure(error: protocolError) }
+        if let home {
+            let homeError = gpgme_ctx_set_engine_info(context, GPGME_PROTOCOL_OpenPGP, nil, home)
+            guard homeError == 0 else { throw Failure(error: homeError) }
+        }
         gpgme_set_armor(context, 0)
         return try body(context)
     }
@@ -108,5 +113,39 @@ enum GPGME {
         if let failure { throw failure }
         guard let memory else { return [] }
         return [UInt8](UnsafeRawBufferPointer(start: memory, count: length))
+    }
+
+    /// Whether gpg-agent answers on its socket for `home`, asked only after a decryption failed
+    /// for want of a secret key (gpg says "No secret key" also when it could not reach the agent):
+    /// the socket's path from `gpgconf --list-dirs agent-socket`, then a `connect(2)` to it.
+    /// `nil` when that cannot be told.
+    static func agentAnswers(home: String?) -> Bool? {
+        var environment = ProcessInfo.processInfo.environment
+        if let home { environment["GNUPGHOME"] = home }
+        let output = Pipe()
+        let child = ChildProcess(
+            executableURL: URL(fileURLWithPath: "/usr/bin/gpgconf"), arguments: ["--list-dirs", "agent-socket"],
+            environment: environment, standardInput: .null, standardOutput: .pipe(output), standardError: .null)
+        guard (try? child.run()) != nil else { return nil }
+        let data = output.fileHandleForReading.readDataToEndOfFile()
+        guard child.waitUntilExit() == 0 else { return nil }
+        let path = String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+        guard !path.isEmpty else { return nil }
+        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        guard fd >= 0 else { return nil }
+        defer { close(fd) }
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        let bytes = Array(path.utf8)
+        guard bytes.count < MemoryLayout.size(ofValue: address.sun_path) else { return nil }
+        withUnsafeMutableBytes(of: &address.sun_path) { buffer in
+            buffer.copyBytes(from: bytes)
+        }
+        let connected = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+            }
+        }
+        return connected == 0
     }
 }

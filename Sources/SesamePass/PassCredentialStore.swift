@@ -42,6 +42,8 @@ extension CredentialStoreError.Kind {
 public final class PassCredentialStore: CredentialStore {
     /// The password store's directory.
     public let directory: URL
+    /// GnuPG's home directory, or `nil` for GnuPG's own choice (`GNUPGHOME`, or `~/.gnupg`).
+    public let gnupgHome: String?
     private let lock = Locked(())
     /// Called after the temporary file is written and flushed, before the rename: tests use it
     /// to fail a save at the worst moment.
@@ -50,14 +52,19 @@ public final class PassCredentialStore: CredentialStore {
     /// The folder of the store that holds Sesame's entries.
     public static let folder = "sesame"
 
-    /// Creates a store in `directory`. Nothing is read or written until the first call.
-    public init(directory: URL = PassCredentialStore.defaultDirectory()) {
+    /// Creates a store in `directory`, using the GnuPG home `gnupgHome` (`nil`: GnuPG's own
+    /// choice, `GNUPGHOME` or `~/.gnupg`). Nothing is read or written until the first call.
+    public init(directory: URL = PassCredentialStore.defaultDirectory(), gnupgHome: String? = nil) {
         self.directory = directory
+        self.gnupgHome = gnupgHome
         self.beforeRename = nil
     }
 
-    init(directory: URL, beforeRename: @escaping @Sendable (_ temporaryPath: String) throws -> Void) {
+    init(
+        directory: URL, gnupgHome: String?, beforeRename: @escaping @Sendable (_ temporaryPath: String) throws -> Void
+    ) {
         self.directory = directory
+        self.gnupgHome = gnupgHome
         self.beforeRename = beforeRename
     }
 
@@ -84,7 +91,7 @@ public final class PassCredentialStore: CredentialStore {
             let plaintext = Array(PassEntry.text(of: credential).utf8)
             let ciphertext: [UInt8]
             do throws(GPGME.Failure) {
-                ciphertext = try GPGME.encrypt(plaintext, to: recipients.names)
+                ciphertext = try GPGME.encrypt(plaintext, to: recipients.names, home: self.gnupgHome)
             } catch {
                 throw self.explain(error, entry: path, gpgID: recipients.file)
             }
@@ -280,7 +287,7 @@ public final class PassCredentialStore: CredentialStore {
         ciphertext = bytes
         var plaintext: [UInt8]
         do throws(GPGME.Failure) {
-            plaintext = try GPGME.decrypt(ciphertext)
+            plaintext = try GPGME.decrypt(ciphertext, home: gnupgHome)
         } catch {
             throw explain(error, entry: path, gpgID: nil)
         }
@@ -399,7 +406,7 @@ public final class PassCredentialStore: CredentialStore {
     // MARK: - Errors
 
     private func explain(_ failure: GPGME.Failure, entry: String, gpgID: String?) -> CredentialStoreError {
-        let home = ProcessInfo.processInfo.environment["GNUPGHOME"].map { " (GNUPGHOME \($0))" } ?? ""
+        let home = (gnupgHome ?? ProcessInfo.processInfo.environment["GNUPGHOME"]).map { " (GNUPGHOME \($0))" } ?? ""
         if failure.is(GPG_ERR_BAD_PASSPHRASE) {
             return CredentialStoreError(
                 kind: .locked,
@@ -412,18 +419,21 @@ public final class PassCredentialStore: CredentialStore {
                 message: "The passphrase for the password-store entry \(entry) was not given (the prompt was cancelled "
                     + "or no pinentry could ask: over SSH, `export GPG_TTY=$(tty)`). Nothing was changed.")
         }
+        if failure.is(GPG_ERR_NO_AGENT, GPG_ERR_ASS_CONNECT_FAILED, GPG_ERR_AGENT)
+            || (failure.is(GPG_ERR_NO_SECKEY) && GPGME.agentAnswers(home: gnupgHome) == false)
+        {
+            return CredentialStoreError(
+                kind: .unavailable,
+                message: "gpg-agent cannot be reached\(home), so the password store cannot be opened; start it with "
+                    + "`gpgconf --launch gpg-agent` (or remove no-autostart from gpg.conf) and try again. Nothing was "
+                    + "changed.")
+        }
         if failure.is(GPG_ERR_NO_SECKEY) {
             return CredentialStoreError(
                 kind: .noSecretKey,
                 message: "The password-store entry \(entry) is encrypted to a GnuPG key whose secret key is not in "
                     + "this keyring\(home); import it (`gpg --import`), or log in again after `pass init KEYID` with a "
                     + "key you have. The entry was left as it is.")
-        }
-        if failure.is(GPG_ERR_NO_AGENT, GPG_ERR_ASS_CONNECT_FAILED, GPG_ERR_AGENT) {
-            return CredentialStoreError(
-                kind: .unavailable,
-                message: "gpg-agent cannot be reached\(home) (\(failure.text)); start it with `gpgconf --launch "
-                    + "gpg-agent` and try again. Nothing was changed.")
         }
         if failure.is(GPG_ERR_ENOENT, GPG_ERR_INV_ENGINE, GPG_ERR_ENGINE_TOO_OLD) {
             return CredentialStoreError(

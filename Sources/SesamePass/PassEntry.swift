@@ -67,9 +67,8 @@ enum PassEntry {
     ///
     /// - Throws: ``Problem`` saying what is wrong with the text (never quoting it).
     static func credential(from text: String, key: CredentialKey) throws(Problem) -> StoredCredential {
-        var lines = text.split(separator: "\n", omittingEmptySubsequences: false).map {
-            $0.hasSuffix("\r") ? $0.dropLast() : $0
-        }[...]
+        // "\r\n" is one Character: split on it as on "\n" (an entry edited on Windows, in WSL).
+        var lines = text.split(omittingEmptySubsequences: false, whereSeparator: { $0 == "\n" || $0 == "\r\n" })[...]
         let tokenString = (lines.popFirst() ?? "").trimmingCharacters(in: .whitespaces)
         guard !tokenString.isEmpty else { throw Problem("its first line, the access token, is empty") }
         var fields: [String: String] = [:]
