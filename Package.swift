@@ -156,7 +156,7 @@ let package = Package(
         // and a thin executable.
         .target(
             name: "SesameCommandLine",
-            dependencies: ["Sesame", "SesameDesktop", "SesameCurl", "SesameKeyring"]),
+            dependencies: ["Sesame", "SesameDesktop", "SesameCurl", "SesameKeyring", "SesamePass"]),
         // The program: its main.swift hands the command line its providers, one line each.
         .executableTarget(
             name: "sesame",

@@ -15,10 +15,17 @@ final class CLIHarness: Sendable {
     let environment: [String: String]
     private let outputs = Locked<[(command: String, text: String)]>([])
 
-    init(storage: String = "file") throws {
+    /// - Parameters:
+    ///   - storage: `SESAME_STORAGE`, or `nil` for none (the default policy).
+    ///   - clean: when given, the programs' whole environment is this (and the harness's own
+    ///     variables), as under `env -i`: no D-Bus, no display, nothing of the test's.
+    init(storage: String? = "file", clean: [String: String]? = nil) throws {
         root = FileManager.default.temporaryDirectory.appending(path: "sesame-cli-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: root, withIntermediateDirectories: true)
         var environment = ProcessInfo.processInfo.environment
+        if let clean {
+            environment = clean.merging(environment.filter { $0.key == "SESAME_TEST_RUN_ID" }) { $1 }
+        }
         // SESAME_TEST_RUN_ID marks the processes of one scripts/test run, for its orphan check.
         let kept: Set = ["SESAME_TEST_KEYRING", "SESAME_TEST_RUN_ID"]
         for name in environment.keys where name.hasPrefix("SESAME_") && !kept.contains(name) {
