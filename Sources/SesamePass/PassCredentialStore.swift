@@ -152,6 +152,12 @@ public final class PassCredentialStore: CredentialStore {
         }
     }
 
+    /// The keys of the logins stored, optionally for one provider, from the entries' names alone:
+    /// nothing is decrypted, so no passphrase is asked for (for a shell's completion).
+    public func storedKeys(provider: ProviderID?) async -> [CredentialKey] {
+        await onOwnThread { self.entryPaths(provider: provider).compactMap(Self.key(forEntry:)).sorted() }
+    }
+
     public func containsEntries(provider: ProviderID?) async throws -> Bool {
         await onOwnThread { !self.entryPaths(provider: provider).isEmpty }
     }
