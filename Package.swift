@@ -259,7 +259,7 @@ let package = Package(
             dependencies: [
                 "Sesame", "SesameHTTPServer", "SesameCurl", "CCurl", "SesameEmulator", "SesameFacebookEmulator",
                 "SesameGitHubEmulator", "SesameFacebook",
-                "SesameKeyring", "SesameGitHub", "SesameDesktop", "SesameFacebookPlugin", "CBenchSupport",
+                "SesameKeyring", "SesameGitHub", "SesameDesktop", "SesameFacebookPlugin", "CBenchSupport", "SesamePass",
             ],
             path: "Benchmarks/SesameBench"
         ),

@@ -27,6 +27,7 @@ let benchmarks: [Benchmark] = [
     slowClientsBenchmark,
     tokenTableBenchmark,
     CLIBenchmark.benchmark,
+    PassBenchmark.benchmark,
 ]
 
 func usage() -> String {
