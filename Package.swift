@@ -126,7 +126,8 @@ let package = Package(
         // The Facebook provider. Its error taxonomy is generated from GraphErrors.json.
         .target(name: "SesameFacebook", dependencies: ["Sesame"], plugins: ["ErrorTableGeneratorPlugin"]),
         .testTarget(
-            name: "SesameFacebookTests", dependencies: ["SesameFacebook", "Sesame", "SesameTesting", "SesameTestSupport"]),
+            name: "SesameFacebookTests",
+            dependencies: ["SesameFacebook", "Sesame", "SesameTesting", "SesameTestSupport"]),
 
         // The generic OAuth 2.0 / OpenID Connect provider. Its error taxonomy is generated from
         // OAuthErrors.json.
@@ -166,7 +167,8 @@ let package = Package(
         .testTarget(
             name: "SesameCommandLineTests",
             dependencies: [
-                "SesameCommandLine", "SesameFacebook", "Sesame", "SesameDesktop", "SesameEmulator", "SesameFacebookEmulator",
+                "SesameCommandLine", "SesameFacebook", "Sesame", "SesameDesktop", "SesameEmulator",
+                "SesameFacebookEmulator",
                 "SesameOIDCEmulator", "SesameGitHubEmulator", "SesameCurl",
                 "SesameTestSupport", "sesame", "fb-login", "fb-publish", "fb-errors", "SesameHTTPServer",
                 "sesame-fuzz", "SesameFacebookPlugin", "SesameOIDCPlugin", "SesameGitHubPlugin", "SesameOIDC",
@@ -178,7 +180,8 @@ let package = Package(
         // environment and config file, and the plug-in contract (ProviderPlugin) with the registry
         // the program hands in (Desktop.bootstrap). It names no provider and contains no emulator.
         .target(
-            name: "SesameDesktop", dependencies: ["Sesame", "SesameCurl", "SesameHTTPServer", "SesameKeyring", "SesamePass"]),
+            name: "SesameDesktop",
+            dependencies: ["Sesame", "SesameCurl", "SesameHTTPServer", "SesameKeyring", "SesamePass"]),
         // Each provider's desktop adapter, beside the provider: settings, login, status, doctor,
         // Desktop.<provider>(), and its emulator hooks.
         .target(

@@ -109,7 +109,8 @@ struct PassBenchmark {
             for (index, command) in commands.enumerated() {
                 let cpuBefore = CLIBenchmark.childrenCPUMilliseconds()
                 let start = ContinuousClock.now
-                let result = try CLIBenchmark.runProcess(command.executable, command.arguments, environment: environment)
+                let result = try CLIBenchmark.runProcess(
+                    command.executable, command.arguments, environment: environment)
                 let elapsed = CLIBenchmark.milliseconds(ContinuousClock.now - start)
                 guard result.status == 0 else {
                     throw Failure(description: "\(command.name) exited \(result.status) in round \(round)")
@@ -124,7 +125,8 @@ struct PassBenchmark {
         let sesame = Series(name: commands[1].name, milliseconds: samples[1])
         let report = Report(
             runs: options.runs, passShow: pass, sesameToken: sesame, speedup: pass.p50 / sesame.p50,
-            passShowCPU: Series.percentile(cpu[0].sorted(), 0.5), sesameTokenCPU: Series.percentile(cpu[1].sorted(), 0.5))
+            passShowCPU: Series.percentile(cpu[0].sorted(), 0.5),
+            sesameTokenCPU: Series.percentile(cpu[1].sorted(), 0.5))
         if options.json {
             let encoder = JSONEncoder()
             encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
@@ -133,7 +135,8 @@ struct PassBenchmark {
         }
         func row(_ series: Series, _ cpu: Double) -> String {
             let name = series.name.padding(toLength: 56, withPad: " ", startingAt: 0)
-            return "\(name) p50 \(String(format: "%7.2f", series.p50)) ms  p99 \(String(format: "%7.2f", series.p99)) ms  "
+            return
+                "\(name) p50 \(String(format: "%7.2f", series.p50)) ms  p99 \(String(format: "%7.2f", series.p99)) ms  "
                 + "CPU p50 \(String(format: "%6.2f", cpu)) ms"
         }
         print(row(pass, report.passShowCPU))

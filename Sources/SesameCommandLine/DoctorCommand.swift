@@ -84,7 +84,9 @@ extension DoctorCommand {
             return [
                 DoctorLine(
                     .problem, "No D-Bus session bus (DBUS_SESSION_BUS_ADDRESS is not set), so there is no keyring.",
-                    fix: "log in to a desktop session, or run under 'dbus-run-session', or use pass (`pass init KEYID`), or --storage file")
+                    fix:
+                        "log in to a desktop session, or run under 'dbus-run-session', or use pass (`pass init KEYID`), or --storage file"
+                )
             ]
         }
         let address = bus.split(separator: ",").first.map(String.init) ?? bus
@@ -165,7 +167,8 @@ extension DoctorCommand {
         if let file = configuration.configFile { lines.append(DoctorLine(.ok, "Config file: \(file.path).")) }
         let keyring = context.keyring
         let environment = context.environment
-        let selected = await withTimeLimit(DoctorLimits.perProbe) { () -> Result<(text: String, kind: String), any Error> in
+        let selected = await withTimeLimit(DoctorLimits.perProbe) {
+            () -> Result<(text: String, kind: String), any Error> in
             do {
                 let selection = try await DesktopStorage.select(
                     configuration.storage, keyring: keyring, environment: environment)

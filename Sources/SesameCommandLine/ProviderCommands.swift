@@ -4,7 +4,8 @@ import SesameDesktop
 
 let storageOption = OptionSpec(
     "storage", value: "MODE",
-    "Where logins are kept: auto (default: keyring, else an initialised pass store), keyring, pass, keyring-or-file, file (a 0600 file, opt-in) or memory.")
+    "Where logins are kept: auto (default: the keyring, else an initialised pass store), keyring, pass, "
+        + "keyring-or-file, file (a 0600 file, opt-in) or memory.")
 let accountOption = OptionSpec("account", value: "NAME", "The account (default: the active one).")
 
 func storageMode(_ parsed: ParsedArguments, command: String) throws(UsageError) -> StorageMode? {

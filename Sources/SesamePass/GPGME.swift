@@ -82,7 +82,9 @@ enum GPGME {
     }
 
     /// A data object reading `bytes` (copied by GPGME, so the buffer need not outlive the call).
-    private static func withData<T>(_ bytes: [UInt8], _ body: (gpgme_data_t) throws(Failure) -> T) throws(Failure)
+    private static func withData<T>(
+        _ bytes: [UInt8], _ body: (gpgme_data_t) throws(Failure) -> T
+    ) throws(Failure)
         -> T
     {
         var data: gpgme_data_t?

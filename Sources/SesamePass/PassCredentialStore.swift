@@ -230,7 +230,8 @@ public final class PassCredentialStore: CredentialStore {
         var iterator = Array(text.utf8)[...]
         while let byte = iterator.popFirst() {
             if byte == UInt8(ascii: "%") {
-                guard iterator.count >= 2, let value = UInt8(String(decoding: iterator.prefix(2), as: UTF8.self), radix: 16)
+                guard iterator.count >= 2,
+                    let value = UInt8(String(decoding: iterator.prefix(2), as: UTF8.self), radix: 16)
                 else { return nil }
                 bytes.append(value)
                 iterator = iterator.dropFirst(2)
@@ -247,7 +248,9 @@ public final class PassCredentialStore: CredentialStore {
         let start = provider.map { "\(Self.folder)/\(Self.encode($0.rawValue))" } ?? Self.folder
         var found: [String] = []
         func walk(_ relative: String, depth: Int) {
-            guard depth < 8, let names = try? FileManager.default.contentsOfDirectory(atPath: url(relative).deletingPathExtension().path)
+            guard depth < 8,
+                let names = try? FileManager.default.contentsOfDirectory(
+                    atPath: url(relative).deletingPathExtension().path)
             else { return }
             for name in names.sorted() where !name.hasPrefix(".") {
                 let child = "\(relative)/\(name)"
@@ -353,7 +356,9 @@ public final class PassCredentialStore: CredentialStore {
         guard mkdir(path, 0o700) == 0 || errno == EEXIST else {
             throw CredentialStoreError(
                 kind: .cannotCreate,
-                message: "Sesame could not make the folder \(path) in the password store: \(String(cString: strerror(errno))).")
+                message:
+                    "Sesame could not make the folder \(path) in the password store: \(String(cString: strerror(errno)))."
+            )
         }
     }
 
@@ -447,7 +452,9 @@ public final class PassCredentialStore: CredentialStore {
                 message: "GnuPG cannot be run (\(failure.text)); install gnupg (`apt-get install gnupg`).")
         }
         if let gpgID, !failure.invalidRecipients.isEmpty || failure.is(GPG_ERR_UNUSABLE_PUBKEY, GPG_ERR_NO_PUBKEY) {
-            let names = failure.invalidRecipients.map { "'\(String(String.UnicodeScalarView($0.unicodeScalars.filter { $0.value >= 0x20 && $0.value != 0x7F })))'" }.joined(separator: ", ")
+            let names = failure.invalidRecipients.map {
+                "'\(String(String.UnicodeScalarView($0.unicodeScalars.filter { $0.value >= 0x20 && $0.value != 0x7F })))'"
+            }.joined(separator: ", ")
             return CredentialStoreError(
                 kind: .unknownRecipient,
                 message: "\(gpgID) names \(names.isEmpty ? "a key" : names), for which GnuPG\(home) has no usable "

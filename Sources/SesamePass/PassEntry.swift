@@ -47,8 +47,12 @@ enum PassEntry {
         add(Field.refreshToken, token.refreshToken)
         add(Field.expires, token.expirationDate.map(date))
         add(Field.refreshTokenExpires, token.refreshTokenExpirationDate.map(date))
-        add(Field.scopes, token.permissions.granted.isEmpty ? nil : token.permissions.granted.sorted().joined(separator: " "))
-        add(Field.declined, token.permissions.declined.isEmpty ? nil : token.permissions.declined.sorted().joined(separator: " "))
+        add(
+            Field.scopes,
+            token.permissions.granted.isEmpty ? nil : token.permissions.granted.sorted().joined(separator: " "))
+        add(
+            Field.declined,
+            token.permissions.declined.isEmpty ? nil : token.permissions.declined.sorted().joined(separator: " "))
         add(Field.userID, token.userID)
         add(Field.idToken, token.idToken)
         add(Field.refreshed, date(token.refreshDate))
@@ -106,7 +110,8 @@ enum PassEntry {
             tokenString: tokenString, provider: key.provider, appID: key.appID, userID: nonEmpty(Field.userID),
             permissions: PermissionSet(granted: words(Field.scopes), declined: words(Field.declined)),
             expirationDate: try readDate(Field.expires), refreshDate: refreshed ?? saved ?? Date(),
-            refreshToken: nonEmpty(Field.refreshToken), refreshTokenExpirationDate: try readDate(Field.refreshTokenExpires),
+            refreshToken: nonEmpty(Field.refreshToken),
+            refreshTokenExpirationDate: try readDate(Field.refreshTokenExpires),
             idToken: nonEmpty(Field.idToken), providerExtras: extras)
         let needsLogin = ["true", "yes", "1"].contains(fields[Field.needsLogin]?.lowercased() ?? "")
         return StoredCredential(key: key, token: token, savedAt: saved ?? refreshed ?? Date(), needsLogin: needsLogin)

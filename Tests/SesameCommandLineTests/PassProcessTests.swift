@@ -16,7 +16,8 @@ struct PassProcessTests {
     }
 
     static func entryName(_ issuer: String, account: String = "default") -> String {
-        let encoded = issuer.addingPercentEncoding(withAllowedCharacters: .alphanumerics.union(.init(charactersIn: "-_.@+=,")))!
+        let encoded = issuer.addingPercentEncoding(
+            withAllowedCharacters: .alphanumerics.union(.init(charactersIn: "-_.@+=,")))!
         return "sesame/oidc/\(encoded)/\(OIDCEmulator.defaultClientID)/\(account)"
     }
 
@@ -27,13 +28,16 @@ struct PassProcessTests {
         try await withGnuPGHome { home in
             try await OIDCProcessTests.withEmulator { _, issuer in
                 let cli = try Self.harness(home, storage: "pass")
-                let login = try await OIDCProcessTests.login(cli, OIDCProcessTests.loginArguments(issuer), issuer: issuer)
+                let login = try await OIDCProcessTests.login(
+                    cli, OIDCProcessTests.loginArguments(issuer), issuer: issuer)
                 #expect(login.status == 0, "\(login.standardError)")
 
                 let token = try await cli.run("sesame", ["token", "oidc"])
                 #expect(token.status == 0, "\(token.standardError)")
                 let shown = try await home.run("pass", ["show", Self.entryName(issuer)])
-                #expect(shown.split(separator: "\n").first.map(String.init) == token.standardOutput.trimmingCharacters(in: .newlines))
+                #expect(
+                    shown.split(separator: "\n").first.map(String.init)
+                        == token.standardOutput.trimmingCharacters(in: .newlines))
                 #expect(shown.contains("\nrefresh_token: "))
 
                 let status = try await cli.run("sesame", ["status", "--json", "--timeout", "60"])
@@ -47,7 +51,9 @@ struct PassProcessTests {
                 #expect(logout.status == 0, "\(logout.standardError)")
                 let gone = try await home.runAllowingFailure("pass", ["show", Self.entryName(issuer)])
                 #expect(gone.status != 0)
-                #expect(!FileManager.default.fileExists(atPath: cli.root.appending(path: "state/sesame/credentials.json").path))
+                #expect(
+                    !FileManager.default.fileExists(
+                        atPath: cli.root.appending(path: "state/sesame/credentials.json").path))
                 cli.expectNoTokenLeaks([token.standardOutput.trimmingCharacters(in: .newlines)])
             }
         }
@@ -58,7 +64,8 @@ struct PassProcessTests {
         try await withGnuPGHome { home in
             try await OIDCProcessTests.withEmulator { _, issuer in
                 let cli = try Self.harness(home, storage: nil)
-                let login = try await OIDCProcessTests.login(cli, OIDCProcessTests.loginArguments(issuer), issuer: issuer)
+                let login = try await OIDCProcessTests.login(
+                    cli, OIDCProcessTests.loginArguments(issuer), issuer: issuer)
                 #expect(login.status == 0, "\(login.standardError)")
                 let status = try await cli.run("sesame", ["status"])
                 #expect(status.standardOutput.contains("password store \(home.store.path)"), "\(status.standardOutput)")
@@ -92,7 +99,8 @@ struct PassProcessTests {
                     #expect(refused.standardError.contains(choice), "\(arguments): \(refused.standardError)")
                 }
             }
-            #expect(!FileManager.default.fileExists(atPath: cli.root.appending(path: "state/sesame/credentials.json").path))
+            #expect(
+                !FileManager.default.fileExists(atPath: cli.root.appending(path: "state/sesame/credentials.json").path))
         }
     }
 
@@ -101,7 +109,8 @@ struct PassProcessTests {
         try await withGnuPGHome { home in
             try await OIDCProcessTests.withEmulator { _, issuer in
                 let cli = try Self.harness(home, storage: "pass")
-                let login = try await OIDCProcessTests.login(cli, OIDCProcessTests.loginArguments(issuer), issuer: issuer)
+                let login = try await OIDCProcessTests.login(
+                    cli, OIDCProcessTests.loginArguments(issuer), issuer: issuer)
                 #expect(login.status == 0, "\(login.standardError)")
                 try await home.forgetPassphrase()
                 try home.setPinentryAnswer("wrong")

@@ -74,7 +74,9 @@ struct StoragePolicyTests {
             (.some(.noSessionBus), true, .some(.pass)), (.some(.noSecretService), true, .some(.pass)),
             (.some(.noSessionBus), false, nil), (.some(.locked), true, nil),
         ])
-    func auto(_ keyringKind: CredentialStoreError.Kind?, initialised: Bool, expected: ResolvedStorage.Backend?)
+    func auto(
+        _ keyringKind: CredentialStoreError.Kind?, initialised: Bool, expected: ResolvedStorage.Backend?
+    )
         async throws
     {
         let keyring = InMemoryCredentialStore()

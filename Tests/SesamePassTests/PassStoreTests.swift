@@ -17,7 +17,8 @@ struct PassStoreTests {
         let accessToken = AccessToken(
             tokenString: token, provider: key.provider, appID: key.appID, userID: "1234",
             permissions: PermissionSet(granted: ["repo", "read:org"], declined: ["admin"]),
-            expirationDate: Date(timeIntervalSince1970: 1_800_000_000), refreshDate: Date(timeIntervalSince1970: 1_700_000_000.25),
+            expirationDate: Date(timeIntervalSince1970: 1_800_000_000),
+            refreshDate: Date(timeIntervalSince1970: 1_700_000_000.25),
             refreshToken: "ghr_refresh-456", refreshTokenExpirationDate: Date(timeIntervalSince1970: 1_900_000_000),
             idToken: "eyJ.id.token", providerExtras: ["data_access_expires_at": .number(1_810_000_000)])
         return StoredCredential(key: key, token: accessToken, savedAt: Date(timeIntervalSince1970: 1_700_000_001))
@@ -28,7 +29,8 @@ struct PassStoreTests {
         return (enumerator?.allObjects as? [String] ?? []).filter { !$0.hasPrefix(".git") }.sorted()
     }
 
-    @Test("a login round-trips through an encrypted entry, is listed, and is removed; `pass show` prints the token first")
+    @Test(
+        "a login round-trips through an encrypted entry, is listed, and is removed; `pass show` prints the token first")
     func roundTrip() async throws {
         try await withGnuPGHome { home in
             let store = PassCredentialStore(directory: home.store, gnupgHome: home.home.path)
@@ -42,7 +44,9 @@ struct PassStoreTests {
             // On disk: encrypted (no token in the file), under sesame/, names made safe.
             let files = Self.entryFiles(home)
             #expect(files.contains("sesame/github/github.com/alice.gpg"), "\(files)")
-            #expect(files.contains("sesame/oidc/https%3A%2F%2Fid.example.com%2Frealms%2Fa%20b/desktop/%2E.%2Fbob.gpg"), "\(files)")
+            #expect(
+                files.contains("sesame/oidc/https%3A%2F%2Fid.example.com%2Frealms%2Fa%20b/desktop/%2E.%2Fbob.gpg"),
+                "\(files)")
             let bytes = try Data(contentsOf: home.store.appendingPathComponent("sesame/github/github.com/alice.gpg"))
             #expect(!String(decoding: bytes, as: UTF8.self).contains("gho_access-123"))
 
@@ -64,10 +68,13 @@ struct PassStoreTests {
         }
     }
 
-    @Test("an entry written with `pass insert -m`, edited by hand (keys reordered, notes, no final newline), is read back")
+    @Test(
+        "an entry written with `pass insert -m`, edited by hand (keys reordered, notes, no final newline), is read back"
+    )
     func readsWhatPassWrote() async throws {
         try await withGnuPGHome { home in
-            let text = "tok-from-pass\r\nnotes: written by hand\n\nExpires: 2027-01-15T08:00:00Z\nrandom line\n"
+            let text =
+                "tok-from-pass\r\nnotes: written by hand\n\nExpires: 2027-01-15T08:00:00Z\nrandom line\n"
                 + "refresh_token:   r-tok  \nscopes: repo,gist"
             try await home.run("pass", ["insert", "-m", "sesame/github/github.com/alice"], input: text)
             let store = PassCredentialStore(directory: home.store, gnupgHome: home.home.path)
@@ -100,7 +107,11 @@ struct PassStoreTests {
             let store = PassCredentialStore(directory: home.store, gnupgHome: home.home.path)
             try await store.save(Self.credential())
             let packets = try await home.runAllowingFailure(
-                "gpg", ["--batch", "--list-packets", home.store.appendingPathComponent("sesame/github/github.com/alice.gpg").path])
+                "gpg",
+                [
+                    "--batch", "--list-packets",
+                    home.store.appendingPathComponent("sesame/github/github.com/alice.gpg").path,
+                ])
             let keyIDs = try await home.gpg(["--batch", "--with-colons", "--list-keys", "other@example.invalid"])
             let otherSubkey = try #require(
                 keyIDs.split(separator: "\n").filter { $0.hasPrefix("sub:") }.first?.split(separator: ":")[4])
@@ -185,7 +196,8 @@ struct PassStoreTests {
             let store = PassCredentialStore(directory: home.store, gnupgHome: home.home.path)
             try await store.save(Self.credential())
             await home.stopAgent()
-            try "no-autostart\n".write(to: home.home.appendingPathComponent("gpg.conf"), atomically: true, encoding: .utf8)
+            try "no-autostart\n".write(
+                to: home.home.appendingPathComponent("gpg.conf"), atomically: true, encoding: .utf8)
             let error = await #expect(throws: CredentialStoreError.self) { try await store.load(Self.key) }
             #expect(error?.kind == .unavailable, "\(String(describing: error))")
             #expect(error?.message.contains("gpg-agent") == true)

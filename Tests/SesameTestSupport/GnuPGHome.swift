@@ -57,7 +57,8 @@ public final class GnuPGHome: Sendable {
                 "--batch", "--pinentry-mode", "loopback", "--passphrase", Self.passphrase, "--quick-gen-key",
                 Self.userID, "future-default", "default", "never",
             ], environment: environment)
-        let listed = try await Self.run("gpg", ["--batch", "--with-colons", "--list-secret-keys"], environment: environment)
+        let listed = try await Self.run(
+            "gpg", ["--batch", "--with-colons", "--list-secret-keys"], environment: environment)
         guard let line = listed.split(separator: "\n").first(where: { $0.hasPrefix("fpr:") }),
             let found = line.split(separator: ":", omittingEmptySubsequences: false).dropFirst(9).first
         else { throw Failure("the generated key has no fingerprint: \(listed)") }
@@ -93,7 +94,9 @@ public final class GnuPGHome: Sendable {
     }
 
     /// Runs a program (`pass`, `gpg`, `gpgconf`) with this home's environment; throws on failure.
-    @discardableResult public func run(_ program: String, _ arguments: [String], input: String = "") async throws
+    @discardableResult public func run(
+        _ program: String, _ arguments: [String], input: String = ""
+    ) async throws
         -> String
     {
         try await Self.run(program, arguments, input: input, environment: environment)
@@ -110,7 +113,9 @@ public final class GnuPGHome: Sendable {
     }
 
     /// Runs a program with this home's environment and returns how it ended.
-    public func runAllowingFailure(_ program: String, _ arguments: [String], input: String = "") async throws
+    public func runAllowingFailure(
+        _ program: String, _ arguments: [String], input: String = ""
+    ) async throws
         -> ProcessResult
     {
         try await Self.runAllowingFailure(program, arguments, input: input, environment: environment)
@@ -119,8 +124,9 @@ public final class GnuPGHome: Sendable {
     private static func runAllowingFailure(
         _ program: String, _ arguments: [String], input: String, environment: [String: String]
     ) async throws -> ProcessResult {
-        guard let path = ["/usr/bin/", "/bin/", "/usr/local/bin/"].map({ $0 + program })
-            .first(where: { FileManager.default.isExecutableFile(atPath: $0) })
+        guard
+            let path = ["/usr/bin/", "/bin/", "/usr/local/bin/"].map({ $0 + program })
+                .first(where: { FileManager.default.isExecutableFile(atPath: $0) })
         else { throw Failure("\(program) is not installed; run scripts/bootstrap (it installs gnupg and pass)") }
         return try await ProcessRunner.run(
             URL(fileURLWithPath: path), arguments, input: Data(input.utf8),
