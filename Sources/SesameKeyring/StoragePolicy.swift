@@ -77,13 +77,13 @@ public enum StoragePolicy: String, Sendable, Hashable, CaseIterable, Codable, Cu
     ///   - openKeyring: opens and checks the keyring, returning the store and the backend in
     ///     words (the resolved ``ResolvedStorage/detail``). It throws a `CredentialStoreError`
     ///     whose `isUnavailable` is true when there is no keyring (no session bus, no Secret
-    ///     Service); only that lets ``keyringOrFile`` fall back to the file.
-    /// - Returns: the store, the backend in use, and a warning when the policy fell back.
-    /// - Throws: what `openKeyring` throws for ``keyring``, and for ``keyringOrFile`` anything
-    ///   but an absent keyring: a locked or silent keyring is an error, never a fallback.
+    ///     Service); only that lets ``keyringOrFile`` (and ``auto``) fall back.
     ///   - openPass: the password store, the backend in words, and whether it is initialised;
     ///     for ``pass`` and ``auto`` (a program without one leaves it out, and ``auto`` then
     ///     finds no password store).
+    /// - Returns: the store, the backend in use, and a warning when the policy fell back.
+    /// - Throws: what `openKeyring` throws for ``keyring``, and for ``keyringOrFile`` anything
+    ///   but an absent keyring: a locked or silent keyring is an error, never a fallback.
     public func resolve(
         fileURL: URL,
         openKeyring: () async throws -> (store: any CredentialStore, detail: String),

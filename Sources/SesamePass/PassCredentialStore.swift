@@ -36,8 +36,8 @@ extension CredentialStoreError.Kind {
 ///
 /// Failures are `CredentialStoreError`s that say what to do: a wrong or cancelled passphrase is
 /// `locked`; a store without `.gpg-id` and an agent that cannot be reached are `unavailable`; an
-/// entry for a key whose secret part is not here is ``CredentialStoreError/Kind/noSecretKey``; a
-/// `.gpg-id` naming a key GnuPG does not have is ``CredentialStoreError/Kind/unknownRecipient``.
+/// entry for a key whose secret part is not here is `noSecretKey`; a
+/// `.gpg-id` naming a key GnuPG does not have is `unknownRecipient`.
 /// An entry that cannot be read is never removed.
 public final class PassCredentialStore: CredentialStore {
     /// The password store's directory.
