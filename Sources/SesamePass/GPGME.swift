@@ -21,11 +21,23 @@ enum GPGME {
     }
 
     /// Initialises GPGME once per process and checks that gpg is there.
+    ///
+    /// GPGME learns about every engine it knows (gpgconf, gpgsm...) by running each with
+    /// `--version` when first used; Sesame needs only gpg, so it turns gpgconf's discovery off
+    /// (`disable-gpgconf`), which leaves one `gpg --version` instead of five processes before the
+    /// first decryption.
     private static let engine: Result<Void, Failure> = {
+        _ = gpgme_set_global_flag("disable-gpgconf", "1")
         _ = sesame_gpgme_init()
         let error = gpgme_engine_check_version(GPGME_PROTOCOL_OpenPGP)
         return error == 0 ? .success(()) : .failure(Failure(error: error))
     }()
+
+    /// Starts GPGME's initialisation (its `gpg --version`) on a thread of its own, so that it runs
+    /// while the program does other work; the first operation waits for it if it has not ended.
+    static func prepare() {
+        detachThread { _ = engine }
+    }
 
     /// Encrypts `plaintext` to `recipients` (as `pass` does: `-r` for each, trusting them, no
     /// `encrypt-to` of gpg.conf).
@@ -73,7 +85,8 @@ enum GPGME {
         defer { gpgme_release(context) }
         let protocolError = gpgme_set_protocol(context, GPGME_PROTOCOL_OpenPGP)
         guard protocolError == 0 else { throw Failure(error: protocolError) }
-        if let home {
+        // Setting the home runs `gpg --version` again: only when gpg would not find it anyway.
+        if let home, home != ProcessInfo.processInfo.environment["GNUPGHOME"] {
             let homeError = gpgme_ctx_set_engine_info(context, GPGME_PROTOCOL_OpenPGP, nil, home)
             guard homeError == 0 else { throw Failure(error: homeError) }
         }
@@ -123,7 +136,8 @@ enum GPGME {
     /// `nil` when that cannot be told.
     static func agentAnswers(home: String?) -> Bool? {
         var environment = ProcessInfo.processInfo.environment
-        if let home { environment["GNUPGHOME"] = home }
+        // Setting the home runs `gpg --version` again: only when gpg would not find it anyway.
+        if let home, home != ProcessInfo.processInfo.environment["GNUPGHOME"] { environment["GNUPGHOME"] = home }
         let output = Pipe()
         let child = ChildProcess(
             executableURL: URL(fileURLWithPath: "/usr/bin/gpgconf"), arguments: ["--list-dirs", "agent-socket"],

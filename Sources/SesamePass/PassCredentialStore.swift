@@ -58,6 +58,9 @@ public final class PassCredentialStore: CredentialStore {
         self.directory = directory
         self.gnupgHome = gnupgHome
         self.beforeRename = nil
+        // GPGME's one-time start (a `gpg --version`) overlaps whatever the program does before
+        // its first read or write.
+        GPGME.prepare()
     }
 
     init(
