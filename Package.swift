@@ -19,6 +19,7 @@ let package = Package(
         .library(name: "SesameGitHub", targets: ["SesameGitHub"]),
         .library(name: "SesameKeyring", targets: ["SesameKeyring"]),
         .library(name: "SesamePostgres", targets: ["SesamePostgres"]),
+        .library(name: "SesamePass", targets: ["SesamePass"]),
         .library(name: "SesameDesktop", targets: ["SesameDesktop"]),
         .library(name: "SesameFacebookPlugin", targets: ["SesameFacebookPlugin"]),
         .library(name: "SesameOIDCPlugin", targets: ["SesameOIDCPlugin"]),
@@ -49,6 +50,13 @@ let package = Package(
         // libpq's headers (libpq-dev, which scripts/bootstrap installs); the library is opened with
         // dlopen when a program first connects, not linked (see Sources/CLibPQ/shim.h).
         .systemLibrary(name: "CLibPQ", path: "Sources/CLibPQ", providers: [.apt(["libpq-dev"])]),
+        // GPGME, GnuPG's library, linked (the `pass` store decrypts with it on every read).
+        .systemLibrary(
+            name: "CGPGME",
+            path: "Sources/CGPGME",
+            pkgConfig: "gpgme",
+            providers: [.apt(["libgpgme-dev"])]
+        ),
         // The keyring's C beyond CLibSecret's thin wrappers: the item schema, the D-Bus calls libsecret
         // does not make, the classification of GLib errors.
         .target(name: "CLibSecretShim", dependencies: ["CLibSecret"]),
@@ -146,7 +154,7 @@ let package = Package(
         // and a thin executable.
         .target(
             name: "SesameCommandLine",
-            dependencies: ["Sesame", "SesameDesktop", "SesameCurl", "SesameKeyring"]),
+            dependencies: ["Sesame", "SesameDesktop", "SesameCurl", "SesameKeyring", "SesamePass"]),
         // The program: its main.swift hands the command line its providers, one line each.
         .executableTarget(
             name: "sesame",
@@ -178,7 +186,9 @@ let package = Package(
         // the program hands in (Desktop.bootstrap). It names no provider and contains no emulator.
         .target(
             name: "SesameDesktop",
-            dependencies: ["Sesame", "SesameCurl", "SesameHTTPServer", "SesameKeyring", "SesamePostgres"]),
+            dependencies: [
+                "Sesame", "SesameCurl", "SesameHTTPServer", "SesameKeyring", "SesamePostgres", "SesamePass",
+            ]),
         // Each provider's desktop adapter, beside the provider: settings, login, status, doctor,
         // Desktop.<provider>(), and its emulator hooks.
         .target(
@@ -250,6 +260,13 @@ let package = Package(
                 "SesameFacebook", "SesameFacebookEmulator", "SesameCurl", "SesameTesting",
             ]),
 
+        // The standard Unix password store (`pass`), on GPGME: the store without a desktop.
+        .target(name: "SesamePass", dependencies: ["Sesame", "CGPGME"]),
+        // Against a real GnuPG (a throw-away GNUPGHOME and agent the tests make) and the real `pass`.
+        .testTarget(
+            name: "SesamePassTests",
+            dependencies: ["SesamePass", "Sesame", "SesameTestSupport"]),
+
         // Side-by-side measurements: `swift run -c release sesame-bench <name> [--json]`.
         .executableTarget(
             name: "sesame-bench",
@@ -257,7 +274,7 @@ let package = Package(
                 "Sesame", "SesameHTTPServer", "SesameCurl", "CCurl", "SesameEmulator", "SesameFacebookEmulator",
                 "SesameGitHubEmulator", "SesameFacebook",
                 "SesameKeyring", "SesameGitHub", "SesameDesktop", "SesameFacebookPlugin", "CBenchSupport",
-                "SesamePostgres",
+                "SesamePostgres", "SesamePass",
             ],
             path: "Benchmarks/SesameBench"
         ),

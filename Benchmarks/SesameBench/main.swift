@@ -29,6 +29,7 @@ let benchmarks: [Benchmark] = [
     CLIBenchmark.benchmark,
     HelpersBenchmark.benchmark,
     fleetBudgetBenchmark,
+    PassBenchmark.benchmark,
 ]
 
 func usage() -> String {

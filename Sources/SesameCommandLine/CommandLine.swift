@@ -114,7 +114,11 @@ package enum ExitStatus {
         (usage, "the command line was wrong"),
         (dataError, "the input was wrong (a token that is not one)"),
         (noInput, "an input file could not be read"),
-        (unavailable, "a service is missing, locked or silent (keyring, D-Bus, PostgreSQL), or revoking failed"),
+        (
+            unavailable,
+            "a service is missing, locked or silent (keyring, D-Bus, gpg-agent, PostgreSQL), no store for logins, "
+                + "or revoking failed"
+        ),
         (cannotCreate, "a login or state file could not be written"),
         (ioError, "reading or removing a stored login failed, or the output could not be written"),
         (temporaryFailure, "network or provider trouble; try again later"),

@@ -1,6 +1,7 @@
 import Foundation
 import Sesame
 import SesameDesktop
+import SesamePass
 
 /// `sesame completion bash|zsh|fish` and `sesame manpage`: shell completions and the sesame(1)
 /// manual page, generated from ``SesameCLI/commands``, the same tree that `--help` prints, so
@@ -71,8 +72,14 @@ package struct CompletionCommand: Sendable, Equatable {
                     overrides: .init(storage: storage), environment: environment)
                 let storage = try await DesktopStorage.select(
                     configuration.storage, keyring: keyring, environment: environment)
-                let listing = try await storage.store.listing(provider: ProviderID(provider))
-                let names = Set(listing.credentials.map(\.key.account) + listing.unreadable.compactMap(\.key?.account))
+                let names: Set<String>
+                if let pass = storage.store as? PassCredentialStore {
+                    // The entries' names say the accounts: nothing is decrypted, no passphrase asked.
+                    names = Set(await pass.storedKeys(provider: ProviderID(provider)).map(\.account))
+                } else {
+                    let listing = try await storage.store.listing(provider: ProviderID(provider))
+                    names = Set(listing.credentials.map(\.key.account) + listing.unreadable.compactMap(\.key?.account))
+                }
                 io.write(names.sorted().map { $0.sanitizedForTerminal + "\n" }.joined())
                 return ExitStatus.success
             } catch {

@@ -3,6 +3,7 @@ import Sesame
 import SesameCurl
 import SesameDesktop
 import SesameKeyring
+import SesamePass
 
 /// `sesame doctor`.
 package struct DoctorCommand: Sendable, Equatable {
@@ -53,6 +54,7 @@ package struct DoctorCommand: Sendable, Equatable {
                 return line
             }
         }
+        lines = Self.placeLines(environment: environment) + lines
         lines += storageLines
         lines += await providers ?? [DoctorLine(.problem, "The providers' checks did not finish within \(limit).")]
         var status = storageStatus
@@ -82,7 +84,9 @@ extension DoctorCommand {
             return [
                 DoctorLine(
                     .problem, "No D-Bus session bus (DBUS_SESSION_BUS_ADDRESS is not set), so there is no keyring.",
-                    fix: "log in to a desktop session, or run under 'dbus-run-session', or use --storage file")
+                    fix:
+                        "log in to a desktop session, or run under 'dbus-run-session', or use pass (`pass init KEYID`), or --storage file"
+                )
             ]
         }
         let address = bus.split(separator: ",").first.map(String.init) ?? bus
@@ -158,17 +162,18 @@ extension DoctorCommand {
             let status = (error as? DesktopError)?.status.rawValue ?? ExitStatus.unavailable
             return ([DoctorLine(.problem, "Configuration: \(error.sentence)")], true, status)
         }
-        let keyringInUse = configuration.storage.value.policy.map { $0 != .file && $0 != .memory } ?? false
+        var keyringInUse = ![.file, .memory, .pass, .postgres].contains(configuration.storage.value)
         var lines: [DoctorLine] = []
         if let file = configuration.configFile { lines.append(DoctorLine(.ok, "Config file: \(file.path).")) }
         let keyring = context.keyring
         let environment = context.environment
-        let selected = await withTimeLimit(DoctorLimits.perProbe) { () -> Result<[DoctorLine], any Error> in
+        let selected = await withTimeLimit(DoctorLimits.perProbe) {
+            () -> Result<(lines: [DoctorLine], kind: String), any Error> in
             do {
                 let selection = try await DesktopStorage.select(
                     configuration.storage, keyring: keyring, environment: environment)
                 let line = DoctorLine(.ok, "Storage: \(selection.backend), because of the \(selection.reason).")
-                return .success([line] + (await DesktopStorage.doctorLines(for: selection)))
+                return .success(([line] + (await DesktopStorage.doctorLines(for: selection)), selection.kind))
             } catch {
                 return .failure(error)
             }
@@ -176,10 +181,13 @@ extension DoctorCommand {
         let cannot = "Storage: \(configuration.storage.value) (from \(configuration.storage.source)) cannot be used"
         switch selected {
         case .success(let found)?:
-            lines += found
+            lines += found.lines
+            keyringInUse = found.kind == "keyring"
+            lines.append(Self.passStoreLine(environment: environment))
             return (lines, keyringInUse, ExitStatus.success)
         case .failure(let error)?:
             lines.append(DoctorLine(.problem, "\(cannot): \(error.sentence)"))
+            lines.append(Self.passStoreLine(environment: environment))
         case nil:
             lines.append(
                 DoctorLine(
@@ -227,5 +235,49 @@ extension DoctorCommand {
             for await result in group { results.append(result) }
             return results.sorted { $0.0 < $1.0 }.flatMap(\.1)
         }
+    }
+}
+
+extension DoctorCommand {
+    /// What kind of machine this is, when it is one without a desktop (an SSH session, a
+    /// container, WSL), and what works there: one line each.
+    static func placeLines(
+        environment: [String: String], fileExists: (String) -> Bool = { FileManager.default.fileExists(atPath: $0) },
+        procVersion: () -> String = { (try? String(contentsOfFile: "/proc/version", encoding: .utf8)) ?? "" }
+    ) -> [DoctorLine] {
+        var lines: [DoctorLine] = []
+        let noBus = (environment["DBUS_SESSION_BUS_ADDRESS"] ?? "").isEmpty
+        let storeAdvice = "keep logins in pass (`pass init KEYID`; gpg-agent asks for the passphrase on the terminal)"
+        if !(environment["SSH_CONNECTION"] ?? "").isEmpty || !(environment["SSH_TTY"] ?? "").isEmpty {
+            lines.append(
+                DoctorLine(
+                    .info, "An SSH session: no browser here, so log in with the device flow (or paste the redirect)",
+                    fix: "\(storeAdvice); set GPG_TTY=$(tty) so that pinentry can ask"))
+        }
+        if fileExists("/.dockerenv") || fileExists("/run/.containerenv") {
+            lines.append(
+                DoctorLine(
+                    .info,
+                    "A container\(noBus ? " with no session bus" : ""): there is no desktop keyring unless one is "
+                        + "started", fix: "\(storeAdvice), or mount one; or opt into --storage file"))
+        }
+        if !(environment["WSL_DISTRO_NAME"] ?? "").isEmpty || procVersion().lowercased().contains("microsoft") {
+            lines.append(
+                DoctorLine(
+                    .info, "WSL: Linux's keyring is usually absent and the Windows browser opens for logins",
+                    fix: "\(storeAdvice), or start gnome-keyring under dbus-run-session"))
+        }
+        return lines
+    }
+
+    /// Whether there is an initialised password store, which the `auto` policy uses without a keyring.
+    static func passStoreLine(environment: [String: String]) -> DoctorLine {
+        let directory = PassCredentialStore.defaultDirectory(environment: environment)
+        if PassCredentialStore.isInitialised(directory) {
+            return DoctorLine(.ok, "Password store (pass): \(directory.path), initialised.")
+        }
+        return DoctorLine(
+            .info, "No initialised password store (pass) at \(directory.path)",
+            fix: "`pass init KEYID` makes one, which is used when there is no keyring")
     }
 }

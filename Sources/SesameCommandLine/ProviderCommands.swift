@@ -4,8 +4,9 @@ import SesameDesktop
 
 let storageOption = OptionSpec(
     "storage", value: "MODE",
-    "Where logins are kept: keyring (default), keyring-or-file, file (a 0600 file, opt-in), memory, or postgres "
-        + "(a fleet's database: SESAME_POSTGRES or libpq's PG* variables, key in SESAME_POSTGRES_KEY_FILE).")
+    "Where logins are kept: auto (default: the keyring, else an initialised pass store), keyring, pass, "
+        + "keyring-or-file, file (a 0600 file, opt-in), memory, or postgres (a fleet's database: SESAME_POSTGRES "
+        + "or libpq's PG* variables, key in SESAME_POSTGRES_KEY_FILE).")
 let accountOption = OptionSpec("account", value: "NAME", "The account (default: the active one).")
 
 func storageMode(_ parsed: ParsedArguments, command: String) throws(UsageError) -> StorageMode? {

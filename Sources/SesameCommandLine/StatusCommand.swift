@@ -43,7 +43,7 @@ package struct StatusCommand: Sendable, Equatable {
                     app_id                  the app (client) id the logins belong to
                     emulator                true when it is Sesame's built-in emulator
                     details                 provider facts as strings (an issuer, a host)
-                    storage                 {"backend": "keyring" | "file" | "memory" | "postgres",
+                    storage                 {"backend": "keyring" | "pass" | "file" | "memory" | "postgres",
                                              "description": where, "reason": why this one}
                     problem                 why the provider could not be reached, or null
                     unreadable[]            stored entries that cannot be read: {"account" (or null),

@@ -2,9 +2,9 @@ import Foundation
 import Sesame
 import SesameKeyring
 
-/// Where a desktop app keeps its logins: the keyring module's policies (`keyring`, the default;
-/// `keyring-or-file`; `file`; `memory`), and the stores of other modules: `postgres`, a fleet's
-/// shared store.
+/// Where a desktop app keeps its logins: the keyring module's policies (`auto`, the default;
+/// `keyring`; `keyring-or-file`; `file`; `memory`; `pass`), and the stores of other modules:
+/// `postgres`, a fleet's shared store.
 public enum StorageMode: String, Sendable, Hashable, CaseIterable, Codable, CustomStringConvertible {
     /// The desktop keyring; fails when there is none (`StoragePolicy.keyring`).
     case keyring
@@ -14,11 +14,19 @@ public enum StorageMode: String, Sendable, Hashable, CaseIterable, Codable, Cust
     case file
     /// Memory only (`StoragePolicy.memory`).
     case memory
+    /// The standard Unix password store, `pass` (`StoragePolicy.pass`).
+    case pass
+    /// The keyring, else an initialised password store, else a refusal naming the choices
+    /// (`StoragePolicy.auto`): never a silent plain file.
+    case auto
     /// A `PostgresCredentialStore`: logins shared by every process and machine that reaches the
     /// database, encrypted under the operator's key, renewed under a fleet-wide lock. The
     /// connection comes from `SESAME_POSTGRES` or libpq's variables, the key from
     /// `SESAME_POSTGRES_KEY_FILE` or `SESAME_POSTGRES_KEY`.
     case postgres
+
+    /// The mode a desktop program uses unless told otherwise.
+    public static let `default`: StorageMode = .auto
 
     /// The mode's name as written in configuration and on the command line.
     public var description: String { rawValue }
@@ -89,7 +97,7 @@ public struct DesktopConfiguration: Sendable, Hashable {
     ///
     /// A `nil` `stateDirectory` is `$XDG_STATE_HOME/sesame` (or `~/.local/state/sesame`).
     public init(
-        storage: Sourced<StorageMode> = Sourced(.keyring, source: "default"), file: [String: JSONValue] = [:],
+        storage: Sourced<StorageMode> = Sourced(.auto, source: "default"), file: [String: JSONValue] = [:],
         configFile: URL? = nil, configFileLocation: URL? = nil, stateDirectory: URL? = nil
     ) {
         self.stateDirectory =
@@ -170,7 +178,7 @@ public struct DesktopConfiguration: Sendable, Hashable {
             file = object
             configFile = fileURL
         }
-        var storage = Sourced(StorageMode.keyring, source: "default")
+        var storage = Sourced(StorageMode.auto, source: "default")
         if let mode = overrides.storage {
             storage = Sourced(mode, source: "--storage")
         } else if let text = environment["SESAME_STORAGE"], !text.isEmpty {

@@ -1,6 +1,7 @@
 import Foundation
 import Sesame
 import SesameKeyring
+import SesamePass
 import SesamePostgres
 
 /// The store a desktop app keeps its logins in, and why that one.
@@ -11,7 +12,7 @@ public struct StorageSelection: Sendable {
     public var backend: String
     /// Why it is the one in use: the mode and where the mode came from.
     public var reason: String
-    /// What kind of store it is, in one word: `keyring`, `file`, `memory` or `postgres`.
+    /// What kind of store it is, in one word: `keyring`, `file`, `memory`, `pass` or `postgres`.
     public var kind: String
 
     /// Creates a selection.
@@ -38,9 +39,11 @@ public enum DesktopStorage {
     /// - Parameters:
     ///   - mode: the mode and where it came from.
     ///   - keyring: opens the keyring store (``secretService`` in a real program).
-    ///   - environment: for the file store's location (`$XDG_STATE_HOME`).
-    /// - Throws: ``DesktopError`` (69, unavailable) when the keyring is needed and missing; the
-    ///   keyring's own `CredentialStoreError` when it is there but locked or silent.
+    ///   - environment: for the file store's location (`$XDG_STATE_HOME`) and the password
+    ///     store's (`PASSWORD_STORE_DIR`, `HOME`).
+    /// - Throws: ``DesktopError`` (69, unavailable) when the keyring is needed and missing, and
+    ///   when `auto` finds neither a keyring nor an initialised password store (naming the
+    ///   choices); the keyring's own `CredentialStoreError` when it is there but locked or silent.
     public static func select(
         _ mode: Sourced<StorageMode>, keyring: KeyringFactory,
         environment: [String: String] = ProcessInfo.processInfo.environment
@@ -48,13 +51,22 @@ public enum DesktopStorage {
         let why = "storage mode '\(mode.value)' from \(mode.source)"
         guard let policy = mode.value.policy else { return try postgres(environment: environment, why: why) }
         let url = FileCredentialStore.defaultURL(environment: environment)
+        let passDirectory = PassCredentialStore.defaultDirectory(environment: environment)
         let resolved: ResolvedStorage
         do {
-            resolved = try await policy.resolve(fileURL: url) {
-                let made = try await keyring()
-                return (made.store, made.backend)
-            }
+            resolved = try await policy.resolve(
+                fileURL: url,
+                openKeyring: {
+                    let made = try await keyring()
+                    return (made.store, made.backend)
+                },
+                openPass: {
+                    let store = PassCredentialStore(
+                        directory: passDirectory, gnupgHome: environment["GNUPGHOME"].flatMap { $0.isEmpty ? nil : $0 })
+                    return (store, store.backendDescription, PassCredentialStore.isInitialised(passDirectory))
+                })
         } catch let error as CredentialStoreError where error.isUnavailable {
+            if mode.value == .auto { throw noStore(error, passDirectory: passDirectory) }
             throw unavailable(error)
         }
         let backend =
@@ -62,15 +74,38 @@ public enum DesktopStorage {
             case .keyring: resolved.detail
             case .file: "file \(url.path) (0600)"
             case .memory: "memory only (the login is gone when this program exits)"
+            case .pass: "password store \(passDirectory.path) (pass, GnuPG)"
             }
-        let reason = resolved.fallbackReason.map { "\(why): the keyring is not available (\(unavailable($0).message))" }
-        let kind =
-            switch resolved.backend {
-            case .keyring: "keyring"
-            case .file: "file"
-            case .memory: "memory"
-            }
-        return StorageSelection(store: resolved.store, backend: backend, reason: reason ?? why, kind: kind)
+        let reason = resolved.fallbackReason.map { error in
+            resolved.backend == .pass
+                ? "\(why): there is no desktop keyring (\(keyringAbsence(error))), and the password store "
+                    + "\(passDirectory.path) is initialised"
+                : "\(why): the keyring is not available (\(unavailable(error).message))"
+        }
+        return StorageSelection(
+            store: resolved.store, backend: backend, reason: reason ?? why, kind: resolved.backend.rawValue)
+    }
+
+    /// Why there is no keyring, in a few words.
+    private static func keyringAbsence(_ error: CredentialStoreError) -> String {
+        error.kind == .noSessionBus
+            ? "there is no D-Bus session bus"
+            : error.kind == .noSecretService
+                ? "no Secret Service runs on the session bus"
+                : "the keyring cannot be reached"
+    }
+
+    /// The error of the `auto` mode when there is neither a keyring nor an initialised password
+    /// store: the three ways on, never a silent plain file.
+    private static func noStore(_ error: CredentialStoreError, passDirectory: URL) -> DesktopError {
+        var failure = DesktopError(
+            "There is nowhere safe to keep logins here: no desktop keyring (\(keyringAbsence(error))) and no "
+                + "initialised password store at \(passDirectory.path). Choose one: run `pass init KEYID` with your "
+                + "GnuPG key (then logins go to pass); or run inside a desktop session with a keyring; or keep them "
+                + "in a plain 0600 file by choosing the `file` storage policy (SESAME_STORAGE=file).",
+            status: .unavailable)
+        failure.suggestsFileStore = true
+        return failure
     }
 
     /// How renewals of logins kept in `mode`'s store are kept apart: a lock file per login in
@@ -104,12 +139,7 @@ public enum DesktopStorage {
     /// The error for a keyring that is needed and absent: one sentence, with the way out in a
     /// library's terms (the storage policy, `SESAME_STORAGE`); a command line adds its flag.
     private static func unavailable(_ error: CredentialStoreError) -> DesktopError {
-        let why =
-            error.kind == .noSessionBus
-            ? "there is no D-Bus session bus"
-            : error.kind == .noSecretService
-                ? "no Secret Service runs on the session bus"
-                : "the keyring cannot be reached"
+        let why = keyringAbsence(error)
         var failure = DesktopError(
             "There is no desktop keyring here (\(why)); run inside your desktop session (or under dbus-run-session), "
                 + "or keep logins in a 0600 file: choose the `file` storage policy (in DesktopConfiguration, or with "

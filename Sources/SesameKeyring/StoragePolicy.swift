@@ -25,12 +25,17 @@ public enum StoragePolicy: String, Sendable, Hashable, CaseIterable, Codable, Cu
     case file
     /// An `InMemoryCredentialStore`: nothing outlives the process.
     case memory
+    /// The standard Unix password store (`pass`, through GnuPG), for machines without a keyring.
+    case pass
+    /// The desktop keyring when there is one; otherwise the password store when it is initialised
+    /// (has a `.gpg-id`); otherwise resolving fails, naming the choices. Never a plain file.
+    case auto
 
     /// The policy a desktop program uses unless told otherwise.
-    public static let `default`: StoragePolicy = .keyring
+    public static let `default`: StoragePolicy = .auto
 
     /// The policy's name as written in configuration and on the command line:
-    /// `keyring`, `keyring-or-file`, `file` or `memory`.
+    /// `keyring`, `keyring-or-file`, `file`, `memory`, `pass` or `auto`.
     public var description: String { rawValue }
 
     /// One line about what the policy does, for help output.
@@ -40,6 +45,8 @@ public enum StoragePolicy: String, Sendable, Hashable, CaseIterable, Codable, Cu
         case .keyringOrFile: "the desktop keyring, or a 0600 file with a warning when there is no keyring"
         case .file: "a 0600 file, for machines without a keyring"
         case .memory: "memory only; nothing is kept after the program exits"
+        case .pass: "the password store (pass, GnuPG), for machines without a keyring"
+        case .auto: "the keyring, else an initialised password store; refuses when there is neither"
         }
     }
 
@@ -70,15 +77,40 @@ public enum StoragePolicy: String, Sendable, Hashable, CaseIterable, Codable, Cu
     ///   - openKeyring: opens and checks the keyring, returning the store and the backend in
     ///     words (the resolved ``ResolvedStorage/detail``). It throws a `CredentialStoreError`
     ///     whose `isUnavailable` is true when there is no keyring (no session bus, no Secret
-    ///     Service); only that lets ``keyringOrFile`` fall back to the file.
+    ///     Service); only that lets ``keyringOrFile`` (and ``auto``) fall back.
+    ///   - openPass: the password store, the backend in words, and whether it is initialised;
+    ///     for ``pass`` and ``auto`` (a program without one leaves it out, and ``auto`` then
+    ///     finds no password store).
     /// - Returns: the store, the backend in use, and a warning when the policy fell back.
     /// - Throws: what `openKeyring` throws for ``keyring``, and for ``keyringOrFile`` anything
     ///   but an absent keyring: a locked or silent keyring is an error, never a fallback.
     public func resolve(
         fileURL: URL,
-        openKeyring: () async throws -> (store: any CredentialStore, detail: String)
+        openKeyring: () async throws -> (store: any CredentialStore, detail: String),
+        openPass: () -> (store: any CredentialStore, detail: String, initialised: Bool)? = { nil }
     ) async throws -> ResolvedStorage {
         switch self {
+        case .pass:
+            guard let opened = openPass() else {
+                throw CredentialStoreError(
+                    kind: .unavailable, message: "This program was built without the password store (SesamePass).")
+            }
+            return ResolvedStorage(
+                policy: self, backend: .pass, store: opened.store, detail: opened.detail, warning: nil,
+                fallbackReason: nil)
+        case .auto:
+            do {
+                let opened = try await openKeyring()
+                return ResolvedStorage(
+                    policy: self, backend: .keyring, store: opened.store, detail: opened.detail, warning: nil,
+                    fallbackReason: nil)
+            } catch let error as CredentialStoreError where error.isUnavailable {
+                // No keyring: an initialised password store, or nothing (the caller refuses).
+                guard let opened = openPass(), opened.initialised else { throw error }
+                return ResolvedStorage(
+                    policy: self, backend: .pass, store: opened.store, detail: opened.detail, warning: nil,
+                    fallbackReason: error)
+            }
         case .memory:
             return ResolvedStorage(
                 policy: self, backend: .memory, store: InMemoryCredentialStore(), detail: "memory", warning: nil,
@@ -129,6 +161,8 @@ public struct ResolvedStorage: Sendable, CustomStringConvertible {
         case file
         /// `InMemoryCredentialStore`.
         case memory
+        /// `PassCredentialStore` (in SesamePass).
+        case pass
     }
 
     /// The policy that was resolved.
@@ -143,7 +177,8 @@ public struct ResolvedStorage: Sendable, CustomStringConvertible {
     /// Set when the policy fell back to a weaker store: what happened and the file now used.
     /// Show it to the person.
     public let warning: String?
-    /// Why the keyring was not used, when the policy fell back.
+    /// Why the keyring was not used, when the policy fell back (to the file, or ``StoragePolicy/auto``
+    /// to the password store).
     public let fallbackReason: CredentialStoreError?
 
     /// Creates a resolved storage.

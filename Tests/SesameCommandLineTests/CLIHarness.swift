@@ -17,15 +17,23 @@ final class CLIHarness: Sendable {
     /// The store the programs use, when it is not the credential file (a fleet's database).
     private let sharedStore: (any CredentialStore)?
 
-    /// A home whose programs keep their logins as `storage` says, with `extra` in their
-    /// environment; `store` is that storage's store when it is not the credential file.
+    /// - Parameters:
+    ///   - storage: `SESAME_STORAGE`, or `nil` for none (the default policy).
+    ///   - clean: when given, the programs' whole environment is this (and the harness's own
+    ///     variables), as under `env -i`: no D-Bus, no display, nothing of the test's.
+    ///   - extra: more variables for the programs (a fleet's database).
+    ///   - store: the storage's store, when it is not the credential file.
     init(
-        storage: String = "file", environment extra: [String: String] = [:], store: (any CredentialStore)? = nil
+        storage: String? = "file", clean: [String: String]? = nil, environment extra: [String: String] = [:],
+        store: (any CredentialStore)? = nil
     ) throws {
         sharedStore = store
         root = FileManager.default.temporaryDirectory.appending(path: "sesame-cli-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: root, withIntermediateDirectories: true)
         var environment = ProcessInfo.processInfo.environment
+        if let clean {
+            environment = clean.merging(environment.filter { $0.key == "SESAME_TEST_RUN_ID" }) { $1 }
+        }
         // SESAME_TEST_RUN_ID marks the processes of one scripts/test run, for its orphan check.
         let kept: Set = ["SESAME_TEST_KEYRING", "SESAME_TEST_RUN_ID"]
         for name in environment.keys where name.hasPrefix("SESAME_") && !kept.contains(name) {

@@ -9,7 +9,7 @@ struct StoragePolicyTests {
         "each policy is written the way the command line spells it",
         arguments: [
             (StoragePolicy.keyring, "keyring"), (.keyringOrFile, "keyring-or-file"), (.file, "file"),
-            (.memory, "memory"),
+            (.memory, "memory"), (.pass, "pass"), (.auto, "auto"),
         ])
     func spelling(_ policy: StoragePolicy, _ name: String) {
         #expect(policy.description == name)
@@ -20,7 +20,7 @@ struct StoragePolicyTests {
     @Test("an unknown policy name is not a policy")
     func unknownName() {
         #expect(StoragePolicy(rawValue: "plaintext") == nil)
-        #expect(StoragePolicy.default == .keyring)
+        #expect(StoragePolicy.default == .auto)
     }
 
     @Test("memory resolves to an in-memory store, with no warning")
@@ -65,6 +65,41 @@ struct StoragePolicyTests {
         #expect((resolved.store as? FileCredentialStore)?.url == url)
         #expect(resolved.fallbackReason == error)
         #expect(resolved.warning?.contains(url.path) == true)
+    }
+
+    @Test(
+        "'auto': the keyring when it answers; without one, an initialised password store; otherwise the keyring's error, never a file; a locked keyring is an error",
+        arguments: [
+            (CredentialStoreError.Kind?.none, true, ResolvedStorage.Backend?.some(.keyring)),
+            (.some(.noSessionBus), true, .some(.pass)), (.some(.noSecretService), true, .some(.pass)),
+            (.some(.noSessionBus), false, nil), (.some(.locked), true, nil),
+        ])
+    func auto(
+        _ keyringKind: CredentialStoreError.Kind?, initialised: Bool, expected: ResolvedStorage.Backend?
+    )
+        async throws
+    {
+        let keyring = InMemoryCredentialStore()
+        let pass = InMemoryCredentialStore()
+        let failure = keyringKind.map { CredentialStoreError(kind: $0, message: "no keyring here") }
+        let resolve = {
+            try await StoragePolicy.auto.resolve(
+                fileURL: URL(fileURLWithPath: "/unused"),
+                openKeyring: {
+                    if let failure { throw failure }
+                    return (keyring, "keyring (test)")
+                },
+                openPass: { (pass, "pass (test)", initialised) })
+        }
+        guard let expected else {
+            await #expect(throws: try #require(failure)) { _ = try await resolve() }
+            return
+        }
+        let resolved = try await resolve()
+        #expect(resolved.backend == expected)
+        #expect(resolved.store as? InMemoryCredentialStore === (expected == .pass ? pass : keyring))
+        #expect(resolved.fallbackReason == failure)
+        #expect(resolved.warning == nil)
     }
 
     @Test("a keyring that answers is used, with the detail its opener gives")
