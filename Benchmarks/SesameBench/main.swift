@@ -27,6 +27,7 @@ let benchmarks: [Benchmark] = [
     slowClientsBenchmark,
     tokenTableBenchmark,
     CLIBenchmark.benchmark,
+    FleetBenchmark.benchmark,
 ]
 
 func usage() -> String {
