@@ -24,8 +24,16 @@ import SesamePostgres
 signal(SIGPIPE, SIG_IGN)
 
 // Each line is one write, at once: the lines of copies sharing a terminal or a pipe never mix.
-func say(_ text: String) { FileHandle.standardOutput.write(Data("\(text)\n".utf8)) }
-func complain(_ text: String) { FileHandle.standardError.write(Data("fleet-worker: \(text)\n".utf8)) }
+// A write that fails (a full disk, a reader gone) is remembered and ends the run with status 74.
+let outputFailed = Locked(false)
+func say(_ text: String) {
+    do {
+        try FileHandle.standardOutput.write(contentsOf: Data("\(text)\n".utf8))
+    } catch {
+        outputFailed.withLock { $0 = true }
+    }
+}
+func complain(_ text: String) { try? FileHandle.standardError.write(contentsOf: Data("fleet-worker: \(text)\n".utf8)) }
 
 let usage = """
     usage: fleet-worker [--share K/N] [--message TEXT]
@@ -44,8 +52,8 @@ let usage = """
       SESAME_FACEBOOK_APP_ID     the app whose logins are used
       SESAME_FACEBOOK_GRAPH_URL  the Graph API origin: the emulator's address (default: Facebook's)
 
-    Exit status: 0 every post succeeded; 1 a post failed; 64 usage; 74 the store failed;
-    78 a setting is missing or wrong.
+    Exit status: 0 every post succeeded; 1 a post failed; 64 usage; 74 the store or the output
+    failed; 78 a setting is missing or wrong.
 
     """
 
@@ -64,7 +72,7 @@ func parse(_ arguments: [String]) -> Options {
         switch argument {
         case "-h", "--help":
             say(usage)
-            exit(0)
+            exit(outputFailed.withLock { $0 } ? 74 : 0)
         case "--share":
             let parts = (arguments.popFirst() ?? "").split(separator: "/").compactMap { Int($0) }
             guard parts.count == 2, parts[1] >= 1, (1...parts[1]).contains(parts[0]) else {
@@ -237,6 +245,10 @@ func run() async -> Int32 {
     say(
         "\(name): \(mine.count - failures) posted, \(failures) failed, in \(milliseconds(ContinuousClock.now - started))"
     )
+    if outputFailed.withLock({ $0 }) {
+        complain("could not write to standard output; the posts above were made.")
+        return 74
+    }
     return failures == 0 ? 0 : 1
 }
 
