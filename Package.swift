@@ -217,6 +217,10 @@ let package = Package(
         .executableTarget(
             name: "fb-publish", dependencies: ["Sesame", "SesameFacebook", "SesameDesktop", "SesameFacebookPlugin"],
             path: "Examples/fb-publish"),
+        // One of N copies that post for many people from the logins a fleet shares in PostgreSQL.
+        .executableTarget(
+            name: "fleet-worker", dependencies: ["Sesame", "SesameFacebook", "SesamePostgres", "SesameCurl"],
+            path: "Examples/fleet-worker"),
         .executableTarget(
             name: "fb-errors",
             dependencies: [
@@ -274,7 +278,7 @@ let package = Package(
                 "Sesame", "SesameHTTPServer", "SesameCurl", "CCurl", "SesameEmulator", "SesameFacebookEmulator",
                 "SesameGitHubEmulator", "SesameFacebook",
                 "SesameKeyring", "SesameGitHub", "SesameDesktop", "SesameFacebookPlugin", "CBenchSupport",
-                "SesamePostgres", "SesamePass",
+                "SesamePostgres", "SesamePass", "CLibPQ", "SesameOIDC", "SesameOIDCEmulator", "SesameTesting",
             ],
             path: "Benchmarks/SesameBench"
         ),

@@ -30,6 +30,7 @@ let benchmarks: [Benchmark] = [
     HelpersBenchmark.benchmark,
     fleetBudgetBenchmark,
     PassBenchmark.benchmark,
+    FleetBenchmark.benchmark,
 ]
 
 func usage() -> String {
