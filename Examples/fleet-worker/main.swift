@@ -2,7 +2,7 @@
 // logins a fleet shares in PostgreSQL.
 //
 // Every copy opens the same PostgresCredentialStore (libpq's PGHOST, PGPORT, … say where it is;
-// SESAME_POSTGRES_KEY holds the key the tokens are sealed with), lists the app's stored logins,
+// SESAME_POSTGRES_KEY_FILE or SESAME_POSTGRES_KEY hold the keys the tokens are sealed with), lists the app's stored logins,
 // and for each one opens a FacebookSession from the stored token (no UI) and posts to the
 // person's feed. A renewal takes PostgresRefreshLock, so however many copies find a token due at
 // once, one renews it and the others use what it saved.
@@ -46,9 +46,10 @@ let usage = """
 
     Environment:
       PGHOST, PGPORT, PGUSER, PGDATABASE, ...  where the store is (libpq's variables, ~/.pgpass)
-      SESAME_POSTGRES_KEY        Base64 of the 32-byte key the tokens are sealed with
-                                 (make one with `openssl rand -base64 32`)
-      SESAME_POSTGRES_KEY_ID     the key's id (default: primary)
+      SESAME_POSTGRES            a libpq connection string, instead of the PG* variables
+      SESAME_POSTGRES_KEY_FILE   a file of the keys the tokens are sealed with, a line each:
+                                 ID:BASE64 (the Base64 from `openssl rand -base64 32`), the
+                                 current key first; or SESAME_POSTGRES_KEY, that text
       SESAME_FACEBOOK_APP_ID     the app whose logins are used
       SESAME_FACEBOOK_GRAPH_URL  the Graph API origin: the emulator's address (default: Facebook's)
 
@@ -115,12 +116,11 @@ func setting(_ name: String) -> String {
 
 // The key that seals the tokens at rest, from the environment (never from the arguments, which
 // `ps` shows).
-let key: CredentialEncryptionKey
+let keys: CredentialEncryptionKeys
 do {
-    key = try CredentialEncryptionKey(
-        id: environment["SESAME_POSTGRES_KEY_ID"] ?? "primary", base64: setting("SESAME_POSTGRES_KEY"))
+    keys = try CredentialEncryptionKeys.fromEnvironment(environment)
 } catch {
-    complain("SESAME_POSTGRES_KEY: \(error)")
+    complain("\(error)")
     exit(78)
 }
 let appID = setting("SESAME_FACEBOOK_APP_ID")
@@ -137,8 +137,8 @@ if let text = environment["SESAME_FACEBOOK_GRAPH_URL"], !text.isEmpty {
 
 // What every copy shares: the store and the renewal lock, both on the database libpq's variables
 // name. Nothing else is shared, not even a file.
-let database = PostgresConfiguration()
-let store = PostgresCredentialStore(configuration: database, key: key)
+let database = PostgresConfiguration.fromEnvironment(environment)
+let store = PostgresCredentialStore(configuration: database, keys: keys)
 let lock = PostgresRefreshLock(configuration: database)
 let facebook = FacebookProvider(appID: appID, graphBaseURL: graphURL)
 let transport = CurlTransport()

@@ -6,10 +6,10 @@ import Sesame
 /// many machines find a login due at once, exactly one renews it and the others adopt what it
 /// saved.
 ///
-/// Give it to each `Session` as `refreshLocking: .service(lock)`. The session renews
-/// inside ``withRefreshLock(for:_:)``: the lock is taken with `pg_advisory_lock` on a connection
-/// of its own, the session reads the store again, renews only when the stored login is still
-/// due, saves, and the lock is released. Its holder is the connection, not a lease: a worker
+/// Give it to each `Session` as `refreshLocking: .service(lock)`. The session renews inside
+/// ``withRefreshLock(for:_:)``: the lock is taken with `pg_advisory_lock` on a connection of its
+/// own (kept for this process's next holder once released), the session reads the store again,
+/// renews only when the stored login is still due, saves, and the lock is released. Its holder is the connection, not a lease: a worker
 /// that is slow keeps it as long as it needs, and one that dies (or whose connection the server
 /// ends) releases it at once, with nothing to expire.
 ///
@@ -27,6 +27,10 @@ public final class PostgresRefreshLock: RefreshLockService {
     /// `CredentialStoreError.Kind.timedOut` and the stored login stays as it was.
     public let waitLimit: Duration
 
+    /// Connections no holder uses now, kept for the next: opening one costs a round trip to the
+    /// server and its authentication, many times the lock itself.
+    private let idle = Locked<[PostgresConnection]>([])
+
     /// A lock on the server `configuration` names, waiting at most `waitLimit` for another holder.
     public init(configuration: PostgresConfiguration, waitLimit: Duration = .seconds(60)) {
         self.configuration = configuration
@@ -41,20 +45,25 @@ public final class PostgresRefreshLock: RefreshLockService {
     public func withRefreshLock<T: Sendable>(
         for key: CredentialKey, _ body: () async throws -> T
     ) async throws -> T {
-        let connection = PostgresConnection(configuration: configuration)
+        // A connection of this lock's that no holder uses now, or a new one: a session-level
+        // advisory lock belongs to its connection, so a connection serves one holder at a time.
+        let connection = idle.withLock { $0.popLast() } ?? PostgresConnection(configuration: configuration)
         let id = String(Self.lockID(for: key))
         let (seconds, attoseconds) = waitLimit.components
         let milliseconds = max(1, seconds * 1000 + attoseconds / 1_000_000_000_000_000)
         do {
             try await connection.withSession { session throws(PostgresError) in
                 // The wait is bounded by lock_timeout, not by the statement timeout meant for
-                // the store's short statements.
-                _ = try session.execute("SELECT set_config('statement_timeout', '0', false)")
-                _ = try session.execute("SELECT set_config('lock_timeout', $1, false)", [.text("\(milliseconds)ms")])
-                _ = try session.execute("SELECT pg_advisory_lock($1::bigint)", [.text(id)])
+                // the store's short statements; one round trip.
+                _ = try session.execute(
+                    """
+                    SELECT set_config('statement_timeout', '0', false), set_config('lock_timeout', $1, false),
+                        pg_advisory_lock($2::bigint)
+                    """, [.text("\(milliseconds)ms"), .text(id)])
             }
         } catch {
             if error.sqlState == "55P03" {
+                idle.withLock { $0.append(connection) }
                 throw CredentialStoreError(
                     kind: .timedOut,
                     message: "Another process has been renewing this login for longer than \(waitLimit); it was "
@@ -63,11 +72,13 @@ public final class PostgresRefreshLock: RefreshLockService {
             throw error.storeError("Could not take the token refresh lock")
         }
         // Released by pg_advisory_unlock, or by the server when this connection closes, whichever
-        // comes first: a lost connection has released it already.
+        // comes first: a lost connection has released it already. Only a connection whose unlock
+        // was answered is used again; any other is closed, which releases whatever it held.
         func release() async {
-            _ = try? await connection.withSession { session throws(PostgresError) in
+            let unlocked = try? await connection.withSession { session throws(PostgresError) in
                 try session.execute("SELECT pg_advisory_unlock($1::bigint)", [.text(id)])
             }
+            if unlocked?.rows.first?.first == "t" { idle.withLock { $0.append(connection) } }
         }
         do {
             let value = try await body()
