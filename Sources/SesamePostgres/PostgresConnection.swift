@@ -72,7 +72,7 @@ package struct PostgresError: Error, Sendable {
 /// One connection to PostgreSQL through libpq, used by one caller at a time.
 ///
 /// It owns its `PGconn` and frees it in `deinit`. libpq's calls block, so every call runs on a
-/// thread of its own (`Sesame`'s `onOwnThread`), never on the cooperative pool, and holds the
+/// serial Dispatch queue of its own, never on the cooperative pool, and holds the
 /// connection's lock for its whole length, which keeps callers of one connection in turn, as
 /// libpq requires. The connection is made on first use and made again when it broke (the server
 /// restarted, the network failed); every new connection gets the configured statement timeout
@@ -81,6 +81,8 @@ package final class PostgresConnection: Sendable {
     package let configuration: PostgresConfiguration
     /// The `PGconn`, or `nil` before the first use; only touched while this lock is held.
     private let handle = Locked<OpaquePointer?>(nil)
+    /// Where calls run, one at a time.
+    private let queue = DispatchQueue(label: "sesame.postgres")
     /// Runs once on each new connection, inside its first session (the store checks the schema).
     private let onConnect: @Sendable (borrowing PostgresSession) throws(PostgresError) -> Void
 
@@ -112,7 +114,7 @@ package final class PostgresConnection: Sendable {
     package func withSession<T: Sendable>(
         _ body: @escaping @Sendable (borrowing PostgresSession) throws(PostgresError) -> T
     ) async throws(PostgresError) -> T {
-        try await onOwnThread { () throws(PostgresError) -> T in
+        try await onQueue { () throws(PostgresError) -> T in
             try self.handle.withLock { (connection: inout OpaquePointer?) throws(PostgresError) -> T in
                 if let existing = connection, PQstatus(existing) != CONNECTION_OK {
                     PQfinish(existing)
@@ -131,6 +133,20 @@ package final class PostgresConnection: Sendable {
                 }
             }
         }
+    }
+
+    /// Runs `body` on the connection's serial queue (a thread of Dispatch's, not of Swift's
+    /// cooperative pool, which libpq's blocking calls must not hold) and returns what it did.
+    /// A queue's thread is kept between calls; a thread made for each call cost more than the
+    /// statement it ran.
+    private func onQueue<T: Sendable>(
+        _ body: @escaping @Sendable () throws(PostgresError) -> T
+    ) async throws(PostgresError) -> T {
+        let result = await withCheckedContinuation {
+            (continuation: CheckedContinuation<Result<T, PostgresError>, Never>) in
+            queue.async { continuation.resume(returning: Result { () throws(PostgresError) -> T in try body() }) }
+        }
+        return try result.get()
     }
 
     /// A new connection that passed `onConnect`; blocks.
