@@ -517,6 +517,10 @@ package enum ManPage {
             .B SESAME_STORAGE
             Where logins are kept: keyring (the default), keyring\\-or\\-file, file or memory.
             .TP
+            .B SESAME_BROWSER
+            A command that opens a login's address (the address is its last argument); none, or empty,
+            when no browser opens here: device login, or the address printed to paste back.
+            .TP
             .B NO_COLOR
             When set, no colour is printed.
             .SH FILES

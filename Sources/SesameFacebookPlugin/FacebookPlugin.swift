@@ -148,7 +148,7 @@ public struct FacebookPlugin: ProviderPlugin {
                 allowedInsecureHosts: request.allowedInsecureHosts)
             return FacebookConnection(
                 provider: provider, transport: request.transport, terminal: request.terminal, emulator: nil,
-                approvalMode: .off, environment: request.environment)
+                approvalMode: .off, environment: request.environment, browser: request.configuration.browser)
         }
         guard let emulators = request.emulators else {
             throw DesktopError(
@@ -181,7 +181,8 @@ public struct FacebookPlugin: ProviderPlugin {
         }
         return FacebookConnection(
             provider: provider, transport: emulator.route(request.transport), terminal: request.terminal,
-            emulator: emulator, approvalMode: approvalMode, environment: request.environment)
+            emulator: emulator, approvalMode: approvalMode, environment: request.environment,
+            browser: request.configuration.browser)
     }
 
     public func doctor(_ request: ProviderConnectionRequest) async -> [DoctorLine] {

@@ -13,6 +13,8 @@ struct OIDCConnection: ConnectedProvider {
     var transport: any HTTPTransport
     var terminal: Terminal
     var environment: [String: String]
+    /// Whether a browser opens on this machine (`--no-browser`, `SESAME_BROWSER`, an SSH session).
+    var browser: LocalBrowser
     var remembered: OIDCRememberedIssuers
 
     var providerID: ProviderID { provider.id }
@@ -35,6 +37,7 @@ struct OIDCConnection: ConnectedProvider {
         case .browser(let openBrowser):
             ui = browserLogin(openBrowser: openBrowser)
         case .automatic where !hasDevice:
+            // No device login: the browser, or with none here the address to paste back.
             ui = browserLogin(openBrowser: true)
         case .automatic, .device:
             ui = DeviceLoginFlow(
@@ -58,9 +61,8 @@ struct OIDCConnection: ConnectedProvider {
 
     func browserLogin(openBrowser: Bool) -> OIDCBrowserLogin {
         OIDCBrowserLogin(
-            oidc: provider, receiver: LoopbackRedirectReceiver(appName: "Sesame"),
-            opener: SystemBrowserOpener(mode: openBrowser ? .automatic : .printOnly, environment: environment),
-            transport: transport)
+            oidc: provider, receiver: browser.receiver(openBrowser: openBrowser, appName: "Sesame", terminal: terminal),
+            opener: browser.opener(openBrowser: openBrowser, environment: environment), transport: transport)
     }
 
     func session(account: String, store: any CredentialStore) -> any AccountSession {
