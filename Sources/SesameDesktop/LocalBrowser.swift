@@ -117,10 +117,11 @@ public struct TerminalPasteSource: RedirectPasteSource {
     public init(terminal: Terminal) { self.terminal = terminal }
 
     public func nextPaste(prompt: String) async -> String? {
-        terminal.say(prompt)
         guard let reader = InterruptibleLineReader(descriptor: STDIN_FILENO) else { return nil }
+        // Caught before the prompt shows: a Ctrl-C in answer to it cancels, never kills.
         let interrupt = SignalCatcher(SIGINT) { reader.stop() }
         defer { interrupt.cancel() }
+        terminal.say(prompt)
         let line = await onOwnThread({ reader.readLine() }, onCancel: { reader.stop() })
         if line == nil, !Task.isCancelled { terminal.say("\n") }
         return line.map { String(decoding: $0, as: UTF8.self) }
