@@ -109,7 +109,7 @@ public struct AcmePlugin: ProviderPlugin {
             return AcmeConnection(
                 provider: try settings.provider(allowingInsecureHosts: request.allowedInsecureHosts),
                 transport: request.transport, terminal: request.terminal, environment: request.environment,
-                emulator: nil, approvalMode: .off)
+                emulator: nil, approvalMode: .off, browser: request.configuration.browser)
         }
         let approvalMode = try EmulatorApproval.mode(environment: request.environment, terminal: request.terminal)
         // An emulator that starts on first use is addressed by a placeholder until then; its
@@ -126,7 +126,8 @@ public struct AcmePlugin: ProviderPlugin {
         }
         return AcmeConnection(
             provider: provider, transport: emulator.route(request.transport), terminal: request.terminal,
-            environment: request.environment, emulator: emulator, approvalMode: approvalMode)
+            environment: request.environment, emulator: emulator, approvalMode: approvalMode,
+            browser: request.configuration.browser)
     }
 
     public func doctor(_ request: ProviderConnectionRequest) async -> [DoctorLine] {
