@@ -23,7 +23,7 @@ import SesameHTTPServer
 ///
 /// With no local browser a login uses the provider's device login where it has one; a browser
 /// login prints its address and, on a terminal, reads the redirect address the person pastes
-/// back (``PastedRedirect``), while its loopback listener still waits in case a browser on this
+/// back (`PastedRedirect` in the core), while its loopback listener still waits in case a browser on this
 /// machine answers first.
 public struct LocalBrowser: Sendable, Hashable {
     /// How the sign-in page is shown.

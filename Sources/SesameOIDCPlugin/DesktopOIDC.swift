@@ -54,9 +54,9 @@ public struct DesktopOIDC: Sendable {
     public var transport: any HTTPTransport { connection.transport }
 
     /// Device login when the issuer offers it, else the browser with a loopback redirect; with
-    /// no browser on this machine (`openBrowser` false, or ``DesktopConfiguration/browser`` says
+    /// no browser on this machine (`openBrowser` false, or `DesktopConfiguration.browser` says
     /// none: an SSH session, no display) the address is printed and, on a terminal, the redirect
-    /// address the person's browser ended on may be pasted back (``PastedRedirect``).
+    /// address the person's browser ended on may be pasted back (`PastedRedirect` in the core).
     public func login(openBrowser: Bool = true) -> any LoginUI {
         if let dialect = try? OIDCDeviceDialect(oidc: provider) {
             return DeviceLoginFlow(
