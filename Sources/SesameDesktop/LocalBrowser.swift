@@ -119,8 +119,8 @@ public struct TerminalPasteSource: RedirectPasteSource {
     public func nextPaste(prompt: String) async -> String? {
         guard let reader = InterruptibleLineReader(descriptor: STDIN_FILENO) else { return nil }
         // Caught before the prompt shows: a Ctrl-C in answer to it cancels, never kills.
-        let interrupt = SignalCatcher(SIGINT) { reader.stop() }
-        defer { interrupt.cancel() }
+        let interrupt = try? reader.catching(SIGINT)
+        defer { interrupt?.restore() }
         terminal.say(prompt)
         let line = await onOwnThread({ reader.readLine() }, onCancel: { reader.stop() })
         if line == nil, !Task.isCancelled { terminal.say("\n") }
@@ -137,6 +137,8 @@ final class InterruptibleLineReader: Sendable {
     init?(descriptor: Int32) {
         var ends: [Int32] = [0, 0]
         guard pipe(&ends) == 0 else { return nil }
+        // Never blocks a signal handler writing to it: a full pipe has woken the reader already.
+        _ = fcntl(ends[1], F_SETFL, fcntl(ends[1], F_GETFL) | O_NONBLOCK)
         self.descriptor = descriptor
         wake = (ends[0], ends[1])
     }
@@ -145,6 +147,10 @@ final class InterruptibleLineReader: Sendable {
         close(wake.read)
         close(wake.write)
     }
+
+    /// Catches `signal` while the returned value lives, each arrival making ``readLine()`` return
+    /// `nil` as ``stop()`` does.
+    func catching(_ signal: Int32) throws -> CaughtSignal { try CaughtSignal(signal, into: wake.write) }
 
     /// Makes ``readLine()`` return `nil` now, or at once when it is called later.
     func stop() {
@@ -175,33 +181,5 @@ final class InterruptibleLineReader: Sendable {
                 return result
             }
         }
-    }
-}
-
-/// Catches one signal while it lives: its default action is off, and `handler` runs on a queue
-/// of its own when it arrives; ``cancel()`` puts the previous disposition back.
-final class SignalCatcher: Sendable {
-    private let number: Int32
-    /// The dispatch source and the disposition to restore, until ``cancel()``.
-    private let state: Locked<(source: any DispatchSourceSignal, previous: sighandler_t?)?>
-
-    init(_ number: Int32, handler: @escaping @Sendable () -> Void) {
-        self.number = number
-        let previous = signal(number, SIG_IGN)
-        let source = DispatchSource.makeSignalSource(signal: number, queue: DispatchQueue(label: "sesame.signal"))
-        source.setEventHandler(handler: handler)
-        source.resume()
-        state = Locked((source, previous))
-    }
-
-    /// Stops catching and restores the previous disposition.
-    func cancel() {
-        let taken = state.withLock { state in
-            defer { state = nil }
-            return state
-        }
-        guard let (source, previous) = taken else { return }
-        source.cancel()
-        signal(number, previous)
     }
 }

@@ -74,8 +74,11 @@ public enum PastedRedirect {
             } catch let refusal as AuthError {
                 guard attempt < attempts else { throw refusal }
                 let left = attempts - attempt
+                // The shared messages end by sending the person back to the start; here they may
+                // simply paste again.
+                let reason = refusal.message.replacingOccurrences(of: " Start the login again.", with: "")
                 prompt =
-                    "\(refusal.message)\nPaste the address again (\(left) \(left == 1 ? "try" : "tries") left; "
+                    "\(reason)\nPaste the address again (\(left) \(left == 1 ? "try" : "tries") left; "
                     + "Ctrl-C cancels): "
             }
         }
