@@ -158,60 +158,52 @@ struct PasteLoginProcessTests {
         }
     }
 
+    /// Runs `sesame login` in an SSH session against an emulator without device login, `body`
+    /// answering on the terminal, and checks that it ended with status 1 and stored nothing;
+    /// returns what the terminal showed.
+    static func failedPasteLogin(_ body: (PseudoTerminal) async throws -> Void) async throws -> String {
+        let emulator = try OIDCEmulator(devicePollInterval: 1)
+        await emulator.setDeviceLogin(enabled: false)
+        return try await OIDCProcessTests.withEmulator(emulator) { _, issuer in
+            let cli = try CLIHarness()
+            let (status, transcript) = try await Self.onTerminal(
+                ["login"] + OIDCProcessTests.loginArguments(issuer), environment: Self.environment(cli, Self.ssh), body)
+            #expect(status == 1, "\(transcript)")
+            #expect(try await cli.storedTokens().isEmpty)
+            return transcript
+        }
+    }
+
     @Test(
         "Ctrl-C or Ctrl-D at the paste prompt cancels: exit status 1, nothing stored", arguments: ["\u{03}", "\u{04}"])
     func cancelled(_ key: String) async throws {
-        let emulator = try OIDCEmulator(devicePollInterval: 1)
-        await emulator.setDeviceLogin(enabled: false)
-        try await OIDCProcessTests.withEmulator(emulator) { _, issuer in
-            let cli = try CLIHarness()
-            let (status, transcript) = try await Self.onTerminal(
-                ["login"] + OIDCProcessTests.loginArguments(issuer), environment: Self.environment(cli, Self.ssh)
-            ) { terminal in
-                _ = try await Self.authorizationURL(on: terminal)
-                terminal.type(key)
-                try await Self.expectShown("cancelled", on: terminal)
-            }
-            #expect(status == 1, "\(transcript)")
-            #expect(transcript.contains("The sign-in was cancelled at the terminal; nothing was stored."))
-            #expect(try await cli.storedTokens().isEmpty)
+        let transcript = try await Self.failedPasteLogin { terminal in
+            _ = try await Self.authorizationURL(on: terminal)
+            terminal.type(key)
+            try await Self.expectShown("cancelled", on: terminal)
         }
+        #expect(transcript.contains("The sign-in was cancelled at the terminal; nothing was stored."))
     }
 
     @Test("a sign-in declined on the other machine, pasted back, is the provider's refusal: exit status 1")
     func declined() async throws {
-        let emulator = try OIDCEmulator(devicePollInterval: 1)
-        await emulator.setDeviceLogin(enabled: false)
-        try await OIDCProcessTests.withEmulator(emulator) { _, issuer in
-            let cli = try CLIHarness()
-            let (status, transcript) = try await Self.onTerminal(
-                ["login"] + OIDCProcessTests.loginArguments(issuer), environment: Self.environment(cli, Self.ssh)
-            ) { terminal in
-                let redirect = try await Self.signInElsewhere(
-                    try await Self.authorizationURL(on: terminal), action: "cancel")
-                #expect(redirect.contains("error=access_denied"))
-                terminal.type(redirect + "\r")
-                try await Self.expectShown("declined the request", on: terminal)
-            }
-            #expect(status == 1, "\(transcript)")
-            #expect(!transcript.contains("tries left"), "an error answer is not a bad paste: \(transcript)")
-            #expect(try await cli.storedTokens().isEmpty)
+        let transcript = try await Self.failedPasteLogin { terminal in
+            let redirect = try await Self.signInElsewhere(
+                try await Self.authorizationURL(on: terminal), action: "cancel")
+            #expect(redirect.contains("error=access_denied"))
+            terminal.type(redirect + "\r")
+            try await Self.expectShown("declined the request", on: terminal)
         }
+        #expect(!transcript.contains("tries left"), "an error answer is not a bad paste: \(transcript)")
     }
 
     @Test("in an SSH session with no display, an issuer with device login gets the device code, not the paste")
     func deviceOverSSH() async throws {
         try await OIDCProcessTests.withEmulator { _, issuer in
             let cli = try CLIHarness()
-            let process = try await cli.start(
-                "sesame", ["login"] + OIDCProcessTests.loginArguments(issuer),
+            let result = try await OIDCProcessTests.login(
+                cli, OIDCProcessTests.loginArguments(issuer), issuer: issuer,
                 environment: Self.ssh.merging(["DISPLAY": "", "WAYLAND_DISPLAY": ""]) { $1 })
-            let printed = try await process.waitForError(matching: #"enter the code\n\n\s+[A-Z]{4}-[A-Z]{4}\n"#)
-            let code = try #require(printed.firstMatch(of: #/\n\s+([A-Z]{4}-[A-Z]{4})\s*\n/#).map { String($0.1) })
-            let approve = try await CurlTransport().send(
-                .postJSON(URL(string: "\(issuer)/__sesame/device")!, .object(["user_code": .string(code)])))
-            #expect(approve.status == 200)
-            let result = await process.finish()
             #expect(result.status == 0, "\(result.standardError)")
             #expect(!result.standardError.contains("Paste the address"))
             #expect(try await cli.storedTokens().count == 1)

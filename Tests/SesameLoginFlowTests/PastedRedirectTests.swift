@@ -204,15 +204,27 @@ struct PastedRedirectTests {
             opener: opener, transport: LoopbackTransport())
     }
 
-    @Test("a browser on another machine: its redirect address pasted, after a forged one, ends the login with PKCE")
-    func pastedLogin() async throws {
-        let authorization = try TinyAuthorizationServer(.approve)
+    /// A login against a server that behaves as `behaviour` says, opened by a browser on another
+    /// machine, running until pastes end it.
+    static func remoteLogin(
+        _ behaviour: TinyAuthorizationServer.Behaviour
+    ) throws -> (
+        login: Task<AccessToken, any Error>, server: TinyAuthorizationServer, browser: RemoteBrowser,
+        pastes: ScriptedPastes
+    ) {
+        let authorization = try TinyAuthorizationServer(behaviour)
         let browser = RemoteBrowser()
         let pastes = ScriptedPastes()
         let login = Task {
-            try await Self.flow(authorization, opener: browser, pastes: pastes).logIn(
+            try await flow(authorization, opener: browser, pastes: pastes).logIn(
                 LoginRequest(provider: "example", appID: "app-1", permissions: [.read("email")]))
         }
+        return (login, authorization, browser, pastes)
+    }
+
+    @Test("a browser on another machine: its redirect address pasted, after a forged one, ends the login with PKCE")
+    func pastedLogin() async throws {
+        let (login, authorization, browser, pastes) = try Self.remoteLogin(.approve)
         let redirect = try await browser.redirect()
         #expect(redirect.hasPrefix("http://127.0.0.1:"))
         let forged = redirect.replacing(#/state=[^&]+/#, with: "state=forged")
@@ -228,13 +240,7 @@ struct PastedRedirectTests {
 
     @Test("a declined sign-in pasted back is the provider's refusal (userCancelled), not a paste error")
     func pastedRefusal() async throws {
-        let authorization = try TinyAuthorizationServer(.deny)
-        let browser = RemoteBrowser()
-        let pastes = ScriptedPastes()
-        let login = Task {
-            try await Self.flow(authorization, opener: browser, pastes: pastes).logIn(
-                LoginRequest(provider: "example", appID: "app-1"))
-        }
+        let (login, authorization, browser, pastes) = try Self.remoteLogin(.deny)
         pastes.add(try await browser.redirect())
         await #expect {
             _ = try await login.value
