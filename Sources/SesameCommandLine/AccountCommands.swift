@@ -44,8 +44,10 @@ struct AccountCommands {
     private func withConnection<T>(
         _ body: (any ConnectedProvider, StorageSelection, AccountState.Snapshot?) async throws -> T
     ) async throws -> T {
+        var noBrowser = false
+        if case .login(let login) = command.action { noBrowser = login.noBrowser }
         let configuration = try DesktopConfiguration.resolve(
-            overrides: .init(storage: command.storage), environment: context.environment)
+            overrides: .init(storage: command.storage, noBrowser: noBrowser), environment: context.environment)
         let plugin = try resolvePlugin(configuration)
         if case .permissions = command.action, plugin.permissionSupport.isEmpty {
             throw CommandFailure(
@@ -251,7 +253,9 @@ struct AccountCommands {
         } else if login.device {
             flow = .device
         } else {
-            flow = login.noBrowser ? .browser(openBrowser: false) : .automatic
+            // With --no-browser too: device login where the provider has it, else the browser
+            // login's address to open anywhere (the configuration says no browser opens here).
+            flow = .automatic
         }
         // A stored login that cannot be read never blocks a new one.
         let previous = try? await storage.store.load(key)

@@ -533,6 +533,10 @@ package enum ManPage {
             With the postgres storage: a file holding, or the text of, the keys logins are encrypted
             with, one ID:BASE64 line each (openssl rand \\-base64 32), the current key first.
             .TP
+            .B SESAME_BROWSER
+            A command that opens a login's address (the address is its last argument); none, or empty,
+            when no browser opens here: device login, or the address printed to paste back.
+            .TP
             .B NO_COLOR
             When set, no colour is printed.
             .TP

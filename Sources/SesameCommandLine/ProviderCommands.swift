@@ -202,6 +202,11 @@ enum ProviderCommands {
                 checks it with the provider before storing it. A login over a stored one replaces it
                 once the new one succeeds.
 
+                With no browser here (--no-browser, SESAME_BROWSER=none, an SSH session, no display),
+                device login is used where the provider has it; otherwise the browser login's address is
+                printed: open it on any machine, then paste back the 127.0.0.1 address the browser ends
+                on (or only its code). SESAME_BROWSER=COMMAND opens addresses with that command.
+
                 Each provider's settings come from its options below, then its environment variables,
                 then its object in $XDG_CONFIG_HOME/sesame/config.json ('sesame providers' lists them).
                 """ + ProviderTable.loginDiscussion,
@@ -209,7 +214,9 @@ enum ProviderCommands {
                 OptionSpec("scopes", value: "a,b", "Permissions or scopes to ask for, comma-separated."),
                 OptionSpec("device", "Device login: a code to enter on any device (the default)."),
                 OptionSpec("web", "Browser login with a loopback redirect."),
-                OptionSpec("no-browser", "Print the login address instead of opening a browser."),
+                OptionSpec(
+                    "no-browser",
+                    "No browser here: device login, or the address to open elsewhere and paste back."),
                 OptionSpec("with-token", "Read an access token from standard input."),
                 accountOption, storageOption,
             ] + ProviderTable.loginOptions,

@@ -63,16 +63,19 @@ public struct Sourced<Value: Sendable & Hashable>: Sendable, Hashable {
 /// | setting | flag | environment | config file |
 /// |---|---|---|---|
 /// | storage | `--storage` | `SESAME_STORAGE` | `storage` |
+/// | browser (``LocalBrowser``) | `--no-browser` | `SESAME_BROWSER` | `browser` |
 /// | a provider's settings | its login flags | its variables | its object: `facebook`, `oidc`... |
 /// | container registries' logins | | | `registries` (see ``RegistryMapping``) |
 ///
 /// Each provider's settings are declared by its ``ProviderPlugin`` (`sesame providers` lists
 /// them). The file is checked when it is read: it must be a JSON object whose keys are
-/// `storage`, `registries` and the providers' names, and each value has the type its setting allows; a
+/// `storage`, `registries`, `browser` and the providers' names, and each value has the type its setting allows; a
 /// wrong one is a ``DesktopError`` (78) naming the file, the key and what is allowed.
 public struct DesktopConfiguration: Sendable, Hashable {
     /// Where logins are kept.
     public var storage: Sourced<StorageMode>
+    /// Whether a login can open a browser on this machine, and why.
+    public var browser: LocalBrowser
     /// The config file that was read, if there was one.
     public var configFile: URL?
     /// Where the config file is looked for (whether or not it exists).
@@ -86,23 +89,29 @@ public struct DesktopConfiguration: Sendable, Hashable {
     public struct Overrides: Sendable, Hashable {
         /// `--storage`.
         public var storage: StorageMode?
+        /// `--no-browser`: no browser on this machine, whatever else says so.
+        public var noBrowser: Bool
 
         /// Creates overrides.
-        public init(storage: StorageMode? = nil) {
+        public init(storage: StorageMode? = nil, noBrowser: Bool = false) {
             self.storage = storage
+            self.noBrowser = noBrowser
         }
     }
 
     /// Creates a configuration directly (tests, apps that have their own settings).
     ///
-    /// A `nil` `stateDirectory` is `$XDG_STATE_HOME/sesame` (or `~/.local/state/sesame`).
+    /// A `nil` `stateDirectory` is `$XDG_STATE_HOME/sesame` (or `~/.local/state/sesame`); a `nil`
+    /// `browser` is what the process's environment says (``LocalBrowser/detected(environment:)``).
     public init(
         storage: Sourced<StorageMode> = Sourced(.auto, source: "default"), file: [String: JSONValue] = [:],
-        configFile: URL? = nil, configFileLocation: URL? = nil, stateDirectory: URL? = nil
+        configFile: URL? = nil, configFileLocation: URL? = nil, stateDirectory: URL? = nil,
+        browser: LocalBrowser? = nil
     ) {
         self.stateDirectory =
             stateDirectory ?? XDG.stateDirectory(environment: ProcessInfo.processInfo.environment)
         self.storage = storage
+        self.browser = browser ?? .detected(environment: ProcessInfo.processInfo.environment)
         self.file = file
         self.configFile = configFile
         self.configFileLocation = configFileLocation ?? configFile ?? URL(fileURLWithPath: "/dev/null")
@@ -138,11 +147,11 @@ public struct DesktopConfiguration: Sendable, Hashable {
     /// - Parameters:
     ///   - overrides: values from the command line.
     ///   - environment: the environment to read.
-    ///   - knownSections: the keys the file may have besides `storage` (the providers' names);
+    ///   - knownSections: the keys the file may have besides `storage` and `browser` (the providers' names);
     ///     by default those of ``Desktop/providers``, and any when the program handed in none (a
     ///     library app that did not call ``Desktop/bootstrap(_:)`` shares the file with `sesame`).
     /// - Throws: ``DesktopError`` (78) for a config file that cannot be read, is not a JSON
-    ///   object or has an unknown key, or an unknown storage mode.
+    ///   object or has an unknown key, an unknown storage mode, or a `browser` that is not a string.
     public static func resolve(
         overrides: Overrides = Overrides(), environment: [String: String] = ProcessInfo.processInfo.environment,
         knownSections: [String]? = nil
@@ -169,7 +178,7 @@ public struct DesktopConfiguration: Sendable, Hashable {
                     status: .config)
             }
             let sections = knownSections ?? Desktop.providers.map(\.name)
-            let known = ["storage", "registries"] + sections
+            let known = ["storage", "registries", "browser"] + sections
             if !sections.isEmpty, let unknown = object.keys.sorted().first(where: { !known.contains($0) }) {
                 throw DesktopError(
                     "The config file \(filePath) has an unknown key \"\(unknown.sanitizedForTerminal)\"; the keys "
@@ -193,9 +202,25 @@ public struct DesktopConfiguration: Sendable, Hashable {
             }
             storage = Sourced(try mode(text, source: source), source: source)
         }
+        let browser: LocalBrowser
+        if overrides.noBrowser {
+            browser = LocalBrowser(.none, source: "--no-browser")
+        } else if let text = environment["SESAME_BROWSER"] {
+            browser = LocalBrowser.named(text, source: "SESAME_BROWSER")
+        } else if let value = file["browser"] {
+            let source = "\(filePath) (browser)"
+            guard let text = value.stringValue else {
+                throw DesktopError(
+                    "\(source) is \(value.typeDescription), but it must be a command that opens an address, or "
+                        + "\"none\".", status: .config)
+            }
+            browser = LocalBrowser.named(text, source: source)
+        } else {
+            browser = .detected(environment: environment)
+        }
         let configuration = DesktopConfiguration(
             storage: storage, file: file, configFile: configFile, configFileLocation: fileURL,
-            stateDirectory: XDG.stateDirectory(environment: environment))
+            stateDirectory: XDG.stateDirectory(environment: environment), browser: browser)
         // Every provider's part is checked whatever the command, so that `status` and `doctor`
         // refuse a bad setting as `login` does, rather than leaving the provider out.
         if knownSections == nil, !file.isEmpty {

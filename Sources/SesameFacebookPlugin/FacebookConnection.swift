@@ -14,6 +14,8 @@ struct FacebookConnection: ConnectedProvider {
     var environment: [String: String]
     /// How renewals are kept apart from other processes\' (the storage\'s refresh locking).
     var refreshLocking: RefreshLocking
+    /// Whether a browser opens on this machine (`--no-browser`, `SESAME_BROWSER`, an SSH session).
+    var browser: LocalBrowser
 
     var providerID: ProviderID { .facebook }
     var appID: String { provider.appID }
@@ -34,11 +36,13 @@ struct FacebookConnection: ConnectedProvider {
     }
 
     func browserLogin(openBrowser: Bool) -> BrowserLoginFlow {
-        let system = SystemBrowserOpener(mode: openBrowser ? .automatic : .printOnly, environment: environment)
+        let approval = emulatorApproval
         return FacebookSession.browserLogin(
             provider: provider, transport: transport,
-            receiver: LoopbackRedirectReceiver(appName: isEmulated ? "Sesame (emulator)" : "Sesame"),
-            opener: DesktopBrowserOpener(system: system, emulatorApproval: emulatorApproval))
+            receiver: browser.receiver(
+                openBrowser: openBrowser, appName: isEmulated ? "Sesame (emulator)" : "Sesame", terminal: terminal,
+                emulatorApproval: approval),
+            opener: browser.opener(openBrowser: openBrowser, environment: environment, emulatorApproval: approval))
     }
 
     func facebookSession(

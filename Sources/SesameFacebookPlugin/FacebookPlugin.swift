@@ -148,7 +148,8 @@ public struct FacebookPlugin: ProviderPlugin {
                 allowedInsecureHosts: request.allowedInsecureHosts)
             return FacebookConnection(
                 provider: provider, transport: request.transport, terminal: request.terminal, emulator: nil,
-                approvalMode: .off, environment: request.environment, refreshLocking: request.refreshLocking)
+                approvalMode: .off, environment: request.environment, refreshLocking: request.refreshLocking,
+                browser: request.configuration.browser)
         }
         guard let emulators = request.emulators else {
             throw DesktopError(
@@ -182,7 +183,7 @@ public struct FacebookPlugin: ProviderPlugin {
         return FacebookConnection(
             provider: provider, transport: emulator.route(request.transport), terminal: request.terminal,
             emulator: emulator, approvalMode: approvalMode, environment: request.environment,
-            refreshLocking: request.refreshLocking)
+            refreshLocking: request.refreshLocking, browser: request.configuration.browser)
     }
 
     public func doctor(_ request: ProviderConnectionRequest) async -> [DoctorLine] {

@@ -53,7 +53,7 @@ struct GitHubConnection: ConnectedProvider {
             ui = GitHubTokenLogin(github: provider, transport: transport) { text }
         case .browser:
             throw DesktopError(
-                "GitHub logins use the device code (the default) or --with-token; leave out --web and --no-browser.",
+                "GitHub logins use the device code (the default) or --with-token; leave out --web.",
                 status: .usage)
         case .automatic, .device:
             guard hasClientID else {

@@ -38,12 +38,18 @@ public struct LoopbackRedirectReceiver: RedirectReceiver {
     public var clock: any Clock<Duration>
     /// The app's name for the browser page ("You are signed in to <name>"), if any.
     public var appName: String?
+    /// Where the person may paste the redirect address instead, when their browser is on another
+    /// machine (`PastedRedirect` in the core says what is accepted); `nil` (the default) reads
+    /// nothing. The listener keeps listening meanwhile: the first answer, pasted or received,
+    /// ends the wait, and the other is then stopped.
+    public var pasteSource: (any RedirectPasteSource)?
 
     /// Creates a receiver.
     public init(
         host: String = "127.0.0.1", port: Int = 0, callbackPath: String = "/callback",
         redirectURIHost: String? = nil, timeout: Duration = .seconds(300),
-        clock: any Clock<Duration> = ContinuousClock(), appName: String? = nil
+        clock: any Clock<Duration> = ContinuousClock(), appName: String? = nil,
+        pasteSource: (any RedirectPasteSource)? = nil
     ) {
         self.host = host
         self.port = port
@@ -52,6 +58,7 @@ public struct LoopbackRedirectReceiver: RedirectReceiver {
         self.timeout = timeout
         self.clock = clock
         self.appName = appName
+        self.pasteSource = pasteSource
     }
 
     /// Runs one login's redirect round trip, refusing a redirect whose `iss` fails the RFC 9207
@@ -104,20 +111,30 @@ public struct LoopbackRedirectReceiver: RedirectReceiver {
             guard !Task.isCancelled else { return }
             exchange.deliver(.failure(.loginTimedOut(after: timeout, provider: provider)))
         }
+        var pasting: Task<Void, Never>?
         do {
             try await open(redirectURI)
+            pasting = pasteSource.map { exchange.readPastes(from: $0, redirectURI: redirectURI) }
             let outcome = try await exchange.wait()
             timer.cancel()
+            await Self.stop(pasting)
             let result = try await complete(outcome, redirectURI)
             exchange.conclude(.signedIn)
             await server.stop()
             return result
         } catch {
             timer.cancel()
+            await Self.stop(pasting)
             exchange.conclude(.failed(error))
             await server.stop()
             throw error
         }
+    }
+
+    /// Stops reading pastes and waits until the reading has stopped.
+    private static func stop(_ pasting: Task<Void, Never>?) async {
+        pasting?.cancel()
+        await pasting?.value
     }
 }
 
@@ -170,6 +187,23 @@ package final class RedirectExchange: Sendable {
         }
         waiter?.resume(with: delivery.mapError { $0 as any Error })
         return first
+    }
+
+    /// Reads what the person pastes (`PastedRedirect.receive`) and hands the redirect, or the
+    /// failure that ended the pasting, to the login, unless the browser's redirect came first.
+    func readPastes(from source: any RedirectPasteSource, redirectURI: URL) -> Task<Void, Never> {
+        Task {
+            do {
+                let outcome = try await PastedRedirect.receive(
+                    from: source, redirectURI: redirectURI, expectedState: expectedState,
+                    expectedIssuer: expectedIssuer, provider: provider)
+                deliver(.success(outcome))
+            } catch let error as AuthError {
+                deliver(.failure(error))
+            } catch {
+                // Cancelled: the redirect came through the listener, or the login ended.
+            }
+        }
     }
 
     /// Whether a redirect (or failure) was already delivered.

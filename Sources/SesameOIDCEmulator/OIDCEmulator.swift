@@ -118,6 +118,11 @@ public final class OIDCEmulator: Sendable {
 
     /// Activates a scenario.
     public func activate(_ setting: OIDCScenarioSetting) async throws { try await engine.activate(setting) }
+    /// Turns device login (RFC 8628) off or on, as the admin API's `POST /__sesame/device-login`
+    /// with `{"enabled": false}` does: while off, discovery names no `device_authorization_endpoint`
+    /// and no device grant, and both answer as at an issuer without them, so that a client falls
+    /// back to the browser (or, with no browser, the pasted redirect).
+    public func setDeviceLogin(enabled: Bool) async { engine.locked { $0.deviceLoginEnabled = enabled } }
     /// Ends every scenario.
     public func clearScenarios() async { engine.locked { $0.scenarios.removeAll() } }
     /// Registers a client (or changes an existing one): with a `secret` it is confidential and must

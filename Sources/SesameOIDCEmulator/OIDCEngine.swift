@@ -67,6 +67,9 @@ final class OIDCEngine: LoopbackEngine {
         var revokedCount = 0
         /// Seconds a device authorization asks clients to wait between polls.
         var devicePollInterval = 5
+        /// Whether device login is offered: when off, discovery names no device endpoint and the
+        /// endpoint answers 404, as at an issuer without RFC 8628.
+        var deviceLoginEnabled = true
         var requestCounts: [String: Int] = [:]
         var nextKeyNumber = 2
         /// The scopes each person consented to, per client (`"client sub"`), for `prompt=none`.
@@ -218,7 +221,8 @@ final class OIDCEngine: LoopbackEngine {
         case (.post, "/authorize"):
             return request["response_type"] == nil ? decide(request, &state) : authorize(request, &state)
         case (.post, "/token"): return token(request, &state)
-        case (.post, "/device_authorization"): return deviceAuthorization(request, &state)
+        case (.post, "/device_authorization") where state.deviceLoginEnabled:
+            return deviceAuthorization(request, &state)
         case (.get, "/userinfo"), (.post, "/userinfo"): return userinfo(request, state)
         case (.post, "/revoke"): return revoke(request, &state)
         case (.get, "/device"):
@@ -256,20 +260,19 @@ final class OIDCEngine: LoopbackEngine {
         let issuer = state.issuer
         let authMethods: JSONValue = .array(
             ["client_secret_basic", "client_secret_post", "none"].map { .string($0) })
-        return .object([
+        let grants =
+            ["authorization_code", "refresh_token"]
+            + (state.deviceLoginEnabled ? ["urn:ietf:params:oauth:grant-type:device_code"] : [])
+        var document: [String: JSONValue] = [
             "issuer": .string(issuer),
             "authorization_endpoint": .string(issuer + "/authorize"),
             "token_endpoint": .string(issuer + "/token"),
             "userinfo_endpoint": .string(issuer + "/userinfo"),
             "jwks_uri": .string(issuer + "/jwks"),
             "revocation_endpoint": .string(issuer + "/revoke"),
-            "device_authorization_endpoint": .string(issuer + "/device_authorization"),
             "response_types_supported": .array([.string("code")]),
             "response_modes_supported": .array([.string("query")]),
-            "grant_types_supported": .array(
-                ["authorization_code", "refresh_token", "urn:ietf:params:oauth:grant-type:device_code"].map {
-                    .string($0)
-                }),
+            "grant_types_supported": .array(grants.map { .string($0) }),
             "subject_types_supported": .array([.string("public")]),
             "authorization_response_iss_parameter_supported": .bool(true),
             "id_token_signing_alg_values_supported": .array([.string(algorithm.rawValue)]),
@@ -279,7 +282,11 @@ final class OIDCEngine: LoopbackEngine {
             "prompt_values_supported": .array(["none", "consent", "login"].map { .string($0) }),
             "token_endpoint_auth_methods_supported": authMethods,
             "revocation_endpoint_auth_methods_supported": authMethods,
-        ])
+        ]
+        if state.deviceLoginEnabled {
+            document["device_authorization_endpoint"] = .string(issuer + "/device_authorization")
+        }
+        return .object(document)
     }
 
     func jwks(_ state: State) -> JSONValue {
@@ -325,6 +332,14 @@ final class OIDCEngine: LoopbackEngine {
             }
             Self.answer(device: code, as: person, approve: json?["action"]?.stringValue != "deny", &state)
             return Reply.json(.object(["user_code": .string(userCode)]))
+        case (.post, "/__sesame/device-login"):
+            guard let enabled = json?["enabled"]?.boolValue else {
+                return Reply.json(
+                    .object(["error": .string("Send {\"enabled\": false} (or true) to turn device login off or on.")]),
+                    status: 400)
+            }
+            state.deviceLoginEnabled = enabled
+            return Reply.json(.object(["device_login": .bool(enabled)]))
         case (.post, "/__sesame/clients"):
             guard let id = json?["client_id"]?.stringValue, !id.isEmpty, id.utf8.count <= 200 else {
                 return Reply.json(

@@ -53,7 +53,10 @@ public struct DesktopOIDC: Sendable {
     /// The HTTP transport (`CurlTransport`).
     public var transport: any HTTPTransport { connection.transport }
 
-    /// Device login when the issuer offers it, else the browser with a loopback redirect.
+    /// Device login when the issuer offers it, else the browser with a loopback redirect; with
+    /// no browser on this machine (`openBrowser` false, or `DesktopConfiguration.browser` says
+    /// none: an SSH session, no display) the address is printed and, on a terminal, the redirect
+    /// address the person's browser ended on may be pasted back (`PastedRedirect` in the core).
     public func login(openBrowser: Bool = true) -> any LoginUI {
         if let dialect = try? OIDCDeviceDialect(oidc: provider) {
             return DeviceLoginFlow(
@@ -61,11 +64,7 @@ public struct DesktopOIDC: Sendable {
                 presenter: TerminalLoginPresenter(terminal: connection.terminal, providerName: connection.label),
                 transport: transport)
         }
-        return OIDCBrowserLogin(
-            oidc: provider, receiver: LoopbackRedirectReceiver(appName: "Sesame"),
-            opener: SystemBrowserOpener(
-                mode: openBrowser ? .automatic : .printOnly, environment: connection.environment),
-            transport: transport)
+        return connection.browserLogin(openBrowser: openBrowser)
     }
 
     /// A session for `account` (the active one by default), logging in with `loginUI` (``login(openBrowser:)``

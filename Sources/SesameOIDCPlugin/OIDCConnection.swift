@@ -15,6 +15,8 @@ struct OIDCConnection: ConnectedProvider {
     var environment: [String: String]
     /// How renewals are kept apart from other processes\' (the storage\'s refresh locking).
     var refreshLocking: RefreshLocking
+    /// Whether a browser opens on this machine (`--no-browser`, `SESAME_BROWSER`, an SSH session).
+    var browser: LocalBrowser
     var remembered: OIDCRememberedIssuers
 
     var providerID: ProviderID { provider.id }
@@ -37,6 +39,7 @@ struct OIDCConnection: ConnectedProvider {
         case .browser(let openBrowser):
             ui = browserLogin(openBrowser: openBrowser)
         case .automatic where !hasDevice:
+            // No device login: the browser, or with none here the address to paste back.
             ui = browserLogin(openBrowser: true)
         case .automatic, .device:
             ui = DeviceLoginFlow(
@@ -60,9 +63,8 @@ struct OIDCConnection: ConnectedProvider {
 
     func browserLogin(openBrowser: Bool) -> OIDCBrowserLogin {
         OIDCBrowserLogin(
-            oidc: provider, receiver: LoopbackRedirectReceiver(appName: "Sesame"),
-            opener: SystemBrowserOpener(mode: openBrowser ? .automatic : .printOnly, environment: environment),
-            transport: transport)
+            oidc: provider, receiver: browser.receiver(openBrowser: openBrowser, appName: "Sesame", terminal: terminal),
+            opener: browser.opener(openBrowser: openBrowser, environment: environment), transport: transport)
     }
 
     func session(account: String, store: any CredentialStore) -> any AccountSession {

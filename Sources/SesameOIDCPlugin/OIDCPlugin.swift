@@ -248,6 +248,7 @@ public struct OIDCPlugin: ProviderPlugin {
         return OIDCConnection(
             instance: instance, settings: settings, provider: provider, transport: request.transport,
             terminal: request.terminal, environment: request.environment, refreshLocking: request.refreshLocking,
+            browser: request.configuration.browser,
             remembered: OIDCRememberedIssuers(stateDirectory: request.configuration.stateDirectory))
     }
 
@@ -312,7 +313,8 @@ struct OIDCForegroundEmulator: ForegroundEmulator {
         """
         It keeps its state in memory only and prints its issuer and public client id for 'sesame login
         oidc --issuer URL --client-id ID'. Its device page approves a code in the browser; POST
-        {"user_code": "..."} to ISSUER/__sesame/device approves one without it.
+        {"user_code": "..."} to ISSUER/__sesame/device approves one without it; {"enabled": false} to
+        ISSUER/__sesame/device-login turns device login off (a browser-only issuer).
         """
     }
 

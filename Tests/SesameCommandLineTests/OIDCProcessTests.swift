@@ -24,9 +24,10 @@ struct OIDCProcessTests {
 
     /// Runs `sesame login ...` and approves its device code through the emulator's admin API.
     static func login(
-        _ cli: CLIHarness, _ arguments: [String], issuer: String, user: String? = nil
+        _ cli: CLIHarness, _ arguments: [String], issuer: String, user: String? = nil,
+        environment: [String: String] = [:]
     ) async throws -> ProcessResult {
-        let process = try await cli.start("sesame", ["login"] + arguments)
+        let process = try await cli.start("sesame", ["login"] + arguments, environment: environment)
         let printed = try await process.waitForError(matching: #"enter the code\n\n\s+[A-Z]{4}-[A-Z]{4}\n"#)
         let code = try #require(printed.firstMatch(of: #/\n\s+([A-Z]{4}-[A-Z]{4})\s*\n/#).map { String($0.1) })
         #expect(printed.contains("open \(issuer)/device"))

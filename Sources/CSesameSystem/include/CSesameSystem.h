@@ -2,6 +2,7 @@
 #define SESAME_CSESAMESYSTEM_H
 
 #include <poll.h>
+#include <signal.h>
 #include <sys/types.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
@@ -32,5 +33,15 @@ int sesame_poll_nanoseconds(struct pollfd *fds, nfds_t count, long long nanoseco
 /// the thread's exit, and a process that exits meanwhile has LeakSanitizer find it attached to
 /// no thread it knows (a report of 904 bytes, OpenSSL 3's per-thread error queue).
 void sesame_openssl_thread_stop_if_loaded(void);
+
+/// Catches signal `number` (1...64) by writing one byte to `descriptor` (the write end of a pipe)
+/// each time it arrives, from the handler, so that a thread polling the read end wakes: installed
+/// when this returns, unlike a dispatch source. The action it replaces is stored in `*previous`.
+/// Returns 0 or an errno value.
+int sesame_signal_to_descriptor(int number, int descriptor, struct sigaction *previous);
+
+/// Puts back the action ``sesame_signal_to_descriptor`` replaced, and stops writing to its
+/// descriptor. Returns 0 or an errno value.
+int sesame_signal_restore(int number, const struct sigaction *previous);
 
 #endif

@@ -28,6 +28,10 @@ public struct SystemBrowserOpener: BrowserOpener {
     public var launchWait: Duration
     /// What ``launchWait`` is measured on.
     public var clock: any Clock<Duration>
+    /// Whether ``Mode/automatic`` only runs the command when there is a display (`true`, right
+    /// for `xdg-open`); `false` for a command the person chose, which may work without one (a
+    /// text browser, a script that hands the address to another machine).
+    public var requiresDisplay = true
 
     /// Creates an opener.
     public init(
@@ -55,7 +59,7 @@ public struct SystemBrowserOpener: BrowserOpener {
         case .printOnly:
             write("Open this address in a browser to sign in:\n\n    \(url.absoluteString)\n\n")
         case .automatic:
-            guard hasDisplay else {
+            guard hasDisplay || !requiresDisplay else {
                 write(
                     "No graphical display was found (DISPLAY and WAYLAND_DISPLAY are not set), so no browser was "
                         + "opened. Open this address in a browser to sign in:\n\n    \(url.absoluteString)\n\n")

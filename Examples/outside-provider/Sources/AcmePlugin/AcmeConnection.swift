@@ -16,6 +16,9 @@ struct AcmeConnection: ConnectedProvider {
     var emulator: RunningEmulator?
     /// How the built-in emulator's approval step is offered (never for a real server).
     var approvalMode: EmulatorApproval.Mode
+    /// Whether a browser opens here (`--no-browser`, `SESAME_BROWSER`, an SSH session): with
+    /// none, the browser login prints its address and takes the redirect pasted back.
+    var browser: LocalBrowser
 
     var providerID: ProviderID { .acme }
     var appID: String { provider.configuration.clientID }
@@ -37,11 +40,12 @@ struct AcmeConnection: ConnectedProvider {
             throw DesktopError(
                 "Acme logins do not take --with-token; log in with the device code or --web.", status: .usage)
         case .browser(let openBrowser):
-            let system = SystemBrowserOpener(mode: openBrowser ? .automatic : .printOnly, environment: environment)
             login = AcmeSession.browserLogin(
                 provider: provider, transport: transport,
-                receiver: LoopbackRedirectReceiver(appName: isEmulated ? "Sesame (Acme emulator)" : "Sesame"),
-                opener: DesktopBrowserOpener(system: system, emulatorApproval: approval))
+                receiver: browser.receiver(
+                    openBrowser: openBrowser, appName: isEmulated ? "Sesame (Acme emulator)" : "Sesame",
+                    terminal: terminal, emulatorApproval: approval),
+                opener: browser.opener(openBrowser: openBrowser, environment: environment, emulatorApproval: approval))
         case .automatic, .device:
             login = AcmeSession.deviceLogin(
                 provider: provider, transport: transport,

@@ -110,7 +110,7 @@ public struct AcmePlugin: ProviderPlugin {
                 provider: try settings.provider(allowingInsecureHosts: request.allowedInsecureHosts),
                 transport: request.transport, terminal: request.terminal, environment: request.environment,
                 refreshLocking: request.refreshLocking,
-                emulator: nil, approvalMode: .off)
+                emulator: nil, approvalMode: .off, browser: request.configuration.browser)
         }
         let approvalMode = try EmulatorApproval.mode(environment: request.environment, terminal: request.terminal)
         // An emulator that starts on first use is addressed by a placeholder until then; its
@@ -128,7 +128,7 @@ public struct AcmePlugin: ProviderPlugin {
         return AcmeConnection(
             provider: provider, transport: emulator.route(request.transport), terminal: request.terminal,
             environment: request.environment, refreshLocking: request.refreshLocking, emulator: emulator,
-            approvalMode: approvalMode)
+            approvalMode: approvalMode, browser: request.configuration.browser)
     }
 
     public func doctor(_ request: ProviderConnectionRequest) async -> [DoctorLine] {
