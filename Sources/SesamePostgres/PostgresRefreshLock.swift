@@ -54,12 +54,12 @@ public final class PostgresRefreshLock: RefreshLockService {
         do {
             try await connection.withSession { session throws(PostgresError) in
                 // The wait is bounded by lock_timeout, not by the statement timeout meant for
-                // the store's short statements; one round trip.
+                // the store's short statements.
+                // A setting made by a statement applies from the next one: the wait needs its own.
                 _ = try session.execute(
-                    """
-                    SELECT set_config('statement_timeout', '0', false), set_config('lock_timeout', $1, false),
-                        pg_advisory_lock($2::bigint)
-                    """, [.text("\(milliseconds)ms"), .text(id)])
+                    "SELECT set_config('statement_timeout', '0', false), set_config('lock_timeout', $1, false)",
+                    [.text("\(milliseconds)ms")])
+                _ = try session.execute("SELECT pg_advisory_lock($1::bigint)", [.text(id)])
             }
         } catch {
             if error.sqlState == "55P03" {

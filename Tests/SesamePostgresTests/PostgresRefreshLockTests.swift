@@ -117,6 +117,36 @@ struct PostgresRefreshLockTests {
         }
     }
 
+    @Test("a wait longer than the store's statement timeout is bounded by the wait limit, not cut short")
+    func waitOutlastsStatementTimeout() async throws {
+        try await withPostgres { server in
+            var configuration = server.configuration
+            configuration.statementTimeout = .milliseconds(300)
+            let lock = PostgresRefreshLock(configuration: configuration, waitLimit: .seconds(60))
+            let gate = Gate()
+            let holding = Task { try await lock.withRefreshLock(for: Self.key) { await gate.wait() } }
+            while gate.waitingCount == 0 { await Task.yield() }
+            let waiter = Task {
+                try await PostgresRefreshLock(configuration: configuration).withRefreshLock(for: Self.key) { 1 }
+            }
+            // The waiter is queued on the server; it must still be waiting after the statement
+            // timeout has passed three times over.
+            let admin = PostgresConnection(configuration: server.configuration)
+            var waiting = false
+            while !waiting {
+                let rows = try await admin.withSession { session throws(PostgresError) in
+                    try session.execute("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted")
+                }
+                waiting = rows.rows.first?.first == "1"
+                if !waiting { await Task.yield() }
+            }
+            try await Task.sleep(for: .milliseconds(900))
+            gate.open()
+            try await holding.value
+            #expect(try await waiter.value == 1)
+        }
+    }
+
     @Test("a holder whose connection the server ends has released the lock; the next holder goes on")
     func holderThatDiesReleases() async throws {
         try await withPostgres { server in

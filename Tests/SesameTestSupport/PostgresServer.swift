@@ -64,8 +64,20 @@ package struct PostgresServer: Sendable {
             try await server.run(
                 "initdb", ["-D", server.dataDirectory, "-U", "postgres", "--no-sync", "-E", "UTF8"] + authentication)
             if tls { try await server.makeCertificates() }
-            try await server.startServer()
-            return server
+            // The port was free when it was picked; another test's server may take it before this
+            // one binds it. Then the next free port is tried, a few times.
+            var started = server
+            for attempt in 1...5 {
+                do {
+                    try await started.startServer()
+                    return started
+                } catch let failure as Failure
+                    where failure.description.contains("Address already in use") && attempt < 5
+                {
+                    started = PostgresServer(directory: directory, port: try Sockets.unusedPort(), binaries: binaries)
+                }
+            }
+            return started
         } catch {
             try? FileManager.default.removeItem(at: directory)
             throw error
