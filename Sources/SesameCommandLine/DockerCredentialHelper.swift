@@ -87,7 +87,7 @@ package enum DockerCredentialHelper {
             host = try RegistryHost(serverURL: serverURL)
         } catch {
             throw CommandFailure(
-                "refused the request: \(error); give a registry's host, as in 'ghcr.io' or 'https://ghcr.io'.",
+                "refused the request: \(error); give a registry's host, as in 'registry.example.com' or 'https://registry.example.com'.",
                 status: ExitStatus.dataError)
         }
         let configuration = try DesktopConfiguration.resolve(environment: context.environment)
