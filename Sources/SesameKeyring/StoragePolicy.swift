@@ -89,6 +89,13 @@ public enum StoragePolicy: String, Sendable, Hashable, CaseIterable, Codable, Cu
         openKeyring: () async throws -> (store: any CredentialStore, detail: String),
         openPass: () -> (store: any CredentialStore, detail: String, initialised: Bool)? = { nil }
     ) async throws -> ResolvedStorage {
+        // The keyring, opened and checked: the whole of `keyring`, the first choice of the others.
+        func keyring() async throws -> ResolvedStorage {
+            let opened = try await openKeyring()
+            return ResolvedStorage(
+                policy: self, backend: .keyring, store: opened.store, detail: opened.detail, warning: nil,
+                fallbackReason: nil)
+        }
         switch self {
         case .pass:
             guard let opened = openPass() else {
@@ -100,10 +107,7 @@ public enum StoragePolicy: String, Sendable, Hashable, CaseIterable, Codable, Cu
                 fallbackReason: nil)
         case .auto:
             do {
-                let opened = try await openKeyring()
-                return ResolvedStorage(
-                    policy: self, backend: .keyring, store: opened.store, detail: opened.detail, warning: nil,
-                    fallbackReason: nil)
+                return try await keyring()
             } catch let error as CredentialStoreError where error.isUnavailable {
                 // No keyring: an initialised password store, or nothing (the caller refuses).
                 guard let opened = openPass(), opened.initialised else { throw error }
@@ -121,16 +125,10 @@ public enum StoragePolicy: String, Sendable, Hashable, CaseIterable, Codable, Cu
                 policy: self, backend: .file, store: store, detail: store.backendDescription, warning: nil,
                 fallbackReason: nil)
         case .keyring:
-            let opened = try await openKeyring()
-            return ResolvedStorage(
-                policy: self, backend: .keyring, store: opened.store, detail: opened.detail, warning: nil,
-                fallbackReason: nil)
+            return try await keyring()
         case .keyringOrFile:
             do {
-                let opened = try await openKeyring()
-                return ResolvedStorage(
-                    policy: self, backend: .keyring, store: opened.store, detail: opened.detail, warning: nil,
-                    fallbackReason: nil)
+                return try await keyring()
             } catch let error as CredentialStoreError where error.isUnavailable {
                 let store = FileCredentialStore(url: fileURL)
                 let reason =
