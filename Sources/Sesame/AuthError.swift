@@ -10,10 +10,10 @@ import Foundation
 /// not break an app's `switch`. Switch over the ones you handle and keep a `default`:
 ///
 /// ```swift
-/// switch error.category {
-/// case .authenticationReopenSession: showLogin()
-/// case .throttling, .retry: scheduleRetry()
-/// default: show(error.userMessage ?? error.message)
+/// switch error.recoveryTactic {
+/// case .reauthenticate: showLogin(saying: error.messageForPerson)
+/// case .retry, .retryAfterBackoff: scheduleRetry()
+/// default: show(error.messageForPerson)
 /// }
 /// ```
 public struct ErrorCategory: RawRepresentable, Sendable, Hashable, Codable, CaseIterable, CustomStringConvertible {
@@ -72,7 +72,7 @@ public struct RecoveryTactic: RawRepresentable, Sendable, Hashable, Codable, Cas
     public static let retry = RecoveryTactic(rawValue: "retry")
     /// Wait (honouring any server hint), then make the same call again.
     public static let retryAfterBackoff = RecoveryTactic(rawValue: "retryAfterBackoff")
-    /// Show the person the error's message.
+    /// Show the person the error's message (``AuthError/messageForPerson``).
     public static let showMessage = RecoveryTactic(rawValue: "showMessage")
 
     /// The tactics this version of Sesame defines, in a stable order. A later version may add
@@ -330,7 +330,7 @@ extension ErrorCategory {
     /// | `permissions` | `requestPermissions`; `showMessage` only with `shouldNotifyUser` |
     /// | `retry` | `retry`, `retryAfterBackoff`; `showMessage` only with `shouldNotifyUser` |
     /// | `throttling` | `retryAfterBackoff` |
-    /// | `server` | `retryAfterBackoff`, `retry`, `showMessage` |
+    /// | `server` | `showMessage`, `retryAfterBackoff`, `retry` |
     /// | `invalid` | `showMessage`, `none` |
     /// | `badRequest`, `providerOther` | `showMessage` |
     ///
