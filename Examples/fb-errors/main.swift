@@ -1,13 +1,14 @@
-// fb-errors: the contextual error UI of the Facebook SDK's error guide, drawn as a boxed alert.
+// fb-errors: the error UI of the Facebook SDK's error guide, drawn as a boxed alert, by Sesame's one
+// rule for every error.
 //
 //   fb-errors --all      every emulator scenario in turn
 //   fb-errors NAME       one scenario (app-removed, password-changed, transient, ...)
 //   fb-errors -          an error response body from standard input
 //
-// For each error it shows what the guide's sample app shows: the SDK's message when it says to
-// notify the person, "Session Error" when the session must be reopened (with a contextual
-// message for a removed app), a re-request for a missing permission, nothing for a cancelled
-// login, and a generic message for the rest.
+// For each error it follows the recovery tactic (nothing for a cancelled login; a title saying what
+// comes next otherwise) and shows `userMessage` when `shouldNotifyUser`, otherwise
+// `contextualMessage`: the message the guide builds from the code and subcode ("The app was
+// removed. Please log in again." for 190/458), or its category's.
 
 import Foundation
 import Sesame
@@ -31,27 +32,24 @@ let terminal = Terminal.current().standardOutput
 
 /// The alert for an error, or `nil` when nothing is shown (the person cancelled).
 func alert(for error: AuthError) -> (title: String, message: String)? {
-    if error.shouldNotifyUser, let message = error.userMessage {
-        // If the SDK has a message for the user, surface it.
-        return ("Something Went Wrong", message)
-    }
-    switch error.category {
-    case .userCancelled:
-        // The person said no: do nothing, log it.
+    // Follow the tactic: a cancelled login calls for nothing; log it.
+    if error.recoveryTactic == RecoveryTactic.none {
         complain("user cancelled login")
         return nil
-    case .authenticationReopenSession:
-        // Sessions close outside the app; say so, more precisely when the code tells why.
-        if error.subcode == 458 { return ("Session Error", "The app was removed. Please log in again.") }
-        return ("Session Error", "Your current session is no longer valid. Please log in again.")
-    case .permissions:
-        // A missing permission: ask for it again, then replay the call.
-        return ("Permission Error", "The app needs your permission for this. It will ask you for it again.")
-    case .throttling:
-        // Too many calls: say so, and that waiting helps (the SDK's title for throttling).
-        return ("Please Wait", error.userMessage ?? "Too many requests right now. Wait a little, then try again.")
-    default:
-        return ("Unknown Error", "Error. Please try again later.")
+    }
+    // The message: userMessage when shouldNotifyUser, otherwise contextualMessage.
+    return (title(for: error), error.messageForPerson)
+}
+
+/// The alert's title: the provider's when it asks for its message to be shown, otherwise what the
+/// tactic will do next.
+func title(for error: AuthError) -> String {
+    if error.shouldNotifyUser, let title = error.userTitle { return title }
+    switch error.recoveryTactic {
+    case .reauthenticate: return "Session Error"
+    case .requestPermissions: return "Permission Error"
+    case .retryAfterBackoff: return "Please Wait"
+    default: return "Something Went Wrong"
     }
 }
 

@@ -58,28 +58,24 @@ func observe(_ session: FacebookSession) async -> Task<Void, Never> {
     }
 }
 
-/// The Scrumptious sample's handleAuthError: a message when the SDK has one, a contextual one when the session
-/// must be reopened, nothing when the person cancelled (one log line), a generic message otherwise.
+/// The Scrumptious sample's handleAuthError, by Sesame's one rule: follow the tactic (a cancelled login calls for
+/// nothing but a log line), and show `userMessage` when `shouldNotifyUser`, otherwise `contextualMessage` (for a
+/// removed app, 190/458: "The app was removed. Please log in again.").
 func handleAuthError(_ error: AuthError) {
-    if error.shouldNotifyUser, let message = error.userMessage {
-        say("Something Went Wrong: \(message)")
-    } else if error.category == .userCancelled {
+    if error.recoveryTactic == RecoveryTactic.none {
         complain("user cancelled login")
-    } else if error.category == .authenticationReopenSession {
-        say(
-            "Session Error: "
-                + (error.subcode == 458
-                    ? "The app was removed. Please log in again."
-                    : "Your current session is no longer valid. Please log in again."))
+    } else if error.shouldNotifyUser {
+        say("\(error.userTitle ?? "Something Went Wrong"): \(error.messageForPerson)")
     } else {
-        say("Unknown Error: Error. Please try again later.")
+        let title = error.recoveryTactic == .reauthenticate ? "Session Error" : "Something Went Wrong"
+        say("\(title): \(error.messageForPerson)")
     }
 }
 
 /// One sentence for an error that is not the provider's: what went wrong, no dump.
 func sentence(for error: any Error) -> String {
     if let error = error as? DesktopError { return error.message }
-    if let error = error as? AuthError { return error.userMessage ?? error.message }
+    if let error = error as? AuthError { return error.messageForPerson }
     let text = String(describing: error).split(separator: "\n").first.map(String.init) ?? "unknown error"
     return text.last.map { ".!?".contains($0) } == true ? text : "\(text)."
 }

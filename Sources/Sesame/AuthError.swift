@@ -10,10 +10,10 @@ import Foundation
 /// not break an app's `switch`. Switch over the ones you handle and keep a `default`:
 ///
 /// ```swift
-/// switch error.category {
-/// case .authenticationReopenSession: showLogin()
-/// case .throttling, .retry: scheduleRetry()
-/// default: show(error.userMessage ?? error.message)
+/// switch error.recoveryTactic {
+/// case .reauthenticate: showLogin(saying: error.messageForPerson)
+/// case .retry, .retryAfterBackoff: scheduleRetry()
+/// default: show(error.messageForPerson)
 /// }
 /// ```
 public struct ErrorCategory: RawRepresentable, Sendable, Hashable, Codable, CaseIterable, CustomStringConvertible {
@@ -72,7 +72,7 @@ public struct RecoveryTactic: RawRepresentable, Sendable, Hashable, Codable, Cas
     public static let retry = RecoveryTactic(rawValue: "retry")
     /// Wait (honouring any server hint), then make the same call again.
     public static let retryAfterBackoff = RecoveryTactic(rawValue: "retryAfterBackoff")
-    /// Show the person the error's message.
+    /// Show the person the error's message (``AuthError/messageForPerson``).
     public static let showMessage = RecoveryTactic(rawValue: "showMessage")
 
     /// The tactics this version of Sesame defines, in a stable order. A later version may add
@@ -186,13 +186,14 @@ public struct IssuerCheckFailure: ProviderErrorDetails, Hashable {
 
 /// Every failure Sesame reports: classified, with what to tell the person and what to do.
 ///
-/// This is the Facebook SDK's `NSError(FBError)`: check ``shouldNotifyUser`` and show
-/// ``userMessage``; otherwise examine ``category`` (or follow ``recoveryTactic``).
+/// This is the Facebook SDK's `NSError(FBError)`, with one rule for every error
+/// (<doc:HandlingErrors>). ``category`` says what happened; its ``recoveryTactic`` is always one
+/// the category allows (``ErrorCategory/allows(_:shouldNotifyUser:)``).
 ///
 /// Its fields come in four groups:
 /// - what to do: ``category``, ``recoveryTactic``, ``closesSession``, ``loginFailedReason``;
-/// - the texts: ``message`` for developers; ``shouldNotifyUser``, ``userTitle`` and
-///   ``userMessage`` for the person;
+/// - the texts: ``message`` for developers; ``shouldNotifyUser``, ``userTitle``,
+///   ``userMessage`` and ``contextualMessage`` for the person;
 /// - the provider's answer: ``provider``, ``httpStatus``, ``code``, ``subcode``, ``retryAfter``
 ///   and the parsed ``body`` (the raw data, for contextual messages);
 /// - what only the provider knows, as typed values its module defines: ``details``, read with
@@ -223,8 +224,14 @@ public struct AuthError: Error, Sendable, CustomStringConvertible, LocalizedErro
     public var shouldNotifyUser: Bool
     /// A title for an alert, when the provider or taxonomy has one.
     public var userTitle: String?
-    /// A message for the person, when there is one.
+    /// The message the provider (or the SDK's table) has for the person, when there is one: shown
+    /// when ``shouldNotifyUser``.
     public var userMessage: String?
+    /// A sentence for the person that every error carries, chosen from the error's code and
+    /// subcode (Facebook's 458: "The app was removed. Please log in again.") or, failing that,
+    /// from its category (``ErrorCategory/contextualMessage``): shown when ``shouldNotifyUser``
+    /// is false.
+    public var contextualMessage: String
 
     // MARK: The provider's answer
 
@@ -256,6 +263,7 @@ public struct AuthError: Error, Sendable, CustomStringConvertible, LocalizedErro
         shouldNotifyUser: Bool = false,
         userTitle: String? = nil,
         userMessage: String? = nil,
+        contextualMessage: String? = nil,
         code: Int? = nil,
         subcode: Int? = nil,
         httpStatus: Int? = nil,
@@ -273,6 +281,7 @@ public struct AuthError: Error, Sendable, CustomStringConvertible, LocalizedErro
         self.shouldNotifyUser = shouldNotifyUser
         self.userTitle = userTitle
         self.userMessage = userMessage
+        self.contextualMessage = contextualMessage ?? category.contextualMessage
         self.code = code
         self.subcode = subcode
         self.httpStatus = httpStatus
@@ -302,21 +311,76 @@ public struct AuthError: Error, Sendable, CustomStringConvertible, LocalizedErro
     /// is one), otherwise ``message``; no secret, as in ``description``. What
     /// `localizedDescription` returns.
     public var errorDescription: String? { shouldNotifyUser ? (userMessage ?? message) : message }
+
+    /// The message to show the person, by the one rule: ``userMessage`` when ``shouldNotifyUser``
+    /// (and it is not blank), otherwise ``contextualMessage``.
+    public var messageForPerson: String {
+        if shouldNotifyUser, let userMessage, !userMessage.allSatisfy(\.isWhitespace) { return userMessage }
+        return contextualMessage
+    }
 }
 
 extension ErrorCategory {
-    /// The tactic a category implies when the taxonomy names none: ``RecoveryTactic/showMessage``
-    /// for a category this version of Sesame does not define.
-    public var defaultTactic: RecoveryTactic {
+    /// The tactics an error of this category may carry, the first being ``defaultTactic``:
+    ///
+    /// | category | tactics |
+    /// |---|---|
+    /// | `userCancelled` | `none` |
+    /// | `authenticationReopenSession` | `reauthenticate` |
+    /// | `permissions` | `requestPermissions`; `showMessage` only with `shouldNotifyUser` |
+    /// | `retry` | `retry`, `retryAfterBackoff`; `showMessage` only with `shouldNotifyUser` |
+    /// | `throttling` | `retryAfterBackoff` |
+    /// | `server` | `showMessage`, `retryAfterBackoff`, `retry` |
+    /// | `invalid` | `showMessage`, `none` |
+    /// | `badRequest`, `providerOther` | `showMessage` |
+    ///
+    /// `showMessage` with `shouldNotifyUser` in `retry` and `permissions` is the Facebook SDK's
+    /// "out-of-band action": the person has to act outside the app first (unlock a checkpointed
+    /// account, 459; authorise an organisation's single sign-on), so retrying or asking again at
+    /// once cannot help. A category this version of Sesame does not define allows `showMessage`.
+    /// Every row of every error table is checked against this when it is built.
+    public var allowedTactics: [RecoveryTactic] {
         switch self {
-        case .retry: .retry
-        case .throttling: .retryAfterBackoff
-        case .authenticationReopenSession: .reauthenticate
-        case .permissions: .requestPermissions
-        case .userCancelled: RecoveryTactic.none
-        default: .showMessage  // invalid, server, providerOther, badRequest, and any category added later
+        case .userCancelled: [RecoveryTactic.none]
+        case .authenticationReopenSession: [.reauthenticate]
+        case .permissions: [.requestPermissions]
+        case .retry: [.retry, .retryAfterBackoff]
+        case .throttling: [.retryAfterBackoff]
+        case .server: [.showMessage, .retryAfterBackoff, .retry]
+        case .invalid: [.showMessage, RecoveryTactic.none]
+        default: [.showMessage]  // badRequest, providerOther, and any category added later
         }
     }
+
+    /// The tactics this category allows only when the person must act first
+    /// (``AuthError/shouldNotifyUser``): see ``allowedTactics``.
+    public var tacticsWhenThePersonMustAct: [RecoveryTactic] {
+        self == .retry || self == .permissions ? [.showMessage] : []
+    }
+
+    /// Whether an error of this category may carry `tactic` (see ``allowedTactics``).
+    public func allows(_ tactic: RecoveryTactic, shouldNotifyUser: Bool) -> Bool {
+        allowedTactics.contains(tactic) || (shouldNotifyUser && tacticsWhenThePersonMustAct.contains(tactic))
+    }
+
+    /// The sentence for the person an error of this category carries as its
+    /// ``AuthError/contextualMessage`` when nothing more specific is known (the Facebook SDK
+    /// guide's messages where it has one).
+    public var contextualMessage: String {
+        switch self {
+        case .userCancelled: "The request was cancelled."
+        case .authenticationReopenSession: "Your current session is no longer valid. Please log in again."
+        case .permissions: "This app doesn't have permission to do this. Allow it when you are asked, then try again."
+        case .retry: "Something went wrong for a moment. Please try again."
+        case .throttling: "Too many requests right now. Please wait a little, then try again."
+        case .server: "The service is having trouble right now. Please try again later."
+        default: "Something went wrong. Please try again later."  // invalid, badRequest, providerOther, later ones
+        }
+    }
+
+    /// The tactic a category implies when the taxonomy names none: ``RecoveryTactic/showMessage``
+    /// for a category this version of Sesame does not define.
+    public var defaultTactic: RecoveryTactic { allowedTactics[0] }
 }
 
 extension AuthError {

@@ -23,7 +23,8 @@ public struct ErrorRule: Sendable, Hashable, CustomStringConvertible {
     public var messageKey: String?
     /// The default title for the person, when the row has one.
     public var userTitle: String?
-    /// The default message for the person, when the row has one.
+    /// The default message for the person, when the row has one: the error's
+    /// ``AuthError/userMessage`` and ``AuthError/contextualMessage``.
     public var userMessage: String?
     /// What the error means, for developers.
     public var meaning: String
@@ -52,6 +53,10 @@ public struct ErrorRule: Sendable, Hashable, CustomStringConvertible {
     }
 
     public var description: String { "\(id) (\(match)) → \(category)/\(recoveryTactic)" }
+
+    /// The sentence for the person that an error this row classifies carries as its
+    /// ``AuthError/contextualMessage``: the row's message, or its category's.
+    public var contextualMessage: String { userMessage ?? category.contextualMessage }
 }
 
 /// The conditions of an ``ErrorRule``; each one left at its default matches anything.
@@ -228,12 +233,14 @@ extension ErrorRuleTable {
 
 extension AuthError {
     /// An error as `rule` classifies it: the rule's category, tactic, notification flag, texts
-    /// for the person and whether it closes the session, with ``ErrorRuleDetails`` attached.
+    /// for the person (its message is also the ``AuthError/contextualMessage``) and whether it
+    /// closes the session, with ``ErrorRuleDetails`` attached.
     /// The taxonomy then adds what only the response says (status, body, a wait).
     public init(rule: ErrorRule, message: String, provider: ProviderID?) {
         self.init(
             category: rule.category, message: message, shouldNotifyUser: rule.shouldNotifyUser,
-            userTitle: rule.userTitle, userMessage: rule.userMessage, recoveryTactic: rule.recoveryTactic,
+            userTitle: rule.userTitle, userMessage: rule.userMessage, contextualMessage: rule.contextualMessage,
+            recoveryTactic: rule.recoveryTactic,
             closesSession: rule.closesSession, provider: provider, details: [ErrorRuleDetails(rule)])
     }
 

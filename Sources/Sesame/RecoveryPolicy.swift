@@ -42,7 +42,8 @@ public struct RecoveryPolicy: Sendable {
     public var maxServerHint: Duration
     /// Where jitter comes from.
     public var jitter: Jitter
-    /// The generic message shown when the error has none for the person.
+    /// The title of a message whose error has none of its own, and the text shown should an
+    /// error's ``AuthError/messageForPerson`` be blank.
     public var genericMessage: (title: String, message: String)
 
     /// How back-off delays are randomised.
@@ -115,13 +116,12 @@ public struct RecoveryPolicy: Sendable {
         }
     }
 
-    /// The message to show for `error`: its own when the person should be notified, the
-    /// generic one otherwise.
+    /// The message to show for `error`, by the one rule: its ``AuthError/userMessage`` (and
+    /// title) when the person should be notified, its ``AuthError/contextualMessage`` otherwise.
     public func message(for error: AuthError) -> RecoveryDecision {
-        if error.shouldNotifyUser, let text = error.userMessage, !text.isEmpty {
-            return .showMessage(title: error.userTitle ?? genericMessage.title, message: text)
-        }
-        return .showMessage(title: genericMessage.title, message: genericMessage.message)
+        let text = error.messageForPerson
+        let title = error.shouldNotifyUser ? (error.userTitle ?? genericMessage.title) : genericMessage.title
+        return .showMessage(title: title, message: text.isEmpty ? genericMessage.message : text)
     }
 
     /// Runs `operation`, retrying `retry` and `throttling` failures as ``decide(for:attempt:)``

@@ -46,9 +46,12 @@ package struct ExplainError: Sendable, Equatable {
             person must be told and what, the recovery tactic, whether the session closes, and
             how long to wait before retrying. Any body is accepted (HTML, empty, truncated).
 
+            The message for the person follows the one rule: userMessage when shouldNotifyUser,
+            otherwise contextualMessage.
+
             With --json it prints exactly one JSON object with the keys category,
-            shouldNotifyUser, userTitle, userMessage, code, subcode, isTransient, recoveryTactic,
-            retryAfterSeconds and closesSession (null where unknown).
+            shouldNotifyUser, userTitle, userMessage, contextualMessage, code, subcode, isTransient,
+            recoveryTactic, retryAfterSeconds and closesSession (null where unknown).
             """,
         options: [
             OptionSpec(
@@ -176,6 +179,7 @@ package struct ExplainError: Sendable, Equatable {
             ("shouldNotifyUser", bool(error.shouldNotifyUser)),
             ("userTitle", string(error.userTitle)),
             ("userMessage", string(error.userMessage)),
+            ("contextualMessage", string(error.contextualMessage)),
             ("code", number(error.code)),
             ("subcode", number(error.subcode)),
             ("isTransient", bool(facts.isTransient)),
@@ -197,17 +201,19 @@ package struct ExplainError: Sendable, Equatable {
         }
         if let status = error.httpStatus { heading += ", HTTP \(status)" }
         var text = "\(heading)\n\n\(error.message)\n\nWhat to do: \(whatToDo(error))\n"
+        // The one rule: userMessage when shouldNotifyUser, otherwise contextualMessage.
         if error.shouldNotifyUser, let message = error.userMessage {
-            text += "Tell the person: \(error.userTitle.map { "\($0): " } ?? "")\(message)\n"
+            text += "Tell the person (userMessage): \(error.userTitle.map { "\($0): " } ?? "")\(message)\n"
         } else if mustTellWhyBeforeLogin(error) {
             // The SDK shows no message of its own (notify: no), but the person must hear why they
             // are asked to log in again: "What to do" says so, and this line must not contradict it.
-            text += "Before the new login, tell the person why it is needed"
-            text += error.userMessage.map { ", for example: \($0)\n" } ?? ".\n"
-        } else if let message = error.userMessage {
-            text += "Nothing needs to be shown to the person. If the app shows something, this fits: \(message)\n"
+            text += "Before the new login, tell the person why it is needed (contextualMessage): "
+            text += "\(error.contextualMessage)\n"
+        } else if error.recoveryTactic == .showMessage || error.recoveryTactic == .reauthenticate {
+            text += "Tell the person (contextualMessage): \(error.contextualMessage)\n"
         } else {
-            text += "Nothing needs to be shown to the person.\n"
+            text += "Nothing needs to be shown to the person unless recovery fails; then (contextualMessage): "
+            text += "\(error.contextualMessage)\n"
         }
         var rows: [(String, String)] = [
             ("category", error.category.rawValue),
@@ -265,9 +271,8 @@ package struct ExplainError: Sendable, Equatable {
                 + "the call again."
         default:  // .showMessage, and any tactic added later
             return error.shouldNotifyUser
-                ? "show the person the message below; making the same call again as it is will not help."
-                : "show the person a message (the one below, or a generic one); making the same call again as it is "
-                    + "will not help."
+                ? "show the person the message below; making the same call again now will not help."
+                : "show the person the message below; making the same call again as it is will not help."
         }
     }
 }

@@ -42,6 +42,11 @@ extension TableChecker {
         let source = string("source", row)
         _ = string("comment", row)
         checkMessageColumns(row, notify: notify)
+        if let category, let tactic, let notify,
+            let contradiction = ErrorTableSchema.contradiction(category: category, tactic: tactic, notify: notify)
+        {
+            fail(line: row["tactic"]?.line, row: number, id: id, contradiction)
+        }
         guard diagnostics.count == before, let id, let category, let tactic, let notify, let closesSession, let meaning,
             let source
         else { return nil }

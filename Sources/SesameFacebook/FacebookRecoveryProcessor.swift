@@ -78,8 +78,10 @@ public struct ReauthenticationReason: Sendable, CustomStringConvertible {
 ///
 /// For an error, the first of these that exists is used: ``subcodes``, ``messageKeys``, the
 /// error's own message when `AuthError.shouldNotifyUser` (Facebook's
-/// `error_user_msg`, or the table's), ``categories``, the table's message for the error, and
-/// ``generic``. A title comes from the same place, or else ``categoryTitles``.
+/// `error_user_msg`, or the table's), ``categories``, and the error's `AuthError.contextualMessage`
+/// (the table's message for its code and subcode, or its category's). Without overrides that is
+/// the one rule, `AuthError.messageForPerson`. A title comes from the same place, or else
+/// ``categoryTitles``; ``generic`` is the last resort.
 public struct RecoveryTexts: Sendable, Hashable {
     /// A title and a message.
     public struct Text: Sendable, Hashable, CustomStringConvertible {
@@ -144,8 +146,7 @@ public struct RecoveryTexts: Sendable, Hashable {
             return Text(title: title, message: message)
         }
         if let text = categories[error.category] { return text }
-        if let message = error.userMessage, !message.isEmpty { return Text(title: title, message: message) }
-        return generic
+        return error.contextualMessage.isEmpty ? generic : Text(title: title, message: error.contextualMessage)
     }
 }
 
@@ -182,7 +183,7 @@ public enum RecoveryOutcome: Sendable, Hashable, CustomStringConvertible {
 /// | `permissions` | the delegate re-requests the permissions, then the call is replayed (once) |
 /// | `authenticationReopenSession` | the session is closed and cleared, the delegate asks the person to log in again, then the call is replayed (once); for 458 and 464 the message is shown first and the login must not be silent |
 /// | `userCancelled` | nothing |
-/// | anything else | the error's message when it should be shown, a generic one otherwise |
+/// | anything else | the error's `userMessage` when it should be shown, its `contextualMessage` otherwise |
 ///
 /// With a `Session`, every error goes through `Session.handle(_:)`, which closes
 /// the session and clears its token when the error says so (but not for 459, which keeps it).

@@ -247,24 +247,26 @@ struct DesktopProcessTests {
         cli.expectNoTokenLeaks(try await cli.storedTokens())
     }
 
-    /// What `fb-errors NAME` must show for a scenario: the alert's title and message, or none.
+    /// What `fb-errors NAME` must show for a scenario, by the one rule: the title of the tactic (or the
+    /// provider's own when it asks to notify), and `userMessage` when `shouldNotifyUser`, otherwise the
+    /// `contextualMessage` that the row chose by code and subcode; or no alert at all.
     static let alerts: [(String, String?, String?)] = [
         ("app-removed", "Session Error", "The app was removed. Please log in again."),
-        ("password-changed", "Session Error", "Your current session is no longer valid. Please log in again."),
-        ("token-expired", "Session Error", "Your current session is no longer valid. Please log in again."),
-        ("invalid-session", "Session Error", "Your current session is no longer valid. Please log in again."),
-        ("checkpointed", "Something Went Wrong", "Log in at www.facebook.com to unlock it"),
-        ("unconfirmed-user", "Something Went Wrong", "Your Facebook account is not confirmed yet."),
-        ("permission-revoked", "Permission Error", "It will ask you for it again."),
-        ("duplicate-post", "Something Went Wrong", "You already posted this."),
-        ("user-message", "Something Went Wrong", "You've been temporarily blocked"),
+        ("password-changed", "Session Error", "Your Facebook password was changed."),
+        ("token-expired", "Session Error", "Your Facebook login has expired."),
+        ("invalid-session", "Session Error", "Your Facebook session is no longer valid."),
+        ("checkpointed", "Account Locked", "Log in at www.facebook.com to unlock it"),
+        ("unconfirmed-user", "Account Not Confirmed", "Your Facebook account is not confirmed yet."),
+        ("permission-revoked", "Permission Error", "Allow it when Facebook asks"),
+        ("duplicate-post", "Already Posted", "You already posted this."),
+        ("user-message", "You're Temporarily Blocked", "You've been temporarily blocked"),
         ("app-throttled", "Please Wait", "Wait a little, then try again."),
         ("user-throttled", "Please Wait", "Wait a little, then try again."),
         ("page-throttled", "Please Wait", "Wait a little, then try again."),
         ("rate-limited", "Please Wait", "Wait a little, then try again."),
-        ("transient", "Unknown Error", "Error. Please try again later."),
-        ("unknown-error", "Unknown Error", "Error. Please try again later."),
-        ("drop-connection", "Unknown Error", "Error. Please try again later."),
+        ("transient", "Please Wait", "Facebook is having trouble right now."),
+        ("unknown-error", "Please Wait", "Facebook is having trouble right now."),
+        ("drop-connection", "Something Went Wrong", "Something went wrong for a moment."),
         ("slow", nil, nil),
     ]
 
@@ -273,7 +275,7 @@ struct DesktopProcessTests {
         #expect(Set(Self.alerts.map(\.0)) == Set(EmulatorScenario.allCases.map(\.rawValue)))
     }
 
-    @Test("fb-errors shows the Scrumptious sample's alert for each scenario", arguments: Self.alerts)
+    @Test("fb-errors shows the alert the one rule gives for each scenario", arguments: Self.alerts)
     func errorAlert(_ scenario: String, _ title: String?, _ message: String?) async throws {
         let cli = try CLIHarness(storage: "memory")
         let result = try await cli.run("fb-errors", [scenario])

@@ -31,6 +31,8 @@ struct ExplainErrorProcessTests {
         #expect(result.standardOutput.contains("authenticationReopenSession"))
         #expect(result.standardOutput.contains("EJplcsCHuLu"))
         #expect(result.standardOutput.contains("oauth-458"))
+        // The seed guide's contextual message for the subcode, named as the field an app reads.
+        #expect(result.standardOutput.contains("(contextualMessage): The app was removed. Please log in again."))
     }
 
     @Test("--json with usage headers gives the throttling back-off in seconds")
@@ -50,7 +52,7 @@ struct ExplainErrorProcessTests {
         #expect(object["subcode"] == .null)
         #expect(object["isTransient"] == .bool(false))
         #expect(object["closesSession"] == .bool(false))
-        #expect(object.count == 10)
+        #expect(object.count == 11)
     }
 
     @Test("--body-file - reads the body from standard input")

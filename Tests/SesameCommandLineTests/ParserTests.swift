@@ -138,9 +138,8 @@ struct ParserTests {
         let text = ExplainError.json(for: error)
         let object = try #require(JSONValue(parsing: Data(text.utf8))?.objectValue)
         let keys = [
-            "category", "shouldNotifyUser", "userTitle", "userMessage", "code", "subcode", "isTransient",
-            "recoveryTactic",
-            "retryAfterSeconds", "closesSession",
+            "category", "shouldNotifyUser", "userTitle", "userMessage", "contextualMessage", "code", "subcode",
+            "isTransient", "recoveryTactic", "retryAfterSeconds", "closesSession",
         ]
         #expect(Set(object.keys) == Set(keys))
         let positions = keys.map { text.range(of: "\"\($0)\":")!.lowerBound }

@@ -301,7 +301,8 @@ struct RecoveryProcessorTests {
             ])
     }
 
-    @Test("texts are chosen: subcode, message key, the error's own when notified, category, the row's, generic")
+    @Test(
+        "texts are chosen: subcode, message key, the error's own when notified, category, the contextual one, generic")
     func textPrecedence() {
         let notified = facebookError(code: 4, ["error_user_msg": "Server says wait.", "error_user_title": "Wait"])
         let quiet = facebookError(code: 4)
@@ -313,6 +314,9 @@ struct RecoveryProcessorTests {
         #expect(texts.text(for: quiet).message == "category")
         texts.messageKeys["facebook.throttled"] = .init(title: "K", message: "key")
         #expect(texts.text(for: notified).message == "key")
-        #expect(texts.text(for: AuthError(category: .server, message: "bare")) == texts.generic)
+        #expect(texts.text(for: quiet).message == "key")
+        let bare = AuthError(category: .server, message: "bare")
+        #expect(texts.text(for: bare) == .init(title: "Facebook Is Unavailable", message: bare.contextualMessage))
+        #expect(texts.text(for: AuthError(category: .server, message: "bare", contextualMessage: "")) == texts.generic)
     }
 }

@@ -78,7 +78,7 @@ struct TaxonomyTableTests {
         .init(name: "341 application limit", code: 341, category: .throttling, tactic: .retryAfterBackoff),
         .init(name: "80001 business use case", code: 80001, category: .throttling, tactic: .retryAfterBackoff),
         .init(name: "80014 business use case", code: 80014, category: .throttling, tactic: .retryAfterBackoff),
-        .init(name: "368 temporarily blocked", code: 368, category: .retry, tactic: .showMessage, notify: true),
+        .init(name: "368 temporarily blocked", code: 368, category: .providerOther, tactic: .showMessage, notify: true),
         .init(name: "506 duplicate post", code: 506, category: .badRequest, tactic: .showMessage, notify: true),
         .init(name: "unknown transient", code: 12345, transient: true, category: .retry, tactic: .retry),
         .init(
@@ -135,6 +135,8 @@ struct TaxonomyTableTests {
         #expect(error.closesSession == rule.closesSession)
         #expect(error.shouldNotifyUser == rule.shouldNotifyUser)
         #expect(error.userMessage == rule.userMessage)
+        #expect(error.contextualMessage == (rule.userMessage ?? rule.category.contextualMessage))
+        #expect(error.messageForPerson == (rule.shouldNotifyUser ? rule.userMessage : error.contextualMessage))
         #expect(error.userTitle == rule.userTitle)
         #expect(error.messageKey == rule.messageKey)
         #expect(error.allowsSilentReauthentication == rule.allowsSilentReauthentication)
@@ -165,6 +167,27 @@ struct TaxonomyTableTests {
 
 @Suite("Facebook error taxonomy: what the response adds")
 struct TaxonomyOverlayTests {
+    @Test("190/458 keeps the SDK's shouldNotifyUser (false) and carries the guide's contextual message")
+    func removedAppContextualMessage() {
+        let removed = taxonomy.classify(status: 400, headers: [:], body: graphError(code: 190, subcode: 458))
+        #expect(!removed.shouldNotifyUser)
+        #expect(removed.contextualMessage == "The app was removed. Please log in again.")
+        #expect(removed.messageForPerson == "The app was removed. Please log in again.")
+        #expect(RecoveryPolicy().message(for: removed).description.contains("The app was removed."))
+        let told = taxonomy.classify(
+            status: 400, headers: [:], body: graphError(code: 190, subcode: 458, ["error_user_msg": "Removed."]))
+        #expect(told.shouldNotifyUser)
+        #expect(told.messageForPerson == "Removed.")
+        #expect(told.contextualMessage == "The app was removed. Please log in again.")
+    }
+
+    @Test("an error no row gives a message to carries its category's contextual message")
+    func categoryContextualMessage() {
+        let failure = taxonomy.classify(TransportError(kind: .timedOut, message: "timed out"))
+        #expect(failure.contextualMessage == ErrorCategory.retry.contextualMessage)
+        #expect(!failure.contextualMessage.isEmpty)
+    }
+
     @Test("a non-empty error_user_msg becomes the user message and sets shouldNotifyUser")
     func serverUserMessage() {
         let error = taxonomy.classify(

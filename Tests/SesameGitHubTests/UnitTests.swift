@@ -52,7 +52,7 @@ struct GitHubUnitTests {
         Case(status: 404, headers: [], body: #"{"message":"Not Found"}"#, rule: "not-found", category: .invalid),
         Case(
             status: 403, headers: [], body: #"{"message":"Must have admin rights"}"#, rule: "forbidden",
-            category: .permissions),
+            category: .invalid),
         Case(
             status: 422, headers: [], body: #"{"message":"Validation Failed","errors":["bad"]}"#,
             rule: "validation-failed", category: .badRequest),

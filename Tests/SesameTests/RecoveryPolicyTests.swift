@@ -106,17 +106,24 @@ struct RecoveryPolicyTests {
         arguments: [
             (ErrorCategory.authenticationReopenSession, RecoveryDecision.reauthenticate),
             (.permissions, .requestPermissions),
-            (
-                .server,
-                .showMessage(title: "Something Went Wrong", message: "Something went wrong. Please try again later.")
-            ),
+            (.server, .showMessage(title: "Something Went Wrong", message: ErrorCategory.server.contextualMessage)),
             (
                 .userCancelled,
-                .showMessage(title: "Something Went Wrong", message: "Something went wrong. Please try again later.")
+                .showMessage(title: "Something Went Wrong", message: ErrorCategory.userCancelled.contextualMessage)
             ),
         ])
     func decisions(category: ErrorCategory, expected: RecoveryDecision) {
         #expect(RecoveryPolicy().decide(for: error(category), attempt: 1) == expected)
+    }
+
+    @Test("an error the person need not be notified of shows its contextual message, not its user message")
+    func contextualMessage() {
+        let removed = AuthError(
+            category: .providerOther, message: "blocked", shouldNotifyUser: false, userTitle: "Blocked",
+            userMessage: "The provider's text.", contextualMessage: "The app was removed. Please log in again.")
+        #expect(
+            RecoveryPolicy().decide(for: removed, attempt: 1)
+                == .showMessage(title: "Something Went Wrong", message: "The app was removed. Please log in again."))
     }
 
     @Test("an error the person must see surfaces its own title and message")
