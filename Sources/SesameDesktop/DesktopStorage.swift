@@ -62,7 +62,8 @@ public enum DesktopStorage {
                 },
                 openPass: {
                     let store = PassCredentialStore(
-                        directory: passDirectory, gnupgHome: environment["GNUPGHOME"].flatMap { $0.isEmpty ? nil : $0 })
+                        directory: passDirectory, gnupgHome: environment["GNUPGHOME"].flatMap { $0.isEmpty ? nil : $0 },
+                        signingKeys: PassCredentialStore.defaultSigningKeys(environment: environment))
                     return (store, store.backendDescription, PassCredentialStore.isInitialised(passDirectory))
                 })
         } catch let error as CredentialStoreError where error.isUnavailable {
