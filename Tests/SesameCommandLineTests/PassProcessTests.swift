@@ -104,6 +104,20 @@ struct PassProcessTests {
         }
     }
 
+    @Test("login is refused before it starts when .gpg-id is unsigned and PASSWORD_STORE_SIGNING_KEY is set")
+    func signingKeyFromTheEnvironment() async throws {
+        try await withGnuPGHome { home in
+            let cli = try Self.harness(home, storage: "pass")
+            let arguments = ["login", "oidc", "--issuer", "http://127.0.0.1:9/", "--client-id", "x"]
+            let refused = try await cli.run(
+                "sesame", arguments, environment: ["PASSWORD_STORE_SIGNING_KEY": home.fingerprint])
+            #expect(refused.status == 74, "\(refused.standardError)")
+            #expect(refused.standardError.contains("has no signature"), "\(refused.standardError)")
+            #expect(refused.standardError.contains("PASSWORD_STORE_SIGNING_KEY"), "\(refused.standardError)")
+            #expect(!FileManager.default.fileExists(atPath: home.store.appendingPathComponent("sesame").path + "/oidc"))
+        }
+    }
+
     @Test("doctor flags a store folder others may write, with the fix, and suggests auto-expand-secmem until it is set")
     func doctorFlagsTheStore() async throws {
         try await withGnuPGHome { home in
