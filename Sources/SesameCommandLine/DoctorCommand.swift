@@ -183,11 +183,11 @@ extension DoctorCommand {
         case .success(let found)?:
             lines += found.lines
             keyringInUse = found.kind == "keyring"
-            lines.append(Self.passStoreLine(environment: environment))
+            lines += Self.passStoreLines(environment: environment)
             return (lines, keyringInUse, ExitStatus.success)
         case .failure(let error)?:
             lines.append(DoctorLine(.problem, "\(cannot): \(error.sentence)"))
-            lines.append(Self.passStoreLine(environment: environment))
+            lines += Self.passStoreLines(environment: environment)
         case nil:
             lines.append(
                 DoctorLine(
@@ -270,14 +270,34 @@ extension DoctorCommand {
         return lines
     }
 
-    /// Whether there is an initialised password store, which the `auto` policy uses without a keyring.
-    static func passStoreLine(environment: [String: String]) -> DoctorLine {
+    /// Whether there is an initialised password store, which the `auto` policy uses without a
+    /// keyring; when there is, whether another user could have changed it (which Sesame refuses),
+    /// and whether gpg-agent's secure memory can grow for many decryptions at once.
+    static func passStoreLines(environment: [String: String]) -> [DoctorLine] {
         let directory = PassCredentialStore.defaultDirectory(environment: environment)
-        if PassCredentialStore.isInitialised(directory) {
-            return DoctorLine(.ok, "Password store (pass): \(directory.path), initialised.")
+        guard PassCredentialStore.isInitialised(directory) else {
+            return [
+                DoctorLine(
+                    .info, "No initialised password store (pass) at \(directory.path)",
+                    fix: "`pass init KEYID` makes one, which is used when there is no keyring")
+            ]
         }
-        return DoctorLine(
-            .info, "No initialised password store (pass) at \(directory.path)",
-            fix: "`pass init KEYID` makes one, which is used when there is no keyring")
+        var lines = [DoctorLine(.ok, "Password store (pass): \(directory.path), initialised.")]
+        let gnupgHome = PassCredentialStore.defaultGnuPGHome(environment: environment)
+        let store = PassCredentialStore(directory: directory, gnupgHome: gnupgHome.path, signingKeys: [])
+        if let problem = store.permissionProblem() {
+            lines.append(DoctorLine(.problem, "Password store (pass): \(problem.message)"))
+        }
+        if !PassCredentialStore.agentExpandsSecureMemory(gnupgHome: gnupgHome) {
+            let file = gnupgHome.appendingPathComponent("gpg-agent.conf").path
+            lines.append(
+                DoctorLine(
+                    .info,
+                    "gpg-agent's secure memory cannot grow (no auto-expand-secmem in \(file)), so when many "
+                        + "processes decrypt at once some may fail with \"Cannot allocate memory\"",
+                    fix: "add the line `auto-expand-secmem` to \(file) and restart the agent (`gpgconf --kill "
+                        + "gpg-agent`)"))
+        }
+        return lines
     }
 }

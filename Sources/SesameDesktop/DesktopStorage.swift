@@ -40,7 +40,8 @@ public enum DesktopStorage {
     ///   - mode: the mode and where it came from.
     ///   - keyring: opens the keyring store (``secretService`` in a real program).
     ///   - environment: for the file store's location (`$XDG_STATE_HOME`) and the password
-    ///     store's (`PASSWORD_STORE_DIR`, `HOME`).
+    ///     store's (`PASSWORD_STORE_DIR`, `HOME`, and `PASSWORD_STORE_SIGNING_KEY`, the keys its
+    ///     `.gpg-id` files must be signed by).
     /// - Throws: ``DesktopError`` (69, unavailable) when the keyring is needed and missing, and
     ///   when `auto` finds neither a keyring nor an initialised password store (naming the
     ///   choices); the keyring's own `CredentialStoreError` when it is there but locked or silent.
@@ -62,7 +63,8 @@ public enum DesktopStorage {
                 },
                 openPass: {
                     let store = PassCredentialStore(
-                        directory: passDirectory, gnupgHome: environment["GNUPGHOME"].flatMap { $0.isEmpty ? nil : $0 })
+                        directory: passDirectory, gnupgHome: environment["GNUPGHOME"].flatMap { $0.isEmpty ? nil : $0 },
+                        signingKeys: PassCredentialStore.defaultSigningKeys(environment: environment))
                     return (store, store.backendDescription, PassCredentialStore.isInitialised(passDirectory))
                 })
         } catch let error as CredentialStoreError where error.isUnavailable {

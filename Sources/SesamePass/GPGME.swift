@@ -14,10 +14,32 @@ enum GPGME {
         var code: Int32 { sesame_gpgme_code(error) }
         /// GPGME's own words for it.
         var text: String { String(cString: gpgme_strerror(error)) }
-        /// For encryption: the recipients gpg could not use, as `.gpg-id` named them.
-        var invalidRecipients: [String] = []
+        /// For encryption: the recipients gpg could not use, as `.gpg-id` named them, each with
+        /// gpg's reason (`GPG_ERR_PUBKEY_NOT_TRUSTED` for a key that is not valid in the keyring).
+        var invalidRecipients: [(name: String, reason: gpgme_error_t)] = []
 
         func `is`(_ codes: gpg_err_code_t...) -> Bool { codes.contains { Int32($0.rawValue) == code } }
+
+        /// Whether trying once more may well succeed: gpg-agent's secure memory was exhausted for a
+        /// moment ("Cannot allocate memory"), as it is when many processes decrypt at once and the
+        /// agent runs without `auto-expand-secmem`.
+        var isTransient: Bool { `is`(GPG_ERR_ENOMEM) }
+    }
+
+    /// Runs `body`, and once more after a short pause when it fails with a transient error
+    /// (``Failure/isTransient``). `pause` waits on the calling thread, which is never one of the
+    /// cooperative pool's; the pause is between 100 and 300 ms, so that processes which failed
+    /// together do not all try again at the same instant.
+    static func retryingOnce<T>(
+        pause: (Duration) -> Void, _ body: () throws(Failure) -> T
+    ) throws(Failure) -> T {
+        do throws(Failure) {
+            return try body()
+        } catch {
+            guard error.isTransient else { throw error }
+            pause(.milliseconds(Int.random(in: 100...300)))
+            return try body()
+        }
     }
 
     /// Initialises GPGME once per process and checks that gpg is there.
@@ -39,22 +61,23 @@ enum GPGME {
         detachThread { _ = engine }
     }
 
-    /// Encrypts `plaintext` to `recipients` (as `pass` does: `-r` for each, trusting them, no
-    /// `encrypt-to` of gpg.conf).
+    /// Encrypts `plaintext` to `recipients` as `pass insert` does: `-r` for each, no `encrypt-to`
+    /// of gpg.conf, and only to keys that are valid in the keyring by gpg's own trust model (gpg
+    /// refuses one that is not, as it refuses it to `pass`; nothing is trusted on Sesame's say).
     static func encrypt(_ plaintext: [UInt8], to recipients: [String], home: String?) throws(Failure) -> [UInt8] {
         try engine.get()
         return try withContext(home: home) { context throws(Failure) in
             try withData(plaintext) { plain throws(Failure) in
                 try withOutput { cipher throws(Failure) in
-                    let flags = gpgme_encrypt_flags_t(
-                        GPGME_ENCRYPT_ALWAYS_TRUST.rawValue | GPGME_ENCRYPT_NO_ENCRYPT_TO.rawValue)
+                    let flags = GPGME_ENCRYPT_NO_ENCRYPT_TO
                     let names = recipients.joined(separator: "\n")
                     let error = gpgme_op_encrypt_ext(context, nil, names, flags, plain, cipher)
                     guard error == 0 else {
                         var failure = Failure(error: error)
                         var invalid = gpgme_op_encrypt_result(context)?.pointee.invalid_recipients
                         while let recipient = invalid {
-                            failure.invalidRecipients.append(recipient.pointee.fpr.map { String(cString: $0) } ?? "?")
+                            failure.invalidRecipients.append(
+                                (recipient.pointee.fpr.map { String(cString: $0) } ?? "?", recipient.pointee.reason))
                             invalid = recipient.pointee.next
                         }
                         throw failure
@@ -72,6 +95,37 @@ enum GPGME {
                 try withOutput { plain throws(Failure) in
                     let error = gpgme_op_decrypt(context, cipher, plain)
                     guard error == 0 else { throw Failure(error: error) }
+                }
+            }
+        }
+    }
+
+    /// The fingerprints of the keys that made a good signature `signature` over `signed`: for
+    /// each, the signing key's and its primary key's, as gpg's `VALIDSIG` status gives them to
+    /// `pass` (upper-case hexadecimal). Empty when there is no good signature.
+    static func goodSignatures(_ signature: [UInt8], over signed: [UInt8], home: String?) throws(Failure) -> [String] {
+        try engine.get()
+        return try withContext(home: home) { context throws(Failure) in
+            try withData(signature) { signatureData throws(Failure) in
+                try withData(signed) { signedData throws(Failure) in
+                    let error = gpgme_op_verify(context, signatureData, signedData, nil)
+                    guard error == 0 else { throw Failure(error: error) }
+                    var fingerprints: [String] = []
+                    var next = gpgme_op_verify_result(context)?.pointee.signatures
+                    while let signature = next {
+                        next = signature.pointee.next
+                        guard sesame_gpgme_code(signature.pointee.status) == 0, let fpr = signature.pointee.fpr
+                        else { continue }
+                        fingerprints.append(String(cString: fpr).uppercased())
+                        var key: gpgme_key_t?
+                        if gpgme_get_key(context, fpr, &key, 0) == 0, let key {
+                            if let primary = key.pointee.fpr {
+                                fingerprints.append(String(cString: primary).uppercased())
+                            }
+                            gpgme_key_unref(key)
+                        }
+                    }
+                    return fingerprints
                 }
             }
         }

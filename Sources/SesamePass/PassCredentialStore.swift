@@ -13,6 +13,12 @@ extension CredentialStoreError.Kind {
     public static let noSecretKey = Self(rawValue: "noSecretKey")
     /// The password store's `.gpg-id` names a key this GnuPG has no usable public key for.
     public static let unknownRecipient = Self(rawValue: "unknownRecipient")
+    /// The password store's `.gpg-id` names a key that is not valid in this keyring (gpg has no
+    /// assurance that it belongs to the person named), so gpg, like `pass insert`, refuses it.
+    public static let untrustedRecipient = Self(rawValue: "untrustedRecipient")
+    /// `PASSWORD_STORE_SIGNING_KEY` is set and the `.gpg-id` to use has no good signature
+    /// (`.gpg-id.sig`) by one of its keys, so `pass` would refuse it too.
+    public static let unsignedRecipients = Self(rawValue: "unsignedRecipients")
 }
 
 /// Logins in the standard Unix password store, `pass`, encrypted with GnuPG through GPGME: the
@@ -28,47 +34,91 @@ extension CredentialStoreError.Kind {
 /// documentation for the format).
 ///
 /// Entries are encrypted to the recipients of the nearest `.gpg-id`, the entry's folder's first
-/// and then each parent's up to the store's root, as `pass` does. They are decrypted in memory;
+/// and then each parent's up to the store's root, as `pass` does, and only to keys that are
+/// valid in the keyring (gpg's trust model decides, as for `pass insert`). When
+/// ``signingKeys`` is set (`PASSWORD_STORE_SIGNING_KEY`), that `.gpg-id` must carry a good
+/// signature (`.gpg-id.sig`) by one of those keys, as `pass` requires. A folder of the store, an
+/// entry or a `.gpg-id` that another user could have changed (group or others may write it, or
+/// it is not this user's) is refused, not repaired, and so is an entry that is a symbolic link:
+/// a login planted there is never used. Entries are decrypted in memory;
 /// no plaintext touches the disk. A save writes a temporary file beside the entry and renames it
 /// over the old one, and removes it when anything fails. Saves and removals from several
-/// processes take turns on a lock file, `sesame/.lock` in the store. gpg-agent keeps the
-/// passphrase and asks for it (pinentry); Sesame never sees it.
+/// processes take turns on a lock file, `sesame/.lock` in the store; a temporary file left by a
+/// save that was killed is removed by the next save in its folder. gpg-agent keeps the
+/// passphrase and asks for it (pinentry); Sesame never sees it. A decryption that fails because
+/// gpg-agent's secure memory ran out for a moment (many processes at once) is tried once more.
 ///
 /// Failures are `CredentialStoreError`s that say what to do: a wrong or cancelled passphrase is
 /// `locked`; a store without `.gpg-id` and an agent that cannot be reached are `unavailable`; an
 /// entry for a key whose secret part is not here is `noSecretKey`; a
-/// `.gpg-id` naming a key GnuPG does not have is `unknownRecipient`.
+/// `.gpg-id` naming a key GnuPG does not have is `unknownRecipient`, one naming a key that is not
+/// valid in the keyring `untrustedRecipient`, one without the signature `pass` would require
+/// `unsignedRecipients`; a store another user could change is `insecurePermissions`.
 /// An entry that cannot be read is never removed.
 public final class PassCredentialStore: CredentialStore {
     /// The password store's directory.
     public let directory: URL
     /// GnuPG's home directory, or `nil` for GnuPG's own choice (`GNUPGHOME`, or `~/.gnupg`).
     public let gnupgHome: String?
+    /// The fingerprints of the keys that must have signed each `.gpg-id`, as
+    /// `PASSWORD_STORE_SIGNING_KEY` lists them; empty: no signature is required.
+    public let signingKeys: [String]
     private let lock = Locked(())
-    /// Called after the temporary file is written and flushed, before the rename: tests use it
-    /// to fail a save at the worst moment.
-    let beforeRename: (@Sendable (_ temporaryPath: String) throws -> Void)?
+    let hooks: Hooks
+
+    /// What tests change in a store.
+    struct Hooks: Sendable {
+        /// Called after the temporary file is written and flushed, before the rename: tests use
+        /// it to fail a save at the worst moment.
+        var beforeRename: (@Sendable (_ temporaryPath: String) throws -> Void)?
+        /// Called before each decryption; a failure it returns stands for GPGME's.
+        var beforeDecrypt: (@Sendable () -> GPGME.Failure?)?
+        /// Waits before a decryption is tried again, on the store's own thread.
+        var pause: @Sendable (Duration) -> Void = { duration in
+            let (seconds, attoseconds) = duration.components
+            Thread.sleep(forTimeInterval: Double(seconds) + Double(attoseconds) / 1e18)
+        }
+    }
 
     /// The folder of the store that holds Sesame's entries.
     public static let folder = "sesame"
 
     /// Creates a store in `directory`, using the GnuPG home `gnupgHome` (`nil`: GnuPG's own
-    /// choice, `GNUPGHOME` or `~/.gnupg`). Nothing is read or written until the first call.
-    public init(directory: URL = PassCredentialStore.defaultDirectory(), gnupgHome: String? = nil) {
+    /// choice, `GNUPGHOME` or `~/.gnupg`), requiring `.gpg-id` files signed by one of
+    /// `signingKeys` when there are any (by default `PASSWORD_STORE_SIGNING_KEY`'s, as `pass`
+    /// does). Nothing is read or written until the first call.
+    public init(
+        directory: URL = PassCredentialStore.defaultDirectory(), gnupgHome: String? = nil,
+        signingKeys: [String] = PassCredentialStore.defaultSigningKeys()
+    ) {
         self.directory = directory
         self.gnupgHome = gnupgHome
-        self.beforeRename = nil
+        self.signingKeys = signingKeys
+        self.hooks = Hooks()
         // GPGME's one-time start (a `gpg --version`) overlaps whatever the program does before
         // its first read or write.
         GPGME.prepare()
     }
 
-    init(
-        directory: URL, gnupgHome: String?, beforeRename: @escaping @Sendable (_ temporaryPath: String) throws -> Void
-    ) {
+    init(directory: URL, gnupgHome: String?, signingKeys: [String] = [], hooks: Hooks) {
         self.directory = directory
         self.gnupgHome = gnupgHome
-        self.beforeRename = beforeRename
+        self.signingKeys = signingKeys
+        self.hooks = hooks
+    }
+
+    convenience init(
+        directory: URL, gnupgHome: String?, beforeRename: @escaping @Sendable (_ temporaryPath: String) throws -> Void
+    ) {
+        self.init(directory: directory, gnupgHome: gnupgHome, hooks: Hooks(beforeRename: beforeRename))
+    }
+
+    /// The keys `pass` requires `.gpg-id` files to be signed by: `PASSWORD_STORE_SIGNING_KEY`'s
+    /// words (fingerprints), or none.
+    public static func defaultSigningKeys(
+        environment: [String: String] = ProcessInfo.processInfo.environment
+    ) -> [String] {
+        (environment["PASSWORD_STORE_SIGNING_KEY"] ?? "").split(whereSeparator: \.isWhitespace).map(String.init)
     }
 
     /// The store `pass` uses: `PASSWORD_STORE_DIR`, or `~/.password-store`.
@@ -85,11 +135,31 @@ public final class PassCredentialStore: CredentialStore {
 
     public var backendDescription: String { "pass (\(directory.path))" }
 
+    /// The GnuPG home gpg uses in `environment`: `GNUPGHOME`, or `~/.gnupg`.
+    public static func defaultGnuPGHome(environment: [String: String] = ProcessInfo.processInfo.environment) -> URL {
+        if let path = environment["GNUPGHOME"], !path.isEmpty { return URL(fileURLWithPath: path) }
+        let home = environment["HOME"].flatMap { $0.isEmpty ? nil : $0 } ?? NSHomeDirectory()
+        return URL(fileURLWithPath: home).appendingPathComponent(".gnupg")
+    }
+
+    /// Whether `gpg-agent.conf` in `gnupgHome` lets the agent's secure memory grow
+    /// (`auto-expand-secmem`). Without it, the agent's fixed pool can run out when many processes
+    /// decrypt at once, and some fail with "Cannot allocate memory" (Sesame tries such a
+    /// decryption once more).
+    public static func agentExpandsSecureMemory(gnupgHome: URL) -> Bool {
+        let file = gnupgHome.appendingPathComponent("gpg-agent.conf").path
+        guard let data = PrivateFiles.contents(atPath: file, limit: 1 << 20) else { return false }
+        return String(decoding: data, as: UTF8.self).split(whereSeparator: \.isNewline).contains { line in
+            line.split(whereSeparator: \.isWhitespace).first == "auto-expand-secmem"
+        }
+    }
+
     // MARK: - CredentialStore
 
     public func save(_ credential: StoredCredential) async throws {
         let path = entryPath(credential.key)
         try await onOwnThread {
+            try self.checkFolders(of: path)
             let recipients = try self.recipients(for: path)
             let plaintext = Array(PassEntry.text(of: credential).utf8)
             let ciphertext: [UInt8]
@@ -100,6 +170,7 @@ public final class PassCredentialStore: CredentialStore {
             }
             try self.withWriteLock {
                 try self.makeDirectories(for: path)
+                self.removeStaleTemporaryFiles(beside: path)
                 try self.writeAtomically(ciphertext, to: path)
             }
         }
@@ -107,13 +178,17 @@ public final class PassCredentialStore: CredentialStore {
 
     public func load(_ key: CredentialKey) async throws -> StoredCredential? {
         let path = entryPath(key)
-        return try await onOwnThread { try self.read(path, key: key) }
+        return try await onOwnThread {
+            try self.checkFolders(of: path)
+            return try self.read(path, key: key)
+        }
     }
 
     @discardableResult public func delete(_ key: CredentialKey) async throws -> Bool {
         let path = entryPath(key)
         return try await onOwnThread {
             try self.withWriteLock {
+                try self.checkFolders(of: path)
                 let file = self.url(path)
                 guard unlink(file.path) == 0 else {
                     if errno == ENOENT { return false }
@@ -137,7 +212,9 @@ public final class PassCredentialStore: CredentialStore {
         try await onOwnThread {
             var credentials: [StoredCredential] = []
             var unreadable: [UnreadableCredential] = []
-            for path in self.entryPaths(provider: provider) {
+            let found = self.entries(provider: provider)
+            if let unsafe = found.unsafe { throw unsafe }
+            for path in found.paths {
                 guard let key = Self.key(forEntry: path) else {
                     unreadable.append(
                         UnreadableCredential(
@@ -147,7 +224,9 @@ public final class PassCredentialStore: CredentialStore {
                 }
                 do {
                     if let credential = try self.read(path, key: key) { credentials.append(credential) }
-                } catch let error as CredentialStoreError where [.corrupt, .noSecretKey].contains(error.kind) {
+                } catch let error as CredentialStoreError
+                    where [.corrupt, .noSecretKey, .insecurePermissions].contains(error.kind)
+                {
                     unreadable.append(UnreadableCredential(key: key, problem: error.message))
                 }
             }
@@ -158,11 +237,11 @@ public final class PassCredentialStore: CredentialStore {
     /// The keys of the logins stored, optionally for one provider, from the entries' names alone:
     /// nothing is decrypted, so no passphrase is asked for (for a shell's completion).
     public func storedKeys(provider: ProviderID?) async -> [CredentialKey] {
-        await onOwnThread { self.entryPaths(provider: provider).compactMap(Self.key(forEntry:)).sorted() }
+        await onOwnThread { self.entries(provider: provider).paths.compactMap(Self.key(forEntry:)).sorted() }
     }
 
     public func containsEntries(provider: ProviderID?) async throws -> Bool {
-        await onOwnThread { !self.entryPaths(provider: provider).isEmpty }
+        await onOwnThread { !self.entries(provider: provider).paths.isEmpty }
     }
 
     /// Checks that a login for `key` could be saved: the store has a `.gpg-id` whose keys GnuPG
@@ -246,10 +325,14 @@ public final class PassCredentialStore: CredentialStore {
     }
 
     /// The names of the entries under `sesame/` (or one provider's folder), without `.gpg`,
-    /// skipping hidden files and folders (the lock, temporary files).
-    private func entryPaths(provider: ProviderID?) -> [String] {
+    /// skipping hidden files and folders (the lock, temporary files), and the first folder on the
+    /// way that another user could have changed. An entry that is a symbolic link is named, so
+    /// that reading it reports it; a folder that is one is not entered.
+    private func entries(provider: ProviderID?) -> (paths: [String], unsafe: CredentialStoreError?) {
         let start = provider.map { "\(Self.folder)/\(Self.encode($0.rawValue))" } ?? Self.folder
         var found: [String] = []
+        var unsafe: CredentialStoreError?
+        do { try checkFolders(of: "\(start)/-") } catch { unsafe = error }
         func walk(_ relative: String, depth: Int) {
             guard depth < 8,
                 let names = try? FileManager.default.contentsOfDirectory(
@@ -257,17 +340,134 @@ public final class PassCredentialStore: CredentialStore {
             else { return }
             for name in names.sorted() where !name.hasPrefix(".") {
                 let child = "\(relative)/\(name)"
+                let path = directory.appendingPathComponent(child).path
                 var info = stat()
-                guard lstat(directory.appendingPathComponent(child).path, &info) == 0 else { continue }
+                guard lstat(path, &info) == 0 else { continue }
                 if info.st_mode & S_IFMT == S_IFDIR {
+                    if unsafe == nil { unsafe = Self.folderProblem(path, info) }
                     walk(child, depth: depth + 1)
-                } else if info.st_mode & S_IFMT == S_IFREG, name.hasSuffix(".gpg") {
+                } else if [S_IFREG, S_IFLNK].contains(info.st_mode & S_IFMT), name.hasSuffix(".gpg") {
                     found.append(String(child.dropLast(4)))
                 }
             }
         }
         walk(start, depth: 0)
-        return found
+        return (found, unsafe)
+    }
+
+    // MARK: - Who could have changed the store
+
+    /// Checks the folders from the store's root down to the entry `path`'s, as far as they exist:
+    /// each must be a folder (not a symbolic link, below the root) of this user that neither
+    /// group nor others may write.
+    ///
+    /// - Throws: `insecurePermissions`, saying which folder and what to do.
+    private func checkFolders(of path: String) throws(CredentialStoreError) {
+        var current = directory.path
+        var info = stat()
+        guard stat(current, &info) == 0 else { return }
+        if let problem = Self.folderProblem(current, info) { throw problem }
+        for part in path.split(separator: "/").dropLast() {
+            current += "/\(part)"
+            guard lstat(current, &info) == 0 else { return }
+            if let problem = Self.folderProblem(current, info) { throw problem }
+        }
+    }
+
+    /// Why the store's folder `path`, whose `lstat` is `info`, is not to be trusted, or `nil`.
+    private static func folderProblem(_ path: String, _ info: stat) -> CredentialStoreError? {
+        if info.st_mode & S_IFMT == S_IFLNK {
+            return CredentialStoreError(
+                kind: .insecurePermissions,
+                message: "The password-store folder \(path) is a symbolic link, which Sesame does not follow inside "
+                    + "the store; replace it with a real folder.")
+        }
+        return ownershipProblem(path, info, what: "password-store folder")
+    }
+
+    /// Why the file or folder `path` of the store, whose `stat` is `info`, could have been
+    /// changed by another user, or `nil`.
+    private static func ownershipProblem(_ path: String, _ info: stat, what: String) -> CredentialStoreError? {
+        let planted =
+            "someone else could have put a login there, or changed a .gpg-id so that new logins are encrypted "
+            + "to their key"
+        if info.st_uid != geteuid() {
+            return CredentialStoreError(
+                kind: .insecurePermissions,
+                message: "The \(what) \(path) belongs to another user (uid \(info.st_uid)), so Sesame will not use "
+                    + "it: \(planted). Check what is in it, then make it yours (chown) or remove it.")
+        }
+        if info.st_mode & 0o022 != 0 {
+            return CredentialStoreError(
+                kind: .insecurePermissions,
+                message: "The \(what) \(path) could be changed by other users (mode "
+                    + "\(String(info.st_mode & 0o777, radix: 8))), so Sesame will not use it: \(planted). Check what "
+                    + "is in it, then run `chmod go-w '\(path)'`.")
+        }
+        return nil
+    }
+
+    /// The first reason why the store could have been changed by another user, or `nil`: a
+    /// folder from the store's root down through `sesame/` that another user owns, that group or
+    /// others may write, or that is a symbolic link; a `.gpg-id` on that way that is not a
+    /// regular file of this user that only this user may write; an entry that is a symbolic
+    /// link or that others may write. What `sesame doctor` reports; loads and saves refuse the
+    /// same.
+    public func permissionProblem() -> CredentialStoreError? {
+        let found = entries(provider: nil)
+        if let unsafe = found.unsafe { return unsafe }
+        var folders: Set<String> = [""]
+        for path in found.paths {
+            var info = stat()
+            let file = url(path).path
+            if lstat(file, &info) == 0 {
+                if info.st_mode & S_IFMT == S_IFLNK {
+                    return Self.symbolicLinkProblem(file, entry: path)
+                } else if let problem = Self.ownershipProblem(file, info, what: "password-store entry") {
+                    return problem
+                }
+            }
+            var folder = (path as NSString).deletingLastPathComponent
+            while !folder.isEmpty, folders.insert(folder).inserted {
+                folder = (folder as NSString).deletingLastPathComponent
+            }
+        }
+        for folder in folders.sorted() {
+            let file = directory.appendingPathComponent(folder.isEmpty ? ".gpg-id" : "\(folder)/.gpg-id").path
+            if case .untrusted(let reason) = PrivateFiles.trustedContents(atPath: file) {
+                return Self.untrustedGPGID(file, reason: reason)
+            }
+        }
+        return nil
+    }
+
+    private static func symbolicLinkProblem(_ file: String, entry: String) -> CredentialStoreError {
+        CredentialStoreError(
+            kind: .insecurePermissions,
+            message: "The password-store entry \(file) is a symbolic link, which Sesame does not follow: a login "
+                + "is read only from the store's own files. Remove it (`pass rm \(entry)`) and log in again.")
+    }
+
+    private static func untrustedGPGID(_ file: String, reason: String) -> CredentialStoreError {
+        CredentialStoreError(
+            kind: .insecurePermissions,
+            message: "The password store's \(file) \(reason), so Sesame will not encrypt logins to the keys it names: "
+                + "someone else could have put their key there. Check the keys it names, then make it a file of yours "
+                + "that only you may write (`chmod 600 '\(file)'`).")
+    }
+
+    /// Removes the temporary files that saves killed before their rename left beside the entry
+    /// `path` (`.NAME.gpg.tmp-XXXXXX`). Called with the write lock held: every save makes its
+    /// temporary file under that lock, so any found then is a dead save's.
+    private func removeStaleTemporaryFiles(beside path: String) {
+        let folder = url(path).deletingLastPathComponent().path
+        guard let names = try? FileManager.default.contentsOfDirectory(atPath: folder) else { return }
+        for name in names where name.hasPrefix(".") {
+            guard let range = name.range(of: ".gpg.tmp-", options: .backwards),
+                name[range.upperBound...].count == 6
+            else { continue }
+            unlink("\(folder)/\(name)")
+        }
     }
 
     // MARK: - Reading
@@ -275,12 +475,16 @@ public final class PassCredentialStore: CredentialStore {
     private func read(_ path: String, key: CredentialKey) throws -> StoredCredential? {
         let file = url(path)
         let ciphertext: [UInt8]
-        let fd = open(file.path, O_RDONLY | O_CLOEXEC)
+        let fd = open(file.path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
         guard fd >= 0 else {
             if errno == ENOENT || errno == ENOTDIR { return nil }
+            if errno == ELOOP { throw Self.symbolicLinkProblem(file.path, entry: path) }
             throw Self.ioError("could not read \(file.path)", errno)
         }
         defer { close(fd) }
+        var info = stat()
+        guard fstat(fd, &info) == 0 else { throw Self.ioError("could not inspect \(file.path)", errno) }
+        if let problem = Self.ownershipProblem(file.path, info, what: "password-store entry") { throw problem }
         var bytes: [UInt8] = []
         var buffer = [UInt8](repeating: 0, count: 16384)
         while true {
@@ -299,7 +503,10 @@ public final class PassCredentialStore: CredentialStore {
         ciphertext = bytes
         var plaintext: [UInt8]
         do throws(GPGME.Failure) {
-            plaintext = try GPGME.decrypt(ciphertext, home: gnupgHome)
+            plaintext = try GPGME.retryingOnce(pause: hooks.pause) { () throws(GPGME.Failure) in
+                if let failure = hooks.beforeDecrypt?() { throw failure }
+                return try GPGME.decrypt(ciphertext, home: gnupgHome)
+            }
         } catch {
             throw explain(error, entry: path, gpgID: nil)
         }
@@ -316,13 +523,26 @@ public final class PassCredentialStore: CredentialStore {
 
     // MARK: - Recipients
 
-    /// The recipients of the `.gpg-id` nearest the entry `path`, and that file.
+    /// The recipients of the `.gpg-id` nearest the entry `path`, and that file: as `pass` finds
+    /// it (the first folder, from the entry's up to the store's root, that has a `.gpg-id`), that
+    /// only this user could have written, and signed as `pass` requires when ``signingKeys`` is set.
     private func recipients(for path: String) throws -> (names: [String], file: String) {
         var folder = (path as NSString).deletingLastPathComponent
         while true {
             let file = folder.isEmpty ? ".gpg-id" : "\(folder)/.gpg-id"
             let full = directory.appendingPathComponent(file).path
-            if let text = try? String(contentsOfFile: full, encoding: .utf8) {
+            var info = stat()
+            if stat(full, &info) == 0, info.st_mode & S_IFMT == S_IFREG {
+                let contents: Data
+                switch PrivateFiles.trustedContents(atPath: full, limit: 1 << 20) {
+                case .contents(let data): contents = data
+                case .untrusted(let reason): throw Self.untrustedGPGID(full, reason: reason)
+                case .missing:
+                    throw CredentialStoreError(
+                        kind: .unavailable, message: "Sesame could not read \(full); make it readable, and try again.")
+                }
+                try verifySignature(of: full, contents: contents)
+                let text = String(decoding: contents, as: UTF8.self)
                 let names = text.split(whereSeparator: \.isNewline).compactMap { line -> String? in
                     let id = line.split(separator: "#", maxSplits: 1, omittingEmptySubsequences: false)[0]
                         .trimmingCharacters(in: .whitespaces)
@@ -342,6 +562,41 @@ public final class PassCredentialStore: CredentialStore {
             kind: .unavailable,
             message: "The password store \(directory.path) is not initialised (it has no .gpg-id); run "
                 + "`pass init KEYID` with your GnuPG key, or choose another store.")
+    }
+
+    /// Checks, when ``signingKeys`` is set, that the `.gpg-id` at `file` has a good signature
+    /// (`file.sig`) by one of them, as `pass` does: the signing key's fingerprint or its primary
+    /// key's must be one of the keys, and only keys written as 40 upper-case hexadecimal digits
+    /// count.
+    ///
+    /// - Throws: `unsignedRecipients`, saying what to do.
+    private func verifySignature(of file: String, contents: Data) throws {
+        guard !signingKeys.isEmpty else { return }
+        let keys = signingKeys.joined(separator: " ")
+        let why =
+            "PASSWORD_STORE_SIGNING_KEY (\(keys)) is set, so Sesame, like pass, encrypts only to the keys of a "
+            + ".gpg-id signed by one of those keys"
+        let fix =
+            "If the keys it names are yours, sign it again: `pass init` with those keys (`-p FOLDER` for a "
+            + "folder's .gpg-id) while PASSWORD_STORE_SIGNING_KEY is set. If you did not write it, someone may have "
+            + "put their key there to read your logins: remove it. Nothing was changed."
+        var info = stat()
+        guard stat(file + ".sig", &info) == 0, info.st_mode & S_IFMT == S_IFREG,
+            let signature = PrivateFiles.contents(atPath: file + ".sig", limit: 1 << 20)
+        else {
+            throw CredentialStoreError(
+                kind: .unsignedRecipients, message: "\(file) has no signature (\(file).sig); \(why). \(fix)")
+        }
+        let wanted = signingKeys.filter { key in
+            key.utf8.count == 40 && key.utf8.allSatisfy { (0x30...0x39).contains($0) || (0x41...0x46).contains($0) }
+        }
+        let signers = (try? GPGME.goodSignatures(Array(signature), over: Array(contents), home: gnupgHome)) ?? []
+        guard wanted.contains(where: signers.contains) else {
+            throw CredentialStoreError(
+                kind: .unsignedRecipients,
+                message: "The signature \(file).sig is not a good signature of \(file) by one of the keys; \(why). "
+                    + fix)
+        }
     }
 
     // MARK: - Writing
@@ -397,7 +652,7 @@ public final class PassCredentialStore: CredentialStore {
             }
         }
         guard fsync(fd) == 0 else { throw Self.ioError("could not flush \(tempPath) to disk", errno) }
-        try beforeRename?(tempPath)
+        try hooks.beforeRename?(tempPath)
         guard rename(tempPath, file.path) == 0 else { throw Self.ioError("could not replace \(file.path)", errno) }
         renamed = true
         let folderFD = open(folder, O_RDONLY | O_DIRECTORY)
@@ -454,10 +709,32 @@ public final class PassCredentialStore: CredentialStore {
                 kind: .unavailable,
                 message: "GnuPG cannot be run (\(failure.text)); install gnupg (`apt-get install gnupg`).")
         }
+        if failure.isTransient {
+            return CredentialStoreError(
+                kind: .ioFailure,
+                message: "GnuPG could not decrypt the password-store entry \(entry): gpg-agent ran out of secure "
+                    + "memory (\(failure.text)), twice; many processes decrypting at once do that. Try again; to make it "
+                    + "rare, add the line `auto-expand-secmem` to gpg-agent.conf and restart the agent (`gpgconf "
+                    + "--kill gpg-agent`). Nothing was changed.")
+        }
+        func quoted(_ name: String) -> String {
+            "'\(String(String.UnicodeScalarView(name.unicodeScalars.filter { $0.value >= 0x20 && $0.value != 0x7F })))'"
+        }
+        let untrusted = failure.invalidRecipients.filter {
+            Int32(GPG_ERR_PUBKEY_NOT_TRUSTED.rawValue) == sesame_gpgme_code($0.reason)
+        }
+        if let gpgID, let first = untrusted.first {
+            let names = untrusted.map { quoted($0.name) }.joined(separator: ", ")
+            return CredentialStoreError(
+                kind: .untrustedRecipient,
+                message: "\(gpgID) names \(names), whose key is not valid in your keyring\(home): nothing says it "
+                    + "belongs to the person it names, so Sesame, like `pass insert`, will not encrypt logins to it. "
+                    + "If it is the right key, certify it (`gpg --lsign-key \(quoted(first.name))`) or set how far you "
+                    + "trust its owner (`gpg --edit-key \(quoted(first.name)) trust`); if you did not put it there, "
+                    + "remove it from \(gpgID) (someone may have added it to read your logins). Nothing was changed.")
+        }
         if let gpgID, !failure.invalidRecipients.isEmpty || failure.is(GPG_ERR_UNUSABLE_PUBKEY, GPG_ERR_NO_PUBKEY) {
-            let names = failure.invalidRecipients.map {
-                "'\(String(String.UnicodeScalarView($0.unicodeScalars.filter { $0.value >= 0x20 && $0.value != 0x7F })))'"
-            }.joined(separator: ", ")
+            let names = failure.invalidRecipients.map { quoted($0.name) }.joined(separator: ", ")
             return CredentialStoreError(
                 kind: .unknownRecipient,
                 message: "\(gpgID) names \(names.isEmpty ? "a key" : names), for which GnuPG\(home) has no usable "

@@ -104,6 +104,47 @@ struct PassProcessTests {
         }
     }
 
+    @Test("login is refused before it starts when .gpg-id is unsigned and PASSWORD_STORE_SIGNING_KEY is set")
+    func signingKeyFromTheEnvironment() async throws {
+        try await withGnuPGHome { home in
+            let cli = try Self.harness(home, storage: "pass")
+            let arguments = ["login", "oidc", "--issuer", "http://127.0.0.1:9/", "--client-id", "x"]
+            let refused = try await cli.run(
+                "sesame", arguments, environment: ["PASSWORD_STORE_SIGNING_KEY": home.fingerprint])
+            #expect(refused.status == 74, "\(refused.standardError)")
+            #expect(refused.standardError.contains("has no signature"), "\(refused.standardError)")
+            #expect(refused.standardError.contains("PASSWORD_STORE_SIGNING_KEY"), "\(refused.standardError)")
+            #expect(!FileManager.default.fileExists(atPath: home.store.appendingPathComponent("sesame").path + "/oidc"))
+        }
+    }
+
+    @Test("doctor flags a store folder others may write, with the fix, and suggests auto-expand-secmem until it is set")
+    func doctorFlagsTheStore() async throws {
+        try await withGnuPGHome { home in
+            let cli = try Self.harness(home, storage: "pass")
+            let folder = home.store.appendingPathComponent("sesame")
+            try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: false)
+            #expect(chmod(folder.path, 0o777) == 0)
+            let flagged = try await cli.run("sesame", ["doctor"])
+            let unsafe =
+                "✗ Password store (pass): The password-store folder \(folder.path) could be changed by other users"
+            #expect(flagged.standardOutput.contains(unsafe), "\(flagged.standardOutput)")
+            #expect(flagged.standardOutput.contains("chmod go-w '\(folder.path)'"))
+            #expect(flagged.status == 69, "\(flagged.standardOutput)")
+            let agentConf = home.home.appendingPathComponent("gpg-agent.conf")
+            let secmem = "no auto-expand-secmem in \(agentConf.path)"
+            #expect(flagged.standardOutput.contains(secmem), "\(flagged.standardOutput)")
+
+            #expect(chmod(folder.path, 0o700) == 0)
+            let conf = try String(contentsOf: agentConf, encoding: .utf8)
+            try (conf + "auto-expand-secmem 0x30000\n").write(to: agentConf, atomically: true, encoding: .utf8)
+            let fine = try await cli.run("sesame", ["doctor"])
+            #expect(fine.standardOutput.contains("✓ Password store (pass): \(home.store.path), initialised."))
+            #expect(!fine.standardOutput.contains("✗ Password store"), "\(fine.standardOutput)")
+            #expect(!fine.standardOutput.contains(secmem), "\(fine.standardOutput)")
+        }
+    }
+
     @Test("a wrong passphrase and a cancelled prompt exit 69, a missing secret key 74; the login is kept")
     func failures() async throws {
         try await withGnuPGHome { home in

@@ -79,6 +79,39 @@ public final class GnuPGHome: Sendable {
     /// Makes the agent forget the passphrase it cached, so that the next decryption asks again.
     public func forgetPassphrase() async throws { _ = try await run("gpgconf", ["--reload", "gpg-agent"]) }
 
+    /// Makes a key in a GnuPG home of its own (someone else's key, with no passphrase), imports
+    /// its public part here as `gpg --import` does (so it is known but not valid: nobody here
+    /// certified it), and returns its fingerprint. The other home's agent is stopped before this
+    /// returns.
+    public func importForeignKey(userID: String) async throws -> String {
+        let foreign = root.appendingPathComponent("f-\(UUID().uuidString.prefix(6))")
+        try FileManager.default.createDirectory(
+            at: foreign, withIntermediateDirectories: false, attributes: [.posixPermissions: 0o700])
+        var environment = self.environment
+        environment["GNUPGHOME"] = foreign.path
+        let exported: String
+        do {
+            _ = try await Self.run(
+                "gpg",
+                [
+                    "--batch", "--pinentry-mode", "loopback", "--passphrase", "", "--quick-gen-key", userID,
+                    "future-default", "default", "never",
+                ], environment: environment)
+            exported = try await Self.run("gpg", ["--batch", "--armor", "--export", userID], environment: environment)
+        } catch {
+            _ = try? await Self.runAllowingFailure(
+                "gpgconf", ["--kill", "gpg-agent"], input: "", environment: environment)
+            throw error
+        }
+        _ = try? await Self.runAllowingFailure("gpgconf", ["--kill", "gpg-agent"], input: "", environment: environment)
+        try await run("gpg", ["--batch", "--import"], input: exported)
+        let listed = try await gpg(["--batch", "--with-colons", "--list-keys", userID])
+        guard let line = listed.split(separator: "\n").first(where: { $0.hasPrefix("fpr:") }),
+            let found = line.split(separator: ":", omittingEmptySubsequences: false).dropFirst(9).first
+        else { throw Failure("the imported key has no fingerprint: \(listed)") }
+        return String(found)
+    }
+
     /// Stops the agent and waits for it to be gone.
     public func stopAgent() async { _ = try? await run("gpgconf", ["--kill", "gpg-agent"]) }
 
