@@ -146,7 +146,7 @@ struct DesktopProcessTests {
                     keys == [
                         "account", "active", "user_id", "user_name", "granted", "declined", "expires_at",
                         "data_access_expires_at", "validity", "checked_online", "needs_login", "token_valid",
-                        "problem", "last_usage",
+                        "problem", "last_usage", "granular_scopes",
                     ])
                 let validity = try #require(account["validity"]?.stringValue)
                 #expect(["valid", "invalid", "unverified", "not_checked"].contains(validity))
