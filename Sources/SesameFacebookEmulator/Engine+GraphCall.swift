@@ -130,9 +130,8 @@ extension FacebookState {
         if parameters["date_format"] != nil { return "Date formatting (the date_format parameter)" }
         if parameters["callback"] != nil { return "A JSONP callback (the callback parameter)" }
         if let fields = parameters["fields"], fields.contains(".as(") { return "A field alias (.as() in fields)" }
-        if segments.last == "async_batch_requests" || parameters["asyncbatch"] != nil {
-            return "An asynchronous batch request"
-        }
+        // The Marketing API's `POST /act_{id}/async_batch_requests`.
+        if segments.last == "async_batch_requests" { return "An asynchronous batch request" }
         return nil
     }
 

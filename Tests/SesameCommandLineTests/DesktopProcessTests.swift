@@ -266,6 +266,7 @@ struct DesktopProcessTests {
         ("unknown-error", "Unknown Error", "Error. Please try again later."),
         ("drop-connection", "Unknown Error", "Error. Please try again later."),
         ("slow", nil, nil),
+        ("legacy-forms", nil, nil),
     ]
 
     @Test("the table above covers every emulator scenario")
