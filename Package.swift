@@ -94,7 +94,10 @@ let package = Package(
         // refresh-token families, signals. Each provider's emulator is built on it.
         .target(name: "SesameEmulator", dependencies: ["Sesame", "SesameHTTPServer"]),
         // A local Facebook: login dialog, Graph API, device login, scenarios (fault injection).
-        .target(name: "SesameFacebookEmulator", dependencies: ["SesameEmulator", "Sesame", "SesameHTTPServer"]),
+        // It reads SesameFacebook's Graph version table: one list of versions and end dates.
+        .target(
+            name: "SesameFacebookEmulator",
+            dependencies: ["SesameEmulator", "Sesame", "SesameHTTPServer", "SesameFacebook"]),
         // A local OpenID provider: discovery, authorization, tokens, userinfo, revocation, scenarios.
         .target(name: "SesameOIDCEmulator", dependencies: ["SesameEmulator", "Sesame", "SesameHTTPServer"]),
         // A local GitHub: OAuth app, device flow, REST API with rate limits, scenarios.

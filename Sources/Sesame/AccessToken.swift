@@ -83,6 +83,21 @@ extension AccessToken {
     /// is read into, and `sesame status` shows for any provider that sets it.
     package static let dataAccessExpiryExtra = "data_access_expires_at"
 
+    /// The ``providerExtras`` name of the targets permissions were granted for (the Pages, ad
+    /// accounts or businesses a person chose): `[{"scope": name, "target_ids": [id, …]}]`,
+    /// Facebook's `granular_scopes`, which `SesameFacebook` writes and `sesame status` and
+    /// `sesame permissions list` show for any provider that sets it.
+    package static let grantTargetsExtra = "granular_scopes"
+
+    /// ``grantTargetsExtra`` read: each permission with the ids it was granted for (none: not
+    /// limited to targets), in the order stored.
+    package var grantTargets: [(permission: String, targets: [String])] {
+        (providerExtras[Self.grantTargetsExtra]?.arrayValue ?? []).compactMap { entry in
+            guard let scope = entry["scope"]?.stringValue else { return nil }
+            return (scope, entry["target_ids"]?.arrayValue?.compactMap(\.stringValue) ?? [])
+        }
+    }
+
     public init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: CodingKeys.self)
         tokenString = try container.decode(String.self, forKey: .tokenString)

@@ -219,10 +219,33 @@ struct AccountCommands {
 
     private func permissions(_ action: ProviderCommand.PermissionsAction, session: any AccountSession) async throws {
         switch action {
-        case .list:
+        case .list(let json):
             let permissions = try await session.listPermissions()
+            // The objects each permission was granted for, as recorded on the login.
+            let targets = StatusCommand.GrantTargets.of(try await session.validToken())
+            if json {
+                struct Listing: Encodable {
+                    var granted: [String]
+                    var declined: [String]
+                    var granularScopes: [StatusCommand.GrantTargets]
+                    enum CodingKeys: String, CodingKey {
+                        case granted, declined
+                        case granularScopes = "granular_scopes"
+                    }
+                }
+                let encoder = JSONEncoder()
+                encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+                let listing = Listing(
+                    granted: permissions.granted.sorted(), declined: permissions.declined.sorted(),
+                    granularScopes: targets)
+                io.write(String(decoding: try encoder.encode(listing), as: UTF8.self) + "\n")
+                return
+            }
             for permission in permissions.granted.sorted() {
-                io.write("granted   \(permission.sanitizedForTerminal)\n")
+                let objects =
+                    targets.first { $0.scope == permission && !$0.targetIDs.isEmpty }
+                    .map { "  for \($0.targetIDs.joined(separator: ", "))".sanitizedForTerminal } ?? ""
+                io.write("granted   \(permission.sanitizedForTerminal)\(objects)\n")
             }
             for permission in permissions.declined.sorted() {
                 io.write("declined  \(permission.sanitizedForTerminal)\n")

@@ -45,8 +45,8 @@ package struct ProviderCommand: Sendable, Equatable {
 
     /// What `sesame permissions PROVIDER` does.
     package enum PermissionsAction: Sendable, Equatable {
-        /// `list` (the default).
-        case list
+        /// `list` (the default); `--json` prints one JSON object.
+        case list(json: Bool = false)
         /// `request NAME... [provider options]`.
         case request([String], options: [String: String])
         /// `revoke NAME`.
@@ -340,7 +340,7 @@ enum ProviderCommands {
         spec: CommandSpec(
             name: "permissions", summary: "List, request or revoke the permissions of a login.",
             synopses: [
-                "PROVIDER [list] [--account NAME]",
+                "PROVIDER [list] [--json] [--account NAME]",
                 " PROVIDER request NAME... [provider options] [--account NAME]",
                 " PROVIDER revoke NAME [--account NAME]",
             ],
@@ -348,8 +348,14 @@ enum ProviderCommands {
                 request asks the person again; a provider's own options (such as an audience for
                 publish permissions) are listed under each provider in 'sesame providers'. Providers
                 whose scopes are chosen at login have no permissions command: log in again with --scopes.
+
+                list --json prints {"granted": [names], "declined": [names], "granular_scopes":
+                [{"scope", "target_ids": [ids]}]}: the objects (Pages, businesses) a permission was
+                granted for, as the provider said at login (Facebook's debug_token).
                 """,
-            options: ProviderTable.permissionOptions + [accountOption, storageOption])
+            options: ProviderTable.permissionOptions + [
+                OptionSpec("json", "With list: print one JSON object."), accountOption, storageOption,
+            ])
     ) { parsed throws(UsageError) in
         let provider = try ProviderTable.provider(in: parsed, command: "permissions")
         let plugin = ProviderTable.plugin(forName: provider)!
@@ -361,7 +367,7 @@ enum ProviderCommands {
         switch rest.first {
         case nil, "list":
             try noExtra(parsed, after: 2, command: "permissions")
-            action = .list
+            action = .list(json: parsed.flags.contains("json"))
         case "request":
             let names = Array(rest.dropFirst())
             guard !names.isEmpty else {
@@ -378,6 +384,9 @@ enum ProviderCommands {
         case let other?:
             throw UsageError(
                 "unknown action '\(other.sanitizedForTerminal)'; use list, request or revoke", command: "permissions")
+        }
+        if parsed.flags.contains("json"), rest.first == "request" || rest.first == "revoke" {
+            throw UsageError("--json goes with 'list'", command: "permissions")
         }
         if !options.isEmpty, case .request = action {
         } else if let name = options.keys.sorted().first {

@@ -54,6 +54,8 @@ package struct StatusCommand: Sendable, Equatable {
                       granted, declined     permission or scope names
                       expires_at            ISO 8601, or null for no expiry
                       data_access_expires_at  ISO 8601 or null (for providers that set one)
+                      granular_scopes[]     {"scope", "target_ids"[]}: the objects (Pages, businesses)
+                                            a permission was granted for, as the provider said
                       validity              "valid" (the provider accepted it just now), "invalid"
                                             (a new login is needed), "unverified" (it could not be
                                             checked; see problem), "not_checked" (judged from what
@@ -156,6 +158,7 @@ package struct StatusCommand: Sendable, Equatable {
         var declined: [String]
         var expiresAt: String?
         var dataAccessExpiresAt: String?
+        var granularScopes: [GrantTargets]
         var validity: AccountCheck.Validity
         var checkedOnline: Bool
         var needsLogin: Bool
@@ -168,6 +171,7 @@ package struct StatusCommand: Sendable, Equatable {
         enum CodingKeys: String, CodingKey {
             case account, active, userID = "user_id", userName = "user_name", granted, declined
             case expiresAt = "expires_at", dataAccessExpiresAt = "data_access_expires_at", validity
+            case granularScopes = "granular_scopes"
             case checkedOnline = "checked_online", needsLogin = "needs_login", tokenValid = "token_valid", problem
             case lastUsage = "last_usage"
         }
@@ -189,6 +193,7 @@ package struct StatusCommand: Sendable, Equatable {
             expiresAt = token.expirationDate?.ISO8601Format()
             dataAccessExpiresAt = token.providerExtras[AccessToken.dataAccessExpiryExtra]?.doubleValue
                 .map { Date(timeIntervalSince1970: $0).ISO8601Format() }
+            granularScopes = GrantTargets.of(token)
             validity = check.validity
             checkedOnline = check.validity == .valid || check.validity == .invalid && !credential.needsLogin
             needsLogin = check.validity == .invalid
@@ -207,6 +212,7 @@ package struct StatusCommand: Sendable, Equatable {
             try container.encode(declined, forKey: .declined)
             try container.encode(expiresAt, forKey: .expiresAt)
             try container.encode(dataAccessExpiresAt, forKey: .dataAccessExpiresAt)
+            try container.encode(granularScopes, forKey: .granularScopes)
             try container.encode(validity, forKey: .validity)
             try container.encode(checkedOnline, forKey: .checkedOnline)
             try container.encode(needsLogin, forKey: .needsLogin)
@@ -398,6 +404,29 @@ package struct StatusCommand: Sendable, Equatable {
         return ExitStatus.success
     }
 
+    /// One permission and the objects it was granted for (`granular_scopes`), in `--json`.
+    struct GrantTargets: Codable, Sendable, Equatable {
+        var scope: String
+        var targetIDs: [String]
+
+        enum CodingKeys: String, CodingKey {
+            case scope
+            case targetIDs = "target_ids"
+        }
+
+        /// What `token` records, in the order stored.
+        static func of(_ token: AccessToken) -> [GrantTargets] {
+            token.grantTargets.map { GrantTargets(scope: $0.permission, targetIDs: $0.targets) }
+        }
+
+        /// "pages_show_list for 1, 2": one line per permission granted for objects.
+        static func lines(_ entries: [GrantTargets]) -> [String] {
+            entries.filter { !$0.targetIDs.isEmpty }.map {
+                "\($0.scope) for \($0.targetIDs.joined(separator: ", "))".sanitizedForTerminal
+            }
+        }
+    }
+
     /// The report in words.
     static func text(_ report: Report, terminal: Terminal) -> String {
         var text = ""
@@ -429,6 +458,7 @@ package struct StatusCommand: Sendable, Equatable {
                 if !account.declined.isEmpty {
                     text += "      declined: \(account.declined.joined(separator: ", ").sanitizedForTerminal)\n"
                 }
+                for line in GrantTargets.lines(account.granularScopes) { text += "      \(line)\n" }
                 text += "      expires: \(account.expiresAt ?? "never")"
                 if let until = account.dataAccessExpiresAt { text += "; data access until \(until)" }
                 text += "\n"

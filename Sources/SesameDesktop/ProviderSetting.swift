@@ -20,7 +20,7 @@ public struct ProviderSetting: Sendable {
         case flag
         /// One of these words.
         case choice([String])
-        /// An API version written `v` digits `.` digits (`v19.0`).
+        /// An API version written `v` digits `.` digits (`v27.0`).
         case version
     }
 
@@ -80,7 +80,7 @@ public struct ProviderSetting: Sendable {
             let ok =
                 value.hasPrefix("v") && parts.count == 2
                 && parts.allSatisfy { !$0.isEmpty && $0.allSatisfy { $0.isASCII && $0.isNumber } }
-            return ok ? nil : "it must be written like v19.0"
+            return ok ? nil : "it must be written like v27.0"
         }
     }
 }

@@ -75,10 +75,54 @@ extension AccessToken {
         set { providerExtras[Self.dataAccessExpiryExtra] = newValue.map { .number($0.timeIntervalSince1970) } }
     }
 
+    /// The targets each permission was granted for, from `debug_token`'s `granular_scopes` (a
+    /// business login's Pages, ad accounts, businesses); empty when Facebook listed none or the
+    /// login was stored before Sesame kept them. Stored with the token.
+    public var granularScopes: [FacebookGranularScope] {
+        get {
+            (providerExtras[Self.grantTargetsExtra]?.arrayValue ?? []).compactMap(FacebookGranularScope.init(json:))
+        }
+        set { providerExtras[Self.grantTargetsExtra] = newValue.isEmpty ? nil : .array(newValue.map(\.json)) }
+    }
+
     /// Whether access to the person's data has expired at `date`.
     public func isDataAccessExpired(at date: Date = Date()) -> Bool {
         guard let dataAccessExpirationDate else { return false }
         return dataAccessExpirationDate <= date
+    }
+}
+
+/// A permission and the objects it was granted for: one entry of `debug_token`'s
+/// `granular_scopes` (`{"scope": "pages_show_list", "target_ids": ["1234"]}`).
+public struct FacebookGranularScope: Sendable, Hashable, Codable {
+    /// The permission.
+    public var scope: String
+    /// The ids of the Pages, ad accounts or businesses it covers; empty when it is not limited
+    /// to targets.
+    public var targetIDs: [String]
+
+    /// Creates an entry.
+    public init(scope: String, targetIDs: [String] = []) {
+        self.scope = scope
+        self.targetIDs = targetIDs
+    }
+
+    /// Reads one `granular_scopes` entry; `nil` without a `scope`.
+    public init?(json: JSONValue) {
+        guard let scope = json["scope"]?.stringValue else { return nil }
+        self.init(scope: scope, targetIDs: json["target_ids"]?.arrayValue?.compactMap(\.stringValue) ?? [])
+    }
+
+    /// The entry as Facebook writes it.
+    public var json: JSONValue {
+        var object: [String: JSONValue] = ["scope": .string(scope)]
+        if !targetIDs.isEmpty { object["target_ids"] = .array(targetIDs.map { .string($0) }) }
+        return .object(object)
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case scope
+        case targetIDs = "target_ids"
     }
 }
 

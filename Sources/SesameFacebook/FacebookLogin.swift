@@ -26,7 +26,31 @@ struct FacebookTokenReader: Sendable {
             tokenString: answer.accessToken, provider: .facebook, appID: provider.appID, userID: nil,
             expirationDate: expiry, refreshDate: issued)
         token.dataAccessExpirationDate = dataAccess
-        return try await completed(token, for: request)
+        return try await withGranularScopes(try await completed(token, for: request))
+    }
+
+    /// Permissions Facebook grants per object (a Page, an ad account, a business), whose objects
+    /// only `debug_token` lists.
+    static func isGrantedPerObject(_ permission: String) -> Bool {
+        ["pages_", "ads_", "business_", "instagram_", "whatsapp_", "catalog_", "leads_", "commerce_"].contains {
+            permission.hasPrefix($0)
+        }
+    }
+
+    /// `token` with `debug_token`'s `granular_scopes`, after a business login (a configuration)
+    /// or one that granted a permission Facebook grants per object. Best effort: the login has
+    /// succeeded, so a `debug_token` that fails leaves the token as it was.
+    func withGranularScopes(_ token: AccessToken) async throws -> AccessToken {
+        guard provider.loginConfigurationID != nil || token.permissions.granted.contains(where: Self.isGrantedPerObject)
+        else { return token }
+        var token = token
+        do {
+            let info = try await FacebookHTTP.debugToken(token.tokenString, provider: provider, transport: transport)
+            if info.isValid { token.granularScopes = info.granularScopes }
+        } catch is CancellationError {
+            throw CancellationError()
+        } catch {}
+        return token
     }
 
     /// `token` with its user id and permissions read from `me?fields=id,permissions`.
@@ -73,8 +97,12 @@ extension PermissionSet {
 /// Small Graph calls for the login flows and the session, with errors classified.
 enum FacebookHTTP {
     /// `debug_token` on `token`, checked with the app token when a secret is configured, else
-    /// with the token itself. The token travels in a form body (`POST` with `method=get`, which
-    /// Graph reads as the `GET`), never in the URL, where proxies and server logs would keep it.
+    /// with the token itself.
+    ///
+    /// Graph takes `input_token` only in the query of a `GET` (its reference documents no other
+    /// form, and the method override that once carried it in a `POST` body is a legacy form new
+    /// apps cannot use since Graph API v27.0). So the token is in this one URL: Sesame never logs
+    /// or shows a URL's query, and every error from the call has the token redacted.
     static func debugToken(
         _ token: String, provider: FacebookProvider, transport: any HTTPTransport
     ) async throws -> TokenIntrospection {
@@ -82,8 +110,8 @@ enum FacebookHTTP {
         let json: JSONValue
         do {
             json = try await send(
-                .post, "debug_token", parameters: [("input_token", token), ("method", "get")], token: checker,
-                provider: provider, transport: transport)
+                .get, "debug_token", parameters: [("input_token", token)], token: checker, provider: provider,
+                transport: transport)
         } catch let error as AuthError {
             throw error.redacting([token])
         }
@@ -146,10 +174,12 @@ public struct FacebookBrowserDialect: BrowserLoginDialect {
         var extra: [(String, String)] = [("return_scopes", "true")]
         if request.isRerequest { extra.append(("auth_type", "rerequest")) }
         if let audience = request.defaultAudience.facebookValue { extra.append(("default_audience", audience)) }
+        // A Login for Business configuration replaces the scope list.
+        if let configuration = facebook.loginConfigurationID { extra.append(("config_id", configuration)) }
         return OAuth.authorizationURL(
             endpoint: try facebook.dialogURL(), clientID: facebook.appID, redirectURI: redirectURI,
-            scopes: request.permissions.map(\.name), state: state, pkce: pkce, scopeSeparator: ",",
-            extraParameters: extra)
+            scopes: facebook.loginConfigurationID == nil ? request.permissions.map(\.name) : [], state: state,
+            pkce: pkce, scopeSeparator: ",", extraParameters: extra)
     }
 
     public func tokenRequest(
@@ -233,7 +263,9 @@ public struct FacebookDeviceDialect: DeviceLoginDialect {
 
     public func startRequest(for request: LoginRequest) throws -> HTTPRequest {
         var items = [("access_token", try clientAccessToken())]
-        if !request.permissions.isEmpty {
+        if let configuration = facebook.loginConfigurationID {
+            items.append(("config_id", configuration))
+        } else if !request.permissions.isEmpty {
             items.append(("scope", request.permissions.map(\.name).joined(separator: ",")))
         }
         return try form("device/login", items)
@@ -350,6 +382,7 @@ public struct ExistingTokenLogin: LoginUI {
             permissions: PermissionSet(granted: info.scopes), expirationDate: info.expirationDate,
             refreshDate: info.issuedAt ?? now())
         token.dataAccessExpirationDate = info.dataAccessExpirationDate
+        token.granularScopes = info.granularScopes
         token = try await FacebookTokenReader(provider: facebook, transport: transport, now: now)
             .completed(token, for: nil)
         return token
@@ -374,6 +407,8 @@ public struct TokenIntrospection: Sendable, Hashable {
     public var issuedAt: Date?
     /// The granted scopes.
     public var scopes: [String]
+    /// The objects scopes were granted for (`granular_scopes`), as a business login grants them.
+    public var granularScopes: [FacebookGranularScope]
     /// Facebook's error for an invalid token.
     public var errorCode: Int?
     /// Facebook's error subcode for an invalid token.
@@ -394,6 +429,7 @@ public struct TokenIntrospection: Sendable, Hashable {
         dataAccessExpirationDate = date("data_access_expires_at")
         issuedAt = date("issued_at")
         scopes = data["scopes"]?.arrayValue?.compactMap(\.stringValue) ?? []
+        granularScopes = data["granular_scopes"]?.arrayValue?.compactMap(FacebookGranularScope.init(json:)) ?? []
         errorCode = data["error"]?["code"]?.lenientInt
         errorSubcode = data["error"]?["subcode"]?.lenientInt
         errorMessage = data["error"]?["message"]?.stringValue

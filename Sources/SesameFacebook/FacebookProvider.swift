@@ -17,8 +17,9 @@ import Sesame
 /// one is set, the Graph client signs its calls with `appsecret_proof` and token extension uses
 /// `fb_exchange_token`.
 public struct FacebookProvider: Sendable {
-    /// The Graph API version Sesame is tested against, used when none is given.
-    public static let defaultGraphVersion = "v19.0"
+    /// The Graph API version Sesame is tested against, used when none is given: the newest in
+    /// ``GraphAPIVersions/all``.
+    public static let defaultGraphVersion = GraphAPIVersions.tested
     /// Facebook's login dialog origin.
     public static let facebookDialogBaseURL = URL(string: "https://www.facebook.com")!
     /// Facebook's Graph API origin.
@@ -26,7 +27,7 @@ public struct FacebookProvider: Sendable {
 
     /// The app id.
     public var appID: String
-    /// The Graph API version every call uses unless it names its own, such as `v19.0`.
+    /// The Graph API version every call uses unless it names its own, such as `v27.0`.
     public var graphVersion: String
     /// Where the login dialog is (`https://www.facebook.com`, or the emulator).
     public var dialogBaseURL: URL
@@ -35,6 +36,12 @@ public struct FacebookProvider: Sendable {
     /// The app's client token (App Dashboard → Settings → Advanced), needed for device login.
     /// It identifies the app and is meant to be embedded; it is not the app secret.
     public var clientToken: String?
+    /// A Facebook Login for Business configuration (App Dashboard → Facebook Login for Business →
+    /// Configurations): when set, the login dialog and device login send `config_id` and no
+    /// `scope`, because the configuration decides the token type, the assets and the permissions
+    /// the person is asked for. After such a login Sesame reads `debug_token`'s `granular_scopes`
+    /// (``AccessToken/granularScopes``).
+    public var loginConfigurationID: String?
     /// The app secret, for server-side use only. Never set this in a desktop app.
     public var appSecret: FacebookAppSecret?
     /// The mapping from Graph errors to `AuthError`.
@@ -48,7 +55,7 @@ public struct FacebookProvider: Sendable {
     ///
     /// - Parameters:
     ///   - appID: the app id.
-    ///   - graphVersion: the pinned Graph API version, `v` then digits (`v19.0`).
+    ///   - graphVersion: the pinned Graph API version, `v` then digits (`v27.0`).
     ///   - clientToken: the client token, for device login.
     ///   - dialogBaseURL: the login dialog origin.
     ///   - graphBaseURL: the Graph API origin.
@@ -83,7 +90,7 @@ public struct FacebookProvider: Sendable {
 
     // MARK: Addresses
 
-    /// Whether `version` looks like a Graph API version (`v2`, `v19.0`).
+    /// Whether `version` looks like a Graph API version (`v2`, `v27.0`).
     public static func isValidVersion(_ version: String) -> Bool {
         // `v`, digits, and at most one `.` between digits; bytes, since it runs on every call.
         let bytes = version.utf8
@@ -111,7 +118,8 @@ public struct FacebookProvider: Sendable {
         guard Self.isValidVersion(version) else {
             throw AuthError(
                 category: .invalid,
-                message: "'\(version)' is not a Graph API version; write it as 'v' and a number, such as 'v19.0'.",
+                message: "'\(version)' is not a Graph API version; write it as 'v' and a number, such as "
+                    + "'\(GraphAPIVersions.tested)'.",
                 provider: .facebook)
         }
         return version

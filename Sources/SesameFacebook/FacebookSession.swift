@@ -300,6 +300,7 @@ public final class FacebookSession: ProviderSession {
                 guard current.tokenString == token.tokenString else { return }
                 current.expirationDate = info.expirationDate
                 current.dataAccessExpirationDate = info.dataAccessExpirationDate ?? current.dataAccessExpirationDate
+                current.granularScopes = info.granularScopes
             }
         }
         return info

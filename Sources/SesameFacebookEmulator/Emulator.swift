@@ -2,6 +2,7 @@ import Dispatch
 import Foundation
 import Sesame
 import SesameEmulator
+import SesameFacebook
 import SesameHTTPServer
 
 #if canImport(Glibc)
@@ -29,7 +30,7 @@ public struct EmulatorEndpoints: Sendable, Hashable, CustomStringConvertible {
     public var adminURL: URL
 
     /// The endpoints of an emulator at `baseURL` that reports `graphVersion`.
-    public init(baseURL: URL, graphVersion: String = "v19.0") {
+    public init(baseURL: URL, graphVersion: String = GraphAPIVersions.tested) {
         let base = baseURL.absoluteString.trimmingSuffix("/")
         self.baseURL = URL(string: base)!
         self.graphURL = self.baseURL

@@ -1,6 +1,35 @@
 import Foundation
 import Sesame
 import SesameEmulator
+import SesameFacebook
+
+/// A Facebook Login for Business configuration: what a login with its `config_id` asks for, and
+/// the objects (Pages, businesses) each permission is granted for.
+public struct EmulatedLoginConfiguration: Sendable, Hashable, Codable {
+    /// The configuration id, sent as `config_id`.
+    public var id: String
+    /// The permissions, each with the ids of the objects it is granted for (none: not per object).
+    public var scopes: [FacebookGranularScope]
+
+    /// Creates a configuration.
+    public init(id: String, scopes: [FacebookGranularScope]) {
+        self.id = id
+        self.scopes = scopes
+    }
+
+    /// The permissions it asks for.
+    public var permissions: [String] { scopes.map(\.scope) }
+
+    /// The configuration the emulator has unless told otherwise: email, and the Pages and
+    /// business a business tool would manage.
+    public static let sesameDefault = EmulatedLoginConfiguration(
+        id: "800000000000001",
+        scopes: [
+            FacebookGranularScope(scope: "email"),
+            FacebookGranularScope(scope: "pages_show_list", targetIDs: ["200000000000001", "200000000000002"]),
+            FacebookGranularScope(scope: "business_management", targetIDs: ["300000000000001"]),
+        ])
+}
 
 /// A Facebook app the emulator knows: its id, name and credentials, and where it may redirect.
 ///
@@ -158,9 +187,15 @@ public struct EmulatorConfiguration: Sendable {
     /// Where to keep people, tokens, grants and posts across runs; `nil` keeps them in memory only.
     /// The file is JSON, mode 0600, replaced atomically.
     public var stateFileURL: URL?
-    /// The Graph API version the emulator reports in `facebook-api-version`; any `/vN.N/` prefix is
-    /// accepted on requests.
-    public var graphVersion: String = "v19.0"
+    /// The Graph API version the emulator serves an unversioned call with, as Facebook serves it
+    /// with the app's default version. A versioned call is served by the version it names, or,
+    /// when that version has ended (``GraphAPIVersions``), by the oldest one still available, as
+    /// Facebook does; `facebook-api-version` names the version that served it.
+    public var graphVersion: String = GraphAPIVersions.tested
+    /// The Facebook Login for Business configurations every app has, by id: a login that sends
+    /// `config_id` asks for a configuration's permissions (its `scope` is ignored), and
+    /// `debug_token` then lists the objects they were granted for in `granular_scopes`.
+    public var loginConfigurations: [EmulatedLoginConfiguration] = [.sesameDefault]
     /// How long a token from a login (code exchange, device login) lives, in seconds.
     public var shortLivedTokenLifetime: TimeInterval = 2 * 3600
     /// How long a token from `fb_exchange_token` or `fb_extend_sso_token` lives (about 60 days).

@@ -1,6 +1,7 @@
 import Foundation
 import Sesame
 import SesameEmulator
+import SesameFacebook
 
 extension FacebookState {
     // MARK: - Graph: device/login and device/login_status
@@ -18,7 +19,10 @@ extension FacebookState {
     /// `POST /device/login`: a new device code.
     func deviceLogin(_ context: GraphContext) throws -> GraphAnswer {
         let app = try deviceApp(context)
-        let scopes = try PermissionCatalogue.checked(splitList(context.parameters["scope"]))
+        // A Login for Business configuration replaces the scope list.
+        let configurationID = context.parameters.nonEmpty("config_id")
+        let scopes = try PermissionCatalogue.checked(
+            try loginConfiguration(configurationID)?.permissions ?? splitList(context.parameters["scope"]))
         let alphabet = Array("ABCDEFGHJKLMNPQRSTUVWXYZ23456789")
         var userCode = ""
         repeat {
@@ -27,7 +31,7 @@ extension FacebookState {
         let record = DeviceRecord(
             code: try Crypto.randomBytes(count: 16).map { String($0, radix: 16).leftPadded(2) }.joined(),
             userCode: userCode, appID: app.id, scopes: scopes, createdAt: now,
-            expiresAt: now.addingTimeInterval(configuration.deviceCodeLifetime))
+            expiresAt: now.addingTimeInterval(configuration.deviceCodeLifetime), configurationID: configurationID)
         devices[record.code] = record
         userCodes[userCode] = record.code
         if devices.count > limits.maxPending {
@@ -114,6 +118,7 @@ extension FacebookState {
             ?? asked.filter { !(decline ?? []).contains($0) || $0 == "public_profile" }
         let declined = asked.filter { !approved.contains($0) }
         recordLogin(appID: record.appID, userID: person.id, granted: approved, declined: declined, audience: nil)
+        recordTargets(appID: record.appID, userID: person.id, configurationID: record.configurationID)
         record.status = .approved(userID: person.id)
         devices[record.code] = record
         return (approved, declined)

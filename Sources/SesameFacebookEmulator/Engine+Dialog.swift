@@ -1,6 +1,7 @@
 import Foundation
 import Sesame
 import SesameEmulator
+import SesameFacebook
 
 /// Why a login dialog could not be shown: either a page (when there is nowhere safe to redirect),
 /// or an OAuth error redirect to the app.
@@ -162,8 +163,12 @@ extension FacebookState {
             throw refuse("unsupported_response_type", "response_type must be code or token, with granted_scopes.")
         }
         let requested: [String]
-        do { requested = try PermissionCatalogue.checked(splitList(parameters["scope"])) } catch let error as GraphError
-        {
+        let configurationID = parameters.nonEmpty("config_id")
+        do {
+            // A Login for Business configuration replaces the scope list.
+            let names = try loginConfiguration(configurationID)?.permissions ?? splitList(parameters["scope"])
+            requested = try PermissionCatalogue.checked(names)
+        } catch let error as GraphError {
             throw DialogFailure.page(
                 title: "Invalid Scopes",
                 message: error.message.replacingOccurrences(of: "(#100) ", with: "")
@@ -193,7 +198,7 @@ extension FacebookState {
             returnScopes: responseTypes.contains("granted_scopes") || parameters.bool("return_scopes", default: false),
             challenge: challenge, challengeMethod: challenge == nil ? nil : method,
             audience: parameters["default_audience"].flatMap(Audience.init(dialogValue:)),
-            authType: parameters.nonEmpty("auth_type"), createdAt: now)
+            authType: parameters.nonEmpty("auth_type"), createdAt: now, configurationID: configurationID)
         dialogs[dialog.id] = dialog
         evictOld(&dialogs, createdAt: \.createdAt)
         return dialog
@@ -243,6 +248,7 @@ extension FacebookState {
         let declined = asked.filter { !approved.contains($0) }
         recordLogin(
             appID: dialog.appID, userID: person.id, granted: approved, declined: declined, audience: dialog.audience)
+        recordTargets(appID: dialog.appID, userID: person.id, configurationID: dialog.configurationID)
         let (allGranted, allDeclined) = effectivePermissions(appID: dialog.appID, userID: person.id)
         var fragment: [(String, String)] = []
         if dialog.wantsCode {

@@ -1,6 +1,7 @@
 import Foundation
 import Sesame
 import SesameEmulator
+import SesameFacebook
 
 extension FacebookState {
     // MARK: - Routing
@@ -83,12 +84,20 @@ extension FacebookState {
         return try route(&item)
     }
 
-    /// The version that served a call: the one in its path, else the emulator's default (which
-    /// is what Facebook does for an unversioned call).
-    static func servedVersion(_ versionPrefix: String, graphVersion: String) -> String {
-        guard versionPrefix.hasPrefix("/") else { return graphVersion }
-        let version = String(versionPrefix.dropFirst())
-        return version.utf8.contains(UInt8(ascii: ".")) ? version : version + ".0"
+    /// The version that serves a call to `versionPrefix` at `date`: the one in its path, written
+    /// `vN.M`, unless it has ended (or is older than every version Facebook lists), when it is
+    /// the oldest version still available. The platform versioning guide
+    /// (https://developers.facebook.com/docs/apps/versions): "once a version is no longer usable,
+    /// any calls made to it will be defaulted to the next oldest, usable version". `nil` for an
+    /// unversioned call (the emulator's default serves it).
+    static func servedVersion(_ versionPrefix: String, at date: Date) -> String? {
+        guard versionPrefix.hasPrefix("/") else { return nil }
+        var version = String(versionPrefix.dropFirst())
+        if !version.utf8.contains(UInt8(ascii: ".")) { version += ".0" }
+        if case .ended = GraphAPIVersions.standing(of: version, at: date) {
+            return GraphAPIVersions.oldestAvailable(at: date).name
+        }
+        return version
     }
 
     /// What every Graph answer gets last: `facebook-api-version` naming the version that served
@@ -101,7 +110,7 @@ extension FacebookState {
     ) {
         guard outcome.reply != nil else { return }
         outcome.graphVersionPrefix = nil
-        outcome.reply?.headers["facebook-api-version"] = servedVersion(versionPrefix, graphVersion: graphVersion)
+        outcome.reply?.headers["facebook-api-version"] = outcome.servedGraphVersion ?? graphVersion
         // The first `suppress_http_code`: in the query, else in the form as it was decoded before
         // the lock (no copy of the query per call).
         let name = "suppress_http_code"

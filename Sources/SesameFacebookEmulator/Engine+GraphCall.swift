@@ -96,6 +96,9 @@ extension FacebookState {
         guard parameters.pairs.count <= limits.maxParameters else {
             throw GraphError.invalidParameter("Too many parameters (the emulator accepts \(limits.maxParameters)).")
         }
+        if !allowsLegacyForms, let form = Self.legacyForm(parameters, segments: segments) {
+            throw GraphError.legacyForm(form)
+        }
         var method = request.method == .head ? HTTPMethod.get : request.method
         if let override = parameters["method"], method == .get || method == .post {
             method = HTTPMethod(rawValue: override)
@@ -112,6 +115,24 @@ extension FacebookState {
             }
         }
         return context
+    }
+
+    /// Whether the `legacy-forms` scenario is active: the app is one created before 2026-11-04,
+    /// which may still send Graph's legacy request forms.
+    var allowsLegacyForms: Bool { scenarios.contains { $0.setting.scenario == .legacyForms } }
+
+    /// The legacy request form a call uses, named, or `nil`. Graph API v27.0's changelog: "new
+    /// apps cannot use multi-ID requests, date/time formatting, HTTP method override, field
+    /// aliases, JSONP callbacks, or asynchronous batch requests", on every version.
+    static func legacyForm(_ parameters: Parameters, segments: [String]) -> String? {
+        if parameters["method"] != nil { return "HTTP method override (the method parameter)" }
+        if parameters["ids"] != nil { return "A multi-ID request (the ids parameter)" }
+        if parameters["date_format"] != nil { return "Date formatting (the date_format parameter)" }
+        if parameters["callback"] != nil { return "A JSONP callback (the callback parameter)" }
+        if let fields = parameters["fields"], fields.contains(".as(") { return "A field alias (.as() in fields)" }
+        // The Marketing API's `POST /act_{id}/async_batch_requests`.
+        if segments.last == "async_batch_requests" { return "An asynchronous batch request" }
+        return nil
     }
 
     /// The token from `access_token`, or from an `Authorization: Bearer|OAuth` header.

@@ -1,6 +1,7 @@
 import Foundation
 import Sesame
 import SesameEmulator
+import SesameFacebook
 
 extension FacebookState {
     // MARK: - oauth/access_token
@@ -136,7 +137,14 @@ extension FacebookState {
         }
         if let problem = tokenProblem(record, consumeScenarios: false) { return invalid(problem) }
         data["is_valid"] = .bool(true)
-        data["scopes"] = .array(effectivePermissions(appID: record.appID, userID: userID).granted.map { .string($0) })
+        let granted = effectivePermissions(appID: record.appID, userID: userID).granted
+        data["scopes"] = .array(granted.map { .string($0) })
+        // The objects a business login granted permissions for.
+        let targets = grant(appID: record.appID, userID: userID)?.targets ?? [:]
+        let granular = granted.compactMap { scope in
+            targets[scope].map { FacebookGranularScope(scope: scope, targetIDs: $0).json }
+        }
+        if !granular.isEmpty { data["granular_scopes"] = .array(granular) }
         return GraphAnswer(body: .object(["data": .object(data)]))
     }
 

@@ -21,7 +21,7 @@ extension FacebookState {
         let isPublish = context.method == .post && context.segments.last == "feed"
         for (index, active) in scenarios.enumerated() {
             let scenario = active.setting.scenario
-            if scenario.isTokenScenario || scenario == .permissionRevoked { continue }
+            if scenario.isTokenScenario || scenario == .permissionRevoked || scenario == .legacyForms { continue }
             if let user = active.setting.user, user != userID { continue }
             if let path = active.setting.path, path != context.segments.joined(separator: "/") { continue }
             if context.isBatchItem, scenario == .slow || scenario == .dropConnection { continue }

@@ -1,6 +1,7 @@
 import Foundation
 import Sesame
 import SesameEmulator
+import SesameFacebook
 
 extension FacebookState {
     // MARK: - Tokens
@@ -119,6 +120,29 @@ extension FacebookState {
         markDirty()
     }
 
+    /// The Login for Business configuration named `id`; `nil` for no id.
+    ///
+    /// - Throws: `GraphError` (100) when no configuration has that id.
+    func loginConfiguration(_ id: String?) throws -> EmulatedLoginConfiguration? {
+        guard let id else { return nil }
+        guard let found = configuration.loginConfigurations.first(where: { $0.id == id }) else {
+            throw GraphError.invalidParameter("The Facebook Login for Business configuration '\(id)' does not exist")
+        }
+        return found
+    }
+
+    /// Records the objects a login with `configurationID` granted its permissions for.
+    func recordTargets(appID: String, userID: String, configurationID: String?) {
+        let key = GrantKey(appID: appID, userID: userID)
+        guard let configuration = try? loginConfiguration(configurationID), var record = grants[key] else { return }
+        for scope in configuration.scopes where record.granted.contains(scope.scope) && !scope.targetIDs.isEmpty {
+            record.targets = record.targets ?? [:]
+            record.targets?[scope.scope] = scope.targetIDs
+        }
+        grants[key] = record
+        markDirty()
+    }
+
     /// Removes the app for a person: every permission goes and their tokens stop working (190/458).
     func removeApp(appID: String, userID: String) {
         let key = GrantKey(appID: appID, userID: userID)
@@ -127,6 +151,7 @@ extension FacebookState {
         record.isInstalled = false
         record.granted = []
         record.declined = []
+        record.targets = nil
         record.revokedThroughSerial = nextSerial - 1
         grants[key] = record
         markDirty()

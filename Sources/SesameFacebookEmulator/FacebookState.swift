@@ -138,6 +138,7 @@ final class FacebookState {
         // Finished (``finish(_:_:versionPrefix:graphVersion:)``) once the lock is released.
         var outcome = graph(request, segments: segments, versionPrefix: versionPrefix)
         outcome.graphVersionPrefix = versionPrefix
+        outcome.servedGraphVersion = Self.servedVersion(versionPrefix, at: now)
         return outcome
     }
 

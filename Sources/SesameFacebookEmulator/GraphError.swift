@@ -126,6 +126,16 @@ extension GraphError {
             message: "Unsupported \(method.rawValue.lowercased()) request.", type: "GraphMethodException", code: 100)
     }
 
+    /// A legacy request form, which apps created from 2026-11-04 cannot use (Graph API v27.0).
+    /// The stored copies of Facebook's documents do not show the error Graph answers with; this
+    /// is Graph's error for a deprecated feature, code 12 (`(#12) … is deprecated for versions …`,
+    /// as real answers read). Emulator wording.
+    static func legacyForm(_ form: String) -> GraphError {
+        GraphError(
+            message: "(#12) \(form) is deprecated: apps created since November 4, 2026 (Graph API v27.0) cannot use "
+                + "it, on any version.", code: 12)
+    }
+
     static func invalidParameter(_ text: String) -> GraphError {
         GraphError(message: "(#100) \(text)", code: 100)
     }

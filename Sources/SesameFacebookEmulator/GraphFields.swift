@@ -25,6 +25,7 @@ enum PermissionCatalogue {
         "pages_read_engagement": "the content of Pages you manage",
         "pages_manage_posts": "create and manage posts on Pages you manage",
         "read_insights": "the Insights of Pages you manage",
+        "business_management": "the businesses you manage",
     ]
 
     /// Permissions that let the app act for the person; the dialog asks for an audience with them.

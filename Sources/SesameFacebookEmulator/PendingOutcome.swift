@@ -12,6 +12,9 @@ struct PendingOutcome: Sendable {
     /// For a Graph answer not yet finished, the version prefix of its path (`/v19.0`, or ""):
     /// the engine finishes it after the lock is released.
     var graphVersionPrefix: String?
+    /// The version that served it: the one in its path unless that one has ended, when it is
+    /// the oldest one still available (Facebook's rule); `nil` for an unversioned call.
+    var servedGraphVersion: String?
     /// The app a Graph call was counted for, whose usage the handler's time is added to.
     var usageAppID: String?
 

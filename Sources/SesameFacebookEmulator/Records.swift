@@ -76,6 +76,9 @@ struct GrantRecord: Codable, Sendable {
     var revokedThroughSerial: Int
     /// Whether the app is installed (not removed with `DELETE /me/permissions`).
     var isInstalled: Bool
+    /// The objects a permission was granted for, by a Login for Business configuration
+    /// (`granular_scopes`); absent in state files written before it existed.
+    var targets: [String: [String]]?
 
     mutating func grant(_ names: [String]) {
         for name in names where !granted.contains(name) { granted.append(name) }
@@ -85,6 +88,7 @@ struct GrantRecord: Codable, Sendable {
     mutating func decline(_ names: [String]) {
         granted.removeAll { names.contains($0) }
         for name in names where !declined.contains(name) { declined.append(name) }
+        for name in names { targets?[name] = nil }
     }
 }
 
@@ -133,6 +137,8 @@ struct PendingDialog: Sendable {
     var audience: Audience?
     var authType: String?
     var createdAt: Date
+    /// The Login for Business configuration asked for (`config_id`).
+    var configurationID: String? = nil
 }
 
 /// A device login waiting for the person.
@@ -150,6 +156,8 @@ struct DeviceRecord: Sendable {
     var scopes: [String]
     var createdAt: Date
     var expiresAt: Date
+    /// The Login for Business configuration asked for (`config_id`).
+    var configurationID: String? = nil
     var lastPollAt: Date?
     var status: Status = .pending
 }

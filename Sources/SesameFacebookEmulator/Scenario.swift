@@ -53,11 +53,15 @@ public struct EmulatorScenario: RawRepresentable, Hashable, Sendable, Codable, C
     public static let slow = EmulatorScenario("slow")
     /// The connection is closed without an answer.
     public static let dropConnection = EmulatorScenario("drop-connection")
+    /// The app is one created before 2026-11-04: Graph's legacy request forms (method override,
+    /// `ids=`, `date_format`, `callback=`, field aliases, asynchronous batch) are answered as
+    /// before rather than refused with (#12).
+    public static let legacyForms = EmulatorScenario("legacy-forms")
 
     public static let allCases: [EmulatorScenario] = [
         .appRemoved, .passwordChanged, .checkpointed, .unconfirmedUser, .tokenExpired, .invalidSession,
         .permissionRevoked, .appThrottled, .userThrottled, .pageThrottled, .rateLimited, .transient,
-        .unknownError, .duplicatePost, .userMessage, .slow, .dropConnection,
+        .unknownError, .duplicatePost, .userMessage, .slow, .dropConnection, .legacyForms,
     ]
 
     public var description: String { rawValue }
@@ -82,6 +86,7 @@ public struct EmulatorScenario: RawRepresentable, Hashable, Sendable, Codable, C
         case .userMessage: "calls get an error with error_user_title and error_user_msg"
         case .slow: "each answer waits delayMs milliseconds"
         case .dropConnection: "the connection closes without an answer"
+        case .legacyForms: "legacy request forms (method=, ids=, date_format, callback=, .as(), async batch) are served"
         default: rawValue
         }
     }

@@ -83,7 +83,12 @@ public struct FacebookPlugin: ProviderPlugin {
         configKey: "dialog_url", "The login dialog's origin, when not https://www.facebook.com.")
     static let graphVersion = ProviderSetting(
         "graph-version", value: "vN.N", kind: .version, flag: false, environment: "SESAME_FACEBOOK_GRAPH_VERSION",
-        configKey: "graph_version", "The Graph API version to pin, such as v19.0.")
+        configKey: "graph_version",
+        "The Graph API version to pin, such as \(GraphAPIVersions.tested); one that has ended is refused.")
+
+    static let configID = ProviderSetting(
+        "config-id", value: "ID", kind: .digits, environment: "SESAME_FACEBOOK_CONFIG_ID", configKey: "config_id",
+        "A Facebook Login for Business configuration id: the login asks for what it sets, instead of --scopes.")
 
     /// "app: 12% of calls, 3% CPU time, 5% total time" (Facebook reports each as a percentage
     /// of its limit), and the same for the page and each business use case.
@@ -110,7 +115,7 @@ public struct FacebookPlugin: ProviderPlugin {
     }
 
     public func settings(instance: String) -> [ProviderSetting] {
-        [Self.appID, Self.clientToken, Self.graphURL, Self.dialogURL, Self.graphVersion]
+        [Self.appID, Self.clientToken, Self.graphURL, Self.dialogURL, Self.graphVersion, Self.configID]
     }
 
     /// The resolved settings.
@@ -120,6 +125,7 @@ public struct FacebookPlugin: ProviderPlugin {
         var graphURL: Sourced<String>?
         var dialogURL: Sourced<String>?
         var graphVersion: Sourced<String>?
+        var configID: Sourced<String>?
 
         init(_ request: ProviderConnectionRequest) throws {
             let value = try request.settingReader(section: "facebook")
@@ -128,6 +134,7 @@ public struct FacebookPlugin: ProviderPlugin {
             graphURL = try value(FacebookPlugin.graphURL)
             dialogURL = try value(FacebookPlugin.dialogURL)
             graphVersion = try value(FacebookPlugin.graphVersion)
+            configID = try value(FacebookPlugin.configID)
         }
     }
 
@@ -137,8 +144,15 @@ public struct FacebookPlugin: ProviderPlugin {
 
     func connection(_ request: ProviderConnectionRequest) async throws -> FacebookConnection {
         let settings = try Settings(request)
+        if let pinned = settings.graphVersion {
+            do {
+                try GraphAPIVersions.checkPinned(pinned.value, at: Date())
+            } catch {
+                throw DesktopError("\(error.message) (The version is set by \(pinned.source).)", status: .config)
+            }
+        }
         if let appID = settings.appID {
-            let provider = FacebookProvider(
+            var provider = FacebookProvider(
                 appID: appID.value, graphVersion: settings.graphVersion?.value ?? FacebookProvider.defaultGraphVersion,
                 clientToken: settings.clientToken?.value,
                 dialogBaseURL: settings.dialogURL.flatMap { URL(string: $0.value) }
@@ -146,6 +160,7 @@ public struct FacebookPlugin: ProviderPlugin {
                 graphBaseURL: settings.graphURL.flatMap { URL(string: $0.value) }
                     ?? FacebookProvider.facebookGraphBaseURL,
                 allowedInsecureHosts: request.allowedInsecureHosts)
+            provider.loginConfigurationID = settings.configID?.value
             return FacebookConnection(
                 provider: provider, transport: request.transport, terminal: request.terminal, emulator: nil,
                 approvalMode: .off, environment: request.environment, refreshLocking: request.refreshLocking,
@@ -170,9 +185,10 @@ public struct FacebookPlugin: ProviderPlugin {
         let approvalMode = try EmulatorApproval.mode(environment: request.environment, terminal: request.terminal)
         // The emulator is on loopback; a prepared one's placeholder host is never resolved (its
         // transport routes it to the emulator once started), so it may be named over plain http.
-        let provider = FacebookProvider(
+        var provider = FacebookProvider(
             appID: emulator.appID, clientToken: emulator.clientCredential, dialogBaseURL: base, graphBaseURL: graph,
             allowedInsecureHosts: Set([base.host, graph.host].compactMap { $0 }))
+        provider.loginConfigurationID = settings.configID?.value
         if request.purpose == .login {
             request.terminal.say(
                 request.terminal.dim(
@@ -203,6 +219,9 @@ public struct FacebookPlugin: ProviderPlugin {
             ]
         }
         var lines = [DoctorLine(.ok, "Facebook app id \(appID.value), from \(appID.source).")]
+        if let pinned = settings.graphVersion {
+            lines.append(Self.doctorLine(pinnedVersion: pinned.value, source: pinned.source, at: Date()))
+        }
         if settings.clientToken == nil {
             lines.append(
                 DoctorLine(
@@ -219,6 +238,35 @@ public struct FacebookPlugin: ProviderPlugin {
 }
 
 extension FacebookPlugin {
+    /// What `doctor` says of a pinned Graph version at `date`: a problem once it has ended, a
+    /// warning in the six months before, a note when it is newer than Sesame knows.
+    public static func doctorLine(pinnedVersion name: String, source: String, at date: Date) -> DoctorLine {
+        let newest = GraphAPIVersions.newest(at: date).name
+        let fix = "pin \(newest) or remove the pin (\(source)) to use \(GraphAPIVersions.tested)"
+        guard FacebookProvider.isValidVersion(name) else {
+            return DoctorLine(.problem, "Facebook: '\(name)' (from \(source)) is not a Graph API version.", fix: fix)
+        }
+        switch GraphAPIVersions.standing(of: name, at: date) {
+        case .available:
+            return DoctorLine(.ok, "Facebook Graph API \(name), pinned by \(source).")
+        case .endsSoon(let until):
+            return DoctorLine(
+                .warning,
+                "Facebook Graph API \(name), pinned by \(source), stops being available on "
+                    + "\(GraphAPIVersions.dayText(until)).", fix: fix)
+        case .ended(let until):
+            let when = until.map { " on \(GraphAPIVersions.dayText($0))" } ?? ""
+            return DoctorLine(
+                .problem, "Facebook Graph API \(name), pinned by \(source), stopped being available\(when).",
+                fix: fix)
+        case .newerThanKnown:
+            return DoctorLine(
+                .info,
+                "Facebook Graph API \(name), pinned by \(source), is newer than the versions this Sesame knows "
+                    + "(it was tested against \(GraphAPIVersions.tested)).")
+        }
+    }
+
     /// Where the built-in emulator keeps its state, for the line that announces it.
     static func stateDescription(_ emulator: RunningEmulator, _ request: ProviderConnectionRequest) -> String {
         request.configuration.storage.value == .memory ? "in memory only" : "in \(emulator.stateFile.path)"

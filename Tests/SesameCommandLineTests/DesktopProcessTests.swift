@@ -146,7 +146,7 @@ struct DesktopProcessTests {
                     keys == [
                         "account", "active", "user_id", "user_name", "granted", "declined", "expires_at",
                         "data_access_expires_at", "validity", "checked_online", "needs_login", "token_valid",
-                        "problem", "last_usage",
+                        "problem", "last_usage", "granular_scopes",
                     ])
                 let validity = try #require(account["validity"]?.stringValue)
                 #expect(["valid", "invalid", "unverified", "not_checked"].contains(validity))
@@ -268,6 +268,7 @@ struct DesktopProcessTests {
         ("unknown-error", "Please Wait", "Facebook is having trouble right now."),
         ("drop-connection", "Something Went Wrong", "Something went wrong for a moment."),
         ("slow", nil, nil),
+        ("legacy-forms", nil, nil),
     ]
 
     @Test("the table above covers every emulator scenario")

@@ -1,15 +1,16 @@
 import Foundation
 import Sesame
 import SesameEmulator
+import SesameFacebookEmulator
 import Testing
 
 /// What independent Graph client libraries send, answered as Facebook answers it (issue 18,
 /// items 8-10). `scripts/interop` runs such a library against the built emulator too.
 @Suite("Graph requests as client libraries send them")
 struct ClientLibraryInteropTests {
-    @Test("GET /?ids=a,b answers an object keyed by id; ?id=x answers the object itself")
+    @Test("GET /?ids=a,b answers an object keyed by id (legacy forms allowed); ?id=x answers the object itself")
     func multiIDReads() async throws {
-        try await Harness.with { harness in
+        try await Harness.with({ $0.scenarios = [ScenarioSetting(.legacyForms)] }) { harness in
             let token = try await harness.token()
             let both = try await harness.get(
                 "/v19.0/", token: token, [("ids", "me,\(harness.userID)"), ("fields", "id,name")])
@@ -26,18 +27,25 @@ struct ClientLibraryInteropTests {
         }
     }
 
-    @Test("facebook-api-version names the version in the path, or the default for an unversioned call")
+    @Test("facebook-api-version names the version in the path, the oldest available one for an ended version")
     func servedVersion() async throws {
-        try await Harness.with { harness in
+        // 2026-12-07: v20.0 ended on 2026-09-24 and v21.0 (ends 2027-01-21) is the oldest available.
+        let today = Date(timeIntervalSince1970: 1_796_601_600)
+        try await Harness.with({ $0.now = { today } }) { harness in
             let token = try await harness.token()
-            let old = try await harness.get("/v18.0/me", token: token)
-            #expect(old.headers["facebook-api-version"] == "v18.0")
-            let short = try await harness.get("/v17/me", token: token)
-            #expect(short.headers["facebook-api-version"] == "v17.0")
+            let current = try await harness.get("/v22.0/me", token: token)
+            #expect(current.status == 200 && current.headers["facebook-api-version"] == "v22.0")
+            let short = try await harness.get("/v27/me", token: token)
+            #expect(short.headers["facebook-api-version"] == "v27.0")
+            for ended in ["/v19.0", "/v20.0", "/v2.0", "/v2"] {
+                let reply = try await harness.get("\(ended)/me", token: token)
+                #expect(reply.status == 200, "\(ended): \(reply.text)")
+                #expect(reply.headers["facebook-api-version"] == "v21.0", "\(ended) is served by the oldest available")
+            }
             let plain = try await harness.get("/me", token: token)
             #expect(plain.headers["facebook-api-version"] == harness.emulator.configuration.graphVersion)
-            let failed = try await harness.get("/v18.0/me", token: "not-a-token")
-            #expect(failed.status != 200 && failed.headers["facebook-api-version"] == "v18.0")
+            let failed = try await harness.get("/v19.0/me", token: "not-a-token")
+            #expect(failed.status != 200 && failed.headers["facebook-api-version"] == "v21.0")
         }
     }
 

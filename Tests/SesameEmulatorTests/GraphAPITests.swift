@@ -1,6 +1,7 @@
 import Foundation
 import Sesame
 import SesameEmulator
+import SesameFacebookEmulator
 import Testing
 
 @Suite("Graph API: me, permissions, debug_token, errors")
@@ -204,12 +205,33 @@ struct GraphAPITests {
         }
     }
 
-    @Test("method=delete overrides a GET, as old SDKs send it")
+    @Test("method=delete overrides a GET, as old SDKs send it, only for an app the legacy-forms scenario marks old")
     func methodOverride() async throws {
-        try await Harness.with { h in
+        try await Harness.with({ $0.scenarios = [ScenarioSetting(.legacyForms)] }) { h in
             let token = try await h.token(["email"])
             let reply = try await h.get("/me/permissions/email", token: token, [("method", "delete")])
             #expect(reply.json == .object(["success": .bool(true)]))
+        }
+    }
+
+    @Test(
+        "legacy request forms are refused with (#12) by default, as Graph refuses them to new apps",
+        arguments: [
+            ("GET", "/me/permissions/email", [("method", "delete")]), ("POST", "/debug_token", [("method", "get")]),
+            ("GET", "/", [("ids", "me")]), ("GET", "/me", [("date_format", "U")]),
+            ("GET", "/me", [("callback", "cb")]), ("GET", "/me", [("fields", "id,name.as(full_name)")]),
+            ("POST", "/act_1/async_batch_requests", [("name", "x")]),
+        ])
+    func legacyFormsRefused(method: String, path: String, parameters: [(String, String)]) async throws {
+        try await Harness.with { h in
+            let token = try await h.token(["email"])
+            let reply =
+                method == "GET"
+                ? try await h.get(path, token: token, parameters) : try await h.post(path, token: token, parameters)
+            #expect(reply.status == 400 && reply.code == 12, "\(reply.text)")
+            #expect(reply.error?["message"]?.stringValue?.contains("deprecated") == true)
+            let permissions = try await h.get("/me/permissions", token: token)
+            #expect(permissions.json?["data"]?.arrayValue?.isEmpty == false, "nothing was done")
         }
     }
 

@@ -58,6 +58,48 @@ struct LoginDialogTests {
         }
     }
 
+    @Test("config_id asks for the configuration's permissions instead of scope; debug_token lists their objects")
+    func businessConfiguration() async throws {
+        try await Harness.with { h in
+            let pkce = try PKCE.generate()
+            let page = try await h.get(
+                "/v27.0/dialog/oauth",
+                dialogQuery(h, scope: "user_friends", pkce: pkce, extra: [("config_id", "800000000000001")]))
+            #expect(page.text.contains("pages_show_list") && page.text.contains("business_management"))
+            #expect(!page.text.contains("user_friends"), "the configuration replaces scope")
+            let id = try requestID(in: page.text)
+            let submit = try await h.post(
+                "/v27.0/dialog/oauth/confirm", nil,
+                [
+                    ("request_id", id), ("user", h.userID), ("permission", "public_profile"), ("permission", "email"),
+                    ("permission", "pages_show_list"), ("permission", "business_management"), ("action", "continue"),
+                ])
+            let location = try #require(submit.location)
+            let code = try #require(parameters(of: location)["code"])
+            let exchange = try await h.get(
+                "/v27.0/oauth/access_token",
+                [
+                    ("client_id", h.app.id), ("redirect_uri", Self.redirect), ("code_verifier", pkce.verifier),
+                    ("code", code),
+                ])
+            let token = try #require(exchange.json?["access_token"]?.stringValue)
+            let debug = try await h.get("/v27.0/debug_token", token: token, [("input_token", token)])
+            #expect(
+                debug.json?["data"]?["granular_scopes"]
+                    == .array([
+                        .object([
+                            "scope": .string("pages_show_list"),
+                            "target_ids": .array([.string("200000000000001"), .string("200000000000002")]),
+                        ]),
+                        .object([
+                            "scope": .string("business_management"), "target_ids": .array([.string("300000000000001")]),
+                        ]),
+                    ]), "\(debug.text)")
+            let unknown = try await h.get("/v27.0/dialog/oauth", dialogQuery(h, extra: [("config_id", "999")]))
+            #expect(unknown.text.contains("999") && unknown.text.contains("does not exist"), "\(unknown.text)")
+        }
+    }
+
     @Test("approving some and declining some on the form, then the PKCE exchange, gives a token with those grants")
     func formApproveSomeDeclineSome() async throws {
         try await Harness.with { h in

@@ -254,16 +254,16 @@ struct EmulatorUnitTests {
         let emulator = try Emulator()
         let token = try await emulator.issueToken()
         let request = EmulatorRequest(
-            method: .get, path: "/v18.0/nobody", query: [("access_token", token), ("suppress_http_code", "1")]
+            method: .get, path: "/v27.0/nobody", query: [("access_token", token), ("suppress_http_code", "1")]
         ).parsed(maxPathBytes: 8192)
         let pending = emulator.engine.locked { $0.handle(request) }
         // Under the lock: the error as it is, with the version still to be named.
-        #expect(pending.graphVersionPrefix == "/v18.0")
+        #expect(pending.graphVersionPrefix == "/v27.0")
         #expect(pending.reply?.status == 400)
         let outcome = await emulator.respond(to: request)
         let response = try #require(outcome.response)
         #expect(response.status == 200)
-        #expect(response.headers["facebook-api-version"] == "v18.0")
+        #expect(response.headers["facebook-api-version"] == "v27.0")
         // Not Graph: the admin API is answered as it is.
         let admin = await emulator.respond(to: EmulatorRequest(method: .get, path: "/__sesame/scenarios"))
         #expect(admin.response?.headers["facebook-api-version"] == nil)

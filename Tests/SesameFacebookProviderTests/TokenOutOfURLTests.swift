@@ -21,8 +21,8 @@ private final class RequestLog: HTTPTransport {
 
 @Suite("Tokens stay out of URLs")
 struct TokenOutOfURLTests {
-    @Test("a supplied token is checked with debug_token in a POST body, never in a URL")
-    func suppliedTokenInBody() async throws {
+    @Test("a supplied token is checked with GET debug_token, the token in input_token and in no other URL")
+    func suppliedTokenInQuery() async throws {
         try await FacebookHarness.with { harness in
             let string = try await harness.emulator.issueToken(permissions: ["email"])
             let log = RequestLog(harness.transport)
@@ -31,16 +31,18 @@ struct TokenOutOfURLTests {
             let session = harness.session(store: store, loginUI: login)
             #expect(try await session.openActiveSession(allowLoginUI: true) == .open)
             let debug = try #require(log.all.first { $0.url.path.hasSuffix("/debug_token") })
-            #expect(debug.method == .post)
-            let form = FormEncoding.decode(String(decoding: debug.body ?? Data(), as: UTF8.self))
-            #expect(form.contains { $0 == ("input_token", string) })
-            #expect(form.contains { $0 == ("method", "get") })
-            for request in log.all { #expect(!request.url.absoluteString.contains(string), "\(request.url.path)") }
+            #expect(debug.method == .get && debug.body == nil)
+            let query = URLComponents(url: debug.url, resolvingAgainstBaseURL: false)?.queryItems ?? []
+            #expect(query.map(\.name) == ["input_token"], "no method override, nothing else")
+            #expect(query.first?.value == string)
+            for request in log.all where !request.url.path.hasSuffix("/debug_token") {
+                #expect(!request.url.absoluteString.contains(string), "\(request.url.path)")
+            }
         }
     }
 
-    @Test("introspectToken sends debug_token as a POST, with the token out of the URL")
-    func introspectionInBody() async throws {
+    @Test("introspectToken sends GET debug_token; a failure of it never shows the token")
+    func introspectionAsGraphDocumentsIt() async throws {
         try await FacebookHarness.with { harness in
             let store = InMemoryCredentialStore()
             try await harness.storeIssuedToken(in: store, permissions: ["email"])
@@ -51,8 +53,33 @@ struct TokenOutOfURLTests {
             let info = try await session.introspectToken()
             #expect(info.isValid)
             let debug = try #require(log.all.first { $0.url.path.hasSuffix("/debug_token") })
-            #expect(debug.method == .post)
-            for request in log.all { #expect(!request.url.absoluteString.contains(token)) }
+            #expect(debug.method == .get && debug.url.query?.contains("method=") == false)
+            for request in log.all where !request.url.path.hasSuffix("/debug_token") {
+                #expect(!request.url.absoluteString.contains(token))
+            }
+        }
+        // A transport that names the whole URL in its failure, and a server that echoes the query.
+        let failing = RecordingTransport { request, _ in
+            throw TransportError(kind: .connectionFailed, message: "could not reach \(request.url.absoluteString)")
+        }
+        let echoing = RecordingTransport { request, _ in
+            HTTPResponse(
+                status: 400,
+                body: Data(
+                    #"{"error":{"message":"bad \#(request.url.query ?? "")","type":"OAuthException","code":100}}"#.utf8)
+            )
+        }
+        for transport in [failing, echoing] {
+            try await FacebookHarness.with { harness in
+                let store = InMemoryCredentialStore()
+                try await harness.storeIssuedToken(in: store, permissions: ["email"])
+                let session = harness.session(store: store, transport: transport)
+                try await session.openActiveSession(allowLoginUI: false)
+                let token = try #require(await session.token?.tokenString)
+                let error = try await #require(throws: AuthError.self) { _ = try await session.introspectToken() }
+                let texts = "\(error) \(error.message) \(error.userMessage ?? "") \(error.body?.jsonText ?? "")"
+                #expect(!texts.contains(token), "\(texts)")
+            }
         }
     }
 

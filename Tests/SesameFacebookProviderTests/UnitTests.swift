@@ -49,7 +49,7 @@ struct FacebookUnitTests {
     @Test(
         "the version is the client's, overridable per call, and checked",
         arguments: [
-            (nil as String?, nil as String?, "/v19.0/me"), ("v18.0", nil, "/v18.0/me"), ("v18.0", "v20.0", "/v20.0/me"),
+            (nil as String?, nil as String?, "/v27.0/me"), ("v18.0", nil, "/v18.0/me"), ("v18.0", "v20.0", "/v20.0/me"),
         ])
     func versions(client: String?, call: String?, path: String) async throws {
         let transport = RecordingTransport(always: json("{}"))
@@ -219,7 +219,57 @@ struct FacebookDialectTests {
         let form = FormEncoding.decode(request.body ?? Data())
         #expect(form.contains { $0 == ("access_token", "42|client") })
         #expect(form.contains { $0 == ("scope", "email,user_posts") })
-        #expect(request.url.path == "/v19.0/device/login")
+        #expect(request.url.path == "/\(FacebookProvider.defaultGraphVersion)/device/login")
+    }
+
+    @Test("a Login for Business configuration replaces the scope list, in the dialog and in device login")
+    func businessConfiguration() throws {
+        var business = provider
+        business.loginConfigurationID = "800000000000001"
+        let request = LoginRequest(provider: .facebook, appID: "42", permissions: [.read("email")])
+        let url = try FacebookBrowserDialect(provider: business, transport: RecordingTransport(responses: []))
+            .authorizationURL(
+                for: request, redirectURI: URL(string: "http://127.0.0.1:5000/cb")!, state: "s",
+                pkce: try PKCE.generate())
+        let query = URLComponents(url: url, resolvingAgainstBaseURL: false)?.queryItems ?? []
+        #expect(query.contains { $0.name == "config_id" && $0.value == "800000000000001" })
+        #expect(!query.contains { $0.name == "scope" })
+        let device = try FacebookDeviceDialect(provider: business, transport: RecordingTransport(responses: []))
+            .startRequest(for: request)
+        let form = FormEncoding.decode(device.body ?? Data())
+        #expect(form.contains { $0 == ("config_id", "800000000000001") })
+        #expect(!form.contains { $0.0 == "scope" })
+        let plain = try FacebookBrowserDialect(provider: provider, transport: RecordingTransport(responses: []))
+            .authorizationURL(
+                for: request, redirectURI: URL(string: "http://127.0.0.1:5000/cb")!, state: "s",
+                pkce: try PKCE.generate())
+        #expect(plain.query?.contains("scope=email") == true && plain.query?.contains("config_id") == false)
+    }
+
+    @Test("granular_scopes are kept on the login, and a login stored before them still reads")
+    func granularScopesStored() throws {
+        var token = AccessToken(tokenString: "T", provider: .facebook, appID: "42")
+        token.granularScopes = [FacebookGranularScope(scope: "pages_show_list", targetIDs: ["1", "2"])]
+        let data = try JSONEncoder().encode(token)
+        let read = try JSONDecoder().decode(AccessToken.self, from: data)
+        #expect(read.granularScopes == token.granularScopes)
+        let old =
+            #"{"tokenString":"T","provider":"facebook","appID":"42","permissions":{"granted":[],"declined":[]},"#
+            + #""refreshDate":0}"#
+        #expect(try JSONDecoder().decode(AccessToken.self, from: Data(old.utf8)).granularScopes.isEmpty)
+        let info = TokenIntrospection(
+            debugTokenData: .object([
+                "is_valid": .bool(true),
+                "granular_scopes": .array([
+                    .object(["scope": .string("pages_show_list"), "target_ids": .array([.string("9")])]),
+                    .object(["scope": .string("email")]),
+                ]),
+            ]))
+        #expect(
+            info.granularScopes == [
+                FacebookGranularScope(scope: "pages_show_list", targetIDs: ["9"]),
+                FacebookGranularScope(scope: "email"),
+            ])
     }
 
     @Test("device login without a client token says where to find one")

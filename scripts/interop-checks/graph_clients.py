@@ -1,6 +1,7 @@
 """An independent Graph API client library (facebook-sdk) against Sesame's Facebook emulator.
 Usage: graph_clients.py BASE_URL"""
 
+import re
 import sys
 
 import facebook
@@ -38,12 +39,13 @@ def objects():
 
 @check
 def served_version():
-    """facebook-api-version names the version the library called"""
+    """facebook-api-version names the version that answered: an ended one is served by a newer one"""
     versions.clear()
     graph().get_object("me")
-    expect(versions == ["v3.1"], f"headers {versions}")
+    expect(len(versions) == 1 and re.fullmatch(r"v\d+\.\d+", versions[0] or "") and versions[0] != "v3.1",
+           f"headers {versions}")
     old = requests.get(BASE + "/v18.0/me", params={"access_token": TOKEN}, timeout=10)
-    expect(old.headers.get("facebook-api-version") == "v18.0", str(old.headers))
+    expect(old.headers.get("facebook-api-version") == versions[0], str(old.headers))
 
 
 @check
