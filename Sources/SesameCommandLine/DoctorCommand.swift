@@ -222,10 +222,19 @@ extension DoctorCommand {
         return await withTaskGroup(of: (Int, [DoctorLine]).self) { group in
             for (index, entry) in names.enumerated() {
                 group.addTask {
+                    let network: NetworkSettings
+                    do {
+                        network = try NetworkSettings.resolve(
+                            instance: entry.name, plugin: entry.plugin, configuration: configuration,
+                            environment: context.environment)
+                    } catch {
+                        return (index, [DoctorLine(.problem, "\(entry.name): \(error.sentence)")])
+                    }
                     var request = ProviderConnectionRequest(
                         instance: entry.name, configuration: configuration, environment: context.environment,
-                        terminal: context.terminal, transport: DoctorProbe.transport, emulators: nil,
-                        purpose: .doctor)
+                        terminal: context.terminal,
+                        transport: DoctorProbe.transport(network: network, environment: context.environment),
+                        emulators: nil, purpose: .doctor)
                     request.storedLogins = (stored ?? nil)?.filter { $0.key.provider.rawValue == entry.name }
                     let lines = await entry.plugin.doctor(request)
                     return (index, lines)
