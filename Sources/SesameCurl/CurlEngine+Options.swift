@@ -47,7 +47,9 @@ extension CurlEngine {
     }
 
     /// Sets the certificate checks and the proxy of `configuration` on `handle`.
-    static func setNetworkOptions(_ handle: UnsafeMutableRawPointer, _ configuration: CurlTransport.Configuration)
+    static func setNetworkOptions(
+        _ handle: UnsafeMutableRawPointer, _ configuration: CurlTransport.Configuration
+    )
         -> CURLcode
     {
         var result = CURLE_OK

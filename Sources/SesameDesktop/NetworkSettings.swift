@@ -145,7 +145,8 @@ public struct NetworkSettings: Sendable, Hashable {
     ) -> CurlTransport.Configuration {
         var configuration = base
         if caBundle != nil || caDirectory != nil {
-            configuration.tlsVerification = .certificateAuthorities(file: caBundle?.value, directory: caDirectory?.value)
+            configuration.tlsVerification = .certificateAuthorities(
+                file: caBundle?.value, directory: caDirectory?.value)
         }
         if let proxy {
             configuration.proxy = proxy.value == "none" ? .direct : .url(proxy.value, except: noProxy)

@@ -60,7 +60,9 @@ struct NetworkSettingsTests {
             environment: ["SESAME_OIDC_WORK_CA_BUNDLE": files.c], file: ["github": .object([:])], expectedCA: nil),
     ]
 
-    static func resolve(_ environment: [String: String], file: [String: JSONValue], instance: String = "facebook")
+    static func resolve(
+        _ environment: [String: String], file: [String: JSONValue], instance: String = "facebook"
+    )
         throws -> NetworkSettings
     {
         let configuration = DesktopConfiguration(file: file)
@@ -78,7 +80,8 @@ struct NetworkSettingsTests {
         let verification = settings.transportConfiguration().tlsVerification
         #expect(
             verification
-                == (testCase.expectedCA.map { .certificateAuthorities(file: $0) } ?? CurlTransport.TLSVerification.system))
+                == (testCase.expectedCA.map { .certificateAuthorities(file: $0) }
+                    ?? CurlTransport.TLSVerification.system))
     }
 
     @Test("SSL_CERT_DIR becomes libcurl's CA directory beside SSL_CERT_FILE")

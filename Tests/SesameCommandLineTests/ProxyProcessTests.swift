@@ -33,7 +33,8 @@ struct ProxyProcessTests {
                 ["req", "-x509"] + curve + [
                     "-keyout", caKey, "-out", caFile.path, "-days", "1", "-subj", "/CN=Sesame Test Private CA",
                 ])
-            try await PostgresServer.openssl(["req"] + curve + ["-keyout", key, "-out", request, "-subj", "/CN=127.0.0.1"])
+            try await PostgresServer.openssl(
+                ["req"] + curve + ["-keyout", key, "-out", request, "-subj", "/CN=127.0.0.1"])
             try await PostgresServer.openssl([
                 "x509", "-req", "-in", request, "-CA", caFile.path, "-CAkey", caKey, "-CAcreateserial", "-days", "1",
                 "-extfile", extensions.path, "-out", certificate,
@@ -67,7 +68,7 @@ struct ProxyProcessTests {
         static func start(_ arguments: [String], confdir: URL) async throws -> Mitmdump {
             let command =
                 ([try await executable()] + arguments + [
-                    "--listen-host", "127.0.0.1", "--set", "confdir=\(confdir.path)", 
+                    "--listen-host", "127.0.0.1", "--set", "confdir=\(confdir.path)",
                 ]).map { "'\($0)'" }.joined(separator: " ")
             // Its log on standard error, where the harness watches for the port.
             let process = try await LiveProcess(
@@ -134,7 +135,8 @@ struct ProxyProcessTests {
                     {
                         try await Mitmdump.start(
                             [
-                                "--mode", "regular@0", "--set", "ssl_verify_upstream_trusted_ca=\(privateCA.caFile.path)",
+                                "--mode", "regular@0", "--set",
+                                "ssl_verify_upstream_trusted_ca=\(privateCA.caFile.path)",
                                 "--set", "save_stream_file=\(directory.appending(path: "flows.mitm").path)",
                             ],
                             confdir: directory.appending(path: "proxy"))
@@ -169,7 +171,9 @@ struct ProxyProcessTests {
     }
 
     /// `sesame login work`, its device code approved through the emulator's own admin API.
-    static func login(_ cli: CLIHarness, _ network: Network, environment: [String: String] = [:]) async throws
+    static func login(
+        _ cli: CLIHarness, _ network: Network, environment: [String: String] = [:]
+    ) async throws
         -> ProcessResult
     {
         let process = try await cli.start("sesame", ["login", "work"], environment: environment)
@@ -254,7 +258,8 @@ struct ProxyProcessTests {
             #expect(refused.status != 0)
             #expect(refused.standardError.contains("ca_bundle"), "\(refused.standardError)")
             let doctor = try await cli.run("sesame", ["doctor"])
-            #expect(doctor.standardOutput.contains("issued by \"CN = Sesame Test Private CA\""), "\(doctor.standardOutput)")
+            #expect(
+                doctor.standardOutput.contains("issued by \"CN = Sesame Test Private CA\""), "\(doctor.standardOutput)")
 
             let trusted = ["SSL_CERT_FILE": network.privateCA.caFile.path]
             let login = try await Self.login(cli, network, environment: trusted)
