@@ -188,6 +188,15 @@ struct ProxyProcessTests {
         return result
     }
 
+    /// `sesame status` checks the login of `work` with the issuer, which finds it valid.
+    static func expectValidLogin(_ cli: CLIHarness, environment: [String: String] = [:]) async throws {
+        let status = try await cli.run("sesame", ["status", "--json", "--timeout", "60"], environment: environment)
+        #expect(status.status == 0, "\(status.standardError)")
+        let document = try #require(JSONValue(parsing: Data(status.standardOutput.utf8)))
+        let work = try #require(OIDCProcessTests.provider("work", in: document), "\(status.standardOutput)")
+        #expect(work["accounts"]?.arrayValue?.first?["validity"]?.stringValue == "valid", "\(work)")
+    }
+
     @Test(
         "through mitmproxy with its CA as the issuer's ca_bundle: login, renewal and status work; without the CA the login is refused naming the fix, and doctor names mitmproxy's CA"
     )
@@ -228,11 +237,7 @@ struct ProxyProcessTests {
             #expect(second != first)
             #expect(renewed.standardOutput == second + "\n")
 
-            let status = try await cli.run("sesame", ["status", "--json", "--timeout", "60"])
-            #expect(status.status == 0, "\(status.standardError)")
-            let document = try #require(JSONValue(parsing: Data(status.standardOutput.utf8)))
-            let work = try #require(OIDCProcessTests.provider("work", in: document), "\(status.standardOutput)")
-            #expect(work["accounts"]?.arrayValue?.first?["validity"]?.stringValue == "valid", "\(work)")
+            try await Self.expectValidLogin(cli)
 
             // Each of them went through mitmproxy, which relayed them to the private CA's server
             // (nothing else holds a certificate of mitmproxy's CA).
@@ -264,11 +269,7 @@ struct ProxyProcessTests {
             let trusted = ["SSL_CERT_FILE": network.privateCA.caFile.path]
             let login = try await Self.login(cli, network, environment: trusted)
             #expect(login.status == 0, "\(login.standardError)")
-            let status = try await cli.run("sesame", ["status", "--json", "--timeout", "60"], environment: trusted)
-            #expect(status.status == 0, "\(status.standardError)")
-            let document = try #require(JSONValue(parsing: Data(status.standardOutput.utf8)))
-            let work = try #require(OIDCProcessTests.provider("work", in: document), "\(status.standardOutput)")
-            #expect(work["accounts"]?.arrayValue?.first?["validity"]?.stringValue == "valid", "\(work)")
+            try await Self.expectValidLogin(cli, environment: trusted)
             let doctorTrusted = try await cli.run("sesame", ["doctor"], environment: trusted)
             #expect(
                 doctorTrusted.standardOutput.contains("'work' discovery at \(network.issuer)"),
