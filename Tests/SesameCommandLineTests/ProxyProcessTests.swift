@@ -275,6 +275,10 @@ struct ProxyProcessTests {
                 doctorTrusted.standardOutput.contains("'work' discovery at \(network.issuer)"),
                 "\(doctorTrusted.standardOutput)")
             #expect(!doctorTrusted.standardOutput.contains("not trusted"), "\(doctorTrusted.standardOutput)")
+            #expect(
+                doctorTrusted.standardOutput.contains(
+                    "work: trusts the CAs in \(network.privateCA.caFile.path) (SSL_CERT_FILE)."),
+                "\(doctorTrusted.standardOutput)")
         }
     }
 }
