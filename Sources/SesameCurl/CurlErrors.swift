@@ -73,8 +73,8 @@ enum CurlErrors {
         case .certificateRejected:
             "The server's certificate is not trusted (libcurl's message above says why: self-signed, expired, "
                 + "issued for another host name, or by an unknown CA). Trying again will not help: check the URL, "
-                + "the system clock and the CA certificates (Debian: ca-certificates); a private CA's or a "
-                + "TLS-inspecting proxy's certificate is trusted with TLSVerification.certificateAuthorities(file:)."
+                + "the system clock and the CA certificates (Debian: ca-certificates), or give the server's CA "
+                + "file in the transport's configuration."
         case .tlsFailure:
             "The secure connection could not be set up or the server's certificate is not trusted; check the "
                 + "system clock, the CA certificates (Debian: ca-certificates) and the server's certificate."
