@@ -13,8 +13,10 @@ import SesameCurl
 /// The first that is set wins. A `ca_bundle` is a PEM file of the CA certificates to trust
 /// *instead of* the system's (a private CA, or a TLS-inspecting proxy's); a `proxy` is an
 /// address such as `http://proxy.example:3128` or `socks5h://127.0.0.1:1080` (or `none`: go
-/// direct whatever the environment says). A configured proxy is not used for the hosts
-/// `no_proxy` or `NO_PROXY` lists, as libcurl's own variables are not.
+/// direct whatever the environment says). A configured proxy carries `http` and `https` requests
+/// alike, loopback ones included (a built-in emulator's, a local issuer's), except to the hosts
+/// `no_proxy` or `NO_PROXY` lists, as libcurl's own variables do: list `127.0.0.1` there to
+/// reach those directly.
 public struct NetworkSettings: Sendable, Hashable {
     /// The CA file to trust, and where that was set; `nil` for the system's bundle.
     public var caBundle: Sourced<String>?
