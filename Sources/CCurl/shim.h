@@ -194,6 +194,18 @@ static inline CURLcode sesame_easy_getinfo_long(CURL *handle, CURLINFO info, lon
     return sesame_curl()->easy_getinfo(handle, info, value);
 }
 
+/// The certificate chain a transfer met (CURLOPT_CERTINFO), or NULL: owned by the handle.
+static inline struct curl_certinfo *sesame_easy_getinfo_certinfo(CURL *handle) {
+    struct curl_certinfo *info = NULL;
+    if (sesame_curl()->easy_getinfo(handle, CURLINFO_CERTINFO, &info) != CURLE_OK) return NULL;
+    return info;
+}
+
+/// The fields of certificate `index` of `info` ("Subject:...", "Issuer:...", one a line).
+static inline struct curl_slist *sesame_certinfo_fields(struct curl_certinfo *info, int index) {
+    return info->certinfo[index];
+}
+
 // MARK: curl_multi_setopt
 
 static inline CURLMcode sesame_multi_setopt_long(CURLM *handle, CURLMoption option, long value) {

@@ -49,6 +49,8 @@ struct AccountCommands {
         let configuration = try DesktopConfiguration.resolve(
             overrides: .init(storage: command.storage, noBrowser: noBrowser), environment: context.environment)
         let plugin = try resolvePlugin(configuration)
+        let network = try NetworkSettings.resolve(
+            instance: name, plugin: plugin, configuration: configuration, environment: context.environment)
         if case .permissions = command.action, plugin.permissionSupport.isEmpty {
             throw CommandFailure(
                 "\(plugin.displayName) logins choose their scopes when logging in; log in again with "
@@ -61,7 +63,8 @@ struct AccountCommands {
         if case .login(let login) = command.action { flags = login.options }
         let request = ProviderConnectionRequest(
             instance: name, flags: flags, configuration: configuration, environment: context.environment,
-            terminal: context.terminal, transport: LazyTransport.curl(), emulators: .sesame,
+            terminal: context.terminal, transport: LazyTransport.curl { network.transportConfiguration() },
+            emulators: .sesame,
             purpose: command.action.isLogin ? .login : .use,
             readSecret: { [io] prompt in String(decoding: await io.readSecret(prompt), as: UTF8.self) })
         let storage: StorageSelection

@@ -222,12 +222,21 @@ extension DoctorCommand {
         return await withTaskGroup(of: (Int, [DoctorLine]).self) { group in
             for (index, entry) in names.enumerated() {
                 group.addTask {
+                    let network: NetworkSettings
+                    do {
+                        network = try NetworkSettings.resolve(
+                            instance: entry.name, plugin: entry.plugin, configuration: configuration,
+                            environment: context.environment)
+                    } catch {
+                        return (index, [DoctorLine(.problem, "\(entry.name): \(error.sentence)")])
+                    }
                     var request = ProviderConnectionRequest(
                         instance: entry.name, configuration: configuration, environment: context.environment,
-                        terminal: context.terminal, transport: DoctorProbe.transport, emulators: nil,
-                        purpose: .doctor)
+                        terminal: context.terminal,
+                        transport: DoctorProbe.transport(network: network, environment: context.environment),
+                        emulators: nil, purpose: .doctor)
                     request.storedLogins = (stored ?? nil)?.filter { $0.key.provider.rawValue == entry.name }
-                    let lines = await entry.plugin.doctor(request)
+                    let lines = Self.networkLines(entry.name, network) + (await entry.plugin.doctor(request))
                     return (index, lines)
                 }
             }
@@ -235,6 +244,22 @@ extension DoctorCommand {
             for await result in group { results.append(result) }
             return results.sorted { $0.0 < $1.0 }.flatMap(\.1)
         }
+    }
+}
+
+extension DoctorCommand {
+    /// What `instance`'s requests trust and go through, when a setting changed it: one line.
+    static func networkLines(_ instance: String, _ network: NetworkSettings) -> [DoctorLine] {
+        var parts: [String] = []
+        if let caBundle = network.caBundle { parts.append("trusts the CAs in \(caBundle.value) (\(caBundle.source))") }
+        if let directory = network.caDirectory { parts.append("and in \(directory.value) (\(directory.source))") }
+        if let proxy = network.proxy {
+            parts.append(
+                proxy.value == "none"
+                    ? "goes direct, whatever the proxy variables say (\(proxy.source))"
+                    : "goes through the proxy \(network.transportConfiguration().proxy) (\(proxy.source))")
+        }
+        return parts.isEmpty ? [] : [DoctorLine(.info, "\(instance): " + parts.joined(separator: "; ") + ".")]
     }
 }
 

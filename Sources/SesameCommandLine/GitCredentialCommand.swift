@@ -76,11 +76,15 @@ package struct GitCredentialCommand: Sendable, Equatable {
         let storage = try await DesktopStorage.select(
             configuration.storage, keyring: context.keyring, environment: context.environment)
         for plugin in Desktop.providers {
+            let network = try NetworkSettings.resolve(
+                instance: plugin.name, plugin: plugin, configuration: configuration, environment: context.environment)
             guard
                 let connected = try await plugin.connect(
                     ProviderConnectionRequest(
                         instance: plugin.name, configuration: configuration, environment: context.environment,
-                        terminal: context.terminal, transport: CurlTransport(), emulators: nil, purpose: .use),
+                        terminal: context.terminal,
+                        transport: LazyTransport.curl { network.transportConfiguration() }, emulators: nil,
+                        purpose: .use),
                     credentialHost: host)
             else { continue }
             let answer: GitCredentialAnswer?

@@ -426,7 +426,10 @@ package struct CommandFailure: Error, Sendable, CustomStringConvertible {
             let message = error.suggestsFileStore ? "\(error.message) \(fileStoreFlag)" : error.message
             return CommandFailure(message, status: error.status.rawValue)
         case let error as AuthError:
-            let message = error.shouldNotifyUser ? (error.userMessage ?? error.message) : error.message
+            var message = error.shouldNotifyUser ? (error.userMessage ?? error.message) : error.message
+            if let transport = error.underlyingError as? TransportError, transport.kind == .certificateRejected {
+                message += " To fix: \(NetworkSettings.certificateFix)."
+            }
             switch error.category {
             case .authenticationReopenSession:
                 return CommandFailure(
@@ -457,6 +460,9 @@ package struct CommandFailure: Error, Sendable, CustomStringConvertible {
             // An absent keyring's message offers the file store (SesameKeyring's storage policy).
             let noKeyring = error.kind == .noSessionBus || error.kind == .noSecretService
             return CommandFailure(noKeyring ? "\(error) \(fileStoreFlag)" : "\(error)", status: status)
+        case let error as TransportError where error.kind == .certificateRejected:
+            return CommandFailure(
+                "\(error.sentence) To fix: \(NetworkSettings.certificateFix).", status: ExitStatus.unavailable)
         case let error as RevocationFailed:
             return CommandFailure("\(error)", status: ExitStatus.unavailable)
         case let error as CocoaError:

@@ -231,10 +231,21 @@ package struct StatusCommand: Sendable, Equatable {
             configuration.storage, keyring: context.keyring, environment: context.environment)
         let names = try Desktop.names(configuration: configuration)
         let deadline = self.deadline
-        let transport = LazyTransport.curl {
-            // A second past the command's own bound, so that a provider too slow to answer is
-            // reported by that bound ("no answer within …"), not by curl's timeout mid-way.
-            CurlTransport.Configuration(connectTimeout: .seconds(3), timeout: deadline + .seconds(1))
+        // One transport for each provider's CA and proxy settings (one for all, unless some differ).
+        var byNetwork: [NetworkSettings: LazyTransport] = [:]
+        let transports = try names.map { entry in
+            let network = try NetworkSettings.resolve(
+                instance: entry.name, plugin: entry.plugin, configuration: configuration,
+                environment: context.environment)
+            if let made = byNetwork[network] { return made }
+            let made = LazyTransport.curl {
+                // A second past the command's own bound, so that a provider too slow to answer is
+                // reported by that bound ("no answer within …"), not by curl's timeout mid-way.
+                network.transportConfiguration(
+                    CurlTransport.Configuration(connectTimeout: .seconds(3), timeout: deadline + .seconds(1)))
+            }
+            byNetwork[network] = made
+            return made
         }
         let accounts = {
             var accounts = AccountState(environment: context.environment)
@@ -249,7 +260,10 @@ package struct StatusCommand: Sendable, Equatable {
         // than once the search has found the login. With none recorded, it loads only if a search
         // finds one.
         let early = Task(executorPreference: currentTaskExecutorPreference) {
-            if Self.expectsLogins(await snapshot.value, names: names.map(\.name)) { transport.prepare() }
+            let state = await snapshot.value
+            for (entry, transport) in zip(names, transports) where Self.expectsLogins(state, names: [entry.name]) {
+                transport.prepare()
+            }
         }
         // On the command's executor (its main thread), as the command itself: an unstructured
         // task does not inherit that preference, and would start the global pool's threads.
@@ -259,7 +273,7 @@ package struct StatusCommand: Sendable, Equatable {
                     group.addTask {
                         let report = await Self.report(
                             name: entry.name, plugin: entry.plugin, configuration: configuration, selection: selection,
-                            transport: transport, accounts: accounts, snapshot: snapshot, deadline: deadline,
+                            transport: transports[index], accounts: accounts, snapshot: snapshot, deadline: deadline,
                             context: context)
                         return (index, report)
                     }
@@ -278,7 +292,7 @@ package struct StatusCommand: Sendable, Equatable {
         timer.cancel()
         // libcurl may still be loading for a provider whose logins needed no request.
         await early.value
-        await transport.finishPreparing()
+        for transport in byNetwork.values { await transport.finishPreparing() }
         let report = Report(version: Self.schemaVersion, providers: providers)
         if json {
             let encoder = JSONEncoder()

@@ -42,11 +42,29 @@ extension CurlEngine {
         if configuration.acceptsCompressedResponses { set(CURLOPT_ACCEPT_ENCODING, "") }
         set(CURLOPT_MAXREDIRS, configuration.redirects.maximumRedirects)
 
+        check(Self.setNetworkOptions(handle, configuration))
+        return result == CURLE_OK ? easy : nil
+    }
+
+    /// Sets the certificate checks and the proxy of `configuration` on `handle`.
+    static func setNetworkOptions(
+        _ handle: UnsafeMutableRawPointer, _ configuration: CurlTransport.Configuration
+    )
+        -> CURLcode
+    {
+        var result = CURLE_OK
+        func set(_ option: CURLoption, _ value: Int) {
+            if result == CURLE_OK { result = sesame_easy_setopt_long(handle, option, value) }
+        }
+        func set(_ option: CURLoption, _ value: String) {
+            if result == CURLE_OK { result = sesame_easy_setopt_string(handle, option, value) }
+        }
         switch configuration.tlsVerification.mode {
         case .system:
             break  // libcurl's defaults: VERIFYPEER 1, VERIFYHOST 2, the distribution's CA bundle
-        case .certificateAuthorities(let path):
-            set(CURLOPT_CAINFO, path)
+        case .certificateAuthorities(let file, let directory):
+            if let file { set(CURLOPT_CAINFO, file) }
+            if let directory { set(CURLOPT_CAPATH, directory) }
         case .disabled:
             set(CURLOPT_SSL_VERIFYPEER, 0)
             set(CURLOPT_SSL_VERIFYHOST, 0)
@@ -57,11 +75,11 @@ extension CurlEngine {
             break
         case .direct:
             set(CURLOPT_PROXY, "")
-        case .url(let proxy):
+        case .url(let proxy, let noProxy):
             set(CURLOPT_PROXY, proxy)
-            set(CURLOPT_NOPROXY, "")
+            set(CURLOPT_NOPROXY, noProxy ?? "")
         }
-        return result == CURLE_OK ? easy : nil
+        return result
     }
 
     /// Sets the options that differ between requests. Every one of them is set for every

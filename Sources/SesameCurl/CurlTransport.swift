@@ -228,7 +228,7 @@ extension CurlTransport {
     public struct TLSVerification: Sendable, Hashable, CustomStringConvertible {
         enum Mode: Hashable {
             case system
-            case certificateAuthorities(String)
+            case certificateAuthorities(file: String?, directory: String?)
             case disabled
         }
 
@@ -236,12 +236,26 @@ extension CurlTransport {
 
         /// The default: the certificate chain must lead to a CA in the system's bundle
         /// (Debian's `ca-certificates`) and the certificate must name the host.
+        ///
+        /// libcurl does not read OpenSSL's `SSL_CERT_FILE` and `SSL_CERT_DIR`; a program that
+        /// honours them passes them to ``certificateAuthorities(file:directory:)`` (SesameDesktop does).
         public static let system = TLSVerification(mode: .system)
 
         /// Trusts the CA certificates in the PEM file at `path` instead of the system's bundle;
-        /// the host name is still checked. For a private CA or a test server.
+        /// the host name is still checked. For a private CA, a TLS-inspecting proxy's CA, or a
+        /// test server.
         public static func certificateAuthorities(file path: String) -> TLSVerification {
-            TLSVerification(mode: .certificateAuthorities(path))
+            TLSVerification(mode: .certificateAuthorities(file: path, directory: nil))
+        }
+
+        /// Trusts the CA certificates in the PEM file `file` (libcurl's `CURLOPT_CAINFO`, in place of
+        /// the system's bundle) and in the hashed directory `directory` (`CURLOPT_CAPATH`, as
+        /// `c_rehash` or `openssl rehash` makes it, in place of the system's directory), as OpenSSL
+        /// uses `SSL_CERT_FILE` and `SSL_CERT_DIR`; the host name is still checked. With neither,
+        /// this is ``system``.
+        public static func certificateAuthorities(file: String?, directory: String?) -> TLSVerification {
+            file == nil && directory == nil
+                ? .system : TLSVerification(mode: .certificateAuthorities(file: file, directory: directory))
         }
 
         /// Checks nothing: any certificate, for any host, is accepted.
@@ -253,7 +267,8 @@ extension CurlTransport {
         public var description: String {
             switch mode {
             case .system: "system CA bundle"
-            case .certificateAuthorities(let path): "CA certificates from \(path)"
+            case .certificateAuthorities(let file, let directory):
+                "CA certificates from " + [file, directory].compactMap { $0 }.joined(separator: " and ")
             case .disabled: "DISABLED (any certificate accepted)"
             }
         }
@@ -264,7 +279,7 @@ extension CurlTransport {
         enum Mode: Hashable {
             case environment
             case direct
-            case url(String)
+            case url(String, noProxy: String?)
         }
 
         let mode: Mode
@@ -272,10 +287,13 @@ extension CurlTransport {
         /// The default: libcurl reads the environment, as the `curl` command does.
         ///
         /// `http_proxy` (lower case only: libcurl ignores `HTTP_PROXY`, which a CGI
-        /// environment lets a client set), `https_proxy` or `HTTPS_PROXY`, and `all_proxy` or
-        /// `ALL_PROXY` name the proxy for each scheme; `no_proxy` or `NO_PROXY` lists hosts,
-        /// domains (`.example.com`) or `*` that go direct; loopback addresses are not exempt
-        /// unless listed there. With none of them set, requests go direct.
+        /// environment lets a client set), `https_proxy` or `HTTPS_PROXY` (the lower-case one
+        /// wins), and `all_proxy` or `ALL_PROXY` name the proxy for each scheme; `no_proxy` or
+        /// `NO_PROXY` (again lower case first) lists hosts, domains (`example.com` also covers
+        /// its subdomains), IP addresses or CIDR ranges (libcurl 7.86 and later) that go direct,
+        /// separated by commas, or `*` for every host. Loopback addresses are not exempt unless
+        /// listed there: a proxy variable also catches `127.0.0.1`. With none of them set,
+        /// requests go direct.
         public static let environment = ProxyPolicy(mode: .environment)
 
         /// Never uses a proxy, whatever the environment says.
@@ -283,13 +301,22 @@ extension CurlTransport {
 
         /// Uses the proxy at `proxy` (such as `http://proxy.example:3128` or
         /// `socks5h://127.0.0.1:1080`) for every request, whatever the environment says.
-        public static func url(_ proxy: String) -> ProxyPolicy { ProxyPolicy(mode: .url(proxy)) }
+        public static func url(_ proxy: String) -> ProxyPolicy { ProxyPolicy(mode: .url(proxy, noProxy: nil)) }
+
+        /// Uses the proxy at `proxy` for every request except those to the hosts `noProxy` lists,
+        /// in the `NO_PROXY` syntax described at ``environment`` (an empty list exempts none).
+        /// Neither is read from the environment.
+        public static func url(_ proxy: String, except noProxy: String) -> ProxyPolicy {
+            ProxyPolicy(mode: .url(proxy, noProxy: noProxy))
+        }
 
         public var description: String {
             switch mode {
             case .environment: "from the environment"
             case .direct: "none"
-            case .url(let url): Self.withoutCredentials(url)
+            case .url(let url, let noProxy?) where !noProxy.isEmpty:
+                "\(Self.withoutCredentials(url)), except for \(noProxy)"
+            case .url(let url, _): Self.withoutCredentials(url)
             }
         }
 

@@ -97,21 +97,37 @@ public enum DesktopLogin {
 
 /// Small network checks for `sesame doctor`, each bounded to 3 seconds.
 public enum DoctorProbe {
-    /// A transport whose requests give up after 3 seconds.
-    package static let transport = CurlTransport(
-        configuration: CurlTransport.Configuration(connectTimeout: .seconds(3), timeout: .seconds(3)))
+    /// The limits of every doctor request: 3 seconds.
+    package static let configuration = CurlTransport.Configuration(connectTimeout: .seconds(3), timeout: .seconds(3))
+
+    /// The transport of one provider instance's checks: its CA certificates and proxy, the
+    /// 3-second limits, and, when a certificate is refused, a diagnosis of who presented it.
+    package static func transport(network: NetworkSettings, environment: [String: String]) -> any HTTPTransport {
+        DiagnosingTransport(
+            curl: CurlTransport(configuration: network.transportConfiguration(configuration)), network: network,
+            environment: environment)
+    }
 
     /// Whether `url` answers HTTP at all (any status counts: it is there), as a doctor line
     /// naming `label`. A plug-in's ``ProviderPlugin/doctor(_:)`` passes its request's transport,
-    /// which gives up after 3 seconds.
+    /// which gives up after 3 seconds. When the server's certificate is refused, the line names
+    /// the chain's subject and issuer, says whether a TLS-inspecting proxy seems to be in the way,
+    /// and which setting makes Sesame trust its CA.
     public static func answers(label: String, url: URL, transport: any HTTPTransport) async -> DoctorLine {
         do {
             let response = try await transport.send(HTTPRequest(method: .get, url: url))
             return DoctorLine(.ok, "\(label) at \(url.absoluteString) answers (HTTP \(response.status)).")
+        } catch let error as TransportError where error.kind == .certificateRejected {
+            if let diagnosing = transport as? DiagnosingTransport {
+                return await diagnosing.diagnose(label: label, url: url, error: error)
+            }
+            return DoctorLine(
+                .problem, "\(label) at \(url.absoluteString) does not answer (\(error.sentence)).",
+                fix: NetworkSettings.certificateFix)
         } catch {
             return DoctorLine(
                 .problem, "\(label) at \(url.absoluteString) does not answer (\(error.sentence)).",
-                fix: "check the network, a proxy (HTTPS_PROXY), or the configured address")
+                fix: "check the network, a proxy (HTTPS_PROXY, or the proxy setting), or the configured address")
         }
     }
 }
@@ -147,13 +163,21 @@ public struct DesktopSetup: Sendable {
     }
 
     /// The request that connects `instance` for a login, with `flags` from the program (`nil`
-    /// values left out), `CurlTransport`, and the built-in emulators the program allows.
+    /// values left out), a `CurlTransport` with the instance's CA certificates and proxy
+    /// (``NetworkSettings``; its own variables and config key only when its plug-in was handed to
+    /// ``Desktop/bootstrap(_:)``), and the built-in emulators the program allows.
+    ///
+    /// - Throws: ``DesktopError`` (78) for a `ca_bundle` or `proxy` setting that cannot be used.
     public func loginRequest(
         instance: String, flags: [String: String?], emulators: BuiltInEmulators?
-    ) -> ProviderConnectionRequest {
-        ProviderConnectionRequest(
+    ) throws -> ProviderConnectionRequest {
+        let network = try NetworkSettings.resolve(
+            instance: instance, plugin: try Desktop.plugin(named: instance, configuration: configuration),
+            configuration: configuration, environment: environment)
+        return ProviderConnectionRequest(
             instance: instance, flags: flags.compactMapValues { $0 }, configuration: configuration,
-            environment: environment, terminal: terminal, transport: CurlTransport(), emulators: emulators,
+            environment: environment, terminal: terminal,
+            transport: CurlTransport(configuration: network.transportConfiguration()), emulators: emulators,
             purpose: .login)
     }
 }

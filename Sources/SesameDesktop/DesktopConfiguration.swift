@@ -64,12 +64,13 @@ public struct Sourced<Value: Sendable & Hashable>: Sendable, Hashable {
 /// |---|---|---|---|
 /// | storage | `--storage` | `SESAME_STORAGE` | `storage` |
 /// | browser (``LocalBrowser``) | `--no-browser` | `SESAME_BROWSER` | `browser` |
+/// | CA certificates, proxy (``NetworkSettings``) | | `SESAME_CA_BUNDLE`, `SESAME_PROXY` | `ca_bundle`, `proxy` (also in each provider's object) |
 /// | a provider's settings | its login flags | its variables | its object: `facebook`, `oidc`... |
 /// | container registries' logins | | | `registries` (see ``RegistryMapping``) |
 ///
 /// Each provider's settings are declared by its ``ProviderPlugin`` (`sesame providers` lists
 /// them). The file is checked when it is read: it must be a JSON object whose keys are
-/// `storage`, `registries`, `browser` and the providers' names, and each value has the type its setting allows; a
+/// `storage`, `registries`, `browser`, `ca_bundle`, `proxy` and the providers' names, and each value has the type its setting allows; a
 /// wrong one is a ``DesktopError`` (78) naming the file, the key and what is allowed.
 public struct DesktopConfiguration: Sendable, Hashable {
     /// Where logins are kept.
@@ -178,7 +179,7 @@ public struct DesktopConfiguration: Sendable, Hashable {
                     status: .config)
             }
             let sections = knownSections ?? Desktop.providers.map(\.name)
-            let known = ["storage", "registries", "browser"] + sections
+            let known = ["storage", "registries", "browser"] + NetworkSettings.configKeys + sections
             if !sections.isEmpty, let unknown = object.keys.sorted().first(where: { !known.contains($0) }) {
                 throw DesktopError(
                     "The config file \(filePath) has an unknown key \"\(unknown.sanitizedForTerminal)\"; the keys "

@@ -97,6 +97,19 @@ public protocol ProviderPlugin: Sendable {
     /// - Parameter configuration: the resolved configuration, with the file's contents.
     /// - Throws: ``DesktopError`` (78) naming the key, for an unknown key or a bad value.
     func checkConfiguration(_ configuration: DesktopConfiguration) throws
+
+    /// The object of the config file that holds `instance`'s settings, and its path for messages:
+    /// by default the one under ``name`` (`facebook`); an OpenID issuer's is `oidc.work`. Where
+    /// ``NetworkSettings`` finds an instance's `ca_bundle` and `proxy`.
+    ///
+    /// - Throws: ``DesktopError`` (78) when that part of the file is not an object.
+    func configSection(
+        instance: String, configuration: DesktopConfiguration
+    ) throws -> (path: String, section: [String: JSONValue])
+
+    /// The environment variable of `instance`'s setting `setting` (upper case, `CA_BUNDLE`): by
+    /// default `SESAME_<INSTANCE>_<SETTING>` (`SESAME_FACEBOOK_CA_BUNDLE`).
+    func environmentVariable(_ setting: String, instance: String) -> String
 }
 
 extension ProviderPlugin {
@@ -118,6 +131,14 @@ extension ProviderPlugin {
     public func checkConfiguration(_ configuration: DesktopConfiguration) throws {
         try ProviderSetting.checkSection(
             configuration.section(name), path: name, settings: settings(instance: name), configuration: configuration)
+    }
+    public func configSection(
+        instance: String, configuration: DesktopConfiguration
+    ) throws -> (path: String, section: [String: JSONValue]) {
+        (name, try configuration.section(name))
+    }
+    public func environmentVariable(_ setting: String, instance: String) -> String {
+        "SESAME_\(instance.uppercased().replacingOccurrences(of: "-", with: "_"))_\(setting)"
     }
 }
 

@@ -102,6 +102,8 @@ extension ProviderSetting {
         _ section: [String: JSONValue], path: String, settings: [ProviderSetting],
         configuration: DesktopConfiguration, aliases: [String: String] = [:]
     ) throws {
+        // Every instance may name its own CA file and proxy (NetworkSettings).
+        let settings = settings + NetworkSettings.settings(variable: { _ in nil })
         let byKey = Dictionary(
             settings.compactMap { setting in setting.configKey.map { ($0, setting) } }, uniquingKeysWith: { a, _ in a })
         let file = configuration.configFileDescription

@@ -234,7 +234,12 @@ public struct GitHubPlugin: ProviderPlugin {
                     fix: "set SESAME_GITHUB_CLIENT_ID to an OAuth app's client id with device flow enabled"))
         }
         let provider = GitHubProvider(host: host, clientID: settings.clientID?.value ?? "")
-        if let error = await provider.probe(transport: request.transport, timeout: .seconds(3)) {
+        let error = await provider.probe(transport: request.transport, timeout: .seconds(3))
+        if let refused = error?.underlyingError as? TransportError, refused.kind == .certificateRejected {
+            // Who presented the refused certificate, and which setting trusts its CA.
+            lines.append(
+                await DoctorProbe.answers(label: "GitHub API", url: host.apiBaseURL, transport: request.transport))
+        } else if let error {
             lines.append(
                 DoctorLine(
                     .problem,

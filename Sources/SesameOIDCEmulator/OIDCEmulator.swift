@@ -116,6 +116,11 @@ public final class OIDCEmulator: Sendable {
     /// Stops listening.
     public func stop() async { await listener.stop() }
 
+    /// Answers as `issuer` from now on (discovery's endpoints, ID tokens' `iss`, the device page's
+    /// address): for a TLS server or proxy in front of the emulator, which clients reach instead
+    /// of its own `http` address. The admin API stays at ``OIDCEmulatorEndpoints/adminURL``.
+    public func answer(asIssuer issuer: String) { engine.setIssuer(issuer) }
+
     /// Activates a scenario.
     public func activate(_ setting: OIDCScenarioSetting) async throws { try await engine.activate(setting) }
     /// Turns device login (RFC 8628) off or on, as the admin API's `POST /__sesame/device-login`

@@ -128,6 +128,17 @@ public struct OIDCPlugin: ProviderPlugin {
         return issuers
     }
 
+    public func environmentVariable(_ setting: String, instance: String) -> String {
+        Self.variable(setting, instance: instance)
+    }
+
+    /// A named issuer's object in the config file (`oidc.work`); the unnamed `oidc` has none.
+    public func configSection(
+        instance: String, configuration: DesktopConfiguration
+    ) throws -> (path: String, section: [String: JSONValue]) {
+        ("oidc.\(instance)", instance == name ? [:] : try Self.configured(configuration)[instance] ?? [:])
+    }
+
     /// Checks every issuer's entry of the `oidc` object: its keys (`clientID` still allowed, for
     /// `client_id`) and their values.
     public func checkConfiguration(_ configuration: DesktopConfiguration) throws {

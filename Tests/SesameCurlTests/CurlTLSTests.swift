@@ -69,7 +69,7 @@ enum OpenSSLServer {
         ])
     }
 
-    private static func run(_ arguments: [String]) async throws {
+    static func run(_ arguments: [String]) async throws {
         let process = ChildProcess(
             executableURL: URL(fileURLWithPath: executable), arguments: arguments, standardOutput: .null,
             standardError: .null, diesWithParent: true)
@@ -110,6 +110,44 @@ struct CurlTLSTests {
             configuration: .init(tlsVerification: .certificateAuthorities(file: server.certificatePath)))
         let response = try await transport.send(HTTPRequest(url: server.url()))
         #expect(response.status == 200)
+    }
+
+    @Test("a hashed CA directory (SSL_CERT_DIR's form) is trusted as libcurl's CAPATH")
+    func trustedCertificateDirectory() async throws {
+        let server = try await OpenSSLServer.start()
+        defer { server.stop() }
+        let directory = server.directory.appending(path: "trusted")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        try FileManager.default.copyItem(
+            atPath: server.certificatePath, toPath: directory.appending(path: "ca.pem").path)
+        try await OpenSSLServer.run(["rehash", directory.path])
+        let untrusted = try await #require(throws: TransportError.self) {
+            try await CurlTransport(
+                configuration: .init(tlsVerification: .certificateAuthorities(file: nil, directory: nil))
+            )
+            .send(HTTPRequest(url: server.url()))
+        }
+        #expect(untrusted.kind == .certificateRejected)
+        let transport = CurlTransport(
+            configuration: .init(tlsVerification: .certificateAuthorities(file: nil, directory: directory.path)))
+        #expect(try await transport.send(HTTPRequest(url: server.url())).status == 200)
+    }
+
+    @Test("peerCertificates reads the chain of a server whose certificate is not trusted, without trusting it")
+    func peerCertificates() async throws {
+        let server = try await OpenSSLServer.start()
+        defer { server.stop() }
+        let transport = CurlTransport()
+        let chain = try await transport.peerCertificates(of: server.url("/path?access_token=secret"))
+        let leaf = try #require(chain.first)
+        #expect(leaf.subject == "CN = 127.0.0.1", "\(chain)")
+        #expect(leaf.issuer == "CN = 127.0.0.1", "\(chain)")
+        #expect(leaf.alternativeNames.contains("127.0.0.1"), "\(chain)")
+        // Real requests are still refused: the diagnosis changed nothing of the transport's checks.
+        let error = try await #require(throws: TransportError.self) {
+            try await transport.send(HTTPRequest(url: server.url()))
+        }
+        #expect(error.kind == .certificateRejected)
     }
 
     @Test("dangerouslyAcceptAnyCertificate accepts the self-signed certificate")

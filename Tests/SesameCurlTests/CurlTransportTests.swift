@@ -354,4 +354,22 @@ struct CurlTransportTests {
         await server.stop()
         #expect(error.kind == .connectionFailed)  // the (absent) proxy was tried, not the server
     }
+
+    @Test("a proxy with exceptions: a host the list names goes direct, any other through the proxy")
+    func proxyExceptions() async throws {
+        let server = try TestServer()
+        let refusing = try RefusingPort()
+        defer { refusing.release() }
+        let proxy = "http://127.0.0.1:\(refusing.port)"
+        let exempt = CurlTransport(configuration: .init(proxy: .url(proxy, except: "localhost,127.0.0.1")))
+        #expect(try await exempt.send(HTTPRequest(url: server.url("/echo"))).status == 200)
+        let notExempt = CurlTransport(configuration: .init(proxy: .url(proxy, except: "example.com")))
+        let error = try await #require(throws: TransportError.self) {
+            try await notExempt.send(HTTPRequest(url: server.url("/echo")))
+        }
+        await server.stop()
+        #expect(error.kind == .connectionFailed)
+        #expect(
+            CurlTransport.ProxyPolicy.url(proxy, except: "example.com").description.hasSuffix("except for example.com"))
+    }
 }
