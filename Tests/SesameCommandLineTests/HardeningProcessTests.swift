@@ -1,0 +1,61 @@
+import Foundation
+import Sesame
+import SesameTestSupport
+import Testing
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// What issue 47 found from outside in the state files, standard input and the helpers'
+/// requests, each run against the built programs.
+@Suite("hardening: state files under any umask, bounded standard input, ambiguous requests")
+struct HardeningProcessTests {
+    init() { TestProviders.bootstrap() }
+
+    /// The modes of everything under `directory` that are not 0600 (files) or 0700 (directories).
+    static func looseModes(under directory: URL) throws -> [String] {
+        var loose: [String] = []
+        for path in try [""] + FileManager.default.subpathsOfDirectory(atPath: directory.path) {
+            var info = stat()
+            let full = path.isEmpty ? directory.path : directory.appending(path: path).path
+            guard lstat(full, &info) == 0 else { continue }
+            let mode = info.st_mode & 0o777
+            let wanted: mode_t = info.st_mode & S_IFMT == S_IFDIR ? 0o700 : 0o600
+            if mode != wanted { loose.append("\(path.isEmpty ? "." : path) \(String(mode, radix: 8))") }
+        }
+        return loose
+    }
+
+    @Test("under umask 002 every state file is 0600, every directory 0700, and a switch is kept")
+    func umask002() async throws {
+        let cli = try CLIHarness()
+        let approve = ["SESAME_EMULATOR_APPROVE": "auto"]
+        let umask = "umask 002"
+        for arguments in [
+            ["login", "facebook", "--account", "work"], ["login", "facebook"], ["login", "github"],
+            ["switch", "facebook", "work"],
+        ] {
+            let result = try await cli.run("sesame", arguments, shellSetup: umask, environment: approve)
+            #expect(result.status == 0, "sesame \(arguments.joined(separator: " ")): \(result.standardError)")
+            #expect(!result.standardError.contains("Sesame ignored"), "\(result.standardError)")
+        }
+        let status = try await cli.run("sesame", ["status", "--json", "--timeout", "60"], shellSetup: umask)
+        #expect(!status.standardError.contains("Sesame ignored"), "\(status.standardError)")
+        let document = try #require(JSONValue(parsing: Data(status.standardOutput.utf8)), "\(status.standardError)")
+        let facebook = try #require(
+            document["providers"]?.arrayValue?.first { $0["provider"]?.stringValue == "facebook" })
+        let active = (facebook["accounts"]?.arrayValue ?? []).filter { $0["active"]?.boolValue == true }
+        #expect(active.map { $0["account"] } == [.string("work")], "the switch was lost: \(status.standardOutput)")
+
+        let state = cli.root.appending(path: "state")
+        let written = try FileManager.default.subpathsOfDirectory(atPath: state.path)
+        let names = [
+            "sesame/accounts.json", "sesame/credentials.json", "sesame/emulator.json", "sesame/github-emulator.json",
+        ]
+        for name in names {
+            #expect(written.contains(name), "\(name) was not written: \(written)")
+        }
+        #expect(try Self.looseModes(under: state) == [])
+    }
+}
