@@ -140,8 +140,8 @@ struct CredentialHelperTests {
         func run(_ arguments: [String], _ input: String) async -> (Int32, String) {
             let output = Locked("")
             let io = CommandIO(
-                readStandardInput: { Data(input.utf8) }, write: { text in output.withLock { $0 += text } },
-                writeError: { _ in })
+                readStandardInput: { Data(input.utf8.prefix($0 + 1)) },
+                write: { text in output.withLock { $0 += text } }, writeError: { _ in })
             let status = await DockerCredentialHelper.main(arguments, io: io, environment: environment)
             return (status, output.withLock { $0 })
         }
@@ -163,7 +163,7 @@ struct CredentialHelperTests {
             to: config.appending(path: "config.json"), atomically: true, encoding: .utf8)
         let output = Locked("")
         let io = CommandIO(
-            readStandardInput: { Data() }, write: { text in output.withLock { $0 += text } }, writeError: { _ in })
+            readStandardInput: { _ in Data() }, write: { text in output.withLock { $0 += text } }, writeError: { _ in })
         let status = await SesameCLI.main(
             ["credential-helpers", "--json"], io: io,
             environment: [

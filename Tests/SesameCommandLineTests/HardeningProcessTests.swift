@@ -58,4 +58,41 @@ struct HardeningProcessTests {
         }
         #expect(try Self.looseModes(under: state) == [])
     }
+
+    /// A command that reads standard input, and what it says when given too much.
+    struct EndlessInput: Sendable, CustomTestStringConvertible {
+        var program: String
+        var arguments: [String]
+        var says: String
+        var testDescription: String { "\(program) \(arguments.joined(separator: " "))" }
+    }
+
+    @Test(
+        "endless standard input (/dev/zero) is refused at the size limit with 65, not read to the end",
+        arguments: [
+            EndlessInput(program: "docker-credential-sesame", arguments: ["get"], says: "more than 64 KiB"),
+            EndlessInput(program: "docker-credential-sesame", arguments: ["list"], says: "more than 64 KiB"),
+            EndlessInput(program: "sesame", arguments: ["git-credential", "get"], says: "larger than 64 KiB"),
+            EndlessInput(
+                program: "sesame", arguments: ["login", "facebook", "--with-token"], says: "longer than 16 KiB"),
+            EndlessInput(
+                program: "sesame",
+                arguments: [
+                    "login", "oidc", "--issuer", "http://127.0.0.1:9", "--client-id", "x", "--client-secret-stdin",
+                ],
+                says: "longer than 16 KiB"),
+            EndlessInput(
+                program: "sesame",
+                arguments: ["explain-error", "--provider", "facebook", "--status", "400", "--body-file", "-"],
+                says: "more than 1 MiB"),
+        ])
+    func endlessInput(_ command: EndlessInput) async throws {
+        let cli = try CLIHarness()
+        // The limit turns a hang (today's read to the end) into a failure; it times nothing.
+        let result = try await cli.run(
+            command.program, command.arguments, shellSetup: "exec </dev/zero", limit: .seconds(60))
+        #expect(!result.wasKilled, "still reading after 60 s")
+        #expect(result.status == 65, "\(result.standardOutput)\(result.standardError)")
+        #expect((result.standardOutput + result.standardError).contains(command.says), "\(result)")
+    }
 }
