@@ -95,4 +95,31 @@ struct HardeningProcessTests {
         #expect(result.status == 65, "\(result.standardOutput)\(result.standardError)")
         #expect((result.standardOutput + result.standardError).contains(command.says), "\(result)")
     }
+
+    @Test("docker-credential-sesame gives no token for plain http to a registry that is not loopback")
+    func plainHTTPRegistry() async throws {
+        let cli = try CLIHarness()
+        let config = cli.root.appending(path: "config/sesame")
+        try FileManager.default.createDirectory(at: config, withIntermediateDirectories: true)
+        try #"{"registries": {"ghcr.io": "facebook", "127.0.0.1:5000": "facebook"}}"#.write(
+            to: config.appending(path: "config.json"), atomically: true, encoding: .utf8)
+        let approve = ["SESAME_EMULATOR_APPROVE": "auto"]
+        let login = try await cli.run("sesame", ["login", "facebook"], environment: approve)
+        try #require(login.status == 0, "\(login.standardError)")
+        let token = try #require(try await cli.storedTokens().first)
+        func get(_ serverURL: String) async throws -> ProcessResult {
+            try await cli.run("docker-credential-sesame", ["get"], input: Data(serverURL.utf8))
+        }
+        for allowed in ["https://ghcr.io", "ghcr.io", "http://127.0.0.1:5000"] {
+            let answer = try await get(allowed)
+            #expect(answer.status == 0, "\(allowed): \(answer.standardOutput)\(answer.standardError)")
+            #expect(answer.standardOutput.contains(token), "\(allowed) got no token")
+        }
+        for refused in ["http://ghcr.io", "HTTP://ghcr.io/v2/"] {
+            let answer = try await get(refused)
+            #expect(answer.status == 65, "\(refused): \(answer.standardOutput)\(answer.standardError)")
+            #expect(!(answer.standardOutput + answer.standardError).contains(token), "\(refused) got the token")
+            #expect(answer.standardOutput.contains("plain http to ghcr.io"), "\(answer.standardOutput)")
+        }
+    }
 }
