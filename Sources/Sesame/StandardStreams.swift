@@ -82,16 +82,7 @@ package enum StandardStreams {
     /// Every read of standard input in Sesame's programs goes through here or ``readLine(_:upTo:)``.
     /// Retries on `EINTR`; a read error ends the input. Blocking: call it off the cooperative pool.
     package static func read(_ descriptor: Int32, upTo limit: Int) -> [UInt8] {
-        var data: [UInt8] = []
-        var buffer = [UInt8](repeating: 0, count: min(65536, limit + 1))
-        while data.count <= limit {
-            let wanted = min(buffer.count, limit + 1 - data.count)
-            let count = buffer.withUnsafeMutableBytes { systemRead(descriptor, $0.baseAddress, wanted) }
-            if count < 0 && errno == EINTR { continue }
-            if count <= 0 { break }
-            data.append(contentsOf: buffer[0..<count])
-        }
-        return data
+        read(descriptor, upTo: limit, endingAtLine: false)
     }
 
     /// Reads a terminal's `descriptor` up to and including a line end (`\n`), its end, or more
@@ -99,16 +90,20 @@ package enum StandardStreams {
     /// In canonical mode each read returns at most one line, so nothing after it is consumed; from
     /// a pipe a read may take more than the line.
     package static func readLine(_ descriptor: Int32, upTo limit: Int) -> [UInt8] {
-        var line: [UInt8] = []
-        var buffer = [UInt8](repeating: 0, count: 4096)
-        while line.count <= limit, line.last != UInt8(ascii: "\n") {
-            let wanted = min(buffer.count, limit + 1 - line.count)
+        read(descriptor, upTo: limit, endingAtLine: true)
+    }
+
+    private static func read(_ descriptor: Int32, upTo limit: Int, endingAtLine: Bool) -> [UInt8] {
+        var data: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: min(65536, limit + 1))
+        while data.count <= limit, !(endingAtLine && data.last == UInt8(ascii: "\n")) {
+            let wanted = min(buffer.count, limit + 1 - data.count)
             let count = buffer.withUnsafeMutableBytes { systemRead(descriptor, $0.baseAddress, wanted) }
             if count < 0 && errno == EINTR { continue }
             if count <= 0 { break }
-            line.append(contentsOf: buffer[0..<count])
+            data.append(contentsOf: buffer[0..<count])
         }
-        return line
+        return data
     }
 
     private static func systemRead(_ descriptor: Int32, _ buffer: UnsafeMutableRawPointer?, _ count: Int) -> Int {
