@@ -139,38 +139,7 @@ public final class FileCredentialStore: CredentialStore {
         let data = try encoder.encode(
             FileContents(version: Self.formatVersion, credentials: table.values.sorted { $0.key < $1.key }))
 
-        let directory = url.deletingLastPathComponent().path
-        var template = Array("\(directory)/.\(url.lastPathComponent).tmp-XXXXXX".utf8CString)
-        let fd = template.withUnsafeMutableBufferPointer { mkstemp($0.baseAddress!) }
-        guard fd >= 0 else { throw ioError("could not create a temporary file in \(directory)", errno) }
-        let tempPath = template.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }
-        var renamed = false
-        defer {
-            if !renamed { unlink(tempPath) }
-        }
-        defer { close(fd) }
-        guard fchmod(fd, 0o600) == 0 else { throw ioError("could not set mode 0600 on \(tempPath)", errno) }
-        try data.withUnsafeBytes { buffer in
-            var offset = 0
-            while offset < buffer.count {
-                let written = write(fd, buffer.baseAddress! + offset, buffer.count - offset)
-                if written < 0 {
-                    if errno == EINTR { continue }
-                    throw ioError("could not write \(tempPath)", errno)
-                }
-                offset += written
-            }
-        }
-        guard fsync(fd) == 0 else { throw ioError("could not flush \(tempPath) to disk", errno) }
-        try beforeRename?(tempPath)
-        guard rename(tempPath, url.path) == 0 else { throw ioError("could not replace \(url.path)", errno) }
-        renamed = true
-        // Make the rename itself durable.
-        let dirFD = open(directory, O_RDONLY | O_DIRECTORY)
-        if dirFD >= 0 {
-            _ = fsync(dirFD)
-            close(dirFD)
-        }
+        try PrivateFiles.replace(atPath: url.path, with: data, beforeRename: beforeRename)
     }
 
     /// Removes the temporary files of writes that never reached their rename (the process was

@@ -112,10 +112,12 @@ public enum OAuth {
     ///
     /// The redirect's `state` must equal `expectedState`; a missing or different `state` is
     /// refused with ``AuthError/stateMismatch(provider:missing:)`` whatever else it carries,
-    /// because it cannot be tied to this login.
+    /// because it cannot be tied to this login. A redirect that carries one of its parameters
+    /// (`code`, `state`, `error`, `iss`, …) twice is refused as malformed (RFC 6749 §3.1): which
+    /// one the provider sent would be a guess.
     ///
-    /// - Throws: ``AuthError`` for a missing or mismatched state, or a redirect with neither a
-    ///   code nor an error.
+    /// - Throws: ``AuthError`` for a missing or mismatched state, a parameter given twice, or a
+    ///   redirect with neither a code nor an error.
     public static func parseRedirect(
         _ url: URL, expectedState: String, expectedIssuer: AuthorizationResponseIssuer? = nil,
         provider: ProviderID? = nil
@@ -141,6 +143,15 @@ public enum OAuth {
         provider: ProviderID? = nil
     ) throws -> RedirectOutcome {
         func value(_ name: String) -> String? { parameters.first { $0.0 == name }?.1 }
+        // RFC 6749 §3.1: a parameter is never sent twice. Two codes (or states, or errors) leave
+        // which one the provider sent to a guess, so the answer is refused, not half-used.
+        var seen: Set<String> = []
+        for (name, _) in parameters where OAuthErrorResponse.redirectParameterNames.contains(name) {
+            guard seen.insert(name).inserted else {
+                throw AuthError.malformedRedirect(
+                    "it carries '\(name)' more than once, and a provider sends each only once", provider: provider)
+            }
+        }
         guard let state = value("state"), !state.isEmpty else {
             throw AuthError.stateMismatch(provider: provider, missing: true)
         }

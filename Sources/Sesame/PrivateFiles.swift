@@ -41,9 +41,10 @@ package enum PrivateFiles {
         }
     }
 
-    /// Makes `path` and its missing parents, each 0700; an error names the directory that could
-    /// not be made, why (in the system's words), and what to do.
-    private static func makeDirectories(_ path: String) throws {
+    /// Makes `path` and its missing parents, each 0700 whatever the umask (`mkdir` with 0700 can
+    /// only lose bits to it); directories that exist are left as they are. An error names the
+    /// directory that could not be made, why (in the system's words), and what to do.
+    package static func makeDirectories(_ path: String) throws {
         var info = stat()
         if stat(path, &info) == 0 { return }
         let parent = (path as NSString).deletingLastPathComponent
@@ -54,6 +55,52 @@ package enum PrivateFiles {
                 kind: .cannotCreate,
                 message: "Sesame could not create the directory \(path) for its state (\(reason)). Make \(parent) "
                     + "writable, or set XDG_STATE_HOME to a directory you can write.")
+        }
+    }
+
+    /// Replaces the file at `path` with `bytes` at once, with mode 0600 whatever the umask (002
+    /// on many distributions would otherwise make it 0664, a file Sesame then refuses to trust):
+    /// a new file beside it, `.NAME.tmp-XXXXXX`, made by `mkstemp` and set to 0600 with `fchmod`
+    /// before a byte is written, flushed to disk, renamed over `path`, and the rename made durable.
+    /// A reader sees the old contents or the new, never a part; on failure the new file is removed
+    /// and the old one is left as it was. The directory must exist (``ensurePrivateDirectory(_:)``).
+    ///
+    /// - Parameter beforeRename: called with the new file's path just before the rename (tests
+    ///   interrupt a save there).
+    /// - Throws: ``CredentialStoreError`` (`ioFailure`) naming the file and the system's reason;
+    ///   whatever `beforeRename` throws.
+    package static func replace(
+        atPath path: String, with bytes: some ContiguousBytes, beforeRename: ((String) throws -> Void)? = nil
+    ) throws {
+        let directory = (path as NSString).deletingLastPathComponent
+        let name = (path as NSString).lastPathComponent
+        var template = Array("\(directory)/.\(name).tmp-XXXXXX".utf8CString)
+        let fd = template.withUnsafeMutableBufferPointer { mkstemp($0.baseAddress!) }
+        guard fd >= 0 else { throw ioError("could not create a temporary file in \(directory)", errno) }
+        let temporary = template.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }
+        var renamed = false
+        defer { if !renamed { unlink(temporary) } }
+        defer { close(fd) }
+        guard fchmod(fd, 0o600) == 0 else { throw ioError("could not set mode 0600 on \(temporary)", errno) }
+        try bytes.withUnsafeBytes { buffer in
+            var offset = 0
+            while offset < buffer.count {
+                let written = write(fd, buffer.baseAddress! + offset, buffer.count - offset)
+                if written < 0 {
+                    if errno == EINTR { continue }
+                    throw ioError("could not write \(temporary)", errno)
+                }
+                offset += written
+            }
+        }
+        guard fsync(fd) == 0 else { throw ioError("could not flush \(temporary) to disk", errno) }
+        try beforeRename?(temporary)
+        guard rename(temporary, path) == 0 else { throw ioError("could not replace \(path)", errno) }
+        renamed = true
+        let directoryFD = open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        if directoryFD >= 0 {
+            _ = fsync(directoryFD)
+            close(directoryFD)
         }
     }
 

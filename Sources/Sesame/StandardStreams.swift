@@ -76,6 +76,46 @@ package enum StandardStreams {
         return true
     }
 
+    /// Reads `descriptor` until its end or until more than `limit` bytes have come, whichever is
+    /// first: at most `limit + 1` bytes, so that a caller refuses input longer than `limit`
+    /// without reading the rest of it (`</dev/zero` has no end, and 300 MB would be held whole).
+    /// Every read of standard input in Sesame's programs goes through here or ``readLine(_:upTo:)``.
+    /// Retries on `EINTR`; a read error ends the input. Blocking: call it off the cooperative pool.
+    package static func read(_ descriptor: Int32, upTo limit: Int) -> [UInt8] {
+        read(descriptor, upTo: limit, endingAtLine: false)
+    }
+
+    /// Reads a terminal's `descriptor` up to and including a line end (`\n`), its end, or more
+    /// than `limit` bytes, whichever is first (at most `limit + 1` bytes, as ``read(_:upTo:)``).
+    /// In canonical mode each read returns at most one line, so nothing after it is consumed; from
+    /// a pipe a read may take more than the line.
+    package static func readLine(_ descriptor: Int32, upTo limit: Int) -> [UInt8] {
+        read(descriptor, upTo: limit, endingAtLine: true)
+    }
+
+    private static func read(_ descriptor: Int32, upTo limit: Int, endingAtLine: Bool) -> [UInt8] {
+        var data: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: min(65536, limit + 1))
+        while data.count <= limit, !(endingAtLine && data.last == UInt8(ascii: "\n")) {
+            let wanted = min(buffer.count, limit + 1 - data.count)
+            let count = buffer.withUnsafeMutableBytes { systemRead(descriptor, $0.baseAddress, wanted) }
+            if count < 0 && errno == EINTR { continue }
+            if count <= 0 { break }
+            data.append(contentsOf: buffer[0..<count])
+        }
+        return data
+    }
+
+    private static func systemRead(_ descriptor: Int32, _ buffer: UnsafeMutableRawPointer?, _ count: Int) -> Int {
+        #if canImport(Glibc)
+            Glibc.read(descriptor, buffer, count)
+        #elseif canImport(Musl)
+            Musl.read(descriptor, buffer, count)
+        #else
+            Darwin.read(descriptor, buffer, count)
+        #endif
+    }
+
     /// Why a write to standard output failed, other than a reader that went away (`EPIPE`):
     /// the `errno` of the first such failure, or `nil` when every write so far succeeded.
     package static var outputError: Int32? {

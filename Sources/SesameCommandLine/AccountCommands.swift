@@ -11,6 +11,9 @@ struct AccountCommands {
     var context: CommandContext
 
     private var io: CommandIO { context.io }
+    /// The most standard input may hold for a token or a secret (`--with-token`,
+    /// `--client-secret-stdin`); reading stops just past it.
+    static let maximumSecretSize = 16 * 1024
     private var name: String { command.provider }
 
     func run() async throws -> Int32 {
@@ -66,7 +69,15 @@ struct AccountCommands {
             terminal: context.terminal, transport: LazyTransport.curl { network.transportConfiguration() },
             emulators: .sesame,
             purpose: command.action.isLogin ? .login : .use,
-            readSecret: { [io] prompt in String(decoding: await io.readSecret(prompt), as: UTF8.self) })
+            readSecret: { [io] prompt in
+                let data = await io.readSecret(prompt, Self.maximumSecretSize)
+                guard data.count <= Self.maximumSecretSize else {
+                    throw CommandFailure(
+                        "What standard input gave is longer than \(Self.maximumSecretSize / 1024) KiB, too long for a "
+                            + "secret; pipe in the secret alone.", status: ExitStatus.dataError)
+                }
+                return String(decoding: data, as: UTF8.self)
+            })
         let storage: StorageSelection
         let connected: any ConnectedProvider
         if command.action.isLogin {
@@ -305,11 +316,11 @@ struct AccountCommands {
     /// Reads a token from standard input, refusing what cannot be one.
     private func readToken() async throws -> String {
         // On a terminal: a prompt, echo off, Enter ends it. From a pipe: everything to the end.
-        let data = await io.readSecret("Paste the access token, then press Enter: ")
-        guard data.count <= 16 * 1024 else {
+        let data = await io.readSecret("Paste the access token, then press Enter: ", Self.maximumSecretSize)
+        guard data.count <= Self.maximumSecretSize else {
             throw CommandFailure(
-                "What standard input gave is \(data.count) bytes long, too long for an access token; pipe in the "
-                    + "token alone.", status: ExitStatus.dataError)
+                "What standard input gave is longer than \(Self.maximumSecretSize / 1024) KiB, too long for an access "
+                    + "token; pipe in the token alone.", status: ExitStatus.dataError)
         }
         guard let text = String(data: data, encoding: .utf8) else {
             throw CommandFailure(

@@ -321,11 +321,13 @@ package enum SesameCLI {
 
 /// Where a command reads and writes. Tests substitute buffers.
 package struct CommandIO: Sendable {
-    /// Reads all of standard input.
-    package var readStandardInput: @Sendable () async -> Data
+    /// Reads standard input to its end, or until more than `limit` bytes have come: at most
+    /// `limit + 1` bytes, so that the caller refuses too much without reading the rest (endless
+    /// input, `</dev/zero`, ends too).
+    package var readStandardInput: @Sendable (_ limit: Int) async -> Data
     /// Reads a secret from standard input: on a terminal, a prompt (the argument), echo off, and
-    /// one line; from a pipe, everything to the end.
-    package var readSecret: @Sendable (String) async -> Data
+    /// one line; from a pipe, everything to the end. Bounded as ``readStandardInput``.
+    package var readSecret: @Sendable (_ prompt: String, _ limit: Int) async -> Data
     /// Writes to standard output.
     package var write: @Sendable (String) -> Void
     /// Writes to standard error.
@@ -333,25 +335,26 @@ package struct CommandIO: Sendable {
 
     /// - Parameter readSecret: when `nil`, the secret is all of `readStandardInput`.
     package init(
-        readStandardInput: @escaping @Sendable () async -> Data,
-        readSecret: (@Sendable (String) async -> Data)? = nil, write: @escaping @Sendable (String) -> Void,
+        readStandardInput: @escaping @Sendable (_ limit: Int) async -> Data,
+        readSecret: (@Sendable (_ prompt: String, _ limit: Int) async -> Data)? = nil,
+        write: @escaping @Sendable (String) -> Void,
         writeError: @escaping @Sendable (String) -> Void
     ) {
         self.readStandardInput = readStandardInput
-        self.readSecret = readSecret ?? { _ in await readStandardInput() }
+        self.readSecret = readSecret ?? { _, limit in await readStandardInput(limit) }
         self.write = write
         self.writeError = writeError
     }
 
     /// The process's standard streams.
     package static let standard = CommandIO(
-        readStandardInput: {
+        readStandardInput: { limit in
             // On a thread of its own: reading may wait as long as the person takes to paste.
-            await onOwnThread { FileHandle.standardInput.readDataToEndOfFile() }
+            await onOwnThread { Data(StandardStreams.read(STDIN_FILENO, upTo: limit)) }
         },
-        readSecret: { prompt in
+        readSecret: { prompt, limit in
             // On a thread of its own: the person may take a while to paste.
-            await onOwnThread { Data(Terminal.readSecretBlocking(prompt: prompt)) }
+            await onOwnThread { Data(Terminal.readSecretBlocking(prompt: prompt, limit: limit)) }
         },
         // Never FileHandle.write(_:), which traps on EPIPE: a reader that went away
         // (`sesame token PROVIDER | true`) ends the output quietly.

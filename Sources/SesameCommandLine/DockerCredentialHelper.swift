@@ -118,7 +118,7 @@ package enum DockerCredentialHelper {
     package static let maximumInputSize = 64 * 1024
 
     private static func readInput(_ context: CommandContext) async throws -> Data {
-        let input = await context.io.readStandardInput()
+        let input = await context.io.readStandardInput(maximumInputSize)
         guard input.count <= maximumInputSize else {
             throw CommandFailure(
                 "refused the request: standard input holds more than \(maximumInputSize / 1024) KiB; the protocol "

@@ -22,6 +22,8 @@ package struct ExplainError: Sendable, Equatable {
     package var headers: HTTPHeaders
     /// The body.
     package var body: BodySource
+    /// The most a body read from standard input may hold; reading stops just past it.
+    package static let maximumBodySize = 1 << 20
     /// Whether to print one JSON object instead of words.
     package var json: Bool
 
@@ -130,7 +132,14 @@ package struct ExplainError: Sendable, Equatable {
         let data: Data
         switch body {
         case .inline(let text): data = Data(text.utf8)
-        case .standardInput: data = await io.readStandardInput()
+        case .standardInput:
+            data = await io.readStandardInput(Self.maximumBodySize)
+            guard data.count <= Self.maximumBodySize else {
+                io.writeError(
+                    "sesame explain-error: standard input holds more than \(Self.maximumBodySize >> 20) MiB, more "
+                        + "than a provider's error body; give the body alone.\n")
+                return ExitStatus.dataError
+            }
         case .file(let path):
             guard let contents = FileManager.default.contents(atPath: path) else {
                 let reason =

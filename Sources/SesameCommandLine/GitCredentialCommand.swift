@@ -53,7 +53,7 @@ package struct GitCredentialCommand: Sendable, Equatable {
     }
 
     func run(context: CommandContext) async throws -> Int32 {
-        let input = await context.io.readStandardInput()
+        let input = await context.io.readStandardInput(GitCredentialRequest.maximumInputSize)
         guard input.count <= GitCredentialRequest.maximumInputSize else {
             throw CommandFailure(
                 "the request from git is larger than \(GitCredentialRequest.maximumInputSize / 1024) KiB; git sends "

@@ -168,17 +168,8 @@ public final class EmulatorStateHold: Sendable {
     public static func save(_ data: Data, to stateFile: URL, name: String) throws {
         let directory = stateFile.deletingLastPathComponent()
         do {
-            try FileManager.default.createDirectory(
-                at: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
-            let temporary = directory.appendingPathComponent(".\(stateFile.lastPathComponent).\(UUID().uuidString)")
-            guard
-                FileManager.default.createFile(
-                    atPath: temporary.path, contents: data, attributes: [.posixPermissions: 0o600])
-            else { throw CocoaError(.fileWriteNoPermission) }
-            guard rename(temporary.path, stateFile.path) == 0 else {
-                try? FileManager.default.removeItem(at: temporary)
-                throw CocoaError(.fileWriteUnknown)
-            }
+            try PrivateFiles.ensurePrivateDirectory(directory)
+            try PrivateFiles.replace(atPath: stateFile.path, with: data)
         } catch {
             throw DesktopError(
                 "\(name.prefix(1).uppercased() + name.dropFirst())'s tokens could not be kept in \(stateFile.path): "

@@ -8,7 +8,9 @@ import Sesame
 /// in it (`user@host`), a query or fragment, a backslash, spaces or control characters, a host
 /// that is not a DNS name, IPv4 or bracketed IPv6 address, or a port outside 1-65535 is refused;
 /// what follows the first `/` after the host is a path and never part of the host, so
-/// `evil.example/ghcr.io` is `evil.example`.
+/// `evil.example/ghcr.io` is `evil.example`. A scheme, when given, is `https`, or `http` to a
+/// loopback registry only (`http://127.0.0.1:5000`, as docker allows plain http to local
+/// registries): a token asked for `http://ghcr.io` would cross the network unencrypted.
 public struct RegistryHost: Sendable, Hashable, Comparable, CustomStringConvertible {
     /// `host` or `host:port`, lower case.
     public let text: String
@@ -39,11 +41,13 @@ public struct RegistryHost: Sendable, Hashable, Comparable, CustomStringConverti
             throw Refusal(
                 description: "the server URL has spaces, control characters, backslashes or non-ASCII characters")
         }
+        var plainHTTP = false
         if let scheme = rest.range(of: "://") {
             let name = rest[..<scheme.lowerBound].lowercased()
             guard name == "https" || name == "http" else {
                 throw Refusal(description: "the server URL's scheme must be https or http")
             }
+            plainHTTP = name == "http"
             rest = rest[scheme.upperBound...]
         }
         let authority = rest.prefix { $0 != "/" }
@@ -75,6 +79,11 @@ public struct RegistryHost: Sendable, Hashable, Comparable, CustomStringConverti
                 host = host[..<colon]
             }
             try Self.checkName(host)
+        }
+        if plainHTTP, !EndpointSecurity.isLoopback(String(host)) {
+            throw Refusal(
+                description: "the server URL is plain http to \(host.lowercased()), which would send the token "
+                    + "unencrypted; a token goes over https, or over http only to a loopback registry")
         }
         text = host.lowercased() + (port.map { ":\($0)" } ?? "")
     }

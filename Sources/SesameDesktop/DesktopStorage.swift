@@ -111,7 +111,8 @@ public enum DesktopStorage {
     }
 
     /// How renewals of logins kept in `mode`'s store are kept apart: a lock file per login in
-    /// `$XDG_RUNTIME_DIR` for the stores of one machine, PostgreSQL's advisory lock for a fleet's.
+    /// `$XDG_STATE_HOME/sesame/locks` for the stores of one machine, PostgreSQL's advisory lock for
+    /// a fleet's.
     public static func refreshLocking(for mode: StorageMode, environment: [String: String]) -> RefreshLocking {
         switch mode {
         case .postgres: .service(PostgresRefreshLock(configuration: .fromEnvironment(environment)))

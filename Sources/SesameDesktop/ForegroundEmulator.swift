@@ -94,8 +94,7 @@ package enum EmulatorStateFile {
     package static func unwritable(_ stateFile: String) -> String? {
         let directory = URL(fileURLWithPath: stateFile).deletingLastPathComponent()
         do {
-            try FileManager.default.createDirectory(
-                at: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+            try PrivateFiles.makeDirectories(directory.path)
         } catch {
             return "its directory \(directory.path) cannot be created"
         }

@@ -159,8 +159,9 @@ final class InterruptibleLineReader: Sendable {
     }
 
     /// The next line without its line end; `nil` at the end of the input, on a read error, or
-    /// once stopped.
-    func readLine() -> [UInt8]? {
+    /// once stopped. A line longer than `limit` bytes ends there (`limit + 1` bytes, for the
+    /// caller to refuse), so that endless input without a line end (`</dev/zero`) is not held whole.
+    func readLine(limit: Int = 64 * 1024) -> [UInt8]? {
         var line: [UInt8] = []
         var buffer = [UInt8](repeating: 0, count: 4096)
         while true {
@@ -180,6 +181,7 @@ final class InterruptibleLineReader: Sendable {
                 if result.last == UInt8(ascii: "\r") { result.removeLast() }
                 return result
             }
+            if line.count > limit { return Array(line.prefix(limit + 1)) }
         }
     }
 }

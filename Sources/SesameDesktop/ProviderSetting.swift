@@ -184,8 +184,8 @@ public struct ProviderConnectionRequest: Sendable {
     public var purpose: ConnectionPurpose
     /// Reads a secret the person gives on standard input (a prompt without echo on a terminal),
     /// for settings a flag asks to read that way; `nil` when the program has no standard input to
-    /// offer.
-    public var readSecret: (@Sendable (_ prompt: String) async -> String)?
+    /// offer. It throws, saying so, when standard input holds more than a secret could be.
+    public var readSecret: (@Sendable (_ prompt: String) async throws -> String)?
     /// For `sesame doctor`: the logins stored under this instance's provider id, so that a plug-in
     /// can say what is wrong with one (a login its code no longer uses as it is); `nil` when the
     /// store was not read.
@@ -196,7 +196,7 @@ public struct ProviderConnectionRequest: Sendable {
         instance: String, flags: [String: String] = [:], configuration: DesktopConfiguration,
         environment: [String: String], terminal: Terminal, transport: any HTTPTransport,
         emulators: BuiltInEmulators?, purpose: ConnectionPurpose,
-        readSecret: (@Sendable (_ prompt: String) async -> String)? = nil
+        readSecret: (@Sendable (_ prompt: String) async throws -> String)? = nil
     ) {
         self.readSecret = readSecret
         self.instance = instance

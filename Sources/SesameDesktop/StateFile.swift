@@ -41,10 +41,11 @@ package struct JSONStateFile: Sendable {
         StandardStreams.err(Terminal.printable(message) + "\n")
     }
 
-    /// Replaces the file with `object`, making its directory (0700) when missing.
+    /// Replaces the file with `object` (mode 0600 whatever the umask, replaced at once), making
+    /// its directory (0700) when missing.
     package func write(_ object: [String: JSONValue]) throws {
         try PrivateFiles.ensurePrivateDirectory(url.deletingLastPathComponent())
-        try Data(JSONValue.object(object).jsonText.utf8).write(to: url, options: .atomic)
+        try PrivateFiles.replace(atPath: path, with: Array(JSONValue.object(object).jsonText.utf8))
     }
 
     /// Reads, changes and writes the file under an exclusive lock on the file's path with

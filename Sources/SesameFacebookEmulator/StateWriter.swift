@@ -99,40 +99,11 @@ final class StateWriter: Sendable {
     }
 
     private static func replace(_ url: URL, with data: Data) throws {
-        let directory = url.deletingLastPathComponent()
         try ensurePrivateDirectory(for: url)
-        let temporary = directory.appendingPathComponent(".\(url.lastPathComponent).\(getpid()).tmp")
-        unlink(temporary.path)
-        let fd = open(temporary.path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
-        guard fd >= 0 else {
-            throw EmulatorError.stateFile(url, "could not be written: \(String(cString: strerror(errno))).")
-        }
-        var ok = true
-        data.withUnsafeBytes { buffer in
-            var offset = 0
-            while offset < buffer.count {
-                let written = posixWrite(fd, buffer.baseAddress! + offset, buffer.count - offset)
-                if written < 0 {
-                    if errno == EINTR { continue }
-                    ok = false
-                    return
-                }
-                offset += written
-            }
-        }
-        let failure = ok && fsync(fd) == 0 ? nil : String(cString: strerror(errno))
-        close(fd)
-        if let failure {
-            unlink(temporary.path)
-            throw EmulatorError.stateFile(url, "could not be written: \(failure).")
-        }
-        guard rename(temporary.path, url.path) == 0 else {
-            let reason = String(cString: strerror(errno))
-            unlink(temporary.path)
-            throw EmulatorError.stateFile(url, "could not be replaced: \(reason).")
+        do {
+            try PrivateFiles.replace(atPath: url.path, with: data)
+        } catch let error as CredentialStoreError {
+            throw EmulatorError.stateFile(url, "could not be written: \(error.message)")
         }
     }
 }
-
-/// `write(2)`, named apart from ``StateWriter/write(_:)``.
-private func posixWrite(_ fd: Int32, _ bytes: UnsafeRawPointer, _ count: Int) -> Int { write(fd, bytes, count) }

@@ -64,9 +64,7 @@ enum FacebookEmulatorHooks {
         var hold: EmulatorStateHold?
         if configuration.stateFileURL != nil {
             do {
-                try FileManager.default.createDirectory(
-                    at: stateFile.deletingLastPathComponent(), withIntermediateDirectories: true,
-                    attributes: [.posixPermissions: 0o700])
+                try PrivateFiles.makeDirectories(stateFile.deletingLastPathComponent().path)
                 guard FileManager.default.isWritableFile(atPath: stateFile.deletingLastPathComponent().path) else {
                     throw CocoaError(.fileWriteNoPermission)
                 }

@@ -196,7 +196,7 @@ public struct OIDCPlugin: ProviderPlugin {
                 guard let readSecret = request.readSecret else {
                     throw DesktopError("This program cannot read a client secret from standard input.", status: .usage)
                 }
-                let text = await readSecret("Client secret for '\(instance)': ")
+                let text = try await readSecret("Client secret for '\(instance)': ")
                     .trimmingCharacters(in: .whitespacesAndNewlines)
                 guard !text.isEmpty, settings[2].problem(with: text) == nil else {
                     throw DesktopError(

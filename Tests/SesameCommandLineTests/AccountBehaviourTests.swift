@@ -109,7 +109,7 @@ struct InProcessCLI {
         let output = Locked("")
         let error = Locked("")
         let io = CommandIO(
-            readStandardInput: { Data(input.utf8) }, write: { text in output.withLock { $0 += text } },
+            readStandardInput: { Data(input.utf8.prefix($0 + 1)) }, write: { text in output.withLock { $0 += text } },
             writeError: { text in error.withLock { $0 += text } })
         let store = self.store
         let status = await SesameCLI.main(

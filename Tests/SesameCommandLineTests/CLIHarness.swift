@@ -65,6 +65,25 @@ final class CLIHarness: Sendable {
         return result
     }
 
+    /// Runs a built program as ``run(_:_:input:environment:)`` does, started by `sh -c` after
+    /// `setup`, shell commands that change what the program inherits (`umask 002`, `exec
+    /// </dev/zero`). A program still running after `limit` is killed and its result says so.
+    @discardableResult
+    func run(
+        _ program: String, _ arguments: [String], shellSetup setup: String, limit: Duration = ProcessRunner.hangLimit,
+        environment extra: [String: String] = [:]
+    ) async throws -> ProcessResult {
+        let executable = try ProcessRunner.builtExecutable(program)
+        let running = try await LiveProcess(
+            URL(fileURLWithPath: "/bin/sh"), ["-c", "\(setup)\nexec \"$0\" \"$@\"", executable.path] + arguments,
+            environment: environment.merging(extra) { $1 }, input: Data())
+        let result = await running.finish(limit: limit)
+        outputs.withLock {
+            $0.append(("\(program) \(arguments.joined(separator: " "))", result.standardOutput + result.standardError))
+        }
+        return result
+    }
+
     /// Starts a program and returns it running (for a login to approve through the admin API).
     func start(
         _ program: String, _ arguments: [String], environment extra: [String: String] = [:]

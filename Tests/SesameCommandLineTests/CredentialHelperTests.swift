@@ -18,7 +18,8 @@ struct CredentialHelperTests {
             ("127.0.0.1:5000", "127.0.0.1:5000"), ("http://127.0.0.1:5000/v2/x", "127.0.0.1:5000"),
             ("https://index.docker.io/v1/", "index.docker.io"), ("[::1]:5000", "[::1]:5000"),
             ("evil.example/ghcr.io", "evil.example"), ("ghcr.io.evil.example", "ghcr.io.evil.example"),
-            ("registry.example:0443", "registry.example:443"),
+            ("registry.example:0443", "registry.example:443"), ("http://localhost:5000", "localhost:5000"),
+            ("HTTP://[::1]:5000/v2/", "[::1]:5000"),
         ])
     func hosts(_ url: String, _ host: String) throws {
         #expect(try RegistryHost(serverURL: url).text == host)
@@ -30,7 +31,8 @@ struct CredentialHelperTests {
             "", "user@ghcr.io", "https://u:p@ghcr.io/", "ghcr.io@evil.example", "ghcr.io:443@evil.example",
             "ghcr.io?x=1", "ghcr.io#x", "ghcr.io\\@evil", "ghcr .io", "ghcr.io\n", "ghcr.io\u{0}", "ftp://ghcr.io",
             "ghcr.io:", "ghcr.io:99999", "ghcr.io:80a", "ghcr.io.", "-ghcr.io", "gh_cr.io", "[::1", "[zz]:5",
-            "ghcr.ıo", "{\"ServerURL\":\"ghcr.io\"}", String(repeating: "a", count: 3000),
+            "ghcr.ıo", "{\"ServerURL\":\"ghcr.io\"}", String(repeating: "a", count: 3000), "http://ghcr.io",
+            "HTTP://ghcr.io/v2/", "http://registry.example:5000", "http://127.0.0.1.evil.example",
         ])
     func refused(_ url: String) {
         #expect(throws: RegistryHost.Refusal.self) { try RegistryHost(serverURL: url) }
@@ -140,8 +142,8 @@ struct CredentialHelperTests {
         func run(_ arguments: [String], _ input: String) async -> (Int32, String) {
             let output = Locked("")
             let io = CommandIO(
-                readStandardInput: { Data(input.utf8) }, write: { text in output.withLock { $0 += text } },
-                writeError: { _ in })
+                readStandardInput: { Data(input.utf8.prefix($0 + 1)) },
+                write: { text in output.withLock { $0 += text } }, writeError: { _ in })
             let status = await DockerCredentialHelper.main(arguments, io: io, environment: environment)
             return (status, output.withLock { $0 })
         }
@@ -163,7 +165,7 @@ struct CredentialHelperTests {
             to: config.appending(path: "config.json"), atomically: true, encoding: .utf8)
         let output = Locked("")
         let io = CommandIO(
-            readStandardInput: { Data() }, write: { text in output.withLock { $0 += text } }, writeError: { _ in })
+            readStandardInput: { _ in Data() }, write: { text in output.withLock { $0 += text } }, writeError: { _ in })
         let status = await SesameCLI.main(
             ["credential-helpers", "--json"], io: io,
             environment: [

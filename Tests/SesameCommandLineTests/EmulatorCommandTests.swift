@@ -60,7 +60,7 @@ struct EmulatorCommandTests {
     func badEmulatorValues(arguments: [String], mention: String) async throws {
         let errors = Locked("")
         let io = CommandIO(
-            readStandardInput: { Data() }, write: { _ in }, writeError: { text in errors.withLock { $0 += text } })
+            readStandardInput: { _ in Data() }, write: { _ in }, writeError: { text in errors.withLock { $0 += text } })
         let command = try parse(["facebook"] + arguments)
         let status = await command.run(io: io, environment: ["XDG_STATE_HOME": "/tmp/none"])
         #expect(status == ExitStatus.usage)

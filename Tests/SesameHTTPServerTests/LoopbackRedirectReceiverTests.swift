@@ -89,6 +89,32 @@ struct LoopbackRedirectReceiverTests {
         return response
     }
 
+    @Test("a redirect with two codes is refused: the login fails, no code is used")
+    func duplicateCode() async throws {
+        let receiver = LoopbackRedirectReceiver()
+        let page = Locked<FollowingBrowser.Visit?>(nil)
+        let used = Locked<[String]>([])
+        let error = await #expect(throws: AuthError.self) {
+            try await receiver.receiveRedirect(
+                expectedState: "expected", provider: "example",
+                open: { redirectURI in
+                    let items = [("code", "first"), ("code", "second"), ("state", "expected")]
+                    let visit = try await Self.visit(Self.redirect(redirectURI, items)).value
+                    page.withLock { $0 = visit }
+                },
+                complete: { outcome, _ in
+                    if case .code(let code) = outcome { used.withLock { $0.append(code) } }
+                    return ""
+                })
+        }
+        #expect(error?.loginFailedReason == .malformedRedirect)
+        #expect(error?.message.contains("'code' more than once") == true, "\(String(describing: error))")
+        #expect(used.withLock { $0 }.isEmpty)
+        let visit = try #require(page.withLock { $0 })
+        #expect(visit.status == 400)
+        #expect(visit.body.contains("Sign-in refused"))
+    }
+
     @Test("a cross-site POST, a rebound Host and a foreign Origin are refused, and the real redirect still works")
     func forgedRequests() async throws {
         let receiver = LoopbackRedirectReceiver()

@@ -86,6 +86,18 @@ struct PastedRedirectTests {
             .refused(.stateMismatch, containing: "did not match")
         ),
         ("http://127.0.0.1:5555/callback?code=abc12345", .refused(.stateMismatch, containing: "no 'state'")),
+        (
+            "http://127.0.0.1:5555/callback?code=abc12345&code=xyz67890&state=\(state)",
+            .refused(.malformedRedirect, containing: "'code' more than once")
+        ),
+        (
+            "code=abc12345&state=\(state)&state=\(state)",
+            .refused(.malformedRedirect, containing: "'state' more than once")
+        ),
+        (
+            "http://127.0.0.1:5555/callback?error=access_denied&state=\(state)&error=server_error",
+            .refused(.malformedRedirect, containing: "'error' more than once")
+        ),
         ("http://127.0.0.1:5555/callback?state=\(state)", .refused(.malformedRedirect, containing: "neither")),
         ("http://127.0.0.1:5555/callback", .refused(.malformedRedirect, containing: "no sign-in answer")),
         ("this is not an address", .refused(.malformedRedirect, containing: "spaces or control characters")),

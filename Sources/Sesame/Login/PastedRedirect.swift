@@ -90,7 +90,8 @@ public enum PastedRedirect {
     ///   (``AuthError/unreadablePaste(_:provider:)``), an address other than the redirect's
     ///   (``AuthError/pastedAddressElsewhere(_:redirectURI:provider:)``), a missing or wrong
     ///   `state` (``AuthError/stateMismatch(provider:missing:)``), a wrong `iss`
-    ///   (``AuthError/issuerMismatch(expected:received:provider:)``), neither a code nor an error.
+    ///   (``AuthError/issuerMismatch(expected:received:provider:)``), neither a code nor an error,
+    ///   a `code`, `state`, `error` or `iss` given twice.
     public static func parse(
         _ line: String, redirectURI: URL, expectedState: String, expectedIssuer: AuthorizationResponseIssuer?,
         provider: ProviderID?
