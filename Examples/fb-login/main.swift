@@ -9,6 +9,7 @@ import Foundation
 import Sesame
 import SesameDesktop
 import SesameFacebook
+import SesameFacebookEmulatorDesktop
 import SesameFacebookPlugin
 
 #if canImport(Glibc)
@@ -166,7 +167,7 @@ func run(_ facebook: DesktopFacebook) async -> Int32 {
 
 var status: Int32
 do {
-    let facebook = try await Desktop.facebook(emulators: .sesame)
+    let facebook = try await Desktop.facebook(emulators: BuiltInEmulators([FacebookEmulatorPlugin()]))
     status = await run(facebook)
     await facebook.shutdown()
 } catch let error as DesktopError {
