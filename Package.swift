@@ -191,8 +191,17 @@ let package = Package(
                 "sesame-fuzz", "SesameFacebookPlugin", "SesameOIDCPlugin", "SesameGitHubPlugin", "SesameOIDC",
                 "SesamePostgres", "docker-credential-sesame", "SesamePassDesktop", "SesamePostgresDesktop",
                 "SesameFacebookEmulatorDesktop", "SesameOIDCEmulatorDesktop", "SesameGitHubEmulatorDesktop",
+                "sesame-quiet-probe",
             ]
         ),
+        // A small library app that must print nothing (QuietLibraryTests runs it as a process).
+        .executableTarget(
+            name: "sesame-quiet-probe",
+            dependencies: [
+                "Sesame", "SesameDesktop", "SesameFacebook", "SesameFacebookEmulator", "SesameFacebookEmulatorDesktop",
+                "SesameFacebookPlugin",
+            ],
+            path: "Tests/SesameQuietProbe"),
 
         // The desktop defaults in one call: libcurl, the keyring (a file only when opted in), the
         // loopback receiver, the system browser, terminal presenters, configuration from flags,

@@ -167,7 +167,8 @@ func run(_ facebook: DesktopFacebook) async -> Int32 {
 
 var status: Int32
 do {
-    let facebook = try await Desktop.facebook(emulators: BuiltInEmulators([FacebookEmulatorPlugin()]))
+    let facebook = try await Desktop.facebook(
+        terminal: .current(), emulators: BuiltInEmulators([FacebookEmulatorPlugin()]))
     status = await run(facebook)
     await facebook.shutdown()
 } catch let error as DesktopError {

@@ -158,7 +158,8 @@ public struct DesktopSetup: Sendable {
     /// The environment read.
     public let environment: [String: String]
 
-    /// Resolves the setup.
+    /// Resolves the setup. A `nil` `terminal` is ``Terminal/silent``: the library says nothing
+    /// unless the program hands in a terminal (the `sesame` command hands in ``Terminal/current(environment:)``).
     ///
     /// - Throws: ``DesktopError`` for a bad configuration or a missing keyring (unless the file is
     ///   opted in).
@@ -168,7 +169,7 @@ public struct DesktopSetup: Sendable {
     ) async throws -> DesktopSetup {
         let configuration = try DesktopConfiguration.resolve(overrides: overrides, environment: environment)
         return DesktopSetup(
-            terminal: terminal ?? .current(environment: environment), configuration: configuration,
+            terminal: terminal ?? .silent, configuration: configuration,
             storage: try await DesktopStorage.select(configuration.storage, keyring: keyring, environment: environment),
             accounts: AccountState(environment: environment), environment: environment)
     }

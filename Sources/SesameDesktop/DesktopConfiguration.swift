@@ -171,7 +171,7 @@ public struct DesktopConfiguration: Sendable, Hashable {
     ///   - environment: the environment to read.
     ///   - knownSections: the keys the file may have besides `storage` and `browser` (the providers' names);
     ///     by default those of ``Desktop/providers``, and any when the program handed in none (a
-    ///     library app that did not call ``Desktop/bootstrap(_:)`` shares the file with `sesame`).
+    ///     library app that did not call ``Desktop/bootstrap(_:storage:emulators:)`` shares the file with `sesame`).
     /// - Throws: ``DesktopError`` (78) for a config file that cannot be read, is not a JSON
     ///   object or has an unknown key, an unknown storage mode, or a `browser` that is not a string.
     public static func resolve(

@@ -26,6 +26,9 @@ public struct Terminal: Sendable, Hashable {
     public var outputIsInteractive: Bool
     /// Whether to colour what is written to standard output.
     public var outputUsesColor: Bool
+    /// Whether ``say(_:)`` writes to standard error. `false` for ``silent``, what a library app
+    /// gets unless it hands in a terminal.
+    public var speaks = true
 
     /// Creates a description of a terminal.
     ///
@@ -44,6 +47,15 @@ public struct Terminal: Sendable, Hashable {
         self.usesColor = usesColor && errorIsInteractive
         self.outputUsesColor = usesColor && outputIsInteractive
     }
+
+    /// A terminal that says nothing and asks nothing: what the `Desktop.<provider>(...)` entry
+    /// points use unless the app hands in one, so the library never writes to the app's standard
+    /// output or error by itself.
+    public static let silent: Terminal = {
+        var terminal = Terminal(inputIsInteractive: false, errorIsInteractive: false, usesColor: false)
+        terminal.speaks = false
+        return terminal
+    }()
 
     /// The process's own terminal, in `environment`.
     public static func current(environment: [String: String] = ProcessInfo.processInfo.environment) -> Terminal {
@@ -72,8 +84,10 @@ public struct Terminal: Sendable, Hashable {
     /// `text` in yellow, when colour is on.
     public func yellow(_ text: String) -> String { usesColor ? "\u{1B}[33m\(text)\u{1B}[0m" : text }
 
-    /// Writes to standard error.
-    public func say(_ text: String) { StandardStreams.err(text) }
+    /// Writes to standard error, unless this is ``silent``.
+    public func say(_ text: String) {
+        if speaks { StandardStreams.err(text) }
+    }
 
     /// `text` from outside the program (a name a server sent, a permission name, an account name
     /// from a file) made safe to print on one line: control characters (C0, DEL, C1, such as the
