@@ -21,6 +21,13 @@ let package = Package(
         .library(name: "SesamePostgres", targets: ["SesamePostgres"]),
         .library(name: "SesamePass", targets: ["SesamePass"]),
         .library(name: "SesameDesktop", targets: ["SesameDesktop"]),
+        // What a program registers with Desktop.bootstrap beyond the desktop defaults: stores and
+        // emulators, each in its own product so that an app links only those it names.
+        .library(name: "SesamePassDesktop", targets: ["SesamePassDesktop"]),
+        .library(name: "SesamePostgresDesktop", targets: ["SesamePostgresDesktop"]),
+        .library(name: "SesameFacebookEmulatorDesktop", targets: ["SesameFacebookEmulatorDesktop"]),
+        .library(name: "SesameOIDCEmulatorDesktop", targets: ["SesameOIDCEmulatorDesktop"]),
+        .library(name: "SesameGitHubEmulatorDesktop", targets: ["SesameGitHubEmulatorDesktop"]),
         .library(name: "SesameFacebookPlugin", targets: ["SesameFacebookPlugin"]),
         .library(name: "SesameOIDCPlugin", targets: ["SesameOIDCPlugin"]),
         .library(name: "SesameGitHubPlugin", targets: ["SesameGitHubPlugin"]),
@@ -157,12 +164,17 @@ let package = Package(
         // and a thin executable.
         .target(
             name: "SesameCommandLine",
-            dependencies: ["Sesame", "SesameDesktop", "SesameCurl", "SesameKeyring", "SesamePass"]),
-        // The program: its main.swift hands the command line its providers, one line each.
+            dependencies: [
+                "Sesame", "SesameDesktop", "SesameCurl", "SesameKeyring", "SesamePass", "SesamePostgres",
+            ]),
+        // The program: its main.swift hands the command line its providers, stores and emulators,
+        // one line each.
         .executableTarget(
             name: "sesame",
             dependencies: [
                 "SesameCommandLine", "SesameFacebookPlugin", "SesameOIDCPlugin", "SesameGitHubPlugin",
+                "SesamePassDesktop", "SesamePostgresDesktop", "SesameFacebookEmulatorDesktop",
+                "SesameOIDCEmulatorDesktop", "SesameGitHubEmulatorDesktop",
             ]),
         // Container tools' credential helper: a thin executable over SesameCommandLine, with the
         // same providers as `sesame`.
@@ -170,6 +182,7 @@ let package = Package(
             name: "docker-credential-sesame",
             dependencies: [
                 "SesameCommandLine", "SesameFacebookPlugin", "SesameOIDCPlugin", "SesameGitHubPlugin",
+                "SesamePassDesktop", "SesamePostgresDesktop",
             ]),
         .testTarget(
             name: "SesameCommandLineTests",
@@ -179,46 +192,61 @@ let package = Package(
                 "SesameOIDCEmulator", "SesameGitHubEmulator", "SesameCurl",
                 "SesameTestSupport", "sesame", "fb-login", "fb-publish", "fb-errors", "SesameHTTPServer",
                 "sesame-fuzz", "SesameFacebookPlugin", "SesameOIDCPlugin", "SesameGitHubPlugin", "SesameOIDC",
-                "SesamePostgres", "docker-credential-sesame",
+                "SesamePostgres", "docker-credential-sesame", "SesamePassDesktop", "SesamePostgresDesktop",
+                "SesameFacebookEmulatorDesktop", "SesameOIDCEmulatorDesktop", "SesameGitHubEmulatorDesktop",
+                "sesame-quiet-probe",
             ]
         ),
+        // A small library app that must print nothing (QuietLibraryTests runs it as a process).
+        .executableTarget(
+            name: "sesame-quiet-probe",
+            dependencies: [
+                "Sesame", "SesameDesktop", "SesameFacebook", "SesameFacebookEmulator", "SesameFacebookEmulatorDesktop",
+                "SesameFacebookPlugin",
+            ],
+            path: "Tests/SesameQuietProbe"),
 
         // The desktop defaults in one call: libcurl, the keyring (a file only when opted in), the
         // loopback receiver, the system browser, terminal presenters, configuration from flags,
         // environment and config file, and the plug-in contract (ProviderPlugin) with the registry
-        // the program hands in (Desktop.bootstrap). It names no provider and contains no emulator.
+        // the program hands in (Desktop.bootstrap). It names no provider, links no store beyond the
+        // keyring and the file, and contains no emulator.
+        .target(name: "SesameDesktop", dependencies: ["Sesame", "SesameCurl", "SesameHTTPServer", "SesameKeyring"]),
+        // The stores and emulators a program registers (StorageBackend, EmulatorPlugin), each
+        // beside what it wraps.
+        .target(name: "SesamePassDesktop", dependencies: ["Sesame", "SesameDesktop", "SesamePass"]),
+        .target(name: "SesamePostgresDesktop", dependencies: ["Sesame", "SesameDesktop", "SesamePostgres"]),
         .target(
-            name: "SesameDesktop",
-            dependencies: [
-                "Sesame", "SesameCurl", "SesameHTTPServer", "SesameKeyring", "SesamePostgres", "SesamePass",
-            ]),
+            name: "SesameFacebookEmulatorDesktop",
+            dependencies: ["Sesame", "SesameDesktop", "SesameEmulator", "SesameFacebookEmulator"]),
+        .target(
+            name: "SesameOIDCEmulatorDesktop",
+            dependencies: ["Sesame", "SesameDesktop", "SesameEmulator", "SesameOIDCEmulator"]),
+        .target(
+            name: "SesameGitHubEmulatorDesktop",
+            dependencies: ["Sesame", "SesameDesktop", "SesameEmulator", "SesameGitHubEmulator"]),
         // Each provider's desktop adapter, beside the provider: settings, login, status, doctor,
-        // Desktop.<provider>(), and its emulator hooks.
+        // Desktop.<provider>(). No emulator: the program registers that.
         .target(
             name: "SesameFacebookPlugin",
-            dependencies: [
-                "Sesame", "SesameFacebook", "SesameDesktop", "SesameEmulator", "SesameFacebookEmulator", "SesameCurl",
-                "SesameHTTPServer",
-            ]
-        ),
+            dependencies: ["Sesame", "SesameFacebook", "SesameDesktop", "SesameCurl", "SesameHTTPServer"]),
         .target(
             name: "SesameOIDCPlugin",
-            dependencies: [
-                "Sesame", "SesameOIDC", "SesameDesktop", "SesameEmulator", "SesameOIDCEmulator", "SesameCurl",
-                "SesameHTTPServer",
-            ]),
-        .target(
-            name: "SesameGitHubPlugin",
-            dependencies: [
-                "Sesame", "SesameGitHub", "SesameDesktop", "SesameEmulator", "SesameGitHubEmulator", "SesameCurl",
-            ]),
+            dependencies: ["Sesame", "SesameOIDC", "SesameDesktop", "SesameCurl", "SesameHTTPServer"]),
+        .target(name: "SesameGitHubPlugin", dependencies: ["Sesame", "SesameGitHub", "SesameDesktop", "SesameCurl"]),
 
         // The seed's sample app on a terminal: log in, publish, show the right message for each error.
         .executableTarget(
-            name: "fb-login", dependencies: ["Sesame", "SesameFacebook", "SesameDesktop", "SesameFacebookPlugin"],
+            name: "fb-login",
+            dependencies: [
+                "Sesame", "SesameFacebook", "SesameDesktop", "SesameFacebookPlugin", "SesameFacebookEmulatorDesktop",
+            ],
             path: "Examples/fb-login"),
         .executableTarget(
-            name: "fb-publish", dependencies: ["Sesame", "SesameFacebook", "SesameDesktop", "SesameFacebookPlugin"],
+            name: "fb-publish",
+            dependencies: [
+                "Sesame", "SesameFacebook", "SesameDesktop", "SesameFacebookPlugin", "SesameFacebookEmulatorDesktop",
+            ],
             path: "Examples/fb-publish"),
         // One of N copies that post for many people from the logins a fleet shares in PostgreSQL.
         .executableTarget(
@@ -228,7 +256,7 @@ let package = Package(
             name: "fb-errors",
             dependencies: [
                 "Sesame", "SesameFacebook", "SesameDesktop", "SesameFacebookPlugin", "SesameEmulator",
-                "SesameFacebookEmulator", "SesameCurl",
+                "SesameFacebookEmulator", "SesameCurl", "SesameFacebookEmulatorDesktop",
             ],
             path: "Examples/fb-errors"),
 
@@ -296,6 +324,8 @@ let package = Package(
             dependencies: [
                 "CSesameFuzz", "Sesame", "SesameFacebook", "SesameOIDC", "SesameGitHub", "SesameHTTPServer",
                 "SesameDesktop", "SesameCommandLine", "SesameFacebookPlugin", "SesameOIDCPlugin", "SesameGitHubPlugin",
+                "SesamePassDesktop", "SesamePostgresDesktop", "SesameFacebookEmulatorDesktop",
+                "SesameOIDCEmulatorDesktop", "SesameGitHubEmulatorDesktop",
             ],
             path: "Fuzz/SesameFuzz"),
         // A thousand requests through CurlTransport, to run under valgrind (Benchmarks/README.md).

@@ -9,6 +9,7 @@ import Foundation
 import Sesame
 import SesameDesktop
 import SesameFacebook
+import SesameFacebookEmulatorDesktop
 import SesameFacebookPlugin
 
 #if canImport(Glibc)
@@ -162,7 +163,8 @@ func run(_ facebook: DesktopFacebook) async -> Int32 {
 
 var status: Int32
 do {
-    let facebook = try await Desktop.facebook(emulators: .sesame)
+    let facebook = try await Desktop.facebook(
+        terminal: .current(), emulators: BuiltInEmulators([FacebookEmulatorPlugin()]))
     status = await run(facebook)
     await facebook.shutdown()
 } catch let error as DesktopError {

@@ -8,6 +8,7 @@ import Foundation
 import Sesame
 import SesameDesktop
 import SesameFacebook
+import SesameFacebookEmulatorDesktop
 import SesameFacebookPlugin
 
 #if canImport(Glibc)
@@ -152,7 +153,8 @@ func post(_ session: FacebookSession, recovery: Recovery) async -> Int32 {
 
 var status: Int32
 do {
-    let facebook = try await Desktop.facebook(emulators: .sesame)
+    let facebook = try await Desktop.facebook(
+        terminal: .current(), emulators: BuiltInEmulators([FacebookEmulatorPlugin()]))
     status = await publish(facebook)
     await facebook.shutdown()
 } catch let error as DesktopError {

@@ -9,12 +9,20 @@
 import CSesameFuzz
 import Foundation
 import SesameDesktop
+import SesameFacebookEmulatorDesktop
 import SesameFacebookPlugin
+import SesameGitHubEmulatorDesktop
 import SesameGitHubPlugin
+import SesameOIDCEmulatorDesktop
 import SesameOIDCPlugin
+import SesamePassDesktop
+import SesamePostgresDesktop
 
 // The providers `sesame` lists, for the targets that run its command line and config file.
-Desktop.bootstrap([FacebookPlugin(), OIDCPlugin(), GitHubPlugin()])
+Desktop.bootstrap(
+    [FacebookPlugin(), OIDCPlugin(), GitHubPlugin()],
+    storage: [PassStorage(), PostgresStorage()],
+    emulators: [FacebookEmulatorPlugin(), OIDCEmulatorPlugin(), GitHubEmulatorPlugin()])
 
 let arguments = CommandLine.arguments
 if arguments.count < 2 || arguments[1] == "--list" || arguments[1] == "--help" {

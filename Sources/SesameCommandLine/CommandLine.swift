@@ -233,7 +233,14 @@ package enum SesameCLI {
     /// to the standard streams; returns the exit status. What the `sesame` executable calls.
     package static func runOnMainThread(_ arguments: [String]) -> Int32 {
         StandardStreams.holdStandardDescriptors()
+        sayStateFileWarnings()
         return checkingOutput(MainThreadExecutor.run { await main(arguments) })
+    }
+
+    /// Makes the library's warnings about ignored state files (`JSONStateFile`) this program's,
+    /// on standard error.
+    package static func sayStateFileWarnings() {
+        JSONStateFile.warning.withLock { $0 = { StandardStreams.err($0) } }
     }
 
     /// `status`, unless what the command printed on standard output was lost (a full disk, a

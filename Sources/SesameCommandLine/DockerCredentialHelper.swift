@@ -21,6 +21,7 @@ package enum DockerCredentialHelper {
     /// Runs the helper on the calling thread with the process's streams; returns the exit status.
     package static func runOnMainThread(_ arguments: [String]) -> Int32 {
         StandardStreams.holdStandardDescriptors()
+        SesameCLI.sayStateFileWarnings()
         return SesameCLI.checkingOutput(MainThreadExecutor.run { await main(arguments) }, program: name)
     }
 

@@ -162,7 +162,7 @@ extension DoctorCommand {
             let status = (error as? DesktopError)?.status.rawValue ?? ExitStatus.unavailable
             return ([DoctorLine(.problem, "Configuration: \(error.sentence)")], true, status)
         }
-        var keyringInUse = ![.file, .memory, .pass, .postgres].contains(configuration.storage.value)
+        var keyringInUse = [.keyring, .keyringOrFile, .auto].contains(configuration.storage.value)
         var lines: [DoctorLine] = []
         if let file = configuration.configFile { lines.append(DoctorLine(.ok, "Config file: \(file.path).")) }
         let keyring = context.keyring

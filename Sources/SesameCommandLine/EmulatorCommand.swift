@@ -24,9 +24,13 @@ package struct EmulatorCommand: Sendable, Equatable {
         self.options = options
     }
 
-    /// The plug-ins that have an emulator, in the program's order.
+    /// The plug-ins that have an emulator, in the program's order: one the program registered
+    /// for the plug-in, else the plug-in's own.
     static var emulators: [(name: String, emulator: any ForegroundEmulator)] {
-        Desktop.providers.compactMap { plugin in plugin.foregroundEmulator.map { (plugin.name, $0) } }
+        Desktop.providers.compactMap { plugin in
+            let registered = Desktop.emulators.first { $0.provider == plugin.name }?.foreground
+            return (registered ?? plugin.foregroundEmulator).map { (plugin.name, $0) }
+        }
     }
 
     /// The command's spec: `--port` and every emulator's options, and each emulator's help.

@@ -1,6 +1,7 @@
 import Foundation
 import Sesame
 import SesameDesktop
+import SesamePostgres
 
 let storageOption = OptionSpec(
     "storage", value: "MODE",

@@ -12,7 +12,7 @@ import SesameDesktop
 /// Every command (`login`, `status`, `token`, `logout`, `switch`, `permissions`, `doctor`,
 /// `explain-error`, `emulator`, `providers`, `git-credential`, `kubectl-credential`, `kubeconfig`,
 /// `credential-helpers`) works for every plug-in given to
-/// `Desktop.bootstrap(_:)`.
+/// `Desktop.bootstrap(_:storage:emulators:)`.
 public enum SesameCommand {
     /// Parses and runs `arguments` (without the program's name), printing to the standard
     /// streams; returns the exit status from the documented table (`sesame help`).

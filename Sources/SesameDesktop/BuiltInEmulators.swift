@@ -6,29 +6,60 @@ import Synchronization
     import Glibc
 #endif
 
-/// Whether a program allows the built-in emulators: local stand-ins that provider plug-ins bring
-/// for providers that need an app registered with them (Facebook, GitHub), used when no app is
-/// configured.
+/// A provider's emulator as a program hands it in (``Desktop/bootstrap(_:storage:emulators:)``
+/// or ``BuiltInEmulators/init(_:)``): each lives in a module of its own beside the emulator
+/// (`SesameFacebookEmulatorDesktop`), so that a provider's plug-in links no emulator and an app
+/// that names none compiles none.
+public protocol EmulatorPlugin: Sendable {
+    /// The ``ProviderPlugin/name`` of the provider it stands in for.
+    var provider: String { get }
+    /// How it starts for one command, when no app is configured; `nil` for none.
+    var builtIn: BuiltInEmulator? { get }
+    /// What `sesame emulator NAME` runs in the foreground; `nil` for none.
+    var foreground: (any ForegroundEmulator)? { get }
+}
+
+extension EmulatorPlugin {
+    public var builtIn: BuiltInEmulator? { nil }
+    public var foreground: (any ForegroundEmulator)? { nil }
+}
+
+/// Whether a program allows the built-in emulators: local stand-ins for providers that need an
+/// app registered with them (Facebook, GitHub), used when no app is configured.
 ///
 /// `SesameDesktop` contains no emulator and never starts one by itself: a library app with no
-/// app id configured gets a configuration error. The `sesame` command and the examples allow
-/// them explicitly with ``sesame``; each plug-in then starts its own
-/// (``ProviderPlugin/builtInEmulator``).
-public struct BuiltInEmulators: Sendable, Hashable {
-    /// Every plug-in's own built-in emulator, started in-process on a free loopback port with
-    /// its state under `$XDG_STATE_HOME/sesame/`.
-    public static let sesame = BuiltInEmulators()
+/// app id configured gets a configuration error. The `sesame` command allows the emulators it
+/// registered with ``sesame``; a library app names its own with ``init(_:)``.
+public struct BuiltInEmulators: Sendable {
+    /// The emulators allowed; `nil` for those the program registered.
+    private let given: [any EmulatorPlugin]?
+
+    /// The emulators the program registered with ``Desktop/bootstrap(_:storage:emulators:)``
+    /// (and a plug-in's own ``ProviderPlugin/builtInEmulator``), each started in-process on a
+    /// free loopback port with its state under `$XDG_STATE_HOME/sesame/`.
+    public static let sesame = BuiltInEmulators(given: nil)
+
+    /// Exactly `emulators`, for an app that does not call ``Desktop/bootstrap(_:storage:emulators:)``:
+    /// `Desktop.facebook(emulators: BuiltInEmulators([FacebookEmulatorPlugin()]))`.
+    public init(_ emulators: [any EmulatorPlugin]) { given = emulators }
+
+    private init(given: [any EmulatorPlugin]?) { self.given = given }
 
     /// Set in the environment handed to a plug-in's hooks when the logins are kept in memory
     /// (`--storage memory`): its emulator then keeps its state in memory too, writing no file.
     public static let inMemoryVariable = "SESAME_EMULATOR_IN_MEMORY"
 
+    /// How `plugin`'s emulator starts, when one is allowed.
+    func hooks(for plugin: any ProviderPlugin) -> BuiltInEmulator? {
+        (given ?? Desktop.emulators).first { $0.provider == plugin.name }?.builtIn ?? plugin.builtInEmulator
+    }
+
     /// The emulator of `plugin` as a command of `purpose` needs it: for a login, started now (its
     /// approval step, a browser's address); for any other command, one that starts on its first
     /// request when the plug-in can describe it unstarted, so a command that sends none starts
-    /// nothing. `nil` when the plug-in has no built-in emulator.
+    /// nothing. `nil` when no emulator is allowed for the plug-in.
     ///
-    /// - Throws: what the plug-in's hooks throw (a bad scenario setting, a port or state file that
+    /// - Throws: what the emulator's hooks throw (a bad scenario setting, a port or state file that
     ///   cannot be had).
     ///
     /// With `storage` `memory`, the hooks get ``inMemoryVariable``.
@@ -36,7 +67,7 @@ public struct BuiltInEmulators: Sendable, Hashable {
         of plugin: any ProviderPlugin, purpose: ConnectionPurpose, environment: [String: String],
         storage: StorageMode? = nil
     ) async throws -> RunningEmulator? {
-        guard let hooks = plugin.builtInEmulator else { return nil }
+        guard let hooks = hooks(for: plugin) else { return nil }
         var environment = environment
         if storage == .memory { environment[Self.inMemoryVariable] = "1" }
         if purpose != .login, let prepare = hooks.prepare, let prepared = try prepare(environment) { return prepared }

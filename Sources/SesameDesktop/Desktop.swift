@@ -13,30 +13,57 @@ import SesameCurl
 /// Each provider's plug-in module adds its own entry point (`Desktop.example` above); this module
 /// names no provider.
 public enum Desktop {
-    private static let registry = Locked<[any ProviderPlugin]>([])
+    /// What the program handed in, and whether it has.
+    private struct Registry {
+        var providers: [any ProviderPlugin] = []
+        var storage: [any StorageBackend] = []
+        var emulators: [any EmulatorPlugin] = []
+        var bootstrapped = false
+    }
 
-    /// The provider plug-ins this program uses, in the order ``bootstrap(_:)`` was given them:
-    /// the `sesame` command's `login`, `status`, `token`, `logout`, `switch`, `permissions`,
-    /// `doctor`, `explain-error`, `emulator` and `providers`, and the config file's sections, all
-    /// come from this list.
-    public static var providers: [any ProviderPlugin] { registry.withLock { $0 } }
+    private static let registry = Locked(Registry())
 
-    /// Hands in the program's provider plug-ins, once, before anything else uses them, as
-    /// swift-log's `LoggingSystem.bootstrap` takes the handler from the app:
+    /// The provider plug-ins this program uses, in the order ``bootstrap(_:storage:emulators:)``
+    /// was given them: the `sesame` command's `login`, `status`, `token`, `logout`, `switch`,
+    /// `permissions`, `doctor`, `explain-error`, `emulator` and `providers`, and the config file's
+    /// sections, all come from this list.
+    public static var providers: [any ProviderPlugin] { registry.withLock { $0.providers } }
+
+    /// The stores the program registered beyond the keyring, the file and memory, in the order
+    /// `auto` tries them when there is no keyring.
+    public static var storageBackends: [any StorageBackend] { registry.withLock { $0.storage } }
+
+    /// The emulators the program registered, which ``BuiltInEmulators/sesame`` starts and
+    /// `sesame emulator NAME` runs.
+    public static var emulators: [any EmulatorPlugin] { registry.withLock { $0.emulators } }
+
+    /// Hands in the program's provider plug-ins, its stores and its emulators, once, before
+    /// anything else uses them, as swift-log's `LoggingSystem.bootstrap` takes the handler from
+    /// the app; one line each:
     ///
     /// ```swift
-    /// Desktop.bootstrap([
-    ///     ExamplePlugin(),
-    ///     AnotherPlugin(),
-    /// ])
+    /// Desktop.bootstrap(
+    ///     [ExamplePlugin(), AnotherPlugin()],
+    ///     storage: [PassStorage()],
+    ///     emulators: [ExampleEmulatorPlugin()])
     /// ```
     ///
-    /// A later call replaces the list (tests do this); two plug-ins with the same name are a
-    /// programming error.
-    public static func bootstrap(_ plugins: [any ProviderPlugin]) {
+    /// A library app that uses one provider's `Desktop.<provider>(...)` entry point need not call
+    /// it. A second call, and two plug-ins or stores with the same name, are programming errors.
+    public static func bootstrap(
+        _ plugins: [any ProviderPlugin], storage: [any StorageBackend] = [], emulators: [any EmulatorPlugin] = []
+    ) {
         let names = plugins.map(\.name)
         precondition(Set(names).count == names.count, "two provider plug-ins share a name: \(names)")
-        registry.withLock { $0 = plugins }
+        let stores = storage.map(\.name)
+        let builtIn = Set(StorageMode.builtIn.map(\.rawValue))
+        precondition(
+            Set(stores).count == stores.count && builtIn.isDisjoint(with: stores),
+            "two stores share a name, or a store takes a built-in mode's name: \(stores)")
+        registry.withLock { registry in
+            precondition(!registry.bootstrapped, "Desktop.bootstrap can be called only once per process")
+            registry = Registry(providers: plugins, storage: storage, emulators: emulators, bootstrapped: true)
+        }
     }
 
     /// The plug-in that answers to `name`: a plug-in's own name, or an instance name from the
@@ -147,7 +174,8 @@ public struct DesktopSetup: Sendable {
     /// The environment read.
     public let environment: [String: String]
 
-    /// Resolves the setup.
+    /// Resolves the setup. A `nil` `terminal` is ``Terminal/silent``: the library says nothing
+    /// unless the program hands in a terminal (the `sesame` command hands in ``Terminal/current(environment:)``).
     ///
     /// - Throws: ``DesktopError`` for a bad configuration or a missing keyring (unless the file is
     ///   opted in).
@@ -157,7 +185,7 @@ public struct DesktopSetup: Sendable {
     ) async throws -> DesktopSetup {
         let configuration = try DesktopConfiguration.resolve(overrides: overrides, environment: environment)
         return DesktopSetup(
-            terminal: terminal ?? .current(environment: environment), configuration: configuration,
+            terminal: terminal ?? .silent, configuration: configuration,
             storage: try await DesktopStorage.select(configuration.storage, keyring: keyring, environment: environment),
             accounts: AccountState(environment: environment), environment: environment)
     }

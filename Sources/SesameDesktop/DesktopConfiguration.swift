@@ -3,43 +3,65 @@ import Sesame
 import SesameKeyring
 
 /// Where a desktop app keeps its logins: the keyring module's policies (`auto`, the default;
-/// `keyring`; `keyring-or-file`; `file`; `memory`; `pass`), and the stores of other modules:
-/// `postgres`, a fleet's shared store.
-public enum StorageMode: String, Sendable, Hashable, CaseIterable, Codable, CustomStringConvertible {
+/// `keyring`; `keyring-or-file`; `file`; `memory`), and the name of any ``StorageBackend`` the
+/// program registered with ``Desktop/bootstrap(_:storage:emulators:)`` (`pass`, `postgres`).
+public struct StorageMode: RawRepresentable, Sendable, Hashable, Codable, CustomStringConvertible {
+    /// The mode's name as written in configuration and on the command line.
+    public let rawValue: String
+
     /// The desktop keyring; fails when there is none (`StoragePolicy.keyring`).
-    case keyring
+    public static let keyring = StorageMode(name: "keyring")
     /// The keyring, or the 0600 file with a warning when there is none (`StoragePolicy.keyringOrFile`).
-    case keyringOrFile = "keyring-or-file"
+    public static let keyringOrFile = StorageMode(name: "keyring-or-file")
     /// The 0600 file, chosen explicitly (`StoragePolicy.file`).
-    case file
+    public static let file = StorageMode(name: "file")
     /// Memory only (`StoragePolicy.memory`).
-    case memory
-    /// The standard Unix password store, `pass` (`StoragePolicy.pass`).
-    case pass
-    /// The keyring, else an initialised password store, else a refusal naming the choices
-    /// (`StoragePolicy.auto`): never a silent plain file.
-    case auto
-    /// A `PostgresCredentialStore`: logins shared by every process and machine that reaches the
-    /// database, encrypted under the operator's key, renewed under a fleet-wide lock. The
-    /// connection comes from `SESAME_POSTGRES` or libpq's variables, the key from
-    /// `SESAME_POSTGRES_KEY_FILE` or `SESAME_POSTGRES_KEY`.
-    case postgres
+    public static let memory = StorageMode(name: "memory")
+    /// The keyring, else the first registered ``StorageBackend`` that is ready here, else a
+    /// refusal naming the choices: never a silent plain file.
+    public static let auto = StorageMode(name: "auto")
+
+    /// The modes this module provides itself.
+    public static let builtIn: [StorageMode] = [.keyring, .keyringOrFile, .file, .memory, .auto]
+
+    /// Every mode this program knows: the built-in ones, then the registered backends' names.
+    public static var allCases: [StorageMode] {
+        builtIn + Desktop.storageBackends.map { StorageMode(name: $0.name) }
+    }
 
     /// The mode a desktop program uses unless told otherwise.
     public static let `default`: StorageMode = .auto
 
+    /// The mode named `rawValue`, or `nil` when this program knows no such mode.
+    public init?(rawValue: String) {
+        guard Self.allCases.contains(where: { $0.rawValue == rawValue }) else { return nil }
+        self.rawValue = rawValue
+    }
+
+    private init(name: String) { rawValue = name }
+
+    public init(from decoder: any Decoder) throws {
+        rawValue = try decoder.singleValueContainer().decode(String.self)
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.singleValueContainer()
+        try container.encode(rawValue)
+    }
+
     /// The mode's name as written in configuration and on the command line.
     public var description: String { rawValue }
 
-    /// The keyring module's policy for this mode, or `nil` for a store of another module.
-    public var policy: StoragePolicy? { StoragePolicy(rawValue: rawValue) }
+    /// The keyring module's policy for this mode, or `nil` for a registered backend.
+    public var policy: StoragePolicy? { Self.builtIn.contains(self) ? StoragePolicy(rawValue: rawValue) : nil }
+
+    /// The registered backend this mode names, or `nil` for a built-in mode.
+    public var backend: (any StorageBackend)? { Desktop.storageBackends.first { $0.name == rawValue } }
 
     /// One line about what the mode does, for help output.
     public var summary: String {
-        switch self {
-        case .postgres: "a PostgreSQL database shared by a fleet (SESAME_POSTGRES, SESAME_POSTGRES_KEY_FILE)"
-        default: policy?.summary ?? rawValue
-        }
+        if self == .auto { return "the keyring, else the first registered store that is ready; never a plain file" }
+        return backend?.summary ?? policy?.summary ?? rawValue
     }
 }
 
@@ -150,7 +172,7 @@ public struct DesktopConfiguration: Sendable, Hashable {
     ///   - environment: the environment to read.
     ///   - knownSections: the keys the file may have besides `storage` and `browser` (the providers' names);
     ///     by default those of ``Desktop/providers``, and any when the program handed in none (a
-    ///     library app that did not call ``Desktop/bootstrap(_:)`` shares the file with `sesame`).
+    ///     library app that did not call ``Desktop/bootstrap(_:storage:emulators:)`` shares the file with `sesame`).
     /// - Throws: ``DesktopError`` (78) for a config file that cannot be read, is not a JSON
     ///   object or has an unknown key, an unknown storage mode, or a `browser` that is not a string.
     public static func resolve(

@@ -1,8 +1,6 @@
 import Foundation
 import Sesame
 import SesameKeyring
-import SesamePass
-import SesamePostgres
 
 /// The store a desktop app keeps its logins in, and why that one.
 public struct StorageSelection: Sendable {
@@ -12,7 +10,8 @@ public struct StorageSelection: Sendable {
     public var backend: String
     /// Why it is the one in use: the mode and where the mode came from.
     public var reason: String
-    /// What kind of store it is, in one word: `keyring`, `file`, `memory`, `pass` or `postgres`.
+    /// What kind of store it is, in one word: `keyring`, `file`, `memory`, or a registered
+    /// ``StorageBackend``'s name (`pass`, `postgres`).
     public var kind: String
 
     /// Creates a selection.
@@ -39,53 +38,69 @@ public enum DesktopStorage {
     /// - Parameters:
     ///   - mode: the mode and where it came from.
     ///   - keyring: opens the keyring store (``secretService`` in a real program).
-    ///   - environment: for the file store's location (`$XDG_STATE_HOME`) and the password
-    ///     store's (`PASSWORD_STORE_DIR`, `HOME`, and `PASSWORD_STORE_SIGNING_KEY`, the keys its
-    ///     `.gpg-id` files must be signed by).
+    ///   - environment: for the file store's location (`$XDG_STATE_HOME`) and the registered
+    ///     stores' settings (the password store's `PASSWORD_STORE_DIR`, `HOME` and
+    ///     `PASSWORD_STORE_SIGNING_KEY`, say).
     /// - Throws: ``DesktopError`` (69, unavailable) when the keyring is needed and missing, and
-    ///   when `auto` finds neither a keyring nor an initialised password store (naming the
+    ///   when `auto` finds neither a keyring nor a registered store that is ready (naming the
     ///   choices); the keyring's own `CredentialStoreError` when it is there but locked or silent.
     public static func select(
         _ mode: Sourced<StorageMode>, keyring: KeyringFactory,
         environment: [String: String] = ProcessInfo.processInfo.environment
     ) async throws -> StorageSelection {
         let why = "storage mode '\(mode.value)' from \(mode.source)"
-        guard let policy = mode.value.policy else { return try postgres(environment: environment, why: why) }
+        if let backend = mode.value.backend { return try open(backend, environment: environment, why: why) }
+        guard let policy = mode.value.policy else {
+            throw DesktopError(
+                "The storage mode '\(mode.value)' is not registered in this program.", status: .config)
+        }
         let url = FileCredentialStore.defaultURL(environment: environment)
-        let passDirectory = PassCredentialStore.defaultDirectory(environment: environment)
         let resolved: ResolvedStorage
         do {
-            resolved = try await policy.resolve(
+            // `auto` is the keyring first; the registered stores come after, below.
+            resolved = try await (policy == .auto ? .keyring : policy).resolve(
                 fileURL: url,
                 openKeyring: {
                     let made = try await keyring()
                     return (made.store, made.backend)
-                },
-                openPass: {
-                    let store = PassCredentialStore(
-                        directory: passDirectory, gnupgHome: environment["GNUPGHOME"].flatMap { $0.isEmpty ? nil : $0 },
-                        signingKeys: PassCredentialStore.defaultSigningKeys(environment: environment))
-                    return (store, store.backendDescription, PassCredentialStore.isInitialised(passDirectory))
                 })
         } catch let error as CredentialStoreError where error.isUnavailable {
-            if mode.value == .auto { throw noStore(error, passDirectory: passDirectory) }
-            throw unavailable(error)
+            guard mode.value == .auto else { throw unavailable(error) }
+            for backend in Desktop.storageBackends {
+                guard let ready = backend.readiness(environment: environment) else { continue }
+                var selection = try open(backend, environment: environment, why: why)
+                selection.reason = "\(why): there is no desktop keyring (\(keyringAbsence(error))), and \(ready)"
+                return selection
+            }
+            throw noStore(error)
         }
         let backend =
             switch resolved.backend {
             case .keyring: resolved.detail
             case .file: "file \(url.path) (0600)"
             case .memory: "memory only (the login is gone when this program exits)"
-            case .pass: "password store \(passDirectory.path) (pass, GnuPG)"
+            case .pass: resolved.detail
             }
         let reason = resolved.fallbackReason.map { error in
-            resolved.backend == .pass
-                ? "\(why): there is no desktop keyring (\(keyringAbsence(error))), and the password store "
-                    + "\(passDirectory.path) is initialised"
-                : "\(why): the keyring is not available (\(unavailable(error).message))"
+            "\(why): the keyring is not available (\(unavailable(error).message))"
         }
         return StorageSelection(
             store: resolved.store, backend: backend, reason: reason ?? why, kind: resolved.backend.rawValue)
+    }
+
+    /// The registered store `backend`, opened.
+    private static func open(
+        _ backend: any StorageBackend, environment: [String: String], why: String
+    ) throws -> StorageSelection {
+        let opened = try backend.open(environment: environment)
+        return StorageSelection(store: opened.store, backend: opened.backend, reason: why, kind: backend.name)
+    }
+
+    /// What `sesame doctor` says of the selected store: its registered backend's lines, none for
+    /// the keyring, the file and memory.
+    public static func doctorLines(for selection: StorageSelection) async -> [DoctorLine] {
+        guard let backend = Desktop.storageBackends.first(where: { $0.name == selection.kind }) else { return [] }
+        return await backend.doctorLines(for: selection.store)
     }
 
     /// Why there is no keyring, in a few words.
@@ -97,13 +112,14 @@ public enum DesktopStorage {
                 : "the keyring cannot be reached"
     }
 
-    /// The error of the `auto` mode when there is neither a keyring nor an initialised password
-    /// store: the three ways on, never a silent plain file.
-    private static func noStore(_ error: CredentialStoreError, passDirectory: URL) -> DesktopError {
+    /// The error of the `auto` mode when there is neither a keyring nor a registered store that
+    /// is ready: the ways on, never a silent plain file.
+    private static func noStore(_ error: CredentialStoreError) -> DesktopError {
+        let advice = Desktop.storageBackends.compactMap(\.setupAdvice).map { $0 + "; or " }.joined()
         var failure = DesktopError(
-            "There is nowhere safe to keep logins here: no desktop keyring (\(keyringAbsence(error))) and no "
-                + "initialised password store at \(passDirectory.path). Choose one: run `pass init KEYID` with your "
-                + "GnuPG key (then logins go to pass); or run inside a desktop session with a keyring; or keep them "
+            "There is nowhere safe to keep logins here: no desktop keyring (\(keyringAbsence(error)))"
+                + (Desktop.storageBackends.isEmpty ? "" : " and no other store ready")
+                + ". Choose one: \(advice)run inside a desktop session with a keyring; or keep them "
                 + "in a plain 0600 file by choosing the `file` storage policy (SESAME_STORAGE=file).",
             status: .unavailable)
         failure.suggestsFileStore = true
@@ -111,32 +127,11 @@ public enum DesktopStorage {
     }
 
     /// How renewals of logins kept in `mode`'s store are kept apart: a lock file per login in
-    /// `$XDG_STATE_HOME/sesame/locks` for the stores of one machine, PostgreSQL's advisory lock for
-    /// a fleet's.
+    /// `$XDG_STATE_HOME/sesame/locks` for the stores of one machine, what a registered store says for
+    /// its own (PostgreSQL's advisory lock for a fleet's).
     public static func refreshLocking(for mode: StorageMode, environment: [String: String]) -> RefreshLocking {
-        switch mode {
-        case .postgres: .service(PostgresRefreshLock(configuration: .fromEnvironment(environment)))
-        default: .directory(RefreshLock.defaultDirectory(environment: environment))
-        }
-    }
-
-    /// The fleet's store: the connection and the keys from the environment. Nothing is sent to
-    /// the server yet; the first call reports an unreachable one.
-    private static func postgres(environment: [String: String], why: String) throws -> StorageSelection {
-        let keys: CredentialEncryptionKeys
-        do {
-            keys = try CredentialEncryptionKeys.fromEnvironment(environment)
-        } catch let error as CredentialStoreError {
-            throw DesktopError(error.message, status: .config)
-        }
-        let configuration = PostgresConfiguration.fromEnvironment(environment)
-        let target =
-            configuration.connectionString.isEmpty
-            ? "from libpq's variables"
-            : "from \(PostgresConfiguration.connectionVariable)"
-        return StorageSelection(
-            store: PostgresCredentialStore(configuration: configuration, keys: keys),
-            backend: "postgres (connection \(target), key \"\(keys.current.id)\")", reason: why, kind: "postgres")
+        mode.backend?.refreshLocking(environment: environment)
+            ?? .directory(RefreshLock.defaultDirectory(environment: environment))
     }
 
     /// The error for a keyring that is needed and absent: one sentence, with the way out in a

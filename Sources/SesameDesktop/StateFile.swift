@@ -36,9 +36,13 @@ package struct JSONStateFile: Sendable {
 
     private static let warned = Mutex<Set<String>>([])
 
+    /// Who is told of a state file that was ignored: nobody in a library app (the library never
+    /// writes to the app's standard error); the `sesame` command says it on standard error.
+    package static let warning = Mutex<(@Sendable (String) -> Void)?>(nil)
+
     private static func warnOnce(_ path: String, _ message: String) {
         guard warned.withLock({ $0.insert(path).inserted }) else { return }
-        StandardStreams.err(Terminal.printable(message) + "\n")
+        warning.withLock { $0 }?(Terminal.printable(message) + "\n")
     }
 
     /// Replaces the file with `object` (mode 0600 whatever the umask, replaced at once), making

@@ -26,6 +26,9 @@ public struct Terminal: Sendable, Hashable {
     public var outputIsInteractive: Bool
     /// Whether to colour what is written to standard output.
     public var outputUsesColor: Bool
+    /// Whether ``say(_:)`` writes to standard error. `false` for ``silent``, what a library app
+    /// gets unless it hands in a terminal.
+    public var speaks = true
 
     /// Creates a description of a terminal.
     ///
@@ -44,6 +47,15 @@ public struct Terminal: Sendable, Hashable {
         self.usesColor = usesColor && errorIsInteractive
         self.outputUsesColor = usesColor && outputIsInteractive
     }
+
+    /// A terminal that says nothing and asks nothing: what the `Desktop.<provider>(...)` entry
+    /// points use unless the app hands in one, so the library never writes to the app's standard
+    /// output or error by itself.
+    public static let silent: Terminal = {
+        var terminal = Terminal(inputIsInteractive: false, errorIsInteractive: false, usesColor: false)
+        terminal.speaks = false
+        return terminal
+    }()
 
     /// The process's own terminal, in `environment`.
     public static func current(environment: [String: String] = ProcessInfo.processInfo.environment) -> Terminal {
@@ -72,8 +84,10 @@ public struct Terminal: Sendable, Hashable {
     /// `text` in yellow, when colour is on.
     public func yellow(_ text: String) -> String { usesColor ? "\u{1B}[33m\(text)\u{1B}[0m" : text }
 
-    /// Writes to standard error.
-    public func say(_ text: String) { StandardStreams.err(text) }
+    /// Writes to standard error, unless this is ``silent``.
+    public func say(_ text: String) {
+        if speaks { StandardStreams.err(text) }
+    }
 
     /// `text` from outside the program (a name a server sent, a permission name, an account name
     /// from a file) made safe to print on one line: control characters (C0, DEL, C1, such as the
@@ -92,42 +106,6 @@ public struct Terminal: Sendable, Hashable {
         case 0x2028, 0x2029: return true  // line and paragraph separators
         default: return false
         }
-    }
-
-    /// Reads a secret (a token) from standard input.
-    ///
-    /// On a terminal: `prompt` on standard error, echo off while the person types or pastes, and
-    /// Enter ends it (Ctrl-D too); echo is restored afterwards, even when reading fails. From a
-    /// pipe or a file: everything up to the end, as scripts expect (`wl-paste | sesame login
-    /// facebook --with-token`). Either way reading stops once more than `limit` bytes have come,
-    /// so that endless input (`</dev/zero`) ends. Blocking: call it off the cooperative pool.
-    ///
-    /// - Returns: the bytes read, without the terminal's line end: more than `limit` of them
-    ///   (`limit + 1`) when the input was longer, which the caller refuses.
-    public static func readSecretBlocking(prompt: String, limit: Int = 64 * 1024) -> [UInt8] {
-        guard isatty(STDIN_FILENO) == 1 else { return StandardStreams.read(STDIN_FILENO, upTo: limit) }
-        var saved = termios()
-        let haveTerminal = tcgetattr(STDIN_FILENO, &saved) == 0
-        if haveTerminal {
-            var quiet = saved
-            quiet.c_lflag &= ~tcflag_t(ECHO)
-            quiet.c_lflag |= tcflag_t(ECHONL | ICANON)
-            // Echo goes off, and what was typed before, unasked, is dropped (as getpass(3) does),
-            // before the prompt shows: a paste that answers the prompt at once is all kept.
-            _ = tcsetattr(STDIN_FILENO, TCSAFLUSH, &quiet)
-        }
-        StandardStreams.err(prompt)
-        defer {
-            if haveTerminal {
-                var restore = saved
-                _ = tcsetattr(STDIN_FILENO, TCSAFLUSH, &restore)
-            }
-        }
-        // Canonical mode: each read returns at most one line; a line ends at Enter.
-        var line = StandardStreams.readLine(STDIN_FILENO, upTo: limit)
-        if !haveTerminal || line.last != UInt8(ascii: "\n") { StandardStreams.err("\n") }
-        while let last = line.last, last == UInt8(ascii: "\n") || last == UInt8(ascii: "\r") { line.removeLast() }
-        return line
     }
 }
 

@@ -3,21 +3,26 @@ import Sesame
 import SesameCurl
 import SesameDesktop
 import SesameFacebook
+import SesameHTTPServer
 
 extension Desktop {
     /// The Facebook defaults: ``DesktopConfiguration`` resolved from `appID`, the environment and
     /// the config file; `CurlTransport`; the store ``DesktopStorage`` selects; a refresh lock
-    /// file per account; device login with the code on the terminal.
+    /// file per account; device login with the code on `terminal`.
     ///
     /// With no app id configured anywhere this is a configuration error, unless `emulators`
-    /// offers a built-in Facebook emulator (`BuiltInEmulators.sesame` from
-    /// `SesameDesktopEmulator`, which the `sesame` command and the examples use).
+    /// offers a built-in Facebook emulator (`BuiltInEmulators([FacebookEmulatorPlugin()])` from
+    /// `SesameFacebookEmulatorDesktop`, which the examples use).
+    ///
+    /// Nothing is written to standard output or error unless `terminal` is given (a command-line
+    /// app passes `.current()`); a GUI app logs in with ``DesktopFacebook/browserLogin(opener:)``
+    /// or ``DesktopFacebook/deviceLogin(presenter:)`` instead.
     ///
     /// - Parameters:
     ///   - appID: an app id from the app's own command line, which wins over the rest.
     ///   - overrides: values from the command line.
     ///   - environment: the environment to read.
-    ///   - terminal: the terminal to talk to.
+    ///   - terminal: the terminal to talk to; `nil` says nothing (``Terminal/silent``).
     ///   - keyring: opens the keyring store (default: the Secret Service).
     ///   - emulators: the built-in emulators the app allows; none by default.
     /// - Throws: ``DesktopError`` for a bad or missing configuration, a missing keyring (unless
@@ -35,6 +40,56 @@ extension Desktop {
         return DesktopFacebook(
             connection: connection, configuration: setup.configuration, storage: setup.storage,
             accounts: setup.accounts, activeAccount: await setup.accounts.activeAccount(for: .facebook))
+    }
+}
+
+extension Desktop {
+    /// A Facebook app from explicit values only: reads no environment variable and no config
+    /// file, starts no emulator and writes nothing to standard output or error.
+    ///
+    /// ```swift
+    /// let facebook = Desktop.facebook(
+    ///     appID: "1234567890", store: try await StoragePolicy.keyring.resolve().store,
+    ///     stateDirectory: appSupport.appendingPathComponent("sesame"))
+    /// let session = facebook.session(loginUI: facebook.browserLogin(opener: MyWebView()))
+    /// ```
+    ///
+    /// - Parameters:
+    ///   - appID: the Facebook app id.
+    ///   - clientToken: the app's client token, for device login.
+    ///   - store: where logins are kept.
+    ///   - stateDirectory: where the refresh locks and the active account are kept.
+    ///   - transport: what sends requests (`CurlTransport` by default).
+    public static func facebook(
+        appID: String, clientToken: String? = nil, store: any CredentialStore, stateDirectory: URL,
+        transport: any HTTPTransport = CurlTransport()
+    ) -> DesktopFacebook {
+        facebook(
+            provider: FacebookProvider(appID: appID, clientToken: clientToken), store: store,
+            stateDirectory: stateDirectory, transport: transport)
+    }
+
+    /// A Facebook app from an explicit `provider` (its app, Graph version, endpoints), as
+    /// ``facebook(appID:clientToken:store:stateDirectory:transport:)`` makes one: reads no
+    /// environment variable and no config file, and writes nothing to standard output or error.
+    public static func facebook(
+        provider: FacebookProvider, store: any CredentialStore, stateDirectory: URL,
+        transport: any HTTPTransport = CurlTransport()
+    ) -> DesktopFacebook {
+        var accounts = AccountState(environment: ["HOME": stateDirectory.path])
+        accounts.url = stateDirectory.appendingPathComponent("accounts.json")
+        let browser = LocalBrowser(.system, source: "the app")
+        return DesktopFacebook(
+            connection: FacebookConnection(
+                provider: provider, transport: transport, terminal: .silent, emulator: nil, approvalMode: .off,
+                environment: [:],
+                refreshLocking: .directory(stateDirectory.appendingPathComponent("locks", isDirectory: true)),
+                browser: browser),
+            configuration: DesktopConfiguration(
+                storage: Sourced(.memory, source: "the app"), stateDirectory: stateDirectory, browser: browser),
+            storage: StorageSelection(
+                store: store, backend: "the app's store", reason: "given by the app", kind: "app"),
+            accounts: accounts, activeAccount: "default")
     }
 }
 
@@ -69,6 +124,21 @@ public struct DesktopFacebook: Sendable {
     /// Facebook Login for Devices with the code, a spinner and (for the emulator) its approval
     /// step on the terminal.
     public func deviceLogin() -> DeviceLoginFlow { connection.deviceLogin() }
+
+    /// Browser login with the app's own presenter: the loopback receiver and PKCE, and `opener`
+    /// (a GUI app's web view, or the system browser it starts itself) shows the address. Writes
+    /// nothing to standard output or error.
+    public func browserLogin(opener: any BrowserOpener) -> BrowserLoginFlow {
+        FacebookSession.browserLogin(
+            provider: provider, transport: transport,
+            receiver: LoopbackRedirectReceiver(appName: isEmulated ? "Sesame (emulator)" : "Sesame"), opener: opener)
+    }
+
+    /// Facebook Login for Devices with the app's own presenter, which shows the code and the
+    /// address (a GUI app's dialog). Writes nothing to standard output or error.
+    public func deviceLogin(presenter: any DeviceCodePresenter) -> DeviceLoginFlow {
+        FacebookSession.deviceLogin(provider: provider, transport: transport, presenter: presenter)
+    }
 
     /// Browser login: the loopback receiver, PKCE, and the system browser (or only the printed
     /// address with `openBrowser` false).

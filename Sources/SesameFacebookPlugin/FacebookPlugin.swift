@@ -193,7 +193,7 @@ public struct FacebookPlugin: ProviderPlugin {
             request.terminal.say(
                 request.terminal.dim(
                     "Using Sesame's built-in Facebook emulator (no app id is configured; its state is "
-                        + "\(Self.stateDescription(emulator, request)))); set SESAME_FACEBOOK_APP_ID to use a real app."
+                        + "\(Self.stateDescription(emulator, request))); set SESAME_FACEBOOK_APP_ID to use a real app."
                 ) + "\n")
         }
         return FacebookConnection(

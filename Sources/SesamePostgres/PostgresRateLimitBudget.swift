@@ -95,7 +95,8 @@ public final class PostgresRateLimitBudget: RateLimitBudget {
     ///   - now: the time the row's times are on; `nil` (the default) for the database's clock,
     ///     which every worker shares whatever its own clock says. Tests pass a clock they move.
     ///   - warning: told, in one sentence, when the database cannot be reached and when it can
-    ///     again; by default the sentence is written to standard error.
+    ///     again; by default nobody (the library never writes to the app's standard error: a
+    ///     program that wants the sentence there passes a closure that writes it).
     public init(
         configuration: PostgresConfiguration, provider: ProviderID, appID: String,
         pacing: RateLimitPacing = RateLimitPacing(), cacheLifetime: Duration = .milliseconds(250),
@@ -111,7 +112,7 @@ public final class PostgresRateLimitBudget: RateLimitBudget {
         self.usageLifetime = usageLifetime
         self.retryInterval = retryInterval
         self.now = now
-        self.warn = warning ?? { StandardStreams.err("sesame: \($0)\n") }
+        self.warn = warning ?? { _ in }
         connection = PostgresConnectionPool(
             configuration: configuration, size: 1, onConnect: PostgresCredentialStore.checkSchema)
         probeConnection = PostgresConnection(configuration: configuration)

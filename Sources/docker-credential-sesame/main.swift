@@ -8,12 +8,12 @@ import SesameDesktop
 import SesameFacebookPlugin
 import SesameGitHubPlugin
 import SesameOIDCPlugin
+import SesamePassDesktop
+import SesamePostgresDesktop
 
-Desktop.bootstrap([
-    FacebookPlugin(),
-    OIDCPlugin(),
-    GitHubPlugin(),
-])
+Desktop.bootstrap(
+    [FacebookPlugin(), OIDCPlugin(), GitHubPlugin()],
+    storage: [PassStorage(), PostgresStorage()])
 
 signal(SIGPIPE, SIG_IGN)
 exit(DockerCredentialHelper.runOnMainThread(Array(CommandLine.arguments.dropFirst())))

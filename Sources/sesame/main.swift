@@ -5,15 +5,19 @@
 import Foundation
 import SesameCommandLine
 import SesameDesktop
+import SesameFacebookEmulatorDesktop
 import SesameFacebookPlugin
+import SesameGitHubEmulatorDesktop
 import SesameGitHubPlugin
+import SesameOIDCEmulatorDesktop
 import SesameOIDCPlugin
+import SesamePassDesktop
+import SesamePostgresDesktop
 
-Desktop.bootstrap([
-    FacebookPlugin(),
-    OIDCPlugin(),
-    GitHubPlugin(),
-])
+Desktop.bootstrap(
+    [FacebookPlugin(), OIDCPlugin(), GitHubPlugin()],
+    storage: [PassStorage(), PostgresStorage()],
+    emulators: [FacebookEmulatorPlugin(), OIDCEmulatorPlugin(), GitHubEmulatorPlugin()])
 
 // GLib (libsecret) ignores SIGPIPE anyway; ignoring it from the start makes a reader that went away
 // (`sesame token facebook | true`) the same quiet failed write whatever the storage.

@@ -376,7 +376,7 @@ struct OutsideUserTests {
     @Test(
         "bash completes known values and each provider's own login flags",
         arguments: [
-            (["status", "--storage", ""], "keyring keyring-or-file file memory pass auto postgres"),
+            (["status", "--storage", ""], "keyring keyring-or-file file memory auto pass postgres"),
             (["explain-error", "--provider", ""], "facebook oidc github"),
             (["login", "facebook", "--a"], "--account --app-id"),
         ])

@@ -1,11 +1,54 @@
 import Sesame
+import SesameDesktop
 import SesamePostgres
 
-extension DesktopStorage {
+/// A fleet's store as a program registers it (`Desktop.bootstrap(..., storage: [PostgresStorage()])`):
+/// `--storage postgres` (or `SESAME_STORAGE=postgres`) keeps logins in a `PostgresCredentialStore`,
+/// shared by every process and machine that reaches the database, encrypted under the operator's
+/// key, renewed under a fleet-wide lock. The connection comes from `SESAME_POSTGRES` or libpq's
+/// variables, the key from `SESAME_POSTGRES_KEY_FILE` or `SESAME_POSTGRES_KEY`. `auto` never
+/// chooses it: a fleet's store is chosen by name.
+public struct PostgresStorage: StorageBackend {
+    /// Creates the registration.
+    public init() {}
+
+    public var name: String { "postgres" }
+
+    public var summary: String {
+        "a PostgreSQL database shared by a fleet (SESAME_POSTGRES, SESAME_POSTGRES_KEY_FILE)"
+    }
+
+    /// The fleet's store: the connection and the keys from the environment. Nothing is sent to
+    /// the server yet; the first call reports an unreachable one.
+    ///
+    /// - Throws: ``DesktopError`` (78) when the keys are missing or wrong.
+    public func open(environment: [String: String]) throws -> (store: any CredentialStore, backend: String) {
+        let keys: CredentialEncryptionKeys
+        do {
+            keys = try CredentialEncryptionKeys.fromEnvironment(environment)
+        } catch let error as CredentialStoreError {
+            throw DesktopError(error.message, status: .config)
+        }
+        let configuration = PostgresConfiguration.fromEnvironment(environment)
+        let target =
+            configuration.connectionString.isEmpty
+            ? "from libpq's variables"
+            : "from \(PostgresConfiguration.connectionVariable)"
+        return (
+            PostgresCredentialStore(configuration: configuration, keys: keys),
+            "postgres (connection \(target), key \"\(keys.current.id)\")"
+        )
+    }
+
+    /// PostgreSQL's advisory lock, held by one worker of the fleet at a time.
+    public func refreshLocking(environment: [String: String]) -> RefreshLocking {
+        .service(PostgresRefreshLock(configuration: .fromEnvironment(environment)))
+    }
+
     /// What `sesame doctor` says of a fleet's store: the server and how it is reached, the
-    /// tables, and the keys; empty for any other store.
-    public static func doctorLines(for selection: StorageSelection) async -> [DoctorLine] {
-        guard let store = selection.store as? PostgresCredentialStore else { return [] }
+    /// tables, and the keys.
+    public func doctorLines(for store: any CredentialStore) async -> [DoctorLine] {
+        guard let store = store as? PostgresCredentialStore else { return [] }
         let server: PostgresServerReport
         do {
             server = try await store.serverReport()

@@ -4,13 +4,22 @@ import SesameDesktop
 import SesameEmulator
 import SesameFacebookEmulator
 
-extension FacebookPlugin {
+/// Sesame's Facebook emulator as a program registers it
+/// (`Desktop.bootstrap(..., emulators: [FacebookEmulatorPlugin()])`, or
+/// `Desktop.facebook(emulators: BuiltInEmulators([FacebookEmulatorPlugin()]))`): the built-in one
+/// for logins when no app is configured, and `sesame emulator facebook`.
+public struct FacebookEmulatorPlugin: EmulatorPlugin {
+    /// Creates the registration.
+    public init() {}
+
+    public var provider: String { "facebook" }
+
     /// Sesame's Facebook emulator, started in-process on a free loopback port with its state in
     /// `$XDG_STATE_HOME/sesame/emulator.json`, when the program allows it and no app is
     /// configured. Scenarios come from `SESAME_EMULATOR_SCENARIO` (`name[,key=value...]`, several
     /// separated by `;`). A command that does not log in gets one that starts on its first
     /// request: `sesame token` reads the store and never starts it.
-    public var builtInEmulator: BuiltInEmulator? {
+    public var builtIn: BuiltInEmulator? {
         BuiltInEmulator(
             start: { try await FacebookEmulatorHooks.facebook(environment: $0) },
             prepare: { try FacebookEmulatorHooks.preparedFacebook(environment: $0) })
@@ -105,9 +114,9 @@ enum FacebookEmulatorHooks {
     }
 }
 
-extension FacebookPlugin {
+extension FacebookEmulatorPlugin {
     /// `sesame emulator facebook`: the local Facebook in the foreground.
-    public var foregroundEmulator: (any ForegroundEmulator)? { FacebookForegroundEmulator() }
+    public var foreground: (any ForegroundEmulator)? { FacebookForegroundEmulator() }
 }
 
 /// The Facebook emulator as `sesame emulator facebook` runs it.

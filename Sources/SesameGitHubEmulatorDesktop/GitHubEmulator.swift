@@ -8,12 +8,20 @@ import SesameGitHubEmulator
     import Glibc
 #endif
 
-extension GitHubPlugin {
+/// Sesame's GitHub emulator as a program registers it
+/// (`Desktop.bootstrap(..., emulators: [GitHubEmulatorPlugin()])`): the built-in one for logins
+/// when nothing is configured, and `sesame emulator github`.
+public struct GitHubEmulatorPlugin: EmulatorPlugin {
+    /// Creates the registration.
+    public init() {}
+
+    public var provider: String { "github" }
+
     /// Sesame's GitHub emulator, started in-process when the program allows it and nothing is
     /// configured (no client id, no host), with the tokens it issued kept in
     /// `$XDG_STATE_HOME/sesame/github-emulator.json`. A command that does not log in gets one that
     /// starts on its first request.
-    public var builtInEmulator: BuiltInEmulator? {
+    public var builtIn: BuiltInEmulator? {
         BuiltInEmulator(
             start: { try await GitHubEmulatorHooks.github(environment: $0) },
             prepare: { try GitHubEmulatorHooks.preparedGitHub(environment: $0) })
@@ -130,9 +138,9 @@ enum GitHubEmulatorHooks {
     }
 }
 
-extension GitHubPlugin {
+extension GitHubEmulatorPlugin {
     /// `sesame emulator github`: a local GitHub in the foreground.
-    public var foregroundEmulator: (any ForegroundEmulator)? { GitHubForegroundEmulator() }
+    public var foreground: (any ForegroundEmulator)? { GitHubForegroundEmulator() }
 }
 
 /// The GitHub emulator as `sesame emulator github` runs it.
