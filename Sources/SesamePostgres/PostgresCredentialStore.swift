@@ -507,8 +507,9 @@ public final class PostgresCredentialStore: CredentialStore {
         }
     }
 
-    /// What the operator's keys make of the table: how many rows each key id sealed, and for each
-    /// id the store has, whether one of its rows opens (a key replaced under the same id does not).
+    /// What the operator's keys make of the table: how many rows each key id sealed, and which of
+    /// them do not open (every one, for a key the store was not given or a key replaced under the
+    /// same id; only some, for rows altered since they were saved).
     ///
     /// - Throws: `CredentialStoreError` when the server cannot be reached or the table is missing.
     public func keyReport() async throws -> [KeyUse] {
@@ -517,26 +518,30 @@ public final class PostgresCredentialStore: CredentialStore {
             result = try await connection.withSession { session throws(PostgresError) in
                 try session.execute(
                     """
-                    SELECT DISTINCT ON (key_id) key_id, count(*) OVER (PARTITION BY key_id),
-                        provider, issuer, app_id, account, sealed
-                    FROM sesame_credentials ORDER BY key_id, saved_at DESC
+                    SELECT key_id, provider, issuer, app_id, account, sealed FROM sesame_credentials
+                    ORDER BY key_id, provider, issuer, app_id, account
                     """)
             }
         } catch {
             throw Self.explain(error, "Could not read the credentials' keys in PostgreSQL")
         }
-        return result.rows.enumerated().map { index, row in
+        var uses: [KeyUse] = []
+        for (index, row) in result.rows.enumerated() {
             let id = row[0] ?? ""
-            let issuer = row[3] ?? ""
+            let issuer = row[2] ?? ""
             let key = CredentialKey(
-                provider: ProviderID(rawValue: row[2] ?? ""), issuer: issuer.isEmpty ? nil : issuer,
-                appID: row[4] ?? "", account: row[5] ?? "")
-            let opens =
-                openingKeys[id] != nil && (try? unseal(result.bytes(row: index, column: 6), keyID: id, key: key)) != nil
-            return KeyUse(
-                id: id, rows: Int(row[1] ?? "") ?? 0, known: openingKeys[id] != nil, opens: opens,
-                isCurrent: id == sealingKey.id)
+                provider: ProviderID(rawValue: row[1] ?? ""), issuer: issuer.isEmpty ? nil : issuer,
+                appID: row[3] ?? "", account: row[4] ?? "")
+            if uses.last?.id != id {
+                uses.append(
+                    KeyUse(id: id, rows: 0, known: openingKeys[id] != nil, failing: [], isCurrent: id == sealingKey.id))
+            }
+            uses[uses.count - 1].rows += 1
+            if (try? unseal(result.bytes(row: index, column: 5), keyID: id, key: key)) == nil {
+                uses[uses.count - 1].failing.append(key)
+            }
         }
+        return uses
     }
 
     // MARK: - Rows
@@ -662,8 +667,11 @@ public struct KeyUse: Sendable, Hashable {
     public var rows: Int
     /// Whether the store was given a key of that id.
     public var known: Bool
-    /// Whether the newest of those rows opens with it.
-    public var opens: Bool
+    /// The logins of the rows that do not open with it (all of them when it is not ``known``),
+    /// in key order.
+    public var failing: [CredentialKey]
+    /// Whether every one of those rows opens with it.
+    public var opens: Bool { failing.isEmpty }
     /// Whether it is the key the store seals with now.
     public var isCurrent: Bool
 }

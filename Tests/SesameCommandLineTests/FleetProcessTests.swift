@@ -338,6 +338,35 @@ struct FleetProcessTests {
         }
     }
 
+    @Test("doctor names the one altered row of three under a key, and does not blame the key")
+    func doctorAlteredRow() async throws {
+        try await withPostgres { server in
+            let fleet = try Fleet(server, machines: 1)
+            try await fleet.store.migrate()
+            for account in ["alice", "bob", "carol"] {
+                try await fleet.store.save(
+                    StoredCredential(
+                        key: CredentialKey(provider: "github", appID: "github-emulator.localhost", account: account),
+                        token: AccessToken(
+                            tokenString: "gho_\(account)_secret", provider: "github", appID: "github-emulator.localhost"
+                        )))
+            }
+            try await Self.sql(
+                fleet,
+                "UPDATE sesame_credentials SET sealed = set_byte(sealed, 20, get_byte(sealed, 20) # 1) "
+                    + "WHERE account = 'bob'")
+            let doctor = try await fleet.machines[0].run("sesame", ["doctor"])
+            let keyID = String(fleet.key.prefix { $0 != ":" })
+            #expect(
+                doctor.standardOutput.contains("1 of 3 logins encrypted with \"\(keyID)\" does not decrypt with it"),
+                "\(doctor.standardOutput)")
+            #expect(doctor.standardOutput.contains("— bob"), "\(doctor.standardOutput)")
+            #expect(!doctor.standardOutput.contains("— alice") && !doctor.standardOutput.contains("— carol"))
+            #expect(!doctor.standardOutput.contains("not decrypt with the key of that id"), "\(doctor.standardOutput)")
+            #expect(!(doctor.standardOutput + doctor.standardError).contains("_secret"))
+        }
+    }
+
     // MARK: Helpers
 
     /// Runs `sql` with psql; its output.

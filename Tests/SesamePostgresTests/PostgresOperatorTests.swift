@@ -198,7 +198,34 @@ struct PostgresOperatorTests {
                 configuration: server.configuration, keys: CredentialEncryptionKeys(current: impostor))
             let seen = try await wrong.keyReport().sorted { $0.id < $1.id }
             #expect(seen.map(\.known) == [false, true] && seen.map(\.opens) == [false, false])
+            #expect(seen.map(\.failing.count) == [1, 2])
             #expect(try await wrong.schemaVersion() == PostgresCredentialStore.schemaVersion)
+        }
+    }
+
+    @Test("the key report names the one altered row of a key's several, and counts the rows that still open")
+    func keyReportAlteredRow() async throws {
+        try await withPostgres { server in
+            let key = try CredentialEncryptionKey(id: "k", bytes: [UInt8](repeating: 4, count: 32))
+            let store = PostgresCredentialStore(
+                configuration: server.configuration, keys: CredentialEncryptionKeys(current: key))
+            try await store.migrate()
+            for account in ["a", "b", "c", "d"] {
+                try await store.save(PostgresCredentialStoreTests.credential(account: account))
+            }
+            // One bit of one row's sealed bytes flipped; "d" is saved again afterwards, so the newest
+            // row is a good one.
+            let admin = PostgresConnection(configuration: server.configuration)
+            _ = try await admin.withSession { session throws(PostgresError) in
+                try session.execute(
+                    "UPDATE sesame_credentials SET sealed = set_byte(sealed, 20, get_byte(sealed, 20) # 1) "
+                        + "WHERE account = 'b'")
+            }
+            try await store.save(PostgresCredentialStoreTests.credential(account: "d", savedAt: Date()))
+            let report = try await store.keyReport()
+            #expect(report.count == 1)
+            #expect(report.first?.rows == 4 && report.first?.known == true && report.first?.opens == false)
+            #expect(report.first?.failing.map(\.account) == ["b"])
         }
     }
 
