@@ -164,8 +164,8 @@ public final class PostgresCredentialStore: CredentialStore {
     /// but a restart or failover drops it while its holder still waits on the issuer. So a
     /// process that finds a renewal in flight waits for it: until its holder saves (and the
     /// login it saved is read here) or clears its mark, or until its holder, which beats every
-    /// few seconds while it waits on the issuer, has shown no sign of life for a whole
-    /// ``renewalLease`` of watching. Only then does this process take the renewal over, and the
+    /// few seconds while it waits on the issuer, has shown no sign of life for 15 seconds
+    /// of watching. Only then does this process take the renewal over, and the
     /// former holder's save finds the row's generation moved on and saves nothing.
     ///
     /// - Throws: `CredentialStoreError` when the server cannot be reached or the row cannot be
@@ -667,8 +667,8 @@ public struct KeyUse: Sendable, Hashable {
     public var rows: Int
     /// Whether the store was given a key of that id.
     public var known: Bool
-    /// The logins of the rows that do not open with it (all of them when it is not ``known``),
-    /// in key order.
+    /// The logins of the rows that do not open with it (all of them when the store has no key of
+    /// that id), in key order.
     public var failing: [CredentialKey]
     /// Whether every one of those rows opens with it.
     public var opens: Bool { failing.isEmpty }
