@@ -114,6 +114,44 @@ public protocol CredentialStore: Sendable {
     ///
     /// - Throws: the ``CredentialStoreError`` a save would throw.
     func checkWritable(for key: CredentialKey) async throws
+    /// Reads the login for `key` for a renewal (or another read-modify-write), marks the renewal
+    /// in flight, and runs `body` with what was read; the mark is cleared when `body` ends.
+    ///
+    /// A store that several machines share cannot rely on its refresh lock alone: a database's
+    /// lock is dropped by a restart or failover while its holder still waits on the issuer. Such
+    /// a store (`PostgresCredentialStore`) fences: the claim holds the login's generation, which
+    /// ``save(_:fencedBy:)`` checks, and a second renewer that finds a renewal in flight waits
+    /// for it (or for its holder to stop showing signs of life) instead of sending the same
+    /// refresh token. A store that only a file lock guards needs no fence, since that lock is
+    /// lost only with its process: the default reads the login and runs `body`.
+    ///
+    /// - Throws: ``CredentialStoreError`` when the store cannot be reached or the login cannot be
+    ///   read; whatever `body` throws.
+    func withRenewalClaim<T: Sendable>(
+        for key: CredentialKey, _ body: @Sendable (RenewalClaim) async throws -> T
+    ) async throws -> T
+    /// Saves `credential` only when the stored login is still the one `claim` read (no other
+    /// renewal or login replaced it since).
+    ///
+    /// - Returns: whether it was saved; `false` leaves the store as it is.
+    /// - Throws: ``CredentialStoreError`` when the store cannot be reached or written.
+    func save(_ credential: StoredCredential, fencedBy claim: RenewalClaim) async throws -> Bool
+}
+
+/// What ``CredentialStore/withRenewalClaim(for:_:)`` read for a renewal, and what fences the
+/// renewal's save.
+public struct RenewalClaim: Sendable, Hashable {
+    /// The stored login when the claim was made, or `nil` when there was none.
+    public var stored: StoredCredential?
+    /// The login's generation that this claim holds, which a fenced save must still find; `nil`
+    /// for a store that does not fence.
+    public var generation: Int64?
+
+    /// Creates a claim.
+    public init(stored: StoredCredential?, generation: Int64? = nil) {
+        self.stored = stored
+        self.generation = generation
+    }
 }
 
 extension CredentialStore {
@@ -136,6 +174,25 @@ extension CredentialStore {
     public func containsEntries(provider: ProviderID?) async throws -> Bool {
         let listing = try await listing(provider: provider)
         return !listing.credentials.isEmpty || !listing.unreadable.isEmpty
+    }
+
+    /// Reads the login and runs `body`: no fence, for a store whose lock is lost only with its
+    /// process (a file lock).
+    ///
+    /// - Throws: ``CredentialStoreError`` when the login cannot be read; whatever `body` throws.
+    public func withRenewalClaim<T: Sendable>(
+        for key: CredentialKey, _ body: @Sendable (RenewalClaim) async throws -> T
+    ) async throws -> T {
+        try await body(RenewalClaim(stored: try await load(key)))
+    }
+
+    /// Saves `credential`: no fence, for a store whose lock is lost only with its process.
+    ///
+    /// - Returns: `true`.
+    /// - Throws: ``CredentialStoreError`` when the store cannot be written.
+    public func save(_ credential: StoredCredential, fencedBy claim: RenewalClaim) async throws -> Bool {
+        try await save(credential)
+        return true
     }
 
     /// Saves and removes a placeholder credential (holding no token) beside `key`.

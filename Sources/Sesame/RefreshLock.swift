@@ -81,7 +81,9 @@ public struct RefreshLock: Sendable, Hashable {
 /// ``withRefreshLock(for:_:)`` exactly as it does inside a ``RefreshLock``: it reads the store
 /// again once it holds the lock, renews only when the stored login is still due, and saves before
 /// the lock is released. A service must hold the lock for `key` against every other holder of
-/// the same `key` until `body` returns or throws, and release it then.
+/// the same `key` until `body` returns or throws, and release it then. A lock that can be lost
+/// while `body` runs (a database's, dropped by a restart) needs a store that fences the save
+/// (``CredentialStore/withRenewalClaim(for:_:)``), as `PostgresCredentialStore` does.
 public protocol RefreshLockService: AnyObject, Sendable {
     /// Runs `body` while holding the lock for `key`, waiting for another holder first.
     ///

@@ -331,16 +331,27 @@ public actor Session {
     public func update(_ change: @escaping @Sendable (inout AccessToken) throws -> Void) async throws -> AccessToken {
         guard state.isOpen, token != nil else { throw SessionTransitionError(from: state, to: .openTokenExtended) }
         return try await serialized {
-            try await self.refreshLocking.withLock(for: self.key) { try await self.applyUpdate(change) }
+            try await self.refreshLocking.withLock(for: self.key) {
+                try await self.store.withRenewalClaim(for: self.key) { try await self.applyUpdate(change, $0) }
+            }
         }
     }
 
-    private func applyUpdate(_ change: @Sendable (inout AccessToken) throws -> Void) async throws -> AccessToken {
-        let base = try await currentTokenFromStore()
+    private func applyUpdate(
+        _ change: @Sendable (inout AccessToken) throws -> Void, _ claim: RenewalClaim
+    ) async throws -> AccessToken {
+        let base = try currentToken(from: claim)
         var updated = base
         try change(&updated)
         if updated != base {
-            try await saveAndPublish(updated)
+            guard try await store.save(StoredCredential(key: key, token: updated, savedAt: now()), fencedBy: claim)
+            else {
+                throw CredentialStoreError(
+                    kind: .ioFailure,
+                    message: "The login for \(key) changed in the store while this change to it was made (another "
+                        + "process renewed it or logged in); the change was not saved. Try again.")
+            }
+            try publish(updated)
         } else if updated != token {
             try publish(updated)
         }
@@ -422,7 +433,9 @@ public actor Session {
     /// turns on it); the cross-process lock (``refreshLocking``) is taken; the store is read again, and
     /// its token (when it is the same person's) is the one to renew; `isDue` is asked again,
     /// about that token, since another process may have renewed it while this one waited;
-    /// only then is `renew` called; its token is saved once, becomes the session's (state
+    /// only then is `renew` called; its token is saved once, fenced by what the store read
+    /// (``CredentialStore/save(_:fencedBy:)``: a renewal whose lock was lost while it waited on
+    /// the provider never overwrites a newer login, and uses that one), becomes the session's (state
     /// `openTokenExtended`) and is handed to every caller in this process that joined the
     /// same renewal.
     ///
@@ -480,24 +493,38 @@ public actor Session {
         try? transition(to: .closed, error: error)
     }
 
-    /// Run under the lock: reads the store again, renews what is still due, saves once.
+    /// Run under the lock: reads the store again (a claim, ``CredentialStore/withRenewalClaim(for:_:)``,
+    /// which waits for a renewal in flight elsewhere), renews what is still due, saves once, fenced
+    /// by the claim.
     ///
     /// A renewal the provider refuses may have been caused by a sibling that renewed meanwhile
     /// without this lock (another machine, a program with a lock of its own) and rotated the
     /// refresh token: the store is read again, and a newer login there is adopted. Only
-    /// otherwise is the stored login marked as needing a login, kept, never deleted.
+    /// otherwise is the stored login marked as needing a login, kept, never deleted. A renewal
+    /// whose fenced save finds the login changed since the claim (its lock was lost, and another
+    /// renewal or a new login came first) adopts the stored login instead of overwriting it.
     private func renewFromStore(
-        isDue: @Sendable (AccessToken) -> Bool, renew: @Sendable (AccessToken) async throws -> AccessToken?
+        isDue: @escaping @Sendable (AccessToken) -> Bool,
+        renew: @escaping @Sendable (AccessToken) async throws -> AccessToken?
     ) async throws -> TokenRenewal {
-        let base = try await currentTokenFromStore()
+        try await store.withRenewalClaim(for: key) { claim in
+            try await self.renewClaimed(claim, isDue: isDue, renew: renew)
+        }
+    }
+
+    private func renewClaimed(
+        _ claim: RenewalClaim, isDue: @Sendable (AccessToken) -> Bool,
+        renew: @Sendable (AccessToken) async throws -> AccessToken?
+    ) async throws -> TokenRenewal {
+        let base = try currentToken(from: claim)
         if isDue(base) {
             let renewed: AccessToken?
             do {
                 renewed = try await Self.redactingSecrets(of: base) { try await renew(base) }
             } catch let failure as RenewalKeepingRotation {
                 // The provider rotated the refresh token: keep the new one, whatever else failed.
-                try await store.save(StoredCredential(key: key, token: failure.kept, savedAt: now()))
-                token = failure.kept
+                let kept = StoredCredential(key: key, token: failure.kept, savedAt: now())
+                if try await store.save(kept, fencedBy: claim) { token = failure.kept }
                 throw failure.error
             } catch let error as AuthError where error.category == .authenticationReopenSession {
                 let stored = try await store.load(key)
@@ -509,12 +536,14 @@ public actor Session {
                 }
                 if var stored, stored.token == base, !stored.needsLogin {
                     stored.needsLogin = true
-                    try await store.save(stored)
+                    _ = try await store.save(stored, fencedBy: claim)
                 }
                 throw error
             }
             if let renewed {
-                try await saveAndPublish(renewed)
+                guard try await store.save(StoredCredential(key: key, token: renewed, savedAt: now()), fencedBy: claim)
+                else { return try await adoptStoredAfterFence() }
+                try publish(renewed)
                 return .renewed(renewed)
             }
         }
@@ -540,15 +569,26 @@ public actor Session {
         }
     }
 
-    /// The token to build on: the stored one when it is this person's (another process may
-    /// have renewed or changed it), else the one in memory.
-    private func currentTokenFromStore() async throws -> AccessToken {
+    /// The token to build on: the stored one `claim` read when it is this person's (another
+    /// process may have renewed or changed it), else the one in memory.
+    private func currentToken(from claim: RenewalClaim) throws -> AccessToken {
         guard state.isOpen, let current = token else {
             throw SessionTransitionError(from: state, to: .openTokenExtended)
         }
-        guard let stored = try await store.load(key), stored.token.userID == current.userID else { return current }
+        guard let stored = claim.stored, stored.token.userID == current.userID else { return current }
         if stored.needsLogin { throw AuthError.needsLogin(key, reason: .refused) }
         return stored.token
+    }
+
+    /// After a renewal's fenced save found the stored login changed since its claim: the stored
+    /// login now, adopted when it is this person's and usable. The renewed token is dropped; the
+    /// login in the store is the one every process uses.
+    private func adoptStoredAfterFence() async throws -> TokenRenewal {
+        guard let stored = try await store.load(key), !stored.needsLogin, stored.token.userID == token?.userID else {
+            throw AuthError.needsLogin(key, reason: .refused)
+        }
+        try publish(stored.token)
+        return .renewedElsewhere(stored.token)
     }
 
     private func saveAndPublish(_ newToken: AccessToken) async throws {

@@ -84,39 +84,59 @@ public struct CredentialEncryptionKeys: Sendable, CustomStringConvertible {
                 + "a file holding ID:BASE64 (made with `openssl rand -base64 32`), or \(textVariable) to that text.")
     }
 
-    /// The keys in the file at `url`.
+    /// The keys in the file at `url`, when the file may hold a key by libpq's rule for a client's
+    /// private key (`sslkey`): a regular file owned by this user with no access for group or
+    /// others (0600 or less), or owned by root and readable by root's group at most (0640 or
+    /// less) for a user who is not root. A file of another user (reached through a symbolic link
+    /// too), or one every user may read, is refused, saying how to fix it. The checks are made on
+    /// the opened file, so it cannot be swapped between the check and the read.
     ///
     /// - Throws: `CredentialStoreError` of kind `CredentialStoreError/Kind/invalidKey` when the
-    ///   file cannot be read, is not a regular file, or others than its owner may write to it.
+    ///   file cannot be read, is not a regular file, belongs to another user, or group or others
+    ///   may use it.
     public static func fromFile(_ url: URL) throws -> CredentialEncryptionKeys {
+        let path = url.path
+        func refuse(_ message: String) -> CredentialStoreError {
+            CredentialStoreError(kind: .invalidKey, message: "The key file \(path) " + message)
+        }
+        // O_NONBLOCK: a FIFO in its place is refused below rather than waited on.
+        let descriptor = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
+        guard descriptor >= 0 else {
+            throw refuse("cannot be read (\(String(cString: strerror(errno)))); check \(fileVariable).")
+        }
+        let file = FileHandle(fileDescriptor: descriptor, closeOnDealloc: true)
         var status = stat()
-        guard stat(url.path, &status) == 0 else {
-            let reason = String(cString: strerror(errno))
-            throw CredentialStoreError(
-                kind: .invalidKey,
-                message: "The key file \(url.path) cannot be read (\(reason)); check \(fileVariable).")
+        guard fstat(descriptor, &status) == 0 else {
+            throw refuse("cannot be read (\(String(cString: strerror(errno)))); check \(fileVariable).")
         }
         guard status.st_mode & S_IFMT == S_IFREG else {
-            throw CredentialStoreError(
-                kind: .invalidKey, message: "The key file \(url.path) is not a regular file; check \(fileVariable).")
+            throw refuse("is not a regular file; check \(fileVariable).")
         }
-        guard status.st_mode & 0o022 == 0 else {
-            throw CredentialStoreError(
-                kind: .invalidKey,
-                message: "The key file \(url.path) may be written by users other than its owner, who could "
-                    + "replace the key; run `chmod go-w \(url.path)` (better: chmod 600).")
+        let user = geteuid()
+        let mode = status.st_mode & 0o777
+        let octal = "0" + String(mode, radix: 8)
+        guard status.st_uid == user || status.st_uid == 0 else {
+            throw refuse(
+                "belongs to another user (uid \(status.st_uid)), who could replace the key; use a key file of your "
+                    + "own: `chown $(id -un) \(path)` (or a copy you own), then `chmod 600 \(path)`.")
+        }
+        if status.st_uid == user, mode & 0o077 != 0 {
+            throw refuse(
+                "may be used by users other than you (mode \(octal)), as libpq refuses for a private key; run "
+                    + "`chmod 600 \(path)`.")
+        }
+        if status.st_uid == 0, mode & 0o037 != 0 {
+            throw refuse(
+                "belongs to root and may be used by users other than root and its group (mode \(octal)), as libpq "
+                    + "refuses for a private key; run `chmod 640 \(path)` (or 600).")
         }
         let data: Data
         do {
-            data = try Data(contentsOf: url)
+            data = try file.read(upToCount: 1 << 16) ?? Data()
         } catch {
-            throw CredentialStoreError(
-                kind: .invalidKey,
-                message: "The key file \(url.path) cannot be read (\(error.localizedDescription)); check its owner "
-                    + "and mode.")
+            throw refuse("cannot be read (\(error.localizedDescription)); check its owner and mode.")
         }
-        return try CredentialEncryptionKeys(
-            text: String(decoding: data, as: UTF8.self), source: "The key file \(url.path)")
+        return try CredentialEncryptionKeys(text: String(decoding: data, as: UTF8.self), source: "The key file \(path)")
     }
 
     /// Shows the ids, never the keys.

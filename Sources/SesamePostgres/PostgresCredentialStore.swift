@@ -24,8 +24,19 @@ import Sesame
 /// what to do, and hold no token, password or key.
 public final class PostgresCredentialStore: CredentialStore {
     /// The version of the tables this Sesame reads and writes: 1 the credentials, 2 also the
-    /// fleet's rate-limit budget (``PostgresRateLimitBudget``).
-    public static let schemaVersion = 2
+    /// fleet's rate-limit budget (``PostgresRateLimitBudget``), 3 also each login's generation
+    /// and the heartbeat of a renewal in flight, which fence renewals
+    /// (``withRenewalClaim(for:_:)``).
+    public static let schemaVersion = 3
+
+    /// How long a renewal in flight elsewhere may show no sign of life, as a waiting process
+    /// sees it, before that process takes the renewal over: its holder beats every
+    /// ``renewalHeartbeat`` while it waits on the issuer, through a database restart too.
+    static let renewalLease = Duration.seconds(15)
+    /// How often the holder of a renewal shows it is alive.
+    static let renewalHeartbeat = Duration.seconds(3)
+    /// How often a process waiting for a renewal in flight elsewhere looks at the login's row.
+    static let renewalPoll = Duration.milliseconds(200)
 
     /// The statements ``migrate()`` runs, in order; each is harmless to run again.
     static let migrationStatements = [
@@ -48,6 +59,8 @@ public final class PostgresCredentialStore: CredentialStore {
             PRIMARY KEY (provider, issuer, app_id, account)
         )
         """,
+        "ALTER TABLE sesame_credentials ADD COLUMN IF NOT EXISTS generation bigint NOT NULL DEFAULT 0",
+        "ALTER TABLE sesame_credentials ADD COLUMN IF NOT EXISTS renewal_heartbeat timestamptz",
         """
         CREATE TABLE IF NOT EXISTS sesame_rate_limit_budget (
             provider text NOT NULL,
@@ -59,8 +72,8 @@ public final class PostgresCredentialStore: CredentialStore {
         )
         """,
         """
-        INSERT INTO sesame_schema_version (component, version) VALUES ('credentials', 2)
-            ON CONFLICT (component) DO UPDATE SET version = 2 WHERE sesame_schema_version.version < 2
+        INSERT INTO sesame_schema_version (component, version) VALUES ('credentials', 3)
+            ON CONFLICT (component) DO UPDATE SET version = 3 WHERE sesame_schema_version.version < 3
         """,
     ]
 
@@ -125,7 +138,137 @@ public final class PostgresCredentialStore: CredentialStore {
         }
     }
 
+    /// Saves `credential`, replacing the row's login whatever it holds (a new login): a renewal
+    /// in flight for the row's former login finds, when it saves, that it was replaced.
     public func save(_ credential: StoredCredential) async throws {
+        _ = try await write(credential, fence: nil)
+    }
+
+    /// Saves `credential` only when its row still holds the generation `claim` took (no login was
+    /// saved, and no other process took the renewal over, since): the save of a renewal whose
+    /// lock was lost (a database restart, a failover) cannot overwrite a newer login. Clears the
+    /// row's renewal in flight. A claim on a login that was not stored saves as ``save(_:)``.
+    ///
+    /// - Returns: whether it was saved.
+    /// - Throws: `CredentialStoreError` when the server cannot be reached (after trying for the
+    ///   configuration's `saveRetryLimit`) or refuses.
+    public func save(_ credential: StoredCredential, fencedBy claim: RenewalClaim) async throws -> Bool {
+        try await write(credential, fence: claim.generation)
+    }
+
+    /// Reads the login's row for a renewal and marks the renewal in flight there, under a new
+    /// generation of the row, then runs `body`; the mark is cleared when `body` ends, and a
+    /// fenced save (``save(_:fencedBy:)``) clears it too.
+    ///
+    /// The refresh lock (``PostgresRefreshLock``) keeps renewals apart while the server runs,
+    /// but a restart or failover drops it while its holder still waits on the issuer. So a
+    /// process that finds a renewal in flight waits for it: until its holder saves (and the
+    /// login it saved is read here) or clears its mark, or until its holder, which beats every
+    /// few seconds while it waits on the issuer, has shown no sign of life for 15 seconds
+    /// of watching. Only then does this process take the renewal over, and the
+    /// former holder's save finds the row's generation moved on and saves nothing.
+    ///
+    /// - Throws: `CredentialStoreError` when the server cannot be reached or the row cannot be
+    ///   read; whatever `body` throws.
+    public func withRenewalClaim<T: Sendable>(
+        for key: CredentialKey, _ body: @Sendable (RenewalClaim) async throws -> T
+    ) async throws -> T {
+        let claim = try await claimRenewal(of: key)
+        guard let generation = claim.generation else { return try await body(claim) }
+        let parameters = Self.keyParameters(key) + [.text(String(generation))]
+        let connection = self.connection
+        let heartbeat = Task {
+            while true {
+                try await Task.sleep(for: Self.renewalHeartbeat)
+                // A beat that fails (the server restarting) is made up by the next.
+                _ = try? await connection.withSession { session throws(PostgresError) in
+                    try session.execute(
+                        """
+                        UPDATE sesame_credentials SET renewal_heartbeat = clock_timestamp()
+                        WHERE provider = $1 AND issuer = $2 AND app_id = $3 AND account = $4
+                            AND generation = $5::bigint AND renewal_heartbeat IS NOT NULL
+                        """, parameters)
+                }
+            }
+        }
+        func end() async {
+            heartbeat.cancel()
+            _ = await heartbeat.result
+            // A fenced save cleared the mark already; a renewal that saved nothing clears it here
+            // (or, when the server cannot be reached, a waiting process takes over after the lease).
+            _ = try? await connection.withSession { session throws(PostgresError) in
+                try session.execute(
+                    """
+                    UPDATE sesame_credentials SET renewal_heartbeat = NULL
+                    WHERE provider = $1 AND issuer = $2 AND app_id = $3 AND account = $4 AND generation = $5::bigint
+                    """, parameters)
+            }
+        }
+        do {
+            let value = try await body(claim)
+            await end()
+            return value
+        } catch {
+            await end()
+            throw error
+        }
+    }
+
+    /// Waits for a renewal in flight elsewhere (see ``withRenewalClaim(for:_:)``), then reads the
+    /// row and claims it under a new generation; no generation when there is no row.
+    private func claimRenewal(of key: CredentialKey) async throws -> RenewalClaim {
+        let clock = ContinuousClock()
+        var watched: [String?] = []
+        var watchedSince = clock.now
+        while true {
+            let result: PostgresRows
+            do throws(PostgresError) {
+                result = try await connection.withSession { session throws(PostgresError) in
+                    try session.execute(
+                        """
+                        SELECT key_id, sealed, generation, renewal_heartbeat::text FROM sesame_credentials
+                        WHERE provider = $1 AND issuer = $2 AND app_id = $3 AND account = $4
+                        """, Self.keyParameters(key))
+                }
+            } catch {
+                throw Self.explain(error, "Could not read the credential for \(key) from PostgreSQL")
+            }
+            guard let row = result.rows.first else { return RenewalClaim(stored: nil) }
+            let stored = try unseal(result.bytes(row: 0, column: 1), keyID: row[0] ?? "", key: key)
+            let seen = [row[2], row[3]]
+            if seen != watched {
+                watched = seen
+                watchedSince = clock.now
+            }
+            if row[3] == nil || watchedSince.duration(to: clock.now) >= Self.renewalLease {
+                let taken: PostgresRows
+                do throws(PostgresError) {
+                    taken = try await connection.withSession { session throws(PostgresError) in
+                        try session.execute(
+                            """
+                            UPDATE sesame_credentials
+                            SET generation = generation + 1, renewal_heartbeat = clock_timestamp()
+                            WHERE provider = $1 AND issuer = $2 AND app_id = $3 AND account = $4
+                                AND generation = $5::bigint
+                            RETURNING generation
+                            """, Self.keyParameters(key) + [.text(row[2] ?? "")])
+                    }
+                } catch {
+                    throw Self.explain(error, "Could not mark the renewal of \(key) in PostgreSQL")
+                }
+                // Another process came first: look again.
+                if let generation = (taken.rows.first?.first ?? nil).flatMap({ Int64($0) }) {
+                    return RenewalClaim(stored: stored, generation: generation)
+                }
+                continue
+            }
+            try await Task.sleep(for: Self.renewalPoll)
+        }
+    }
+
+    /// Seals and saves `credential`, replacing the row whatever it holds when `fence` is `nil`,
+    /// else only when the row's generation is still `fence`; whether it was saved.
+    private func write(_ credential: StoredCredential, fence: Int64?) async throws -> Bool {
         let key = credential.key
         let sealed: [UInt8]
         do {
@@ -147,7 +290,11 @@ public final class PostgresCredentialStore: CredentialStore {
         var pause = Duration.milliseconds(100)
         while true {
             do {
-                return try await upsert(parameters, key: key)
+                guard let fence else {
+                    try await upsert(parameters, key: key)
+                    return true
+                }
+                return try await update(parameters + [.text(String(fence))], key: key)
             } catch let error as CredentialStoreError where error.kind == .unavailable && clock.now + pause < deadline {
                 // The server cannot be reached: it may be restarting; what is being saved may be
                 // a refresh token the provider has already rotated, so it is worth the wait.
@@ -168,9 +315,30 @@ public final class PostgresCredentialStore: CredentialStore {
                     VALUES ($1, $2, $3, $4, $5, $6, to_timestamp($7::double precision), $8::boolean)
                     ON CONFLICT (provider, issuer, app_id, account) DO UPDATE SET
                         key_id = EXCLUDED.key_id, sealed = EXCLUDED.sealed,
-                        saved_at = EXCLUDED.saved_at, needs_login = EXCLUDED.needs_login
+                        saved_at = EXCLUDED.saved_at, needs_login = EXCLUDED.needs_login,
+                        generation = sesame_credentials.generation + 1, renewal_heartbeat = NULL
                     """, parameters)
             }
+        } catch {
+            throw Self.explain(error, "Could not save the credential for \(key) in PostgreSQL")
+        }
+    }
+
+    /// Replaces the row of `key` when its generation is still `$9`; one try. A try whose answer
+    /// was lost and that runs again finds the generation moved on by itself, and says not saved:
+    /// the caller then reads the row, which holds what it saved.
+    private func update(_ parameters: [PostgresParameter], key: CredentialKey) async throws -> Bool {
+        do throws(PostgresError) {
+            return try await connection.withSession { session throws(PostgresError) in
+                try session.execute(
+                    """
+                    UPDATE sesame_credentials SET key_id = $5, sealed = $6,
+                        saved_at = to_timestamp($7::double precision), needs_login = $8::boolean,
+                        generation = generation + 1, renewal_heartbeat = NULL
+                    WHERE provider = $1 AND issuer = $2 AND app_id = $3 AND account = $4 AND generation = $9::bigint
+                    RETURNING generation
+                    """, parameters)
+            }.rows.count == 1
         } catch {
             throw Self.explain(error, "Could not save the credential for \(key) in PostgreSQL")
         }
@@ -339,8 +507,9 @@ public final class PostgresCredentialStore: CredentialStore {
         }
     }
 
-    /// What the operator's keys make of the table: how many rows each key id sealed, and for each
-    /// id the store has, whether one of its rows opens (a key replaced under the same id does not).
+    /// What the operator's keys make of the table: how many rows each key id sealed, and which of
+    /// them do not open (every one, for a key the store was not given or a key replaced under the
+    /// same id; only some, for rows altered since they were saved).
     ///
     /// - Throws: `CredentialStoreError` when the server cannot be reached or the table is missing.
     public func keyReport() async throws -> [KeyUse] {
@@ -349,26 +518,30 @@ public final class PostgresCredentialStore: CredentialStore {
             result = try await connection.withSession { session throws(PostgresError) in
                 try session.execute(
                     """
-                    SELECT DISTINCT ON (key_id) key_id, count(*) OVER (PARTITION BY key_id),
-                        provider, issuer, app_id, account, sealed
-                    FROM sesame_credentials ORDER BY key_id, saved_at DESC
+                    SELECT key_id, provider, issuer, app_id, account, sealed FROM sesame_credentials
+                    ORDER BY key_id, provider, issuer, app_id, account
                     """)
             }
         } catch {
             throw Self.explain(error, "Could not read the credentials' keys in PostgreSQL")
         }
-        return result.rows.enumerated().map { index, row in
+        var uses: [KeyUse] = []
+        for (index, row) in result.rows.enumerated() {
             let id = row[0] ?? ""
-            let issuer = row[3] ?? ""
+            let issuer = row[2] ?? ""
             let key = CredentialKey(
-                provider: ProviderID(rawValue: row[2] ?? ""), issuer: issuer.isEmpty ? nil : issuer,
-                appID: row[4] ?? "", account: row[5] ?? "")
-            let opens =
-                openingKeys[id] != nil && (try? unseal(result.bytes(row: index, column: 6), keyID: id, key: key)) != nil
-            return KeyUse(
-                id: id, rows: Int(row[1] ?? "") ?? 0, known: openingKeys[id] != nil, opens: opens,
-                isCurrent: id == sealingKey.id)
+                provider: ProviderID(rawValue: row[1] ?? ""), issuer: issuer.isEmpty ? nil : issuer,
+                appID: row[3] ?? "", account: row[4] ?? "")
+            if uses.last?.id != id {
+                uses.append(
+                    KeyUse(id: id, rows: 0, known: openingKeys[id] != nil, failing: [], isCurrent: id == sealingKey.id))
+            }
+            uses[uses.count - 1].rows += 1
+            if (try? unseal(result.bytes(row: index, column: 5), keyID: id, key: key)) == nil {
+                uses[uses.count - 1].failing.append(key)
+            }
         }
+        return uses
     }
 
     // MARK: - Rows
@@ -461,6 +634,14 @@ public final class PostgresCredentialStore: CredentialStore {
 
     /// `error` as a store error after `action`; a missing table says how to make it.
     private static func explain(_ error: PostgresError, _ action: String) -> CredentialStoreError {
+        if error.sqlState == "42703" {
+            // An undefined column: tables an older Sesame made.
+            return CredentialStoreError(
+                kind: .incompatibleSchema,
+                message: "\(action): Sesame's tables in this database were made by an older Sesame. Call the "
+                    + "store's migrate() once (a `sesame login` with the postgres storage does), or have a DBA run "
+                    + "its migrationSQL (which `sesame doctor --storage postgres` prints).")
+        }
         guard error.sqlState == "42P01" else { return error.storeError(action) }
         return CredentialStoreError(
             kind: .incompatibleSchema,
@@ -486,8 +667,11 @@ public struct KeyUse: Sendable, Hashable {
     public var rows: Int
     /// Whether the store was given a key of that id.
     public var known: Bool
-    /// Whether the newest of those rows opens with it.
-    public var opens: Bool
+    /// The logins of the rows that do not open with it (all of them when the store has no key of
+    /// that id), in key order.
+    public var failing: [CredentialKey]
+    /// Whether every one of those rows opens with it.
+    public var opens: Bool { failing.isEmpty }
     /// Whether it is the key the store seals with now.
     public var isCurrent: Bool
 }

@@ -11,7 +11,10 @@ import Sesame
 /// own (kept for this process's next holder once released), the session reads the store again,
 /// renews only when the stored login is still due, saves, and the lock is released. Its holder is the connection, not a lease: a worker
 /// that is slow keeps it as long as it needs, and one that dies (or whose connection the server
-/// ends) releases it at once, with nothing to expire.
+/// ends) releases it at once, with nothing to expire. A restart or failover of the server drops
+/// it too, while its holder may still wait on the issuer: the store's fenced renewal
+/// (``PostgresCredentialStore/withRenewalClaim(for:_:)``) keeps the next holder from sending the
+/// same refresh token.
 ///
 /// ```swift
 /// let lock = PostgresRefreshLock(configuration: configuration)

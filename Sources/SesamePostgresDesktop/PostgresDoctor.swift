@@ -87,13 +87,23 @@ public struct PostgresStorage: StorageBackend {
                             .problem,
                             "\(rows) encrypted with the key \"\(use.id)\", which is not among the keys given.",
                             fix: "add that key to the key file after the current one"))
-                } else if !use.opens {
+                } else if use.failing.count == use.rows {
                     lines.append(
                         DoctorLine(
                             .problem,
                             "\(rows) under the key id \"\(use.id)\" \(use.rows == 1 ? "does" : "do") not decrypt with the key "
                                 + "of that id.",
                             fix: "give the key they were saved with; a key must keep its id"))
+                } else if !use.opens {
+                    let named = use.failing.prefix(5).map { "\($0)".sanitizedForTerminal }.joined(separator: "; ")
+                    let more = use.failing.count > 5 ? "; and \(use.failing.count - 5) more" : ""
+                    lines.append(
+                        DoctorLine(
+                            .problem,
+                            "\(use.failing.count) of \(rows) encrypted with \"\(use.id)\" \(use.failing.count == 1 ? "does" : "do") "
+                                + "not decrypt with it (altered since they were saved): \(named)\(more). The other "
+                                + "\(use.rows - use.failing.count) open.",
+                            fix: "log in again to those logins to replace them; the key itself is right"))
                 } else {
                     let role =
                         use.isCurrent

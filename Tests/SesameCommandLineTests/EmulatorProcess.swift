@@ -9,6 +9,15 @@ import Testing
 func withEmulatorProcess<T>(
     _ arguments: [String], sourceLocation: SourceLocation = #_sourceLocation, _ body: (String) async throws -> T
 ) async throws -> T {
+    try await withEmulatorChild(arguments, sourceLocation: sourceLocation) { banner, _ in try await body(banner) }
+}
+
+/// ``withEmulatorProcess(_:sourceLocation:_:)`` that also hands `body` the process, for a test
+/// that stops it (SIGSTOP) to hold every request; it is sent SIGCONT before it is stopped.
+func withEmulatorChild<T>(
+    _ arguments: [String], sourceLocation: SourceLocation = #_sourceLocation,
+    _ body: (String, ChildProcess) async throws -> T
+) async throws -> T {
     let output = Pipe()
     let error = Pipe()
     let process = ChildProcess(
@@ -19,10 +28,11 @@ func withEmulatorProcess<T>(
     let result: Result<T, any Error>
     do {
         result = .success(
-            try await body(await readUntil(output.fileHandleForReading, contains: "Press Ctrl-C to stop.")))
+            try await body(await readUntil(output.fileHandleForReading, contains: "Press Ctrl-C to stop."), process))
     } catch {
         result = .failure(error)
     }
+    process.terminate(signal: SIGCONT)  // a stopped emulator handles no SIGTERM
     process.terminate()  // SIGTERM
     async let restRead = readToEnd(output.fileHandleForReading)
     async let errorsRead = readToEnd(error.fileHandleForReading)

@@ -1,5 +1,6 @@
 import Foundation
 import Sesame
+import SesameCurl
 import SesameOIDCEmulator
 import SesamePostgres
 import SesameTestSupport
@@ -174,6 +175,86 @@ struct FleetProcessTests {
     }
 
     @Test(
+        "PostgreSQL restarted while the lock's holder waits on a stopped issuer: the second machine waits for that renewal instead of sending the same refresh token; no family revoked, the renewed login saved and working"
+    )
+    func restartWhileRenewing() async throws {
+        try await withPostgres { server in
+            try await withEmulatorChild(["oidc"]) { banner, emulator in
+                let issuer = try #require(
+                    banner.firstMatch(of: #/Issuer:\s+(http://127\.0\.0\.1:\d+)\n/#).map { String($0.1) })
+                var provider = Provider(
+                    kind: .oidc, base: issuer, accessTokenLifetime: 3600,
+                    refreshTokenLifetime: OIDCEmulator.defaultRefreshTokenLifetime, environment: [:],
+                    loginArguments: ["--issuer", issuer, "--client-id", OIDCEmulator.defaultClientID])
+                let fleet = try Fleet(server, machines: 2)
+                try await TimeTravelProcessTests.logIn(fleet.machines[0], to: provider)
+                provider.environment["SESAME_OIDC_ISSUER"] = issuer
+                provider.environment["SESAME_OIDC_CLIENT_ID"] = OIDCEmulator.defaultClientID
+                // Machine 2 uses the login once, so that it knows the issuer's endpoints without asking.
+                let warm = try await fleet.machines[1].run(
+                    "sesame", ["token", provider.name], environment: provider.environment)
+                try #require(warm.status == 0, "\(warm.standardError)")
+                let login = try await TimeTravelProcessTests.storedLogin(fleet.machines[0])
+                let expiry = try #require(login.token.expirationDate)
+                try await TimeTravelProcessTests.advance(
+                    fleet.machines[0], provider, by: expiry.timeIntervalSinceNow + 2)
+                let before = try await TimeTravelProcessTests.stats(provider)
+                let lockID = PostgresRefreshLock.lockID(for: login.key)
+
+                // The issuer stops answering; machine 1 takes the lock and waits on it.
+                emulator.terminate(signal: SIGSTOP)
+                let first = try await fleet.machines[0].start(
+                    "sesame", ["token", provider.name], environment: provider.environment)
+                var second: LiveProcess?
+                let results: [ProcessResult]
+                do {
+                    try await Self.waitForLock(lockID, granted: 1, waiting: 0, fleet)
+                    print("fleet: machine 1 holds the lock and waits on the stopped issuer")
+                    // The restart drops machine 1's lock while it still waits on the issuer.
+                    try await fleet.server.stopServer()
+                    try await fleet.server.startServer()
+                    second = try await fleet.machines[1].start(
+                        "sesame", ["token", provider.name], environment: provider.environment)
+                    // Machine 2 holds the lock on the restarted server and has read the row since.
+                    try await Self.waitForLock(lockID, granted: 1, waiting: 0, fleet)
+                    try await Self.waitForReadUnderLock(lockID, fleet)
+                    emulator.terminate(signal: SIGCONT)
+                    results = [await first.finish(), await second!.finish()]
+                } catch {
+                    emulator.terminate(signal: SIGCONT)
+                    first.terminate()
+                    second?.terminate()
+                    let ended = [await first.finish(), await second?.finish()].compactMap { $0 }
+                    Issue.record("the processes said: \(ended.map { "exit \($0.status): \($0.standardError)" })")
+                    throw error
+                }
+                let after = try await TimeTravelProcessTests.stats(provider)
+                #expect(after.revokedFamilies == 0 && after.refused == 0, "\(after)")
+                #expect(after.grants - before.grants == 1, "\(after)")
+                #expect(results.allSatisfy { $0.status == 0 }, "\(TimeTravelProcessTests.failures(results))")
+                let stored = try await TimeTravelProcessTests.storedLogin(fleet.machines[0])
+                #expect(!stored.needsLogin)
+                #expect(stored.token.refreshToken != login.token.refreshToken, "not rotated")
+                #expect(TimeTravelProcessTests.allPrinted(stored.token.tokenString, results))
+
+                // The later use prints the stored token, and the issuer takes it.
+                let later = try await fleet.machines[1].run(
+                    "sesame", ["token", provider.name], environment: provider.environment)
+                #expect(later.status == 0, "\(later.standardError)")
+                #expect(later.standardOutput == stored.token.tokenString + "\n")
+                let userinfo = try await CurlTransport().send(
+                    HTTPRequest(
+                        method: .get, url: try #require(URL(string: issuer + "/userinfo")),
+                        headers: ["Authorization": "Bearer " + stored.token.tokenString]))
+                #expect(userinfo.status == 200, "userinfo refused the stored token: \(userinfo.status)")
+                TimeTravelProcessTests.expectQuietErrors(
+                    results + [later],
+                    TimeTravelProcessTests.secrets(of: login) + TimeTravelProcessTests.secrets(of: stored))
+            }
+        }
+    }
+
+    @Test(
         "PostgreSQL restarted during a storm of reads: clear errors (69) while it is down, every process done in bounded time, all well after, nothing lost"
     )
     func restartDuringStorm() async throws {
@@ -257,6 +338,35 @@ struct FleetProcessTests {
         }
     }
 
+    @Test("doctor names the one altered row of three under a key, and does not blame the key")
+    func doctorAlteredRow() async throws {
+        try await withPostgres { server in
+            let fleet = try Fleet(server, machines: 1)
+            try await fleet.store.migrate()
+            for account in ["alice", "bob", "carol"] {
+                try await fleet.store.save(
+                    StoredCredential(
+                        key: CredentialKey(provider: "github", appID: "github-emulator.localhost", account: account),
+                        token: AccessToken(
+                            tokenString: "gho_\(account)_secret", provider: "github", appID: "github-emulator.localhost"
+                        )))
+            }
+            try await Self.sql(
+                fleet,
+                "UPDATE sesame_credentials SET sealed = set_byte(sealed, 20, get_byte(sealed, 20) # 1) "
+                    + "WHERE account = 'bob'")
+            let doctor = try await fleet.machines[0].run("sesame", ["doctor"])
+            let keyID = String(fleet.key.prefix { $0 != ":" })
+            #expect(
+                doctor.standardOutput.contains("1 of 3 logins encrypted with \"\(keyID)\" does not decrypt with it"),
+                "\(doctor.standardOutput)")
+            #expect(doctor.standardOutput.contains("— bob"), "\(doctor.standardOutput)")
+            #expect(!doctor.standardOutput.contains("— alice") && !doctor.standardOutput.contains("— carol"))
+            #expect(!doctor.standardOutput.contains("not decrypt with the key of that id"), "\(doctor.standardOutput)")
+            #expect(!(doctor.standardOutput + doctor.standardError).contains("_secret"))
+        }
+    }
+
     // MARK: Helpers
 
     /// Runs `sql` with psql; its output.
@@ -274,6 +384,25 @@ struct FleetProcessTests {
     @discardableResult
     static func sql(_ fleet: Fleet, _ sql: String) async throws -> String {
         try await Self.sql(fleet.server, sql)
+    }
+
+    /// Waits until a connection other than the one holding the advisory lock `id` has read a
+    /// login's row (the store's read, or its read for a renewal) since the lock was granted.
+    static func waitForReadUnderLock(_ id: Int64, _ fleet: Fleet) async throws {
+        let query = """
+            SELECT count(*) FROM pg_locks l JOIN pg_stat_activity holder ON holder.pid = l.pid,
+                pg_stat_activity reader
+            WHERE l.locktype = 'advisory' AND l.granted AND ((l.classid::bigint << 32) | l.objid::bigint) = \(id)
+                AND reader.pid <> holder.pid AND reader.query LIKE 'SELECT key_id, sealed%'
+                AND reader.query_start > holder.state_change
+            """
+        let deadline = ContinuousClock.now + .seconds(120)
+        while ContinuousClock.now < deadline {
+            if try await sql(fleet, query).trimmingCharacters(in: .whitespacesAndNewlines) != "0" { return }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        Issue.record("no connection read the login's row while the lock \(id) was held")
+        throw CancellationError()
     }
 
     /// Waits until the advisory lock `id` has `granted` holders and `waiting` waiters.

@@ -314,6 +314,45 @@ struct PostgresConnectionTests {
         }
     }
 
+    @Test(
+        "a renewal's save is fenced: a login saved after its claim wins, a claim saves once, and the renewal mark is cleared"
+    )
+    func fencedSave() async throws {
+        try await withPostgres { server in
+            let store = try await PostgresCredentialStoreTests.store(server)
+            let first = PostgresCredentialStoreTests.credential(token: "first-token")
+            let newer = PostgresCredentialStoreTests.credential(token: "newer-login-token")
+            let renewed = PostgresCredentialStoreTests.credential(token: "renewed-token")
+            try await store.save(first)
+            let admin = PostgresConnection(configuration: server.configuration)
+            @Sendable func marked() async throws -> Bool {
+                try await admin.withSession { session throws(PostgresError) in
+                    try session.execute("SELECT renewal_heartbeat IS NOT NULL FROM sesame_credentials")
+                }.rows.first?.first == "t"
+            }
+            // A new login lands while the renewal waits on the issuer: the renewal saves nothing.
+            let lost = try await store.withRenewalClaim(for: first.key) { claim in
+                #expect(claim.stored == first && claim.generation != nil)
+                #expect(try await marked())
+                try await store.save(newer)
+                return try await store.save(renewed, fencedBy: claim)
+            }
+            #expect(!lost)
+            #expect(try await store.load(first.key) == newer)
+            #expect(try await !marked())
+            // Nothing came between: the save lands, once.
+            let saves = try await store.withRenewalClaim(for: first.key) { claim in
+                #expect(claim.stored == newer)
+                return [
+                    try await store.save(renewed, fencedBy: claim), try await store.save(first, fencedBy: claim),
+                ]
+            }
+            #expect(saves == [true, false])
+            #expect(try await store.load(first.key) == renewed)
+            #expect(try await !marked())
+        }
+    }
+
     @Test("a connection the server ended is replaced within the same call")
     func terminatedBackend() async throws {
         try await withPostgres { server in

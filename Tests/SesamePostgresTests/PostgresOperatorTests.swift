@@ -61,7 +61,7 @@ struct PostgresOperatorTests {
         let writable = #expect(throws: CredentialStoreError.self) {
             try CredentialEncryptionKeys.fromEnvironment(environment)
         }
-        #expect(writable?.message.contains("chmod go-w") == true)
+        #expect(writable?.message.contains("chmod 600") == true, "\(writable?.message ?? "")")
 
         let missing = #expect(throws: CredentialStoreError.self) {
             try CredentialEncryptionKeys.fromEnvironment([
@@ -71,6 +71,69 @@ struct PostgresOperatorTests {
         #expect(missing?.message.contains("cannot be read") == true)
         let none = #expect(throws: CredentialStoreError.self) { try CredentialEncryptionKeys.fromEnvironment([:]) }
         #expect(none?.message.contains("SESAME_POSTGRES_KEY_FILE") == true)
+    }
+
+    /// A key file as an attacker or a careless operator leaves it.
+    enum KeyFileCase: String, CaseIterable, CustomTestStringConvertible {
+        case everyoneReads = "a file of mine every user may read (0644)"
+        case groupReads = "a file of mine my group may read (0640)"
+        case othersFile = "a file another user owns (0600)"
+        case linkToOthersFile = "a symbolic link to a file another user owns"
+        case fifo = "a FIFO"
+        case linkToMine = "a symbolic link to a file of mine (0600)"
+
+        var testDescription: String { rawValue }
+    }
+
+    @Test(
+        "a key file is used only by libpq's rule for private keys: another user's or one others may read is refused, naming the fix",
+        arguments: KeyFileCase.allCases)
+    func keyFileOwnerAndMode(_ kind: KeyFileCase) throws {
+        try #require(geteuid() == 0, "the test makes files of another user (nobody), which needs root")
+        let directory = FileManager.default.temporaryDirectory.appending(path: "sesame-keys-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let target = directory.appending(path: "target.key")
+        let named = directory.appending(path: "postgres.key")
+        let secret = Self.base64Key()
+        try Data("k:\(secret)\n".utf8).write(to: target)
+        chmod(target.path, 0o600)
+        let nobody: uid_t = 65534
+        switch kind {
+        case .everyoneReads: chmod(target.path, 0o644)
+        case .groupReads: chmod(target.path, 0o640)
+        case .othersFile, .linkToOthersFile: try #require(chown(target.path, nobody, gid_t(nobody)) == 0)
+        case .fifo:
+            try FileManager.default.removeItem(at: target)
+            try #require(mkfifo(target.path, 0o600) == 0)
+        case .linkToMine: break
+        }
+        if [.linkToOthersFile, .linkToMine].contains(kind) {
+            try FileManager.default.createSymbolicLink(at: named, withDestinationURL: target)
+        } else {
+            try FileManager.default.moveItem(at: target, to: named)
+        }
+        let environment = ["SESAME_POSTGRES_KEY_FILE": named.path]
+        if kind == .linkToMine {
+            #expect(try CredentialEncryptionKeys.fromEnvironment(environment).current.id == "k")
+            return
+        }
+        let error = #expect(throws: CredentialStoreError.self) {
+            try CredentialEncryptionKeys.fromEnvironment(environment)
+        }
+        let message = error?.message ?? ""
+        #expect(error?.kind == .invalidKey)
+        #expect(message.contains(named.path), "\(message)")
+        #expect(!message.contains(secret))
+        switch kind {
+        case .everyoneReads, .groupReads:
+            #expect(message.contains("chmod 600 \(named.path)"), "\(message)")
+        case .othersFile, .linkToOthersFile:
+            #expect(message.contains("belongs to another user (uid 65534)") && message.contains("chown"), "\(message)")
+        case .fifo:
+            #expect(message.contains("not a regular file"), "\(message)")
+        case .linkToMine: break
+        }
     }
 
     @Test("250 logins are listed a page at a time: each once, in key order, by provider and app")
@@ -198,7 +261,34 @@ struct PostgresOperatorTests {
                 configuration: server.configuration, keys: CredentialEncryptionKeys(current: impostor))
             let seen = try await wrong.keyReport().sorted { $0.id < $1.id }
             #expect(seen.map(\.known) == [false, true] && seen.map(\.opens) == [false, false])
+            #expect(seen.map(\.failing.count) == [1, 2])
             #expect(try await wrong.schemaVersion() == PostgresCredentialStore.schemaVersion)
+        }
+    }
+
+    @Test("the key report names the one altered row of a key's several, and counts the rows that still open")
+    func keyReportAlteredRow() async throws {
+        try await withPostgres { server in
+            let key = try CredentialEncryptionKey(id: "k", bytes: [UInt8](repeating: 4, count: 32))
+            let store = PostgresCredentialStore(
+                configuration: server.configuration, keys: CredentialEncryptionKeys(current: key))
+            try await store.migrate()
+            for account in ["a", "b", "c", "d"] {
+                try await store.save(PostgresCredentialStoreTests.credential(account: account))
+            }
+            // One bit of one row's sealed bytes flipped; "d" is saved again afterwards, so the newest
+            // row is a good one.
+            let admin = PostgresConnection(configuration: server.configuration)
+            _ = try await admin.withSession { session throws(PostgresError) in
+                try session.execute(
+                    "UPDATE sesame_credentials SET sealed = set_byte(sealed, 20, get_byte(sealed, 20) # 1) "
+                        + "WHERE account = 'b'")
+            }
+            try await store.save(PostgresCredentialStoreTests.credential(account: "d", savedAt: Date()))
+            let report = try await store.keyReport()
+            #expect(report.count == 1)
+            #expect(report.first?.rows == 4 && report.first?.known == true && report.first?.opens == false)
+            #expect(report.first?.failing.map(\.account) == ["b"])
         }
     }
 

@@ -281,7 +281,7 @@ struct PostgresRateLimitBudgetTests {
                     """)
             }
             #expect(rows.rows.first == ["\(PostgresCredentialStore.schemaVersion)", "1", "t"])
-            #expect(PostgresCredentialStore.schemaVersion == 2)
+            #expect(PostgresCredentialStore.schemaVersion == 3)
 
             // The budget writes its row there.
             let clock = ManualClock(autoAdvance: true)

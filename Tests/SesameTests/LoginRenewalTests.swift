@@ -78,6 +78,34 @@ private actor RotatingProvider {
     func revokeAll() { revoked = true }
 }
 
+/// A store that fences as a shared database does: every save moves the login's generation, and
+/// a renewal's save lands only at the generation its claim read.
+private final class FencingStore: CredentialStore {
+    private let base = InMemoryCredentialStore()
+    private let generation = Locked<Int64>(0)
+
+    func save(_ credential: StoredCredential) async throws {
+        generation.withLock { $0 += 1 }
+        try await base.save(credential)
+    }
+    func load(_ key: CredentialKey) async throws -> StoredCredential? { try await base.load(key) }
+    func delete(_ key: CredentialKey) async throws -> Bool { try await base.delete(key) }
+    func list(provider: ProviderID?) async throws -> [StoredCredential] { try await base.list(provider: provider) }
+    var backendDescription: String { "fencing" }
+
+    func withRenewalClaim<T: Sendable>(
+        for key: CredentialKey, _ body: @Sendable (RenewalClaim) async throws -> T
+    ) async throws -> T {
+        try await body(RenewalClaim(stored: try await base.load(key), generation: generation.withLock { $0 }))
+    }
+
+    func save(_ credential: StoredCredential, fencedBy claim: RenewalClaim) async throws -> Bool {
+        guard generation.withLock({ $0 }) == claim.generation else { return false }
+        try await save(credential)
+        return true
+    }
+}
+
 /// A store in a fresh directory, and lock files beside it: what separate processes share.
 private struct SharedDisk {
     let directory: URL
@@ -336,6 +364,37 @@ struct LoginRenewalTests {
         #expect(try await session.validToken().tokenString == "from-sibling")
         let stored = try #require(try await store.load(key))
         #expect(!stored.needsLogin, "not marked: the newer login was there")
+    }
+
+    @Test("a renewal whose fenced save finds a newer login saved meanwhile saves nothing and uses that login")
+    func fencedOutRenewalAdoptsNewerLogin() async throws {
+        let store = FencingStore()
+        let clock = TestWallClock()
+        let expired = AccessToken(
+            tokenString: "old", provider: provider, appID: "app-1", userID: "user-1",
+            expirationDate: clock.now.addingTimeInterval(-10), refreshDate: clock.now.addingTimeInterval(-3610),
+            refreshToken: "r1")
+        try await store.save(StoredCredential(key: key, token: expired))
+        var newer = expired
+        newer.tokenString = "newer-login"
+        newer.refreshToken = "r-login"
+        newer.expirationDate = clock.now.addingTimeInterval(3600)
+        let newerLogin = newer
+        // The renewal's lock is lost while it waits on the provider, and a new login is saved then.
+        let session = Session(
+            provider: provider, appID: "app-1", store: store,
+            renewer: .refreshToken { old in
+                try await store.save(StoredCredential(key: key, token: newerLogin))
+                var renewed = old
+                renewed.tokenString = "renewed"
+                renewed.refreshToken = "r2"
+                renewed.expirationDate = clock.now.addingTimeInterval(3600)
+                return renewed
+            }, now: { clock.now })
+        try await session.open(allowLoginUI: false)
+        #expect(try await session.validToken().tokenString == "newer-login")
+        let stored = try #require(try await store.load(key))
+        #expect(stored.token.tokenString == "newer-login" && !stored.needsLogin)
     }
 
     @Test("an answer refused after the provider rotated the refresh token keeps the new refresh token only")
