@@ -399,6 +399,25 @@ public actor Session {
         }.token
     }
 
+    /// Records on the stored login that the provider refused `refused` before its expiry (a 401
+    /// that `sesame status` or an API call saw): the stored token is marked expired now, so that
+    /// ``condition(of:)`` finds it due and its next use renews it, in this process or another,
+    /// instead of handing the dead token out until its stated expiry. Under the refresh lock;
+    /// nothing changes when the store holds another token by then (renewed meanwhile), or one
+    /// that has already expired. The session itself needs not be open.
+    ///
+    /// - Throws: the store's and the lock's errors.
+    public nonisolated func recordRefusal(of refused: AccessToken) async throws {
+        let (key, store, now) = (self.key, self.store, self.now())
+        try await refreshLocking.withLock(for: key) {
+            guard var stored = try await store.load(key), stored.token.tokenString == refused.tokenString,
+                !stored.token.isExpired(at: now)
+            else { return }
+            stored.token.expirationDate = now
+            try await store.save(stored)
+        }
+    }
+
     /// The token of an open session, renewed first when it expires within `leeway`, with
     /// `refresh` instead of ``renewer``: ``renewToken(isDue:renew:)`` with expiry as the test.
     ///

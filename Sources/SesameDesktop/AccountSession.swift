@@ -18,6 +18,11 @@ public protocol AccountSession: Sendable {
     /// - Throws: `AuthError` when there is no usable token or its refresh failed;
     ///   `CredentialStoreError` when the store cannot be read or written.
     func validToken() async throws -> AccessToken
+    /// Records on the stored login that the provider refused `token` (what a status check saw),
+    /// so that its next use renews it (`Session.recordRefusal(of:)`).
+    ///
+    /// - Throws: the store's and the lock's errors.
+    func recordRefusal(of token: AccessToken) async throws
     /// The token's user, when the session is open.
     var userID: String? { get async }
     /// Logs out: revokes at the provider when `revoke` is true (and the provider can), then
@@ -82,6 +87,9 @@ extension ProviderAccountSession {
         providerSession.session.renewer.expiryWarning(for: token, at: Date())
     }
     public func validToken() async throws -> AccessToken { try await providerSession.validToken() }
+    public func recordRefusal(of token: AccessToken) async throws {
+        try await providerSession.session.recordRefusal(of: token)
+    }
 }
 
 /// A provider whose permissions are chosen at login only.
