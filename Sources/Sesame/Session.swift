@@ -360,13 +360,27 @@ public actor Session {
     ///   (``AuthError/needsLogin(_:reason:)``) or the renewal failed; the store's and the lock's
     ///   errors.
     public nonisolated func validToken() async throws -> AccessToken {
+        try await validToken(handedExpiry: nil)
+    }
+
+    /// ``validToken()`` for a caller that hands on another token of the login than the access
+    /// token, one whose expiry `handedExpiry` reads (an OpenID ID token, which a provider may
+    /// let expire before the access token): renewed when either is due
+    /// (``TokenRenewer/isDue(_:at:handedExpiry:)``), through the same renewal.
+    ///
+    /// - Throws: what ``validToken()`` throws.
+    public nonisolated func validToken(
+        handedExpiry: (@Sendable (AccessToken) -> Date?)?
+    ) async throws -> AccessToken {
         let renewer = self.renewer
         let now = self.now
         let key = self.key
         // A token that cannot be renewed is carried on with while it works, then refused below.
         let token: AccessToken
         do {
-            token = try await renewToken(isDue: { renewer.isDue($0, at: now()) }) { current in
+            token = try await renewToken(isDue: {
+                renewer.isDue($0, at: now(), handedExpiry: handedExpiry?($0))
+            }) { current in
                 guard renewer.canRenew(current, now()) else { return nil }
                 return try await renewer.renew(current)
             }.token

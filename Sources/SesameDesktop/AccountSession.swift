@@ -18,6 +18,12 @@ public protocol AccountSession: Sendable {
     /// - Throws: `AuthError` when there is no usable token or its refresh failed;
     ///   `CredentialStoreError` when the store cannot be read or written.
     func validToken() async throws -> AccessToken
+    /// ``validToken()`` for a caller that hands on another token of the login, one whose expiry
+    /// `handedExpiry` reads (an OpenID ID token, for kubectl): renewed when either is due
+    /// (`Session.validToken(handedExpiry:)`).
+    ///
+    /// - Throws: what ``validToken()`` throws.
+    func validToken(handedExpiry: (@Sendable (AccessToken) -> Date?)?) async throws -> AccessToken
     /// Records on the stored login that the provider refused `token` (what a status check saw),
     /// so that its next use renews it (`Session.recordRefusal(of:)`).
     ///
@@ -87,6 +93,9 @@ extension ProviderAccountSession {
         providerSession.session.renewer.expiryWarning(for: token, at: Date())
     }
     public func validToken() async throws -> AccessToken { try await providerSession.validToken() }
+    public func validToken(handedExpiry: (@Sendable (AccessToken) -> Date?)?) async throws -> AccessToken {
+        try await providerSession.session.validToken(handedExpiry: handedExpiry)
+    }
     public func recordRefusal(of token: AccessToken) async throws {
         try await providerSession.session.recordRefusal(of: token)
     }

@@ -90,16 +90,19 @@ public final class OIDCEmulator: Sendable {
     ///     `invalid_grant`. Every refresh issues a new one with the whole lifetime.
     ///   - devicePollInterval: the `interval` a device authorization asks clients to wait between
     ///     polls, in seconds (RFC 8628 §3.2; 5 by default, as most providers).
+    ///   - idTokenLifetime: seconds from an ID token's `iat` to its `exp`; shorter than the access
+    ///     token's as at Microsoft Entra, where an ID token expires before the access token is due.
     public init(
         algorithm: String = "RS256", clients: [String: String?] = [:], accessTokenLifetime: TimeInterval = 3600,
-        refreshTokenLifetime: TimeInterval = OIDCEmulator.defaultRefreshTokenLifetime, devicePollInterval: Int = 5
+        refreshTokenLifetime: TimeInterval = OIDCEmulator.defaultRefreshTokenLifetime, devicePollInterval: Int = 5,
+        idTokenLifetime: TimeInterval = 3600
     ) throws {
         guard let algorithm = SignatureAlgorithm(rawValue: algorithm) else {
             throw EmulatorError(message: "The OIDC emulator signs with RS256 or ES256, not \(algorithm).")
         }
         engine = OIDCEngine(
             algorithm: algorithm, clients: clients, accessTokenLifetime: accessTokenLifetime,
-            refreshTokenLifetime: refreshTokenLifetime)
+            refreshTokenLifetime: refreshTokenLifetime, idTokenLifetime: idTokenLifetime)
         engine.locked { $0.devicePollInterval = max(1, devicePollInterval) }
     }
 

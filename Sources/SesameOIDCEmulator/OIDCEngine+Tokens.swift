@@ -192,7 +192,7 @@ extension OIDCEngine {
         let person = state.people.first { $0.sub == grant.sub } ?? state.people[0]
         let skew = TimeInterval(state.scenarios.first { $0.setting.scenario == .clockSkew }?.setting.seconds ?? 0)
         let issuedAt = now(state).addingTimeInterval(skew)
-        var expiresAt = issuedAt.addingTimeInterval(3600)
+        var expiresAt = issuedAt.addingTimeInterval(idTokenLifetime)
         var claims: [String: JSONValue] = [
             "iss": .string(state.issuer), "sub": .string(person.sub), "aud": .string(grant.clientID),
             "azp": .string(grant.clientID), "iat": Self.epochSeconds(issuedAt),

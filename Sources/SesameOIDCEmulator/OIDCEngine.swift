@@ -80,15 +80,18 @@ final class OIDCEngine: LoopbackEngine {
     let accessTokenLifetime: TimeInterval
     /// Seconds a refresh token lives from when it is issued (`refresh_token_expires_in`).
     let refreshTokenLifetime: TimeInterval
+    /// Seconds from an ID token's `iat` to its `exp`.
+    let idTokenLifetime: TimeInterval
     private let state: Locked<State>
 
     init(
         algorithm: SignatureAlgorithm, clients: [String: String?], accessTokenLifetime: TimeInterval,
-        refreshTokenLifetime: TimeInterval = OIDCEmulator.defaultRefreshTokenLifetime
+        refreshTokenLifetime: TimeInterval = OIDCEmulator.defaultRefreshTokenLifetime, idTokenLifetime: TimeInterval = 3600
     ) {
         self.algorithm = algorithm
         self.accessTokenLifetime = accessTokenLifetime
         self.refreshTokenLifetime = refreshTokenLifetime
+        self.idTokenLifetime = idTokenLifetime
         var all = clients
         all[OIDCEmulator.defaultClientID] = .some(nil)
         state = Locked(

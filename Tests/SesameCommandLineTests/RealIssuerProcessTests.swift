@@ -1,6 +1,7 @@
 import Foundation
 import Sesame
 import SesameCurl
+import SesameCommandLine
 import SesameOIDCEmulator
 import SesameTestSupport
 import Testing
@@ -11,6 +12,52 @@ import Testing
 @Suite("sesame against an issuer configured as django-oauth-toolkit deployments are, as a process")
 struct RealIssuerProcessTests {
     init() { TestProviders.bootstrap() }
+
+    /// What kubectl sets, asking for a non-interactive `v1` credential.
+    static let execInfo =
+        #"{"kind":"ExecCredential","apiVersion":"client.authentication.k8s.io/v1","spec":{"interactive":false}}"#
+
+    @Test(
+        "kubectl-credential renews the login when the ID token kubectl gets has expired, though the access token is not due"
+    )
+    func expiredIDTokenIsRenewed() async throws {
+        // ID tokens of 8 s, access tokens of 40 s, as at Microsoft Entra (shorter ID tokens).
+        let emulator = try OIDCEmulator(accessTokenLifetime: 40, devicePollInterval: 1, idTokenLifetime: 8)
+        try await OIDCProcessTests.withEmulator(emulator) { emulator, issuer in
+            let cli = try CLIHarness()
+            // The issuer's clock 10 s behind, for the login only: its ID token is stored 10 s old,
+            // expired 2 s ago (within the minute of skew a login accepts), while the access token
+            // has all its 40 s: where a login is 10 s after it was made, without waiting 10 s.
+            try await emulator.activate(OIDCScenarioSetting(.clockSkew, seconds: -10))
+            let login = try await OIDCProcessTests.login(cli, OIDCProcessTests.loginArguments(issuer), issuer: issuer)
+            try #require(login.status == 0, "\(login.standardError)")
+            await emulator.clearScenarios()
+            let stored = try #require(try await cli.store.list(provider: nil).first)
+            let oldIDToken = try #require(stored.token.idToken)
+            #expect(try #require(jwtExpiry(oldIDToken)) < Date(), "the stored ID token has not expired")
+
+            let result = try await cli.run(
+                "sesame", ["kubectl-credential", "oidc"], environment: ["KUBERNETES_EXEC_INFO": Self.execInfo])
+            #expect(result.status == 0, "\(result.standardError)")
+            #expect(emulator.refreshCounters.refreshGrants == 1, "no refresh was tried")
+            let credential = try #require(JSONValue(parsing: Data(result.standardOutput.utf8)))
+            let handed = try #require(credential["status"]?["token"]?.stringValue)
+            let renewed = try #require(try await cli.store.list(provider: nil).first)
+            #expect(handed != oldIDToken && handed == renewed.token.idToken, "kubectl did not get the new ID token")
+            let stamp = try #require(credential["status"]?["expirationTimestamp"]?.stringValue)
+            let stated = try #require(ISO8601DateFormatter().date(from: stamp), "not RFC 3339: \(stamp)")
+            #expect(stated > Date().addingTimeInterval(-1) && stated <= Date().addingTimeInterval(9))
+
+            // The access token is what an API server taking access tokens gets: it is not due, so
+            // nothing is renewed for it.
+            let access = try await cli.run(
+                "sesame", ["kubectl-credential", "oidc", "--token-type", "access"],
+                environment: ["KUBERNETES_EXEC_INFO": Self.execInfo])
+            #expect(access.status == 0, "\(access.standardError)")
+            #expect(access.standardOutput.contains(renewed.token.tokenString))
+            #expect(emulator.refreshCounters.refreshGrants == 1)
+        }
+    }
 
     @Test(
         "an access token the issuer refused, as status saw, is not handed out again: the next 'sesame token' renews it"
