@@ -86,7 +86,8 @@ final class OIDCEngine: LoopbackEngine {
 
     init(
         algorithm: SignatureAlgorithm, clients: [String: String?], accessTokenLifetime: TimeInterval,
-        refreshTokenLifetime: TimeInterval = OIDCEmulator.defaultRefreshTokenLifetime, idTokenLifetime: TimeInterval = 3600
+        refreshTokenLifetime: TimeInterval = OIDCEmulator.defaultRefreshTokenLifetime,
+        idTokenLifetime: TimeInterval = 3600
     ) {
         self.algorithm = algorithm
         self.accessTokenLifetime = accessTokenLifetime

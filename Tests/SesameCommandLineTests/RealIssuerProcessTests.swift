@@ -1,7 +1,7 @@
 import Foundation
 import Sesame
-import SesameCurl
 import SesameCommandLine
+import SesameCurl
 import SesameOIDCEmulator
 import SesameTestSupport
 import Testing
