@@ -129,13 +129,45 @@ public struct OIDCEndpoints: Sendable, Hashable {
         let response = try await LoginHTTP.send(
             HTTPRequest(url: url, headers: ["Accept": "application/json"]), through: transport, taxonomy: taxonomy)
         guard response.isSuccess else { throw taxonomy.classify(response) }
-        let endpoints = try OIDCEndpoints(discoveryDocument: response.json, provider: provider)
+        var endpoints = try OIDCEndpoints(discoveryDocument: response.json, provider: provider)
         guard endpoints.issuer == issuer else {
             throw OIDCConfigurationError.discovery(
                 "its issuer is '\(endpoints.issuer)', not '\(issuer)' as configured", provider: provider)
         }
+        if endpoints.revocationEndpoint == nil {
+            let metadata = await authorizationServerMetadata(issuer: issuer, transport: transport)
+            endpoints.revocationEndpoint = metadata?.url("revocation_endpoint")
+            if endpoints.deviceAuthorizationEndpoint == nil {
+                endpoints.deviceAuthorizationEndpoint = metadata?.url("device_authorization_endpoint")
+            }
+        }
         try endpoints.checkSecurity(provider: provider, allowingInsecureHosts: allowingInsecureHosts)
         return endpoints
+    }
+
+    /// The issuer's OAuth 2.0 authorization server metadata (RFC 8414), read for what its OpenID
+    /// discovery document leaves out: some issuers list their revocation endpoint only there
+    /// (django-oauth-toolkit does). Asked at `host/.well-known/oauth-authorization-server/path`
+    /// (RFC 8414 §3.1), then, for an issuer with a path, at `issuer/.well-known/...` as many
+    /// deployments serve it; only a document naming `issuer` exactly counts (§3.3). `nil` when
+    /// neither answers with one: the OpenID document is then all there is.
+    static func authorizationServerMetadata(issuer: String, transport: any HTTPTransport) async -> JSONValue? {
+        guard let components = URLComponents(string: issuer), let host = components.host else { return nil }
+        var root = components
+        root.path = ""
+        root.query = nil
+        let path = components.path.hasSuffix("/") ? String(components.path.dropLast()) : components.path
+        let wellKnown = "/.well-known/oauth-authorization-server"
+        var candidates = [(root.string ?? "") + wellKnown + path]
+        if !path.isEmpty { candidates.append((root.string ?? "") + path + wellKnown) }
+        for candidate in candidates {
+            guard let url = URL(string: candidate), url.host == host,
+                let response = try? await transport.send(HTTPRequest(url: url, headers: ["Accept": "application/json"])),
+                response.isSuccess, let document = response.json, document["issuer"]?.stringValue == issuer
+            else { continue }
+            return document
+        }
+        return nil
     }
 
     /// Checks every endpoint with `EndpointSecurity`: `https`, or plain `http` only to a loopback
@@ -153,6 +185,16 @@ public struct OIDCEndpoints: Sendable, Hashable {
                 url, role: "The OpenID provider's \(name)", provider: provider,
                 allowingInsecureHosts: allowingInsecureHosts)
         }
+    }
+}
+
+extension JSONValue {
+    /// The member `name` as an http(s) URL; `nil` when it is missing or not one.
+    fileprivate func url(_ name: String) -> URL? {
+        guard let text = self[name]?.stringValue, let url = URL(string: text),
+            let scheme = url.scheme?.lowercased(), ["https", "http"].contains(scheme)
+        else { return nil }
+        return url
     }
 }
 

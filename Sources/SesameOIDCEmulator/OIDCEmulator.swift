@@ -34,6 +34,17 @@ public enum OIDCScenario: String, Sendable, Hashable, CaseIterable, Codable {
     case redirectNoIssuer = "redirect-no-issuer"
 }
 
+/// Where the emulator lists its revocation endpoint (RFC 7009).
+public enum OIDCRevocationListing: String, Sendable, Hashable, CaseIterable {
+    /// In the OpenID discovery document and the RFC 8414 metadata (the default).
+    case discovery
+    /// Only in the RFC 8414 metadata (`/.well-known/oauth-authorization-server`), as
+    /// django-oauth-toolkit does.
+    case metadata
+    /// Nowhere: the issuer has no revocation endpoint, and `/revoke` answers 404.
+    case nowhere
+}
+
 /// A scenario and its parameters.
 public struct OIDCScenarioSetting: Sendable, Hashable {
     /// The scenario.
@@ -126,6 +137,11 @@ public final class OIDCEmulator: Sendable {
     /// and no device grant, and both answer as at an issuer without them, so that a client falls
     /// back to the browser (or, with no browser, the pasted redirect).
     public func setDeviceLogin(enabled: Bool) async { engine.locked { $0.deviceLoginEnabled = enabled } }
+    /// Lists the revocation endpoint where `listing` says, as the admin API's
+    /// `POST /__sesame/revocation` with `{"listed": "metadata"}` does.
+    public func setRevocationEndpoint(listed listing: OIDCRevocationListing) async {
+        engine.locked { $0.revocationListing = listing }
+    }
     /// Ends every scenario.
     public func clearScenarios() async { engine.locked { $0.scenarios.removeAll() } }
     /// Registers a client (or changes an existing one): with a `secret` it is confidential and must

@@ -59,6 +59,48 @@ struct RealIssuerProcessTests {
         }
     }
 
+    @Test("logout --revoke finds a revocation endpoint listed only in the RFC 8414 metadata, and revokes there")
+    func revocationInMetadataOnly() async throws {
+        try await OIDCProcessTests.withEmulator { emulator, issuer in
+            await emulator.setRevocationEndpoint(listed: .metadata)
+            let cli = try CLIHarness()
+            let login = try await OIDCProcessTests.login(cli, OIDCProcessTests.loginArguments(issuer), issuer: issuer)
+            try #require(login.status == 0, "\(login.standardError)")
+            let stored = try await cli.storedTokens()
+
+            let logout = try await cli.run("sesame", ["logout", "oidc", "--revoke"])
+            #expect(logout.status == 0, "\(logout.standardError)")
+            #expect(logout.standardOutput.contains("its tokens were revoked"), "\(logout.standardOutput)")
+            #expect(emulator.revokedCount == 2)  // the refresh token and the access token
+            #expect(emulator.requestCount(path: "/.well-known/oauth-authorization-server") >= 1)
+            #expect(try await cli.storedTokens().isEmpty)
+            cli.expectNoTokenLeaks(stored)
+        }
+    }
+
+    @Test("logout --revoke at an issuer with no revocation endpoint anywhere removes the login and exits 69")
+    func noRevocationEndpoint() async throws {
+        try await OIDCProcessTests.withEmulator { emulator, issuer in
+            await emulator.setRevocationEndpoint(listed: .nowhere)
+            let cli = try CLIHarness()
+            let login = try await OIDCProcessTests.login(cli, OIDCProcessTests.loginArguments(issuer), issuer: issuer)
+            try #require(login.status == 0, "\(login.standardError)")
+
+            let logout = try await cli.run("sesame", ["logout", "oidc", "--revoke"])
+            #expect(logout.status == 69, "\(logout.standardOutput)\(logout.standardError)")
+            #expect(logout.standardError.contains("revocation_endpoint"), "\(logout.standardError)")
+            #expect(logout.standardError.contains("removed here"), "\(logout.standardError)")
+            #expect(emulator.requestCount(path: "/revoke") == 0)
+            #expect(try await cli.storedTokens().isEmpty)
+
+            // Without --revoke nothing is promised, and nothing fails.
+            let again = try await OIDCProcessTests.login(cli, OIDCProcessTests.loginArguments(issuer), issuer: issuer)
+            try #require(again.status == 0, "\(again.standardError)")
+            let plain = try await cli.run("sesame", ["logout", "oidc"])
+            #expect(plain.status == 0, "\(plain.standardError)")
+        }
+    }
+
     @Test(
         "an access token the issuer refused, as status saw, is not handed out again: the next 'sesame token' renews it"
     )
