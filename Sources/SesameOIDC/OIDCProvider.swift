@@ -162,7 +162,8 @@ public struct OIDCEndpoints: Sendable, Hashable {
         if !path.isEmpty { candidates.append((root.string ?? "") + path + wellKnown) }
         for candidate in candidates {
             guard let url = URL(string: candidate), url.host == host,
-                let response = try? await transport.send(HTTPRequest(url: url, headers: ["Accept": "application/json"])),
+                let response = try? await transport.send(
+                    HTTPRequest(url: url, headers: ["Accept": "application/json"])),
                 response.isSuccess, let document = response.json, document["issuer"]?.stringValue == issuer
             else { continue }
             return document
