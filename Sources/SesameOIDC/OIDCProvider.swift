@@ -107,6 +107,15 @@ public struct OIDCEndpoints: Sendable, Hashable {
                 \.stringValue))
     }
 
+    /// Where the discovery document of `issuer` is: `issuer/.well-known/openid-configuration`,
+    /// with one trailing slash of the issuer left out (Discovery §4.1); `nil` when `issuer` is not
+    /// a URL with a host.
+    public static func discoveryURL(issuer: String) -> URL? {
+        let trimmed = issuer.hasSuffix("/") ? String(issuer.dropLast()) : issuer
+        guard let url = URL(string: trimmed + "/.well-known/openid-configuration"), url.host != nil else { return nil }
+        return url
+    }
+
     /// Fetches `issuer/.well-known/openid-configuration` and checks that its `issuer` is `issuer`
     /// exactly (Discovery §4.3), so one provider cannot speak for another.
     ///
@@ -119,8 +128,7 @@ public struct OIDCEndpoints: Sendable, Hashable {
         issuer: String, transport: any HTTPTransport, provider: ProviderID = .oidc,
         allowingInsecureHosts: Set<String> = []
     ) async throws -> OIDCEndpoints {
-        let trimmed = issuer.hasSuffix("/") ? String(issuer.dropLast()) : issuer
-        guard let url = URL(string: trimmed + "/.well-known/openid-configuration"), url.host != nil else {
+        guard let url = discoveryURL(issuer: issuer) else {
             throw OIDCConfigurationError.discovery("the issuer '\(issuer)' is not a URL", provider: provider)
         }
         try EndpointSecurity.check(
@@ -128,6 +136,13 @@ public struct OIDCEndpoints: Sendable, Hashable {
         let taxonomy = OIDCErrorTaxonomy(provider: provider)
         let response = try await LoginHTTP.send(
             HTTPRequest(url: url, headers: ["Accept": "application/json"]), through: transport, taxonomy: taxonomy)
+        // A 4xx is a wrong issuer (the site root, a path left out) far more often than anything the
+        // body could say: name the address that failed. A 5xx or 429 is the provider's trouble.
+        if (400..<500).contains(response.status), response.status != 429 {
+            throw OIDCConfigurationError.discovery(
+                "\(url.absoluteString) answered HTTP \(response.status), so '\(issuer)' is not the issuer (the issuer is "
+                    + "the address before /.well-known/openid-configuration)", provider: provider)
+        }
         guard response.isSuccess else { throw taxonomy.classify(response) }
         var endpoints = try OIDCEndpoints(discoveryDocument: response.json, provider: provider)
         guard endpoints.issuer == issuer else {

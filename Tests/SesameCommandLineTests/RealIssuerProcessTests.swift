@@ -102,6 +102,52 @@ struct RealIssuerProcessTests {
     }
 
     @Test(
+        "doctor ticks discovery only when it works, at the address a login uses; a wrong issuer is named as such"
+    )
+    func doctorDiscovery() async throws {
+        try await OIDCProcessTests.withEmulator { emulator, issuer in
+            let cli = try CLIHarness()
+            func doctor(_ configured: String) async throws -> String {
+                let result = try await cli.run(
+                    "sesame", ["doctor"],
+                    environment: [
+                        "SESAME_OIDC_ISSUER": configured, "SESAME_OIDC_CLIENT_ID": OIDCEmulator.defaultClientID,
+                    ])
+                return result.standardOutput
+            }
+
+            let right = try await doctor(issuer)
+            #expect(
+                right.contains("✓ 'oidc' discovery at \(issuer)/.well-known/openid-configuration answers"), "\(right)")
+
+            // The site's root with the issuer's path left out: the discovery URL answers 404.
+            let wrong = try await doctor(issuer + "/o")
+            #expect(!wrong.contains("✓ 'oidc' discovery"), "\(wrong)")
+            #expect(wrong.contains("✗ 'oidc' discovery at \(issuer)/o/.well-known/openid-configuration"), "\(wrong)")
+            #expect(wrong.contains("answered HTTP 404"), "\(wrong)")
+            #expect(wrong.contains("is not the issuer"), "\(wrong)")
+
+            // A trailing slash: the address is the one a login asks, not '…//.well-known/…', and
+            // the document's issuer is not the one typed.
+            let slash = try await doctor(issuer + "/")
+            #expect(!slash.contains("//.well-known"), "\(slash)")
+            #expect(!slash.contains("✓ 'oidc' discovery"), "\(slash)")
+            #expect(slash.contains("✗ 'oidc' discovery at \(issuer)/.well-known/openid-configuration"), "\(slash)")
+            #expect(slash.contains("not '\(issuer)/' as configured"), "\(slash)")
+
+            // A login to the wrong issuer says which address failed, not an error-table sentence.
+            let login = try await cli.run(
+                "sesame", ["login", "oidc", "--issuer", issuer + "/o", "--client-id", OIDCEmulator.defaultClientID])
+            #expect(login.status != 0)
+            #expect(
+                login.standardError.contains("\(issuer)/o/.well-known/openid-configuration answered HTTP 404"),
+                "\(login.standardError)")
+            #expect(!login.standardError.contains("error code this table knows"), "\(login.standardError)")
+            #expect(emulator.requestCount(path: "/o/.well-known/openid-configuration") >= 2)
+        }
+    }
+
+    @Test(
         "an access token the issuer refused, as status saw, is not handed out again: the next 'sesame token' renews it"
     )
     func refusedAccessTokenIsRenewed() async throws {
