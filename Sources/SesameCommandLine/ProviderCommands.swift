@@ -418,6 +418,8 @@ package struct CommandFailure: Error, Sendable, CustomStringConvertible {
             return CommandFailure(message, status: error.status.rawValue)
         case let error as AuthError:
             let message = error.shouldNotifyUser ? (error.userMessage ?? error.message) : error.message
+            // The machine's clock is a setting to put right, as the error says.
+            if error.loginFailedReason == .clockSkew { return CommandFailure(message, status: ExitStatus.config) }
             switch error.category {
             case .authenticationReopenSession:
                 return CommandFailure(

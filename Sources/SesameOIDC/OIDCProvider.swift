@@ -333,12 +333,15 @@ public struct OIDCProvider: Sendable {
     public let keys: JWKSCache?
     /// The wall clock.
     public var now: @Sendable () -> Date
+    /// What sends the provider's own requests (the JWKS, userinfo during a login).
+    let transport: any HTTPTransport
 
     /// A provider with known endpoints.
     public init(
         configuration: OIDCConfiguration, endpoints: OIDCEndpoints, transport: any HTTPTransport,
         now: @escaping @Sendable () -> Date = { Date() }
     ) {
+        self.transport = transport
         self.configuration = configuration
         self.endpoints = endpoints
         self.now = now

@@ -32,6 +32,9 @@ public enum OIDCScenario: String, Sendable, Hashable, CaseIterable, Codable {
     case redirectWrongIssuer = "redirect-wrong-issuer"
     /// The next authorization response has no `iss`, although discovery promises it (RFC 9207).
     case redirectNoIssuer = "redirect-no-issuer"
+    /// Device grant answers carry no ID token, as django-oauth-toolkit's do (until cleared, or
+    /// `count` answers).
+    case deviceNoIDToken = "device-no-id-token"
 }
 
 /// Where the emulator lists its revocation endpoint (RFC 7009).

@@ -147,6 +147,36 @@ struct RealIssuerProcessTests {
         }
     }
 
+    @Test("a device login answered without an ID token takes the user id from userinfo's sub")
+    func deviceLoginWithoutIDToken() async throws {
+        try await OIDCProcessTests.withEmulator { emulator, issuer in
+            try await emulator.activate(OIDCScenarioSetting(.deviceNoIDToken))
+            let cli = try CLIHarness()
+            let login = try await OIDCProcessTests.login(cli, OIDCProcessTests.loginArguments(issuer), issuer: issuer)
+            #expect(login.status == 0, "\(login.standardError)")
+            #expect(
+                login.standardOutput.contains("Logged in to oidc (\(issuer)) as Alice Example (248289761001)"),
+                "\(login.standardOutput)")
+            let stored = try #require(try await cli.store.list(provider: nil).first)
+            #expect(stored.token.idToken == nil, "the scenario let an ID token through")
+            #expect(stored.token.userID == "248289761001")
+        }
+    }
+
+    @Test("an ID token issued in the future is the clock: said so, exit 78, not a missing service")
+    func futureIssuedAtIsTheClock() async throws {
+        try await OIDCProcessTests.withEmulator { emulator, issuer in
+            // The issuer's clock ten minutes ahead of this machine's, beyond the minute of leeway.
+            try await emulator.activate(OIDCScenarioSetting(.clockSkew, seconds: 600))
+            let cli = try CLIHarness()
+            let login = try await OIDCProcessTests.login(cli, OIDCProcessTests.loginArguments(issuer), issuer: issuer)
+            #expect(login.status == 78, "\(login.standardError)")
+            #expect(login.standardError.contains("ahead of this machine's clock"), "\(login.standardError)")
+            #expect(login.standardError.contains("timedatectl"), "\(login.standardError)")
+            #expect(try await cli.storedTokens().isEmpty)
+        }
+    }
+
     @Test(
         "an access token the issuer refused, as status saw, is not handed out again: the next 'sesame token' renews it"
     )
