@@ -39,7 +39,10 @@ public struct OIDCPlugin: ProviderPlugin {
         (
             """
             OpenID Connect: 'oidc' takes the issuer (discovery at /.well-known/openid-configuration)
-            and a client id; device login when the issuer offers it, else the browser. Several
+            and a client id; device login when the issuer offers it (its discovery lists
+            device_authorization_endpoint), else the browser. Register the client as a native app
+            with the redirect URI http://127.0.0.1/callback, any port (RFC 8252 §7.3: Sesame
+            listens on a free one for each login). Several
             issuers side by side get names in the config file:
               {"oidc": {"work":   {"issuer": "https://id.example.com", "client_id": "desktop",
                                    "scopes": ["openid", "email"]},

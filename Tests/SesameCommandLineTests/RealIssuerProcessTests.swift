@@ -2,6 +2,7 @@ import Foundation
 import Sesame
 import SesameCommandLine
 import SesameCurl
+import SesameHTTPServer
 import SesameOIDCEmulator
 import SesameTestSupport
 import Testing
@@ -175,6 +176,21 @@ struct RealIssuerProcessTests {
             #expect(login.standardError.contains("timedatectl"), "\(login.standardError)")
             #expect(try await cli.storedTokens().isEmpty)
         }
+    }
+
+    @Test(
+        "login --help and sesame(1) say which redirect URI to register and what device login needs",
+        arguments: [["login", "--help"], ["manpage"]])
+    func redirectURIDocumented(_ arguments: [String]) async throws {
+        let cli = try CLIHarness()
+        let result = try await cli.run("sesame", arguments)
+        #expect(result.status == 0, "\(result.standardError)")
+        // What the loopback receiver listens on: the path is its default, the port is chosen per login.
+        let path = LoopbackRedirectReceiver().callbackPath
+        let text = result.standardOutput.replacingOccurrences(of: "\\", with: "")
+        #expect(text.contains("http://127.0.0.1\(path)"), "\(text)")
+        #expect(text.contains("any port"))
+        #expect(text.contains("device_authorization_endpoint"))
     }
 
     @Test(
