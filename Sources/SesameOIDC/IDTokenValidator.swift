@@ -57,7 +57,7 @@ public struct IDTokenError: Error, Sendable, Hashable, CustomStringConvertible, 
     public var errorDescription: String? { description }
 
     /// The error as an `AuthError`: `ErrorCategory.invalid`, a failed login. An `iat` in the
-    /// future says that the clocks disagree, with ``LoginFailedReason/clockSkew``.
+    /// future says that the clocks disagree, with `LoginFailedReason.clockSkew`.
     public func authError(provider: ProviderID) -> AuthError {
         if let clockAhead {
             return AuthError(
