@@ -113,6 +113,9 @@ public struct LoginFailedReason: RawRepresentable, Hashable, Sendable, Codable, 
     public static let malformedRedirect = LoginFailedReason(rawValue: "malformedRedirect")
     /// A token supplied by the person was rejected by the provider.
     public static let invalidSuppliedToken = LoginFailedReason(rawValue: "invalidSuppliedToken")
+    /// This machine's clock and the provider's disagree (a token issued in the future): the
+    /// clock is to be set right, nothing is wrong with the login.
+    public static let clockSkew = LoginFailedReason(rawValue: "clockSkew")
 
     public var description: String { rawValue }
 }

@@ -371,13 +371,27 @@ public actor Session {
     ///   (``AuthError/needsLogin(_:reason:)``) or the renewal failed; the store's and the lock's
     ///   errors.
     public nonisolated func validToken() async throws -> AccessToken {
+        try await validToken(handedExpiry: nil)
+    }
+
+    /// ``validToken()`` for a caller that hands on another token of the login than the access
+    /// token, one whose expiry `handedExpiry` reads (an OpenID ID token, which a provider may
+    /// let expire before the access token): renewed when either is due
+    /// (``TokenRenewer/isDue(_:at:handedExpiry:)``), through the same renewal.
+    ///
+    /// - Throws: what ``validToken()`` throws.
+    public nonisolated func validToken(
+        handedExpiry: (@Sendable (AccessToken) -> Date?)?
+    ) async throws -> AccessToken {
         let renewer = self.renewer
         let now = self.now
         let key = self.key
         // A token that cannot be renewed is carried on with while it works, then refused below.
         let token: AccessToken
         do {
-            token = try await renewToken(isDue: { renewer.isDue($0, at: now()) }) { current in
+            token = try await renewToken(isDue: {
+                renewer.isDue($0, at: now(), handedExpiry: handedExpiry?($0))
+            }) { current in
                 guard renewer.canRenew(current, now()) else { return nil }
                 return try await renewer.renew(current)
             }.token
@@ -408,6 +422,25 @@ public actor Session {
             guard renewer.canRenew(current, now()) else { return nil }
             return try await renewer.renew(current)
         }.token
+    }
+
+    /// Records on the stored login that the provider refused `refused` before its expiry (a 401
+    /// that `sesame status` or an API call saw): the stored token is marked expired now, so that
+    /// ``condition(of:)`` finds it due and its next use renews it, in this process or another,
+    /// instead of handing the dead token out until its stated expiry. Under the refresh lock;
+    /// nothing changes when the store holds another token by then (renewed meanwhile), or one
+    /// that has already expired. The session itself needs not be open.
+    ///
+    /// - Throws: the store's and the lock's errors.
+    public nonisolated func recordRefusal(of refused: AccessToken) async throws {
+        let (key, store, now) = (self.key, self.store, self.now())
+        try await refreshLocking.withLock(for: key) {
+            guard var stored = try await store.load(key), stored.token.tokenString == refused.tokenString,
+                !stored.token.isExpired(at: now)
+            else { return }
+            stored.token.expirationDate = now
+            try await store.save(stored)
+        }
     }
 
     /// The token of an open session, renewed first when it expires within `leeway`, with

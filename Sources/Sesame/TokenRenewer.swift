@@ -76,6 +76,18 @@ public struct TokenRenewer: Sendable {
         token.isExpired(at: now, leeway: leeway(for: token))
     }
 
+    /// Whether `token` should be renewed at `now` for a caller that hands on another token of the
+    /// login, one that expires at `handedExpiry` (an OpenID ID token, for kubectl): when the access
+    /// token is due, or that one is, by the same rule (``isDue(_:at:)``, its lifetime counted from
+    /// the login's ``AccessToken/refreshDate``).
+    public func isDue(_ token: AccessToken, at now: Date, handedExpiry: Date?) -> Bool {
+        if isDue(token, at: now) { return true }
+        guard let handedExpiry else { return false }
+        var handed = token
+        handed.expirationDate = handedExpiry
+        return isDue(handed, at: now)
+    }
+
     /// A sentence for standard error when `token` still works but is due and cannot be renewed
     /// (the provider gave no refresh token); `nil` when there is nothing to say. It names the
     /// provider and the time left, never the token.

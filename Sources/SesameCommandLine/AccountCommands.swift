@@ -113,13 +113,16 @@ struct AccountCommands {
     /// The one way a command takes a token from a stored login: the session opens it from the
     /// store and the core renews it when due (one renewal however many processes ask at once).
     /// A login the provider ended is let go: another account becomes the active one.
+    /// `handedExpiry` reads the expiry of the token the command hands on when it is not the access
+    /// token (kubectl's ID token): the login is renewed when that one is due too.
     func validToken(
-        _ connected: any ConnectedProvider, store: any CredentialStore, key: CredentialKey, accounts: AccountState
+        _ connected: any ConnectedProvider, store: any CredentialStore, key: CredentialKey, accounts: AccountState,
+        handedExpiry: (@Sendable (AccessToken) -> Date?)? = nil
     ) async throws -> AccessToken {
         let session = connected.session(account: key.account, store: store)
         guard try await session.open() else { throw notLoggedIn(key, connected: connected) }
         do {
-            let token = try await session.validToken()
+            let token = try await session.validToken(handedExpiry: handedExpiry)
             if let warning = session.warning(for: token) { io.writeError(warning + "\n") }
             return token
         } catch {

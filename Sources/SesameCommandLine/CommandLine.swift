@@ -104,7 +104,8 @@ package enum ExitStatus {
     /// EX_NOPERM: not logged in, no such account, a login that needs renewing, or a missing
     /// permission.
     package static let permission: Int32 = 77
-    /// EX_CONFIG: a setting (flag, environment variable, config file) is wrong or missing.
+    /// EX_CONFIG: a setting (flag, environment variable, config file) is wrong or missing, or this
+    /// machine's clock disagrees with a provider's.
     package static let config: Int32 = 78
 
     /// The table, for help and the README.
@@ -123,7 +124,7 @@ package enum ExitStatus {
         (ioError, "reading or removing a stored login failed, or the output could not be written"),
         (temporaryFailure, "network or provider trouble; try again later"),
         (permission, "not logged in, no such account, a login that needs renewing, or a missing permission"),
-        (config, "a setting is wrong or missing (also: a store's key or database password)"),
+        (config, "a setting is wrong or missing (also: a store's key or database password, the clock)"),
     ]
 }
 

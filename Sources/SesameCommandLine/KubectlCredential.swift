@@ -99,9 +99,16 @@ extension AccountCommands {
     ) async throws -> Int32 {
         let info = try KubernetesExecInfo.read(
             context.environment["KUBERNETES_EXEC_INFO"], inputIsTerminal: context.terminal.inputIsInteractive)
+        // The ID token kubectl gets may expire before the access token is due (Entra's do): the
+        // login is renewed when the token handed on is due.
+        var handedExpiry: (@Sendable (AccessToken) -> Date?)?
+        if options.tokenKind != .access {
+            handedExpiry = { @Sendable (token: AccessToken) -> Date? in token.idToken.flatMap { jwtExpiry($0) } }
+        }
         var token: AccessToken
         do {
-            token = try await validToken(connected, store: store, key: key, accounts: accounts)
+            token = try await validToken(
+                connected, store: store, key: key, accounts: accounts, handedExpiry: handedExpiry)
         } catch  where Self.needsLogin(error) {
             guard info.interactive, context.terminal.inputIsInteractive else {
                 let failure = CommandFailure.from(error, provider: command.provider)
@@ -115,7 +122,8 @@ extension AccountCommands {
             login.command.account = key.account
             login.context.io.write = context.io.writeError
             _ = try await login.run()
-            token = try await validToken(connected, store: store, key: key, accounts: accounts)
+            token = try await validToken(
+                connected, store: store, key: key, accounts: accounts, handedExpiry: handedExpiry)
         }
         let handed: String
         var expiry = token.expirationDate
@@ -228,7 +236,8 @@ package struct KubeconfigCommand: Sendable, Equatable {
                 kubectl runs it from the kubeconfig's exec section ('sesame kubeconfig PROVIDER' prints one). It \
                 prints the stored login's ID token (or its access token) with its expiry as an ExecCredential \
                 of the version KUBERNETES_EXEC_INFO asks for (client.authentication.k8s.io/v1beta1 when unset), \
-                renewing it first when due. A login to make again is made on the terminal when kubectl says a \
+                renewing the login first when the token handed out is due (an ID token may expire before the \
+                access token does). A login to make again is made on the terminal when kubectl says a \
                 person is there; otherwise it exits 77 saying what to run.
                 """,
             options: [accountOption, tokenTypeOption, storageOption],

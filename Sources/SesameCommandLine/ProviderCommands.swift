@@ -431,6 +431,8 @@ package struct CommandFailure: Error, Sendable, CustomStringConvertible {
             if let transport = error.underlyingError as? TransportError, transport.kind == .certificateRejected {
                 message += " To fix: \(NetworkSettings.certificateFix)."
             }
+            // The machine's clock is a setting to put right, as the error says.
+            if error.loginFailedReason == .clockSkew { return CommandFailure(message, status: ExitStatus.config) }
             switch error.category {
             case .authenticationReopenSession:
                 return CommandFailure(

@@ -374,10 +374,13 @@ package struct StatusCommand: Sendable, Equatable {
         let store = selection.store
         let checks = await withTaskGroup(of: (Int, AccountCheck).self) { group in
             for (index, credential) in credentials.enumerated() {
-                let condition = connected.session(account: credential.key.account, store: store)
-                    .condition(of: credential)
+                let session = connected.session(account: credential.key.account, store: store)
+                let condition = session.condition(of: credential)
                 group.addTask {
-                    (index, await AccountCheck.judging(condition) { await connected.check(credential) })
+                    let check = await AccountCheck.judging(condition) { await connected.check(credential) }
+                    // A refusal seen here is kept on the login: its next use renews it.
+                    if check.tokenRefused { try? await session.recordRefusal(of: credential.token) }
+                    return (index, check)
                 }
             }
             var checks = [AccountCheck](repeating: AccountCheck(validity: .unverified), count: credentials.count)

@@ -18,6 +18,17 @@ public protocol AccountSession: Sendable {
     /// - Throws: `AuthError` when there is no usable token or its refresh failed;
     ///   `CredentialStoreError` when the store cannot be read or written.
     func validToken() async throws -> AccessToken
+    /// ``validToken()`` for a caller that hands on another token of the login, one whose expiry
+    /// `handedExpiry` reads (an OpenID ID token, for kubectl): renewed when either is due
+    /// (`Session.validToken(handedExpiry:)`).
+    ///
+    /// - Throws: what ``validToken()`` throws.
+    func validToken(handedExpiry: (@Sendable (AccessToken) -> Date?)?) async throws -> AccessToken
+    /// Records on the stored login that the provider refused `token` (what a status check saw),
+    /// so that its next use renews it (`Session.recordRefusal(of:)`).
+    ///
+    /// - Throws: the store's and the lock's errors.
+    func recordRefusal(of token: AccessToken) async throws
     /// The token's user, when the session is open.
     var userID: String? { get async }
     /// Logs out: revokes at the provider when `revoke` is true (and the provider can), then
@@ -82,6 +93,12 @@ extension ProviderAccountSession {
         providerSession.session.renewer.expiryWarning(for: token, at: Date())
     }
     public func validToken() async throws -> AccessToken { try await providerSession.validToken() }
+    public func validToken(handedExpiry: (@Sendable (AccessToken) -> Date?)?) async throws -> AccessToken {
+        try await providerSession.session.validToken(handedExpiry: handedExpiry)
+    }
+    public func recordRefusal(of token: AccessToken) async throws {
+        try await providerSession.session.recordRefusal(of: token)
+    }
 }
 
 /// A provider whose permissions are chosen at login only.

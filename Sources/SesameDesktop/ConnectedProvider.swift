@@ -109,13 +109,20 @@ public struct AccountCheck: Sendable, Hashable {
     public var problem: String?
     /// The last rate-limit usage seen, as the provider reports it.
     public var usage: JSONValue?
+    /// Whether the provider refused the stored access token just now: `sesame status` then
+    /// records it on the login (``AccountSession/recordRefusal(of:)``), and its next use renews it.
+    public var tokenRefused: Bool
 
     /// Creates a check.
-    public init(validity: Validity, userName: String? = nil, problem: String? = nil, usage: JSONValue? = nil) {
+    public init(
+        validity: Validity, userName: String? = nil, problem: String? = nil, usage: JSONValue? = nil,
+        tokenRefused: Bool = false
+    ) {
         self.validity = validity
         self.userName = userName
         self.problem = problem
         self.usage = usage
+        self.tokenRefused = tokenRefused
     }
 }
 

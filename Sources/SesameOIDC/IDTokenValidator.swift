@@ -37,6 +37,16 @@ public struct IDTokenError: Error, Sendable, Hashable, CustomStringConvertible, 
     public var check: Check
     /// What was wrong, without the token.
     public var detail: String
+    /// For an `iat` in the future: how many seconds it is ahead of this machine's clock. The
+    /// clocks disagree (this machine's or the issuer's is wrong); nothing is wrong with the login.
+    public var clockAhead: TimeInterval?
+
+    /// Creates the error.
+    public init(check: Check, detail: String, clockAhead: TimeInterval? = nil) {
+        self.check = check
+        self.detail = detail
+        self.clockAhead = clockAhead
+    }
 
     /// A token that could not be read.
     public static func malformed(_ detail: String) -> IDTokenError { IDTokenError(check: .malformed, detail: detail) }
@@ -46,9 +56,19 @@ public struct IDTokenError: Error, Sendable, Hashable, CustomStringConvertible, 
     /// The same sentence as ``description``: what `localizedDescription` returns.
     public var errorDescription: String? { description }
 
-    /// The error as an `AuthError`: `ErrorCategory.invalid`, a failed login.
+    /// The error as an `AuthError`: `ErrorCategory.invalid`, a failed login. An `iat` in the
+    /// future says that the clocks disagree, with `LoginFailedReason.clockSkew`.
     public func authError(provider: ProviderID) -> AuthError {
-        AuthError(
+        if let clockAhead {
+            return AuthError(
+                category: .invalid,
+                message: "The ID token failed the \(check) check: it was issued \(Int(clockAhead.rounded())) s ahead "
+                    + "of this machine's clock, beyond the leeway, so this machine's clock or the issuer's is wrong. "
+                    + "Set the clock right (timedatectl set-ntp true) and try again.",
+                loginFailedReason: .clockSkew, recoveryTactic: .showMessage, provider: provider, details: [self],
+                underlyingError: self)
+        }
+        return AuthError(
             category: .invalid,
             message: "\(description) The login was refused; if it keeps happening, check the issuer and client id "
                 + "configuration and the machine's clock.",
@@ -59,7 +79,7 @@ public struct IDTokenError: Error, Sendable, Hashable, CustomStringConvertible, 
     public var json: JSONValue { .object(["idTokenCheck": .string(check.rawValue), "detail": .string(detail)]) }
 
     public func redacting(_ secrets: [String]) -> IDTokenError {
-        IDTokenError(check: check, detail: Redaction.redacting(secrets, in: detail))
+        IDTokenError(check: check, detail: Redaction.redacting(secrets, in: detail), clockAhead: clockAhead)
     }
 }
 
@@ -145,8 +165,9 @@ public struct IDTokenValidator: Sendable {
         guard issuedAt.timeIntervalSince(now) <= leeway else {
             throw IDTokenError(
                 check: .issuedAt,
-                detail: "it was issued at \(issuedAt.ISO8601Format()), in the future (it is now \(now.ISO8601Format()))"
-            )
+                detail:
+                    "it was issued at \(issuedAt.ISO8601Format()), in the future (it is now \(now.ISO8601Format()))",
+                clockAhead: issuedAt.timeIntervalSince(now))
         }
         let tokenNonce = claims["nonce"]?.stringValue
         if let nonce {

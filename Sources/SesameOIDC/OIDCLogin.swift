@@ -127,6 +127,20 @@ public struct OIDCBrowserLogin: LoginUI {
 }
 
 extension OIDCProvider {
+    /// The `sub` the userinfo endpoint answers for `token`; `nil` without the endpoint or an
+    /// answer that names one (the login then goes on without a user id, as before).
+    func userInfoSubject(_ token: AccessToken) async -> String? {
+        guard let endpoint = endpoints.userinfoEndpoint,
+            let response = try? await LoginHTTP.send(
+                HTTPRequest(
+                    method: .get, url: endpoint,
+                    headers: ["Authorization": "Bearer \(token.tokenString)", "Accept": "application/json"]),
+                through: transport, taxonomy: taxonomy),
+            response.isSuccess, let subject = response.json?["sub"]?.stringValue, !subject.isEmpty
+        else { return nil }
+        return subject
+    }
+
     /// The token in a successful token answer, its ID token checked.
     ///
     /// - Throws: `AuthError` for an answer without an access token, a missing ID token
@@ -152,9 +166,13 @@ extension OIDCProvider {
         } else if requireIDToken, scopes(for: request).contains("openid") {
             throw AuthError.unreadableLoginAnswer(
                 "token answer (it has no id_token although the openid scope was asked for)", provider: id)
+        } else if let previous {
+            token.idToken = previous.idToken
+            token.userID = previous.userID
         } else {
-            token.idToken = previous?.idToken
-            token.userID = previous?.userID
+            // A login answered without an ID token (django-oauth-toolkit's device grant): who it
+            // is comes from userinfo, whose `sub` is always there (Core §5.3.2).
+            token.userID = await userInfoSubject(token)
         }
         if token.refreshToken == nil {
             // RFC 6749 §6: a refresh answer without a refresh token leaves the old one (and its expiry) in use.

@@ -107,6 +107,15 @@ public struct OIDCEndpoints: Sendable, Hashable {
                 \.stringValue))
     }
 
+    /// Where the discovery document of `issuer` is: `issuer/.well-known/openid-configuration`,
+    /// with one trailing slash of the issuer left out (Discovery §4.1); `nil` when `issuer` is not
+    /// a URL with a host.
+    public static func discoveryURL(issuer: String) -> URL? {
+        let trimmed = issuer.hasSuffix("/") ? String(issuer.dropLast()) : issuer
+        guard let url = URL(string: trimmed + "/.well-known/openid-configuration"), url.host != nil else { return nil }
+        return url
+    }
+
     /// Fetches `issuer/.well-known/openid-configuration` and checks that its `issuer` is `issuer`
     /// exactly (Discovery §4.3), so one provider cannot speak for another.
     ///
@@ -119,8 +128,7 @@ public struct OIDCEndpoints: Sendable, Hashable {
         issuer: String, transport: any HTTPTransport, provider: ProviderID = .oidc,
         allowingInsecureHosts: Set<String> = []
     ) async throws -> OIDCEndpoints {
-        let trimmed = issuer.hasSuffix("/") ? String(issuer.dropLast()) : issuer
-        guard let url = URL(string: trimmed + "/.well-known/openid-configuration"), url.host != nil else {
+        guard let url = discoveryURL(issuer: issuer) else {
             throw OIDCConfigurationError.discovery("the issuer '\(issuer)' is not a URL", provider: provider)
         }
         try EndpointSecurity.check(
@@ -128,14 +136,54 @@ public struct OIDCEndpoints: Sendable, Hashable {
         let taxonomy = OIDCErrorTaxonomy(provider: provider)
         let response = try await LoginHTTP.send(
             HTTPRequest(url: url, headers: ["Accept": "application/json"]), through: transport, taxonomy: taxonomy)
+        // A 4xx is a wrong issuer (the site root, a path left out) far more often than anything the
+        // body could say: name the address that failed. A 5xx or 429 is the provider's trouble.
+        if (400..<500).contains(response.status), response.status != 429 {
+            throw OIDCConfigurationError.discovery(
+                "\(url.absoluteString) answered HTTP \(response.status), so '\(issuer)' is not the issuer (the issuer is "
+                    + "the address before /.well-known/openid-configuration)", provider: provider)
+        }
         guard response.isSuccess else { throw taxonomy.classify(response) }
-        let endpoints = try OIDCEndpoints(discoveryDocument: response.json, provider: provider)
+        var endpoints = try OIDCEndpoints(discoveryDocument: response.json, provider: provider)
         guard endpoints.issuer == issuer else {
             throw OIDCConfigurationError.discovery(
                 "its issuer is '\(endpoints.issuer)', not '\(issuer)' as configured", provider: provider)
         }
+        if endpoints.revocationEndpoint == nil {
+            let metadata = await authorizationServerMetadata(issuer: issuer, transport: transport)
+            endpoints.revocationEndpoint = metadata?.url("revocation_endpoint")
+            if endpoints.deviceAuthorizationEndpoint == nil {
+                endpoints.deviceAuthorizationEndpoint = metadata?.url("device_authorization_endpoint")
+            }
+        }
         try endpoints.checkSecurity(provider: provider, allowingInsecureHosts: allowingInsecureHosts)
         return endpoints
+    }
+
+    /// The issuer's OAuth 2.0 authorization server metadata (RFC 8414), read for what its OpenID
+    /// discovery document leaves out: some issuers list their revocation endpoint only there
+    /// (django-oauth-toolkit does). Asked at `host/.well-known/oauth-authorization-server/path`
+    /// (RFC 8414 §3.1), then, for an issuer with a path, at `issuer/.well-known/...` as many
+    /// deployments serve it; only a document naming `issuer` exactly counts (§3.3). `nil` when
+    /// neither answers with one: the OpenID document is then all there is.
+    static func authorizationServerMetadata(issuer: String, transport: any HTTPTransport) async -> JSONValue? {
+        guard let components = URLComponents(string: issuer), let host = components.host else { return nil }
+        var root = components
+        root.path = ""
+        root.query = nil
+        let path = components.path.hasSuffix("/") ? String(components.path.dropLast()) : components.path
+        let wellKnown = "/.well-known/oauth-authorization-server"
+        var candidates = [(root.string ?? "") + wellKnown + path]
+        if !path.isEmpty { candidates.append((root.string ?? "") + path + wellKnown) }
+        for candidate in candidates {
+            guard let url = URL(string: candidate), url.host == host,
+                let response = try? await transport.send(
+                    HTTPRequest(url: url, headers: ["Accept": "application/json"])),
+                response.isSuccess, let document = response.json, document["issuer"]?.stringValue == issuer
+            else { continue }
+            return document
+        }
+        return nil
     }
 
     /// Checks every endpoint with `EndpointSecurity`: `https`, or plain `http` only to a loopback
@@ -153,6 +201,16 @@ public struct OIDCEndpoints: Sendable, Hashable {
                 url, role: "The OpenID provider's \(name)", provider: provider,
                 allowingInsecureHosts: allowingInsecureHosts)
         }
+    }
+}
+
+extension JSONValue {
+    /// The member `name` as an http(s) URL; `nil` when it is missing or not one.
+    fileprivate func url(_ name: String) -> URL? {
+        guard let text = self[name]?.stringValue, let url = URL(string: text),
+            let scheme = url.scheme?.lowercased(), ["https", "http"].contains(scheme)
+        else { return nil }
+        return url
     }
 }
 
@@ -275,12 +333,15 @@ public struct OIDCProvider: Sendable {
     public let keys: JWKSCache?
     /// The wall clock.
     public var now: @Sendable () -> Date
+    /// What sends the provider's own requests (the JWKS, userinfo during a login).
+    let transport: any HTTPTransport
 
     /// A provider with known endpoints.
     public init(
         configuration: OIDCConfiguration, endpoints: OIDCEndpoints, transport: any HTTPTransport,
         now: @escaping @Sendable () -> Date = { Date() }
     ) {
+        self.transport = transport
         self.configuration = configuration
         self.endpoints = endpoints
         self.now = now

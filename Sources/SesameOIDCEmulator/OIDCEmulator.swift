@@ -32,6 +32,20 @@ public enum OIDCScenario: String, Sendable, Hashable, CaseIterable, Codable {
     case redirectWrongIssuer = "redirect-wrong-issuer"
     /// The next authorization response has no `iss`, although discovery promises it (RFC 9207).
     case redirectNoIssuer = "redirect-no-issuer"
+    /// Device grant answers carry no ID token, as django-oauth-toolkit's do (until cleared, or
+    /// `count` answers).
+    case deviceNoIDToken = "device-no-id-token"
+}
+
+/// Where the emulator lists its revocation endpoint (RFC 7009).
+public enum OIDCRevocationListing: String, Sendable, Hashable, CaseIterable {
+    /// In the OpenID discovery document and the RFC 8414 metadata (the default).
+    case discovery
+    /// Only in the RFC 8414 metadata (`/.well-known/oauth-authorization-server`), as
+    /// django-oauth-toolkit does.
+    case metadata
+    /// Nowhere: the issuer has no revocation endpoint, and `/revoke` answers 404.
+    case nowhere
 }
 
 /// A scenario and its parameters.
@@ -90,16 +104,19 @@ public final class OIDCEmulator: Sendable {
     ///     `invalid_grant`. Every refresh issues a new one with the whole lifetime.
     ///   - devicePollInterval: the `interval` a device authorization asks clients to wait between
     ///     polls, in seconds (RFC 8628 §3.2; 5 by default, as most providers).
+    ///   - idTokenLifetime: seconds from an ID token's `iat` to its `exp`; shorter than the access
+    ///     token's as at Microsoft Entra, where an ID token expires before the access token is due.
     public init(
         algorithm: String = "RS256", clients: [String: String?] = [:], accessTokenLifetime: TimeInterval = 3600,
-        refreshTokenLifetime: TimeInterval = OIDCEmulator.defaultRefreshTokenLifetime, devicePollInterval: Int = 5
+        refreshTokenLifetime: TimeInterval = OIDCEmulator.defaultRefreshTokenLifetime, devicePollInterval: Int = 5,
+        idTokenLifetime: TimeInterval = 3600
     ) throws {
         guard let algorithm = SignatureAlgorithm(rawValue: algorithm) else {
             throw EmulatorError(message: "The OIDC emulator signs with RS256 or ES256, not \(algorithm).")
         }
         engine = OIDCEngine(
             algorithm: algorithm, clients: clients, accessTokenLifetime: accessTokenLifetime,
-            refreshTokenLifetime: refreshTokenLifetime)
+            refreshTokenLifetime: refreshTokenLifetime, idTokenLifetime: idTokenLifetime)
         engine.locked { $0.devicePollInterval = max(1, devicePollInterval) }
     }
 
@@ -128,6 +145,11 @@ public final class OIDCEmulator: Sendable {
     /// and no device grant, and both answer as at an issuer without them, so that a client falls
     /// back to the browser (or, with no browser, the pasted redirect).
     public func setDeviceLogin(enabled: Bool) async { engine.locked { $0.deviceLoginEnabled = enabled } }
+    /// Lists the revocation endpoint where `listing` says, as the admin API's
+    /// `POST /__sesame/revocation` with `{"listed": "metadata"}` does.
+    public func setRevocationEndpoint(listed listing: OIDCRevocationListing) async {
+        engine.locked { $0.revocationListing = listing }
+    }
     /// Ends every scenario.
     public func clearScenarios() async { engine.locked { $0.scenarios.removeAll() } }
     /// Registers a client (or changes an existing one): with a `secret` it is confidential and must

@@ -124,7 +124,8 @@ extension OIDCEngine {
         state.devices[code] = nil
         let grant = newGrant(
             clientID: clientID, sub: sub, scope: device.scope, authTime: device.approvedAt ?? now(state))
-        return issue(grant, nonce: nil, &state)
+        let withIDToken = consume(.deviceNoIDToken, &state) == nil
+        return issue(grant, nonce: nil, withIDToken: withIDToken, &state)
     }
 
     func deviceAuthorization(_ request: LoopbackRequest, _ state: inout State) -> Reply {
@@ -154,7 +155,7 @@ extension OIDCEngine {
     /// Issues an access token for `grant` and a refresh token for `refreshGrant` (the same grant
     /// unless a refresh narrowed the access token's scope), with an ID token when `openid` is in scope.
     func issue(
-        _ grant: Grant, refreshGrant: Grant? = nil, nonce: String?, _ state: inout State
+        _ grant: Grant, refreshGrant: Grant? = nil, nonce: String?, withIDToken: Bool = true, _ state: inout State
     )
         -> Reply
     {
@@ -168,7 +169,7 @@ extension OIDCEngine {
             "refresh_token_expires_in": .number(refreshTokenLifetime), "scope": .string(grant.scope),
         ]
         var reply = Reply.json(.object(body))
-        if grant.scope.split(separator: " ").contains("openid") {
+        if withIDToken, grant.scope.split(separator: " ").contains("openid") {
             reply.deferredField = idToken(for: grant, nonce: nonce, accessToken: access, &state)
         }
         return reply
@@ -192,7 +193,7 @@ extension OIDCEngine {
         let person = state.people.first { $0.sub == grant.sub } ?? state.people[0]
         let skew = TimeInterval(state.scenarios.first { $0.setting.scenario == .clockSkew }?.setting.seconds ?? 0)
         let issuedAt = now(state).addingTimeInterval(skew)
-        var expiresAt = issuedAt.addingTimeInterval(3600)
+        var expiresAt = issuedAt.addingTimeInterval(idTokenLifetime)
         var claims: [String: JSONValue] = [
             "iss": .string(state.issuer), "sub": .string(person.sub), "aud": .string(grant.clientID),
             "azp": .string(grant.clientID), "iat": Self.epochSeconds(issuedAt),

@@ -70,6 +70,8 @@ final class OIDCEngine: LoopbackEngine {
         /// Whether device login is offered: when off, discovery names no device endpoint and the
         /// endpoint answers 404, as at an issuer without RFC 8628.
         var deviceLoginEnabled = true
+        /// Where the revocation endpoint is listed; when nowhere, it answers 404.
+        var revocationListing = OIDCRevocationListing.discovery
         var requestCounts: [String: Int] = [:]
         var nextKeyNumber = 2
         /// The scopes each person consented to, per client (`"client sub"`), for `prompt=none`.
@@ -80,15 +82,19 @@ final class OIDCEngine: LoopbackEngine {
     let accessTokenLifetime: TimeInterval
     /// Seconds a refresh token lives from when it is issued (`refresh_token_expires_in`).
     let refreshTokenLifetime: TimeInterval
+    /// Seconds from an ID token's `iat` to its `exp`.
+    let idTokenLifetime: TimeInterval
     private let state: Locked<State>
 
     init(
         algorithm: SignatureAlgorithm, clients: [String: String?], accessTokenLifetime: TimeInterval,
-        refreshTokenLifetime: TimeInterval = OIDCEmulator.defaultRefreshTokenLifetime
+        refreshTokenLifetime: TimeInterval = OIDCEmulator.defaultRefreshTokenLifetime,
+        idTokenLifetime: TimeInterval = 3600
     ) {
         self.algorithm = algorithm
         self.accessTokenLifetime = accessTokenLifetime
         self.refreshTokenLifetime = refreshTokenLifetime
+        self.idTokenLifetime = idTokenLifetime
         var all = clients
         all[OIDCEmulator.defaultClientID] = .some(nil)
         state = Locked(
@@ -214,6 +220,8 @@ final class OIDCEngine: LoopbackEngine {
     func route(_ request: LoopbackRequest, _ state: inout State) -> Reply {
         switch (request.method, request.path) {
         case (.get, "/.well-known/openid-configuration"): return Reply.json(discovery(state))
+        // RFC 8414 §3: an issuer without a path has its metadata right under the host.
+        case (.get, "/.well-known/oauth-authorization-server"): return Reply.json(metadata(state))
         case (.get, "/jwks"): return Reply.json(jwks(state))
         case (.get, "/authorize"): return authorize(request, &state)
         // Core §3.1.2.1: the authorization request may be form-POSTed; the consent page posts
@@ -224,7 +232,7 @@ final class OIDCEngine: LoopbackEngine {
         case (.post, "/device_authorization") where state.deviceLoginEnabled:
             return deviceAuthorization(request, &state)
         case (.get, "/userinfo"), (.post, "/userinfo"): return userinfo(request, state)
-        case (.post, "/revoke"): return revoke(request, &state)
+        case (.post, "/revoke") where state.revocationListing != .nowhere: return revoke(request, &state)
         case (.get, "/device"):
             let people = state.people
             return Reply.html(Self.devicePage(prefilled: request["user_code"], people: people))
@@ -269,7 +277,6 @@ final class OIDCEngine: LoopbackEngine {
             "token_endpoint": .string(issuer + "/token"),
             "userinfo_endpoint": .string(issuer + "/userinfo"),
             "jwks_uri": .string(issuer + "/jwks"),
-            "revocation_endpoint": .string(issuer + "/revoke"),
             "response_types_supported": .array([.string("code")]),
             "response_modes_supported": .array([.string("query")]),
             "grant_types_supported": .array(grants.map { .string($0) }),
@@ -286,6 +293,19 @@ final class OIDCEngine: LoopbackEngine {
         if state.deviceLoginEnabled {
             document["device_authorization_endpoint"] = .string(issuer + "/device_authorization")
         }
+        if state.revocationListing == .discovery { document["revocation_endpoint"] = .string(issuer + "/revoke") }
+        return .object(document)
+    }
+
+    /// The RFC 8414 authorization server metadata: the OAuth members of the discovery document,
+    /// with the revocation endpoint unless it is listed nowhere (django-oauth-toolkit lists it
+    /// only here).
+    func metadata(_ state: State) -> JSONValue {
+        var document = discovery(state).objectValue ?? [:]
+        for name in ["userinfo_endpoint", "subject_types_supported", "id_token_signing_alg_values_supported"] {
+            document[name] = nil
+        }
+        if state.revocationListing != .nowhere { document["revocation_endpoint"] = .string(state.issuer + "/revoke") }
         return .object(document)
     }
 
@@ -340,6 +360,14 @@ final class OIDCEngine: LoopbackEngine {
             }
             state.deviceLoginEnabled = enabled
             return Reply.json(.object(["device_login": .bool(enabled)]))
+        case (.post, "/__sesame/revocation"):
+            guard let listing = json?["listed"]?.stringValue.flatMap(OIDCRevocationListing.init(rawValue:)) else {
+                return Reply.json(
+                    .object(["error": .string("Send {\"listed\": \"discovery\"}, \"metadata\" or \"nowhere\".")]),
+                    status: 400)
+            }
+            state.revocationListing = listing
+            return Reply.json(.object(["listed": .string(listing.rawValue)]))
         case (.post, "/__sesame/clients"):
             guard let id = json?["client_id"]?.stringValue, !id.isEmpty, id.utf8.count <= 200 else {
                 return Reply.json(

@@ -19,7 +19,18 @@ struct OIDCAccountSession: ProviderAccountSession {
             try await session.logout(revoke: revoke)
         }
         guard revoke else { return nil }
-        return canRevoke
-            ? "its tokens were revoked" : "the issuer has no revocation endpoint, so nothing was revoked there"
+        // Removed here, not revoked there: as a failed revocation, so that --revoke does not pass.
+        guard canRevoke else {
+            throw RevocationFailed(
+                underlying: OIDCNoRevocationEndpoint(), advice: "end the session in the provider's account settings")
+        }
+        return "its tokens were revoked"
+    }
+}
+
+/// An issuer that lists no revocation endpoint (RFC 7009) where Sesame looks for one.
+struct OIDCNoRevocationEndpoint: Error, CustomStringConvertible {
+    var description: String {
+        "the issuer lists no revocation_endpoint, neither in its OpenID discovery nor in its RFC 8414 metadata"
     }
 }

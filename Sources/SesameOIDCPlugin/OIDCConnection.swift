@@ -116,9 +116,11 @@ struct OIDCConnection: ConnectedProvider {
                 if token.refreshToken != nil {
                     return AccountCheck(
                         validity: .unverified, userName: name,
-                        problem: "The issuer refused the access token; the next use tries the refresh token.")
+                        problem: "The issuer refused the access token; the next use tries the refresh token.",
+                        tokenRefused: true)
                 }
-                return AccountCheck(validity: .invalid, userName: name, problem: error.userMessage ?? error.message)
+                return AccountCheck(
+                    validity: .invalid, userName: name, problem: error.userMessage ?? error.message, tokenRefused: true)
             }
             return AccountCheck(validity: .unverified, userName: name, problem: error.userMessage ?? error.message)
         } catch {

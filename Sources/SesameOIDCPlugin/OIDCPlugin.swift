@@ -37,7 +37,10 @@ public struct OIDCPlugin: ProviderPlugin {
         (
             """
             OpenID Connect: 'oidc' takes the issuer (discovery at /.well-known/openid-configuration)
-            and a client id; device login when the issuer offers it, else the browser. Several
+            and a client id; device login when the issuer offers it (its discovery lists
+            device_authorization_endpoint), else the browser. Register the client as a native app
+            with the redirect URI http://127.0.0.1/callback, any port (RFC 8252 §7.3: Sesame
+            listens on a free one for each login). Several
             issuers side by side get names in the config file:
               {"oidc": {"work":   {"issuer": "https://id.example.com", "client_id": "desktop",
                                    "scopes": ["openid", "email"]},
@@ -283,6 +286,28 @@ public struct OIDCPlugin: ProviderPlugin {
         }
     }
 
+    /// Whether the issuer's discovery works as a login would use it: the document is there and
+    /// names the issuer exactly. A wrong issuer (the site root, a trailing slash) says which
+    /// address failed and to check the issuer.
+    static func discoveryLine(_ request: ProviderConnectionRequest, issuer: String) async -> DoctorLine {
+        let address = OIDCEndpoints.discoveryURL(issuer: issuer)?.absoluteString ?? issuer
+        let label = "'\(request.instance)' discovery at \(address)"
+        do {
+            _ = try await OIDCEndpoints.discover(
+                issuer: issuer, transport: request.transport, provider: ProviderID(request.instance),
+                allowingInsecureHosts: request.allowedInsecureHosts)
+            return DoctorLine(.ok, "\(label) answers, naming the issuer \(issuer).")
+        } catch let error as AuthError where error.category == .invalid {
+            return DoctorLine(
+                .problem, "\(label): \(error.message)",
+                fix: "set the issuer exactly as the provider's discovery document names it")
+        } catch {
+            return DoctorLine(
+                .problem, "\(label) does not answer (\(error.sentence)).",
+                fix: "check the network, a proxy (HTTPS_PROXY), or the issuer")
+        }
+    }
+
     public func doctor(_ request: ProviderConnectionRequest) async -> [DoctorLine] {
         do {
             let settings = try await Settings(request)
@@ -291,11 +316,7 @@ public struct OIDCPlugin: ProviderPlugin {
                     .ok,
                     "OpenID issuer '\(request.instance)': \(settings.issuer.value), from \(settings.issuer.source).")
             ]
-            if let url = URL(string: settings.issuer.value + "/.well-known/openid-configuration") {
-                lines.append(
-                    await DoctorProbe.answers(
-                        label: "'\(request.instance)' discovery", url: url, transport: request.transport))
-            }
+            lines.append(await Self.discoveryLine(request, issuer: settings.issuer.value))
             lines += Self.legacyLoginLines(request, issuer: settings.issuer.value)
             return lines
         } catch let error as DesktopError where request.instance == "oidc" && error.status == .usage {
