@@ -434,12 +434,16 @@ public actor Session {
     /// - Throws: the store's and the lock's errors.
     public nonisolated func recordRefusal(of refused: AccessToken) async throws {
         let (key, store, now) = (self.key, self.store, self.now())
+        // Through a claim and a fenced save, as a renewal: on a fleet, a renewal in flight on another
+        // machine is waited for (its new token is then not the refused one), never overwritten.
         try await refreshLocking.withLock(for: key) {
-            guard var stored = try await store.load(key), stored.token.tokenString == refused.tokenString,
-                !stored.token.isExpired(at: now)
-            else { return }
-            stored.token.expirationDate = now
-            try await store.save(stored)
+            try await store.withRenewalClaim(for: key) { claim in
+                guard var stored = claim.stored, stored.token.tokenString == refused.tokenString,
+                    !stored.token.isExpired(at: now)
+                else { return }
+                stored.token.expirationDate = now
+                _ = try await store.save(stored, fencedBy: claim)
+            }
         }
     }
 
