@@ -182,7 +182,8 @@ let package = Package(
             name: "docker-credential-sesame",
             dependencies: [
                 "SesameCommandLine", "SesameFacebookPlugin", "SesameOIDCPlugin", "SesameGitHubPlugin",
-                "SesamePassDesktop", "SesamePostgresDesktop",
+                "SesamePassDesktop", "SesamePostgresDesktop", "SesameFacebookEmulatorDesktop",
+                "SesameOIDCEmulatorDesktop", "SesameGitHubEmulatorDesktop",
             ]),
         .testTarget(
             name: "SesameCommandLineTests",

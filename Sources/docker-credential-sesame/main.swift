@@ -1,19 +1,24 @@
 // docker-credential-sesame: the credential helper of docker, podman, skopeo and buildah, answered
 // from Sesame's stored logins. Everything lives in SesameCommandLine (DockerCredentialHelper),
-// where tests call it directly; this file lists the providers, as sesame's own main.swift does.
+// where tests call it directly; this file lists the providers, stores and emulators, as sesame's
+// own main.swift does (a login made against a built-in emulator is answered from that emulator).
 
 import Foundation
 import SesameCommandLine
 import SesameDesktop
+import SesameFacebookEmulatorDesktop
 import SesameFacebookPlugin
+import SesameGitHubEmulatorDesktop
 import SesameGitHubPlugin
+import SesameOIDCEmulatorDesktop
 import SesameOIDCPlugin
 import SesamePassDesktop
 import SesamePostgresDesktop
 
 Desktop.bootstrap(
     [FacebookPlugin(), OIDCPlugin(), GitHubPlugin()],
-    storage: [PassStorage(), PostgresStorage()])
+    storage: [PassStorage(), PostgresStorage()],
+    emulators: [FacebookEmulatorPlugin(), OIDCEmulatorPlugin(), GitHubEmulatorPlugin()])
 
 signal(SIGPIPE, SIG_IGN)
 exit(DockerCredentialHelper.runOnMainThread(Array(CommandLine.arguments.dropFirst())))
