@@ -144,18 +144,34 @@ public enum DoctorProbe {
         do {
             let response = try await transport.send(HTTPRequest(method: .get, url: url))
             return DoctorLine(.ok, "\(label) at \(url.absoluteString) answers (HTTP \(response.status)).")
-        } catch let error as TransportError where error.kind == .certificateRejected {
-            if let diagnosing = transport as? DiagnosingTransport {
-                return await diagnosing.diagnose(label: label, url: url, error: error)
-            }
-            return DoctorLine(
-                .problem, "\(label) at \(url.absoluteString) does not answer (\(error.sentence)).",
-                fix: NetworkSettings.certificateFix)
         } catch {
+            if let line = await certificateLine(label: label, url: url, error: error, transport: transport) {
+                return line
+            }
             return DoctorLine(
                 .problem, "\(label) at \(url.absoluteString) does not answer (\(error.sentence)).",
                 fix: "check the network, a proxy (HTTPS_PROXY, or the proxy setting), or the configured address")
         }
+    }
+}
+
+extension DoctorProbe {
+    /// The doctor line for a call to `url` that failed with `error` because the server's
+    /// certificate was refused (a ``TransportError`` of kind `certificateRejected`, or an
+    /// ``AuthError`` wrapping one): the chain's subject and issuer when `transport` is doctor's,
+    /// whether a TLS-inspecting proxy seems to be in the way, and the setting that fixes it.
+    /// `nil` for any other error.
+    public static func certificateLine(
+        label: String, url: URL, error: any Error, transport: any HTTPTransport
+    ) async -> DoctorLine? {
+        let transportError = (error as? TransportError) ?? ((error as? AuthError)?.underlyingError as? TransportError)
+        guard let rejected = transportError, rejected.kind == .certificateRejected else { return nil }
+        if let diagnosing = transport as? DiagnosingTransport {
+            return await diagnosing.diagnose(label: label, url: url, error: rejected)
+        }
+        return DoctorLine(
+            .problem, "\(label) at \(url.absoluteString) does not answer (\(rejected.sentence)).",
+            fix: NetworkSettings.certificateFix)
     }
 }
 

@@ -290,21 +290,36 @@ public struct OIDCPlugin: ProviderPlugin {
     /// names the issuer exactly. A wrong issuer (the site root, a trailing slash) says which
     /// address failed and to check the issuer.
     static func discoveryLine(_ request: ProviderConnectionRequest, issuer: String) async -> DoctorLine {
-        let address = OIDCEndpoints.discoveryURL(issuer: issuer)?.absoluteString ?? issuer
+        let url = OIDCEndpoints.discoveryURL(issuer: issuer)
+        let address = url?.absoluteString ?? issuer
         let label = "'\(request.instance)' discovery at \(address)"
         do {
             _ = try await OIDCEndpoints.discover(
                 issuer: issuer, transport: request.transport, provider: ProviderID(request.instance),
                 allowingInsecureHosts: request.allowedInsecureHosts)
             return DoctorLine(.ok, "\(label) answers, naming the issuer \(issuer).")
-        } catch let error as AuthError where error.category == .invalid {
-            return DoctorLine(
+        } catch {
+            // A refused certificate: who presented it, and the setting that makes Sesame trust its CA.
+            if let url,
+                let line = await DoctorProbe.certificateLine(
+                    label: "'\(request.instance)' discovery", url: url, error: error, transport: request.transport)
+            {
+                return line
+            }
+            return Self.discoveryProblem(label, error)
+        }
+    }
+
+    private static func discoveryProblem(_ label: String, _ error: any Error) -> DoctorLine {
+        switch error {
+        case let error as AuthError where error.category == .invalid:
+            DoctorLine(
                 .problem, "\(label): \(error.message)",
                 fix: "set the issuer exactly as the provider's discovery document names it")
-        } catch {
-            return DoctorLine(
+        default:
+            DoctorLine(
                 .problem, "\(label) does not answer (\(error.sentence)).",
-                fix: "check the network, a proxy (HTTPS_PROXY), or the issuer")
+                fix: "check the network, a proxy (HTTPS_PROXY, or the proxy setting), or the issuer")
         }
     }
 
