@@ -629,37 +629,10 @@ public final class PassCredentialStore: CredentialStore {
         }
     }
 
+    /// Replaces the entry at `path` at once, 0600 whatever the umask (`PrivateFiles.replace`):
+    /// a reader sees the old entry or the new, never a part.
     private func writeAtomically(_ bytes: [UInt8], to path: String) throws {
-        let file = url(path)
-        let folder = file.deletingLastPathComponent().path
-        var template = Array("\(folder)/.\(file.lastPathComponent).tmp-XXXXXX".utf8CString)
-        let fd = template.withUnsafeMutableBufferPointer { mkstemp($0.baseAddress!) }
-        guard fd >= 0 else { throw Self.ioError("could not create a temporary file in \(folder)", errno) }
-        let tempPath = template.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }
-        var renamed = false
-        defer { if !renamed { unlink(tempPath) } }
-        defer { close(fd) }
-        guard fchmod(fd, 0o600) == 0 else { throw Self.ioError("could not set mode 0600 on \(tempPath)", errno) }
-        try bytes.withUnsafeBytes { buffer in
-            var offset = 0
-            while offset < buffer.count {
-                let written = write(fd, buffer.baseAddress! + offset, buffer.count - offset)
-                if written < 0 {
-                    if errno == EINTR { continue }
-                    throw Self.ioError("could not write \(tempPath)", errno)
-                }
-                offset += written
-            }
-        }
-        guard fsync(fd) == 0 else { throw Self.ioError("could not flush \(tempPath) to disk", errno) }
-        try hooks.beforeRename?(tempPath)
-        guard rename(tempPath, file.path) == 0 else { throw Self.ioError("could not replace \(file.path)", errno) }
-        renamed = true
-        let folderFD = open(folder, O_RDONLY | O_DIRECTORY)
-        if folderFD >= 0 {
-            _ = fsync(folderFD)
-            close(folderFD)
-        }
+        try PrivateFiles.replace(atPath: url(path).path, with: bytes, beforeRename: hooks.beforeRename)
     }
 
     /// Removes the folders a removed entry leaves empty, up to (not including) `sesame/`, as
