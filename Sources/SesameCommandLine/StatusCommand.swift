@@ -110,6 +110,9 @@ package struct StatusCommand: Sendable, Equatable {
         /// The exit status of the failure to read the stored logins (a locked keyring, an
         /// unreadable file), when that is why ``accounts`` is empty: not the same as not logged in.
         var storeFailure: Int32? = nil
+        /// 78 when the provider's settings are wrong (a Graph version that has ended, a value of
+        /// the wrong form), so its logins could not be checked: trying again will not help.
+        var settingFailure: Int32? = nil
 
         enum CodingKeys: String, CodingKey {
             case provider, displayName = "display_name", appID = "app_id", emulator, details, storage, problem
@@ -348,9 +351,14 @@ package struct StatusCommand: Sendable, Equatable {
                     terminal: context.terminal, transport: transport, emulators: .sesame, purpose: .status))
         } catch {
             guard !listing.credentials.isEmpty || !listing.unreadable.isEmpty else { return nil }
-            let why =
-                Task.isCancelled ? "no answer within \(deadline)" : CommandFailure.from(error, provider: name).message
-            report.problem = "Could not reach the provider to check the logins: \(why)"
+            let failure = Task.isCancelled ? nil : CommandFailure.from(error, provider: name)
+            let why = failure?.message ?? "no answer within \(deadline)"
+            if let failure, failure.status == ExitStatus.config {
+                report.settingFailure = failure.status
+                report.problem = "The logins could not be checked, since a setting is wrong: \(why)"
+            } else {
+                report.problem = "Could not reach the provider to check the logins: \(why)"
+            }
             let state = await snapshot.value
             let active = state.activeAccount(for: id)
             report.accounts = []
@@ -410,10 +418,12 @@ package struct StatusCommand: Sendable, Equatable {
 
     /// 0 when every provider's active login works; the store's status (69 for a locked or
     /// missing keyring, 74 for an unreadable file) when the stored logins could not be read,
-    /// since nobody can tell then whether anything is logged in; 77 when nothing is logged in or
-    /// an active login needs a new one; 75 when an active login could not be verified.
+    /// since nobody can tell then whether anything is logged in; 78 when a provider's settings
+    /// are wrong; 77 when nothing is logged in or an active login needs a new one; 75 when an
+    /// active login could not be verified.
     static func exitStatus(_ report: Report) -> Int32 {
         if let failure = report.providers.lazy.compactMap(\.storeFailure).first { return failure }
+        if let failure = report.providers.lazy.compactMap(\.settingFailure).first { return failure }
         let actives = report.providers.compactMap { provider in provider.accounts.first(where: \.active) }
         let anyLogin = report.providers.contains { !$0.accounts.isEmpty }
         if !anyLogin || actives.contains(where: { $0.validity == .invalid }) { return ExitStatus.permission }

@@ -36,6 +36,19 @@ struct FacebookPlatformProcessTests {
                     + "stopped being available on 2026-05-21"), "\(doctor)")
     }
 
+    @Test("status with an ended Graph version pinned exits 78, a setting to put right, not 75 (try again later)")
+    func statusWithEndedVersion() async throws {
+        let cli = try CLIHarness()
+        let login = try await cli.run(
+            "sesame", ["login", "facebook"], environment: ["SESAME_EMULATOR_APPROVE": "auto"])
+        try #require(login.status == 0, "\(login.standardError)")
+        let status = try await cli.run("sesame", ["status"], environment: ["SESAME_FACEBOOK_GRAPH_VERSION": "v19.0"])
+        #expect(status.status == 78, "\(status)")
+        #expect(
+            (status.standardOutput + status.standardError).contains("stopped being available on 2026-05-21"),
+            "\(status)")
+    }
+
     @Test(
         "doctor: a problem once ended, a warning six months ahead, a note for a newer one (at 2026-12-07)",
         arguments: [
