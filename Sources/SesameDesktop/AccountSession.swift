@@ -61,6 +61,14 @@ public protocol AccountSession: Sendable {
 }
 
 extension AccountSession {
+    /// ``validToken()``, for a session that does not hand on another token: `handedExpiry` is
+    /// not read. A session over the core's `Session` renews for it (``ProviderAccountSession``).
+    public func validToken(handedExpiry: (@Sendable (AccessToken) -> Date?)?) async throws -> AccessToken {
+        try await validToken()
+    }
+    /// Records nothing: a session that does not say how leaves a refused token to expire.
+    /// ``ProviderAccountSession`` records it through the core's `Session.recordRefusal(of:)`.
+    public func recordRefusal(of token: AccessToken) async throws {}
     public var lastUsage: JSONValue? { nil }
     public func warning(for token: AccessToken) -> String? { nil }
     public func listPermissions() async throws -> PermissionSet { throw PermissionsUnsupported() }

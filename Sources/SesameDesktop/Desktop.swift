@@ -157,8 +157,8 @@ public enum DoctorProbe {
 
 extension DoctorProbe {
     /// The doctor line for a call to `url` that failed with `error` because the server's
-    /// certificate was refused (a ``TransportError`` of kind `certificateRejected`, or an
-    /// ``AuthError`` wrapping one): the chain's subject and issuer when `transport` is doctor's,
+    /// certificate was refused (a `TransportError` of kind `certificateRejected`, or an
+    /// `AuthError` wrapping one): the chain's subject and issuer when `transport` is doctor's,
     /// whether a TLS-inspecting proxy seems to be in the way, and the setting that fixes it.
     /// `nil` for any other error.
     public static func certificateLine(
@@ -209,7 +209,7 @@ public struct DesktopSetup: Sendable {
     /// The request that connects `instance` for a login, with `flags` from the program (`nil`
     /// values left out), a `CurlTransport` with the instance's CA certificates and proxy
     /// (``NetworkSettings``; its own variables and config key only when its plug-in was handed to
-    /// ``Desktop/bootstrap(_:)``), and the built-in emulators the program allows.
+    /// ``Desktop/bootstrap(_:storage:emulators:)``), and the built-in emulators the program allows.
     ///
     /// - Throws: ``DesktopError`` (78) for a `ca_bundle` or `proxy` setting that cannot be used.
     public func loginRequest(

@@ -40,7 +40,7 @@ public struct FacebookProvider: Sendable {
     /// Configurations): when set, the login dialog and device login send `config_id` and no
     /// `scope`, because the configuration decides the token type, the assets and the permissions
     /// the person is asked for. After such a login Sesame reads `debug_token`'s `granular_scopes`
-    /// (``AccessToken/granularScopes``).
+    /// (`AccessToken.granularScopes`).
     public var loginConfigurationID: String?
     /// The app secret, for server-side use only. Never set this in a desktop app.
     public var appSecret: FacebookAppSecret?

@@ -189,7 +189,7 @@ public struct EmulatorConfiguration: Sendable {
     public var stateFileURL: URL?
     /// The Graph API version the emulator serves an unversioned call with, as Facebook serves it
     /// with the app's default version. A versioned call is served by the version it names, or,
-    /// when that version has ended (``GraphAPIVersions``), by the oldest one still available, as
+    /// when that version has ended (`GraphAPIVersions`), by the oldest one still available, as
     /// Facebook does; `facebook-api-version` names the version that served it.
     public var graphVersion: String = GraphAPIVersions.tested
     /// The Facebook Login for Business configurations every app has, by id: a login that sends
