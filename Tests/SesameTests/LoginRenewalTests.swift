@@ -5,6 +5,13 @@ import Testing
 
 private let provider: ProviderID = "example"
 private let key = CredentialKey(provider: provider, appID: "app-1", account: "default")
+
+/// A login whose hour-long token expired ten seconds before `now`, with the refresh token `r1`.
+private func expiredLogin(at now: Date) -> AccessToken {
+    AccessToken(
+        tokenString: "old", provider: provider, appID: "app-1", userID: "user-1",
+        expirationDate: now.addingTimeInterval(-10), refreshDate: now.addingTimeInterval(-3610), refreshToken: "r1")
+}
 private let accessLifetime: TimeInterval = 3600
 private let refreshLifetime: TimeInterval = 30 * 86_400
 
@@ -341,10 +348,7 @@ struct LoginRenewalTests {
     func siblingRotationIsAdopted() async throws {
         let store = InMemoryCredentialStore()
         let clock = TestWallClock()
-        let expired = AccessToken(
-            tokenString: "old", provider: provider, appID: "app-1", userID: "user-1",
-            expirationDate: clock.now.addingTimeInterval(-10), refreshDate: clock.now.addingTimeInterval(-3610),
-            refreshToken: "r1")
+        let expired = expiredLogin(at: clock.now)
         try await store.save(StoredCredential(key: key, token: expired))
         var sibling = expired
         sibling.tokenString = "from-sibling"
@@ -370,10 +374,7 @@ struct LoginRenewalTests {
     func fencedOutRenewalAdoptsNewerLogin() async throws {
         let store = FencingStore()
         let clock = TestWallClock()
-        let expired = AccessToken(
-            tokenString: "old", provider: provider, appID: "app-1", userID: "user-1",
-            expirationDate: clock.now.addingTimeInterval(-10), refreshDate: clock.now.addingTimeInterval(-3610),
-            refreshToken: "r1")
+        let expired = expiredLogin(at: clock.now)
         try await store.save(StoredCredential(key: key, token: expired))
         var newer = expired
         newer.tokenString = "newer-login"
