@@ -1,0 +1,92 @@
+import Foundation
+import Sesame
+import SesameFacebookEmulator
+import SesameTestSupport
+import Testing
+
+/// Issue 48 item 8: `fleet-worker` processes share the app's Graph budget in PostgreSQL, so that
+/// when Facebook throttles the app every worker holds back until the window is over.
+@Suite("fleet-worker processes share the app's Graph budget in PostgreSQL", .serialized)
+struct FleetBudgetProcessTests {
+    @Test(
+        "two fleet-worker processes against app-throttled: one throttled call per window; the second worker sends nothing in the first worker's window"
+    )
+    func twoWorkersOneThrottledCallPerWindow() async throws {
+        try await withPostgres { server in
+            let configuration = EmulatorConfiguration()
+            let emulator = try Emulator(configuration: configuration)
+            try await withStarted({ try await emulator.start() }, stop: { _ in await emulator.stop() }) { endpoints in
+                let key = "fleet:" + Data((0..<32).map { _ in UInt8.random(in: 0...255) }).base64EncodedString()
+                let environment = FleetProcessTests.Fleet.environment(server, key: key).merging([
+                    "SESAME_FACEBOOK_APP_ID": configuration.defaultApp.id,
+                    "SESAME_FACEBOOK_GRAPH_URL": endpoints.graphURL.absoluteString,
+                ]) { $1 }
+                let cli = try CLIHarness(storage: nil, environment: environment)
+                let seeded = try await cli.run("fleet-worker", ["--seed", "4"])
+                try #require(seeded.status == 0, "\(seeded.standardError)")
+
+                // Two refusals of the app's calls, then none; Facebook's regain time 0, so the
+                // window is the pacing's shortest, `maxDelay` (10 s).
+                let refusals = 2
+                let scenario = try await emulator.activate(
+                    ScenarioSetting(.appThrottled, count: refusals, regainAccessMinutes: 0, path: "me/feed"))
+                let window = RateLimitPacing().maxDelay
+                // When each refusal was given, as the emulator used up the scenario's count.
+                let refusedAt = Locked<[ContinuousClock.Instant]>([])
+                let watcher = Task {
+                    var seen = 0
+                    while !Task.isCancelled {
+                        let remaining = await emulator.activeScenarios().first { $0.id == scenario.id }?.remaining ?? 0
+                        let given = refusals - remaining
+                        if given > seen {
+                            let now = ContinuousClock.now
+                            refusedAt.withLock { $0 += Array(repeating: now, count: given - seen) }
+                            seen = given
+                        }
+                        try? await Task.sleep(for: .milliseconds(10))
+                    }
+                }
+
+                // The first worker meets the first refusal; the second starts once it is in the
+                // fleet's row, as a worker on another machine would.
+                let first = try await cli.start("fleet-worker", ["--share", "1/2"])
+                let throttled = try await Self.waitForThrottledRow(server)
+                let second = try await cli.start("fleet-worker", ["--share", "2/2"])
+                let results = [await first.finish(), await second.finish()]
+                watcher.cancel()
+                await watcher.value
+                for (index, result) in results.enumerated() { cli.record("fleet-worker \(index + 1)/2", result) }
+
+                let output = results.map(\.standardOutput).joined()
+                let times = refusedAt.withLock { $0 }
+                #expect(throttled, "the first worker's refusal never reached the fleet's row")
+                #expect(times.count == refusals, "throttled calls the emulator answered: \(times.count)\n\(output)")
+                if times.count == refusals {
+                    // One refused call per window: the next came only when the first window was over.
+                    let gap = times[0].duration(to: times[1])
+                    #expect(gap >= window - .milliseconds(100), "second throttled call \(gap) after the first")
+                }
+                // Each refusal cost one post; every other post went through after the windows.
+                let posted = output.components(separatedBy: "\n").filter { $0.contains(": posted ") }.count
+                let failed = output.components(separatedBy: "\n").filter { $0.contains("FAILED") }
+                #expect(posted == 4 - refusals, "\(output)")
+                #expect(failed.count == refusals && failed.allSatisfy { $0.contains("throttling") }, "\(output)")
+                for result in results { #expect(!result.standardError.contains("rate-limit budget"), "\(result)") }
+            }
+        }
+    }
+
+    /// Waits until the app's row in `sesame_rate_limit_budget` records a throttled window;
+    /// whether it did within two minutes.
+    static func waitForThrottledRow(_ server: PostgresServer) async throws -> Bool {
+        let query = "SELECT count(*) FROM sesame_rate_limit_budget WHERE throttled_until IS NOT NULL"
+        let deadline = ContinuousClock.now + .seconds(120)
+        while ContinuousClock.now < deadline {
+            if try await FleetProcessTests.sql(server, query).trimmingCharacters(in: .whitespacesAndNewlines) == "1" {
+                return true
+            }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        return false
+    }
+}
