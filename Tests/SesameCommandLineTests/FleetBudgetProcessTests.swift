@@ -77,10 +77,10 @@ struct FleetBudgetProcessTests {
     }
 
     /// Waits until the app's row in `sesame_rate_limit_budget` records a throttled window;
-    /// whether it did within two minutes.
+    /// whether it did within a minute.
     static func waitForThrottledRow(_ server: PostgresServer) async throws -> Bool {
         let query = "SELECT count(*) FROM sesame_rate_limit_budget WHERE throttled_until IS NOT NULL"
-        let deadline = ContinuousClock.now + .seconds(120)
+        let deadline = ContinuousClock.now + .seconds(60)
         while ContinuousClock.now < deadline {
             if try await FleetProcessTests.sql(server, query).trimmingCharacters(in: .whitespacesAndNewlines) == "1" {
                 return true
