@@ -73,10 +73,11 @@ public struct LogValue: Sendable, Hashable, CustomStringConvertible {
     /// left out. Query values carry codes, tokens and secrets (`debug_token?input_token=`, a
     /// redirect's `code=`).
     public static func path(of url: URL) -> LogValue {
+        let unreserved = CharacterSet(charactersIn: "-._~").union(.alphanumerics)
         let components = URLComponents(url: url, resolvingAgainstBaseURL: false)
         let path = components?.percentEncodedPath ?? ""
         let names = (components?.queryItems ?? []).map { item in
-            let name = item.name.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? "-"
+            let name = item.name.addingPercentEncoding(withAllowedCharacters: unreserved) ?? "-"
             return item.value == nil ? name : "\(name)=\(Redaction.placeholder)"
         }
         return LogValue((path.isEmpty ? "/" : path) + (names.isEmpty ? "" : "?" + names.joined(separator: "&")))
@@ -185,7 +186,8 @@ extension SesameLogging {
     /// values left out), the status and how long it took, or the kind of error. Neither headers
     /// nor bodies are logged. A transport calls it around its own work.
     package static func exchange(
-        _ request: HTTPRequest, _ send: () async throws -> HTTPResponse
+        _ request: HTTPRequest, file: String = #fileID, function: String = #function, line: UInt = #line,
+        _ send: () async throws -> HTTPResponse
     ) async throws -> HTTPResponse {
         guard let handler, LogLevel.debug >= handler.logLevel else { return try await send() }
         let started = ContinuousClock.now
@@ -196,12 +198,12 @@ extension SesameLogging {
             let response = try await send()
             metadata["status"] = .number(response.status)
             metadata["duration"] = .duration(started.duration(to: .now))
-            log(.debug, "HTTP exchange", metadata)
+            log(.debug, "HTTP exchange", metadata, file: file, function: function, line: line)
             return response
         } catch {
             metadata["error"] = .error(error)
             metadata["duration"] = .duration(started.duration(to: .now))
-            log(.debug, "HTTP exchange failed", metadata)
+            log(.debug, "HTTP exchange failed", metadata, file: file, function: function, line: line)
             throw error
         }
     }
@@ -209,8 +211,8 @@ extension SesameLogging {
     /// Runs one operation of `store` on `key`, `body`, and logs it at debug: which operation,
     /// which store (its type), which login, how long it took, or the kind of error. Never a token.
     package static func storeOperation<T>(
-        _ operation: StaticString, _ store: any CredentialStore, _ key: CredentialKey,
-        _ body: () async throws -> T
+        _ operation: StaticString, _ store: any CredentialStore, _ key: CredentialKey, file: String = #fileID,
+        function: String = #function, line: UInt = #line, _ body: () async throws -> T
     ) async throws -> T {
         guard let handler, LogLevel.debug >= handler.logLevel else { return try await body() }
         let started = ContinuousClock.now
@@ -222,12 +224,12 @@ extension SesameLogging {
             if let found = result as? StoredCredential? { metadata["found"] = .flag(found != nil) }
             if let done = result as? Bool { metadata["done"] = .flag(done) }
             metadata["duration"] = .duration(started.duration(to: .now))
-            log(.debug, "credential store operation", metadata)
+            log(.debug, "credential store operation", metadata, file: file, function: function, line: line)
             return result
         } catch {
             metadata["error"] = .error(error)
             metadata["duration"] = .duration(started.duration(to: .now))
-            log(.debug, "credential store operation failed", metadata)
+            log(.debug, "credential store operation failed", metadata, file: file, function: function, line: line)
             throw error
         }
     }

@@ -76,6 +76,40 @@ struct FleetBudgetProcessTests {
         }
     }
 
+    @Test(
+        "sesame --storage postgres status meets app-throttled: the refusal goes into the fleet's budget, and another sesame's status waits the window out instead of calling"
+    )
+    func sesameStatusSharesTheBudget() async throws {
+        try await withPostgres { server in
+            let configuration = EmulatorConfiguration()
+            let emulator = try Emulator(configuration: configuration)
+            try await withStarted({ try await emulator.start() }, stop: { _ in await emulator.stop() }) { endpoints in
+                let key = "fleet:" + Data((0..<32).map { _ in UInt8.random(in: 0...255) }).base64EncodedString()
+                let environment = FleetProcessTests.Fleet.environment(server, key: key).merging([
+                    "SESAME_FACEBOOK_APP_ID": configuration.defaultApp.id,
+                    "SESAME_FACEBOOK_GRAPH_URL": endpoints.graphURL.absoluteString,
+                ]) { $1 }
+                let cli = try CLIHarness(storage: "postgres", environment: environment)
+                let seeded = try await cli.run("fleet-worker", ["--seed", "1"])
+                try #require(seeded.status == 0, "\(seeded.standardError)")
+                let refusals = 2
+                let scenario = try await emulator.activate(
+                    ScenarioSetting(.appThrottled, count: refusals, regainAccessMinutes: 0, path: "me"))
+                func refused() async -> Int {
+                    refusals - (await emulator.activeScenarios().first { $0.id == scenario.id }?.remaining ?? 0)
+                }
+
+                let first = try await cli.run("sesame", ["status"])
+                #expect(await refused() == 1, "\(first.standardOutput)\(first.standardError)")
+                #expect(try await Self.waitForThrottledRow(server), "sesame did not write the refusal to the budget")
+                // The window (10 s) is longer than this status waits: it makes no call.
+                let second = try await cli.run("sesame", ["status", "--timeout", "2"])
+                #expect(await refused() == 1, "\(second.standardOutput)\(second.standardError)")
+                #expect(second.standardOutput.contains("could not verify"), "\(second.standardOutput)")
+            }
+        }
+    }
+
     /// Waits until the app's row in `sesame_rate_limit_budget` records a throttled window;
     /// whether it did within a minute.
     static func waitForThrottledRow(_ server: PostgresServer) async throws -> Bool {

@@ -114,7 +114,8 @@ struct LoggingTests {
         let secrets = transport.secrets
         #expect(secrets.count >= 10, "too few secrets went through to prove anything: \(secrets.count)")
         for secret in secrets {
-            let leaks = lines.filter { $0.contains(secret) }
+            // Named by their messages and value names only: a failure prints no secret.
+            let leaks = events.filter { $0.line.contains(secret) }.map { "\($0.message) \($0.metadata.keys.sorted())" }
             #expect(leaks.isEmpty, "a secret of \(secret.count) characters is in \(leaks.count) event(s): \(leaks)")
         }
         func logged(_ message: String, _ values: [String: String] = [:]) -> Bool {
@@ -124,6 +125,8 @@ struct LoggingTests {
             }
         }
         #expect(logged("HTTP exchange", ["method": "POST", "status": "200"]))
+        #expect(events.contains { $0.message.description == "HTTP exchange" && $0.source == "SesameCurl" })
+        #expect(events.contains { $0.message.description == "token renewed and saved" && $0.source == "Sesame" })
         #expect(
             lines.contains { $0.contains("path=/callback?") && $0.contains("code=<redacted>") },
             "the loopback redirect is logged with its query values redacted")
