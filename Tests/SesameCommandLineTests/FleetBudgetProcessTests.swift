@@ -12,67 +12,55 @@ struct FleetBudgetProcessTests {
         "two fleet-worker processes against app-throttled: one throttled call per window; the second worker sends nothing in the first worker's window"
     )
     func twoWorkersOneThrottledCallPerWindow() async throws {
-        try await withPostgres { server in
-            let configuration = EmulatorConfiguration()
-            let emulator = try Emulator(configuration: configuration)
-            try await withStarted({ try await emulator.start() }, stop: { _ in await emulator.stop() }) { endpoints in
-                let key = "fleet:" + Data((0..<32).map { _ in UInt8.random(in: 0...255) }).base64EncodedString()
-                let environment = FleetProcessTests.Fleet.environment(server, key: key).merging([
-                    "SESAME_FACEBOOK_APP_ID": configuration.defaultApp.id,
-                    "SESAME_FACEBOOK_GRAPH_URL": endpoints.graphURL.absoluteString,
-                ]) { $1 }
-                let cli = try CLIHarness(storage: nil, environment: environment)
-                let seeded = try await cli.run("fleet-worker", ["--seed", "4"])
-                try #require(seeded.status == 0, "\(seeded.standardError)")
+        try await Self.withSeededFleet(logins: 4) { server, emulator, cli in
 
-                // Two refusals of the app's calls, then none; Facebook's regain time 0, so the
-                // window is the pacing's shortest, `maxDelay` (10 s).
-                let refusals = 2
-                let scenario = try await emulator.activate(
-                    ScenarioSetting(.appThrottled, count: refusals, regainAccessMinutes: 0, path: "me/feed"))
-                let window = RateLimitPacing().maxDelay
-                // When each refusal was given, as the emulator used up the scenario's count.
-                let refusedAt = Locked<[ContinuousClock.Instant]>([])
-                let watcher = Task {
-                    var seen = 0
-                    while !Task.isCancelled {
-                        let remaining = await emulator.activeScenarios().first { $0.id == scenario.id }?.remaining ?? 0
-                        let given = refusals - remaining
-                        if given > seen {
-                            let now = ContinuousClock.now
-                            refusedAt.withLock { $0 += Array(repeating: now, count: given - seen) }
-                            seen = given
-                        }
-                        try? await Task.sleep(for: .milliseconds(10))
+            // Two refusals of the app's calls, then none; Facebook's regain time 0, so the
+            // window is the pacing's shortest, `maxDelay` (10 s).
+            let refusals = 2
+            let scenario = try await emulator.activate(
+                ScenarioSetting(.appThrottled, count: refusals, regainAccessMinutes: 0, path: "me/feed"))
+            let window = RateLimitPacing().maxDelay
+            // When each refusal was given, as the emulator used up the scenario's count.
+            let refusedAt = Locked<[ContinuousClock.Instant]>([])
+            let watcher = Task {
+                var seen = 0
+                while !Task.isCancelled {
+                    let remaining = await emulator.activeScenarios().first { $0.id == scenario.id }?.remaining ?? 0
+                    let given = refusals - remaining
+                    if given > seen {
+                        let now = ContinuousClock.now
+                        refusedAt.withLock { $0 += Array(repeating: now, count: given - seen) }
+                        seen = given
                     }
+                    try? await Task.sleep(for: .milliseconds(10))
                 }
-
-                // The first worker meets the first refusal; the second starts once it is in the
-                // fleet's row, as a worker on another machine would.
-                let first = try await cli.start("fleet-worker", ["--share", "1/2"])
-                let throttled = try await Self.waitForThrottledRow(server)
-                let second = try await cli.start("fleet-worker", ["--share", "2/2"])
-                let results = [await first.finish(), await second.finish()]
-                watcher.cancel()
-                await watcher.value
-                for (index, result) in results.enumerated() { cli.record("fleet-worker \(index + 1)/2", result) }
-
-                let output = results.map(\.standardOutput).joined()
-                let times = refusedAt.withLock { $0 }
-                #expect(throttled, "the first worker's refusal never reached the fleet's row")
-                #expect(times.count == refusals, "throttled calls the emulator answered: \(times.count)\n\(output)")
-                if times.count == refusals {
-                    // One refused call per window: the next came only when the first window was over.
-                    let gap = times[0].duration(to: times[1])
-                    #expect(gap >= window - .milliseconds(100), "second throttled call \(gap) after the first")
-                }
-                // Each refusal cost one post; every other post went through after the windows.
-                let posted = output.components(separatedBy: "\n").filter { $0.contains(": posted ") }.count
-                let failed = output.components(separatedBy: "\n").filter { $0.contains("FAILED") }
-                #expect(posted == 4 - refusals, "\(output)")
-                #expect(failed.count == refusals && failed.allSatisfy { $0.contains("throttling") }, "\(output)")
-                for result in results { #expect(!result.standardError.contains("rate-limit budget"), "\(result)") }
             }
+
+            // The first worker meets the first refusal; the second starts once it is in the
+            // fleet's row, as a worker on another machine would.
+            let first = try await cli.start("fleet-worker", ["--share", "1/2"])
+            let throttled = try await Self.waitForThrottledRow(server)
+            let second = try await cli.start("fleet-worker", ["--share", "2/2"])
+            let results = [await first.finish(), await second.finish()]
+            watcher.cancel()
+            await watcher.value
+            for (index, result) in results.enumerated() { cli.record("fleet-worker \(index + 1)/2", result) }
+
+            let output = results.map(\.standardOutput).joined()
+            let times = refusedAt.withLock { $0 }
+            #expect(throttled, "the first worker's refusal never reached the fleet's row")
+            #expect(times.count == refusals, "throttled calls the emulator answered: \(times.count)\n\(output)")
+            if times.count == refusals {
+                // One refused call per window: the next came only when the first window was over.
+                let gap = times[0].duration(to: times[1])
+                #expect(gap >= window - .milliseconds(100), "second throttled call \(gap) after the first")
+            }
+            // Each refusal cost one post; every other post went through after the windows.
+            let posted = output.components(separatedBy: "\n").filter { $0.contains(": posted ") }.count
+            let failed = output.components(separatedBy: "\n").filter { $0.contains("FAILED") }
+            #expect(posted == 4 - refusals, "\(output)")
+            #expect(failed.count == refusals && failed.allSatisfy { $0.contains("throttling") }, "\(output)")
+            for result in results { #expect(!result.standardError.contains("rate-limit budget"), "\(result)") }
         }
     }
 
@@ -80,6 +68,30 @@ struct FleetBudgetProcessTests {
         "sesame --storage postgres status meets app-throttled: the refusal goes into the fleet's budget, and another sesame's status waits the window out instead of calling"
     )
     func sesameStatusSharesTheBudget() async throws {
+        try await Self.withSeededFleet(logins: 1) { server, emulator, cli in
+            let refusals = 2
+            let scenario = try await emulator.activate(
+                ScenarioSetting(.appThrottled, count: refusals, regainAccessMinutes: 0, path: "me"))
+            func refused() async -> Int {
+                refusals - (await emulator.activeScenarios().first { $0.id == scenario.id }?.remaining ?? 0)
+            }
+
+            let first = try await cli.run("sesame", ["status"])
+            #expect(await refused() == 1, "\(first.standardOutput)\(first.standardError)")
+            #expect(try await Self.waitForThrottledRow(server), "sesame did not write the refusal to the budget")
+            // The window (10 s) is longer than this status waits: it makes no call.
+            let second = try await cli.run("sesame", ["status", "--timeout", "2"])
+            #expect(await refused() == 1, "\(second.standardOutput)\(second.standardError)")
+            #expect(second.standardOutput.contains("could not verify"), "\(second.standardOutput)")
+        }
+    }
+
+    /// A real PostgreSQL, the Facebook emulator in this process, and `logins` of its test users
+    /// stored by `fleet-worker --seed`; `body` gets a harness whose programs reach both
+    /// (`SESAME_STORAGE=postgres`).
+    static func withSeededFleet(
+        logins: Int, _ body: (PostgresServer, Emulator, CLIHarness) async throws -> Void
+    ) async throws {
         try await withPostgres { server in
             let configuration = EmulatorConfiguration()
             let emulator = try Emulator(configuration: configuration)
@@ -90,22 +102,9 @@ struct FleetBudgetProcessTests {
                     "SESAME_FACEBOOK_GRAPH_URL": endpoints.graphURL.absoluteString,
                 ]) { $1 }
                 let cli = try CLIHarness(storage: "postgres", environment: environment)
-                let seeded = try await cli.run("fleet-worker", ["--seed", "1"])
+                let seeded = try await cli.run("fleet-worker", ["--seed", String(logins)])
                 try #require(seeded.status == 0, "\(seeded.standardError)")
-                let refusals = 2
-                let scenario = try await emulator.activate(
-                    ScenarioSetting(.appThrottled, count: refusals, regainAccessMinutes: 0, path: "me"))
-                func refused() async -> Int {
-                    refusals - (await emulator.activeScenarios().first { $0.id == scenario.id }?.remaining ?? 0)
-                }
-
-                let first = try await cli.run("sesame", ["status"])
-                #expect(await refused() == 1, "\(first.standardOutput)\(first.standardError)")
-                #expect(try await Self.waitForThrottledRow(server), "sesame did not write the refusal to the budget")
-                // The window (10 s) is longer than this status waits: it makes no call.
-                let second = try await cli.run("sesame", ["status", "--timeout", "2"])
-                #expect(await refused() == 1, "\(second.standardOutput)\(second.standardError)")
-                #expect(second.standardOutput.contains("could not verify"), "\(second.standardOutput)")
+                try await body(server, emulator, cli)
             }
         }
     }
