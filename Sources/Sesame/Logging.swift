@@ -115,7 +115,7 @@ public struct LogValue: Sendable, Hashable, CustomStringConvertible {
 ///
 /// The app supplies it (``SesameLogging/bootstrap(_:)``); Sesame never builds a logger of its own
 /// and never writes to the app's standard output or error. A handler that forwards to swift-log
-/// is a few lines (see the Sesame catalog's "Logging").
+/// is a few lines (see <doc:InstallingALogHandler>).
 public protocol LogHandler: Sendable {
     /// The least level this handler takes: events below it are never built.
     var logLevel: LogLevel { get }
