@@ -3,7 +3,7 @@ import SesameDesktop
 
 /// `sesame --debug` and `SESAME_DEBUG=1`: Sesame's log events, each a line on standard error, as
 /// `GH_DEBUG` does for gh. The events carry no secret (``LogValue``); the line shows them as
-/// they are, their names in order.
+/// they are, their names in order, a value with spaces in quotes.
 struct DebugLogHandler: LogHandler {
     let writeError: @Sendable (String) -> Void
 
@@ -13,7 +13,10 @@ struct DebugLogHandler: LogHandler {
         level: LogLevel, message: LogMessage, metadata: LogMetadata, source: String, file: String, function: String,
         line: UInt
     ) {
-        let values = metadata.sorted { $0.key < $1.key }.map { "\($0.key)=\(Terminal.printable($0.value.description))" }
+        let values = metadata.sorted { $0.key < $1.key }.map { name, value in
+            let text = Terminal.printable(value.description)
+            return "\(name)=" + (text.contains(" ") ? "\"\(text)\"" : text)
+        }
         let tail = values.isEmpty ? "" : ": " + values.joined(separator: " ")
         writeError("[sesame \(level.rawValue)] \(message)\(tail)\n")
     }
