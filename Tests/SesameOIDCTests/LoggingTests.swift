@@ -15,12 +15,19 @@ struct LoggingTests {
     /// make the provider echo a request's secrets back in an error body.
     final class SecretWatchingTransport: HTTPTransport {
         let base = CurlTransport()
-        private let state = Locked<(secrets: Set<String>, echoNextTokenRequest: Bool)>(([], false))
+        private let state = Locked<(secrets: Set<String>, kinds: Set<String>, echoNextTokenRequest: Bool)>(
+            ([], [], false))
 
         /// Every secret seen, at least ``Redaction/shortestRedactedSecret`` long.
         var secrets: [String] { state.withLock { Array($0.secrets) } }
-        func add(_ secrets: [String]) {
-            state.withLock { $0.secrets.formUnion(secrets.filter { $0.count >= Redaction.shortestRedactedSecret }) }
+        /// The names of the secrets seen (`code_verifier`, `device_code`, `Authorization`, …).
+        var kinds: Set<String> { state.withLock { $0.kinds } }
+        func add(_ named: [(String, String)]) {
+            let named = named.filter { $0.1.count >= Redaction.shortestRedactedSecret }
+            state.withLock { state in
+                state.secrets.formUnion(named.map(\.1))
+                state.kinds.formUnion(named.map(\.0))
+            }
         }
         /// The next request to the token endpoint gets `invalid_grant`, its body and credentials echoed.
         func echoNextTokenRequest() { state.withLock { $0.echoNextTokenRequest = true } }
@@ -38,22 +45,23 @@ struct LoggingTests {
                 + (URLComponents(url: request.url, resolvingAgainstBaseURL: false)?.queryItems ?? []).map {
                     ($0.name, $0.value ?? "")
                 }
-            add(fields.filter { Self.secretNames.contains($0.0) }.map(\.1))
+            add(fields.filter { Self.secretNames.contains($0.0) })
             if let authorization = request.headers["Authorization"] {
                 let credential = String(authorization.drop { $0 != " " }.dropFirst())
-                add([credential])
+                add([("Authorization", credential)])
                 if let basic = Data(base64Encoded: credential) {
                     let pair = String(decoding: basic, as: UTF8.self)
-                    add([String(pair.drop { $0 != ":" }.dropFirst()).removingPercentEncoding ?? ""])
+                    add([("client_secret", String(pair.drop { $0 != ":" }.dropFirst()).removingPercentEncoding ?? "")])
                 }
             }
             var response = try await base.send(request)
             if let json = response.json?.objectValue {
-                add(Self.secretNames.compactMap { json[$0]?.stringValue })
+                add(Self.secretNames.compactMap { name in json[name]?.stringValue.map { (name, $0) } })
             }
-            let echo = state.withLock { state in
-                defer { state.echoNextTokenRequest = false }
-                return state.echoNextTokenRequest && request.url.path.hasSuffix("/token")
+            let echo = state.withLock { state -> Bool in
+                guard state.echoNextTokenRequest, request.url.path.hasSuffix("/token") else { return false }
+                state.echoNextTokenRequest = false
+                return true
             }
             if echo {
                 let echoed = "refused \(form) with \(request.headers["Authorization"] ?? "")"
@@ -75,7 +83,7 @@ struct LoggingTests {
         let log = InMemoryLogHandler()
         let transport = SecretWatchingTransport()
         let clientSecret = "the client secret 7d2f9a"
-        transport.add([clientSecret])
+        transport.add([("the configured client secret", clientSecret)])
         try await SesameLogging.withHandler(log) {
             try await OIDCHarness.with { harness in
                 try await harness.emulator.registerClient("confidential-desktop", secret: clientSecret)
@@ -112,7 +120,13 @@ struct LoggingTests {
         let events = log.events
         let lines = events.map(\.line)
         let secrets = transport.secrets
-        #expect(secrets.count >= 10, "too few secrets went through to prove anything: \(secrets.count)")
+        let kinds: Set = [
+            "access_token", "refresh_token", "id_token", "code", "code_verifier", "device_code", "client_secret",
+            "Authorization",
+        ]
+        #expect(
+            kinds.isSubset(of: transport.kinds),
+            "secrets that never went through: \(kinds.subtracting(transport.kinds))")
         for secret in secrets {
             // Named by their messages and value names only: a failure prints no secret.
             let leaks = events.filter { $0.line.contains(secret) }.map { "\($0.message) \($0.metadata.keys.sorted())" }
