@@ -13,47 +13,34 @@ struct FleetBudgetProcessTests {
     )
     func twoWorkersOneThrottledCallPerWindow() async throws {
         try await Self.withSeededFleet(logins: 4) { server, emulator, cli in
-
             // Two refusals of the app's calls, then none; Facebook's regain time 0, so the
             // window is the pacing's shortest, `maxDelay` (10 s).
             let refusals = 2
             let scenario = try await emulator.activate(
                 ScenarioSetting(.appThrottled, count: refusals, regainAccessMinutes: 0, path: "me/feed"))
-            let window = RateLimitPacing().maxDelay
-            // When each refusal was given, as the emulator used up the scenario's count.
-            let refusedAt = Locked<[ContinuousClock.Instant]>([])
-            let watcher = Task {
-                var seen = 0
-                while !Task.isCancelled {
-                    let remaining = await emulator.activeScenarios().first { $0.id == scenario.id }?.remaining ?? 0
-                    let given = refusals - remaining
-                    if given > seen {
-                        let now = ContinuousClock.now
-                        refusedAt.withLock { $0 += Array(repeating: now, count: given - seen) }
-                        seen = given
-                    }
-                    try? await Task.sleep(for: .milliseconds(10))
-                }
-            }
+            let window = RateLimitPacing().maxDelay.inSeconds
 
             // The first worker meets the first refusal; the second starts once it is in the
             // fleet's row, as a worker on another machine would.
             let first = try await cli.start("fleet-worker", ["--share", "1/2"])
-            let throttled = try await Self.waitForThrottledRow(server)
+            let firstWindowEnd = try await Self.throttledUntil(server, otherThan: nil)
             let second = try await cli.start("fleet-worker", ["--share", "2/2"])
+            // The second refusal starts a window of its own, which the row records until its end
+            // (on the database's clock, as the first).
+            let secondWindowEnd = try await Self.throttledUntil(server, otherThan: firstWindowEnd)
             let results = [await first.finish(), await second.finish()]
-            watcher.cancel()
-            await watcher.value
             for (index, result) in results.enumerated() { cli.record("fleet-worker \(index + 1)/2", result) }
 
             let output = results.map(\.standardOutput).joined()
-            let times = refusedAt.withLock { $0 }
-            #expect(throttled, "the first worker's refusal never reached the fleet's row")
-            #expect(times.count == refusals, "throttled calls the emulator answered: \(times.count)\n\(output)")
-            if times.count == refusals {
-                // One refused call per window: the next came only when the first window was over.
-                let gap = times[0].duration(to: times[1])
-                #expect(gap >= window - .milliseconds(100), "second throttled call \(gap) after the first")
+            let remaining = await emulator.activeScenarios().first { $0.id == scenario.id }?.remaining ?? 0
+            #expect(remaining == 0, "throttled calls answered: \(refusals - remaining) of \(refusals)\n\(output)")
+            #expect(firstWindowEnd != nil, "the first worker's refusal never reached the fleet's row")
+            if let firstWindowEnd, let secondWindowEnd {
+                // One refused call per window: the second was made when the first window was over.
+                let secondRefusal = secondWindowEnd - window
+                #expect(secondRefusal >= firstWindowEnd, "second refusal \(firstWindowEnd - secondRefusal) s early")
+            } else {
+                Issue.record("no second window was recorded\n\(output)")
             }
             // Each refusal cost one post; every other post went through after the windows.
             let posted = output.components(separatedBy: "\n").filter { $0.contains(": posted ") }.count
@@ -78,7 +65,8 @@ struct FleetBudgetProcessTests {
 
             let first = try await cli.run("sesame", ["status"])
             #expect(await refused() == 1, "\(first.standardOutput)\(first.standardError)")
-            #expect(try await Self.waitForThrottledRow(server), "sesame did not write the refusal to the budget")
+            let recorded = try await Self.throttledUntil(server, otherThan: nil)
+            #expect(recorded != nil, "sesame did not write the refusal to the budget")
             // The window (10 s) is longer than this status waits: it makes no call.
             let second = try await cli.run("sesame", ["status", "--timeout", "2"])
             #expect(await refused() == 1, "\(second.standardOutput)\(second.standardError)")
@@ -109,17 +97,17 @@ struct FleetBudgetProcessTests {
         }
     }
 
-    /// Waits until the app's row in `sesame_rate_limit_budget` records a throttled window;
-    /// whether it did within a minute.
-    static func waitForThrottledRow(_ server: PostgresServer) async throws -> Bool {
-        let query = "SELECT count(*) FROM sesame_rate_limit_budget WHERE throttled_until IS NOT NULL"
+    /// The end of the throttled window the app's row in `sesame_rate_limit_budget` records, in
+    /// seconds since 1970 on the database's clock, once it is there and not `previous`; `nil`
+    /// when that did not happen within a minute.
+    static func throttledUntil(_ server: PostgresServer, otherThan previous: Double?) async throws -> Double? {
+        let query = "SELECT extract(epoch FROM throttled_until)::float8 FROM sesame_rate_limit_budget"
         let deadline = ContinuousClock.now + .seconds(60)
         while ContinuousClock.now < deadline {
-            if try await FleetProcessTests.sql(server, query).trimmingCharacters(in: .whitespacesAndNewlines) == "1" {
-                return true
-            }
+            let text = try await FleetProcessTests.sql(server, query).trimmingCharacters(in: .whitespacesAndNewlines)
+            if let until = Double(text), until != previous { return until }
             try await Task.sleep(for: .milliseconds(20))
         }
-        return false
+        return nil
     }
 }
