@@ -5,7 +5,9 @@
 // SESAME_POSTGRES_KEY_FILE or SESAME_POSTGRES_KEY hold the keys the tokens are sealed with), lists the app's stored logins,
 // and for each one opens a FacebookSession from the stored token (no UI) and posts to the
 // person's feed. A renewal takes PostgresRefreshLock, so however many copies find a token due at
-// once, one renews it and the others use what it saved.
+// once, one renews it and the others use what it saved. Every Graph call first consults the
+// app's PostgresRateLimitBudget, so when Facebook throttles the app, every copy holds back until
+// the window is over, and then one call finds out whether it is.
 //
 //   fleet-worker [--share K/N] [--message TEXT]
 //   fleet-worker --seed N          (emulator only: make N test users and store their logins)
@@ -135,12 +137,15 @@ if let text = environment["SESAME_FACEBOOK_GRAPH_URL"], !text.isEmpty {
     graphURL = FacebookProvider.facebookGraphBaseURL
 }
 
-// What every copy shares: the store and the renewal lock, both on the database libpq's variables
-// name. Nothing else is shared, not even a file.
+// What every copy shares: the store, the renewal lock and the app's Graph budget, all on the
+// database libpq's variables name. Nothing else is shared, not even a file.
 let database = PostgresConfiguration.fromEnvironment(environment)
 let store = PostgresCredentialStore(configuration: database, keys: keys)
 let lock = PostgresRefreshLock(configuration: database)
 let facebook = FacebookProvider(appID: appID, graphBaseURL: graphURL)
+let governor = GraphUsageGovernor(
+    budget: PostgresRateLimitBudget(
+        configuration: database, provider: .facebook, appID: appID, warning: { complain($0) }))
 let transport = CurlTransport()
 
 // MARK: Seeding (the emulator only)
@@ -184,7 +189,7 @@ struct SeedFailure: Error, CustomStringConvertible { var description: String }
 func post(for login: StoredCredential) async throws -> String {
     let session = FacebookSession(
         provider: facebook, transport: transport, store: store, account: login.key.account,
-        configuration: .init(refreshLocking: .service(lock)))
+        configuration: .init(refreshLocking: .service(lock)), governor: governor)
     try await session.openActiveSession(allowLoginUI: false)
     let answer = try await session.graph.post("me/feed", parameters: ["message": options.message])
     return answer["id"]?.stringValue ?? "?"

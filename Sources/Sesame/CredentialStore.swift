@@ -303,15 +303,21 @@ public final class InMemoryCredentialStore: CredentialStore {
     }
 
     public func save(_ credential: StoredCredential) async throws {
-        storage.withLock { $0[credential.key] = credential }
+        try await SesameLogging.storeOperation("save", self, credential.key) {
+            storage.withLock { $0[credential.key] = credential }
+        }
     }
 
     public func load(_ key: CredentialKey) async throws -> StoredCredential? {
-        storage.withLock { $0[key] }
+        try await SesameLogging.storeOperation("load", self, key) {
+            storage.withLock { $0[key] }
+        }
     }
 
     @discardableResult public func delete(_ key: CredentialKey) async throws -> Bool {
-        storage.withLock { $0.removeValue(forKey: key) != nil }
+        try await SesameLogging.storeOperation("delete", self, key) {
+            storage.withLock { $0.removeValue(forKey: key) != nil }
+        }
     }
 
     public func list(provider: ProviderID?) async throws -> [StoredCredential] {

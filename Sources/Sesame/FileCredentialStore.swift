@@ -50,15 +50,21 @@ public final class FileCredentialStore: CredentialStore {
     public var backendDescription: String { "file (\(url.path))" }
 
     public func save(_ credential: StoredCredential) async throws {
-        try await onOwnThread { try self.update { table in table[credential.key] = credential } }
+        try await SesameLogging.storeOperation("save", self, credential.key) {
+            try await onOwnThread { try self.update { table in table[credential.key] = credential } }
+        }
     }
 
     public func load(_ key: CredentialKey) async throws -> StoredCredential? {
-        try await onOwnThread { try self.lock.withLock { _ in try self.readTable()[key] } }
+        try await SesameLogging.storeOperation("load", self, key) {
+            try await onOwnThread { try self.lock.withLock { _ in try self.readTable()[key] } }
+        }
     }
 
     @discardableResult public func delete(_ key: CredentialKey) async throws -> Bool {
-        try await onOwnThread { try self.update { table in table.removeValue(forKey: key) != nil } }
+        try await SesameLogging.storeOperation("delete", self, key) {
+            try await onOwnThread { try self.update { table in table.removeValue(forKey: key) != nil } }
+        }
     }
 
     public func list(provider: ProviderID?) async throws -> [StoredCredential] {

@@ -161,7 +161,9 @@ public actor Session {
         guard state == .created || state.isClosed else { return state == .createdTokenLoaded }
         unusableStoredLogin = nil
         guard let stored else { return false }
-        if case .needsLogin(let reason) = condition(of: stored) {
+        let condition = condition(of: stored)
+        SesameLogging.log(.debug, "stored login read", ["login": .login(key), "condition": condition.logValue])
+        if case .needsLogin(let reason) = condition {
             unusableStoredLogin = reason
             return false
         }
@@ -443,6 +445,7 @@ public actor Session {
                 else { return }
                 stored.token.expirationDate = now
                 _ = try await store.save(stored, fencedBy: claim)
+                SesameLogging.log(.info, "token refused by the provider; recorded as expired", ["login": .login(key)])
             }
         }
     }
@@ -490,7 +493,10 @@ public actor Session {
     ) async throws -> TokenRenewal {
         // The common case, a token in memory that is not due, needs nothing of the actor: as if
         // the call had run on it just before or just after whatever it is doing now.
-        if let current = openToken.withLock({ $0 }), !isDue(current) { return .unchanged(current) }
+        if let current = openToken.withLock({ $0 }), !isDue(current) {
+            SesameLogging.log(.trace, "token not due", ["login": .login(key)])
+            return .unchanged(current)
+        }
         return try await renewIfDue(isDue: isDue, renew: renew)
     }
 
@@ -504,8 +510,16 @@ public actor Session {
                 message: "The session is '\(state)', not open, so it has no token to use. Log in first.",
                 recoveryTactic: .reauthenticate, closesSession: false, provider: key.provider)
         }
-        guard isDue(current) else { return .unchanged(current) }
-        if let renewal { return try await renewal.value }
+        guard isDue(current) else {
+            SesameLogging.log(.trace, "token not due", ["login": .login(key)])
+            return .unchanged(current)
+        }
+        if let renewal {
+            SesameLogging.log(.debug, "token due; waiting for the renewal in flight", ["login": .login(key)])
+            return try await renewal.value
+        }
+        SesameLogging.log(
+            .debug, "token due; renewing", ["login": .login(key), "expired": .flag(current.isExpired(at: now()))])
         let task = Task(executorPreference: currentTaskExecutorPreference) {
             try await self.serialized {
                 try await self.refreshLocking.withLock(for: self.key) {
@@ -545,7 +559,10 @@ public actor Session {
         renew: @escaping @Sendable (AccessToken) async throws -> AccessToken?
     ) async throws -> TokenRenewal {
         try await store.withRenewalClaim(for: key) { claim in
-            try await self.renewClaimed(claim, isDue: isDue, renew: renew)
+            SesameLogging.log(
+                .debug, "renewal claimed; stored login read again",
+                ["login": .login(self.key), "store": .type(of: self.store), "found": .flag(claim.stored != nil)])
+            return try await self.renewClaimed(claim, isDue: isDue, renew: renew)
         }
     }
 
@@ -562,12 +579,18 @@ public actor Session {
                 // The provider rotated the refresh token: keep the new one, whatever else failed.
                 let kept = StoredCredential(key: key, token: failure.kept, savedAt: now())
                 if try await store.save(kept, fencedBy: claim) { token = failure.kept }
+                SesameLogging.log(
+                    .info, "renewal answer refused; its rotated refresh token kept",
+                    ["login": .login(key), "error": .error(failure.error)])
                 throw failure.error
             } catch let error as AuthError where error.category == .authenticationReopenSession {
                 let stored = try await store.load(key)
                 if let stored, !stored.needsLogin, stored.token.userID == base.userID,
                     stored.token.tokenString != base.tokenString
                 {
+                    SesameLogging.log(
+                        .info, "renewal refused; a newer login saved meanwhile adopted",
+                        ["login": .login(key), "error": .error(error)])
                     try publish(stored.token)
                     return .renewedElsewhere(stored.token)
                 }
@@ -575,16 +598,29 @@ public actor Session {
                     stored.needsLogin = true
                     _ = try await store.save(stored, fencedBy: claim)
                 }
+                SesameLogging.log(
+                    .info, "renewal refused; the login is kept, marked as needing a new login",
+                    ["login": .login(key), "error": .error(error)])
                 throw error
             }
             if let renewed {
                 guard try await store.save(StoredCredential(key: key, token: renewed, savedAt: now()), fencedBy: claim)
-                else { return try await adoptStoredAfterFence() }
+                else {
+                    SesameLogging.log(
+                        .info, "renewal fenced out: the stored login changed since the claim; adopting it",
+                        ["login": .login(key)])
+                    return try await adoptStoredAfterFence()
+                }
+                SesameLogging.log(.info, "token renewed and saved", ["login": .login(key)])
                 try publish(renewed)
                 return .renewed(renewed)
             }
         }
-        guard base != token else { return .unchanged(base) }
+        guard base != token else {
+            SesameLogging.log(.debug, "nothing to renew after the claim; token kept", ["login": .login(key)])
+            return .unchanged(base)
+        }
+        SesameLogging.log(.info, "token renewed elsewhere while waiting; adopted", ["login": .login(key)])
         try publish(base)
         return .renewedElsewhere(base)
     }

@@ -150,7 +150,7 @@ package enum SesameCLI {
             logins in the keyring, and understand what the providers' errors mean.
 
             USAGE
-              sesame <command> [options]
+              sesame [--debug] <command> [options]
               sesame help [<command>]
               sesame --version
 
@@ -163,6 +163,9 @@ package enum SesameCLI {
             A provider with nothing configured (no app or client id) uses Sesame's built-in
             emulator for it, whose state is kept under $XDG_STATE_HOME/sesame/ ('sesame doctor'
             says which ones).
+
+            --debug (or SESAME_DEBUG=1) prints each HTTP exchange, renewal decision and store
+            operation to standard error, never a token or secret.
 
             EXIT STATUS
 
@@ -257,10 +260,26 @@ package enum SesameCLI {
     }
 
     /// Parses and runs a command line, printing through `io`; returns the exit status.
+    ///
+    /// `--debug` before the command (or `SESAME_DEBUG=1`) prints Sesame's log events to standard
+    /// error while it runs.
     package static func main(
         _ arguments: [String], io: CommandIO = .standard,
         environment: [String: String] = ProcessEnvironment.current(),
         keyring: @escaping DesktopStorage.KeyringFactory = DesktopStorage.secretService
+    ) async -> Int32 {
+        let debugFlags = arguments.prefix { $0 == "--debug" }.count
+        guard debugFlags > 0 || DebugLogHandler.requested(by: environment) else {
+            return await run(arguments, io: io, environment: environment, keyring: keyring)
+        }
+        return await SesameLogging.withHandler(DebugLogHandler(writeError: io.writeError)) {
+            await run(Array(arguments.dropFirst(debugFlags)), io: io, environment: environment, keyring: keyring)
+        }
+    }
+
+    private static func run(
+        _ arguments: [String], io: CommandIO, environment: [String: String],
+        keyring: @escaping DesktopStorage.KeyringFactory
     ) async -> Int32 {
         let command: Command
         do {

@@ -533,6 +533,12 @@ package enum ManPage {
             With the postgres storage: a file holding, or the text of, the keys logins are encrypted
             with, one ID:BASE64 line each (openssl rand \\-base64 32), the current key first.
             .TP
+            .B SESAME_DEBUG
+            1 (anything but empty, 0 or false): as
+            .BR \\-\\-debug ,
+            print each HTTP exchange, renewal decision and store operation on standard error, never a
+            token or secret.
+            .TP
             .B SESAME_BROWSER
             A command that opens a login's address (the address is its last argument); none, or empty,
             when no browser opens here: device login, or the address printed to paste back.

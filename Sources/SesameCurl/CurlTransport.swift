@@ -82,6 +82,11 @@ public final class CurlTransport: HTTPTransport {
     ///   `TransportError` when no full response arrived (DNS, connect, TLS, timeouts,
     ///   a body over ``Configuration/maximumResponseBodySize``, an invalid request).
     public func send(_ request: HTTPRequest) async throws -> HTTPResponse {
+        // Logged at debug for the app's handler, if any: method, host, path, status, duration.
+        try await SesameLogging.exchange(request) { try await perform(request) }
+    }
+
+    private func perform(_ request: HTTPRequest) async throws -> HTTPResponse {
         try Task.checkCancellation()
         let transfer = try CurlTransfer(request: request, configuration: configuration)
         let engine = self.engine

@@ -216,6 +216,14 @@ public struct ProviderConnectionRequest: Sendable {
         DesktopStorage.refreshLocking(for: configuration.storage.value, environment: environment)
     }
 
+    /// The rate-limit budget `appID` of `provider` shares with the other processes using the
+    /// configured storage (a fleet's, for `--storage postgres`), or `nil` for this process's own:
+    /// what a plug-in gives the API clients it makes.
+    public func rateLimitBudget(provider: ProviderID, appID: String) -> (any RateLimitBudget)? {
+        configuration.storage.value.backend?.rateLimitBudget(
+            provider: provider, appID: appID, environment: environment)
+    }
+
     /// Hosts the person allows plain `http` to, although they are not loopback addresses:
     /// `SESAME_ALLOW_INSECURE_HTTP`, host names separated by commas. Every provider passes them to
     /// its endpoint check; by default there are none (RFC 9700: https, or http to loopback only).

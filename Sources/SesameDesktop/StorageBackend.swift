@@ -27,6 +27,9 @@ public protocol StorageBackend: Sendable {
     /// How renewals of its logins are kept apart: by default a lock file per login in
     /// `$XDG_RUNTIME_DIR`, for a store of one machine.
     func refreshLocking(environment: [String: String]) -> RefreshLocking
+    /// The rate-limit budget that `appID` of `provider` shares with every other process using this
+    /// store (a fleet's, in its database), or `nil` (the default) for each process's own.
+    func rateLimitBudget(provider: ProviderID, appID: String, environment: [String: String]) -> (any RateLimitBudget)?
     /// What `sesame doctor` says of the store once opened; none by default.
     func doctorLines(for store: any CredentialStore) async -> [DoctorLine]
 }
@@ -37,5 +40,8 @@ extension StorageBackend {
     public func refreshLocking(environment: [String: String]) -> RefreshLocking {
         .directory(RefreshLock.defaultDirectory(environment: environment))
     }
+    public func rateLimitBudget(
+        provider: ProviderID, appID: String, environment: [String: String]
+    ) -> (any RateLimitBudget)? { nil }
     public func doctorLines(for store: any CredentialStore) async -> [DoctorLine] { [] }
 }

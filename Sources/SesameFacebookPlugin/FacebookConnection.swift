@@ -14,6 +14,8 @@ struct FacebookConnection: ConnectedProvider {
     var environment: [String: String]
     /// How renewals are kept apart from other processes\' (the storage\'s refresh locking).
     var refreshLocking: RefreshLocking
+    /// The Graph budget the storage shares among processes (a fleet's), or `nil` for this process's own.
+    var rateLimitBudget: (any RateLimitBudget)?
     /// Whether a browser opens on this machine (`--no-browser`, `SESAME_BROWSER`, an SSH session).
     var browser: LocalBrowser
 
@@ -53,7 +55,7 @@ struct FacebookConnection: ConnectedProvider {
             provider: provider, transport: transport, store: store, account: account,
             loginUI: loginUI ?? deviceLogin(),
             configuration: .init(refreshLocking: refreshLocking),
-            recoveryDelegate: recoveryDelegate, recoveryPolicy: recoveryPolicy)
+            recoveryDelegate: recoveryDelegate, recoveryPolicy: recoveryPolicy, governor: governor())
     }
 
     func logIn(_ options: LoginOptions, account: String, store: any CredentialStore) async throws -> LoginResult {
@@ -80,13 +82,18 @@ struct FacebookConnection: ConnectedProvider {
         return LoginResult(token: token, userName: me?["name"]?.stringValue)
     }
 
+    /// A governor on the shared budget when there is one.
+    func governor() -> GraphUsageGovernor {
+        rateLimitBudget.map { GraphUsageGovernor(budget: $0) } ?? GraphUsageGovernor()
+    }
+
     func session(account: String, store: any CredentialStore) -> any AccountSession {
         FacebookAccountSession(session: facebookSession(account: account, store: store))
     }
 
     func check(_ credential: StoredCredential) async -> AccountCheck {
         // A fixed-token client: status reads, it never closes sessions or clears tokens.
-        let governor = GraphUsageGovernor()
+        let governor = governor()
         let graph = GraphClient(
             provider: provider, transport: transport, accessToken: credential.token.tokenString, governor: governor)
         return await AccountCheck.checking {

@@ -164,6 +164,7 @@ public struct FacebookPlugin: ProviderPlugin {
             return FacebookConnection(
                 provider: provider, transport: request.transport, terminal: request.terminal, emulator: nil,
                 approvalMode: .off, environment: request.environment, refreshLocking: request.refreshLocking,
+                rateLimitBudget: request.rateLimitBudget(provider: .facebook, appID: appID.value),
                 browser: request.configuration.browser)
         }
         guard let emulators = request.emulators else {
@@ -199,7 +200,9 @@ public struct FacebookPlugin: ProviderPlugin {
         return FacebookConnection(
             provider: provider, transport: emulator.route(request.transport), terminal: request.terminal,
             emulator: emulator, approvalMode: approvalMode, environment: request.environment,
-            refreshLocking: request.refreshLocking, browser: request.configuration.browser)
+            refreshLocking: request.refreshLocking,
+            rateLimitBudget: request.rateLimitBudget(provider: .facebook, appID: emulator.appID),
+            browser: request.configuration.browser)
     }
 
     public func doctor(_ request: ProviderConnectionRequest) async -> [DoctorLine] {

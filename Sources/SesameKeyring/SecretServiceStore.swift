@@ -83,55 +83,61 @@ public final class SecretServiceStore: CredentialStore {
     /// - Throws: `CredentialStoreError` (no session bus, no Secret Service, locked, timed out)
     ///   saying what to do.
     public func save(_ credential: StoredCredential) async throws {
-        let key = credential.key
-        let operation = "saving the credential for \(key)"
-        let request = SaveRequest(
-            key: key, attributes: KeyringItemFormat.attributes(for: key),
-            search: KeyringItemFormat.searchAttributes(for: key),
-            label: KeyringItemFormat.label(for: key),
-            secret: try KeyringItemFormat.secret(for: credential))
+        try await SesameLogging.storeOperation("save", self, credential.key) {
+            let key = credential.key
+            let operation = "saving the credential for \(key)"
+            let request = SaveRequest(
+                key: key, attributes: KeyringItemFormat.attributes(for: key),
+                search: KeyringItemFormat.searchAttributes(for: key),
+                label: KeyringItemFormat.label(for: key),
+                secret: try KeyringItemFormat.secret(for: credential))
 
-        var outcome = try await call(operation) { client in try Self.store(request, with: client, unlock: false) }
-        if outcome == .locked {
-            let promptTimeout = try await promptTimeout(operation)
-            outcome = try await call(operation, timeout: promptTimeout) { client in
-                try Self.store(request, with: client, unlock: true)
+            var outcome = try await call(operation) { client in try Self.store(request, with: client, unlock: false) }
+            if outcome == .locked {
+                let promptTimeout = try await promptTimeout(operation)
+                outcome = try await call(operation, timeout: promptTimeout) { client in
+                    try Self.store(request, with: client, unlock: true)
+                }
+                if outcome == .locked { throw await lockedError { KeyringMessages.unlockDeclined(operation, $0) } }
             }
-            if outcome == .locked { throw await lockedError { KeyringMessages.unlockDeclined(operation, $0) } }
-        }
-        if outcome == .noDefaultCollection {
-            throw await lockedError { KeyringMessages.noDefaultCollection(key, $0) }
+            if outcome == .noDefaultCollection {
+                throw await lockedError { KeyringMessages.noDefaultCollection(key, $0) }
+            }
         }
     }
 
     /// - Throws: `CredentialStoreError` (no session bus, no Secret Service, locked, timed out,
     ///   corrupt) saying what to do.
     public func load(_ key: CredentialKey) async throws -> StoredCredential? {
-        let operation = "reading the credential for \(key)"
-        let items = try await readItems(
-            KeyringItemFormat.searchAttributes(for: key), everyItem: false, operation: operation)
-        let newest = items.filter {
-            !$0.isLocked && !KeyringItemFormat.isBeingDeleted($0) && KeyringItemFormat.belongs($0, to: key)
+        try await SesameLogging.storeOperation("load", self, key) {
+            let operation = "reading the credential for \(key)"
+            let items = try await readItems(
+                KeyringItemFormat.searchAttributes(for: key), everyItem: false, operation: operation)
+            let newest = items.filter {
+                !$0.isLocked && !KeyringItemFormat.isBeingDeleted($0) && KeyringItemFormat.belongs($0, to: key)
+            }
+            .max { Self.isOlder($0, than: $1) }
+            guard let newest else { return nil }
+            return try KeyringItemFormat.credential(from: newest).get()
         }
-        .max { Self.isOlder($0, than: $1) }
-        guard let newest else { return nil }
-        return try KeyringItemFormat.credential(from: newest).get()
     }
 
     /// - Throws: `CredentialStoreError` (no session bus, no Secret Service, locked, timed out)
     ///   saying what to do.
     @discardableResult public func delete(_ key: CredentialKey) async throws -> Bool {
-        let operation = "deleting the credential for \(key)"
-        var result = try await call(operation) { client in try Self.remove(key, with: client, unlock: false) }
-        if result.locked > 0 {
-            let promptTimeout = try await promptTimeout(operation)
-            let retry = try await call(operation, timeout: promptTimeout) { client in
-                try Self.remove(key, with: client, unlock: true)
+        try await SesameLogging.storeOperation("delete", self, key) {
+            let operation = "deleting the credential for \(key)"
+            var result = try await call(operation) { client in try Self.remove(key, with: client, unlock: false) }
+            if result.locked > 0 {
+                let promptTimeout = try await promptTimeout(operation)
+                let retry = try await call(operation, timeout: promptTimeout) { client in
+                    try Self.remove(key, with: client, unlock: true)
+                }
+                if retry.locked > 0 { throw await lockedError { KeyringMessages.unlockDeclined(operation, $0) } }
+                result.deleted += retry.deleted
             }
-            if retry.locked > 0 { throw await lockedError { KeyringMessages.unlockDeclined(operation, $0) } }
-            result.deleted += retry.deleted
+            return result.deleted > 0
         }
-        return result.deleted > 0
     }
 
     /// - Throws: `CredentialStoreError` (no session bus, no Secret Service, locked, timed out)

@@ -157,45 +157,51 @@ public final class PassCredentialStore: CredentialStore {
     // MARK: - CredentialStore
 
     public func save(_ credential: StoredCredential) async throws {
-        let path = entryPath(credential.key)
-        try await onOwnThread {
-            try self.checkFolders(of: path)
-            let recipients = try self.recipients(for: path)
-            let plaintext = Array(PassEntry.text(of: credential).utf8)
-            let ciphertext: [UInt8]
-            do throws(GPGME.Failure) {
-                ciphertext = try GPGME.encrypt(plaintext, to: recipients.names, home: self.gnupgHome)
-            } catch {
-                throw self.explain(error, entry: path, gpgID: recipients.file)
-            }
-            try self.withWriteLock {
-                try self.makeDirectories(for: path)
-                self.removeStaleTemporaryFiles(beside: path)
-                try self.writeAtomically(ciphertext, to: path)
+        try await SesameLogging.storeOperation("save", self, credential.key) {
+            let path = entryPath(credential.key)
+            try await onOwnThread {
+                try self.checkFolders(of: path)
+                let recipients = try self.recipients(for: path)
+                let plaintext = Array(PassEntry.text(of: credential).utf8)
+                let ciphertext: [UInt8]
+                do throws(GPGME.Failure) {
+                    ciphertext = try GPGME.encrypt(plaintext, to: recipients.names, home: self.gnupgHome)
+                } catch {
+                    throw self.explain(error, entry: path, gpgID: recipients.file)
+                }
+                try self.withWriteLock {
+                    try self.makeDirectories(for: path)
+                    self.removeStaleTemporaryFiles(beside: path)
+                    try self.writeAtomically(ciphertext, to: path)
+                }
             }
         }
     }
 
     public func load(_ key: CredentialKey) async throws -> StoredCredential? {
-        let path = entryPath(key)
-        return try await onOwnThread {
-            try self.checkFolders(of: path)
-            return try self.read(path, key: key)
+        try await SesameLogging.storeOperation("load", self, key) {
+            let path = entryPath(key)
+            return try await onOwnThread {
+                try self.checkFolders(of: path)
+                return try self.read(path, key: key)
+            }
         }
     }
 
     @discardableResult public func delete(_ key: CredentialKey) async throws -> Bool {
-        let path = entryPath(key)
-        return try await onOwnThread {
-            try self.withWriteLock {
-                try self.checkFolders(of: path)
-                let file = self.url(path)
-                guard unlink(file.path) == 0 else {
-                    if errno == ENOENT { return false }
-                    throw Self.ioError("could not remove \(file.path)", errno)
+        try await SesameLogging.storeOperation("delete", self, key) {
+            let path = entryPath(key)
+            return try await onOwnThread {
+                try self.withWriteLock {
+                    try self.checkFolders(of: path)
+                    let file = self.url(path)
+                    guard unlink(file.path) == 0 else {
+                        if errno == ENOENT { return false }
+                        throw Self.ioError("could not remove \(file.path)", errno)
+                    }
+                    self.removeEmptyFolders(above: path)
+                    return true
                 }
-                self.removeEmptyFolders(above: path)
-                return true
             }
         }
     }

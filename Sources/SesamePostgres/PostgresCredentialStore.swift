@@ -141,7 +141,9 @@ public final class PostgresCredentialStore: CredentialStore {
     /// Saves `credential`, replacing the row's login whatever it holds (a new login): a renewal
     /// in flight for the row's former login finds, when it saves, that it was replaced.
     public func save(_ credential: StoredCredential) async throws {
-        _ = try await write(credential, fence: nil)
+        try await SesameLogging.storeOperation("save", self, credential.key) {
+            _ = try await write(credential, fence: nil)
+        }
     }
 
     /// Saves `credential` only when its row still holds the generation `claim` took (no login was
@@ -153,7 +155,9 @@ public final class PostgresCredentialStore: CredentialStore {
     /// - Throws: `CredentialStoreError` when the server cannot be reached (after trying for the
     ///   configuration's `saveRetryLimit`) or refuses.
     public func save(_ credential: StoredCredential, fencedBy claim: RenewalClaim) async throws -> Bool {
-        try await write(credential, fence: claim.generation)
+        try await SesameLogging.storeOperation("fenced save", self, credential.key) {
+            try await write(credential, fence: claim.generation)
+        }
     }
 
     /// Reads the login's row for a renewal and marks the renewal in flight there, under a new
@@ -345,39 +349,43 @@ public final class PostgresCredentialStore: CredentialStore {
     }
 
     public func load(_ key: CredentialKey) async throws -> StoredCredential? {
-        let result: PostgresRows
-        do throws(PostgresError) {
-            result = try await connection.withSession { session throws(PostgresError) in
-                try session.execute(
-                    """
-                    SELECT key_id, sealed FROM sesame_credentials
-                    WHERE provider = $1 AND issuer = $2 AND app_id = $3 AND account = $4
-                    """, Self.keyParameters(key))
+        try await SesameLogging.storeOperation("load", self, key) {
+            let result: PostgresRows
+            do throws(PostgresError) {
+                result = try await connection.withSession { session throws(PostgresError) in
+                    try session.execute(
+                        """
+                        SELECT key_id, sealed FROM sesame_credentials
+                        WHERE provider = $1 AND issuer = $2 AND app_id = $3 AND account = $4
+                        """, Self.keyParameters(key))
+                }
+            } catch {
+                throw Self.explain(error, "Could not read the credential for \(key) from PostgreSQL")
             }
-        } catch {
-            throw Self.explain(error, "Could not read the credential for \(key) from PostgreSQL")
+            guard !result.rows.isEmpty else { return nil }
+            var credential = try unseal(result.bytes(row: 0, column: 1), keyID: result.rows[0][0] ?? "", key: key)
+            // The row's key is the one asked for; a login saved with an empty issuer and one saved
+            // with none are the same row, and the caller gets back the key it asked with.
+            credential.key = key
+            return credential
         }
-        guard !result.rows.isEmpty else { return nil }
-        var credential = try unseal(result.bytes(row: 0, column: 1), keyID: result.rows[0][0] ?? "", key: key)
-        // The row's key is the one asked for; a login saved with an empty issuer and one saved
-        // with none are the same row, and the caller gets back the key it asked with.
-        credential.key = key
-        return credential
     }
 
     @discardableResult public func delete(_ key: CredentialKey) async throws -> Bool {
-        do throws(PostgresError) {
-            let result = try await connection.withSession { session throws(PostgresError) in
-                try session.execute(
-                    """
-                    DELETE FROM sesame_credentials
-                    WHERE provider = $1 AND issuer = $2 AND app_id = $3 AND account = $4
-                    RETURNING 1
-                    """, Self.keyParameters(key))
+        try await SesameLogging.storeOperation("delete", self, key) {
+            do throws(PostgresError) {
+                let result = try await connection.withSession { session throws(PostgresError) in
+                    try session.execute(
+                        """
+                        DELETE FROM sesame_credentials
+                        WHERE provider = $1 AND issuer = $2 AND app_id = $3 AND account = $4
+                        RETURNING 1
+                        """, Self.keyParameters(key))
+                }
+                return !result.rows.isEmpty
+            } catch {
+                throw Self.explain(error, "Could not remove the credential for \(key) from PostgreSQL")
             }
-            return !result.rows.isEmpty
-        } catch {
-            throw Self.explain(error, "Could not remove the credential for \(key) from PostgreSQL")
         }
     }
 

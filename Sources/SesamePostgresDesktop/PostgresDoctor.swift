@@ -45,6 +45,14 @@ public struct PostgresStorage: StorageBackend {
         .service(PostgresRefreshLock(configuration: .fromEnvironment(environment)))
     }
 
+    /// The app's budget in the fleet's database (`PostgresRateLimitBudget`): when the provider
+    /// throttles the app, every process holds back until the window is over.
+    public func rateLimitBudget(
+        provider: ProviderID, appID: String, environment: [String: String]
+    ) -> (any RateLimitBudget)? {
+        PostgresRateLimitBudget(configuration: .fromEnvironment(environment), provider: provider, appID: appID)
+    }
+
     /// What `sesame doctor` says of a fleet's store: the server and how it is reached, the
     /// tables, and the keys.
     public func doctorLines(for store: any CredentialStore) async -> [DoctorLine] {
