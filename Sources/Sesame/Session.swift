@@ -379,25 +379,33 @@ public actor Session {
     /// let expire before the access token): renewed when either is due
     /// (``TokenRenewer/isDue(_:at:handedExpiry:)``), through the same renewal.
     ///
+    /// With `validFor`, a token that expires sooner than that is due too (`sesame token --min-valid`):
+    /// the caller checks what it gets, since even a fresh token may live less.
+    ///
     /// - Throws: what ``validToken()`` throws.
     public nonisolated func validToken(
-        handedExpiry: (@Sendable (AccessToken) -> Date?)?
+        handedExpiry: (@Sendable (AccessToken) -> Date?)?, validFor: Duration = .zero
     ) async throws -> AccessToken {
         let renewer = self.renewer
         let now = self.now
         let key = self.key
+        let lasting = validFor.inSeconds
         // A token that cannot be renewed is carried on with while it works, then refused below.
         let token: AccessToken
         do {
             token = try await renewToken(isDue: {
-                renewer.isDue($0, at: now(), handedExpiry: handedExpiry?($0))
+                let handed = handedExpiry?($0)
+                return renewer.isDue($0, at: now(), handedExpiry: handed) || $0.isExpired(at: now(), leeway: lasting)
+                    || handed.map { $0.timeIntervalSince(now()) <= lasting } == true
             }) { current in
                 guard renewer.canRenew(current, now()) else { return nil }
                 return try await renewer.renew(current)
             }.token
         } catch let error as AuthError where error.category != .authenticationReopenSession {
-            // Not renewed now (no network, a server error): a token that still works is used.
-            guard let current = openToken.withLock({ $0 }), !current.isExpired(at: now()) else { throw error }
+            // Not renewed now (no network, a server error): a token that still works (long enough) is used.
+            guard let current = openToken.withLock({ $0 }), !current.isExpired(at: now(), leeway: lasting) else {
+                throw error
+            }
             return current
         }
         guard !token.isExpired(at: now()) else {
