@@ -514,10 +514,11 @@ public actor Session {
         }
         guard isDue(current) else { return .unchanged(current) }
         if let renewal { return try await renewal.value }
+        let waitStart = now()
         let task = Task(executorPreference: currentTaskExecutorPreference) {
             try await self.serialized {
                 try await self.refreshLocking.withLock(for: self.key) {
-                    try await self.renewFromStore(isDue: isDue, renew: renew)
+                    try await self.renewFromStore(isDue: isDue, renew: renew, since: waitStart)
                 }
             }
         }
@@ -548,21 +549,25 @@ public actor Session {
     /// otherwise is the stored login marked as needing a login, kept, never deleted. A renewal
     /// whose fenced save finds the login changed since the claim (its lock was lost, and another
     /// renewal or a new login came first) adopts the stored login instead of overwriting it.
+    /// A passing failure is recorded beside a lock file, and one recorded since `waitStart` (while
+    /// this renewal waited for the lock) is thrown rather than met again (`RenewalFailureRecord.swift`).
     private func renewFromStore(
         isDue: @escaping @Sendable (AccessToken) -> Bool,
-        renew: @escaping @Sendable (AccessToken) async throws -> AccessToken?
+        renew: @escaping @Sendable (AccessToken) async throws -> AccessToken?, since waitStart: Date
     ) async throws -> TokenRenewal {
         try await store.withRenewalClaim(for: key) { claim in
-            try await self.renewClaimed(claim, isDue: isDue, renew: renew)
+            try await self.renewClaimed(claim, isDue: isDue, renew: renew, since: waitStart)
         }
     }
 
     private func renewClaimed(
         _ claim: RenewalClaim, isDue: @Sendable (AccessToken) -> Bool,
-        renew: @Sendable (AccessToken) async throws -> AccessToken?
+        renew: @Sendable (AccessToken) async throws -> AccessToken?, since waitStart: Date
     ) async throws -> TokenRenewal {
         let base = try currentToken(from: claim)
         if isDue(base) {
+            let lock = refreshLocking.lock(for: key)
+            if let failure = lock?.failure(since: waitStart, provider: key.provider) { throw failure }
             let renewed: AccessToken?
             do {
                 renewed = try await Self.redactingSecrets(of: base) { try await renew(base) }
@@ -583,6 +588,9 @@ public actor Session {
                     stored.needsLogin = true
                     _ = try await store.save(stored, fencedBy: claim)
                 }
+                throw error
+            } catch let error as AuthError where [.retry, .server, .throttling].contains(error.category) {
+                lock?.recordFailure(error, at: now())
                 throw error
             }
             if let renewed {

@@ -113,7 +113,11 @@ struct AccountCommands {
                 })
         }
         do {
-            let value = try await body(connected, storage, await accountState)
+            // Behind another process's renewal, a command waits one request timeout and a margin at most.
+            let state = await accountState
+            let value = try await RefreshLock.$waitLimit.withValue(transport.timeout + .seconds(5)) {
+                try await body(connected, storage, state)
+            }
             await connected.shutdown()
             return value
         } catch {
