@@ -11,6 +11,8 @@ struct AccountCommands {
     var context: CommandContext
 
     private var io: CommandIO { context.io }
+    /// How long one request to a provider may take, unless `--timeout` says otherwise.
+    static let requestTimeout: Duration = .seconds(60)
     /// The most standard input may hold for a token or a secret (`--with-token`,
     /// `--client-secret-stdin`); reading stops just past it.
     static let maximumSecretSize = 16 * 1024
@@ -70,15 +72,16 @@ struct AccountCommands {
         async let accountState = Self.accountState(context.environment, needed: command.account == nil)
         var flags: [String: String] = [:]
         if case .login(let login) = command.action { flags = login.options }
-        var transport = CurlTransport.Configuration()
-        if case .token(let options) = command.action, let timeout = options.timeout {
-            transport.timeout = timeout
-            transport.connectTimeout = min(transport.connectTimeout, timeout)
-        }
+        var timeout = Self.requestTimeout
+        if case .token(let options) = command.action { timeout = options.timeout ?? timeout }
         let request = ProviderConnectionRequest(
             instance: name, flags: flags, configuration: configuration, environment: context.environment,
             terminal: context.terminal,
-            transport: LazyTransport.curl { [transport] in network.transportConfiguration(transport) },
+            transport: LazyTransport.curl { [timeout] in
+                var base = CurlTransport.Configuration(timeout: timeout)
+                base.connectTimeout = min(base.connectTimeout, timeout)
+                return network.transportConfiguration(base)
+            },
             emulators: .sesame,
             purpose: command.action.isLogin ? .login : .use,
             readSecret: { [io] prompt in
@@ -115,7 +118,7 @@ struct AccountCommands {
         do {
             // Behind another process's renewal, a command waits one request timeout and a margin at most.
             let state = await accountState
-            let value = try await RefreshLock.$waitLimit.withValue(transport.timeout + .seconds(5)) {
+            let value = try await RefreshLock.$waitLimit.withValue(timeout + .seconds(5)) {
                 try await body(connected, storage, state)
             }
             await connected.shutdown()
