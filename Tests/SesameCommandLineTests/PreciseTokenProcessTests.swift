@@ -76,6 +76,33 @@ struct PreciseTokenProcessTests {
         }
     }
 
+    @Test(
+        "the credential helpers take --min-valid: a token with 5 minutes left is renewed before it is handed on",
+        arguments: ["kubectl-credential", "docker-credential-sesame"])
+    func helpers(helper: String) async throws {
+        try await Self.withLogin(left: 300) { cli, provider in
+            let before = try await Travel.stats(provider)
+            let result: ProcessResult
+            if helper == "kubectl-credential" {
+                result = try await cli.run(
+                    "sesame", ["kubectl-credential", "oidc", "--token-type", "access", "--min-valid", "10m"],
+                    environment: provider.environment)
+            } else {
+                try CredentialHelperProcessTests.mapRegistries(cli, ["r.example": .string("oidc")])
+                result = try await cli.run(
+                    "docker-credential-sesame", ["--min-valid", "10m", "get"], input: Data("r.example\n".utf8),
+                    environment: provider.environment)
+            }
+            #expect(result.status == 0, "\(result.standardOutput) \(result.standardError)")
+            #expect(try await Travel.stats(provider).grants - before.grants == 1)
+            let stored = try await Travel.storedLogin(cli).token
+            #expect(stored.expirationDate.map { $0.timeIntervalSinceNow >= 600 } == true)
+            let json = try #require(JSONValue(parsing: Data(result.standardOutput.utf8)), "not JSON")
+            let handed = json["status"]?["token"]?.stringValue ?? json["Secret"]?.stringValue
+            #expect(handed == stored.tokenString, "the helper did not hand on the renewed token")
+        }
+    }
+
     @Test("20 processes at once with --min-valid reaching past the expiry make exactly one grant, all print it")
     func storm() async throws {
         try await Self.withLogin(left: 300) { cli, provider in
