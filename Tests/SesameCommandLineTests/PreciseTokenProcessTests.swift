@@ -154,6 +154,45 @@ struct PreciseTokenProcessTests {
         }
     }
 
+    @Test("--scopes the login lacks, on a terminal: a new login for the union, same account, then the token")
+    func stepUp() async throws {
+        guard FileManager.default.isExecutableFile(atPath: "/usr/bin/script") else {
+            Issue.record("script(1) is missing; scripts/bootstrap installs bsdutils")
+            return
+        }
+        try await Self.withLogin { cli, provider in
+            let granted = try await Travel.storedLogin(cli).token.permissions.granted
+            let (output, errors) = (cli.root.appending(path: "token.txt"), cli.root.appending(path: "errors.txt"))
+            var environment = provider.environment
+            environment["SESAME"] = try ProcessRunner.builtExecutable("sesame").path
+            environment["SESAME_BROWSER"] = "none"
+            // Standard input is script(1)'s terminal; the token and the login's lines go to files.
+            let process = try await LiveProcess(
+                URL(fileURLWithPath: "/usr/bin/script"),
+                [
+                    "-qec",
+                    "\"$SESAME\" token oidc --scopes openid,payments.write > '\(output.path)' 2> '\(errors.path)'",
+                    "/dev/null",
+                ], environment: cli.environment.merging(environment) { $1 }, input: Data())
+            let clock = ContinuousClock()
+            let deadline = clock.now + .seconds(60)
+            var code: String?
+            while code == nil, clock.now < deadline {
+                let text = (try? String(contentsOf: errors, encoding: .utf8)) ?? ""
+                code = text.firstMatch(of: #/\n\s+([A-Z0-9]{4}-[A-Z0-9]{4})\s*\n/#).map { String($0.1) }
+                if code == nil { try await Task.sleep(for: .milliseconds(50)) }
+            }
+            if let code { _ = try await Travel.admin(provider, .post, "device", ["user_code": .string(code)]) }
+            let result = await process.finish()
+            try #require(code != nil, "no device code: \((try? String(contentsOf: errors, encoding: .utf8)) ?? "")")
+            #expect(result.status == 0, "\(result.standardOutput)")
+            let stored = try await Travel.storedLogin(cli)
+            #expect(stored.key.account == "default")
+            #expect(stored.token.permissions.granted == granted.union(["payments.write"]))
+            #expect(try String(contentsOf: output, encoding: .utf8) == stored.token.tokenString + "\n")
+        }
+    }
+
     @Test(
         "--min-valid takes whole numbers with units, for token and the credential helpers",
         arguments: [("90s", 90), ("10m", 600), ("1h30m", 5400), ("0s", 0)])
