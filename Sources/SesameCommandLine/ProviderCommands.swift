@@ -260,14 +260,21 @@ enum ProviderCommands {
         name: "token",
         spec: CommandSpec(
             name: "token", summary: "Print the access token (a secret, as only the credential helpers also print).",
-            synopses: ["PROVIDER [--json] [--min-valid DURATION] [--scopes a,b] [--account NAME] [--storage MODE]"],
+            synopses: [
+                "PROVIDER [--json] [--min-valid DURATION] [--scopes a,b] [--timeout SECONDS] [--account NAME]",
+                " [--storage MODE]",
+            ],
             discussion: TokenOptions.discussion,
             options: TokenOptions.options + [accountOption, storageOption],
             examples: [
                 (
                     "curl -H \"Authorization: Bearer $(sesame token \(Desktop.providers[0].name))\" ...",
                     "Use it in a script"
-                )
+                ),
+                (
+                    "sesame token \(Desktop.providers[0].name) --json --min-valid 10m",
+                    "A token good for ten more minutes at least, with its expiry and scopes"
+                ),
             ])
     ) { parsed throws(UsageError) in
         let provider = try ProviderTable.provider(in: parsed, command: "token")

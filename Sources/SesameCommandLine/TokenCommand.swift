@@ -27,7 +27,7 @@ package struct TokenOptions: Sendable, Equatable {
         "min-valid", value: "DURATION",
         "Renew first if the token would expire within DURATION (90s, 10m, 1h); fail if even a fresh one would.")
     static let options = [
-        OptionSpec("json", "Print one JSON object (shape below) instead of the bare token."),
+        OptionSpec("json", "Print one JSON object (shape above) instead of the bare token."),
         minValidOption,
         OptionSpec(
             "scopes", value: "a,b", "Fail (77) unless the token has these scopes; on a terminal, log in again for them."
