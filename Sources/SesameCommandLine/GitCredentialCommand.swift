@@ -92,7 +92,10 @@ package struct GitCredentialCommand: Sendable, Equatable {
             else { continue }
             let answer: GitCredentialAnswer?
             do {
-                answer = try await self.answer(request, connected: connected, store: storage.store, context: context)
+                // Behind another process's renewal, git waits one request timeout and a margin at most.
+                answer = try await RefreshLock.$waitLimit.withValue(AccountCommands.requestTimeout + .seconds(5)) {
+                    try await self.answer(request, connected: connected, store: storage.store, context: context)
+                }
                 await connected.shutdown()
             } catch {
                 await connected.shutdown()
