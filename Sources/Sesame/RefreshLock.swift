@@ -56,13 +56,22 @@ public struct RefreshLock: Sendable, Hashable {
     }
 
     private func acquire() async throws -> Int32 {
+        guard let limit = Self.waitLimit else { return try await onOwnThread(lockFile(waiting: true))! }
+        // Within `waitLimit`: tried at once, then again and again without blocking until it passes.
+        if let fd = try await onOwnThread(lockFile(waiting: false)) { return fd }
+        guard let fd = try await Self.lock(url.path, within: limit) else { throw Self.waitedTooLong(limit) }
+        return fd
+    }
+
+    /// Locks the file, waiting for another holder or (`waiting` false) `nil` when there is one.
+    private func lockFile(waiting: Bool) -> @Sendable () throws -> Int32? {
         let url = self.url
-        return try await onOwnThread {
+        return {
             do {
                 // The same rules as the credentials file's own lock: a private directory, and a
                 // lock file that is a regular file of this user, never a symbolic link.
                 try PrivateFiles.ensurePrivateDirectory(url.deletingLastPathComponent())
-                return try PrivateFiles.lock(url.path)
+                return try waiting ? PrivateFiles.lock(url.path) : PrivateFiles.tryLock(url.path)
             } catch let error as CredentialStoreError where error.kind == .ioFailure {
                 throw CredentialStoreError(
                     kind: .ioFailure,

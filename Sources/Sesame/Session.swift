@@ -381,25 +381,33 @@ public actor Session {
     /// let expire before the access token): renewed when either is due
     /// (``TokenRenewer/isDue(_:at:handedExpiry:)``), through the same renewal.
     ///
+    /// With `validFor`, a token that expires sooner than that is due too (`sesame token --min-valid`):
+    /// the caller checks what it gets, since even a fresh token may live less.
+    ///
     /// - Throws: what ``validToken()`` throws.
     public nonisolated func validToken(
-        handedExpiry: (@Sendable (AccessToken) -> Date?)?
+        handedExpiry: (@Sendable (AccessToken) -> Date?)?, validFor: Duration = .zero
     ) async throws -> AccessToken {
         let renewer = self.renewer
         let now = self.now
         let key = self.key
+        let lasting = validFor.inSeconds
         // A token that cannot be renewed is carried on with while it works, then refused below.
         let token: AccessToken
         do {
             token = try await renewToken(isDue: {
-                renewer.isDue($0, at: now(), handedExpiry: handedExpiry?($0))
+                let handed = handedExpiry?($0)
+                return renewer.isDue($0, at: now(), handedExpiry: handed) || $0.isExpired(at: now(), leeway: lasting)
+                    || handed.map { $0.timeIntervalSince(now()) <= lasting } == true
             }) { current in
                 guard renewer.canRenew(current, now()) else { return nil }
                 return try await renewer.renew(current)
             }.token
         } catch let error as AuthError where error.category != .authenticationReopenSession {
-            // Not renewed now (no network, a server error): a token that still works is used.
-            guard let current = openToken.withLock({ $0 }), !current.isExpired(at: now()) else { throw error }
+            // Not renewed now (no network, a server error): a token that still works (long enough) is used.
+            guard let current = openToken.withLock({ $0 }), !current.isExpired(at: now(), leeway: lasting) else {
+                throw error
+            }
             return current
         }
         guard !token.isExpired(at: now()) else {
@@ -520,10 +528,11 @@ public actor Session {
         }
         SesameLogging.log(
             .debug, "token due; renewing", ["login": .login(key), "expired": .flag(current.isExpired(at: now()))])
+        let waitStart = now()
         let task = Task(executorPreference: currentTaskExecutorPreference) {
             try await self.serialized {
                 try await self.refreshLocking.withLock(for: self.key) {
-                    try await self.renewFromStore(isDue: isDue, renew: renew)
+                    try await self.renewFromStore(isDue: isDue, renew: renew, since: waitStart)
                 }
             }
         }
@@ -554,24 +563,28 @@ public actor Session {
     /// otherwise is the stored login marked as needing a login, kept, never deleted. A renewal
     /// whose fenced save finds the login changed since the claim (its lock was lost, and another
     /// renewal or a new login came first) adopts the stored login instead of overwriting it.
+    /// A passing failure is recorded beside a lock file, and one recorded since `waitStart` (while
+    /// this renewal waited for the lock) is thrown rather than met again (`RenewalFailureRecord.swift`).
     private func renewFromStore(
         isDue: @escaping @Sendable (AccessToken) -> Bool,
-        renew: @escaping @Sendable (AccessToken) async throws -> AccessToken?
+        renew: @escaping @Sendable (AccessToken) async throws -> AccessToken?, since waitStart: Date
     ) async throws -> TokenRenewal {
         try await store.withRenewalClaim(for: key) { claim in
             SesameLogging.log(
                 .debug, "renewal claimed; stored login read again",
                 ["login": .login(self.key), "store": .type(of: self.store), "found": .flag(claim.stored != nil)])
-            return try await self.renewClaimed(claim, isDue: isDue, renew: renew)
+            return try await self.renewClaimed(claim, isDue: isDue, renew: renew, since: waitStart)
         }
     }
 
     private func renewClaimed(
         _ claim: RenewalClaim, isDue: @Sendable (AccessToken) -> Bool,
-        renew: @Sendable (AccessToken) async throws -> AccessToken?
+        renew: @Sendable (AccessToken) async throws -> AccessToken?, since waitStart: Date
     ) async throws -> TokenRenewal {
         let base = try currentToken(from: claim)
         if isDue(base) {
+            let lock = refreshLocking.lock(for: key)
+            if let failure = lock?.failure(since: waitStart, provider: key.provider) { throw failure }
             let renewed: AccessToken?
             do {
                 renewed = try await Self.redactingSecrets(of: base) { try await renew(base) }
@@ -601,6 +614,9 @@ public actor Session {
                 SesameLogging.log(
                     .info, "renewal refused; the login is kept, marked as needing a new login",
                     ["login": .login(key), "error": .error(error)])
+                throw error
+            } catch let error as AuthError where [.retry, .server, .throttling].contains(error.category) {
+                lock?.recordFailure(error, at: now())
                 throw error
             }
             if let renewed {

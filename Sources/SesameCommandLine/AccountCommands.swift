@@ -11,6 +11,8 @@ struct AccountCommands {
     var context: CommandContext
 
     private var io: CommandIO { context.io }
+    /// How long one request to a provider may take, unless `--timeout` says otherwise.
+    static let requestTimeout: Duration = .seconds(60)
     /// The most standard input may hold for a token or a secret (`--with-token`,
     /// `--client-secret-stdin`); reading stops just past it.
     static let maximumSecretSize = 16 * 1024
@@ -37,8 +39,14 @@ struct AccountCommands {
                 ?? "default"
             var accounts = AccountState(environment: context.environment)
             accounts.writesNothing = storage.store.backendDescription == "memory"
-            return try await validToken(
-                connected, store: storage.store, key: connected.key(account: account), accounts: accounts)
+            var minValid: Duration?
+            if case .token(let options) = command.action { minValid = options.minValid }
+            let started = Date()
+            let token = try await validToken(
+                connected, store: storage.store, key: connected.key(account: account), accounts: accounts,
+                validFor: minValid ?? .zero)
+            try Self.checkLasts(token, minValid, since: started, label: connected.label, provider: name)
+            return token
         }
     }
 
@@ -64,9 +72,16 @@ struct AccountCommands {
         async let accountState = Self.accountState(context.environment, needed: command.account == nil)
         var flags: [String: String] = [:]
         if case .login(let login) = command.action { flags = login.options }
+        var timeout = Self.requestTimeout
+        if case .token(let options) = command.action { timeout = options.timeout ?? timeout }
         let request = ProviderConnectionRequest(
             instance: name, flags: flags, configuration: configuration, environment: context.environment,
-            terminal: context.terminal, transport: LazyTransport.curl { network.transportConfiguration() },
+            terminal: context.terminal,
+            transport: LazyTransport.curl { [timeout] in
+                var base = CurlTransport.Configuration(timeout: timeout)
+                base.connectTimeout = min(base.connectTimeout, timeout)
+                return network.transportConfiguration(base)
+            },
             emulators: .sesame,
             purpose: command.action.isLogin ? .login : .use,
             readSecret: { [io] prompt in
@@ -101,7 +116,11 @@ struct AccountCommands {
                 })
         }
         do {
-            let value = try await body(connected, storage, await accountState)
+            // Behind another process's renewal, a command waits one request timeout and a margin at most.
+            let state = await accountState
+            let value = try await RefreshLock.$waitLimit.withValue(timeout + .seconds(5)) {
+                try await body(connected, storage, state)
+            }
             await connected.shutdown()
             return value
         } catch {
@@ -114,15 +133,16 @@ struct AccountCommands {
     /// store and the core renews it when due (one renewal however many processes ask at once).
     /// A login the provider ended is let go: another account becomes the active one.
     /// `handedExpiry` reads the expiry of the token the command hands on when it is not the access
-    /// token (kubectl's ID token): the login is renewed when that one is due too.
+    /// token (kubectl's ID token): the login is renewed when that one is due too, and when the
+    /// token would expire within `validFor` (`--min-valid`).
     func validToken(
         _ connected: any ConnectedProvider, store: any CredentialStore, key: CredentialKey, accounts: AccountState,
-        handedExpiry: (@Sendable (AccessToken) -> Date?)? = nil
+        handedExpiry: (@Sendable (AccessToken) -> Date?)? = nil, validFor: Duration = .zero
     ) async throws -> AccessToken {
         let session = connected.session(account: key.account, store: store)
         guard try await session.open() else { throw notLoggedIn(key, connected: connected) }
         do {
-            let token = try await session.validToken(handedExpiry: handedExpiry)
+            let token = try await session.validToken(handedExpiry: handedExpiry, validFor: validFor)
             if let warning = session.warning(for: token) { io.writeError(warning + "\n") }
             return token
         } catch {
@@ -190,14 +210,10 @@ struct AccountCommands {
         switch command.action {
         case .login(let login):
             return try await self.login(login, key: key, connected: connected, storage: storage, accounts: accounts)
-        case .token:
-            // A secret on standard output: that is what `sesame token` is for (as the credential
-            // helpers hand theirs to the tool that asked).
+        case .token(let options):
             // A token that is still valid is printed even when it expires soon; the warning
             // goes to standard error, where a script's $(sesame token ...) does not take it.
-            let token = try await validToken(connected, store: storage.store, key: key, accounts: accounts)
-            io.write(token.tokenString + "\n")
-            return ExitStatus.success
+            return try await token(options, connected: connected, store: storage.store, key: key, accounts: accounts)
         case .kubectlCredential(let options):
             return try await kubectlCredential(
                 options, connected: connected, store: storage.store, key: key, accounts: accounts)

@@ -43,15 +43,30 @@ package enum DockerCredentialHelper {
         }
     }
 
+    /// What the helper takes before its action: only `--min-valid`.
+    static let spec = CommandSpec(name: name, summary: "", options: [TokenOptions.minValidOption])
+
     private static func run(_ arguments: [String], context: CommandContext) async throws -> Int32 {
-        guard arguments.count == 1, let verb = arguments.first else {
+        let parsed: ParsedArguments
+        do {
+            parsed = try ArgumentParser.parse(arguments, for: spec)
+        } catch {
+            throw CommandFailure(error.message, status: ExitStatus.usage)
+        }
+        let minValid: Duration?
+        do {
+            minValid = try TokenOptions.minValid(parsed, command: name)
+        } catch {
+            throw CommandFailure(error.message, status: ExitStatus.usage)
+        }
+        guard parsed.positionals.count == 1, let verb = parsed.positionals.first else {
             throw CommandFailure(
                 "give one of get, list, store, erase or version, with the request on standard input (docker, "
                     + "podman and skopeo run it so from 'credHelpers' in their auth file).", status: ExitStatus.usage)
         }
         switch verb {
         case "get":
-            return try await get(context: context)
+            return try await get(context: context, minValid: minValid)
         case "list":
             _ = try await readInput(context)
             let configuration = try DesktopConfiguration.resolve(environment: context.environment)
@@ -77,7 +92,7 @@ package enum DockerCredentialHelper {
     }
 
     /// `get`: the token of the login mapped to the server's host.
-    private static func get(context: CommandContext) async throws -> Int32 {
+    private static func get(context: CommandContext, minValid: Duration?) async throws -> Int32 {
         let input = try await readInput(context)
         guard let text = String(data: input, encoding: .utf8) else {
             throw CommandFailure("the server URL on standard input is not UTF-8 text.", status: ExitStatus.dataError)
@@ -96,7 +111,8 @@ package enum DockerCredentialHelper {
             context.io.write(notFound + "\n")
             return ExitStatus.failure
         }
-        let command = ProviderCommand(provider: mapping.provider, action: .token, account: mapping.account)
+        let command = ProviderCommand(
+            provider: mapping.provider, action: .token(TokenOptions(minValid: minValid)), account: mapping.account)
         let token: AccessToken
         do {
             token = try await AccountCommands(command: command, context: context).validToken()

@@ -14,13 +14,15 @@ package struct GitCredentialCommand: Sendable, Equatable {
     package var storage: StorageMode?
     /// `--forget-refused`: `erase` removes the stored login whose token git says was refused.
     package var forgetRefused = false
+    /// `--min-valid`: renew first when the token would expire within it.
+    package var minValid: Duration?
 
     static let definition = CommandDefinition(
         name: "git-credential",
         spec: CommandSpec(
             name: "git-credential",
             summary: "Answer git's credential questions from the stored logins (git's credential helper).",
-            synopses: ["[--forget-refused] [--storage MODE] get|store|erase"],
+            synopses: ["[--forget-refused] [--min-valid DURATION] [--storage MODE] get|store|erase"],
             discussion: """
                 git runs it with the request on standard input (key=value lines, a blank line ends them). \
                 'get' answers username=<login> and password=<token> for a host Sesame has a login for (the \
@@ -33,7 +35,7 @@ package struct GitCredentialCommand: Sendable, Equatable {
             options: [
                 OptionSpec(
                     "forget-refused", "With 'erase': remove the stored login whose token git says was refused."),
-                storageOption,
+                TokenOptions.minValidOption, storageOption,
             ],
             examples: [
                 (
@@ -49,7 +51,8 @@ package struct GitCredentialCommand: Sendable, Equatable {
         return .gitCredential(
             GitCredentialCommand(
                 operation: operation, storage: try storageMode(parsed, command: "git-credential"),
-                forgetRefused: parsed.flags.contains("forget-refused")))
+                forgetRefused: parsed.flags.contains("forget-refused"),
+                minValid: try TokenOptions.minValid(parsed, command: "git-credential")))
     }
 
     func run(context: CommandContext) async throws -> Int32 {
@@ -89,7 +92,10 @@ package struct GitCredentialCommand: Sendable, Equatable {
             else { continue }
             let answer: GitCredentialAnswer?
             do {
-                answer = try await self.answer(request, connected: connected, store: storage.store, context: context)
+                // Behind another process's renewal, git waits one request timeout and a margin at most.
+                answer = try await RefreshLock.$waitLimit.withValue(AccountCommands.requestTimeout + .seconds(5)) {
+                    try await self.answer(request, connected: connected, store: storage.store, context: context)
+                }
                 await connected.shutdown()
             } catch {
                 await connected.shutdown()
@@ -124,8 +130,11 @@ package struct GitCredentialCommand: Sendable, Equatable {
             // Through the session, so that an expiring token is refreshed (and saved) first.
             let session = connected.session(account: stored.key.account, store: store)
             guard try await session.open() else { return nil }
-            return GitCredentialLogin(
-                StoredCredential(key: stored.key, token: try await session.validToken(), savedAt: stored.savedAt))
+            let started = Date()
+            let token = try await session.validToken(handedExpiry: nil, validFor: minValid ?? .zero)
+            try AccountCommands.checkLasts(
+                token, minValid, since: started, label: connected.label, provider: connected.providerID.rawValue)
+            return GitCredentialLogin(StoredCredential(key: stored.key, token: token, savedAt: stored.savedAt))
         }
     }
 

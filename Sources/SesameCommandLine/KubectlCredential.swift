@@ -16,6 +16,8 @@ package enum KubeTokenKind: String, Sendable, Equatable, CaseIterable {
 package struct KubectlCredentialOptions: Sendable, Equatable {
     /// `--token-type`.
     package var tokenKind: KubeTokenKind = .automatic
+    /// `--min-valid`: renew first when the token handed on would expire within it.
+    package var minValid: Duration?
 }
 
 /// What kubectl tells an exec credential plug-in in `KUBERNETES_EXEC_INFO`: the
@@ -106,9 +108,11 @@ extension AccountCommands {
             handedExpiry = { @Sendable (token: AccessToken) -> Date? in token.idToken.flatMap { jwtExpiry($0) } }
         }
         var token: AccessToken
+        let started = Date()
         do {
             token = try await validToken(
-                connected, store: store, key: key, accounts: accounts, handedExpiry: handedExpiry)
+                connected, store: store, key: key, accounts: accounts, handedExpiry: handedExpiry,
+                validFor: options.minValid ?? .zero)
         } catch  where Self.needsLogin(error) {
             guard info.interactive, context.terminal.inputIsInteractive else {
                 let failure = CommandFailure.from(error, provider: command.provider)
@@ -123,7 +127,8 @@ extension AccountCommands {
             login.context.io.write = context.io.writeError
             _ = try await login.run()
             token = try await validToken(
-                connected, store: store, key: key, accounts: accounts, handedExpiry: handedExpiry)
+                connected, store: store, key: key, accounts: accounts, handedExpiry: handedExpiry,
+                validFor: options.minValid ?? .zero)
         }
         let handed: String
         var expiry = token.expirationDate
@@ -144,6 +149,8 @@ extension AccountCommands {
                 "The ID token of the login to \(connected.label) has expired and the provider gave no new one when "
                     + "renewing; log in again with 'sesame login \(command.provider)'.", status: ExitStatus.permission)
         }
+        try Self.checkLasts(
+            token, options.minValid, since: started, label: connected.label, provider: command.provider, expiry: expiry)
         // The token goes to kubectl, on standard output, and nowhere else.
         context.io.write(info.credential(token: handed, expiry: expiry))
         return ExitStatus.success
@@ -231,7 +238,7 @@ package struct KubeconfigCommand: Sendable, Equatable {
         name: "kubectl-credential",
         spec: CommandSpec(
             name: "kubectl-credential", summary: "Print an ExecCredential for kubectl (its exec credential plug-in).",
-            synopses: ["PROVIDER [--account NAME] [--token-type KIND] [--storage MODE]"],
+            synopses: ["PROVIDER [--account NAME] [--token-type KIND] [--min-valid DURATION] [--storage MODE]"],
             discussion: """
                 kubectl runs it from the kubeconfig's exec section ('sesame kubeconfig PROVIDER' prints one). It \
                 prints the stored login's ID token (or its access token) with its expiry as an ExecCredential \
@@ -240,7 +247,7 @@ package struct KubeconfigCommand: Sendable, Equatable {
                 access token does). A login to make again is made on the terminal when kubectl says a \
                 person is there; otherwise it exits 77 saying what to run.
                 """,
-            options: [accountOption, tokenTypeOption, storageOption],
+            options: [accountOption, tokenTypeOption, TokenOptions.minValidOption, storageOption],
             examples: [
                 (
                     "KUBERNETES_EXEC_INFO= sesame kubectl-credential \(Desktop.providers[0].name)",
@@ -254,7 +261,9 @@ package struct KubeconfigCommand: Sendable, Equatable {
             ProviderCommand(
                 provider: provider,
                 action: .kubectlCredential(
-                    KubectlCredentialOptions(tokenKind: try tokenKind(parsed, command: "kubectl-credential"))),
+                    KubectlCredentialOptions(
+                        tokenKind: try tokenKind(parsed, command: "kubectl-credential"),
+                        minValid: try TokenOptions.minValid(parsed, command: "kubectl-credential"))),
                 account: try parsed.account(command: "kubectl-credential"),
                 storage: try storageMode(parsed, command: "kubectl-credential")))
     }

@@ -57,7 +57,8 @@ package struct ProviderCommand: Sendable, Equatable {
     /// The action.
     package enum Action: Sendable, Equatable {
         case login(Login)
-        case token
+        /// `sesame token`, with what it was asked for.
+        case token(TokenOptions = TokenOptions())
         case logout(revoke: Bool, timeout: Duration = AccountCommands.defaultRevokeTimeout)
         case switchAccount(String)
         case permissions(PermissionsAction)
@@ -259,21 +260,29 @@ enum ProviderCommands {
         name: "token",
         spec: CommandSpec(
             name: "token", summary: "Print the access token (a secret, as only the credential helpers also print).",
-            synopses: ["PROVIDER [--account NAME] [--storage MODE]"],
-            discussion: "Refreshes it first when it is about to expire. Keep the output out of logs.",
-            options: [accountOption, storageOption],
+            synopses: [
+                "PROVIDER [--json] [--min-valid DURATION] [--scopes a,b] [--timeout SECONDS] [--account NAME]",
+                " [--storage MODE]",
+            ],
+            discussion: TokenOptions.discussion,
+            options: TokenOptions.options + [accountOption, storageOption],
             examples: [
                 (
                     "curl -H \"Authorization: Bearer $(sesame token \(Desktop.providers[0].name))\" ...",
                     "Use it in a script"
-                )
+                ),
+                (
+                    "sesame token \(Desktop.providers[0].name) --json --min-valid 10m",
+                    "A token good for ten more minutes at least, with its expiry and scopes"
+                ),
             ])
     ) { parsed throws(UsageError) in
         let provider = try ProviderTable.provider(in: parsed, command: "token")
         try noExtra(parsed, after: 1, command: "token")
         return .provider(
             ProviderCommand(
-                provider: provider, action: .token, account: try parsed.account(command: "token"),
+                provider: provider, action: .token(try TokenOptions.parse(parsed, command: "token")),
+                account: try parsed.account(command: "token"),
                 storage: try storageMode(parsed, command: "token")))
     }
 
@@ -300,15 +309,7 @@ enum ProviderCommands {
     ) { parsed throws(UsageError) in
         let provider = try ProviderTable.provider(in: parsed, command: "logout")
         try noExtra(parsed, after: 1, command: "logout")
-        var timeout = AccountCommands.defaultRevokeTimeout
-        if let text = parsed.value("timeout") {
-            guard let seconds = Double(text), seconds.isFinite, seconds > 0, seconds <= 600 else {
-                throw UsageError(
-                    "--timeout must be a number of seconds above 0 and up to 600 (for example 30); "
-                        + "'\(text.sanitizedForTerminal)' is not", command: "logout")
-            }
-            timeout = .milliseconds(Int64((seconds * 1000).rounded(.up)))
-        }
+        let timeout = try TokenOptions.seconds(parsed, command: "logout") ?? AccountCommands.defaultRevokeTimeout
         return .provider(
             ProviderCommand(
                 provider: provider, action: .logout(revoke: parsed.flags.contains("revoke"), timeout: timeout),

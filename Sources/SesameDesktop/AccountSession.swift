@@ -20,10 +20,11 @@ public protocol AccountSession: Sendable {
     func validToken() async throws -> AccessToken
     /// ``validToken()`` for a caller that hands on another token of the login, one whose expiry
     /// `handedExpiry` reads (an OpenID ID token, for kubectl): renewed when either is due
-    /// (`Session.validToken(handedExpiry:)`).
+    /// (`Session.validToken(handedExpiry:validFor:)`); with `validFor`, renewed too when it would
+    /// expire sooner than that (`sesame token --min-valid`).
     ///
     /// - Throws: what ``validToken()`` throws.
-    func validToken(handedExpiry: (@Sendable (AccessToken) -> Date?)?) async throws -> AccessToken
+    func validToken(handedExpiry: (@Sendable (AccessToken) -> Date?)?, validFor: Duration) async throws -> AccessToken
     /// Records on the stored login that the provider refused `token` (what a status check saw),
     /// so that its next use renews it (`Session.recordRefusal(of:)`).
     ///
@@ -61,9 +62,12 @@ public protocol AccountSession: Sendable {
 }
 
 extension AccountSession {
-    /// ``validToken()``, for a session that does not hand on another token: `handedExpiry` is
-    /// not read. A session over the core's `Session` renews for it (``ProviderAccountSession``).
-    public func validToken(handedExpiry: (@Sendable (AccessToken) -> Date?)?) async throws -> AccessToken {
+    /// ``validToken()``, for a session that does not hand on another token: `handedExpiry` and
+    /// `validFor` are not read. A session over the core's `Session` renews for them
+    /// (``ProviderAccountSession``).
+    public func validToken(
+        handedExpiry: (@Sendable (AccessToken) -> Date?)?, validFor: Duration
+    ) async throws -> AccessToken {
         try await validToken()
     }
     /// Records nothing: a session that does not say how leaves a refused token to expire.
@@ -101,8 +105,10 @@ extension ProviderAccountSession {
         providerSession.session.renewer.expiryWarning(for: token, at: Date())
     }
     public func validToken() async throws -> AccessToken { try await providerSession.validToken() }
-    public func validToken(handedExpiry: (@Sendable (AccessToken) -> Date?)?) async throws -> AccessToken {
-        try await providerSession.session.validToken(handedExpiry: handedExpiry)
+    public func validToken(
+        handedExpiry: (@Sendable (AccessToken) -> Date?)?, validFor: Duration
+    ) async throws -> AccessToken {
+        try await providerSession.session.validToken(handedExpiry: handedExpiry, validFor: validFor)
     }
     public func recordRefusal(of token: AccessToken) async throws {
         try await providerSession.session.recordRefusal(of: token)
