@@ -133,6 +133,8 @@ public final class OIDCSession: ProviderSession {
 
     /// Logs out: with `revoke`, first revokes the refresh and access tokens (RFC 7009) when the
     /// provider has a revocation endpoint; then closes the session and deletes the stored token.
+    /// The tokens revoked are the stored login's, read again first: another process may have
+    /// renewed it (and rotated its refresh token) since this session read it.
     ///
     /// When revocation fails (no network, say), the token is deleted here all the same and the
     /// error is thrown, so the app can tell the person the grant may still be active.
@@ -140,7 +142,8 @@ public final class OIDCSession: ProviderSession {
     /// - Throws: `AuthError` when the revocation failed (the token is cleared here all the same);
     ///   `CredentialStoreError` when it cannot be removed from the store.
     public func logout(revoke: Bool = true) async throws {
-        let token = await session.token
+        let inMemory = await session.token
+        let token = (try? await session.store.load(session.key))?.token ?? inMemory
         var failure: (any Error)?
         if revoke, let token, let endpoint = provider.endpoints.revocationEndpoint {
             do {

@@ -93,4 +93,28 @@ struct AuthorizedRequestEndToEndTests {
             #expect(harness.emulator.requestCount(path: "/resource/recent-login/30") == 2)
         }
     }
+
+    @Test("logout revokes the login as stored now, after another process rotated its refresh token")
+    func logoutRevokesTheStoredLogin() async throws {
+        try await OIDCHarness.with { harness in
+            let store = InMemoryCredentialStore()
+            let first = harness.session(store: store, loginUI: harness.browserLogin(harness.browser()))
+            try await first.open(allowLoginUI: true)
+            // Another process renews the login: the refresh token the first session holds is retired.
+            let other = harness.session(store: store)
+            try await other.open(allowLoginUI: false)
+            let renewed = try await other.refresh()
+            #expect(renewed.refreshToken != (await first.token)?.refreshToken)
+
+            try await first.logout(revoke: true)
+            #expect(try await store.load(first.key) == nil)
+            // The live refresh token was revoked, not the retired one: the grant is gone.
+            let probeStore = InMemoryCredentialStore()
+            try await probeStore.save(StoredCredential(key: first.key, token: renewed))
+            let probe = harness.session(store: probeStore)
+            try await probe.open(allowLoginUI: false)
+            let error = try await #require(throws: AuthError.self) { try await probe.refresh() }
+            #expect(error.category == .authenticationReopenSession)
+        }
+    }
 }
