@@ -124,7 +124,8 @@ extension Session {
             guard refusal.category == .authenticationReopenSession else { return response }
             if renewed {
                 try await endLogin(refused: token, refusal)
-                throw refusal
+                throw refusal.adding(
+                    "The renewed token was refused too, so the login to '\(key.provider)' needs a new login.")
             }
             renewed = true
             token = try await renew(refused: token, refusal)
@@ -145,7 +146,9 @@ extension Session {
             next = try await renewRefused(refused)
             guard next.tokenString != refused.tokenString else {
                 try await recordRefusal(of: refused)
-                throw refusal
+                throw refusal.adding(
+                    "The token cannot be renewed, so the login to '\(key.provider)' is recorded as expired and needs "
+                        + "a new login.")
             }
         }
         return next
@@ -182,5 +185,14 @@ extension Session {
         options.authorizationParameters = requirement.authorizationParameters
         _ = try await requestPermissions(scopes.map(Permission.read), options: options, loginUI: loginUI)
         return try await validToken()
+    }
+}
+
+extension AuthError {
+    /// This error with `sentence` after its message.
+    fileprivate func adding(_ sentence: String) -> AuthError {
+        var error = self
+        error.message += error.message.hasSuffix(".") ? " \(sentence)" : ". \(sentence)"
+        return error
     }
 }

@@ -163,6 +163,7 @@ struct AuthorizedRequestTests {
             try await fixture.session.send(resource, through: transport, taxonomy: ExampleTaxonomy())
         }
         #expect(error.category == .authenticationReopenSession)
+        #expect(error.message.contains("refused too") && error.message.contains("needs a new login"))
         #expect(!error.message.contains(secret(2)), "the token echoed back is redacted")
         #expect(transport.requests.count == 2)
         #expect(fixture.renewalCount == 1)
@@ -181,6 +182,7 @@ struct AuthorizedRequestTests {
             try await fixture.session.send(resource, through: transport, taxonomy: ExampleTaxonomy())
         }
         #expect(error.httpStatus == 401)
+        #expect(error.message.contains("cannot be renewed"))
         #expect(transport.requests.count == 1)
         #expect(fixture.renewalCount == 0)
         let stored = try #require(try await fixture.stored())
