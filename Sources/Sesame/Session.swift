@@ -548,7 +548,7 @@ public actor Session {
     }
 
     /// Closes an open session whose login can no longer be used; the stored login stays.
-    private func closeUnusable(_ error: AuthError? = nil) {
+    func closeUnusable(_ error: AuthError? = nil) {
         guard state.isOpen else { return }
         try? transition(to: .closed, error: error)
     }

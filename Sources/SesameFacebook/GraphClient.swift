@@ -53,6 +53,12 @@ public struct GraphClient: Sendable {
             }
         }
 
+        /// The token of a client made with one, else `nil`.
+        var fixedToken: String? {
+            if case .token(let token) = self { return token }
+            return nil
+        }
+
         var debugDescription: String { description }
 
         var customMirror: Mirror { Mirror(self, children: ["credential": description], displayStyle: .enum) }
@@ -369,46 +375,77 @@ public struct GraphClient: Sendable {
         return try await recovery.run(permissions: permissions, operation)
     }
 
-    /// One HTTP exchange: a turn from the rate-limit budget, the call, and the turn handed back
-    /// with the answer's usage whatever happened; the answer classified.
+    /// One call: the token on it (for a session, through the core's authorized request, which
+    /// renews a refused token once), each HTTP exchange metered by the rate-limit budget, the
+    /// answer classified.
     func exchange(_ method: HTTPMethod, _ target: String, parameters: [(String, String)]) async throws -> GraphResponse
     {
+        let response: HTTPResponse
+        let token: String?
+        switch credential {
+        case .none, .token:
+            token = credential.fixedToken
+            response = try await metered(try request(method, target, parameters, token: token))
+        case .session(let session):
+            let sent = Locked<String?>(nil)
+            let authorization = RequestAuthorization { _, current in
+                sent.withLock { $0 = current.tokenString }
+                return try request(method, target, parameters, token: current.tokenString)
+            }
+            // The request is made by `authorization`, from the parameters and the token sent.
+            let placeholder = HTTPRequest(method: method, url: provider.graphBaseURL)
+            do {
+                response = try await session.session.send(
+                    placeholder, taxonomy: provider.taxonomy, authorization: authorization
+                ) { try await metered($0) }
+            } catch let error as AuthError {
+                await report(error)
+                throw error
+            }
+            token = sent.withLock { $0 }
+        }
+        guard response.isSuccess else {
+            // A server may echo the token back; whatever its characters, it leaves the error here.
+            let error = provider.taxonomy.classify(response).redacting(token.map { [$0] } ?? [])
+            await report(error)
+            throw error
+        }
+        return GraphResponse(status: response.status, headers: response.headers, body: response.body)
+    }
+
+    /// One HTTP exchange: a turn from the rate-limit budget, the call, and the turn handed back
+    /// with the answer's usage whatever happened; a transport failure classified and reported.
+    private func metered(_ request: HTTPRequest) async throws -> HTTPResponse {
         let budget = governor.budget
         let turn = try await budget.waitForTurn(on: clock)
         let response: HTTPResponse
-        let token: String?
         do {
-            (response, token) = try await call(method, target, parameters: parameters)
+            response = try await transport.send(request)
+        } catch let error as TransportError {
+            await budget.finish(turn, .noAnswer)
+            let token = request.headers["Authorization"].map { String($0.dropFirst("Bearer ".count)) }
+            let classified = provider.taxonomy.classify(error).redacting(token.map { [$0] } ?? [])
+            await report(classified)
+            throw classified
         } catch {
             await budget.finish(turn, .noAnswer)
             throw error
         }
         let usage = governor.read(response.headers)
-        guard response.isSuccess else {
-            // A server may echo the token back; whatever its characters, it leaves the error here.
-            let error = provider.taxonomy.classify(response).redacting(token.map { [$0] } ?? [])
-            // Only an app-wide refusal stops the whole app's calls: a person's or a Page's
-            // throttling (17, 32) is that caller's to wait out.
-            let throttled = error.category == .throttling && (usage?.percentages["app"] ?? 0) >= 100
-            await budget.finish(turn, throttled ? .throttled(usage) : .answered(usage))
-            await report(error)
-            throw error
-        }
-        await budget.finish(turn, .answered(usage))
-        return GraphResponse(status: response.status, headers: response.headers, body: response.body)
+        // Only an app-wide refusal stops the whole app's calls: a person's or a Page's
+        // throttling (17, 32) is that caller's to wait out.
+        let throttled =
+            !response.isSuccess && (usage?.percentages["app"] ?? 0) >= 100
+            && provider.taxonomy.classify(response).category == .throttling
+        await budget.finish(turn, throttled ? .throttled(usage) : .answered(usage))
+        return response
     }
 
-    /// Token, proof, send; a transport failure classified and reported. Returns the answer and
-    /// the token it was sent with.
-    private func call(
-        _ method: HTTPMethod, _ target: String, parameters: [(String, String)]
-    ) async throws -> (HTTPResponse, String?) {
-        let token: String?
-        switch credential {
-        case .none: token = nil
-        case .token(let value): token = value
-        case .session(let session): token = try await session.validToken().tokenString
-        }
+    /// The request for a Graph call with `token`: the proof added when the provider has a secret,
+    /// the token in the `Authorization` header.
+    private func request(
+        _ method: HTTPMethod, _ target: String, _ parameters: [(String, String)], token: String?
+    ) throws -> HTTPRequest {
         var parameters = parameters
         if let token, let proof = provider.appSecretProof(for: token) { parameters.append(("appsecret_proof", proof)) }
         var request: HTTPRequest
@@ -425,15 +462,7 @@ public struct GraphClient: Sendable {
         }
         request.headers.add(name: "Accept", value: "application/json")
         if let token { request.headers.add(name: "Authorization", value: "Bearer \(token)") }
-        let response: HTTPResponse
-        do {
-            response = try await transport.send(request)
-        } catch let error as TransportError {
-            let classified = provider.taxonomy.classify(error).redacting(token.map { [$0] } ?? [])
-            await report(classified)
-            throw classified
-        }
-        return (response, token)
+        return request
     }
 
     private func report(_ error: AuthError) async {

@@ -91,15 +91,14 @@ public struct GitHubClient: Sendable {
     enum Credential: Sendable, CustomStringConvertible, CustomDebugStringConvertible, CustomReflectable {
         case none
         case token(String)
-        /// A session's token, and how to renew it after a 401 (`nil`: it could not be renewed).
-        case provider(
-            token: @Sendable () async throws -> String, renew: (@Sendable () async throws -> String?)?)
+        /// A session's token, sent through the core's authorized request (`Session.send`).
+        case session(Session)
 
         var description: String {
             switch self {
             case .none: "none"
             case .token: "token(\(Redaction.placeholder))"
-            case .provider: "session"
+            case .session: "session"
             }
         }
 
@@ -124,26 +123,26 @@ public struct GitHubClient: Sendable {
             governor: governor, clock: clock)
     }
 
-    /// A client that asks `token` for the token before each call (a session's valid token).
+    /// A client that calls with `session`'s token, through the core's authorized request
+    /// (`Session.send(_:taxonomy:authorization:allowLoginUI:loginUI:exchange:)`): the token is
+    /// renewed first when it is due, and a token GitHub refuses (401) is renewed once and the call
+    /// made once more.
     ///
     /// - Parameters:
     ///   - github: the host.
     ///   - transport: what sends the calls.
+    ///   - session: the login whose token is sent; it must be open.
     ///   - policy: how failed calls are retried; `nil` for no retries.
     ///   - governor: paces calls by the rate limit GitHub reports; `nil` for none.
     ///   - clock: what retries and pacing wait on.
-    ///   - renew: after a 401 "Bad credentials", called once to renew the token (a refresh); it
-    ///     returns the new token, or `nil` when there is none, and the call is then made once
-    ///     more with it.
-    ///   - token: gives the token before each call.
     public init(
-        github: GitHubProvider, transport: any HTTPTransport, policy: RecoveryPolicy? = RecoveryPolicy(),
-        governor: GitHubRateLimitGovernor? = nil, clock: any Clock<Duration> = ContinuousClock(),
-        renew: (@Sendable () async throws -> String?)? = nil, token: @escaping @Sendable () async throws -> String
+        github: GitHubProvider, transport: any HTTPTransport, session: Session,
+        policy: RecoveryPolicy? = RecoveryPolicy(), governor: GitHubRateLimitGovernor? = nil,
+        clock: any Clock<Duration> = ContinuousClock()
     ) {
         self.init(
-            github: github, transport: transport, credential: .provider(token: token, renew: renew), policy: policy,
-            governor: governor, clock: clock)
+            github: github, transport: transport, credential: .session(session), policy: policy, governor: governor,
+            clock: clock)
     }
 
     init(
@@ -210,15 +209,9 @@ public struct GitHubClient: Sendable {
                 provider: .github)
         }
         var attempt = 1
-        var renewed = false
         while true {
             do {
                 return try await exchange(method, url, body: body)
-            } catch let error as AuthError where error.httpStatus == 401 && !renewed {
-                // A token GitHub refuses although it had not expired by this clock (revoked
-                // early, clocks apart): renew it once, if the session can.
-                guard case .provider(_, let renew?) = credential, try await renew() != nil else { throw error }
-                renewed = true
             } catch let error as AuthError {
                 guard let policy, error.recoveryTactic == .retry || error.recoveryTactic == .retryAfterBackoff,
                     case .retry(let delay) = policy.decide(for: error, attempt: attempt)
@@ -230,24 +223,33 @@ public struct GitHubClient: Sendable {
         }
     }
 
-    /// One HTTP exchange: pace, token, send, record the rate limit, classify.
+    /// One call: the token on it (for a session, through the core's authorized request, which
+    /// renews a refused token once), the answer classified.
     func exchange(_ method: HTTPMethod, _ url: URL, body: JSONValue?) async throws -> GitHubResponse {
-        try await governor.pace(resource: Self.rateLimitResource(of: url, host: github.host), on: clock)
         var request = HTTPRequest(method: method, url: url, headers: Self.standardHeaders)
-        switch credential {
-        case .none: break
-        case .token(let token): request.headers.add(name: "Authorization", value: "Bearer \(token)")
-        case .provider(let token, _):
-            request.headers.add(name: "Authorization", value: "Bearer \(try await token())")
-        }
         if let body {
             request.headers.add(name: "Content-Type", value: "application/json")
             request.body = Data(body.jsonText.utf8)
         }
-        let response = try await LoginHTTP.send(request, through: transport, taxonomy: github.taxonomy)
-        governor.record(response.headers)
+        let response: HTTPResponse
+        switch credential {
+        case .none: response = try await paced(request)
+        case .token(let token):
+            request.headers.add(name: "Authorization", value: "Bearer \(token)")
+            response = try await paced(request)
+        case .session(let session):
+            response = try await session.send(request, taxonomy: github.taxonomy) { try await paced($0) }
+        }
         guard response.isSuccess else { throw github.taxonomy.classify(response) }
         return GitHubResponse(status: response.status, headers: response.headers, body: response.body)
+    }
+
+    /// One HTTP exchange: paced, sent, its rate limit recorded.
+    private func paced(_ request: HTTPRequest) async throws -> HTTPResponse {
+        try await governor.pace(resource: Self.rateLimitResource(of: request.url, host: github.host), on: clock)
+        let response = try await LoginHTTP.send(request, through: transport, taxonomy: github.taxonomy)
+        governor.record(response.headers)
+        return response
     }
 }
 

@@ -80,21 +80,13 @@ public struct GitHubSession: ProviderSession {
     }
 
     /// A REST client that uses this session's valid token. A token GitHub refuses (401) is
-    /// refreshed once, when it can be, and the call made again.
+    /// refreshed once, when it can be, and the call made again (the core's authorized request).
     public func client(
         policy: RecoveryPolicy? = RecoveryPolicy(), governor: GitHubRateLimitGovernor? = nil,
         clock: any Clock<Duration> = ContinuousClock()
     ) -> GitHubClient {
-        let session = self
-        return GitHubClient(
-            github: provider, transport: transport, policy: policy, governor: governor, clock: clock,
-            renew: {
-                let before = await session.token
-                guard before?.refreshToken != nil else { return nil }
-                let after = try await session.refresh()
-                return after.tokenString == before?.tokenString ? nil : after.tokenString
-            },
-            token: { try await session.validToken().tokenString })
+        GitHubClient(
+            github: provider, transport: transport, session: session, policy: policy, governor: governor, clock: clock)
     }
 
     /// Closes the session and deletes the stored token (GitHub keeps the grant; revoke it in

@@ -138,42 +138,13 @@ public struct BearerChallenge: Sendable, Hashable {
     /// The `realm` parameter.
     public var realm: String?
 
-    /// Reads a header value; `nil` unless it is a `Bearer` challenge.
+    /// Reads a header value: its first `Bearer` challenge, among any others (RFC 9110 §11.6.1,
+    /// read by the core's `AuthenticationChallenge`); `nil` when it has none.
     public init?(header: String) {
-        let trimmed = header.trimmingCharacters(in: .whitespaces)
-        guard trimmed.lowercased().hasPrefix("bearer") else { return nil }
-        var rest = Substring(trimmed.dropFirst(6))
-        guard rest.isEmpty || rest.first == " " else { return nil }
-        var parameters: [String: String] = [:]
-        while true {
-            rest = rest.drop { $0 == " " || $0 == "," }
-            guard let equals = rest.firstIndex(of: "=") else { break }
-            let name = rest[..<equals].trimmingCharacters(in: .whitespaces).lowercased()
-            rest = rest[rest.index(after: equals)...]
-            var value = ""
-            if rest.first == "\"" {
-                rest = rest.dropFirst()
-                var escaped = false
-                while let character = rest.first {
-                    rest = rest.dropFirst()
-                    if escaped {
-                        value.append(character)
-                        escaped = false
-                    } else if character == "\\" {
-                        escaped = true
-                    } else if character == "\"" {
-                        break
-                    } else {
-                        value.append(character)
-                    }
-                }
-            } else {
-                let end = rest.firstIndex(of: ",") ?? rest.endIndex
-                value = rest[..<end].trimmingCharacters(in: .whitespaces)
-                rest = rest[end...]
-            }
-            if parameters[name] == nil { parameters[name] = value }
+        guard let challenge = AuthenticationChallenge.parse(header).first(where: { $0.isScheme("Bearer") }) else {
+            return nil
         }
+        let parameters = challenge.parameters
         error = parameters["error"]
         errorDescription = parameters["error_description"]
         scope = parameters["scope"]

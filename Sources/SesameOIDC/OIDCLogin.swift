@@ -25,7 +25,8 @@ public struct OIDCBrowserDialect: BrowserLoginDialect {
         OAuth.authorizationURL(
             endpoint: oidc.endpoints.authorizationEndpoint, clientID: oidc.configuration.clientID,
             redirectURI: redirectURI, scopes: oidc.scopes(for: request), state: state, pkce: pkce,
-            extraParameters: [("nonce", nonce)] + oidc.configuration.extraAuthorizationParameters)
+            extraParameters: [("nonce", nonce)] + oidc.configuration.extraAuthorizationParameters
+                + request.options.authorizationParameterItems)
     }
 
     public func tokenRequest(code: String, redirectURI: URL, pkce: PKCE, for request: LoginRequest) -> HTTPRequest {

@@ -105,45 +105,36 @@ public final class OIDCSession: ProviderSession {
         return try await session.renewRefused(current)
     }
 
-    /// The person's claims from the userinfo endpoint. A refused token is refreshed once and
-    /// the call made again.
+    /// The person's claims from the userinfo endpoint, through the core's authorized request
+    /// (`Session.send`): a refused token is refreshed once and the call made again.
     ///
     /// - Throws: `AuthError` when there is no usable token or the userinfo endpoint refuses it.
     public func userInfo() async throws -> JSONValue {
         guard let endpoint = provider.endpoints.userinfoEndpoint else {
             throw OIDCConfigurationError.unsupported("userinfo", endpoint: "userinfo_endpoint", provider: provider.id)
         }
-        var token = try await validToken()
-        for attempt in 0..<2 {
-            let response = try await send(
-                HTTPRequest(
-                    method: .get, url: endpoint,
-                    headers: ["Authorization": "Bearer \(token.tokenString)", "Accept": "application/json"]))
-            if response.isSuccess {
-                guard let json = response.json, json.objectValue != nil else {
-                    throw AuthError(
-                        category: .server, message: "The userinfo answer of '\(provider.id)' is not a JSON object.",
-                        httpStatus: response.status, provider: provider.id)
-                }
-                if let subject = json["sub"]?.stringValue, let expected = token.userID, subject != expected {
-                    throw AuthError(
-                        category: .invalid,
-                        message: "The userinfo answer of '\(provider.id)' names another subject than the ID token; "
-                            + "it was refused (OpenID Connect Core §5.3.2).", provider: provider.id)
-                }
-                return json
-            }
-            let error = provider.taxonomy.classify(response)
-            guard attempt == 0, error.category == .authenticationReopenSession, token.refreshToken != nil else {
-                throw error
-            }
-            token = try await refresh()
+        let response = try await session.send(
+            HTTPRequest(method: .get, url: endpoint, headers: ["Accept": "application/json"]), through: transport,
+            taxonomy: provider.taxonomy)
+        guard response.isSuccess else { throw provider.taxonomy.classify(response) }
+        guard let json = response.json, json.objectValue != nil else {
+            throw AuthError(
+                category: .server, message: "The userinfo answer of '\(provider.id)' is not a JSON object.",
+                httpStatus: response.status, provider: provider.id)
         }
-        throw AuthError(category: .providerOther, message: "unreachable", provider: provider.id)
+        if let subject = json["sub"]?.stringValue, let expected = await session.token?.userID, subject != expected {
+            throw AuthError(
+                category: .invalid,
+                message: "The userinfo answer of '\(provider.id)' names another subject than the ID token; "
+                    + "it was refused (OpenID Connect Core §5.3.2).", provider: provider.id)
+        }
+        return json
     }
 
     /// Logs out: with `revoke`, first revokes the refresh and access tokens (RFC 7009) when the
     /// provider has a revocation endpoint; then closes the session and deletes the stored token.
+    /// The tokens revoked are the stored login's, read again first: another process may have
+    /// renewed it (and rotated its refresh token) since this session read it.
     ///
     /// When revocation fails (no network, say), the token is deleted here all the same and the
     /// error is thrown, so the app can tell the person the grant may still be active.
@@ -151,7 +142,8 @@ public final class OIDCSession: ProviderSession {
     /// - Throws: `AuthError` when the revocation failed (the token is cleared here all the same);
     ///   `CredentialStoreError` when it cannot be removed from the store.
     public func logout(revoke: Bool = true) async throws {
-        let token = await session.token
+        let inMemory = await session.token
+        let token = (try? await session.store.load(session.key))?.token ?? inMemory
         var failure: (any Error)?
         if revoke, let token, let endpoint = provider.endpoints.revocationEndpoint {
             do {

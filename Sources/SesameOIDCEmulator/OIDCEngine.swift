@@ -253,6 +253,7 @@ final class OIDCEngine: LoopbackEngine {
             return Reply.html(Self.page(title: "Done", body: "<p>You can return to the app.</p>"))
         default:
             if request.path.hasPrefix("/__sesame") { return admin(request, &state) }
+            if request.path.hasPrefix("/resource/") { return protectedResource(request, state) }
             return Reply.oauthError("invalid_request", "No such endpoint: \(request.path)", status: 404)
         }
     }

@@ -29,6 +29,11 @@ struct OIDCTaxonomyTests {
             status: 401, body: "",
             headers: [("WWW-Authenticate", #"Bearer realm="x", error="invalid_token", error_description="expired""#)],
             rule: "invalid-token", category: .authenticationReopenSession),
+        // Several challenges in one field (RFC 9110 §11.6.1): the Bearer one is found after Basic.
+        Row(
+            status: 401, body: "",
+            headers: [("WWW-Authenticate", #"Basic realm="api", charset="UTF-8", Bearer error="invalid_token""#)],
+            rule: "invalid-token", category: .authenticationReopenSession),
         Row(status: 400, body: oauth("slow_down"), rule: "slow-down", category: .throttling),
         Row(status: 400, body: oauth("authorization_pending"), rule: "authorization-pending", category: .retry),
         Row(status: 400, body: oauth("expired_token"), rule: "expired-token", category: .retry),

@@ -73,7 +73,7 @@ public struct OAuth2BrowserDialect: BrowserLoginDialect {
         OAuth.authorizationURL(
             endpoint: authorizationEndpoint, clientID: clientID, redirectURI: redirectURI,
             scopes: request.permissions.map(\.name), state: state, pkce: pkce, scopeSeparator: scopeSeparator,
-            extraParameters: extraAuthorizationParameters)
+            extraParameters: extraAuthorizationParameters + request.options.authorizationParameterItems)
     }
 
     public func tokenRequest(code: String, redirectURI: URL, pkce: PKCE, for request: LoginRequest) -> HTTPRequest {
