@@ -198,7 +198,7 @@ let package = Package(
                 "sesame-fuzz", "SesameFacebookPlugin", "SesameOIDCPlugin", "SesameGitHubPlugin", "SesameOIDC",
                 "SesamePostgres", "docker-credential-sesame", "SesamePassDesktop", "SesamePostgresDesktop",
                 "SesameFacebookEmulatorDesktop", "SesameOIDCEmulatorDesktop", "SesameGitHubEmulatorDesktop",
-                "sesame-quiet-probe",
+                "sesame-quiet-probe", "SesameTesting",
             ]
         ),
         // A small library app that must print nothing (QuietLibraryTests runs it as a process).
