@@ -202,8 +202,9 @@ let package = Package(
         .executableTarget(
             name: "sesame-quiet-probe",
             dependencies: [
-                "Sesame", "SesameDesktop", "SesameFacebook", "SesameFacebookEmulator", "SesameFacebookEmulatorDesktop",
-                "SesameFacebookPlugin",
+                "Sesame", "SesameCurl", "SesameDesktop", "SesameFacebook", "SesameFacebookEmulator",
+                "SesameFacebookEmulatorDesktop", "SesameFacebookPlugin", "SesameOIDC", "SesameOIDCEmulator",
+                "SesameOIDCPlugin", "SesameGitHub", "SesameGitHubEmulator", "SesameGitHubPlugin",
             ],
             path: "Tests/SesameQuietProbe"),
 

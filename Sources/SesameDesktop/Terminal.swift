@@ -169,6 +169,11 @@ public struct TerminalLoginPresenter: DeviceCodePresenter {
         self.emulatorApproval = emulatorApproval
     }
 
+    /// Whether the code reaches anyone: `false` on ``Terminal/silent`` (a library app that gave
+    /// no presenter of its own), unless the built-in emulator approves the login by itself; the
+    /// device login then fails at once instead of waiting until the code expires.
+    public var showsCode: Bool { terminal.speaks || emulatorApproval?.mode == .automatic }
+
     public func present(_ authorization: DeviceAuthorization) async {
         terminal.say(
             "To sign in to \(providerName), open \(authorization.verificationURL.absoluteString) and enter the code\n\n"

@@ -199,10 +199,12 @@ public struct DeviceLoginFlow: LoginUI {
         self.maxConsecutiveFailures = maxConsecutiveFailures
     }
 
-    /// - Throws: ``AuthError`` (``LoginFailedReason/codeExpired``,
+    /// - Throws: ``AuthError`` (``AuthError/noDeviceCodePresenter(provider:)`` at once when the
+    ///   presenter cannot show the code, ``LoginFailedReason/codeExpired``,
     ///   ``LoginFailedReason/userDenied``, a refused start, repeated failures); `CancellationError`
     ///   when the task is cancelled.
     public func logIn(_ request: LoginRequest) async throws -> AccessToken {
+        guard presenter.showsCode else { throw AuthError.noDeviceCodePresenter(provider: dialect.provider) }
         let taxonomy = dialect.errorTaxonomy
         let start = try await LoginHTTP.send(
             try dialect.startRequest(for: request), through: transport, taxonomy: taxonomy)
