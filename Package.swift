@@ -164,9 +164,7 @@ let package = Package(
         // and a thin executable.
         .target(
             name: "SesameCommandLine",
-            dependencies: [
-                "Sesame", "SesameDesktop", "SesameCurl", "SesameKeyring", "SesamePass", "SesamePostgres",
-            ]),
+            dependencies: ["Sesame", "SesameDesktop", "SesameCurl", "SesameKeyring"]),
         // The program: its main.swift hands the command line its providers, stores and emulators,
         // one line each.
         .executableTarget(

@@ -3,7 +3,6 @@ import Sesame
 import SesameCurl
 import SesameDesktop
 import SesameKeyring
-import SesamePass
 
 /// `sesame doctor`.
 package struct DoctorCommand: Sendable, Equatable {
@@ -183,11 +182,11 @@ extension DoctorCommand {
         case .success(let found)?:
             lines += found.lines
             keyringInUse = found.kind == "keyring"
-            lines += Self.passStoreLines(environment: environment)
+            lines += Desktop.storageBackends.flatMap { $0.doctorLines(environment: environment) }
             return (lines, keyringInUse, ExitStatus.success)
         case .failure(let error)?:
             lines.append(DoctorLine(.problem, "\(cannot): \(error.sentence)"))
-            lines += Self.passStoreLines(environment: environment)
+            lines += Desktop.storageBackends.flatMap { $0.doctorLines(environment: environment) }
         case nil:
             lines.append(
                 DoctorLine(
@@ -291,37 +290,6 @@ extension DoctorCommand {
                 DoctorLine(
                     .info, "WSL: Linux's keyring is usually absent and the Windows browser opens for logins",
                     fix: "\(storeAdvice), or start gnome-keyring under dbus-run-session"))
-        }
-        return lines
-    }
-
-    /// Whether there is an initialised password store, which the `auto` policy uses without a
-    /// keyring; when there is, whether another user could have changed it (which Sesame refuses),
-    /// and whether gpg-agent's secure memory can grow for many decryptions at once.
-    static func passStoreLines(environment: [String: String]) -> [DoctorLine] {
-        let directory = PassCredentialStore.defaultDirectory(environment: environment)
-        guard PassCredentialStore.isInitialised(directory) else {
-            return [
-                DoctorLine(
-                    .info, "No initialised password store (pass) at \(directory.path)",
-                    fix: "`pass init KEYID` makes one, which is used when there is no keyring")
-            ]
-        }
-        var lines = [DoctorLine(.ok, "Password store (pass): \(directory.path), initialised.")]
-        let gnupgHome = PassCredentialStore.defaultGnuPGHome(environment: environment)
-        let store = PassCredentialStore(directory: directory, gnupgHome: gnupgHome.path, signingKeys: [])
-        if let problem = store.permissionProblem() {
-            lines.append(DoctorLine(.problem, "Password store (pass): \(problem.message)"))
-        }
-        if !PassCredentialStore.agentExpandsSecureMemory(gnupgHome: gnupgHome) {
-            let file = gnupgHome.appendingPathComponent("gpg-agent.conf").path
-            lines.append(
-                DoctorLine(
-                    .info,
-                    "gpg-agent's secure memory cannot grow (no auto-expand-secmem in \(file)), so when many "
-                        + "processes decrypt at once some may fail with \"Cannot allocate memory\"",
-                    fix: "add the line `auto-expand-secmem` to \(file) and restart the agent (`gpgconf --kill "
-                        + "gpg-agent`)"))
         }
         return lines
     }
