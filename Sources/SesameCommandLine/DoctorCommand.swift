@@ -66,7 +66,8 @@ package struct DoctorCommand: Sendable, Equatable {
             case .warning: mark = terminal.yellow("!")
             case .problem:
                 mark = terminal.red("✗")
-                if status == ExitStatus.success { status = ExitStatus.unavailable }
+                // The first problem says the status: a wrong setting 78, a missing service 69.
+                if status == ExitStatus.success { status = line.status?.rawValue ?? ExitStatus.unavailable }
             }
             let fix = line.fix.map { line.level == .info ? "; \($0)." : " To fix: \($0)." } ?? ""
             context.io.write("\(mark) \(line.text)\(fix)\n")
@@ -208,7 +209,7 @@ extension DoctorCommand {
                 overrides: .init(storage: storage), environment: context.environment)
             names = try Desktop.names(configuration: configuration)
         } catch {
-            return [DoctorLine(.problem, "Configuration: \(error.sentence)")]
+            return [.problem("Configuration", error)]
         }
         // The stored logins, for the plug-ins to judge (the storage lines report a store that fails).
         let stored = await withTimeLimit(DoctorLimits.perProbe) { () -> [StoredCredential]? in
@@ -227,7 +228,7 @@ extension DoctorCommand {
                             instance: entry.name, plugin: entry.plugin, configuration: configuration,
                             environment: context.environment)
                     } catch {
-                        return (index, [DoctorLine(.problem, "\(entry.name): \(error.sentence)")])
+                        return (index, [.problem(entry.name, error)])
                     }
                     var request = ProviderConnectionRequest(
                         instance: entry.name, configuration: configuration, environment: context.environment,

@@ -1,0 +1,48 @@
+import Foundation
+import Sesame
+import SesameDesktop
+import SesameTestSupport
+import Testing
+
+/// What running `sesame` outside the test harness found, each as a process test.
+@Suite("sesame as found outside the harness")
+struct OutsideRunFindingsTests {
+    @Test("doctor with a Graph version that is not one exits 78 (a setting is wrong), not 69")
+    func doctorGraphVersion() async throws {
+        let cli = try CLIHarness(storage: "memory", environment: ["SESAME_FACEBOOK_GRAPH_VERSION": "banana"])
+        let doctor = try await cli.run("sesame", ["doctor"])
+        #expect(doctor.status == 78, "\(doctor.standardOutput)\(doctor.standardError)")
+        #expect(doctor.standardOutput.contains("SESAME_FACEBOOK_GRAPH_VERSION is 'banana'"))
+    }
+
+    @Test(
+        "a config file that is not valid JSON is named with the line and column to fix, not as 'not a JSON object'",
+        arguments: [
+            ("{\"storage\": \"memory\", \"facebook\": {\"app_id\": \"12", "it ends too early, at line 1, column 49"),
+            ("{\n  \"storage\": \"memory\",\n  \"browser\" \"none\"\n}\n", "the error is at line 3, column 13"),
+        ])
+    func brokenConfig(_ text: String, expected: String) async throws {
+        let cli = try CLIHarness(storage: nil)
+        let folder = cli.root.appending(path: "config/sesame")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        try Data(text.utf8).write(to: folder.appending(path: "config.json"))
+        let status = try await cli.run("sesame", ["status"])
+        #expect(status.status == 78)
+        #expect(status.standardError.contains("is not valid JSON: \(expected)"), "\(status.standardError)")
+        #expect(!status.standardError.contains("not a JSON object"))
+    }
+
+    @Test(
+        "the spinner turns in ASCII under TERM=dumb or a locale that is not UTF-8, in Braille otherwise",
+        arguments: [
+            (["TERM": "dumb", "LANG": "en_US.UTF-8"], false), (["TERM": "xterm", "LANG": "C"], false),
+            (["TERM": "xterm"], false), (["TERM": "xterm", "LC_ALL": "POSIX", "LANG": "en_US.UTF-8"], false),
+            (["TERM": "xterm", "LANG": "en_US.UTF-8"], true), (["TERM": "xterm", "LC_CTYPE": "C.utf8"], true),
+        ])
+    func spinnerFrames(_ environment: [String: String], unicode: Bool) {
+        let terminal = Terminal.current(environment: environment)
+        #expect(terminal.usesUnicode == unicode)
+        let braille = ["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"]
+        #expect(Spinner.frames(for: terminal) == (unicode ? braille : ["|", "/", "-", "\\"]))
+    }
+}
