@@ -45,4 +45,15 @@ struct OutsideRunFindingsTests {
         let braille = ["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"]
         #expect(Spinner.frames(for: terminal) == (unicode ? braille : ["|", "/", "-", "\\"]))
     }
+
+    @Test("a device login of a checkpointed person reports 459's message (log in at facebook.com), not an expired code")
+    func checkpointedDeviceLogin() async throws {
+        let cli = try CLIHarness()
+        let login = try await cli.run(
+            "sesame", ["login", "facebook"],
+            environment: ["SESAME_EMULATOR_APPROVE": "auto", "SESAME_EMULATOR_SCENARIO": "checkpointed"])
+        #expect(login.status == 75, "\(login.standardError)")
+        #expect(login.standardError.contains("Log in at www.facebook.com to unlock it"), "\(login.standardError)")
+        #expect(!login.standardError.contains("expired"))
+    }
 }
