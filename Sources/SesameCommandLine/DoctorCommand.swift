@@ -180,11 +180,25 @@ extension DoctorCommand {
         }
         let cannot = "Storage: \(configuration.storage.value) (from \(configuration.storage.source)) cannot be used"
         switch selected {
-        case .success(let found)?:
+        case .success(var found)?:
+            // Logins in the file, the active account and the emulators' state are all written to
+            // the state directory: one that cannot be written is no working store.
+            let state = configuration.stateDirectory.path
+            let unwritable =
+                FileManager.default.fileExists(atPath: state) && !FileManager.default.isWritableFile(atPath: state)
+            if unwritable, found.kind == "file", !found.lines.isEmpty { found.lines[0].level = .problem }
             lines += found.lines
             keyringInUse = found.kind == "keyring"
+            if unwritable {
+                lines.append(
+                    DoctorLine(
+                        .problem,
+                        "The state directory \(state) cannot be written, so no login, active account or emulator "
+                            + "state can be kept there",
+                        fix: "make it writable, or set XDG_STATE_HOME to a directory that is", status: .cannotCreate))
+            }
             lines += Desktop.storageBackends.flatMap { $0.doctorLines(environment: environment) }
-            return (lines, keyringInUse, ExitStatus.success)
+            return (lines, keyringInUse, unwritable ? ExitStatus.cannotCreate : ExitStatus.success)
         case .failure(let error)?:
             lines.append(DoctorLine(.problem, "\(cannot): \(error.sentence)"))
             lines += Desktop.storageBackends.flatMap { $0.doctorLines(environment: environment) }

@@ -56,4 +56,46 @@ struct OutsideRunFindingsTests {
         #expect(login.standardError.contains("Log in at www.facebook.com to unlock it"), "\(login.standardError)")
         #expect(!login.standardError.contains("expired"))
     }
+
+    @Test("a state directory that cannot be written: writes exit 73 as the table says, status 73, and doctor flags it")
+    func readOnlyStateDirectory() async throws {
+        // Root writes anywhere, so the commands run as nobody (setpriv), in a directory of its own.
+        try #require(geteuid() == 0, "this test makes a directory nobody cannot write, which needs root")
+        let setpriv = URL(fileURLWithPath: "/usr/bin/setpriv")
+        try #require(FileManager.default.isExecutableFile(atPath: setpriv.path), "setpriv (util-linux) is missing")
+        let root = URL(fileURLWithPath: "/tmp/sesame-read-only-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: root) }
+        let state = root.appending(path: "state/sesame")
+        for folder in [state, root.appending(path: "home"), root.appending(path: "config")] {
+            try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        }
+        for folder in [root, root.appending(path: "state")] { chmod(folder.path, 0o755) }
+        for folder in ["state/sesame", "home", "config"] { chown(root.appending(path: folder).path, 65534, 65534) }
+        chmod(state.path, 0o700)
+        let environment = TestChildren.environment([
+            "HOME": root.appending(path: "home").path, "XDG_STATE_HOME": root.appending(path: "state").path,
+            "XDG_CONFIG_HOME": root.appending(path: "config").path, "SESAME_STORAGE": "file", "NO_COLOR": "1",
+            "SESAME_EMULATOR_APPROVE": "auto", "PATH": "/usr/bin:/bin",
+        ])
+        let sesame = try ProcessRunner.builtExecutable("sesame").path
+        func asNobody(_ arguments: [String]) async throws -> ProcessResult {
+            try await ProcessRunner.run(
+                setpriv, ["--reuid=65534", "--regid=65534", "--clear-groups", sesame] + arguments,
+                environment: environment)
+        }
+        let first = try await asNobody(["login", "facebook"])
+        try #require(first.status == 0, "\(first.standardError)")
+        chmod(state.path, 0o500)
+        let login = try await asNobody(["login", "facebook", "--account", "b"])
+        #expect(login.status == 73, "\(login.standardError)")
+        #expect(login.standardError.contains("Make the directory writable"))
+        #expect(try await asNobody(["logout", "facebook"]).status == 73)
+        let status = try await asNobody(["status"])
+        #expect(status.status == 73, "\(status.standardOutput)\(status.standardError)")
+        let doctor = try await asNobody(["doctor"])
+        #expect(doctor.status == 73, "\(doctor.standardOutput)")
+        #expect(doctor.standardOutput.contains("✗ Storage: file"), "\(doctor.standardOutput)")
+        #expect(doctor.standardOutput.contains("cannot be written"))
+        chmod(state.path, 0o700)
+    }
 }
