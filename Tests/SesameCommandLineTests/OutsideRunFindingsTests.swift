@@ -98,4 +98,25 @@ struct OutsideRunFindingsTests {
         #expect(doctor.standardOutput.contains("cannot be written"))
         chmod(state.path, 0o700)
     }
+
+    @Test("Ctrl-C during a device login ends the waiting line with 'Cancelled.', saves the emulator and exits 130")
+    func interruptedLogin() async throws {
+        let cli = try CLIHarness()
+        let errors = Pipe()
+        let process = ChildProcess(
+            executableURL: try ProcessRunner.builtExecutable("sesame"), arguments: ["login", "facebook"],
+            environment: cli.environment.merging(["SESAME_EMULATOR_APPROVE": "off"]) { $1 },
+            standardInput: .null, standardOutput: .null, standardError: .pipe(errors), diesWithParent: true)
+        try await process.start()
+        let shown = await readUntil(errors.fileHandleForReading, contains: "Waiting for you to finish")
+        #expect(shown.contains("Waiting for you to finish"))
+        process.terminate(signal: SIGINT)
+        let rest = String(decoding: await readToEnd(errors.fileHandleForReading), as: UTF8.self)
+        #expect(await process.exitStatus() == 130, "\(shown)\(rest)")
+        #expect(rest.hasPrefix("\nCancelled.\n") || rest.hasPrefix("Cancelled.\n"), "\(rest)")
+        #expect(rest.contains("The login was cancelled (Ctrl-C)."))
+        let state = cli.root.appending(path: "state/sesame")
+        #expect(FileManager.default.fileExists(atPath: state.appending(path: "emulator.json").path))
+        #expect(!FileManager.default.fileExists(atPath: state.appending(path: "emulator.json.running").path))
+    }
 }
