@@ -119,4 +119,17 @@ struct OutsideRunFindingsTests {
         #expect(FileManager.default.fileExists(atPath: state.appending(path: "emulator.json").path))
         #expect(!FileManager.default.fileExists(atPath: state.appending(path: "emulator.json.running").path))
     }
+
+    @Test(
+        "permissions under each throttling scenario exits 75 (provider trouble, try again later), as the table says",
+        arguments: ["app-throttled", "user-throttled", "page-throttled", "rate-limited"])
+    func throttledPermissions(_ scenario: String) async throws {
+        let cli = try CLIHarness()
+        try await cli.run("sesame", ["login", "facebook"], environment: ["SESAME_EMULATOR_APPROVE": "auto"])
+        for arguments in [["permissions", "facebook"], ["permissions", "facebook", "revoke", "public_profile"]] {
+            let result = try await cli.run("sesame", arguments, environment: ["SESAME_EMULATOR_SCENARIO": scenario])
+            #expect(result.status == 75, "\(arguments): \(result.standardError)")
+            #expect(result.standardError.contains("Try again in a little while."))
+        }
+    }
 }
