@@ -32,7 +32,11 @@ struct ApprovingPresenter: DeviceCodePresenter {
     }
 }
 
-func presenterLogin() async -> Int32 {
+/// Runs `body` with a Facebook emulator it starts (state in memory) and a `Desktop.facebook` built
+/// from explicit values for its app, and stops both afterwards; 3 when the emulator does not start.
+func withFacebook(
+    _ body: (Emulator, EmulatorConfiguration, DesktopFacebook) async -> Int32
+) async -> Int32 {
     var configuration = EmulatorConfiguration()
     configuration.stateFileURL = nil
     configuration.devicePollInterval = 1
@@ -47,60 +51,52 @@ func presenterLogin() async -> Int32 {
             appID: app.id, clientToken: app.clientToken, dialogBaseURL: endpoints.baseURL,
             graphBaseURL: endpoints.graphURL, allowedInsecureHosts: ["127.0.0.1"]),
         store: InMemoryCredentialStore(), stateDirectory: state)
-    let session = facebook.session(loginUI: facebook.deviceLogin(presenter: ApprovingPresenter(emulator: emulator)))
-    var status: Int32 = 0
-    do {
-        try await session.openActiveSession(readPermissions: ["public_profile"], allowLoginUI: true)
-        let name = try await session.graph.get("me", parameters: ["fields": "name"])["name"]?.stringValue
-        if name == nil || name != configuration.users.first?.name { status = 5 }
-    } catch {
-        status = 4
-    }
+    let status = await body(emulator, configuration, facebook)
     await facebook.shutdown()
     await emulator.stop()
     return status
+}
+
+func presenterLogin() async -> Int32 {
+    await withFacebook { emulator, configuration, facebook in
+        let session = facebook.session(
+            loginUI: facebook.deviceLogin(presenter: ApprovingPresenter(emulator: emulator)))
+        do {
+            try await session.openActiveSession(readPermissions: ["public_profile"], allowLoginUI: true)
+            let name = try await session.graph.get("me", parameters: ["fields": "name"])["name"]?.stringValue
+            return name == nil || name != configuration.users.first?.name ? 5 : 0
+        } catch {
+            return 4
+        }
+    }
 }
 
 /// A device login with no presenter of the app's: the session's default login on the silent
 /// terminal. It must end at once with the error that says to supply one, never poll until the code
 /// expires (seven minutes on the emulator): after 20 s the probe gives up with 9.
 func noPresenter() async -> Int32 {
-    var configuration = EmulatorConfiguration()
-    configuration.stateFileURL = nil
-    guard let emulator = try? Emulator(configuration: configuration),
-        let endpoints = try? await emulator.start()
-    else { return 3 }
-    let app = configuration.defaultApp
-    let state = FileManager.default.temporaryDirectory.appendingPathComponent("sesame-quiet-\(UUID().uuidString)")
-    defer { try? FileManager.default.removeItem(at: state) }
-    let facebook = Desktop.facebook(
-        provider: FacebookProvider(
-            appID: app.id, clientToken: app.clientToken, dialogBaseURL: endpoints.baseURL,
-            graphBaseURL: endpoints.graphURL, allowedInsecureHosts: ["127.0.0.1"]),
-        store: InMemoryCredentialStore(), stateDirectory: state)
-    let session = facebook.session()
-    let status = await withTaskGroup(of: Int32.self) { group in
-        group.addTask {
-            do {
-                try await session.openActiveSession(readPermissions: ["public_profile"], allowLoginUI: true)
-                return 10
-            } catch let error as AuthError {
-                return error.loginFailedReason == .noPresenter && error.message.contains("presenter") ? 0 : 8
-            } catch {
-                return 8
+    await withFacebook { _, _, facebook in
+        let session = facebook.session()
+        return await withTaskGroup(of: Int32.self) { group in
+            group.addTask {
+                do {
+                    try await session.openActiveSession(readPermissions: ["public_profile"], allowLoginUI: true)
+                    return 10
+                } catch let error as AuthError {
+                    return error.loginFailedReason == .noPresenter && error.message.contains("presenter") ? 0 : 8
+                } catch {
+                    return 8
+                }
             }
+            group.addTask {
+                try? await Task.sleep(for: .seconds(20))
+                return 9
+            }
+            let first = await group.next() ?? 2
+            group.cancelAll()
+            return first
         }
-        group.addTask {
-            try? await Task.sleep(for: .seconds(20))
-            return 9
-        }
-        let first = await group.next() ?? 2
-        group.cancelAll()
-        return first
     }
-    await facebook.shutdown()
-    await emulator.stop()
-    return status
 }
 
 /// The code approved at an emulator's admin API, as the person would after reading it.
