@@ -39,7 +39,7 @@ public protocol StorageBackend: Sendable {
     /// The environment variables it reads and what each means, for the manual page; none by default.
     var variables: [(name: String, summary: String)] { get }
     /// What a failure of its store means for a program's exit status, for the kinds it adds to
-    /// ``CredentialStoreError`` (a wrong key is a setting to fix, ``DesktopError/Status/config``);
+    /// `CredentialStoreError` (a wrong key is a setting to fix, ``DesktopError/Status/config``);
     /// `nil` (the default) for the kinds every store shares.
     func status(of error: CredentialStoreError) -> DesktopError.Status?
 }
