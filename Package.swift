@@ -167,9 +167,7 @@ let package = Package(
         // and a thin executable.
         .target(
             name: "SesameCommandLine",
-            dependencies: [
-                "Sesame", "SesameDesktop", "SesameCurl", "SesameKeyring", "SesamePass", "SesamePostgres",
-            ]),
+            dependencies: ["Sesame", "SesameDesktop", "SesameCurl", "SesameKeyring"]),
         // The program: its main.swift hands the command line its providers, stores and emulators,
         // one line each.
         .executableTarget(
@@ -205,8 +203,9 @@ let package = Package(
         .executableTarget(
             name: "sesame-quiet-probe",
             dependencies: [
-                "Sesame", "SesameDesktop", "SesameFacebook", "SesameFacebookEmulator", "SesameFacebookEmulatorDesktop",
-                "SesameFacebookPlugin",
+                "Sesame", "SesameCurl", "SesameDesktop", "SesameFacebook", "SesameFacebookEmulator",
+                "SesameFacebookEmulatorDesktop", "SesameFacebookPlugin", "SesameOIDC", "SesameOIDCEmulator",
+                "SesameOIDCPlugin", "SesameGitHub", "SesameGitHubEmulator", "SesameGitHubPlugin",
             ],
             path: "Tests/SesameQuietProbe"),
 

@@ -116,6 +116,8 @@ public struct LoginFailedReason: RawRepresentable, Hashable, Sendable, Codable, 
     /// This machine's clock and the provider's disagree (a token issued in the future): the
     /// clock is to be set right, nothing is wrong with the login.
     public static let clockSkew = LoginFailedReason(rawValue: "clockSkew")
+    /// The app gave the login nothing that shows the person its code or address.
+    public static let noPresenter = LoginFailedReason(rawValue: "noPresenter")
 
     public var description: String { rawValue }
 }

@@ -265,7 +265,8 @@ public struct CredentialStoreError: Error, Sendable, Hashable, CustomStringConve
         public static let insecurePermissions = Kind(rawValue: "insecurePermissions")
         /// Reading or writing failed.
         public static let ioFailure = Kind(rawValue: "ioFailure")
-        /// A directory the store keeps its files in could not be made (a read-only home).
+        /// A directory the store keeps its files in could not be made, or a file in it could not be
+        /// written (a read-only home or state directory).
         public static let cannotCreate = Kind(rawValue: "cannotCreate")
 
         public var description: String { rawValue }

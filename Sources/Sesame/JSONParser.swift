@@ -18,6 +18,22 @@ enum JSONParser {
         }
     }
 
+    /// Where `data` stops being JSON, for a message to the person: the 1-based line and column
+    /// (in characters) at which the reader gave up, and whether that is the end of the data (a
+    /// file cut short); `nil` when `data` is JSON.
+    static func failure(in data: Data) -> (line: Int, column: Int, atEnd: Bool)? {
+        let offset: Int? = data.withUnsafeBytes { raw in
+            var reader = Reader(bytes: raw.bindMemory(to: UInt8.self))
+            return reader.document() == nil ? min(reader.index, raw.count) : nil
+        }
+        guard let offset else { return nil }
+        let before = data.prefix(offset)
+        let line = before.reduce(1) { $1 == 0x0A ? $0 + 1 : $0 }
+        let lineStart = before.lastIndex(of: 0x0A).map { $0 + 1 } ?? before.startIndex
+        let column = String(decoding: before[lineStart...], as: UTF8.self).count + 1
+        return (line, column, offset >= data.count)
+    }
+
     private struct Reader {
         let bytes: UnsafeBufferPointer<UInt8>
         var index = 0

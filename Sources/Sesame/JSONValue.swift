@@ -33,6 +33,12 @@ public enum JSONValue: Sendable, Hashable, Codable, CustomStringConvertible {
         self = value
     }
 
+    /// Where `data` stops being JSON (1-based line and column, and whether it ends there, as a
+    /// file cut short does), for a message that says where to look; `nil` when it is JSON.
+    package static func syntaxError(in data: Data) -> (line: Int, column: Int, atEnd: Bool)? {
+        JSONParser.failure(in: data)
+    }
+
     /// Decodes any JSON value. Each value is decoded once: the container kind is asked for
     /// first, so a subtree is never decoded twice (trying each type in turn with `try?` made
     /// decoding time cubic in the nesting depth).

@@ -76,7 +76,7 @@ package enum PrivateFiles {
         let name = (path as NSString).lastPathComponent
         var template = Array("\(directory)/.\(name).tmp-XXXXXX".utf8CString)
         let fd = template.withUnsafeMutableBufferPointer { mkstemp($0.baseAddress!) }
-        guard fd >= 0 else { throw ioError("could not create a temporary file in \(directory)", errno) }
+        guard fd >= 0 else { throw writeError("could not create a temporary file in \(directory)", errno) }
         let temporary = template.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }
         var renamed = false
         defer { if !renamed { unlink(temporary) } }
@@ -95,7 +95,7 @@ package enum PrivateFiles {
         }
         guard fsync(fd) == 0 else { throw ioError("could not flush \(temporary) to disk", errno) }
         try beforeRename?(temporary)
-        guard rename(temporary, path) == 0 else { throw ioError("could not replace \(path)", errno) }
+        guard rename(temporary, path) == 0 else { throw writeError("could not replace \(path)", errno) }
         renamed = true
         let directoryFD = open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         if directoryFD >= 0 {
@@ -208,7 +208,7 @@ package enum PrivateFiles {
                     message: "The lock file \(path) is a symbolic link, which Sesame does not follow; remove it "
                         + "(rm '\(path)') and try again.")
             }
-            throw ioError("could not open the lock file \(path)", code)
+            throw writeError("could not open the lock file \(path)", code)
         }
         var info = stat()
         guard fstat(fd, &info) == 0 else {
@@ -230,5 +230,16 @@ package enum PrivateFiles {
 
     private static func ioError(_ what: String, _ code: Int32) -> CredentialStoreError {
         CredentialStoreError(kind: .ioFailure, message: "Sesame \(what): \(String(cString: strerror(code))).")
+    }
+
+    /// A file that could not be made or replaced: a directory Sesame may not write (`EACCES`,
+    /// `EPERM`, a read-only file system) is ``CredentialStoreError/Kind/cannotCreate``, with what to
+    /// do; anything else is an I/O failure.
+    private static func writeError(_ what: String, _ code: Int32) -> CredentialStoreError {
+        guard [EACCES, EPERM, EROFS].contains(code) else { return ioError(what, code) }
+        return CredentialStoreError(
+            kind: .cannotCreate,
+            message: "Sesame \(what): \(String(cString: strerror(code))). Make the directory writable, or set "
+                + "XDG_STATE_HOME to one that is.")
     }
 }

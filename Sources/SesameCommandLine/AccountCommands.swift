@@ -315,8 +315,11 @@ struct AccountCommands {
         }
         // A stored login that cannot be read never blocks a new one.
         let previous = try? await storage.store.load(key)
-        let result = try await connected.logIn(
-            LoginOptions(flow: flow, scopes: login.scopes), account: key.account, store: storage.store)
+        let options = LoginOptions(flow: flow, scopes: login.scopes)
+        let (account, store) = (key.account, storage.store)
+        let result = try await Interrupt.cancelling {
+            try await connected.logIn(options, account: account, store: store)
+        }
         try await accounts.setActiveAccount(key.account, for: key.provider, appID: key.appID)
         let token = result.token
         let subject = token.userID ?? "?"
@@ -516,5 +519,49 @@ extension ProviderCommand.Action {
     var isLogin: Bool {
         if case .login = self { return true }
         return false
+    }
+}
+
+/// Ctrl-C during a login: the login is cancelled rather than the process killed, so that what it
+/// started ends its own way — the presenter's spinner line ends with "Cancelled.", the built-in
+/// emulator saves its state and lets go of its lock file — and the command then exits 130, as a
+/// shell expects of an interrupted program.
+enum Interrupt {
+    /// The status of a command interrupted by SIGINT (128 + 2).
+    static let status: Int32 = 130
+
+    /// Runs `body`, cancelling it when SIGINT arrives.
+    ///
+    /// - Throws: what `body` throws; ``CommandFailure`` (130) when SIGINT cancelled it.
+    static func cancelling<T: Sendable>(_ body: @escaping @Sendable () async throws -> T) async throws -> T {
+        var ends: [Int32] = [0, 0]
+        guard pipe(&ends) == 0 else { return try await body() }
+        defer {
+            close(ends[0])
+            close(ends[1])
+        }
+        // Never blocks the signal handler: a full pipe has woken the watcher already.
+        _ = fcntl(ends[1], F_SETFL, fcntl(ends[1], F_GETFL) | O_NONBLOCK)
+        guard let caught = try? CaughtSignal(SIGINT, into: ends[1]) else { return try await body() }
+        defer { caught.restore() }
+        let work = Task { try await body() }
+        let (reader, writer) = (ends[0], ends[1])
+        let watcher = Task {
+            // One byte: SIGINT's number from the handler, or 0 when the work ended first.
+            let byte = await onOwnThread { () -> UInt8 in
+                var byte: UInt8 = 0
+                while read(reader, &byte, 1) < 0 && errno == EINTR {}
+                return byte
+            }
+            if byte == UInt8(SIGINT) { work.cancel() }
+            return byte == UInt8(SIGINT)
+        }
+        let result = await work.result
+        var done: UInt8 = 0
+        _ = write(writer, &done, 1)
+        if await watcher.value, case .failure = result {
+            throw CommandFailure("The login was cancelled (Ctrl-C).", status: status)
+        }
+        return try result.get()
     }
 }

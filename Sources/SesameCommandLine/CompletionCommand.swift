@@ -1,7 +1,6 @@
 import Foundation
 import Sesame
 import SesameDesktop
-import SesamePass
 
 /// `sesame completion bash|zsh|fish` and `sesame manpage`: shell completions and the sesame(1)
 /// manual page, generated from ``SesameCLI/commands``, the same tree that `--help` prints, so
@@ -73,9 +72,9 @@ package struct CompletionCommand: Sendable, Equatable {
                 let storage = try await DesktopStorage.select(
                     configuration.storage, keyring: keyring, environment: environment)
                 let names: Set<String>
-                if let pass = storage.store as? PassCredentialStore {
-                    // The entries' names say the accounts: nothing is decrypted, no passphrase asked.
-                    names = Set(await pass.storedKeys(provider: ProviderID(provider)).map(\.account))
+                let backend = Desktop.storageBackends.first { $0.name == storage.kind }
+                if let known = await backend?.accountNames(in: storage.store, provider: ProviderID(provider)) {
+                    names = known
                 } else {
                     let listing = try await storage.store.listing(provider: ProviderID(provider))
                     names = Set(listing.credentials.map(\.key.account) + listing.unreadable.compactMap(\.key?.account))
@@ -520,18 +519,15 @@ package enum ManPage {
                 page += ".TP\n.B \(escaped(variable))\n\(escaped(plugin.displayName)): \(escaped(setting.summary))\n"
             }
         }
+        let modes = StorageMode.allCases.map(\.rawValue)
+        let storage = "Where logins are kept: \(modes.dropLast().joined(separator: ", ")) or \(modes.last ?? "auto")."
+        page += ".TP\n.B SESAME_STORAGE\n\(escaped(storage))\n"
+        for backend in Desktop.storageBackends {
+            for variable in backend.variables where seen.insert(variable.name).inserted {
+                page += ".TP\n.B \(escaped(variable.name))\n\(escaped(variable.summary))\n"
+            }
+        }
         page += """
-            .TP
-            .B SESAME_STORAGE
-            Where logins are kept: keyring (the default), keyring\\-or\\-file, file, memory or postgres.
-            .TP
-            .B SESAME_POSTGRES
-            With the postgres storage: a libpq connection string or URI; when unset, libpq's own
-            variables (PGHOST, PGPORT, PGDATABASE, PGUSER, PGSSLMODE, PGSSLROOTCERT) and ~/.pgpass.
-            .TP
-            .B SESAME_POSTGRES_KEY_FILE, SESAME_POSTGRES_KEY
-            With the postgres storage: a file holding, or the text of, the keys logins are encrypted
-            with, one ID:BASE64 line each (openssl rand \\-base64 32), the current key first.
             .TP
             .B SESAME_DEBUG
             1 (anything but empty, 0 or false): as

@@ -3,7 +3,6 @@ import Sesame
 import SesameCurl
 import SesameDesktop
 import SesameKeyring
-import SesamePass
 
 /// `sesame doctor`.
 package struct DoctorCommand: Sendable, Equatable {
@@ -67,7 +66,8 @@ package struct DoctorCommand: Sendable, Equatable {
             case .warning: mark = terminal.yellow("!")
             case .problem:
                 mark = terminal.red("✗")
-                if status == ExitStatus.success { status = ExitStatus.unavailable }
+                // The first problem says the status: a wrong setting 78, a missing service 69.
+                if status == ExitStatus.success { status = line.status?.rawValue ?? ExitStatus.unavailable }
             }
             let fix = line.fix.map { line.level == .info ? "; \($0)." : " To fix: \($0)." } ?? ""
             context.io.write("\(mark) \(line.text)\(fix)\n")
@@ -180,14 +180,28 @@ extension DoctorCommand {
         }
         let cannot = "Storage: \(configuration.storage.value) (from \(configuration.storage.source)) cannot be used"
         switch selected {
-        case .success(let found)?:
+        case .success(var found)?:
+            // Logins in the file, the active account and the emulators' state are all written to
+            // the state directory: one that cannot be written is no working store.
+            let state = configuration.stateDirectory.path
+            let unwritable =
+                FileManager.default.fileExists(atPath: state) && !FileManager.default.isWritableFile(atPath: state)
+            if unwritable, found.kind == "file", !found.lines.isEmpty { found.lines[0].level = .problem }
             lines += found.lines
             keyringInUse = found.kind == "keyring"
-            lines += Self.passStoreLines(environment: environment)
-            return (lines, keyringInUse, ExitStatus.success)
+            if unwritable {
+                lines.append(
+                    DoctorLine(
+                        .problem,
+                        "The state directory \(state) cannot be written, so no login, active account or emulator "
+                            + "state can be kept there",
+                        fix: "make it writable, or set XDG_STATE_HOME to a directory that is", status: .cannotCreate))
+            }
+            lines += Desktop.storageBackends.flatMap { $0.doctorLines(environment: environment) }
+            return (lines, keyringInUse, unwritable ? ExitStatus.cannotCreate : ExitStatus.success)
         case .failure(let error)?:
             lines.append(DoctorLine(.problem, "\(cannot): \(error.sentence)"))
-            lines += Self.passStoreLines(environment: environment)
+            lines += Desktop.storageBackends.flatMap { $0.doctorLines(environment: environment) }
         case nil:
             lines.append(
                 DoctorLine(
@@ -209,7 +223,7 @@ extension DoctorCommand {
                 overrides: .init(storage: storage), environment: context.environment)
             names = try Desktop.names(configuration: configuration)
         } catch {
-            return [DoctorLine(.problem, "Configuration: \(error.sentence)")]
+            return [.problem("Configuration", error)]
         }
         // The stored logins, for the plug-ins to judge (the storage lines report a store that fails).
         let stored = await withTimeLimit(DoctorLimits.perProbe) { () -> [StoredCredential]? in
@@ -228,7 +242,7 @@ extension DoctorCommand {
                             instance: entry.name, plugin: entry.plugin, configuration: configuration,
                             environment: context.environment)
                     } catch {
-                        return (index, [DoctorLine(.problem, "\(entry.name): \(error.sentence)")])
+                        return (index, [.problem(entry.name, error)])
                     }
                     var request = ProviderConnectionRequest(
                         instance: entry.name, configuration: configuration, environment: context.environment,
@@ -291,37 +305,6 @@ extension DoctorCommand {
                 DoctorLine(
                     .info, "WSL: Linux's keyring is usually absent and the Windows browser opens for logins",
                     fix: "\(storeAdvice), or start gnome-keyring under dbus-run-session"))
-        }
-        return lines
-    }
-
-    /// Whether there is an initialised password store, which the `auto` policy uses without a
-    /// keyring; when there is, whether another user could have changed it (which Sesame refuses),
-    /// and whether gpg-agent's secure memory can grow for many decryptions at once.
-    static func passStoreLines(environment: [String: String]) -> [DoctorLine] {
-        let directory = PassCredentialStore.defaultDirectory(environment: environment)
-        guard PassCredentialStore.isInitialised(directory) else {
-            return [
-                DoctorLine(
-                    .info, "No initialised password store (pass) at \(directory.path)",
-                    fix: "`pass init KEYID` makes one, which is used when there is no keyring")
-            ]
-        }
-        var lines = [DoctorLine(.ok, "Password store (pass): \(directory.path), initialised.")]
-        let gnupgHome = PassCredentialStore.defaultGnuPGHome(environment: environment)
-        let store = PassCredentialStore(directory: directory, gnupgHome: gnupgHome.path, signingKeys: [])
-        if let problem = store.permissionProblem() {
-            lines.append(DoctorLine(.problem, "Password store (pass): \(problem.message)"))
-        }
-        if !PassCredentialStore.agentExpandsSecureMemory(gnupgHome: gnupgHome) {
-            let file = gnupgHome.appendingPathComponent("gpg-agent.conf").path
-            lines.append(
-                DoctorLine(
-                    .info,
-                    "gpg-agent's secure memory cannot grow (no auto-expand-secmem in \(file)), so when many "
-                        + "processes decrypt at once some may fail with \"Cannot allocate memory\"",
-                    fix: "add the line `auto-expand-secmem` to \(file) and restart the agent (`gpgconf --kill "
-                        + "gpg-agent`)"))
         }
         return lines
     }

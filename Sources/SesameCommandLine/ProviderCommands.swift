@@ -1,13 +1,14 @@
 import Foundation
 import Sesame
 import SesameDesktop
-import SesamePostgres
 
+/// The stores the program registered are named with their summaries (read once, after
+/// `Desktop.bootstrap`, when the option is first used).
 let storageOption = OptionSpec(
     "storage", value: "MODE",
-    "Where logins are kept: auto (default: the keyring, else an initialised pass store), keyring, pass, "
-        + "keyring-or-file, file (a 0600 file, opt-in), memory, or postgres (a fleet's database: SESAME_POSTGRES "
-        + "or libpq's PG* variables, key in SESAME_POSTGRES_KEY_FILE).")
+    "Where logins are kept: auto (default: the keyring, else a registered store that is ready), keyring, "
+        + "keyring-or-file, file (a 0600 file, opt-in), memory"
+        + Desktop.storageBackends.map { "; \($0.name): \($0.summary)" }.joined() + ".")
 let accountOption = OptionSpec("account", value: "NAME", "The account (default: the active one).")
 
 func storageMode(_ parsed: ParsedArguments, command: String) throws(UsageError) -> StorageMode? {
@@ -453,13 +454,16 @@ package struct CommandFailure: Error, Sendable, CustomStringConvertible {
                 return CommandFailure(message, status: ExitStatus.dataError)
             }
         case let error as CredentialStoreError:
-            let status: Int32
+            var status: Int32
             switch error.kind {
             case .unavailable, .noSessionBus, .noSecretService, .locked, .timedOut: status = ExitStatus.unavailable
-            case .insecurePermissions, .invalidKey, .wrongKey, .authenticationFailed: status = ExitStatus.config
-            case .incompatibleSchema: status = ExitStatus.unavailable
+            case .insecurePermissions: status = ExitStatus.config
             case .cannotCreate: status = ExitStatus.cannotCreate
             default: status = ExitStatus.ioError
+            }
+            // The kinds a registered store adds (PostgreSQL's keys and schema) say their own status.
+            if let own = Desktop.storageBackends.lazy.compactMap({ $0.status(of: error) }).first {
+                status = own.rawValue
             }
             // An absent keyring's message offers the file store (SesameKeyring's storage policy).
             let noKeyring = error.kind == .noSessionBus || error.kind == .noSecretService

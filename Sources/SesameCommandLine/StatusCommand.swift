@@ -396,6 +396,9 @@ package struct StatusCommand: Sendable, Equatable {
             return checks
         }
         await connected.shutdown()
+        // A check that failed here (a state file that could not be written, 73), not at the
+        // provider, says the status as a wrong setting does: trying again later does not help.
+        report.settingFailure = report.settingFailure ?? checks.lazy.compactMap(\.status).first?.rawValue
         let state = await snapshot.value
         let active = state.activeAccount(for: connected.providerID, appID: connected.appID)
         report.accounts = []

@@ -160,8 +160,13 @@ extension RunningEmulator {
 /// other's login. The second waits, saying so, until the first has saved and stopped.
 public final class EmulatorStateHold: Sendable {
     private let descriptor: Mutex<Int32?>
+    /// The lock file, removed when the hold is let go: nothing is left beside the state file.
+    private let path: String
 
-    private init(descriptor: Int32) { self.descriptor = Mutex(descriptor) }
+    private init(descriptor: Int32, path: String) {
+        self.descriptor = Mutex(descriptor)
+        self.path = path
+    }
 
     deinit { release() }
 
@@ -175,7 +180,19 @@ public final class EmulatorStateHold: Sendable {
         do {
             try await onOwnThread { try PrivateFiles.ensurePrivateDirectory(stateFile.deletingLastPathComponent()) }
             while true {
-                if let descriptor = try PrivateFiles.tryLock(path) { return EmulatorStateHold(descriptor: descriptor) }
+                if let descriptor = try PrivateFiles.tryLock(path) {
+                    // The holder before may have removed the file it locked after this process opened
+                    // it: only a lock on the file still at `path` holds.
+                    var held = stat()
+                    var current = stat()
+                    if fstat(descriptor, &held) == 0, stat(path, &current) == 0, held.st_ino == current.st_ino,
+                        held.st_dev == current.st_dev
+                    {
+                        return EmulatorStateHold(descriptor: descriptor, path: path)
+                    }
+                    close(descriptor)
+                    continue
+                }
                 if !said {
                     terminal.say("Waiting for another sesame command that uses \(name) to finish…\n")
                     said = true
@@ -209,11 +226,13 @@ public final class EmulatorStateHold: Sendable {
         }
     }
 
-    /// Lets the next process have it.
+    /// Lets the next process have it, removing the lock file (while still holding it, so that
+    /// a process waiting on it sees it gone and opens a new one).
     public func release() {
         if let open = descriptor.withLock({ value in
             defer { value = nil }; return value
         }) {
+            unlink(path)
             close(open)
         }
     }

@@ -112,6 +112,9 @@ public struct AccountCheck: Sendable, Hashable {
     /// Whether the provider refused the stored access token just now: `sesame status` then
     /// records it on the login (``AccountSession/recordRefusal(of:)``), and its next use renews it.
     public var tokenRefused: Bool
+    /// For an unverified check that failed here, not at the provider (a state file that could
+    /// not be written: ``DesktopError/Status/cannotCreate``), the exit status that calls for.
+    public var status: DesktopError.Status?
 
     /// Creates a check.
     public init(
@@ -155,7 +158,9 @@ extension AccountCheck {
         } catch let error as AuthError {
             return refused(error)
         } catch {
-            return AccountCheck(validity: .unverified, problem: "\(error.sentence)")
+            var check = AccountCheck(validity: .unverified, problem: "\(error.sentence)")
+            check.status = (error as? DesktopError)?.status
+            return check
         }
     }
 }

@@ -206,6 +206,29 @@ public struct DesktopSetup: Sendable {
             accounts: AccountState(environment: environment), environment: environment)
     }
 
+    /// The setup of an app built from explicit values (`Desktop.facebook(appID:store:stateDirectory:)`
+    /// and its siblings): `store` as the app gave it, the accounts file and the refresh locks
+    /// (``explicitRefreshLocking``) in `stateDirectory`, and ``Terminal/silent``. Reads no
+    /// environment variable and no config file, and writes nothing anywhere yet.
+    public static func explicit(store: any CredentialStore, stateDirectory: URL) -> DesktopSetup {
+        var accounts = AccountState(environment: ["HOME": stateDirectory.path])
+        accounts.url = stateDirectory.appendingPathComponent("accounts.json")
+        return DesktopSetup(
+            terminal: .silent,
+            configuration: DesktopConfiguration(
+                storage: Sourced(.memory, source: "the app"), stateDirectory: stateDirectory,
+                browser: LocalBrowser(.system, source: "the app")),
+            storage: StorageSelection(
+                store: store, backend: "the app's store", reason: "given by the app", kind: "app"),
+            accounts: accounts, environment: [:])
+    }
+
+    /// For an ``explicit(store:stateDirectory:)`` setup: a refresh lock file per login in the state
+    /// directory's `locks`.
+    public var explicitRefreshLocking: RefreshLocking {
+        .directory(configuration.stateDirectory.appendingPathComponent("locks", isDirectory: true))
+    }
+
     /// The request that connects `instance` for a login, with `flags` from the program (`nil`
     /// values left out), a `CurlTransport` with the instance's CA certificates and proxy
     /// (``NetworkSettings``; its own variables and config key only when its plug-in was handed to

@@ -196,6 +196,15 @@ public struct DesktopConfiguration: Sendable, Hashable {
                     "The config file \(filePath) cannot be read; check its permissions.", status: .config)
             }
             guard let object = JSONValue(parsing: data)?.objectValue else {
+                if let error = JSONValue.syntaxError(in: data) {
+                    let place = "line \(error.line), column \(error.column)"
+                    let what =
+                        error.atEnd ? "it ends too early, at \(place) (was it cut short?)" : "the error is at \(place)"
+                    throw DesktopError(
+                        "The config file \(filePath) is not valid JSON: \(what); fix it there (`python3 -m json.tool` "
+                            + "shows it too) or remove the file.",
+                        status: .config)
+                }
                 throw DesktopError(
                     "The config file \(filePath) is not a JSON object; fix it or remove it (see `sesame doctor`).",
                     status: .config)

@@ -13,12 +13,22 @@ public struct DoctorLine: Sendable, Equatable {
     public var text: String
     /// What to do, when something is to be done.
     public var fix: String?
+    /// For a problem, the exit status it calls for when it is `sesame doctor`'s first: a wrong
+    /// setting is ``DesktopError/Status/config`` (78); `nil` is a missing service (69).
+    public var status: DesktopError.Status?
 
     /// Creates a line.
-    public init(_ level: Level, _ text: String, fix: String? = nil) {
+    public init(_ level: Level, _ text: String, fix: String? = nil, status: DesktopError.Status? = nil) {
         self.level = level
         self.text = text
         self.fix = fix
+        self.status = status
+    }
+
+    /// A problem: `what`, then `error` as a sentence, with the status a ``DesktopError`` names
+    /// (78 for a wrong setting).
+    public static func problem(_ what: String, _ error: any Error) -> DoctorLine {
+        DoctorLine(.problem, "\(what): \(error.sentence)", status: (error as? DesktopError)?.status)
     }
 }
 

@@ -116,7 +116,12 @@ public struct DesktopBrowserOpener: BrowserOpener {
     }
 
     public func open(_ url: URL) async throws {
-        try await system.open(url)
+        do {
+            try await system.open(url)
+        } catch let error as AuthError where error.loginFailedReason == .noPresenter {
+            // Nowhere to show the address: only the emulator's automatic approval still gets the login through.
+            guard emulatorApproval?.mode == .automatic else { throw error }
+        }
         if let emulatorApproval, system.mode == .printOnly || !system.hasDisplay {
             await emulatorApproval.offer(.dialog(url))
         }

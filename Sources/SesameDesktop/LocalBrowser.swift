@@ -74,10 +74,14 @@ public struct LocalBrowser: Sendable, Hashable {
 
     /// The opener a browser login uses: the system's or the named command, or printing only.
     /// Against the built-in emulator its approval step is offered where no browser opens.
+    /// Messages go to `terminal`; on ``Terminal/silent`` none, and a login whose address could
+    /// only be printed fails at once (`AuthError.noBrowserOpener(provider:)`).
     public func opener(
-        openBrowser: Bool = true, environment: [String: String], emulatorApproval: EmulatorApproval? = nil
+        openBrowser: Bool = true, environment: [String: String], emulatorApproval: EmulatorApproval? = nil,
+        terminal: Terminal = .current()
     ) -> any BrowserOpener {
-        var system = SystemBrowserOpener(mode: .printOnly, environment: environment)
+        var system = SystemBrowserOpener(
+            mode: .printOnly, environment: environment, output: terminal.speaks ? .standardError : nil)
         if openBrowser {
             switch kind {
             case .system: system.mode = .automatic

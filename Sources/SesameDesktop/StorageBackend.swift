@@ -32,6 +32,19 @@ public protocol StorageBackend: Sendable {
     func rateLimitBudget(provider: ProviderID, appID: String, environment: [String: String]) -> (any RateLimitBudget)?
     /// What `sesame doctor` says of the store once opened; none by default.
     func doctorLines(for store: any CredentialStore) async -> [DoctorLine]
+    /// What `sesame doctor` says of this backend on this machine, whether it is in use or not
+    /// (whether it is set up, whether its files are safe); none by default.
+    func doctorLines(environment: [String: String]) -> [DoctorLine]
+    /// The accounts `store` (opened by this backend) holds for `provider`, read without decrypting
+    /// anything or asking for a passphrase, for shell completion; `nil` (the default) reads the
+    /// store's listing instead.
+    func accountNames(in store: any CredentialStore, provider: ProviderID) async -> Set<String>?
+    /// The environment variables it reads and what each means, for the manual page; none by default.
+    var variables: [(name: String, summary: String)] { get }
+    /// What a failure of its store means for a program's exit status, for the kinds it adds to
+    /// `CredentialStoreError` (a wrong key is a setting to fix, ``DesktopError/Status/config``);
+    /// `nil` (the default) for the kinds every store shares.
+    func status(of error: CredentialStoreError) -> DesktopError.Status?
 }
 
 extension StorageBackend {
@@ -44,4 +57,8 @@ extension StorageBackend {
         provider: ProviderID, appID: String, environment: [String: String]
     ) -> (any RateLimitBudget)? { nil }
     public func doctorLines(for store: any CredentialStore) async -> [DoctorLine] { [] }
+    public func doctorLines(environment: [String: String]) -> [DoctorLine] { [] }
+    public func accountNames(in store: any CredentialStore, provider: ProviderID) async -> Set<String>? { nil }
+    public var variables: [(name: String, summary: String)] { [] }
+    public func status(of error: CredentialStoreError) -> DesktopError.Status? { nil }
 }

@@ -29,6 +29,9 @@ public struct Terminal: Sendable, Hashable {
     /// Whether ``say(_:)`` writes to standard error. `false` for ``silent``, what a library app
     /// gets unless it hands in a terminal.
     public var speaks = true
+    /// Whether the terminal shows more than ASCII: `false` under `TERM=dumb` or a locale that is
+    /// not UTF-8 (`LC_ALL`, else `LC_CTYPE`, else `LANG`), where the spinner turns with `|/-\`.
+    public var usesUnicode = true
 
     /// Creates a description of a terminal.
     ///
@@ -59,10 +62,21 @@ public struct Terminal: Sendable, Hashable {
 
     /// The process's own terminal, in `environment`.
     public static func current(environment: [String: String] = ProcessInfo.processInfo.environment) -> Terminal {
-        Terminal(
+        var terminal = Terminal(
             inputIsInteractive: isatty(STDIN_FILENO) == 1, errorIsInteractive: isatty(STDERR_FILENO) == 1,
             usesColor: environment["NO_COLOR"] == nil && environment["TERM"] != "dumb",
             outputIsInteractive: isatty(STDOUT_FILENO) == 1)
+        terminal.usesUnicode = showsUnicode(environment: environment)
+        return terminal
+    }
+
+    /// Whether `environment` describes a terminal that shows more than ASCII: not `TERM=dumb`,
+    /// and a UTF-8 locale (the first of `LC_ALL`, `LC_CTYPE`, `LANG` that is set decides).
+    package static func showsUnicode(environment: [String: String]) -> Bool {
+        guard environment["TERM"] != "dumb" else { return false }
+        let locale = ["LC_ALL", "LC_CTYPE", "LANG"].lazy.compactMap { environment[$0] }.first { !$0.isEmpty } ?? ""
+        let lowered = locale.lowercased()
+        return lowered.contains("utf-8") || lowered.contains("utf8")
     }
 
     /// The same terminal, styling for standard output: its colours follow whether standard output
@@ -122,7 +136,7 @@ public final class Spinner: Sendable {
             terminal.say("\(message)\n")
             return
         }
-        let frames = ["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"]
+        let frames = Self.frames(for: terminal)
         task.withLock {
             $0 = Task.detached {
                 var index = 0
@@ -133,6 +147,12 @@ public final class Spinner: Sendable {
                 }
             }
         }
+    }
+
+    /// What the spinner turns through: Braille dots where the terminal shows Unicode, `|/-\`
+    /// otherwise (``Terminal/usesUnicode``).
+    package static func frames(for terminal: Terminal) -> [String] {
+        terminal.usesUnicode ? ["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"] : ["|", "/", "-", "\\"]
     }
 
     /// Stops spinning and ends the line with `result`.
@@ -168,6 +188,11 @@ public struct TerminalLoginPresenter: DeviceCodePresenter {
         self.providerName = providerName
         self.emulatorApproval = emulatorApproval
     }
+
+    /// Whether the code reaches anyone: `false` on ``Terminal/silent`` (a library app that gave
+    /// no presenter of its own), unless the built-in emulator approves the login by itself; the
+    /// device login then fails at once instead of waiting until the code expires.
+    public var showsCode: Bool { terminal.speaks || emulatorApproval?.mode == .automatic }
 
     public func present(_ authorization: DeviceAuthorization) async {
         terminal.say(

@@ -6,7 +6,7 @@ import Sesame
 /// ```swift
 /// let session = FacebookSession(
 ///     provider: facebook, transport: CurlTransport(), store: keyring,
-///     loginUI: FacebookSession.deviceLogin(provider: facebook, transport: transport))
+///     loginUI: FacebookSession.deviceLogin(provider: facebook, transport: transport, presenter: codeDialog))
 /// let changes = session.stateChanges()   // sessionStateChanged:, subscribed before opening
 /// Task { for await change in changes { render(change) } }
 /// try await session.openActiveSession(readPermissions: ["email"], allowLoginUI: true)
@@ -376,10 +376,10 @@ public final class FacebookSession: ProviderSession {
 
     // MARK: Login flows
 
-    /// Facebook device login with the code shown on a terminal: the default for a terminal app.
+    /// Facebook device login, with the code shown by `presenter` (a GUI app's dialog, or
+    /// `TerminalLoginPresenter` from SesameDesktop on a terminal).
     public static func deviceLogin(
-        provider: FacebookProvider, transport: any HTTPTransport,
-        presenter: any DeviceCodePresenter = TerminalDeviceCodePresenter(providerName: "Facebook"),
+        provider: FacebookProvider, transport: any HTTPTransport, presenter: any DeviceCodePresenter,
         clock: any Clock<Duration> = ContinuousClock()
     ) -> DeviceLoginFlow {
         DeviceLoginFlow(
@@ -387,10 +387,11 @@ public final class FacebookSession: ProviderSession {
             transport: transport, clock: clock)
     }
 
-    /// Browser login with a loopback redirect and PKCE, for apps whose settings allow it.
+    /// Browser login with a loopback redirect and PKCE, for apps whose settings allow it; `opener`
+    /// shows the sign-in page (a GUI app's web view, or `SystemBrowserOpener` from SesameDesktop).
     public static func browserLogin(
         provider: FacebookProvider, transport: any HTTPTransport, receiver: any RedirectReceiver,
-        opener: any BrowserOpener = SystemBrowserOpener()
+        opener: any BrowserOpener
     ) -> BrowserLoginFlow {
         BrowserLoginFlow(
             dialect: FacebookBrowserDialect(provider: provider, transport: transport), receiver: receiver,

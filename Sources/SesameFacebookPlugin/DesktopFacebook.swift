@@ -76,20 +76,13 @@ extension Desktop {
         provider: FacebookProvider, store: any CredentialStore, stateDirectory: URL,
         transport: any HTTPTransport = CurlTransport()
     ) -> DesktopFacebook {
-        var accounts = AccountState(environment: ["HOME": stateDirectory.path])
-        accounts.url = stateDirectory.appendingPathComponent("accounts.json")
-        let browser = LocalBrowser(.system, source: "the app")
+        let setup = DesktopSetup.explicit(store: store, stateDirectory: stateDirectory)
         return DesktopFacebook(
             connection: FacebookConnection(
                 provider: provider, transport: transport, terminal: .silent, emulator: nil, approvalMode: .off,
-                environment: [:],
-                refreshLocking: .directory(stateDirectory.appendingPathComponent("locks", isDirectory: true)),
-                browser: browser),
-            configuration: DesktopConfiguration(
-                storage: Sourced(.memory, source: "the app"), stateDirectory: stateDirectory, browser: browser),
-            storage: StorageSelection(
-                store: store, backend: "the app's store", reason: "given by the app", kind: "app"),
-            accounts: accounts, activeAccount: "default")
+                environment: [:], refreshLocking: setup.explicitRefreshLocking, browser: setup.configuration.browser),
+            configuration: setup.configuration, storage: setup.storage, accounts: setup.accounts,
+            activeAccount: "default")
     }
 }
 

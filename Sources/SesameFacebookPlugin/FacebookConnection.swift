@@ -44,7 +44,8 @@ struct FacebookConnection: ConnectedProvider {
             receiver: browser.receiver(
                 openBrowser: openBrowser, appName: isEmulated ? "Sesame (emulator)" : "Sesame", terminal: terminal,
                 emulatorApproval: approval),
-            opener: browser.opener(openBrowser: openBrowser, environment: environment, emulatorApproval: approval))
+            opener: browser.opener(
+                openBrowser: openBrowser, environment: environment, emulatorApproval: approval, terminal: terminal))
     }
 
     func facebookSession(

@@ -210,7 +210,7 @@ public struct FacebookPlugin: ProviderPlugin {
         do {
             settings = try Settings(request)
         } catch {
-            return [DoctorLine(.problem, "Facebook configuration: \(error.sentence)")]
+            return [.problem("Facebook configuration", error)]
         }
         guard let appID = settings.appID else {
             return [
@@ -247,7 +247,8 @@ extension FacebookPlugin {
         let newest = GraphAPIVersions.newest(at: date).name
         let fix = "pin \(newest) or remove the pin (\(source)) to use \(GraphAPIVersions.tested)"
         guard FacebookProvider.isValidVersion(name) else {
-            return DoctorLine(.problem, "Facebook: '\(name)' (from \(source)) is not a Graph API version.", fix: fix)
+            return DoctorLine(
+                .problem, "Facebook: '\(name)' (from \(source)) is not a Graph API version.", fix: fix, status: .config)
         }
         switch GraphAPIVersions.standing(of: name, at: date) {
         case .available:

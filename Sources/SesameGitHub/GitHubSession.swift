@@ -5,7 +5,7 @@ import Sesame
 ///
 /// ```swift
 /// let session = GitHubSession(provider: github, transport: CurlTransport(), store: keyring,
-///     loginUI: GitHubSession.deviceLogin(provider: github, transport: transport))
+///     loginUI: GitHubSession.deviceLogin(provider: github, transport: transport, presenter: codeDialog))
 /// try await session.open(scopes: ["repo"], allowLoginUI: true)
 /// let me = try await session.client().get("user")
 /// ```
@@ -57,10 +57,10 @@ public struct GitHubSession: ProviderSession {
             }, now: provider.now)
     }
 
-    /// GitHub's device flow on a terminal: the default login for a terminal program.
+    /// GitHub's device flow, with the code shown by `presenter` (a GUI app's dialog, or
+    /// `TerminalLoginPresenter` from SesameDesktop on a terminal).
     public static func deviceLogin(
-        provider: GitHubProvider, transport: any HTTPTransport,
-        presenter: any DeviceCodePresenter = TerminalDeviceCodePresenter(providerName: "GitHub")
+        provider: GitHubProvider, transport: any HTTPTransport, presenter: any DeviceCodePresenter
     ) -> DeviceLoginFlow {
         DeviceLoginFlow(
             dialect: GitHubDeviceDialect(github: provider, transport: transport), presenter: presenter,

@@ -79,3 +79,40 @@ public struct DesktopGitHub: Sendable {
     /// Stops the built-in emulator (writing its state file). Call before exiting.
     public func shutdown() async { await connection.shutdown() }
 }
+
+extension Desktop {
+    /// A GitHub app from explicit values only: reads no environment variable and no config file,
+    /// starts no emulator and writes nothing to standard output or error.
+    ///
+    /// ```swift
+    /// let github = Desktop.github(clientID: "Iv1.0123456789abcdef", store: store, stateDirectory: appSupport)
+    /// let session = github.session(loginUI: github.deviceLogin(presenter: MyCodeDialog()))
+    /// ```
+    ///
+    /// - Parameters:
+    ///   - clientID: the OAuth app's or GitHub App's client id.
+    ///   - host: github.com (the default) or an Enterprise Server.
+    ///   - store: where logins are kept.
+    ///   - stateDirectory: where the refresh locks and the active account are kept.
+    ///   - transport: what sends requests (`CurlTransport` by default).
+    public static func github(
+        clientID: String, host: GitHubHost = .github, store: any CredentialStore, stateDirectory: URL,
+        transport: any HTTPTransport = CurlTransport()
+    ) -> DesktopGitHub {
+        let setup = DesktopSetup.explicit(store: store, stateDirectory: stateDirectory)
+        return DesktopGitHub(
+            connection: GitHubConnection(
+                provider: GitHubProvider(host: host, clientID: clientID), hasClientID: true, transport: transport,
+                terminal: .silent, emulator: nil, approvalMode: .off, environment: [:],
+                refreshLocking: setup.explicitRefreshLocking),
+            storage: setup.storage, accounts: setup.accounts, activeAccount: "default")
+    }
+}
+
+extension DesktopGitHub {
+    /// GitHub's device flow with the app's own presenter, which shows the code and the address
+    /// (a GUI app's dialog). Writes nothing to standard output or error.
+    public func deviceLogin(presenter: any DeviceCodePresenter) -> DeviceLoginFlow {
+        GitHubSession.deviceLogin(provider: provider, transport: transport, presenter: presenter)
+    }
+}

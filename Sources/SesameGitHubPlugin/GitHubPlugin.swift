@@ -213,7 +213,7 @@ public struct GitHubPlugin: ProviderPlugin {
             host = try settings.host()
             _ = try settings.checkedClientID()
         } catch {
-            return [DoctorLine(.problem, "GitHub configuration: \(error.sentence)")]
+            return [.problem("GitHub configuration", error)]
         }
         guard !settings.isEmpty else {
             return [

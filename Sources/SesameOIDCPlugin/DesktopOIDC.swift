@@ -78,3 +78,69 @@ public struct DesktopOIDC: Sendable {
                 refreshLocking: connection.refreshLocking))
     }
 }
+
+extension Desktop {
+    /// An OpenID issuer from explicit values only: `provider` as the app made it
+    /// (`OIDCProvider.discover(_:transport:now:)`, or known endpoints). Reads no environment
+    /// variable and no config file, starts no emulator and writes nothing to standard output or
+    /// error.
+    ///
+    /// ```swift
+    /// let provider = try await OIDCProvider.discover(
+    ///     OIDCConfiguration(issuer: "https://id.example.com", clientID: "desktop"), transport: transport)
+    /// let work = Desktop.oidc(provider: provider, store: store, stateDirectory: appSupport)
+    /// let session = work.session(loginUI: work.browserLogin(opener: MyWebView()))
+    /// ```
+    ///
+    /// - Parameters:
+    ///   - provider: the issuer and the app's client.
+    ///   - store: where logins are kept.
+    ///   - stateDirectory: where the refresh locks and the active account are kept.
+    ///   - transport: what sends requests (`CurlTransport` by default).
+    public static func oidc(
+        provider: OIDCProvider, store: any CredentialStore, stateDirectory: URL,
+        transport: any HTTPTransport = CurlTransport()
+    ) -> DesktopOIDC {
+        let setup = DesktopSetup.explicit(store: store, stateDirectory: stateDirectory)
+        let instance = provider.id.rawValue
+        let settings = OIDCPlugin.Settings(
+            instance: instance, issuer: Sourced(provider.endpoints.issuer, source: "the app"),
+            clientID: Sourced(provider.configuration.clientID, source: "the app"),
+            scopes: provider.configuration.scopes)
+        return DesktopOIDC(
+            connection: OIDCConnection(
+                instance: instance, settings: settings, provider: provider, transport: transport, terminal: .silent,
+                environment: [:], refreshLocking: setup.explicitRefreshLocking, browser: setup.configuration.browser,
+                remembered: OIDCRememberedIssuers(stateDirectory: stateDirectory)),
+            storage: setup.storage, accounts: setup.accounts, activeAccount: "default")
+    }
+}
+
+extension DesktopOIDC {
+    /// Browser login with the app's own presenter: the loopback receiver and PKCE, and `opener`
+    /// (a GUI app's web view, or the system browser it starts itself) shows the address. Writes
+    /// nothing to standard output or error.
+    public func browserLogin(opener: any BrowserOpener) -> OIDCBrowserLogin {
+        OIDCBrowserLogin(
+            oidc: provider, receiver: LoopbackRedirectReceiver(appName: "Sesame"), opener: opener, transport: transport)
+    }
+
+    /// Device login (RFC 8628) with the app's own presenter, which shows the code and the address.
+    /// Writes nothing to standard output or error.
+    ///
+    /// - Throws: `AuthError` when the issuer offers no device login (no
+    ///   `device_authorization_endpoint`): use ``browserLogin(opener:)``.
+    public func deviceLogin(presenter: any DeviceCodePresenter) throws -> DeviceLoginFlow {
+        DeviceLoginFlow(dialect: try OIDCDeviceDialect(oidc: provider), presenter: presenter, transport: transport)
+    }
+}
+
+extension OIDCPlugin.Settings {
+    /// Settings given by the app itself, not resolved from flags, environment or config file.
+    init(instance: String, issuer: Sourced<String>, clientID: Sourced<String>, scopes: [String]) {
+        self.instance = instance
+        self.issuer = issuer
+        self.clientID = clientID
+        self.scopes = scopes
+    }
+}

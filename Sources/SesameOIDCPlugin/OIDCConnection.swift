@@ -64,7 +64,8 @@ struct OIDCConnection: ConnectedProvider {
     func browserLogin(openBrowser: Bool) -> OIDCBrowserLogin {
         OIDCBrowserLogin(
             oidc: provider, receiver: browser.receiver(openBrowser: openBrowser, appName: "Sesame", terminal: terminal),
-            opener: browser.opener(openBrowser: openBrowser, environment: environment), transport: transport)
+            opener: browser.opener(openBrowser: openBrowser, environment: environment, terminal: terminal),
+            transport: transport)
     }
 
     func session(account: String, store: any CredentialStore) -> any AccountSession {

@@ -337,7 +337,7 @@ public struct OIDCPlugin: ProviderPlugin {
         } catch let error as DesktopError where request.instance == "oidc" && error.status == .usage {
             return []
         } catch {
-            return [DoctorLine(.problem, "OpenID issuer '\(request.instance)': \(error.sentence)")]
+            return [.problem("OpenID issuer '\(request.instance)'", error)]
         }
     }
 }

@@ -35,4 +35,51 @@ public struct PassStorage: StorageBackend {
             signingKeys: PassCredentialStore.defaultSigningKeys(environment: environment))
         return (store, "password store \(directory.path) (pass, GnuPG)")
     }
+
+    /// Whether there is an initialised password store, which the `auto` policy uses without a
+    /// keyring; when there is, whether another user could have changed it (which Sesame refuses),
+    /// and whether gpg-agent's secure memory can grow for many decryptions at once.
+    public func doctorLines(environment: [String: String]) -> [DoctorLine] {
+        let directory = PassCredentialStore.defaultDirectory(environment: environment)
+        guard PassCredentialStore.isInitialised(directory) else {
+            return [
+                DoctorLine(
+                    .info, "No initialised password store (pass) at \(directory.path)",
+                    fix: "`pass init KEYID` makes one, which is used when there is no keyring")
+            ]
+        }
+        var lines = [DoctorLine(.ok, "Password store (pass): \(directory.path), initialised.")]
+        let gnupgHome = PassCredentialStore.defaultGnuPGHome(environment: environment)
+        let store = PassCredentialStore(directory: directory, gnupgHome: gnupgHome.path, signingKeys: [])
+        if let problem = store.permissionProblem() {
+            lines.append(DoctorLine(.problem, "Password store (pass): \(problem.message)"))
+        }
+        if !PassCredentialStore.agentExpandsSecureMemory(gnupgHome: gnupgHome) {
+            let file = gnupgHome.appendingPathComponent("gpg-agent.conf").path
+            lines.append(
+                DoctorLine(
+                    .info,
+                    "gpg-agent's secure memory cannot grow (no auto-expand-secmem in \(file)), so when many "
+                        + "processes decrypt at once some may fail with \"Cannot allocate memory\"",
+                    fix: "add the line `auto-expand-secmem` to \(file) and restart the agent (`gpgconf --kill "
+                        + "gpg-agent`)"))
+        }
+        return lines
+    }
+
+    /// The entries' names say the accounts: nothing is decrypted, no passphrase asked.
+    public func accountNames(in store: any CredentialStore, provider: ProviderID) async -> Set<String>? {
+        guard let pass = store as? PassCredentialStore else { return nil }
+        return Set(await pass.storedKeys(provider: provider).map(\.account))
+    }
+
+    public var variables: [(name: String, summary: String)] {
+        [
+            (
+                "PASSWORD_STORE_DIR, GNUPGHOME, PASSWORD_STORE_SIGNING_KEY",
+                "With the pass storage: where the password store is, GnuPG's home, and the keys its .gpg-id "
+                    + "files must be signed by, as for pass."
+            )
+        ]
+    }
 }

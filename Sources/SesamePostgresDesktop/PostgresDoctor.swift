@@ -40,6 +40,31 @@ public struct PostgresStorage: StorageBackend {
         )
     }
 
+    /// A missing, wrong or refused key is a setting to fix (78); tables of a newer Sesame, the
+    /// store being unusable until it is upgraded (69).
+    public func status(of error: CredentialStoreError) -> DesktopError.Status? {
+        switch error.kind {
+        case .invalidKey, .wrongKey, .authenticationFailed: .config
+        case .incompatibleSchema: .unavailable
+        default: nil
+        }
+    }
+
+    public var variables: [(name: String, summary: String)] {
+        [
+            (
+                "SESAME_POSTGRES",
+                "With the postgres storage: a libpq connection string or URI; when unset, libpq's own variables "
+                    + "(PGHOST, PGPORT, PGDATABASE, PGUSER, PGSSLMODE, PGSSLROOTCERT) and ~/.pgpass."
+            ),
+            (
+                "SESAME_POSTGRES_KEY_FILE, SESAME_POSTGRES_KEY",
+                "With the postgres storage: a file holding, or the text of, the keys logins are encrypted with, one "
+                    + "ID:BASE64 line each (openssl rand -base64 32), the current key first."
+            ),
+        ]
+    }
+
     /// PostgreSQL's advisory lock, held by one worker of the fleet at a time.
     public func refreshLocking(environment: [String: String]) -> RefreshLocking {
         .service(PostgresRefreshLock(configuration: .fromEnvironment(environment)))

@@ -14,6 +14,12 @@ struct QuietLibraryTests {
             // Desktop.facebook with the built-in emulator and no terminal (it used to announce
             // the emulator on every run).
             "built-in",
+            // A device login with neither a terminal nor the app's presenter fails at once with an
+            // AuthError saying to supply one (it used to poll silently until the code expired).
+            "no-presenter",
+            // Desktop.oidc(provider:…) and Desktop.github(clientID:…), from explicit values, with the
+            // app's device presenter.
+            "oidc-presenter", "github-presenter",
         ])
     func quiet(_ scenario: String) async throws {
         let home = FileManager.default.temporaryDirectory.appendingPathComponent("sesame-quiet-\(UUID().uuidString)")

@@ -187,10 +187,12 @@ public struct DeviceLoginFlow: LoginUI {
         self.maxConsecutiveFailures = maxConsecutiveFailures
     }
 
-    /// - Throws: ``AuthError`` (``LoginFailedReason/codeExpired``,
+    /// - Throws: ``AuthError`` (``AuthError/noDeviceCodePresenter(provider:)`` at once when the
+    ///   presenter cannot show the code, ``LoginFailedReason/codeExpired``,
     ///   ``LoginFailedReason/userDenied``, a refused start, repeated failures); `CancellationError`
     ///   when the task is cancelled.
     public func logIn(_ request: LoginRequest) async throws -> AccessToken {
+        guard presenter.showsCode else { throw AuthError.noDeviceCodePresenter(provider: dialect.provider) }
         let taxonomy = dialect.errorTaxonomy
         let start = try await LoginHTTP.send(
             try dialect.startRequest(for: request), through: transport, taxonomy: taxonomy)
@@ -239,7 +241,12 @@ public struct DeviceLoginFlow: LoginUI {
                     response = try await LoginHTTP.send(poll, through: transport, taxonomy: taxonomy)
                 }
                 answer = try await dialect.readPoll(response, context: context)
-            } catch let error as AuthError where error.category == .retry && failures + 1 < maxConsecutiveFailures {
+            } catch let error as AuthError
+                where error.category == .retry && !response.isSuccess && failures + 1 < maxConsecutiveFailures
+            {
+                // A failed poll is tried again; an error reading a 2xx answer is not: the code was
+                // used up by it (Facebook's 459 for a checkpointed person, met while the new
+                // token is read), and polling again would only report an expired code.
                 failures += 1
                 wait = context.interval * (1 << failures)
                 await presenter.stillWaiting(authorization, nextPollIn: wait)

@@ -114,6 +114,12 @@ public enum DeviceLoginEnd: Sendable {
 
 /// Shows the person a device login's code and where to enter it, and that the app is waiting.
 public protocol DeviceCodePresenter: Sendable {
+    /// Whether the person will see the code (`true` by default). A presenter that has nowhere to
+    /// show it (a terminal presenter in an app without one) says `false`, and the login then
+    /// fails at once with ``AuthError/noDeviceCodePresenter(provider:)`` instead of waiting
+    /// silently until the code expires.
+    var showsCode: Bool { get }
+
     /// Shows the code and the address. Called once, before the first poll.
     func present(_ authorization: DeviceAuthorization) async
 
@@ -129,6 +135,8 @@ public protocol DeviceCodePresenter: Sendable {
 }
 
 extension DeviceCodePresenter {
+    /// A presenter shows the code unless it says otherwise.
+    public var showsCode: Bool { true }
     /// Shows nothing between polls.
     public func stillWaiting(_ authorization: DeviceAuthorization, nextPollIn: Duration) async {}
     /// Shows nothing at the end.
@@ -144,6 +152,34 @@ extension AuthError {
                 + "again to get a new code.",
             loginFailedReason: .codeExpired,
             recoveryTactic: .retry,
+            provider: provider
+        )
+    }
+
+    /// A device login whose presenter cannot show the code (an app with no terminal that gave
+    /// no presenter of its own): nobody could approve it, so it fails before a code is asked for.
+    public static func noDeviceCodePresenter(provider: ProviderID? = nil) -> AuthError {
+        AuthError(
+            category: .invalid,
+            message: "A device login needs somewhere to show its code, and this app has no terminal and gave no "
+                + "presenter. Pass a DeviceCodePresenter that shows the code (deviceLogin(presenter:)), or log in "
+                + "in the browser with an opener (browserLogin(opener:)).",
+            loginFailedReason: .noPresenter,
+            recoveryTactic: .showMessage,
+            provider: provider
+        )
+    }
+
+    /// A browser login whose opener could neither open a browser nor show the address (an app
+    /// with no terminal and no display that gave no opener of its own).
+    public static func noBrowserOpener(provider: ProviderID? = nil) -> AuthError {
+        AuthError(
+            category: .invalid,
+            message: "A browser login needs a browser or somewhere to show its address, and this app has neither "
+                + "a display nor a terminal and gave no opener. Pass a BrowserOpener (browserLogin(opener:)), or "
+                + "log in by device code with a presenter (deviceLogin(presenter:)).",
+            loginFailedReason: .noPresenter,
+            recoveryTactic: .showMessage,
             provider: provider
         )
     }

@@ -1,11 +1,14 @@
 import Foundation
+import Sesame
 
 /// Opens the system browser with `xdg-open`, or prints the address for the person to open.
 ///
 /// With ``Mode/automatic`` (the default), when there is no graphical display (neither
 /// `DISPLAY` nor `WAYLAND_DISPLAY` is set, as over SSH) or `xdg-open` fails, the address is
 /// printed with a sentence saying why; ``Mode/printOnly`` only prints. Printing goes to
-/// ``output`` (standard error by default, so that standard output stays clean for the program).
+/// ``output`` (standard error by default, so that standard output stays clean for the program);
+/// with no output (an app without a terminal) nothing is printed, and where the address would be
+/// the only way in, opening fails at once with `AuthError.noBrowserOpener(provider:)`.
 public struct SystemBrowserOpener: BrowserOpener {
     /// Whether to try a browser.
     public enum Mode: Sendable, Hashable {
@@ -21,8 +24,8 @@ public struct SystemBrowserOpener: BrowserOpener {
     public var command: [String]
     /// The environment the display is looked for in, and the command runs with.
     public var environment: [String: String]
-    /// Where the address and messages are written.
-    public var output: FileHandle
+    /// Where the address and messages are written; `nil` writes nothing.
+    public var output: FileHandle?
     /// How long to wait for the command to exit before taking it as having worked (some
     /// `xdg-open` set-ups only return when the browser closes).
     public var launchWait: Duration
@@ -36,7 +39,7 @@ public struct SystemBrowserOpener: BrowserOpener {
     /// Creates an opener.
     public init(
         mode: Mode = .automatic, command: [String] = ["xdg-open"],
-        environment: [String: String] = ProcessInfo.processInfo.environment, output: FileHandle = .standardError,
+        environment: [String: String] = ProcessInfo.processInfo.environment, output: FileHandle? = .standardError,
         launchWait: Duration = .seconds(5), clock: any Clock<Duration> = ContinuousClock()
     ) {
         self.mode = mode
@@ -52,30 +55,30 @@ public struct SystemBrowserOpener: BrowserOpener {
         ["DISPLAY", "WAYLAND_DISPLAY"].contains { !(environment[$0] ?? "").isEmpty }
     }
 
-    /// - Throws: ``AuthError`` when the browser command cannot be started or fails at once, with
-    ///   the address to open by hand.
+    /// - Throws: `AuthError.noBrowserOpener(provider:)` when there is no ``output`` and no
+    ///   browser was opened.
     public func open(_ url: URL) async throws {
         switch mode {
         case .printOnly:
-            write("Open this address in a browser to sign in:\n\n    \(url.absoluteString)\n\n")
+            try write("Open this address in a browser to sign in:\n\n    \(url.absoluteString)\n\n")
         case .automatic:
             guard hasDisplay || !requiresDisplay else {
-                write(
+                try write(
                     "No graphical display was found (DISPLAY and WAYLAND_DISPLAY are not set), so no browser was "
                         + "opened. Open this address in a browser to sign in:\n\n    \(url.absoluteString)\n\n")
                 return
             }
             switch await launch(url) {
             case .exited(0), .stillRunning:
-                write(
+                try write(
                     "A browser window was opened to sign in. If none appeared, open this address:\n\n    "
-                        + "\(url.absoluteString)\n\n")
+                        + "\(url.absoluteString)\n\n", onlyWay: false)
             case .exited(let status):
-                write(
+                try write(
                     "\(command.first ?? "The browser command") could not open a browser (exit status \(status)). "
                         + "Open this address in a browser to sign in:\n\n    \(url.absoluteString)\n\n")
             case .launchFailed(let reason):
-                write(
+                try write(
                     "\(command.first ?? "The browser command") could not be run (\(reason)). "
                         + "Open this address in a browser to sign in:\n\n    \(url.absoluteString)\n\n")
             }
@@ -133,63 +136,15 @@ public struct SystemBrowserOpener: BrowserOpener {
         }
     }
 
-    // write(2), never FileHandle.write(_:), which traps when the reader is gone (EPIPE).
-    private func write(_ text: String) { StandardStreams.write(Array(text.utf8), to: output.fileDescriptor) }
-}
-
-/// Shows a device login's code on a terminal and a dot for each poll while it waits.
-///
-/// ```text
-/// To sign in to Facebook, open https://www.facebook.com/device on any device and enter the code
-///
-///     ABCD-EFGH
-///
-/// The code expires in 7 min. Waiting for you to finish...... signed in.
-/// ```
-public struct TerminalDeviceCodePresenter: DeviceCodePresenter {
-    /// Where the text goes (standard error by default, so that standard output stays clean).
-    public var output: FileHandle
-    /// The provider's name for the first sentence ("Facebook"), if any.
-    public var providerName: String?
-
-    /// Creates a presenter.
-    public init(output: FileHandle = .standardError, providerName: String? = nil) {
-        self.output = output
-        self.providerName = providerName
-    }
-
-    public func present(_ authorization: DeviceAuthorization) async {
-        var text =
-            "To sign in\(providerName.map { " to \($0)" } ?? ""), open "
-            + "\(authorization.verificationURL.absoluteString) on any device and enter the code\n\n"
-            + "    \(authorization.userCode)\n\n"
-        if let complete = authorization.verificationURLComplete {
-            text += "(or open \(complete.absoluteString), which carries the code)\n\n"
+    /// Writes `text` to ``output``; with none, a message that is the person's only way to the
+    /// address (anything but "a browser window was opened") is an error instead.
+    ///
+    /// write(2), never FileHandle.write(_:), which traps when the reader is gone (EPIPE).
+    private func write(_ text: String, onlyWay: Bool = true) throws {
+        guard let output else {
+            if onlyWay { throw AuthError.noBrowserOpener() }
+            return
         }
-        text += "The code expires in \(Self.minutes(authorization.expiresIn)). Waiting for you to finish..."
-        write(text)
+        StandardStreams.write(Array(text.utf8), to: output.fileDescriptor)
     }
-
-    public func stillWaiting(_ authorization: DeviceAuthorization, nextPollIn: Duration) async { write(".") }
-
-    public func finished(_ end: DeviceLoginEnd) async {
-        switch end {
-        case .succeeded: write(" signed in.\n")
-        case .cancelled: write(" cancelled.\n")
-        case .failed(let error) where error.category == .userCancelled:
-            write(" the sign-in was declined.\n")
-        case .failed(let error):
-            write(" the sign-in failed: \(error.userMessage ?? error.message)\n")
-        }
-    }
-
-    /// "7 min", "1 min 30 s", "45 s".
-    static func minutes(_ duration: Duration) -> String {
-        let seconds = Int(duration.components.seconds)
-        guard seconds >= 60 else { return "\(seconds) s" }
-        return seconds % 60 == 0 ? "\(seconds / 60) min" : "\(seconds / 60) min \(seconds % 60) s"
-    }
-
-    // write(2), never FileHandle.write(_:), which traps when the reader is gone (EPIPE).
-    private func write(_ text: String) { StandardStreams.write(Array(text.utf8), to: output.fileDescriptor) }
 }
