@@ -16,7 +16,7 @@ import SesamePassDesktop
 import SesamePostgresDesktop
 
 Desktop.bootstrap(
-    [FacebookPlugin(), OIDCPlugin(), GitHubPlugin()],
+    [FacebookPlugin(), OIDCPlugin(), GitHubPlugin()] + OIDCPlugin.presets,
     storage: [PassStorage(), PostgresStorage()],
     emulators: [FacebookEmulatorPlugin(), OIDCEmulatorPlugin(), GitHubEmulatorPlugin()])
 
