@@ -17,6 +17,7 @@ let package = Package(
         .library(name: "SesameFacebook", targets: ["SesameFacebook"]),
         .library(name: "SesameOIDC", targets: ["SesameOIDC"]),
         .library(name: "SesameGitHub", targets: ["SesameGitHub"]),
+        .library(name: "SesamePresets", targets: ["SesamePresets"]),
         .library(name: "SesameKeyring", targets: ["SesameKeyring"]),
         .library(name: "SesamePostgres", targets: ["SesamePostgres"]),
         .library(name: "SesamePass", targets: ["SesamePass"]),
@@ -113,7 +114,7 @@ let package = Package(
             name: "SesameEmulatorTests",
             dependencies: [
                 "SesameEmulator", "SesameFacebookEmulator", "SesameOIDCEmulator", "SesameGitHubEmulator", "Sesame",
-                "SesameCurl", "SesameTestSupport",
+                "SesameCurl", "SesameTestSupport", "SesamePresets",
             ]),
 
         // Error tables as data: the generator (Foundation only, provider-neutral), its
@@ -151,6 +152,8 @@ let package = Package(
         // The GitHub provider: device flow, personal tokens, the REST client with rate-limit pacing.
         // Its error taxonomy is generated from GitHubErrors.json.
         .target(name: "SesameGitHub", dependencies: ["Sesame"], plugins: ["ErrorTableGeneratorPlugin"]),
+        // Plain OAuth 2.0 providers said as data (Dropbox, Slack): descriptions on the core alone.
+        .target(name: "SesamePresets", dependencies: ["Sesame"]),
         // End to end against the emulator's GitHub mode over CurlTransport, plus the error table rows.
         .testTarget(
             name: "SesameGitHubTests",

@@ -1,5 +1,6 @@
 import Foundation
 import Sesame
+import SesamePresets
 import Testing
 
 @testable import SesameEmulator
@@ -371,6 +372,69 @@ struct QuirksTests {
             let reused = await slack.send(.post, "/api/oauth.v2.access", form: form)
             #expect(reused.status == 200)
             #expect(reused.json?["error"]?.stringValue == "invalid_refresh_token")
+        }
+    }
+}
+
+@Suite("The Dropbox and Slack descriptions read what their providers' emulators answer")
+struct PresetDescriptionTests {
+    @Test("dropbox: the error code is the nested .tag, a 429's reason too; the account id is read from the identity")
+    func dropbox() async throws {
+        let described = OAuth2Description.dropbox
+        #expect(described.identity.method == .post)
+        #expect(!described.refreshTokensRotate)
+        #expect(described.authorizationParameters.contains { $0 == ("token_access_type", "offline") })
+        #expect(described.supportedLoginFlows == [.browser])
+        try await QuirkDriver.with(.dropbox) { dropbox in
+            let invalid = await dropbox.send(
+                .post, "/2/users/get_current_account", headers: ["Authorization": "Bearer nope"])
+            #expect(described.errors.code(in: invalid.json) == "invalid_access_token")
+            try await dropbox.emulator.activate(OIDCScenarioSetting(.tooManyRequests, count: 1))
+            let limited = await dropbox.send(
+                .post, "/2/users/get_current_account", headers: ["Authorization": "Bearer nope"])
+            #expect(described.errors.code(in: limited.json) == "too_many_requests")
+            let token = await dropbox.send(
+                .post, "/oauth2/token",
+                form: [
+                    ("grant_type", "refresh_token"), ("refresh_token", "nope"),
+                    ("client_id", OIDCEmulator.defaultClientID),
+                ])
+            #expect(described.errors.code(in: token.json) == "invalid_grant")
+
+            let code = try await dropbox.code(at: "/oauth2/authorize", authorization(scope: "account_info.read"))
+            let access = try #require(
+                await dropbox.send(.post, "/oauth2/token", form: codeGrant(code)).json?["access_token"]?.stringValue)
+            let account = await dropbox.send(
+                .post, "/2/users/get_current_account", headers: ["Authorization": "Bearer " + access])
+            #expect(account.json?[path: described.identity.id]?.stringValue == "dbid:248289761001")
+        }
+    }
+
+    @Test("slack: ok:false on HTTP 200 is a failure with its error; the person's token and id are where it says")
+    func slack() async throws {
+        let described = OAuth2Description.slack
+        #expect(described.tokenAnswerPath == ["authed_user"])
+        #expect(described.scopeParameter == "user_scope")
+        try await QuirkDriver.with(.slack) { slack in
+            let bad = await slack.send(.post, "/api/oauth.v2.access", form: [("code", "nope")])
+            #expect(bad.status == 200)
+            #expect(described.errors.isFailure(bad.json))
+            #expect(described.errors.code(in: bad.json) == "invalid_client_id")
+            let query = [
+                ("client_id", OIDCEmulator.defaultClientID), ("user_scope", "identify"),
+                ("redirect_uri", loopbackRedirect), ("state", "s1"),
+            ]
+            let code = try await slack.code(at: "/oauth/v2/authorize", query)
+            let answer = await slack.send(
+                .post, "/api/oauth.v2.access",
+                form: [
+                    ("code", code), ("redirect_uri", loopbackRedirect), ("client_id", OIDCEmulator.defaultClientID),
+                    ("client_secret", OIDCQuirks.slackClientSecret),
+                ])
+            #expect(!described.errors.isFailure(answer.json))
+            let access = try #require(answer.json?[path: described.tokenAnswerPath + ["access_token"]]?.stringValue)
+            let test = await slack.send(.get, "/api/auth.test", headers: ["Authorization": "Bearer " + access])
+            #expect(test.json?[path: described.identity.id]?.stringValue == "U248289761001")
         }
     }
 }
