@@ -151,7 +151,9 @@ public struct OIDCPlugin: ProviderPlugin {
     static func configured(_ configuration: DesktopConfiguration) throws -> [String: [String: JSONValue]] {
         var issuers: [String: [String: JSONValue]] = [:]
         for (name, value) in try configuration.section("oidc") {
-            guard isValidName(name), !Desktop.providers.contains(where: { $0.name == name }),
+            // A preset's name may still name an issuer here, as before the preset: the preset uses it.
+            let taken = Desktop.providers.contains { $0.name == name && ($0 as? OIDCPlugin)?.preset == nil }
+            guard isValidName(name), !taken,
                 let entry = value.objectValue
             else {
                 throw DesktopError(
@@ -174,7 +176,14 @@ public struct OIDCPlugin: ProviderPlugin {
     public func configSection(
         instance: String, configuration: DesktopConfiguration
     ) throws -> (path: String, section: [String: JSONValue]) {
-        if let preset { return (preset.name, try configuration.section(preset.name)) }
+        if let preset {
+            // Its own object, or the issuer named after it in the oidc object before there was a preset.
+            let own = try configuration.section(preset.name)
+            if own.isEmpty, let named = try Self.configured(configuration)[preset.name] {
+                return ("oidc.\(preset.name)", named)
+            }
+            return (preset.name, own)
+        }
         return ("oidc.\(instance)", instance == name ? [:] : try Self.configured(configuration)[instance] ?? [:])
     }
 
@@ -203,7 +212,7 @@ public struct OIDCPlugin: ProviderPlugin {
 
         init(_ request: ProviderConnectionRequest, plugin: OIDCPlugin = OIDCPlugin()) async throws {
             let instance = request.instance
-            var section = try plugin.configSection(instance: instance, configuration: request.configuration).section
+            var (path, section) = try plugin.configSection(instance: instance, configuration: request.configuration)
             if let old = section[Self.oldClientIDKey], section["client_id"] == nil {
                 // The spelling before every provider's keys were snake_case: still read, with a word.
                 section["client_id"] = old
@@ -213,7 +222,7 @@ public struct OIDCPlugin: ProviderPlugin {
             }
             let remembered = OIDCRememberedIssuers(stateDirectory: request.configuration.stateDirectory).read()[
                 instance]
-            let path = plugin.preset?.name ?? "oidc.\(instance)"
+            if plugin.preset == nil { path = "oidc.\(instance)" }
             let settings = plugin.settings(instance: instance)
             func value(_ index: Int, rememberedKey: String? = nil) throws -> Sourced<String>? {
                 let fallback = rememberedKey.flatMap { remembered?[$0]?.stringValue }.map {
