@@ -54,6 +54,9 @@ public struct OAuth2Description: Sendable {
     /// The authorization request's parameter that carries the scopes: `scope` (RFC 6749 §3.3), or
     /// Slack's `user_scope` for a person's own token.
     public var scopeParameter: String = "scope"
+    /// Whether revocation is a POST with the access token as the bearer token and no body, which
+    /// ends its refresh token too (Dropbox's `/2/auth/token/revoke`), instead of RFC 7009's form.
+    public var revokesWithBearer = false
 
     /// Creates a description; everything after `endpoints` has the plain RFC 6749 default.
     public init(
