@@ -180,7 +180,7 @@ let package = Package(
             dependencies: [
                 "SesameCommandLine", "SesameFacebookPlugin", "SesameOIDCPlugin", "SesameGitHubPlugin",
                 "SesamePassDesktop", "SesamePostgresDesktop", "SesameFacebookEmulatorDesktop",
-                "SesameOIDCEmulatorDesktop", "SesameGitHubEmulatorDesktop",
+                "SesameOIDCEmulatorDesktop", "SesameGitHubEmulatorDesktop", "SesamePresets",
             ]),
         // Container tools' credential helper: a thin executable over SesameCommandLine, with the
         // same providers as `sesame`.
@@ -189,7 +189,7 @@ let package = Package(
             dependencies: [
                 "SesameCommandLine", "SesameFacebookPlugin", "SesameOIDCPlugin", "SesameGitHubPlugin",
                 "SesamePassDesktop", "SesamePostgresDesktop", "SesameFacebookEmulatorDesktop",
-                "SesameOIDCEmulatorDesktop", "SesameGitHubEmulatorDesktop",
+                "SesameOIDCEmulatorDesktop", "SesameGitHubEmulatorDesktop", "SesamePresets",
             ]),
         .testTarget(
             name: "SesameCommandLineTests",

@@ -28,8 +28,10 @@ extension OAuth2Description {
             identity: .identityRequest(id: ["account_id"], login: ["email"], name: ["name", "display_name"]),
             errors: OAuth2ErrorFormat(
                 codePaths: [["error", ".tag"], ["error", "reason", ".tag"], ["error"]],
-                descriptionPaths: [["error_summary"], ["error_description"]]))
+                descriptionPaths: [["error_summary"], ["error_description"]]),
+            errorRows: .dropbox)
         dropbox.identity.method = .post
+        dropbox.revokesWithBearer = true
         return dropbox
     }()
 
@@ -55,7 +57,8 @@ extension OAuth2Description {
                 identity: URL(string: "https://slack.com/api/auth.test")!),
             clientAuthenticationMethod: .clientSecretBasic, defaultScopes: ["identify"], scopeSeparator: ",",
             identity: .identityRequest(id: ["user_id"], login: ["user"], name: nil),
-            errors: OAuth2ErrorFormat(codePaths: [["error"]], descriptionPaths: [], successFlag: ["ok"]))
+            errors: OAuth2ErrorFormat(codePaths: [["error"]], descriptionPaths: [], successFlag: ["ok"]),
+            errorRows: .slack)
         slack.tokenAnswerPath = ["authed_user"]
         slack.scopeParameter = "user_scope"
         return slack
@@ -63,4 +66,66 @@ extension OAuth2Description {
 
     /// The plain OAuth 2.0 presets Sesame ships: Dropbox and Slack.
     public static let presets: [OAuth2Description] = [.dropbox, .slack]
+}
+
+extension ErrorRuleTable {
+    /// A row for `errors` that asks the person to sign in again (the token is refused).
+    static func signInAgain(_ id: String, _ errors: [String], _ meaning: String, source: String) -> ErrorRule {
+        ErrorRule(
+            id: id, match: ErrorRuleMatch(error: errors), category: .authenticationReopenSession,
+            recoveryTactic: .reauthenticate, shouldNotifyUser: false, closesSession: false, meaning: meaning,
+            source: source)
+    }
+
+    /// A row for `errors` that is the app's configuration, told to the person.
+    static func misconfigured(_ id: String, _ errors: [String], _ message: String, source: String) -> ErrorRule {
+        ErrorRule(
+            id: id, match: ErrorRuleMatch(error: errors), category: .invalid, recoveryTactic: .showMessage,
+            shouldNotifyUser: true, closesSession: false, userMessage: message, meaning: message, source: source)
+    }
+
+    /// A row for a rate limit: wait as the provider says, then try again.
+    static func slowDown(_ id: String, _ errors: [String], source: String) -> ErrorRule {
+        ErrorRule(
+            id: id, match: ErrorRuleMatch(error: errors), category: .throttling, recoveryTactic: .retryAfterBackoff,
+            shouldNotifyUser: false, closesSession: false,
+            meaning: "Too many requests: wait as long as Retry-After says, then try again.", source: source)
+    }
+
+    /// Dropbox's own rows, on the base rows
+    /// (https://www.dropbox.com/developers/documentation/http/documentation#error-handling).
+    public static let dropbox = ErrorRuleTable(
+        name: "DropboxErrors",
+        rules: [
+            signInAgain(
+                "dropbox-token", ["expired_access_token", "invalid_access_token", "user_suspended"],
+                "Dropbox refused the access token (expired, revoked or the account suspended); renew it or sign in "
+                    + "again.", source: "Dropbox HTTP API, AuthError"),
+            slowDown(
+                "dropbox-rate-limit", ["too_many_requests", "too_many_write_operations"], source: "RateLimitReason"),
+        ], extending: .base)
+
+    /// Slack's own rows, on the base rows: its errors come as `"ok": false` on HTTP 200
+    /// (https://docs.slack.dev/reference/methods/oauth.v2.access, .../auth.test).
+    public static let slack = ErrorRuleTable(
+        name: "SlackErrors",
+        rules: [
+            signInAgain(
+                "slack-token",
+                [
+                    "invalid_auth", "not_authed", "token_expired", "token_revoked", "account_inactive",
+                    "invalid_refresh_token",
+                ],
+                "Slack refused the token (invalid, expired or revoked); renew it or sign in again.",
+                source: "auth.test, oauth.v2.access"),
+            misconfigured(
+                "slack-code",
+                ["invalid_code", "code_already_used", "bad_redirect_uri", "oauth_authorization_url_mismatch"],
+                "Slack refused the sign-in's code; sign in again.", source: "oauth.v2.access"),
+            misconfigured(
+                "slack-client", ["invalid_client_id", "bad_client_secret"],
+                "Slack does not know this app's client id and secret; check the slack settings.",
+                source: "oauth.v2.access"),
+            slowDown("slack-rate-limit", ["ratelimited"], source: "Web API rate limits"),
+        ], extending: .base)
 }

@@ -9,7 +9,7 @@ import Testing
 /// answering as that provider documents it (`OIDCEmulator(quirks:)`): login, status, token renewed
 /// once after expiry, logout with revocation where the provider revokes, and the quirk that makes
 /// each preset what it is.
-@Suite("sesame with the Google, Microsoft and GitLab presets, as a process", .serialized)
+@Suite("sesame with the presets (Google, Microsoft, GitLab, Dropbox, Slack), as a process", .serialized)
 struct PresetProcessTests {
     init() { TestProviders.bootstrap() }
 
@@ -194,6 +194,85 @@ struct PresetProcessTests {
             #expect(logout.status == 0, "\(logout.standardError)")
             #expect(emulator.revokedCount >= 1)
             #expect(emulator.requestCount(path: "/oauth/revoke") >= 1)
+        }
+    }
+
+    /// What `sesame` needs in its environment to reach `root` as `name`'s provider: each endpoint
+    /// moved to the emulator, and the client.
+    static func endpoints(_ name: String, root: String, _ paths: [String: String]) -> [String: String] {
+        var environment = ["SESAME_\(name.uppercased())_CLIENT_ID": OIDCEmulator.defaultClientID]
+        for (endpoint, path) in paths { environment["SESAME_\(name.uppercased())_\(endpoint)_URL"] = root + path }
+        return environment
+    }
+
+    @Test(
+        "dropbox: a browser login asking token_access_type=offline, the account from POST get_current_account, one renewal that keeps the refresh token, logout --revoke with the bearer token"
+    )
+    func dropbox() async throws {
+        try await Self.withEmulator(.dropbox) { emulator, root in
+            let cli = try CLIHarness()
+            let environment = Self.endpoints(
+                "dropbox", root: root,
+                [
+                    "AUTHORIZATION": "/oauth2/authorize", "TOKEN": "/oauth2/token",
+                    "REVOCATION": "/2/auth/token/revoke",
+                    "IDENTITY": "/2/users/get_current_account",
+                ])
+            let (login, opened) = try await Self.browserLogin(cli, ["dropbox"], root: root, environment: environment)
+            #expect(login.status == 0, "\(login.standardError)")
+            #expect(Self.query(opened)["token_access_type"] == "offline")
+            #expect(Self.query(opened)["code_challenge_method"] == "S256")
+            let stored = try #require(try await cli.store.list(provider: nil).first)
+            #expect(stored.token.userID == "dbid:248289761001")
+            #expect(stored.token.refreshToken != nil)
+            #expect(emulator.requestCount(path: "/2/users/get_current_account") >= 1)
+            #expect(try await Self.status(cli, "dropbox", environment: environment) != nil)
+
+            try await Self.expectRenewedOnce(cli, emulator, "dropbox", lifetime: 14_400, environment: environment)
+            #expect(try await cli.store.list(provider: nil).first?.token.refreshToken == stored.token.refreshToken)
+
+            let tokens = try await cli.storedTokens()
+            let logout = try await cli.run("sesame", ["logout", "dropbox", "--revoke"], environment: environment)
+            #expect(logout.status == 0, "\(logout.standardError)")
+            #expect(emulator.requestCount(path: "/2/auth/token/revoke") == 1)
+            #expect(emulator.revokedCount >= 1)
+            cli.expectNoTokenLeaks(tokens)
+        }
+    }
+
+    @Test(
+        "slack: the person's token from authed_user, auth.test, one rotating renewal; a refused refresh, ok:false on HTTP 200, asks to sign in again"
+    )
+    func slack() async throws {
+        try await Self.withEmulator(.slack) { emulator, root in
+            let cli = try CLIHarness()
+            var environment = Self.endpoints(
+                "slack", root: root,
+                [
+                    "AUTHORIZATION": "/oauth/v2/authorize", "TOKEN": "/api/oauth.v2.access",
+                    "REVOCATION": "/api/auth.revoke", "IDENTITY": "/api/auth.test",
+                ])
+            environment["SESAME_SLACK_CLIENT_SECRET"] = OIDCQuirks.slackClientSecret
+            let (login, opened) = try await Self.browserLogin(cli, ["slack"], root: root, environment: environment)
+            #expect(login.status == 0, "\(login.standardError)")
+            #expect(Self.query(opened)["user_scope"] == "identify")
+            #expect(Self.query(opened)["scope"] == nil)
+            let stored = try #require(try await cli.store.list(provider: nil).first)
+            #expect(stored.token.userID == "U248289761001")
+            #expect(stored.token.refreshToken != nil)
+            #expect(try await Self.status(cli, "slack", environment: environment) != nil)
+
+            try await Self.expectRenewedOnce(cli, emulator, "slack", lifetime: 43_200, environment: environment)
+            #expect(try await cli.store.list(provider: nil).first?.token.refreshToken != stored.token.refreshToken)
+
+            // The grant revoked at Slack: the refresh answers HTTP 200 with "ok": false.
+            await emulator.revokeGrants()
+            try await cli.age(by: 43_200 + 60)
+            let refused = try await cli.run("sesame", ["token", "slack"], environment: environment)
+            #expect(refused.status != 0)
+            #expect(refused.standardOutput.isEmpty)
+            #expect(refused.standardError.contains("invalid_refresh_token"), "\(refused.standardError)")
+            #expect(refused.standardError.contains("sign in again"), "\(refused.standardError)")
         }
     }
 }
