@@ -52,6 +52,9 @@ public struct OIDCPreset: Sendable {
     public var clientSecretIsPublic: Bool
     /// One line for the providers list.
     public var summary: String
+    /// Whether the provider's desktop clients may log in with the device flow its discovery
+    /// lists (Google's may not: its device flow is for another client type).
+    public var deviceLogin = true
 
     /// Creates a preset.
     public init(
@@ -126,12 +129,18 @@ extension OIDCPreset {
     // tokens do not rotate. Issuer https://accounts.google.com, discovery at
     // https://accounts.google.com/.well-known/openid-configuration (revocation
     // https://oauth2.googleapis.com/revoke, device https://oauth2.googleapis.com/device/code).
+    // Its device flow (https://developers.google.com/identity/protocols/oauth2/limited-input-device)
+    // is for clients of the "TVs and Limited Input devices" type, not Desktop apps: browser only.
     /// Google: its desktop client's public secret, offline access with consent asked each login.
-    public static let google = OIDCPreset(
-        name: "google", displayName: "Google", issuer: "https://accounts.google.com",
-        scopes: ["openid", "email", "profile"],
-        authorizationParameters: [("access_type", "offline"), ("prompt", "consent")], clientSecretIsPublic: true,
-        summary: "Google (OpenID Connect: browser with PKCE; a Desktop app's client id and its public secret).")
+    public static let google: OIDCPreset = {
+        var google = OIDCPreset(
+            name: "google", displayName: "Google", issuer: "https://accounts.google.com",
+            scopes: ["openid", "email", "profile"],
+            authorizationParameters: [("access_type", "offline"), ("prompt", "consent")], clientSecretIsPublic: true,
+            summary: "Google (OpenID Connect: browser with PKCE; a Desktop app's client id and its public secret).")
+        google.deviceLogin = false
+        return google
+    }()
 
     // Microsoft identity platform, "OpenID Connect on the Microsoft identity platform"
     // (https://learn.microsoft.com/entra/identity-platform/v2-protocols-oidc): authority

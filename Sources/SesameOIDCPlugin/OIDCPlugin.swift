@@ -41,7 +41,7 @@ public struct OIDCPlugin: ProviderPlugin {
             ?? "Any OpenID Connect provider by issuer URL and client id (device login or browser with PKCE); "
             + "name several in the config file's \"oidc\" object to use them side by side."
     }
-    public var loginFlows: Set<LoginFlowKind> { [.device, .browser] }
+    public var loginFlows: Set<LoginFlowKind> { preset?.deviceLogin == false ? [.browser] : [.device, .browser] }
     public var errorTaxonomy: any ErrorTaxonomy { OIDCErrorTaxonomy(provider: .oidc) }
     public var errorTable: ErrorRuleTable? { OIDCErrorTaxonomy.table }
 
@@ -318,7 +318,10 @@ public struct OIDCPlugin: ProviderPlugin {
             }
         }
         let discovered = configuration.endpoints == nil
-        let provider = try await OIDCProvider.discover(configuration, transport: request.transport)
+        var provider = try await OIDCProvider.discover(configuration, transport: request.transport)
+        // A preset whose desktop clients cannot use the issuer's device login (Google's) logs in
+        // with the browser.
+        if preset?.deviceLogin == false { provider.endpoints.deviceAuthorizationEndpoint = nil }
         if discovered {
             let endpoints = provider.endpoints
             try? await onOwnThread { try cache.remember(endpoints, at: Date()) }

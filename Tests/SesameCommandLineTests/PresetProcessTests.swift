@@ -110,6 +110,13 @@ struct PresetProcessTests {
         try await Self.withEmulator(.google) { emulator, root in
             let cli = try CLIHarness()
             let secret = ["SESAME_GOOGLE_CLIENT_SECRET": OIDCQuirks.googleDesktopClientSecret]
+            // Google lists a device flow, but not for Desktop apps: the preset logs in with the browser.
+            let device = try await cli.run(
+                "sesame",
+                ["login", "google", "--device", "--issuer", root, "--client-id", OIDCEmulator.defaultClientID],
+                environment: secret)
+            #expect(device.status != 0)
+            #expect(device.standardError.contains("--web"), "\(device.standardError)")
             // Without the secret, Google refuses the code; the login fails and says so.
             let (refused, _) = try await Self.browserLogin(
                 cli, ["google", "--issuer", root, "--client-id", OIDCEmulator.defaultClientID], root: root)
