@@ -389,10 +389,14 @@ struct PresetDescriptionTests {
             let invalid = await dropbox.send(
                 .post, "/2/users/get_current_account", headers: ["Authorization": "Bearer nope"])
             #expect(described.errors.code(in: invalid.json) == "invalid_access_token")
+            let taxonomy = OAuth2ErrorTaxonomy(described)
+            #expect(taxonomy.classify(invalid).category == .authenticationReopenSession)
             try await dropbox.emulator.activate(OIDCScenarioSetting(.tooManyRequests, count: 1))
             let limited = await dropbox.send(
                 .post, "/2/users/get_current_account", headers: ["Authorization": "Bearer nope"])
             #expect(described.errors.code(in: limited.json) == "too_many_requests")
+            #expect(taxonomy.classify(limited).category == .throttling)
+            #expect(taxonomy.classify(limited).retryAfter != nil)
             let token = await dropbox.send(
                 .post, "/oauth2/token",
                 form: [
@@ -420,6 +424,11 @@ struct PresetDescriptionTests {
             #expect(bad.status == 200)
             #expect(described.errors.isFailure(bad.json))
             #expect(described.errors.code(in: bad.json) == "invalid_client_id")
+            let taxonomy = OAuth2ErrorTaxonomy(described)
+            #expect(taxonomy.classify(bad).category == .invalid)
+            let refused = await slack.send(.get, "/api/auth.test", headers: ["Authorization": "Bearer nope"])
+            #expect(refused.status == 200)
+            #expect(taxonomy.classify(refused).category == .authenticationReopenSession)
             let query = [
                 ("client_id", OIDCEmulator.defaultClientID), ("user_scope", "identify"),
                 ("redirect_uri", loopbackRedirect), ("state", "s1"),
