@@ -17,6 +17,7 @@ let package = Package(
         .library(name: "SesameFacebook", targets: ["SesameFacebook"]),
         .library(name: "SesameOIDC", targets: ["SesameOIDC"]),
         .library(name: "SesameGitHub", targets: ["SesameGitHub"]),
+        .library(name: "SesamePresets", targets: ["SesamePresets"]),
         .library(name: "SesameKeyring", targets: ["SesameKeyring"]),
         .library(name: "SesamePostgres", targets: ["SesamePostgres"]),
         .library(name: "SesamePass", targets: ["SesamePass"]),
@@ -116,7 +117,7 @@ let package = Package(
             name: "SesameEmulatorTests",
             dependencies: [
                 "SesameEmulator", "SesameFacebookEmulator", "SesameOIDCEmulator", "SesameGitHubEmulator", "Sesame",
-                "SesameCurl", "SesameTestSupport",
+                "SesameCurl", "SesameTestSupport", "SesamePresets",
             ]),
 
         // Error tables as data: the generator (Foundation only, provider-neutral), its
@@ -154,6 +155,8 @@ let package = Package(
         // The GitHub provider: device flow, personal tokens, the REST client with rate-limit pacing.
         // Its error taxonomy is generated from GitHubErrors.json.
         .target(name: "SesameGitHub", dependencies: ["Sesame"], plugins: ["ErrorTableGeneratorPlugin"]),
+        // Plain OAuth 2.0 providers said as data (Dropbox, Slack): descriptions on the core alone.
+        .target(name: "SesamePresets", dependencies: ["Sesame"]),
         // End to end against the emulator's GitHub mode over CurlTransport, plus the error table rows.
         .testTarget(
             name: "SesameGitHubTests",
@@ -175,7 +178,7 @@ let package = Package(
             dependencies: [
                 "SesameCommandLine", "SesameFacebookPlugin", "SesameOIDCPlugin", "SesameGitHubPlugin",
                 "SesamePassDesktop", "SesamePostgresDesktop", "SesameFacebookEmulatorDesktop",
-                "SesameOIDCEmulatorDesktop", "SesameGitHubEmulatorDesktop",
+                "SesameOIDCEmulatorDesktop", "SesameGitHubEmulatorDesktop", "SesamePresets",
             ]),
         // Container tools' credential helper: a thin executable over SesameCommandLine, with the
         // same providers as `sesame`.
@@ -184,7 +187,7 @@ let package = Package(
             dependencies: [
                 "SesameCommandLine", "SesameFacebookPlugin", "SesameOIDCPlugin", "SesameGitHubPlugin",
                 "SesamePassDesktop", "SesamePostgresDesktop", "SesameFacebookEmulatorDesktop",
-                "SesameOIDCEmulatorDesktop", "SesameGitHubEmulatorDesktop",
+                "SesameOIDCEmulatorDesktop", "SesameGitHubEmulatorDesktop", "SesamePresets",
             ]),
         .testTarget(
             name: "SesameCommandLineTests",

@@ -132,8 +132,9 @@ public struct IDTokenValidator: Sendable {
         }
         let claims = jwt.claims
         let iss = claims["iss"]?.stringValue
-        guard iss == issuer else {
-            throw IDTokenError(check: .issuer, detail: "iss is '\(iss ?? "missing")', expected '\(issuer)'")
+        let expected = try Self.expectedIssuer(issuer, tenant: claims["tid"])
+        guard iss == expected else {
+            throw IDTokenError(check: .issuer, detail: "iss is '\(iss ?? "missing")', expected '\(expected)'")
         }
         let audiences: [String] =
             claims["aud"]?.stringValue.map { [$0] } ?? claims["aud"]?.arrayValue?.compactMap(\.stringValue) ?? []
@@ -181,9 +182,60 @@ public struct IDTokenValidator: Sendable {
             throw IDTokenError.malformed("it has no sub claim")
         }
         return IDTokenClaims(
-            issuer: issuer, subject: subject, audiences: audiences, expiresAt: expiresAt, issuedAt: issuedAt,
+            issuer: expected, subject: subject, audiences: audiences, expiresAt: expiresAt, issuedAt: issuedAt,
             nonce: tokenNonce, authorizedParty: azp, email: claims["email"]?.stringValue,
             name: claims["name"]?.stringValue, raw: claims)
+    }
+}
+
+extension IDTokenValidator {
+    /// What Microsoft Entra ID's multi-tenant discovery documents (`common`, `organizations`)
+    /// put in their issuer where the tenant goes: `https://login.microsoftonline.com/{tenantid}/v2.0`
+    /// (https://login.microsoftonline.com/common/v2.0/.well-known/openid-configuration). Each ID
+    /// token names its own tenant in `iss` and in `tid`.
+    public static let tenantPlaceholder = "{tenantid}"
+
+    /// The issuer a token must name exactly: `issuer`, or, when `issuer` is a template with
+    /// ``tenantPlaceholder``, the template with the token's `tid` in its place. The template is
+    /// never a pattern: a token with no `tid`, or one that is not a tenant id (a GUID or a domain
+    /// name), is refused, and `iss` is then compared exactly.
+    ///
+    /// - Throws: ``IDTokenError`` with the `issuer` check when the issuer is a template and `tid`
+    ///   is missing or not a tenant id.
+    public static func expectedIssuer(_ issuer: String, tenant: JSONValue?) throws -> String {
+        guard issuer.contains(tenantPlaceholder) else { return issuer }
+        guard let tid = tenant?.stringValue, isTenantID(tid) else {
+            throw IDTokenError(
+                check: .issuer,
+                detail:
+                    "the issuer is the template '\(issuer)' and the token's tid is \(tenant?.stringValue.map { "'\($0)'" } ?? "missing"), "
+                    + "not a tenant id to put in it")
+        }
+        return issuer.replacingOccurrences(of: tenantPlaceholder, with: tid)
+    }
+
+    /// Whether a discovered `template` issuer (with ``tenantPlaceholder``) is the issuer of the
+    /// configured `issuer`: the same text with the placeholder standing for one path segment (the
+    /// `common` of `https://login.microsoftonline.com/common/v2.0`). Discovery §4.3 wants the
+    /// discovered issuer to be the configured one; a multi-tenant Microsoft authority answers
+    /// this template instead, and ID tokens are then checked against their own tenant.
+    public static func issuerTemplate(_ template: String, matches issuer: String) -> Bool {
+        let parts = template.components(separatedBy: tenantPlaceholder)
+        guard parts.count == 2, issuer.hasPrefix(parts[0]), issuer.hasSuffix(parts[1]),
+            issuer.count > parts[0].count + parts[1].count
+        else { return false }
+        let segment = issuer.dropFirst(parts[0].count).dropLast(parts[1].count)
+        return isTenantID(String(segment)) || ["common", "organizations", "consumers"].contains(segment)
+    }
+
+    /// A tenant id as Microsoft writes one: a GUID, or a domain name such as
+    /// `contoso.onmicrosoft.com`; nothing that could change the rest of a URL.
+    static func isTenantID(_ text: String) -> Bool {
+        !text.isEmpty && text.count <= 253 && !text.hasPrefix(".")
+            && text.unicodeScalars.allSatisfy {
+                ("a"..."z").contains($0) || ("A"..."Z").contains($0) || ("0"..."9").contains($0) || $0 == "-"
+                    || $0 == "."
+            } && !text.contains("..")
     }
 }
 

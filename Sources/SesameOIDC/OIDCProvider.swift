@@ -145,7 +145,8 @@ public struct OIDCEndpoints: Sendable, Hashable {
         }
         guard response.isSuccess else { throw taxonomy.classify(response) }
         var endpoints = try OIDCEndpoints(discoveryDocument: response.json, provider: provider)
-        guard endpoints.issuer == issuer else {
+        // A multi-tenant Microsoft authority answers a template; ID tokens are checked against it.
+        guard endpoints.issuer == issuer || IDTokenValidator.issuerTemplate(endpoints.issuer, matches: issuer) else {
             throw OIDCConfigurationError.discovery(
                 "its issuer is '\(endpoints.issuer)', not '\(issuer)' as configured", provider: provider)
         }

@@ -150,7 +150,8 @@ public final class OIDCSession: ProviderSession {
                 if let refresh = token.refreshToken {
                     try await revokeToken(refresh, hint: "refresh_token", endpoint: endpoint)
                 }
-                try await revokeToken(token.tokenString, hint: "access_token", endpoint: endpoint)
+                try await revokeToken(
+                    token.tokenString, hint: "access_token", endpoint: endpoint, grantEnded: token.refreshToken != nil)
             } catch {
                 failure = error
             }
@@ -160,9 +161,13 @@ public final class OIDCSession: ProviderSession {
         if let failure { throw failure }
     }
 
-    private func revokeToken(_ value: String, hint: String, endpoint: URL) async throws {
+    /// Revokes `value`. `grantEnded`: its grant's refresh token was just revoked, which at Google
+    /// ends the access token too, and Google then answers 400 `invalid_token` for it
+    /// (https://developers.google.com/identity/protocols/oauth2/native-app#tokenrevoke): gone, as asked.
+    private func revokeToken(_ value: String, hint: String, endpoint: URL, grantEnded: Bool = false) async throws {
         let response = try await send(
             try provider.formRequest(endpoint, [("token", value), ("token_type_hint", hint)]))
+        if grantEnded, response.status == 400, response.json?["error"]?.stringValue == "invalid_token" { return }
         // RFC 7009 §2.2: 200 whether or not the token was valid.
         guard response.isSuccess else { throw provider.taxonomy.classify(response) }
     }

@@ -35,6 +35,8 @@ public enum OIDCScenario: String, Sendable, Hashable, CaseIterable, Codable {
     /// Device grant answers carry no ID token, as django-oauth-toolkit's do (until cleared, or
     /// `count` answers).
     case deviceNoIDToken = "device-no-id-token"
+    /// Under Microsoft's quirks, the next ID token's `tid` names another tenant than its `iss`.
+    case wrongTenant = "id-token-wrong-tid"
 }
 
 /// Where the emulator lists its revocation endpoint (RFC 7009).

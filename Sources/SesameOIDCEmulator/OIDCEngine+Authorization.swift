@@ -77,15 +77,17 @@ extension OIDCEngine {
                 status: 400)
         }
         let issuer = state.issuer
+        let sendsIssuer = Self.sendsIssuerInRedirect(state)
         func fail(_ error: String, _ description: String) -> Reply {
             var items = [("error", error), ("error_description", description)]
             if let state = request["state"] { items.append(("state", state)) }
-            items.append(("iss", issuer))
+            if sendsIssuer { items.append(("iss", issuer)) }
             return Reply.redirect(OAuth.appendingQuery(items, to: url).absoluteString)
         }
         guard request["response_type"] == "code" else { return fail("unsupported_response_type", "Only code.") }
         let scope = request["scope"] ?? ""
-        guard scope.split(separator: " ").contains("openid") else {
+        // Dropbox and Slack are not OpenID issuers: their scopes need no openid.
+        guard scope.split(separator: " ").contains("openid") || !(state.quirks?.isOpenIDIssuer ?? true) else {
             return fail("invalid_scope", "openid is required.")
         }
         let challenge = request["code_challenge"]
@@ -94,9 +96,10 @@ extension OIDCEngine {
                 return fail("invalid_request", "Public clients must send a PKCE S256 code_challenge.")
             }
         }
-        let pending = Pending(
+        var pending = Pending(
             clientID: clientID, redirectURI: redirect, state: request["state"], nonce: request["nonce"], scope: scope,
             challenge: challenge)
+        pending.parameters = Dictionary(request.parameters, uniquingKeysWith: { first, _ in first })
         let prompts = Set((request["prompt"] ?? "").split(separator: " ").map(String.init))
         if prompts.contains("none") {
             // Core §3.1.2.1: no page may be shown. The emulator keeps no browser session, so a
@@ -193,7 +196,7 @@ extension OIDCEngine {
     /// response carry (unless a scenario drops or changes it).
     func issuerRedirect(_ url: URL, _ items: [(String, String)], _ state: inout State) -> Reply {
         var items = items
-        if consume(.redirectNoIssuer, &state) == nil {
+        if consume(.redirectNoIssuer, &state) == nil, Self.sendsIssuerInRedirect(state) {
             let wrong = consume(.redirectWrongIssuer, &state) != nil
             items.append(("iss", wrong ? "https://another-issuer.example" : state.issuer))
         }

@@ -207,6 +207,7 @@ extension OIDCEngine {
         if consume(.expiredIDToken, &state) != nil { expiresAt = issuedAt.addingTimeInterval(-3600) }
         if consume(.wrongNonce, &state) != nil { claims["nonce"] = .string("not-the-nonce-you-sent") }
         claims["exp"] = Self.epochSeconds(expiresAt)
+        quirkClaims(&claims, of: person, &state)
         // The unknown-key scenario's key was made when it was activated; a key the emulator
         // publishes under a kid it never published would do, if that key were missing.
         let unknownKey = consume(.unknownKey, &state) != nil

@@ -9,6 +9,8 @@ final class OIDCEngine: LoopbackEngine {
         var sub: String
         var name: String
         var email: String
+        /// The person's Microsoft tenant (`tid`), under Microsoft's quirks.
+        var tenant: String?
     }
     struct Pending: Sendable {
         var clientID: String
@@ -17,6 +19,9 @@ final class OIDCEngine: LoopbackEngine {
         var nonce: String?
         var scope: String
         var challenge: String?
+        /// The authorization request's parameters, for what a provider's quirks read at the
+        /// token endpoint (Google's `access_type`, Dropbox's `token_access_type`).
+        var parameters: [String: String] = [:]
     }
     struct Code: Sendable {
         var pending: Pending
@@ -76,6 +81,11 @@ final class OIDCEngine: LoopbackEngine {
         var nextKeyNumber = 2
         /// The scopes each person consented to, per client (`"client sub"`), for `prompt=none`.
         var consents: [String: Set<String>] = [:]
+        /// The provider whose documented behaviour the emulator reproduces (OIDCEngine+Quirks).
+        var quirks: OIDCQuirks?
+        /// The people and clients Google gave a refresh token, `"client sub"`: Google gives one
+        /// again only with `prompt=consent`.
+        var offlineGrants: Set<String> = []
     }
 
     let algorithm: SignatureAlgorithm
@@ -142,7 +152,7 @@ final class OIDCEngine: LoopbackEngine {
         let fresh = Self.needsKey(setting.scenario) ? try await SignatureSigningKey.generated(algorithm) : nil
         let oneShot: Set<OIDCScenario> = [
             .badSignature, .wrongIssuer, .wrongAudience, .expiredIDToken, .wrongNonce, .unknownKey, .refreshRevoked,
-            .redirectWrongIssuer, .redirectNoIssuer,
+            .redirectWrongIssuer, .redirectNoIssuer, .wrongTenant,
         ]
         let remaining = setting.count ?? (oneShot.contains(setting.scenario) ? 1 : nil)
         locked { state in Self.activate(setting, key: fresh, remaining: remaining, &state) }
@@ -218,6 +228,7 @@ final class OIDCEngine: LoopbackEngine {
     }
 
     func route(_ request: LoopbackRequest, _ state: inout State) -> Reply {
+        if let reply = quirkRoute(request, &state) { return reply }
         switch (request.method, request.path) {
         case (.get, "/.well-known/openid-configuration"): return Reply.json(discovery(state))
         // RFC 8414 §3: an issuer without a path has its metadata right under the host.

@@ -32,16 +32,45 @@ struct OIDCForegroundEmulator: ForegroundEmulator {
         """
     }
 
+    var options: [EmulatorOption] {
+        [
+            EmulatorOption(
+                "quirks", value: "PROVIDER",
+                "Answer as this provider documents it: "
+                    + OIDCQuirks.allCases.map(\.rawValue).joined(separator: ", ") + ".")
+        ]
+    }
+
     var examples: [(command: String, comment: String)] {
-        [("sesame emulator oidc --port 8765", "A local OpenID provider at http://127.0.0.1:8765")]
+        [
+            ("sesame emulator oidc --port 8765", "A local OpenID provider at http://127.0.0.1:8765"),
+            ("sesame emulator oidc --quirks microsoft", "One that answers as Microsoft Entra ID does"),
+        ]
     }
 
     func serve(_ request: EmulatorServeRequest) async throws -> Int32 {
         let waiter = SignalWaiter(request.signals)
         defer { waiter.cancel() }
+        var quirks: OIDCQuirks?
+        if let name = request.value("quirks") {
+            guard let named = OIDCQuirks(rawValue: name) else {
+                throw DesktopError(
+                    "--quirks \(name.sanitizedForTerminal) is not a provider the emulator knows; give one of "
+                        + OIDCQuirks.allCases.map(\.rawValue).joined(separator: ", ") + ".", status: .usage)
+            }
+            quirks = named
+        }
         // Two seconds between device polls: a person trying it by hand should not wait five.
-        let emulator = try OIDCEmulator(devicePollInterval: 2)
+        let emulator =
+            try quirks.map { try OIDCEmulator(quirks: $0, devicePollInterval: 2) }
+            ?? OIDCEmulator(devicePollInterval: 2)
         let endpoints = try await emulator.start(port: request.port)
+        if let quirks {
+            request.write(Self.banner(quirks, root: endpoints.issuer))
+            let signal = await waiter.wait()
+            await emulator.stop()
+            return signal
+        }
         request.write(
             """
             Sesame OIDC emulator (a local OpenID provider, not a real one) on \(endpoints.issuer)
@@ -58,5 +87,29 @@ struct OIDCForegroundEmulator: ForegroundEmulator {
         let signal = await waiter.wait()
         await emulator.stop()
         return signal
+    }
+
+    /// What `--quirks` prints: where the provider's endpoints are and how to log in to it.
+    static func banner(_ quirks: OIDCQuirks, root: String) -> String {
+        let secret = quirks.defaultClientSecret.map { " (secret, not secret: \($0))" } ?? " (public: PKCE, no secret)"
+        let issuer: String
+        switch quirks {
+        case .google, .gitlab: issuer = "Issuer:       \(root) (discovery at /.well-known/openid-configuration)"
+        case .microsoft:
+            issuer =
+                "Authority:    \(root)/{tenant}/v2.0 (tenant common, organizations, consumers, "
+                + OIDCQuirks.microsoftWorkTenant + ")"
+        case .dropbox: issuer = "Endpoints:    \(root)/oauth2/authorize, /oauth2/token, /2/users/get_current_account"
+        case .slack: issuer = "Endpoints:    \(root)/oauth/v2/authorize, /api/oauth.v2.access, /api/auth.test"
+        }
+        return """
+            Sesame OIDC emulator answering as \(quirks.rawValue) does (a local look-alike, not the real one) on \(root)
+              \(issuer)
+              Client id:    \(OIDCEmulator.defaultClientID)\(secret)
+              Admin API:    \(root)/__sesame
+              State:        in memory only
+            Press Ctrl-C to stop.
+
+            """
     }
 }

@@ -20,21 +20,34 @@ import SesameOIDC
 /// Last come the issuer and client of the previous login under the same name, so that
 /// `sesame token oidc` works after `sesame login oidc --issuer ...`.
 public struct OIDCPlugin: ProviderPlugin {
-    /// Creates the plug-in.
-    public init() {}
+    /// The OpenID provider Sesame knows by name that this plug-in is, or `nil` for any issuer.
+    public let preset: OIDCPreset?
 
-    public var name: String { "oidc" }
-    public var displayName: String { "OpenID Connect" }
+    /// Creates the plug-in for any issuer (`oidc` and the config file's named issuers).
+    public init() { preset = nil }
+
+    /// Creates the plug-in of a provider Sesame knows: `sesame login google --client-id …`, its
+    /// settings under its own name (`--client-id`, `SESAME_GOOGLE_CLIENT_ID`, `google.client_id`),
+    /// the issuer, scopes and authorization parameters from `preset`.
+    public init(preset: OIDCPreset) { self.preset = preset }
+
+    /// The plug-ins of every OpenID preset Sesame ships (Google, Microsoft, GitLab).
+    public static var presets: [OIDCPlugin] { OIDCPreset.all.map(OIDCPlugin.init(preset:)) }
+
+    public var name: String { preset?.name ?? "oidc" }
+    public var displayName: String { preset?.displayName ?? "OpenID Connect" }
     public var summary: String {
-        "Any OpenID Connect provider by issuer URL and client id (device login or browser with PKCE); "
+        preset?.summary
+            ?? "Any OpenID Connect provider by issuer URL and client id (device login or browser with PKCE); "
             + "name several in the config file's \"oidc\" object to use them side by side."
     }
-    public var loginFlows: Set<LoginFlowKind> { [.device, .browser] }
+    public var loginFlows: Set<LoginFlowKind> { preset?.deviceLogin == false ? [.browser] : [.device, .browser] }
     public var errorTaxonomy: any ErrorTaxonomy { OIDCErrorTaxonomy(provider: .oidc) }
     public var errorTable: ErrorRuleTable? { OIDCErrorTaxonomy.table }
 
     public var loginHelp: (discussion: String, examples: [(command: String, comment: String)]) {
-        (
+        if let preset { return Self.help(preset) }
+        return (
             """
             OpenID Connect: 'oidc' takes the issuer (discovery at /.well-known/openid-configuration)
             and a client id; device login when the issuer offers it (its discovery lists
@@ -59,7 +72,7 @@ public struct OIDCPlugin: ProviderPlugin {
     }
 
     public func newInstanceHint(_ name: String) -> String? {
-        guard Self.isValidName(name) else { return nil }
+        guard preset == nil, Self.isValidName(name) else { return nil }
         return "An OpenID issuer gets a name in the config file: "
             + #"{"oidc": {"\#(name)": {"issuer": "https://...", "client_id": "..."}}}"#
     }
@@ -71,26 +84,46 @@ public struct OIDCPlugin: ProviderPlugin {
             : "SESAME_OIDC_\(instance.uppercased().replacingOccurrences(of: "-", with: "_"))_\(setting)"
     }
 
+    /// The environment variable for `setting` of this plug-in's `instance`: a preset's own
+    /// (`SESAME_GOOGLE_CLIENT_ID`), else ``variable(_:instance:)``.
+    func variable(_ setting: String, instance: String) -> String {
+        guard let preset else { return Self.variable(setting, instance: instance) }
+        return "SESAME_\(preset.name.uppercased())_\(setting)"
+    }
+
     public func settings(instance: String) -> [ProviderSetting] {
-        [
+        let secretIsPublic = preset?.clientSecretIsPublic ?? false
+        var settings = [
             ProviderSetting(
-                "issuer", value: "URL", kind: .url, environment: Self.variable("ISSUER", instance: instance),
-                configKey: "issuer", "The issuer URL (discovery at /.well-known/openid-configuration)."),
+                "issuer", value: "URL", kind: .url, environment: variable("ISSUER", instance: instance),
+                configKey: "issuer",
+                preset.map { "The issuer URL, instead of \($0.issuer)." }
+                    ?? "The issuer URL (discovery at /.well-known/openid-configuration)."),
             ProviderSetting(
-                "client-id", value: "ID", environment: Self.variable("CLIENT_ID", instance: instance),
+                "client-id", value: "ID", environment: variable("CLIENT_ID", instance: instance),
                 configKey: "client_id", "The client id registered with the issuer."),
             ProviderSetting(
-                "client-secret", value: "SECRET", secret: true,
-                environment: Self.variable("CLIENT_SECRET", instance: instance), configKey: "client_secret",
-                "The client secret, for clients the issuer registered with one (never on the command line)."),
+                "client-secret", value: "SECRET", secret: !secretIsPublic,
+                environment: variable("CLIENT_SECRET", instance: instance), configKey: "client_secret",
+                secretIsPublic
+                    ? "The client secret \(displayName) gives a desktop app, which it does not keep secret."
+                    : "The client secret, for clients the issuer registered with one (never on the command line)."),
             ProviderSetting(
                 "client-secret-stdin", kind: .flag,
                 "Read the client secret from standard input (a prompt without echo on a terminal)."),
             ProviderSetting(
                 "scopes", value: "a,b", kind: .list, flag: false,
-                environment: Self.variable("SCOPES", instance: instance),
+                environment: variable("SCOPES", instance: instance),
                 configKey: "scopes", "The scopes a login asks for when it names none."),
         ]
+        if let part = preset?.issuerPart {
+            settings.append(
+                ProviderSetting(
+                    part.name, value: part.name.uppercased(),
+                    environment: variable(part.name.uppercased(), instance: instance), configKey: part.name,
+                    "The \(part.name) (\(part.defaultValue) unless given): \(part.help)"))
+        }
+        return settings
     }
 
     /// Whether `name` can name an issuer: lower-case letters, digits, `-` and `_`, a letter first.
@@ -101,10 +134,13 @@ public struct OIDCPlugin: ProviderPlugin {
         return name.allSatisfy { ($0.isASCII && ($0.isLowercase || $0.isNumber)) || $0 == "-" || $0 == "_" }
     }
 
-    public func mayBeInstance(_ instance: String) -> Bool { Self.isValidName(instance) }
+    public func mayBeInstance(_ instance: String) -> Bool {
+        preset.map { $0.name == instance } ?? Self.isValidName(instance)
+    }
 
     /// The issuers named in the config file's `oidc` object, and those logged in to before.
     public func instanceNames(configuration: DesktopConfiguration) throws -> [String] {
+        if preset != nil { return [] }
         let configured = try Self.configured(configuration).keys
         let remembered = OIDCRememberedIssuers(stateDirectory: configuration.stateDirectory).read().keys
             .filter(Self.isValidName)
@@ -115,7 +151,9 @@ public struct OIDCPlugin: ProviderPlugin {
     static func configured(_ configuration: DesktopConfiguration) throws -> [String: [String: JSONValue]] {
         var issuers: [String: [String: JSONValue]] = [:]
         for (name, value) in try configuration.section("oidc") {
-            guard isValidName(name), !Desktop.providers.contains(where: { $0.name == name }),
+            // A preset's name may still name an issuer here, as before the preset: the preset uses it.
+            let taken = Desktop.providers.contains { $0.name == name && ($0 as? OIDCPlugin)?.preset == nil }
+            guard isValidName(name), !taken,
                 let entry = value.objectValue
             else {
                 throw DesktopError(
@@ -130,19 +168,33 @@ public struct OIDCPlugin: ProviderPlugin {
     }
 
     public func environmentVariable(_ setting: String, instance: String) -> String {
-        Self.variable(setting, instance: instance)
+        variable(setting, instance: instance)
     }
 
-    /// A named issuer's object in the config file (`oidc.work`); the unnamed `oidc` has none.
+    /// A named issuer's object in the config file (`oidc.work`), a preset's (`google`); the
+    /// unnamed `oidc` has none.
     public func configSection(
         instance: String, configuration: DesktopConfiguration
     ) throws -> (path: String, section: [String: JSONValue]) {
-        ("oidc.\(instance)", instance == name ? [:] : try Self.configured(configuration)[instance] ?? [:])
+        if let preset {
+            // Its own object, or the issuer named after it in the oidc object before there was a preset.
+            let own = try configuration.section(preset.name)
+            if own.isEmpty, let named = try Self.configured(configuration)[preset.name] {
+                return ("oidc.\(preset.name)", named)
+            }
+            return (preset.name, own)
+        }
+        return ("oidc.\(instance)", instance == name ? [:] : try Self.configured(configuration)[instance] ?? [:])
     }
 
     /// Checks every issuer's entry of the `oidc` object: its keys (`clientID` still allowed, for
     /// `client_id`) and their values.
     public func checkConfiguration(_ configuration: DesktopConfiguration) throws {
+        if let preset {
+            return try ProviderSetting.checkSection(
+                try configuration.section(preset.name), path: preset.name, settings: settings(instance: preset.name),
+                configuration: configuration)
+        }
         for (name, entry) in try Self.configured(configuration) {
             try ProviderSetting.checkSection(
                 entry, path: "oidc.\(name)", settings: settings(instance: name), configuration: configuration,
@@ -158,10 +210,9 @@ public struct OIDCPlugin: ProviderPlugin {
         var clientSecret: Sourced<String>?
         var scopes: [String]
 
-        init(_ request: ProviderConnectionRequest) async throws {
+        init(_ request: ProviderConnectionRequest, plugin: OIDCPlugin = OIDCPlugin()) async throws {
             let instance = request.instance
-            let plugin = OIDCPlugin()
-            var section = try OIDCPlugin.configured(request.configuration)[instance] ?? [:]
+            var (path, section) = try plugin.configSection(instance: instance, configuration: request.configuration)
             if let old = section[Self.oldClientIDKey], section["client_id"] == nil {
                 // The spelling before every provider's keys were snake_case: still read, with a word.
                 section["client_id"] = old
@@ -171,7 +222,7 @@ public struct OIDCPlugin: ProviderPlugin {
             }
             let remembered = OIDCRememberedIssuers(stateDirectory: request.configuration.stateDirectory).read()[
                 instance]
-            let path = "oidc.\(instance)"
+            if plugin.preset == nil { path = "oidc.\(instance)" }
             let settings = plugin.settings(instance: instance)
             func value(_ index: Int, rememberedKey: String? = nil) throws -> Sourced<String>? {
                 let fallback = rememberedKey.flatMap { remembered?[$0]?.stringValue }.map {
@@ -179,18 +230,28 @@ public struct OIDCPlugin: ProviderPlugin {
                 }
                 return try request.value(of: settings[index], section: section, sectionPath: path, fallback: fallback)
             }
-            guard let issuer = try value(0, rememberedKey: "issuer") else {
+            if let preset = plugin.preset {
+                // A preset's issuer is its own, with the tenant or host filled in, unless one is given.
+                // A tenant or host given now outweighs the issuer the previous login remembered.
+                let part = try preset.issuerPart.flatMap { _ in try value(5)?.value }
+                let given = part == nil ? try value(0, rememberedKey: "issuer") : try value(0)
+                do {
+                    let issuer = try preset.issuer(given?.value, part: part)
+                    self.issuer = Sourced(issuer, source: given?.source ?? "the \(preset.displayName) preset")
+                } catch { throw DesktopError("\(error)", status: .usage) }
+            } else if let issuer = try value(0, rememberedKey: "issuer") {
+                self.issuer = issuer
+            } else {
                 throw Self.missing(
                     "issuer URL", flag: "--issuer URL", variable: settings[0].environment!, key: "issuer",
-                    request: request)
+                    path: path, request: request)
             }
             guard let clientID = try value(1, rememberedKey: "clientID") else {
                 throw Self.missing(
                     "client id", flag: "--client-id ID", variable: settings[1].environment!,
-                    key: "client_id", request: request)
+                    key: "client_id", path: path, request: request)
             }
             self.instance = instance
-            self.issuer = issuer
             self.clientID = clientID
             self.clientSecret = try value(2)
             if request.flags["client-secret-stdin"] != nil {
@@ -213,13 +274,14 @@ public struct OIDCPlugin: ProviderPlugin {
         static let oldClientIDKey = "clientID"
 
         static func missing(
-            _ what: String, flag: String, variable: String, key: String, request: ProviderConnectionRequest
+            _ what: String, flag: String, variable: String, key: String, path: String,
+            request: ProviderConnectionRequest
         ) -> DesktopError {
             let instance = request.instance
             let elsewhere =
                 instance == "oidc"
                 ? "set \(variable), as in 'sesame login oidc --issuer https://id.example.com --client-id ID'"
-                : "set \(variable), or add \"\(key)\" to oidc.\(instance) in "
+                : "set \(variable), or add \"\(key)\" to \(path) in "
                     + request.configuration.configFileDescription
             return DesktopError(
                 "No \(what) is configured for '\(instance)'; give \(flag) to 'sesame login \(instance)' or \(elsewhere).",
@@ -232,12 +294,16 @@ public struct OIDCPlugin: ProviderPlugin {
     }
 
     func connection(_ request: ProviderConnectionRequest) async throws -> OIDCConnection {
-        let settings = try await Settings(request)
+        let settings = try await Settings(request, plugin: self)
         let instance = request.instance
         var configuration = OIDCConfiguration(
-            providerID: ProviderID(instance), displayName: instance == "oidc" ? nil : instance,
+            providerID: ProviderID(instance), displayName: preset?.displayName ?? (instance == "oidc" ? nil : instance),
             issuer: settings.issuer.value, clientID: settings.clientID.value,
             clientSecret: settings.clientSecret.map { ClientSecret($0.value) })
+        if let preset {
+            configuration.scopes = preset.scopes
+            configuration.extraAuthorizationParameters = preset.authorizationParameters
+        }
         if !settings.scopes.isEmpty { configuration.scopes = settings.scopes }
         configuration.allowedInsecureHosts = request.allowedInsecureHosts
         // Using a login (token, status, logout) takes the issuer's endpoints as discovered within
@@ -252,7 +318,10 @@ public struct OIDCPlugin: ProviderPlugin {
             }
         }
         let discovered = configuration.endpoints == nil
-        let provider = try await OIDCProvider.discover(configuration, transport: request.transport)
+        var provider = try await OIDCProvider.discover(configuration, transport: request.transport)
+        // A preset whose desktop clients cannot use the issuer's device login (Google's) logs in
+        // with the browser.
+        if preset?.deviceLogin == false { provider.endpoints.deviceAuthorizationEndpoint = nil }
         if discovered {
             let endpoints = provider.endpoints
             try? await onOwnThread { try cache.remember(endpoints, at: Date()) }
@@ -325,7 +394,7 @@ public struct OIDCPlugin: ProviderPlugin {
 
     public func doctor(_ request: ProviderConnectionRequest) async -> [DoctorLine] {
         do {
-            let settings = try await Settings(request)
+            let settings = try await Settings(request, plugin: self)
             var lines = [
                 DoctorLine(
                     .ok,
@@ -339,5 +408,28 @@ public struct OIDCPlugin: ProviderPlugin {
         } catch {
             return [.problem("OpenID issuer '\(request.instance)'", error)]
         }
+    }
+
+    /// What `login --help` says about a preset.
+    static func help(_ preset: OIDCPreset) -> (discussion: String, examples: [(command: String, comment: String)]) {
+        let name = preset.name
+        var discussion =
+            "\(preset.displayName): OpenID Connect at \(preset.issuer), scopes \(preset.scopes.joined(separator: " "))"
+        if !preset.authorizationParameters.isEmpty {
+            discussion +=
+                ", asking " + preset.authorizationParameters.map { "\($0.0)=\($0.1)" }.joined(separator: " and ")
+        }
+        discussion += ". Register a desktop (native) app with the redirect URI http://127.0.0.1/callback, any port"
+        if preset.clientSecretIsPublic {
+            discussion += "; its client secret is not secret for a desktop app and may be given with --client-secret"
+        }
+        if let part = preset.issuerPart { discussion += "; --\(part.name): \(part.help)" }
+        var example = "sesame login \(name) --client-id ID"
+        if preset.clientSecretIsPublic { example += " --client-secret SECRET" }
+        var examples = [(example, "Log in to \(preset.displayName)")]
+        if let part = preset.issuerPart {
+            examples.append(("sesame login \(name) --client-id ID --\(part.name) VALUE", "At another \(part.name)"))
+        }
+        return (discussion + ".", examples)
     }
 }

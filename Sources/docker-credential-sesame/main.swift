@@ -4,6 +4,7 @@
 // own main.swift does (a login made against a built-in emulator is answered from that emulator).
 
 import Foundation
+import Sesame
 import SesameCommandLine
 import SesameDesktop
 import SesameFacebookEmulatorDesktop
@@ -14,9 +15,11 @@ import SesameOIDCEmulatorDesktop
 import SesameOIDCPlugin
 import SesamePassDesktop
 import SesamePostgresDesktop
+import SesamePresets
 
 Desktop.bootstrap(
-    [FacebookPlugin(), OIDCPlugin(), GitHubPlugin()],
+    [FacebookPlugin(), OIDCPlugin(), GitHubPlugin()] + OIDCPlugin.presets
+        + OAuth2Description.presets.map { DescribedProviderPlugin($0) },
     storage: [PassStorage(), PostgresStorage()],
     emulators: [FacebookEmulatorPlugin(), OIDCEmulatorPlugin(), GitHubEmulatorPlugin()])
 

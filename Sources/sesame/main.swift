@@ -3,6 +3,7 @@
 // each, prepares the process (SIGPIPE) and hands over the arguments.
 
 import Foundation
+import Sesame
 import SesameCommandLine
 import SesameDesktop
 import SesameFacebookEmulatorDesktop
@@ -13,9 +14,11 @@ import SesameOIDCEmulatorDesktop
 import SesameOIDCPlugin
 import SesamePassDesktop
 import SesamePostgresDesktop
+import SesamePresets
 
 Desktop.bootstrap(
-    [FacebookPlugin(), OIDCPlugin(), GitHubPlugin()],
+    [FacebookPlugin(), OIDCPlugin(), GitHubPlugin()] + OIDCPlugin.presets
+        + OAuth2Description.presets.map { DescribedProviderPlugin($0) },
     storage: [PassStorage(), PostgresStorage()],
     emulators: [FacebookEmulatorPlugin(), OIDCEmulatorPlugin(), GitHubEmulatorPlugin()])
 

@@ -41,7 +41,8 @@ struct EmulatorCommandTests {
         arguments: [
             (["--port", "70000"], "--port"), (["--port", "x"], "--port"), (["meteor"], "no 'meteor' emulator"),
             (["facebook", "extra"], "extra"), (["oidc", "--app-id", "42"], "--app-id is not an option of the oidc"),
-            (["oidc", "--in-memory"], "it takes only --port"), (["github", "--scenario", "slow"], "github emulator"),
+            (["oidc", "--in-memory"], "it takes --port and --quirks"),
+            (["github", "--scenario", "slow"], "github emulator"),
         ])
     func badValues(arguments: [String], mention: String) {
         #expect {

@@ -377,7 +377,7 @@ struct OutsideUserTests {
         "bash completes known values and each provider's own login flags",
         arguments: [
             (["status", "--storage", ""], "keyring keyring-or-file file memory auto pass postgres"),
-            (["explain-error", "--provider", ""], "facebook oidc github"),
+            (["explain-error", "--provider", ""], "facebook oidc github google microsoft gitlab dropbox slack"),
             (["login", "facebook", "--a"], "--account --app-id"),
         ])
     func bashCompletion(_ words: [String], _ expected: String) async throws {

@@ -46,6 +46,17 @@ public struct OAuth2Description: Sendable {
     /// The provider's own error rows, tried before the base rows every table extends; `nil` when
     /// the base rows are all it needs.
     public var errorRows: ErrorRuleTable?
+    /// The member of a code grant's answer that holds the token fields (`access_token`,
+    /// `refresh_token`, `expires_in`, `scope`), for a provider that nests them: Slack's person's
+    /// token is under `authed_user`. Empty for the top level, where RFC 6749 §5.1 has them; a
+    /// refresh answer is read at the top level.
+    public var tokenAnswerPath: [String] = []
+    /// The authorization request's parameter that carries the scopes: `scope` (RFC 6749 §3.3), or
+    /// Slack's `user_scope` for a person's own token.
+    public var scopeParameter: String = "scope"
+    /// Whether revocation is a POST with the access token as the bearer token and no body, which
+    /// ends its refresh token too (Dropbox's `/2/auth/token/revoke`), instead of RFC 7009's form.
+    public var revokesWithBearer = false
 
     /// Creates a description; everything after `endpoints` has the plain RFC 6749 default.
     public init(
@@ -172,6 +183,9 @@ public struct OAuth2Identity: Sendable, Hashable {
     public var login: [String]?
     /// The person's display name, when there is one.
     public var name: [String]?
+    /// How the identity request is sent: GET with the bearer token, or POST with no body
+    /// (Dropbox's `/2/users/get_current_account`).
+    public var method: HTTPMethod = .get
 
     /// Creates an identity reading.
     public init(source: Source, id: [String], login: [String]? = nil, name: [String]? = nil) {

@@ -138,7 +138,7 @@ public struct OAuth2Provider: Sendable {
         guard described.identity.source == .identityRequest, let url = described.endpoints.identity else { return nil }
         let response = try await send(
             HTTPRequest(
-                method: .get, url: url,
+                method: described.identity.method, url: url,
                 headers: ["Authorization": "Bearer \(token.tokenString)", "Accept": "application/json"]))
         guard response.isSuccess, !described.errors.isFailure(response.json) else {
             throw taxonomy.classify(response)
@@ -156,6 +156,12 @@ public struct OAuth2Provider: Sendable {
     @discardableResult
     public func revoke(_ token: AccessToken) async throws -> Bool {
         guard let endpoint = described.endpoints.revocation else { return false }
+        if described.revokesWithBearer {
+            let response = try await send(
+                HTTPRequest(method: .post, url: endpoint, headers: ["Authorization": "Bearer \(token.tokenString)"]))
+            guard response.isSuccess else { throw taxonomy.classify(response) }
+            return true
+        }
         let tokens = [token.refreshToken.map { ($0, "refresh_token") }, (token.tokenString, "access_token")]
         for case let (value, hint)? in tokens {
             let response = try await send(
@@ -168,9 +174,9 @@ public struct OAuth2Provider: Sendable {
     }
 
     /// The answer of a token request, or its classified error.
-    func tokenAnswer(_ response: HTTPResponse, what: String) throws -> OAuthTokenResponse {
+    func tokenAnswer(_ response: HTTPResponse, what: String, at path: [String] = []) throws -> OAuthTokenResponse {
         guard response.isSuccess, !described.errors.isFailure(response.json) else { throw taxonomy.classify(response) }
-        guard let answer = OAuthTokenResponse(json: response.json) else {
+        guard let answer = OAuthTokenResponse(json: path.isEmpty ? response.json : response.json?[path: path]) else {
             throw AuthError.unreadableLoginAnswer("\(what) (it has no access_token)", provider: id)
         }
         return answer
@@ -291,13 +297,21 @@ struct OAuth2EngineBrowserDialect: BrowserLoginDialect {
     var provider: ProviderID { engine.id }
     var errorTaxonomy: any ErrorTaxonomy { engine.taxonomy }
     func authorizationURL(for request: LoginRequest, redirectURI: URL, state: String, pkce: PKCE) -> URL {
-        standard.authorizationURL(for: request, redirectURI: redirectURI, state: state, pkce: pkce)
+        let url = standard.authorizationURL(for: request, redirectURI: redirectURI, state: state, pkce: pkce)
+        // Slack asks a person's own scopes with user_scope.
+        guard engine.described.scopeParameter != "scope",
+            var components = URLComponents(url: url, resolvingAgainstBaseURL: false)
+        else { return url }
+        components.queryItems = components.queryItems?.map {
+            $0.name == "scope" ? URLQueryItem(name: engine.described.scopeParameter, value: $0.value) : $0
+        }
+        return components.url ?? url
     }
     func tokenRequest(code: String, redirectURI: URL, pkce: PKCE, for request: LoginRequest) throws -> HTTPRequest {
         try standard.tokenRequest(code: code, redirectURI: redirectURI, pkce: pkce, for: request)
     }
     func token(from response: HTTPResponse, for request: LoginRequest) throws -> AccessToken {
-        let answer = try engine.tokenAnswer(response, what: "token answer")
+        let answer = try engine.tokenAnswer(response, what: "token answer", at: engine.described.tokenAnswerPath)
         return engine.identified(AccessToken(answer, for: request, now: engine.now()), answer: answer.raw)
     }
 }
