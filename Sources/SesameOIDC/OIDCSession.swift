@@ -15,7 +15,8 @@ import Sesame
 /// The login is stored under the issuer it came from (`CredentialKey.issuer`), so it is never
 /// presented to, or refreshed at, another issuer with the same client id. The token's whole
 /// lifecycle is the core `Session`'s: this type supplies only the refresh token grant, as a
-/// `TokenRenewer`. An expired access token with a working refresh token opens the session
+/// `TokenRenewer`, and a login with no person (``OIDCMachineLogin``) is renewed by making its
+/// grant again. An expired access token with a working refresh token opens the session
 /// without UI (it is refreshed first); concurrent callers in this process share one refresh and,
 /// with ``Configuration/refreshLocking``, so do processes; the rotated refresh token is saved
 /// once before it is used. A refresh refused with `invalid_grant` keeps the stored login, marks
@@ -73,8 +74,10 @@ public final class OIDCSession: ProviderSession {
         self.session = Session(
             provider: provider.id, issuer: provider.endpoints.issuer, appID: provider.configuration.clientID,
             account: account, store: store, refreshLocking: configuration.refreshLocking,
-            renewer: .refreshToken(maximumLeeway: configuration.refreshLeeway.inSeconds) {
+            renewer: TokenRenewer.refreshToken(maximumLeeway: configuration.refreshLeeway.inSeconds) {
                 try await refresh.send($0)
+            }.renewingMachineLogins { current, grant in
+                try await OIDCMachineLogin(oidc: provider, grant: grant, transport: transport).renew(current)
             }, now: provider.now)
     }
 

@@ -26,6 +26,9 @@ struct OIDCConnection: ConnectedProvider {
     var details: [String: String] { ["issuer": provider.endpoints.issuer] }
 
     func logIn(_ options: LoginOptions, account: String, store: any CredentialStore) async throws -> LoginResult {
+        if settings.clientCredentials {
+            return try await machineLogIn(.clientCredentials, options, account: account, store: store)
+        }
         let hasDevice = provider.endpoints.deviceAuthorizationEndpoint != nil
         let ui: any LoginUI
         switch options.flow {
@@ -59,6 +62,28 @@ struct OIDCConnection: ConnectedProvider {
         let claims = try? await session.userInfo()
         let name = (claims ?? Self.idTokenClaims(token)).flatMap { $0["name"]?.stringValue ?? $0["email"]?.stringValue }
         return LoginResult(token: token, userName: name)
+    }
+
+    /// A login with no person (``OIDCMachineLogin``): the grant made now, the login stored with
+    /// it, so that any later use renews it by making the grant again.
+    func machineLogIn(
+        _ grant: MachineGrant, _ options: LoginOptions, account: String, store: any CredentialStore
+    ) async throws -> LoginResult {
+        guard provider.configuration.clientSecret != nil else {
+            throw DesktopError(
+                "A login with --client-credentials needs the client to authenticate: set its secret "
+                    + "(\(OIDCPlugin.variable("CLIENT_SECRET", instance: instance)), or --client-secret-stdin).",
+                status: .config)
+        }
+        let scopes = options.scopes.isEmpty ? settings.scopes : options.scopes
+        let token = try await OIDCMachineLogin(oidc: provider, grant: grant, transport: transport).logIn(
+            LoginRequest(provider: provider.id, appID: appID, permissions: scopes.map { Permission.read($0) }))
+        try await DesktopLogin.save(token, account: account, issuer: issuer, store: store, label: label)
+        let (remembered, instance, issuer, clientID) = (
+            remembered, instance, settings.issuer.value, settings.clientID.value
+        )
+        try? await onOwnThread { try remembered.remember(instance: instance, issuer: issuer, clientID: clientID) }
+        return LoginResult(token: token, userName: "client \(clientID)")
     }
 
     func browserLogin(openBrowser: Bool) -> OIDCBrowserLogin {

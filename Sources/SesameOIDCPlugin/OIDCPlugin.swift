@@ -90,6 +90,10 @@ public struct OIDCPlugin: ProviderPlugin {
                 "scopes", value: "a,b", kind: .list, flag: false,
                 environment: Self.variable("SCOPES", instance: instance),
                 configKey: "scopes", "The scopes a login asks for when it names none."),
+            ProviderSetting(
+                "client-credentials", kind: .flag,
+                "Log in as the client itself, with no person (the client credentials grant); renewed by making "
+                    + "the grant again. The client authenticates with its secret or private key."),
         ]
     }
 
@@ -157,6 +161,8 @@ public struct OIDCPlugin: ProviderPlugin {
         var clientID: Sourced<String>
         var clientSecret: Sourced<String>?
         var scopes: [String]
+        /// `--client-credentials`: a login with no person.
+        var clientCredentials: Bool
 
         init(_ request: ProviderConnectionRequest) async throws {
             let instance = request.instance
@@ -207,6 +213,7 @@ public struct OIDCPlugin: ProviderPlugin {
                 self.clientSecret = Sourced(text, source: "standard input")
             }
             self.scopes = (try value(4)?.value ?? "").split(whereSeparator: { $0 == "," || $0 == " " }).map(String.init)
+            self.clientCredentials = request.flags["client-credentials"] != nil
         }
 
         /// The old spelling of `client_id` in the config file.

@@ -1,0 +1,79 @@
+import Foundation
+
+/// How a login with no person in it was obtained, and so how it is renewed: by making the same
+/// grant again when it is due, since no refresh token comes with it.
+///
+/// Recorded with the login (``AccessToken/machineGrant``), so that any later process renews it
+/// the same way; it holds no secret: the client authenticates afresh each time (its secret or its
+/// private key come from its settings).
+///
+/// ```swift
+/// var token = try await grant.send(form: MachineGrant.clientCredentials.form(scopes: ["jobs"]))
+/// token.machineGrant = .clientCredentials
+/// ```
+public enum MachineGrant: Sendable, Hashable {
+    /// The client credentials grant (RFC 6749 §4.4): the client acting for itself.
+    case clientCredentials
+
+    /// The grant's `grant_type`.
+    public var grantType: String {
+        switch self {
+        case .clientCredentials: "client_credentials"
+        }
+    }
+
+    /// The token request's form for `scopes` (none: the client's default), without client
+    /// authentication, which the provider adds.
+    public func form(scopes: [String]) -> [(String, String)] {
+        var form = [("grant_type", grantType)]
+        if !scopes.isEmpty { form.append(("scope", scopes.joined(separator: " "))) }
+        return form
+    }
+
+    /// The grant as stored with a login.
+    var json: JSONValue {
+        .object(["grant_type": .string(grantType)])
+    }
+
+    /// The grant stored as `json`; `nil` for one this version does not know.
+    init?(json: JSONValue) {
+        switch json["grant_type"]?.stringValue {
+        case "client_credentials": self = .clientCredentials
+        default: return nil
+        }
+    }
+}
+
+extension AccessToken {
+    /// The ``providerExtras`` name under which a login records its ``machineGrant``.
+    package static let machineGrantExtra = "machine_grant"
+
+    /// The grant that made this login when no person took part (``MachineGrant``), recorded so
+    /// that it is renewed by making the grant again; `nil` for a person's login.
+    public var machineGrant: MachineGrant? {
+        get { providerExtras[Self.machineGrantExtra].flatMap(MachineGrant.init(json:)) }
+        set { providerExtras[Self.machineGrantExtra] = newValue?.json }
+    }
+}
+
+extension TokenRenewer {
+    /// This renewer, and for a login made by a ``MachineGrant``, that grant made again: such a
+    /// login can always be renewed (the client authenticates afresh), under the core's one
+    /// renewal path, so concurrent callers and processes (and a fleet's machines, with
+    /// PostgreSQL's locking) make one grant between them.
+    ///
+    /// - Parameter grant: makes `grant` again for the login given and returns the new token
+    ///   (with its ``AccessToken/machineGrant`` set).
+    public func renewingMachineLogins(
+        _ grant: @escaping @Sendable (_ current: AccessToken, _ grant: MachineGrant) async throws -> AccessToken
+    ) -> TokenRenewer {
+        let base = self
+        return TokenRenewer(
+            maximumLeeway: maximumLeeway,
+            canRenew: { token, now in token.machineGrant != nil || base.canRenew(token, now) },
+            renew: { token in
+                if let machine = token.machineGrant { return try await grant(token, machine) }
+                return try await base.renew(token)
+            })
+    }
+}
