@@ -122,3 +122,20 @@ public struct ClientAssertionSigner: Sendable, CustomStringConvertible {
         "ClientAssertionSigner(\(algorithm), kid: \(keyID ?? "none"), key: \(Redaction.placeholder))"
     }
 }
+
+extension ClientAuthenticationMethod {
+    /// A client assertion signed with the client's private key (RFC 7523 §2.2, OpenID Connect
+    /// Core §9): no secret is sent.
+    public static let privateKeyJWT = ClientAuthenticationMethod(rawValue: "private_key_jwt")
+}
+
+extension ClientAuthentication {
+    /// `private_key_jwt`: `client_id`, `client_assertion_type` and a fresh assertion signed by
+    /// `signer` for the token endpoint, on every request (a new `jti` each time).
+    public static func privateKeyJWT(_ signer: ClientAssertionSigner) -> ClientAuthentication {
+        ClientAuthentication(method: .privateKeyJWT) { request in
+            request.form += try signer.formFields(
+                clientID: request.clientID, audience: request.tokenEndpoint.absoluteString)
+        }
+    }
+}

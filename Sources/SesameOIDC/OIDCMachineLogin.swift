@@ -37,7 +37,7 @@ public struct OIDCMachineLogin: LoginUI {
     public func logIn(_ request: LoginRequest) async throws -> AccessToken {
         let form = grant.form(scopes: request.permissions.map(\.name))
         let response = try await LoginHTTP.send(
-            oidc.formRequest(oidc.endpoints.tokenEndpoint, form), through: transport, taxonomy: oidc.taxonomy)
+            try oidc.formRequest(oidc.endpoints.tokenEndpoint, form), through: transport, taxonomy: oidc.taxonomy)
         guard response.isSuccess else { throw oidc.taxonomy.classify(response) }
         guard let answer = OAuthTokenResponse(json: response.json) else {
             throw AuthError.unreadableLoginAnswer("token answer (it has no access_token)", provider: oidc.id)

@@ -14,7 +14,7 @@ extension OIDCEngine {
             return response
         }
         let clientID: String
-        switch authenticateClient(request, state) {
+        switch authenticateClient(request, &state) {
         case .client(let id): clientID = id
         case .refused(let response): return response
         }
@@ -131,7 +131,7 @@ extension OIDCEngine {
 
     func deviceAuthorization(_ request: LoopbackRequest, _ state: inout State) -> Reply {
         let clientID: String
-        switch authenticateClient(request, state) {
+        switch authenticateClient(request, &state) {
         case .client(let id): clientID = id
         case .refused(let response): return response
         }
@@ -272,7 +272,7 @@ extension OIDCEngine {
 
     func revoke(_ request: LoopbackRequest, _ state: inout State) -> Reply {
         let clientID: String
-        switch authenticateClient(request, state) {
+        switch authenticateClient(request, &state) {
         case .client(let id): clientID = id
         case .refused(let response): return response
         }

@@ -69,10 +69,11 @@ struct OIDCConnection: ConnectedProvider {
     func machineLogIn(
         _ grant: MachineGrant, _ options: LoginOptions, account: String, store: any CredentialStore
     ) async throws -> LoginResult {
-        guard provider.configuration.clientSecret != nil else {
+        guard provider.clientAuthMethod != .none else {
             throw DesktopError(
                 "A login with --client-credentials needs the client to authenticate: set its secret "
-                    + "(\(OIDCPlugin.variable("CLIENT_SECRET", instance: instance)), or --client-secret-stdin).",
+                    + "(\(OIDCPlugin.variable("CLIENT_SECRET", instance: instance)), or --client-secret-stdin) or its "
+                    + "private key (\(OIDCPlugin.variable("CLIENT_KEY_FILE", instance: instance))).",
                 status: .config)
         }
         let scopes = options.scopes.isEmpty ? settings.scopes : options.scopes

@@ -1,8 +1,9 @@
 import Foundation
-import Sesame
 import SesameOIDCEmulator
 import SesameTestSupport
 import Testing
+
+@testable import Sesame
 
 /// Issue 51 item 2: logins with no person (`sesame login NAME --client-credentials`), as processes.
 @Suite("Machine logins: the client credentials grant, as processes")
@@ -77,6 +78,60 @@ struct MachineLoginProcessTests {
             #expect(renewed.token.machineGrant == .clientCredentials && !renewed.needsLogin)
             #expect(Set(results.map(\.standardOutput)) == [renewed.token.tokenString + "\n"])
             cli.expectNoTokenLeaks([Self.secret])
+        }
+    }
+
+    @Test(
+        "client credentials with private_key_jwt: a key file's assertions authenticate the client and renew its login, no secret anywhere; doctor checks that the issuer lists the method; a loose key file is refused",
+        arguments: ["ES256", "RS256"])
+    func privateKeyJWT(algorithm: String) async throws {
+        let key = try SignatureSigningKey(generating: try #require(SignatureAlgorithm(rawValue: algorithm)))
+        try await OIDCProcessTests.withEmulator(try OIDCEmulator(devicePollInterval: 1)) { emulator, issuer in
+            let cli = try CLIHarness()
+            let keyFile = cli.root.appending(path: "client.pem").path
+            #expect(FileManager.default.createFile(atPath: keyFile, contents: Data(key.pem.utf8)))
+            #expect(chmod(keyFile, 0o600) == 0)
+            let environment = [
+                "SESAME_OIDC_ISSUER": issuer, "SESAME_OIDC_CLIENT_ID": Self.clientID,
+                "SESAME_OIDC_CLIENT_KEY_FILE": keyFile, "SESAME_OIDC_CLIENT_KEY_ID": "ci-key-1",
+            ]
+            let before = try await cli.run("sesame", ["doctor"], environment: environment)
+            #expect(
+                before.standardOutput.contains(
+                    "'oidc' authenticates the client with private_key_jwt, but the issuer's "
+                        + "token_endpoint_auth_methods_supported lists client_secret_basic, client_secret_post, none"),
+                "\(before.standardOutput)")
+
+            let jwk = JSONValue.object(Dictionary(uniqueKeysWithValues: key.publicJWKMembers.map { ($0, .string($1)) }))
+            try await emulator.registerClient(Self.clientID, publicKey: jwk)
+            let after = try await cli.run("sesame", ["doctor"], environment: environment)
+            #expect(
+                after.standardOutput.contains(
+                    "'oidc' authenticates the client with private_key_jwt, which the issuer supports"),
+                "\(after.standardOutput)")
+
+            let login = try await cli.run(
+                "sesame", ["login", "oidc", "--client-credentials"], environment: environment)
+            #expect(login.status == 0, "\(login.standardError)")
+            #expect(emulator.grantCount("client_credentials") == 1)
+            var stored = try #require(try await cli.store.list(provider: nil).first)
+            #expect(stored.token.machineGrant == .clientCredentials)
+            stored.token.expirationDate = Date().addingTimeInterval(-30)
+            stored.token.refreshDate = Date().addingTimeInterval(-3630)
+            try await cli.store.save(stored)
+            let token = try await cli.run("sesame", ["token", "oidc"], environment: environment)
+            #expect(token.status == 0, "\(token.standardError)")
+            #expect(emulator.grantCount("client_credentials") == 2, "the expired login was not renewed")
+            let renewed = try #require(try await cli.store.list(provider: nil).first)
+            #expect(token.standardOutput == renewed.token.tokenString + "\n")
+
+            #expect(chmod(keyFile, 0o644) == 0)
+            let loose = try await cli.run(
+                "sesame", ["login", "oidc", "--client-credentials"], environment: environment)
+            #expect(loose.status == 78, "\(loose.standardError)")
+            #expect(loose.standardError.contains("chmod 600 \(keyFile)"), "\(loose.standardError)")
+            #expect(!loose.standardError.contains("PRIVATE KEY"))
+            #expect(emulator.grantCount("client_credentials") == 2)
         }
     }
 }
