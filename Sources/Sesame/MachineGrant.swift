@@ -14,31 +14,68 @@ import Foundation
 public enum MachineGrant: Sendable, Hashable {
     /// The client credentials grant (RFC 6749 §4.4): the client acting for itself.
     case clientCredentials
+    /// The token exchange (RFC 8693): a workload's identity token from `source`, of
+    /// `subjectTokenType` (``jwtTokenType`` or ``idTokenType``), asked for `audience` when the
+    /// source takes one (GitHub Actions), exchanged for the provider's access token.
+    case tokenExchange(source: SubjectTokenSource, subjectTokenType: String, audience: String?)
+
+    /// The token exchange's `grant_type`.
+    public static let tokenExchangeGrantType = "urn:ietf:params:oauth:grant-type:token-exchange"
+    /// `urn:ietf:params:oauth:token-type:jwt`: a subject token that is a JWT.
+    public static let jwtTokenType = "urn:ietf:params:oauth:token-type:jwt"
+    /// `urn:ietf:params:oauth:token-type:id_token`: a subject token that is an OpenID ID token.
+    public static let idTokenType = "urn:ietf:params:oauth:token-type:id_token"
 
     /// The grant's `grant_type`.
     public var grantType: String {
         switch self {
         case .clientCredentials: "client_credentials"
+        case .tokenExchange: Self.tokenExchangeGrantType
         }
     }
 
-    /// The token request's form for `scopes` (none: the client's default), without client
-    /// authentication, which the provider adds.
-    public func form(scopes: [String]) -> [(String, String)] {
+    /// The token request's form for `scopes` (none: the client's default), with the subject
+    /// token of a token exchange, without client authentication, which the provider adds.
+    public func form(scopes: [String], subjectToken: String? = nil) -> [(String, String)] {
         var form = [("grant_type", grantType)]
+        if case .tokenExchange(_, let type, _) = self {
+            form += [
+                ("subject_token", subjectToken ?? ""), ("subject_token_type", type),
+                ("requested_token_type", "urn:ietf:params:oauth:token-type:access_token"),
+            ]
+        }
         if !scopes.isEmpty { form.append(("scope", scopes.joined(separator: " "))) }
         return form
     }
 
-    /// The grant as stored with a login.
+    /// A fresh subject token for a token exchange; `nil` for a grant that takes none.
+    ///
+    /// - Throws: what ``SubjectTokenSource/read(audience:environment:transport:)`` throws.
+    public func subjectToken(environment: [String: String], transport: any HTTPTransport) async throws -> String? {
+        guard case .tokenExchange(let source, _, let audience) = self else { return nil }
+        return try await source.read(audience: audience, environment: environment, transport: transport)
+    }
+
+    /// The grant as stored with a login: where the subject token comes from, never the token.
     var json: JSONValue {
-        .object(["grant_type": .string(grantType)])
+        var members: [String: JSONValue] = ["grant_type": .string(grantType)]
+        if case .tokenExchange(let source, let type, let audience) = self {
+            members["subject_token_source"] = source.json
+            members["subject_token_type"] = .string(type)
+            if let audience { members["audience"] = .string(audience) }
+        }
+        return .object(members)
     }
 
     /// The grant stored as `json`; `nil` for one this version does not know.
     init?(json: JSONValue) {
         switch json["grant_type"]?.stringValue {
         case "client_credentials": self = .clientCredentials
+        case Self.tokenExchangeGrantType:
+            guard let source = SubjectTokenSource(json: json["subject_token_source"]) else { return nil }
+            self = .tokenExchange(
+                source: source, subjectTokenType: json["subject_token_type"]?.stringValue ?? Self.jwtTokenType,
+                audience: json["audience"]?.stringValue)
         default: return nil
         }
     }

@@ -18,24 +18,33 @@ public struct OIDCMachineLogin: LoginUI {
     public var oidc: OIDCProvider
     /// The grant to make.
     public var grant: MachineGrant
-    /// What sends the request.
+    /// What sends the request (and asks GitHub Actions for its token).
     public var transport: any HTTPTransport
+    /// Where a token exchange's source reads its variables (GitHub Actions'); the library reads
+    /// no environment of its own.
+    public var environment: [String: String]
 
     /// Creates the login.
-    public init(oidc: OIDCProvider, grant: MachineGrant, transport: any HTTPTransport) {
+    public init(
+        oidc: OIDCProvider, grant: MachineGrant, transport: any HTTPTransport, environment: [String: String] = [:]
+    ) {
         self.oidc = oidc
         self.grant = grant
         self.transport = transport
+        self.environment = environment
     }
 
     /// Makes the grant for the scopes of `request` (none: the client's default scopes at the
-    /// issuer; `openid` is not added, as no person signs in).
+    /// issuer; `openid` is not added, as no person signs in); a token exchange reads a fresh
+    /// subject token first.
     ///
     /// - Throws: `AuthError` from the token endpoint (`invalid_client` for a refused client
-    ///   authentication, `unauthorized_client` for a client not allowed the grant), or for an
-    ///   answer without an access token.
+    ///   authentication, `unauthorized_client` for a client not allowed the grant, `invalid_grant`
+    ///   for a subject token refused), or for an answer without an access token or a subject token
+    ///   that cannot be read.
     public func logIn(_ request: LoginRequest) async throws -> AccessToken {
-        let form = grant.form(scopes: request.permissions.map(\.name))
+        let subjectToken = try await grant.subjectToken(environment: environment, transport: transport)
+        let form = grant.form(scopes: request.permissions.map(\.name), subjectToken: subjectToken)
         let response = try await LoginHTTP.send(
             try oidc.formRequest(oidc.endpoints.tokenEndpoint, form), through: transport, taxonomy: oidc.taxonomy)
         guard response.isSuccess else { throw oidc.taxonomy.classify(response) }

@@ -45,11 +45,18 @@ public final class OIDCSession: ProviderSession {
         /// The most a token is refreshed before its expiry: a quarter of its lifetime, at most
         /// this (one minute by default).
         public var refreshLeeway: Duration
+        /// Where a token exchange's subject token source reads its variables when it renews a
+        /// login (GitHub Actions'); empty by default: the library reads no environment itself.
+        public var environment: [String: String]
 
         /// Creates a configuration; see each property for its default.
-        public init(refreshLocking: RefreshLocking = .none, refreshLeeway: Duration = .seconds(60)) {
+        public init(
+            refreshLocking: RefreshLocking = .none, refreshLeeway: Duration = .seconds(60),
+            environment: [String: String] = [:]
+        ) {
             self.refreshLocking = refreshLocking
             self.refreshLeeway = refreshLeeway
+            self.environment = environment
         }
     }
 
@@ -77,7 +84,9 @@ public final class OIDCSession: ProviderSession {
             renewer: TokenRenewer.refreshToken(maximumLeeway: configuration.refreshLeeway.inSeconds) {
                 try await refresh.send($0)
             }.renewingMachineLogins { current, grant in
-                try await OIDCMachineLogin(oidc: provider, grant: grant, transport: transport).renew(current)
+                try await OIDCMachineLogin(
+                    oidc: provider, grant: grant, transport: transport, environment: configuration.environment
+                ).renew(current)
             }, now: provider.now)
     }
 

@@ -9,6 +9,8 @@ struct OIDCMachineClients: Sendable {
     var keys: [String: SignatureVerificationKey] = [:]
     /// The `jti` of every assertion accepted, so that none is accepted twice (RFC 7523 §3).
     var usedAssertionIDs: Set<String> = []
+    /// The issuers whose workload tokens the token exchange takes, by issuer.
+    var trustedIssuers: [String: TrustedSubjectIssuer] = [:]
 }
 
 /// A compact JWS split and decoded, its signature not yet checked: what the emulator reads of a

@@ -22,6 +22,7 @@ extension OIDCEngine {
         case "authorization_code": return codeGrant(request, clientID: clientID, &state)
         case "refresh_token": return refreshGrant(request, clientID: clientID, &state)
         case "client_credentials": return clientCredentialsGrant(request, clientID: clientID, &state)
+        case MachineGrant.tokenExchangeGrantType: return tokenExchangeGrant(request, clientID: clientID, &state)
         case "urn:ietf:params:oauth:grant-type:device_code" where state.deviceLoginEnabled:
             return deviceGrant(request, clientID: clientID, &state)
         default: return Reply.oauthError("unsupported_grant_type", "Unsupported grant_type.")

@@ -26,6 +26,9 @@ struct OIDCConnection: ConnectedProvider {
     var details: [String: String] { ["issuer": provider.endpoints.issuer] }
 
     func logIn(_ options: LoginOptions, account: String, store: any CredentialStore) async throws -> LoginResult {
+        if let exchange = settings.tokenExchange {
+            return try await machineLogIn(exchange, options, account: account, store: store)
+        }
         if settings.clientCredentials {
             return try await machineLogIn(.clientCredentials, options, account: account, store: store)
         }
@@ -69,7 +72,7 @@ struct OIDCConnection: ConnectedProvider {
     func machineLogIn(
         _ grant: MachineGrant, _ options: LoginOptions, account: String, store: any CredentialStore
     ) async throws -> LoginResult {
-        guard provider.clientAuthMethod != .none else {
+        if grant == .clientCredentials, provider.clientAuthMethod == .none {
             throw DesktopError(
                 "A login with --client-credentials needs the client to authenticate: set its secret "
                     + "(\(OIDCPlugin.variable("CLIENT_SECRET", instance: instance)), or --client-secret-stdin) or its "
@@ -77,14 +80,16 @@ struct OIDCConnection: ConnectedProvider {
                 status: .config)
         }
         let scopes = options.scopes.isEmpty ? settings.scopes : options.scopes
-        let token = try await OIDCMachineLogin(oidc: provider, grant: grant, transport: transport).logIn(
+        let login = OIDCMachineLogin(oidc: provider, grant: grant, transport: transport, environment: environment)
+        let token = try await login.logIn(
             LoginRequest(provider: provider.id, appID: appID, permissions: scopes.map { Permission.read($0) }))
         try await DesktopLogin.save(token, account: account, issuer: issuer, store: store, label: label)
         let (remembered, instance, issuer, clientID) = (
             remembered, instance, settings.issuer.value, settings.clientID.value
         )
         try? await onOwnThread { try remembered.remember(instance: instance, issuer: issuer, clientID: clientID) }
-        return LoginResult(token: token, userName: "client \(clientID)")
+        return LoginResult(
+            token: token, userName: grant == .clientCredentials ? "client \(clientID)" : "workload of \(clientID)")
     }
 
     func browserLogin(openBrowser: Bool) -> OIDCBrowserLogin {
@@ -97,7 +102,7 @@ struct OIDCConnection: ConnectedProvider {
         OIDCAccountSession(
             session: OIDCSession(
                 provider: provider, transport: transport, store: store, account: account,
-                configuration: .init(refreshLocking: refreshLocking)
+                configuration: .init(refreshLocking: refreshLocking, environment: environment)
             ),
             canRevoke: provider.endpoints.revocationEndpoint != nil)
     }

@@ -107,6 +107,23 @@ public struct OIDCPlugin: ProviderPlugin {
             ProviderSetting(
                 "client-key-id", value: "KID", environment: Self.variable("CLIENT_KEY_ID", instance: instance),
                 configKey: "client_key_id", "The key id (kid) the issuer knows the client's key by."),
+            ProviderSetting(
+                "subject-token", value: "SOURCE", environment: Self.variable("SUBJECT_TOKEN", instance: instance),
+                configKey: "subject_token",
+                "Where --token-exchange reads the workload's identity token: github-actions, kubernetes, or "
+                    + "file:PATH (read afresh at each renewal; never stored)."),
+            ProviderSetting(
+                "subject-token-audience", value: "AUD",
+                environment: Self.variable("SUBJECT_TOKEN_AUDIENCE", instance: instance),
+                configKey: "subject_token_audience", "The audience GitHub Actions is asked to put in its token."),
+            ProviderSetting(
+                "subject-token-type", value: "TYPE", kind: .choice(["jwt", "id_token"]),
+                environment: Self.variable("SUBJECT_TOKEN_TYPE", instance: instance),
+                configKey: "subject_token_type", "The subject token's type: jwt (the default) or id_token."),
+            ProviderSetting(
+                "token-exchange", kind: .flag,
+                "Log in as a workload, with no person and no secret: its identity token (--subject-token) "
+                    + "exchanged at the token endpoint (RFC 8693); renewed by exchanging a fresh one."),
         ]
     }
 
@@ -182,6 +199,8 @@ public struct OIDCPlugin: ProviderPlugin {
         var clientKeyFile: Sourced<String>?
         /// `client_key_id`, when set.
         var clientKeyID: String?
+        /// `--token-exchange`: the exchange to make, from the subject token settings.
+        var tokenExchange: MachineGrant?
 
         init(_ request: ProviderConnectionRequest) async throws {
             let instance = request.instance
@@ -236,6 +255,25 @@ public struct OIDCPlugin: ProviderPlugin {
             self.clientAuth = try value(6).map { ClientAuthenticationMethod(rawValue: $0.value) }
             self.clientKeyFile = try value(7)
             self.clientKeyID = try value(8)?.value
+            if request.flags["token-exchange"] != nil {
+                guard let source = try value(9) else {
+                    throw DesktopError(
+                        "--token-exchange needs to know where the workload's identity token is: give "
+                            + "--subject-token github-actions (or kubernetes, or file:PATH), or set "
+                            + "\(settings[9].environment!).", status: .usage)
+                }
+                let parsed: SubjectTokenSource
+                do {
+                    parsed = try SubjectTokenSource(parsing: source.value)
+                } catch let error as AuthError {
+                    throw DesktopError("\(source.source): \(error.message)", status: .usage)
+                }
+                self.tokenExchange = .tokenExchange(
+                    source: parsed,
+                    subjectTokenType: try value(11)?.value == "id_token"
+                        ? MachineGrant.idTokenType : MachineGrant.jwtTokenType,
+                    audience: try value(10)?.value)
+            }
             if clientAuth == .privateKeyJWT, clientKeyFile == nil {
                 throw DesktopError(
                     "'\(instance)' is set to authenticate with private_key_jwt but names no key: set "
