@@ -1,5 +1,6 @@
 import Foundation
 import SesameOIDCEmulator
+import SesamePostgres
 import SesameTestSupport
 import Testing
 
@@ -132,6 +133,36 @@ struct MachineLoginProcessTests {
             #expect(loose.standardError.contains("chmod 600 \(keyFile)"), "\(loose.standardError)")
             #expect(!loose.standardError.contains("PRIVATE KEY"))
             #expect(emulator.grantCount("client_credentials") == 2)
+        }
+    }
+
+    @Test(
+        "a fleet on PostgreSQL: 4 machines × 5 'sesame token' processes on an expired client-credentials login make one grant"
+    )
+    func fleetOneGrant() async throws {
+        try await withPostgres { server in
+            try await OIDCProcessTests.withEmulator(try Self.emulator()) { emulator, issuer in
+                let fleet = try FleetProcessTests.Fleet(server)
+                let environment = Self.secretEnvironment.merging([
+                    "SESAME_OIDC_ISSUER": issuer, "SESAME_OIDC_CLIENT_ID": Self.clientID,
+                ]) { $1 }
+                let login = try await fleet.machines[0].run(
+                    "sesame", ["login", "oidc", "--client-credentials"], environment: environment)
+                try #require(login.status == 0, "\(login.standardError)")
+                var expired = try #require(try await fleet.store.list(provider: nil).first)
+                expired.token.expirationDate = Date().addingTimeInterval(-30)
+                expired.token.refreshDate = Date().addingTimeInterval(-3630)
+                try await fleet.store.save(expired)
+
+                let results = try await fleet.runAtOnce(5, ["token", "oidc"], environment: environment)
+                for result in results { #expect(result.status == 0, "\(result.standardError)") }
+                #expect(
+                    emulator.grantCount("client_credentials") == 2,
+                    "the login and \(emulator.grantCount("client_credentials") - 1) renewals across the fleet")
+                let renewed = try #require(try await fleet.store.list(provider: nil).first)
+                #expect(renewed.token.tokenString != expired.token.tokenString)
+                #expect(Set(results.map(\.standardOutput)) == [renewed.token.tokenString + "\n"])
+            }
         }
     }
 }
