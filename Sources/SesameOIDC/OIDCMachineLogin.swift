@@ -1,7 +1,7 @@
 import Foundation
 import Sesame
 
-/// A login with no person: a ``MachineGrant`` made at the issuer's token endpoint with this
+/// A login with no person: a `MachineGrant` made at the issuer's token endpoint with this
 /// client's authentication (its secret, or a `private_key_jwt` assertion), for a CI job, a
 /// service or a fleet worker.
 ///
@@ -11,7 +11,7 @@ import Sesame
 /// try await session.open(scopes: ["jobs:read"], allowLoginUI: true)
 /// ```
 ///
-/// The token is recorded with its grant (``AccessToken/machineGrant``), so ``OIDCSession``
+/// The token is recorded with its grant (`AccessToken.machineGrant`), so ``OIDCSession``
 /// renews it by making the grant again when it is due, under the core's single renewal.
 public struct OIDCMachineLogin: LoginUI {
     /// The issuer and client.
