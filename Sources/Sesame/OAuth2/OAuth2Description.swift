@@ -113,6 +113,32 @@ public struct OAuth2Endpoints: Sendable, Hashable {
         self.identity = identity
     }
 
+    /// The endpoints moved onto `base`: each keeps its path (after `base`'s own) and takes `base`'s
+    /// scheme, host and port, for a provider people run at an address of their own (a GitLab
+    /// host, a built-in emulator).
+    public func rebased(onto base: URL) -> OAuth2Endpoints {
+        func moved(_ url: URL) -> URL {
+            var path = url.path
+            if path.hasPrefix("/") { path.removeFirst() }
+            return path.isEmpty ? base : base.appending(path: path)
+        }
+        var endpoints = self
+        for (name, url) in named { endpoints.set(name, to: moved(url)) }
+        return endpoints
+    }
+
+    /// Sets the endpoint called `name` in ``named`` to `url`.
+    public mutating func set(_ name: String, to url: URL) {
+        switch name {
+        case "authorization endpoint": authorization = url
+        case "token endpoint": token = url
+        case "device authorization endpoint": deviceAuthorization = url
+        case "revocation endpoint": revocation = url
+        case "identity endpoint": identity = url
+        default: break
+        }
+    }
+
     /// The endpoints with their names, for checks and doctor lines.
     public var named: [(name: String, url: URL)] {
         let all: [(String, URL?)] = [
