@@ -13,16 +13,25 @@ extension OIDCEngine {
             return Reply.oauthError(
                 "unauthorized_client", "The client credentials grant is for confidential clients only.")
         }
-        state.requestCounts[Self.grantCountKey("client_credentials"), default: 0] += 1
+        return issueMachineToken("client_credentials", request, clientID: clientID, sub: clientID, &state)
+    }
+
+    /// An access token with no refresh token and no ID token for a grant of `grantType` to
+    /// `sub`, for the scopes asked (none: `api`), counted.
+    func issueMachineToken(
+        _ grantType: String, _ request: LoopbackRequest, clientID: String, sub: String, _ state: inout State,
+        extra: [String: JSONValue] = [:]
+    ) -> Reply {
+        state.requestCounts[Self.grantCountKey(grantType), default: 0] += 1
         let scope = request["scope"].flatMap { $0.isEmpty ? nil : $0 } ?? "api"
-        let grant = newGrant(clientID: clientID, sub: clientID, scope: scope, authTime: now(state))
+        let grant = newGrant(clientID: clientID, sub: sub, scope: scope, authTime: now(state))
         let access = "at-" + ((try? Crypto.randomURLSafeString(byteCount: 32)) ?? UUID().uuidString)
         state.accessTokens[access] = (grant, now(state).addingTimeInterval(accessTokenLifetime))
-        return Reply.json(
-            .object([
-                "access_token": .string(access), "token_type": .string("Bearer"),
-                "expires_in": .number(accessTokenLifetime), "scope": .string(scope),
-            ]))
+        let answer: [String: JSONValue] = [
+            "access_token": .string(access), "token_type": .string("Bearer"),
+            "expires_in": .number(accessTokenLifetime), "scope": .string(scope),
+        ]
+        return Reply.json(.object(answer.merging(extra) { $1 }))
     }
 }
 

@@ -46,17 +46,9 @@ extension OIDCEngine {
         guard let subject = jwt.claims["sub"]?.stringValue, !subject.isEmpty else {
             return Reply.oauthError("invalid_grant", "The subject token has no sub.")
         }
-        state.requestCounts[Self.grantCountKey(MachineGrant.tokenExchangeGrantType), default: 0] += 1
-        let scope = request["scope"].flatMap { $0.isEmpty ? nil : $0 } ?? "api"
-        let grant = newGrant(clientID: clientID, sub: subject, scope: scope, authTime: now(state))
-        let access = "at-" + ((try? Crypto.randomURLSafeString(byteCount: 32)) ?? UUID().uuidString)
-        state.accessTokens[access] = (grant, now(state).addingTimeInterval(accessTokenLifetime))
-        return Reply.json(
-            .object([
-                "access_token": .string(access), "token_type": .string("Bearer"),
-                "issued_token_type": .string("urn:ietf:params:oauth:token-type:access_token"),
-                "expires_in": .number(accessTokenLifetime), "scope": .string(scope),
-            ]))
+        return issueMachineToken(
+            MachineGrant.tokenExchangeGrantType, request, clientID: clientID, sub: subject, &state,
+            extra: ["issued_token_type": .string("urn:ietf:params:oauth:token-type:access_token")])
     }
 }
 

@@ -55,11 +55,7 @@ struct OIDCConnection: ConnectedProvider {
         let scopes = options.scopes.isEmpty ? provider.configuration.scopes : options.scopes
         let token = try await ui.logIn(
             LoginRequest(provider: provider.id, appID: appID, permissions: scopes.map { Permission.read($0) }))
-        try await DesktopLogin.save(token, account: account, issuer: issuer, store: store, label: label)
-        let (remembered, instance, issuer, clientID) = (
-            remembered, instance, settings.issuer.value, settings.clientID.value
-        )
-        try? await onOwnThread { try remembered.remember(instance: instance, issuer: issuer, clientID: clientID) }
+        try await save(token, account: account, store: store)
         let session = OIDCSession(provider: provider, transport: transport, store: store, account: account)
         _ = try? await session.open(allowLoginUI: false)
         let claims = try? await session.userInfo()
@@ -83,13 +79,19 @@ struct OIDCConnection: ConnectedProvider {
         let login = OIDCMachineLogin(oidc: provider, grant: grant, transport: transport, environment: environment)
         let token = try await login.logIn(
             LoginRequest(provider: provider.id, appID: appID, permissions: scopes.map { Permission.read($0) }))
+        try await save(token, account: account, store: store)
+        return LoginResult(
+            token: token, userName: grant == .clientCredentials ? "client \(appID)" : "workload of \(appID)")
+    }
+
+    /// Saves a login and remembers its issuer and client under the instance's name, so that
+    /// later commands need neither.
+    func save(_ token: AccessToken, account: String, store: any CredentialStore) async throws {
         try await DesktopLogin.save(token, account: account, issuer: issuer, store: store, label: label)
         let (remembered, instance, issuer, clientID) = (
             remembered, instance, settings.issuer.value, settings.clientID.value
         )
         try? await onOwnThread { try remembered.remember(instance: instance, issuer: issuer, clientID: clientID) }
-        return LoginResult(
-            token: token, userName: grant == .clientCredentials ? "client \(clientID)" : "workload of \(clientID)")
     }
 
     func browserLogin(openBrowser: Bool) -> OIDCBrowserLogin {
