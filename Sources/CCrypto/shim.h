@@ -15,6 +15,7 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
@@ -28,6 +29,8 @@
 #include <openssl/rsa.h>
 #include <openssl/core_names.h>
 #include <openssl/param_build.h>
+#include <openssl/bio.h>
+#include <openssl/pem.h>
 
 // MARK: Loading
 
@@ -82,6 +85,18 @@ typedef struct sesame_crypto_api {
     int (*EVP_DecryptUpdate)(EVP_CIPHER_CTX *ctx, unsigned char *out, int *outl, const unsigned char *in, int inl);
     int (*EVP_DecryptFinal_ex)(EVP_CIPHER_CTX *ctx, unsigned char *outm, int *outl);
     int (*EVP_CIPHER_CTX_ctrl)(EVP_CIPHER_CTX *ctx, int type, int arg, void *ptr);
+    BIO *(*BIO_new_mem_buf)(const void *buf, int len);
+    BIO *(*BIO_new)(const BIO_METHOD *type);
+    const BIO_METHOD *(*BIO_s_mem)(void);
+    long (*BIO_ctrl)(BIO *bp, int cmd, long larg, void *parg);
+    int (*BIO_free)(BIO *a);
+    EVP_PKEY *(*PEM_read_bio_PrivateKey)(BIO *bp, EVP_PKEY **x, pem_password_cb *cb, void *u);
+    int (*PEM_write_bio_PrivateKey)(BIO *bp, const EVP_PKEY *x, const EVP_CIPHER *enc, const unsigned char *kstr,
+                                    int klen, pem_password_cb *cb, void *u);
+    int (*EVP_PKEY_is_a)(const EVP_PKEY *pkey, const char *name);
+    int (*EVP_PKEY_get_bits)(const EVP_PKEY *pkey);
+    int (*EVP_PKEY_get_utf8_string_param)(const EVP_PKEY *pkey, const char *key_name, char *str, size_t max_buf_sz,
+                                          size_t *out_sz);
 } sesame_crypto_api;
 
 static inline sesame_crypto_api *sesame_crypto_storage(void) {
@@ -157,6 +172,16 @@ static inline void sesame_crypto_load(void) {
     SESAME_CRYPTO_RESOLVE(EVP_DecryptUpdate);
     SESAME_CRYPTO_RESOLVE(EVP_DecryptFinal_ex);
     SESAME_CRYPTO_RESOLVE(EVP_CIPHER_CTX_ctrl);
+    SESAME_CRYPTO_RESOLVE(BIO_new_mem_buf);
+    SESAME_CRYPTO_RESOLVE(BIO_new);
+    SESAME_CRYPTO_RESOLVE(BIO_s_mem);
+    SESAME_CRYPTO_RESOLVE(BIO_ctrl);
+    SESAME_CRYPTO_RESOLVE(BIO_free);
+    SESAME_CRYPTO_RESOLVE(PEM_read_bio_PrivateKey);
+    SESAME_CRYPTO_RESOLVE(PEM_write_bio_PrivateKey);
+    SESAME_CRYPTO_RESOLVE(EVP_PKEY_is_a);
+    SESAME_CRYPTO_RESOLVE(EVP_PKEY_get_bits);
+    SESAME_CRYPTO_RESOLVE(EVP_PKEY_get_utf8_string_param);
 #undef SESAME_CRYPTO_RESOLVE
 }
 
@@ -272,6 +297,59 @@ static inline EVP_PKEY *sesame_rsa_generate(unsigned int bits) {
 /// A new EC key pair on the P-256 curve (EVP_EC_gen is a macro over the variadic EVP_PKEY_Q_keygen).
 static inline EVP_PKEY *sesame_p256_generate(void) {
     return sesame_crypto()->EVP_PKEY_Q_keygen(NULL, NULL, "EC", "P-256");
+}
+
+/// Refuses every passphrase request: an encrypted private key fails to load rather than
+/// libcrypto asking on the terminal.
+static inline int sesame_no_passphrase(char *buf, int size, int rwflag, void *u) {
+    (void)buf, (void)size, (void)rwflag, (void)u;
+    return -1;
+}
+
+/// A private key from PEM text (PKCS#8, or the traditional RSA and EC forms); NULL when the text
+/// is not an unencrypted PEM private key.
+static inline EVP_PKEY *sesame_private_key_from_pem(const char *pem, int length) {
+    const sesame_crypto_api *api = sesame_crypto();
+    BIO *bio = api->BIO_new_mem_buf(pem, length);
+    if (bio == NULL) return NULL;
+    EVP_PKEY *key = api->PEM_read_bio_PrivateKey(bio, NULL, sesame_no_passphrase, NULL);
+    api->BIO_free(bio);
+    return key;
+}
+
+/// The key as unencrypted PKCS#8 PEM text, in a buffer of `*length` bytes the caller frees with
+/// free(); NULL on failure.
+static inline char *sesame_private_key_to_pem(const EVP_PKEY *key, size_t *length) {
+    const sesame_crypto_api *api = sesame_crypto();
+    BIO *bio = api->BIO_new(api->BIO_s_mem());
+    if (bio == NULL) return NULL;
+    char *copy = NULL;
+    if (api->PEM_write_bio_PrivateKey(bio, key, NULL, NULL, 0, NULL, NULL) == 1) {
+        char *data = NULL;
+        long count = api->BIO_ctrl(bio, BIO_CTRL_INFO, 0, &data);
+        if (count > 0 && data != NULL && (copy = malloc((size_t)count)) != NULL) {
+            memcpy(copy, data, (size_t)count);
+            *length = (size_t)count;
+        }
+    }
+    api->BIO_free(bio);
+    return copy;
+}
+
+/// What a private key can sign JWS with: 1 for RS256 (RSA of 2048 bits or more), 2 for ES256
+/// (EC on P-256), -1 for RSA shorter than 2048 bits, 0 for anything else.
+static inline int sesame_private_key_kind(const EVP_PKEY *key) {
+    const sesame_crypto_api *api = sesame_crypto();
+    if (api->EVP_PKEY_is_a(key, "RSA") == 1) return api->EVP_PKEY_get_bits(key) >= 2048 ? 1 : -1;
+    if (api->EVP_PKEY_is_a(key, "EC") == 1) {
+        char group[64] = {0};
+        size_t length = 0;
+        if (api->EVP_PKEY_get_utf8_string_param(key, OSSL_PKEY_PARAM_GROUP_NAME, group, sizeof group, &length) == 1
+            && (strcmp(group, "prime256v1") == 0 || strcmp(group, "P-256") == 0)) {
+            return 2;
+        }
+    }
+    return 0;
 }
 
 /// A public key of `type` ("RSA" or "EC") from parameters built by `push`-style calls.

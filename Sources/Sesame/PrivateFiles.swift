@@ -228,6 +228,64 @@ package enum PrivateFiles {
         return fd
     }
 
+    /// The bytes of a file that holds a private key, when it may hold one by libpq's rule for a
+    /// client's private key (`sslkey`): a regular file owned by this user with no access for group
+    /// or others (0600 or less), or owned by root and readable by root's group at most (0640 or
+    /// less). A file of another user (reached through a symbolic link too), or one every user may
+    /// read, is refused, saying how to fix it. The checks are made on the opened file, so it
+    /// cannot be swapped between the check and the read.
+    ///
+    /// - Parameters:
+    ///   - path: the file.
+    ///   - setting: where the path came from, for "check ..." in errors (`SESAME_POSTGRES_KEY_FILE`).
+    /// - Throws: ``CredentialStoreError`` (`insecurePermissions` for a file others may use or
+    ///   replace, `ioFailure` otherwise) whose message begins "The key file PATH" and never holds
+    ///   a byte of the file.
+    package static func privateKeyFileContents(atPath path: String, setting: String) throws -> Data {
+        func refuse(_ kind: CredentialStoreError.Kind, _ message: String) -> CredentialStoreError {
+            CredentialStoreError(kind: kind, message: "The key file \(path) " + message)
+        }
+        // O_NONBLOCK: a FIFO in its place is refused below rather than waited on.
+        let descriptor = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
+        guard descriptor >= 0 else {
+            throw refuse(.ioFailure, "cannot be read (\(String(cString: strerror(errno)))); check \(setting).")
+        }
+        let file = FileHandle(fileDescriptor: descriptor, closeOnDealloc: true)
+        var status = stat()
+        guard fstat(descriptor, &status) == 0 else {
+            throw refuse(.ioFailure, "cannot be read (\(String(cString: strerror(errno)))); check \(setting).")
+        }
+        guard status.st_mode & S_IFMT == S_IFREG else {
+            throw refuse(.ioFailure, "is not a regular file; check \(setting).")
+        }
+        let user = geteuid()
+        let mode = status.st_mode & 0o777
+        let octal = "0" + String(mode, radix: 8)
+        guard status.st_uid == user || status.st_uid == 0 else {
+            throw refuse(
+                .insecurePermissions,
+                "belongs to another user (uid \(status.st_uid)), who could replace the key; use a key file of your "
+                    + "own: `chown $(id -un) \(path)` (or a copy you own), then `chmod 600 \(path)`.")
+        }
+        if status.st_uid == user, mode & 0o077 != 0 {
+            throw refuse(
+                .insecurePermissions,
+                "may be used by users other than you (mode \(octal)), as libpq refuses for a private key; run "
+                    + "`chmod 600 \(path)`.")
+        }
+        if status.st_uid == 0, mode & 0o037 != 0 {
+            throw refuse(
+                .insecurePermissions,
+                "belongs to root and may be used by users other than root and its group (mode \(octal)), as libpq "
+                    + "refuses for a private key; run `chmod 640 \(path)` (or 600).")
+        }
+        do {
+            return try file.read(upToCount: 1 << 16) ?? Data()
+        } catch {
+            throw refuse(.ioFailure, "cannot be read (\(error.localizedDescription)); check its owner and mode.")
+        }
+    }
+
     private static func ioError(_ what: String, _ code: Int32) -> CredentialStoreError {
         CredentialStoreError(kind: .ioFailure, message: "Sesame \(what): \(String(cString: strerror(code))).")
     }

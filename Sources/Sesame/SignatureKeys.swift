@@ -77,7 +77,8 @@ package final class SignatureVerificationKey: @unchecked Sendable {
     }
 }
 
-/// A private key for signing JWS, for the emulator and tests (Sesame itself never signs).
+/// A private key for signing JWS: a client's assertions (``ClientAssertionSigner``), the
+/// emulator's ID tokens, tests' tokens.
 // Immutable after init (no lock needed); libcrypto's EVP_PKEY is safe to read concurrently.
 package final class SignatureSigningKey: @unchecked Sendable {
     private let key: OpaquePointer
@@ -97,6 +98,45 @@ package final class SignatureSigningKey: @unchecked Sendable {
         }
         self.key = made
         self.algorithm = algorithm
+    }
+
+    /// The key in `pem`, unencrypted PEM (PKCS#8 `PRIVATE KEY`, or the traditional `RSA PRIVATE
+    /// KEY` and `EC PRIVATE KEY`): RSA of 2048 bits or more signs RS256, EC on P-256 signs ES256.
+    ///
+    /// - Throws: ``CryptoError`` saying what the text is not (never a byte of it).
+    package init(pem: Data) throws {
+        let bytes = Array(pem)
+        let made = bytes.withUnsafeBufferPointer { buffer in
+            buffer.withMemoryRebound(to: CChar.self) {
+                sesame_private_key_from_pem($0.baseAddress, Int32(clamping: $0.count))
+            }
+        }
+        guard let made else {
+            throw CryptoError(
+                message: "it is not an unencrypted PEM private key (a passphrase-protected key is not read; "
+                    + "`openssl pkey -in KEY -out KEY.pem` writes one without)")
+        }
+        switch sesame_private_key_kind(made) {
+        case 1: self.algorithm = .rs256
+        case 2: self.algorithm = .es256
+        case -1:
+            sesame_EVP_PKEY_free(made)
+            throw CryptoError(message: "its RSA key is shorter than 2048 bits")
+        default:
+            sesame_EVP_PKEY_free(made)
+            throw CryptoError(message: "it is neither an RSA key (RS256) nor an EC key on P-256 (ES256)")
+        }
+        self.key = made
+    }
+
+    /// The key as unencrypted PKCS#8 PEM text, what ``init(pem:)`` reads (for writing test keys).
+    package var pem: String {
+        var length = 0
+        guard let text = sesame_private_key_to_pem(key, &length) else { return "" }
+        defer { free(text) }
+        return text.withMemoryRebound(to: UInt8.self, capacity: length) {
+            String(decoding: UnsafeBufferPointer(start: $0, count: length), as: UTF8.self)
+        }
     }
 
     /// A new key pair, made on a thread of its own (``init(generating:)``).

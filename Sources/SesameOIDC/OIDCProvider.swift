@@ -253,6 +253,10 @@ public struct OIDCConfiguration: Sendable {
     /// The client secret, for confidential clients and providers that give desktop clients one
     /// (Google's "Desktop app" clients do).
     public var clientSecret: ClientSecret?
+    /// The client's private key, for `private_key_jwt`: when set, and ``clientAuthMethod`` is
+    /// `nil` or `private_key_jwt`, every token-endpoint request carries an assertion it signs
+    /// instead of a secret.
+    public var clientAssertionSigner: ClientAssertionSigner?
     /// How to authenticate the client; `nil` chooses from discovery
     /// (`ClientAuthenticationMethod.chosen(hasSecret:supported:)`).
     public var clientAuthMethod: OIDCClientAuthMethod?
@@ -282,6 +286,7 @@ public struct OIDCConfiguration: Sendable {
         self.clientID = clientID
         self.clientSecret = clientSecret
         self.clientAuthMethod = nil
+        self.clientAssertionSigner = nil
         self.scopes = scopes
         self.extraAuthorizationParameters = extraAuthorizationParameters
         self.clockLeeway = clockLeeway
@@ -325,10 +330,7 @@ public struct OIDCProvider: Sendable {
         var taxonomy = OIDCErrorTaxonomy(
             provider: configuration.providerID, displayName: "the OpenID provider '\(configuration.providerID)'",
             now: now)
-        taxonomy.clientAuthMethod =
-            configuration.clientAuthMethod
-            ?? OIDCClientAuthMethod.chosen(
-                hasSecret: configuration.clientSecret != nil, supported: endpoints.tokenEndpointAuthMethodsSupported)
+        taxonomy.clientAuthMethod = Self.clientAuthMethod(configuration, endpoints)
         self.taxonomy = taxonomy
         self.keys = endpoints.jwksURI.map { JWKSCache(url: $0, transport: transport, taxonomy: taxonomy, now: now) }
     }
@@ -387,15 +389,24 @@ public struct OIDCProvider: Sendable {
     }
 
     /// How this client authenticates: the configured method, or the one chosen from discovery.
-    public var clientAuthMethod: OIDCClientAuthMethod {
-        configuration.clientAuthMethod
-            ?? OIDCClientAuthMethod.chosen(
-                hasSecret: configuration.clientSecret != nil, supported: endpoints.tokenEndpointAuthMethodsSupported)
+    public var clientAuthMethod: OIDCClientAuthMethod { Self.clientAuthMethod(configuration, endpoints) }
+
+    /// The configured method; else `private_key_jwt` with a key, else the one chosen from
+    /// discovery for the secret, if any.
+    static func clientAuthMethod(_ configuration: OIDCConfiguration, _ endpoints: OIDCEndpoints) -> OIDCClientAuthMethod
+    {
+        if let method = configuration.clientAuthMethod { return method }
+        if configuration.clientAssertionSigner != nil { return .privateKeyJWT }
+        return OIDCClientAuthMethod.chosen(
+            hasSecret: configuration.clientSecret != nil, supported: endpoints.tokenEndpointAuthMethodsSupported)
     }
 
     /// How this client authenticates every request to the token endpoint and its siblings.
     public var clientAuthentication: ClientAuthentication {
-        ClientAuthentication(clientAuthMethod, secret: configuration.clientSecret)
+        if clientAuthMethod == .privateKeyJWT, let signer = configuration.clientAssertionSigner {
+            return .privateKeyJWT(signer)
+        }
+        return ClientAuthentication(clientAuthMethod, secret: configuration.clientSecret)
     }
 
     /// A form POST to `url` with this client's authentication (``clientAuthentication``).

@@ -15,7 +15,8 @@ import Sesame
 /// The login is stored under the issuer it came from (`CredentialKey.issuer`), so it is never
 /// presented to, or refreshed at, another issuer with the same client id. The token's whole
 /// lifecycle is the core `Session`'s: this type supplies only the refresh token grant, as a
-/// `TokenRenewer`. An expired access token with a working refresh token opens the session
+/// `TokenRenewer`, and a login with no person (``OIDCMachineLogin``) is renewed by making its
+/// grant again. An expired access token with a working refresh token opens the session
 /// without UI (it is refreshed first); concurrent callers in this process share one refresh and,
 /// with ``Configuration/refreshLocking``, so do processes; the rotated refresh token is saved
 /// once before it is used. A refresh refused with `invalid_grant` keeps the stored login, marks
@@ -44,11 +45,18 @@ public final class OIDCSession: ProviderSession {
         /// The most a token is refreshed before its expiry: a quarter of its lifetime, at most
         /// this (one minute by default).
         public var refreshLeeway: Duration
+        /// Where a token exchange's subject token source reads its variables when it renews a
+        /// login (GitHub Actions'); empty by default: the library reads no environment itself.
+        public var environment: [String: String]
 
         /// Creates a configuration; see each property for its default.
-        public init(refreshLocking: RefreshLocking = .none, refreshLeeway: Duration = .seconds(60)) {
+        public init(
+            refreshLocking: RefreshLocking = .none, refreshLeeway: Duration = .seconds(60),
+            environment: [String: String] = [:]
+        ) {
             self.refreshLocking = refreshLocking
             self.refreshLeeway = refreshLeeway
+            self.environment = environment
         }
     }
 
@@ -73,8 +81,12 @@ public final class OIDCSession: ProviderSession {
         self.session = Session(
             provider: provider.id, issuer: provider.endpoints.issuer, appID: provider.configuration.clientID,
             account: account, store: store, refreshLocking: configuration.refreshLocking,
-            renewer: .refreshToken(maximumLeeway: configuration.refreshLeeway.inSeconds) {
+            renewer: TokenRenewer.refreshToken(maximumLeeway: configuration.refreshLeeway.inSeconds) {
                 try await refresh.send($0)
+            }.renewingMachineLogins { current, grant in
+                try await OIDCMachineLogin(
+                    oidc: provider, grant: grant, transport: transport, environment: configuration.environment
+                ).renew(current)
             }, now: provider.now)
     }
 

@@ -12,7 +12,10 @@ extension OIDCEngine {
 
     /// Who the client is, from HTTP Basic (`client_secret_basic`), the form body
     /// (`client_secret_post`) or `client_id` alone (`none`, public clients) — RFC 6749 §2.3.1.
-    func authenticateClient(_ request: LoopbackRequest, _ state: State) -> ClientCheck {
+    func authenticateClient(_ request: LoopbackRequest, _ state: inout State) -> ClientCheck {
+        if request.form.contains(where: { $0.0 == "client_assertion" }) {
+            return authenticateClientAssertion(request, &state)
+        }
         func refuse(_ description: String) -> ClientCheck {
             var response = Reply.oauthError("invalid_client", description, status: 401)
             // RFC 6749 §5.2: a 401 names the scheme the client can authenticate with.

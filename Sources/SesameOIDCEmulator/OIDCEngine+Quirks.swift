@@ -57,7 +57,7 @@ extension OIDCEngine {
             response.headers["Retry-After"] = "7"
             return .refused(response)
         }
-        return authenticateClient(request, state)
+        return authenticateClient(request, &state)
     }
 
     /// A refresh that keeps the refresh token (Google, Dropbox): a new access token, and no new

@@ -14,13 +14,15 @@ extension OIDCEngine {
             return response
         }
         let clientID: String
-        switch authenticateClient(request, state) {
+        switch authenticateClient(request, &state) {
         case .client(let id): clientID = id
         case .refused(let response): return response
         }
         switch request["grant_type"] {
         case "authorization_code": return codeGrant(request, clientID: clientID, &state)
         case "refresh_token": return refreshGrant(request, clientID: clientID, &state)
+        case "client_credentials": return clientCredentialsGrant(request, clientID: clientID, &state)
+        case MachineGrant.tokenExchangeGrantType: return tokenExchangeGrant(request, clientID: clientID, &state)
         case "urn:ietf:params:oauth:grant-type:device_code" where state.deviceLoginEnabled:
             return deviceGrant(request, clientID: clientID, &state)
         default: return Reply.oauthError("unsupported_grant_type", "Unsupported grant_type.")
@@ -130,7 +132,7 @@ extension OIDCEngine {
 
     func deviceAuthorization(_ request: LoopbackRequest, _ state: inout State) -> Reply {
         let clientID: String
-        switch authenticateClient(request, state) {
+        switch authenticateClient(request, &state) {
         case .client(let id): clientID = id
         case .refused(let response): return response
         }
@@ -272,7 +274,7 @@ extension OIDCEngine {
 
     func revoke(_ request: LoopbackRequest, _ state: inout State) -> Reply {
         let clientID: String
-        switch authenticateClient(request, state) {
+        switch authenticateClient(request, &state) {
         case .client(let id): clientID = id
         case .refused(let response): return response
         }

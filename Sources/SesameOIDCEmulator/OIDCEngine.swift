@@ -86,6 +86,8 @@ final class OIDCEngine: LoopbackEngine {
         /// The people and clients Google gave a refresh token, `"client sub"`: Google gives one
         /// again only with `prompt=consent`.
         var offlineGrants: Set<String> = []
+        /// Client keys and trusted subject-token issuers, for logins with no person.
+        var machineClients = OIDCMachineClients()
     }
 
     let algorithm: SignatureAlgorithm
@@ -279,9 +281,10 @@ final class OIDCEngine: LoopbackEngine {
     func discovery(_ state: State) -> JSONValue {
         let issuer = state.issuer
         let authMethods: JSONValue = .array(
-            ["client_secret_basic", "client_secret_post", "none"].map { .string($0) })
+            (["client_secret_basic", "client_secret_post", "none"]
+                + (state.machineClients.keys.isEmpty ? [] : ["private_key_jwt"])).map { .string($0) })
         let grants =
-            ["authorization_code", "refresh_token"]
+            ["authorization_code", "refresh_token", "client_credentials"]
             + (state.deviceLoginEnabled ? ["urn:ietf:params:oauth:grant-type:device_code"] : [])
         var document: [String: JSONValue] = [
             "issuer": .string(issuer),

@@ -142,5 +142,6 @@ extension OIDCPlugin.Settings {
         self.issuer = issuer
         self.clientID = clientID
         self.scopes = scopes
+        self.clientCredentials = false
     }
 }

@@ -26,6 +26,12 @@ struct OIDCConnection: ConnectedProvider {
     var details: [String: String] { ["issuer": provider.endpoints.issuer] }
 
     func logIn(_ options: LoginOptions, account: String, store: any CredentialStore) async throws -> LoginResult {
+        if let exchange = settings.tokenExchange {
+            return try await machineLogIn(exchange, options, account: account, store: store)
+        }
+        if settings.clientCredentials {
+            return try await machineLogIn(.clientCredentials, options, account: account, store: store)
+        }
         let hasDevice = provider.endpoints.deviceAuthorizationEndpoint != nil
         let ui: any LoginUI
         switch options.flow {
@@ -49,16 +55,43 @@ struct OIDCConnection: ConnectedProvider {
         let scopes = options.scopes.isEmpty ? provider.configuration.scopes : options.scopes
         let token = try await ui.logIn(
             LoginRequest(provider: provider.id, appID: appID, permissions: scopes.map { Permission.read($0) }))
-        try await DesktopLogin.save(token, account: account, issuer: issuer, store: store, label: label)
-        let (remembered, instance, issuer, clientID) = (
-            remembered, instance, settings.issuer.value, settings.clientID.value
-        )
-        try? await onOwnThread { try remembered.remember(instance: instance, issuer: issuer, clientID: clientID) }
+        try await save(token, account: account, store: store)
         let session = OIDCSession(provider: provider, transport: transport, store: store, account: account)
         _ = try? await session.open(allowLoginUI: false)
         let claims = try? await session.userInfo()
         let name = (claims ?? Self.idTokenClaims(token)).flatMap { $0["name"]?.stringValue ?? $0["email"]?.stringValue }
         return LoginResult(token: token, userName: name)
+    }
+
+    /// A login with no person (``OIDCMachineLogin``): the grant made now, the login stored with
+    /// it, so that any later use renews it by making the grant again.
+    func machineLogIn(
+        _ grant: MachineGrant, _ options: LoginOptions, account: String, store: any CredentialStore
+    ) async throws -> LoginResult {
+        if grant == .clientCredentials, provider.clientAuthMethod == .none {
+            throw DesktopError(
+                "A login with --client-credentials needs the client to authenticate: set its secret "
+                    + "(\(OIDCPlugin.variable("CLIENT_SECRET", instance: instance)), or --client-secret-stdin) or its "
+                    + "private key (\(OIDCPlugin.variable("CLIENT_KEY_FILE", instance: instance))).",
+                status: .config)
+        }
+        let scopes = options.scopes.isEmpty ? settings.scopes : options.scopes
+        let login = OIDCMachineLogin(oidc: provider, grant: grant, transport: transport, environment: environment)
+        let token = try await login.logIn(
+            LoginRequest(provider: provider.id, appID: appID, permissions: scopes.map { Permission.read($0) }))
+        try await save(token, account: account, store: store)
+        return LoginResult(
+            token: token, userName: grant == .clientCredentials ? "client \(appID)" : "workload of \(appID)")
+    }
+
+    /// Saves a login and remembers its issuer and client under the instance's name, so that
+    /// later commands need neither.
+    func save(_ token: AccessToken, account: String, store: any CredentialStore) async throws {
+        try await DesktopLogin.save(token, account: account, issuer: issuer, store: store, label: label)
+        let (remembered, instance, issuer, clientID) = (
+            remembered, instance, settings.issuer.value, settings.clientID.value
+        )
+        try? await onOwnThread { try remembered.remember(instance: instance, issuer: issuer, clientID: clientID) }
     }
 
     func browserLogin(openBrowser: Bool) -> OIDCBrowserLogin {
@@ -72,7 +105,7 @@ struct OIDCConnection: ConnectedProvider {
         OIDCAccountSession(
             session: OIDCSession(
                 provider: provider, transport: transport, store: store, account: account,
-                configuration: .init(refreshLocking: refreshLocking)
+                configuration: .init(refreshLocking: refreshLocking, environment: environment)
             ),
             canRevoke: provider.endpoints.revocationEndpoint != nil)
     }

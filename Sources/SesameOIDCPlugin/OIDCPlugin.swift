@@ -115,6 +115,40 @@ public struct OIDCPlugin: ProviderPlugin {
                 "scopes", value: "a,b", kind: .list, flag: false,
                 environment: variable("SCOPES", instance: instance),
                 configKey: "scopes", "The scopes a login asks for when it names none."),
+            ProviderSetting(
+                "client-credentials", kind: .flag,
+                "Log in as the client itself, with no person (the client credentials grant); renewed by making "
+                    + "the grant again. The client authenticates with its secret or private key."),
+            ProviderSetting(
+                "client-auth", value: "METHOD",
+                kind: .choice(["none", "client_secret_basic", "client_secret_post", "private_key_jwt"]),
+                environment: Self.variable("CLIENT_AUTH", instance: instance), configKey: "client_auth",
+                "How the client authenticates at the token endpoint; by default private_key_jwt with a key file, "
+                    + "else what discovery lists for the secret."),
+            ProviderSetting(
+                "client-key-file", value: "PATH", environment: Self.variable("CLIENT_KEY_FILE", instance: instance),
+                configKey: "client_key_file",
+                "The client's private key (PEM, RSA or P-256; yours and 0600, as libpq asks) for private_key_jwt."),
+            ProviderSetting(
+                "client-key-id", value: "KID", environment: Self.variable("CLIENT_KEY_ID", instance: instance),
+                configKey: "client_key_id", "The key id (kid) the issuer knows the client's key by."),
+            ProviderSetting(
+                "subject-token", value: "SOURCE", environment: Self.variable("SUBJECT_TOKEN", instance: instance),
+                configKey: "subject_token",
+                "Where --token-exchange reads the workload's identity token: github-actions, kubernetes, or "
+                    + "file:PATH (read afresh at each renewal; never stored)."),
+            ProviderSetting(
+                "subject-token-audience", value: "AUD",
+                environment: Self.variable("SUBJECT_TOKEN_AUDIENCE", instance: instance),
+                configKey: "subject_token_audience", "The audience GitHub Actions is asked to put in its token."),
+            ProviderSetting(
+                "subject-token-type", value: "TYPE", kind: .choice(["jwt", "id_token"]),
+                environment: Self.variable("SUBJECT_TOKEN_TYPE", instance: instance),
+                configKey: "subject_token_type", "The subject token's type: jwt (the default) or id_token."),
+            ProviderSetting(
+                "token-exchange", kind: .flag,
+                "Log in as a workload, with no person and no secret: its identity token (--subject-token) "
+                    + "exchanged at the token endpoint (RFC 8693); renewed by exchanging a fresh one."),
         ]
         if let part = preset?.issuerPart {
             settings.append(
@@ -209,6 +243,16 @@ public struct OIDCPlugin: ProviderPlugin {
         var clientID: Sourced<String>
         var clientSecret: Sourced<String>?
         var scopes: [String]
+        /// `--client-credentials`: a login with no person.
+        var clientCredentials: Bool
+        /// `client_auth`, when set.
+        var clientAuth: ClientAuthenticationMethod?
+        /// `client_key_file`, when set.
+        var clientKeyFile: Sourced<String>?
+        /// `client_key_id`, when set.
+        var clientKeyID: String?
+        /// `--token-exchange`: the exchange to make, from the subject token settings.
+        var tokenExchange: MachineGrant?
 
         init(_ request: ProviderConnectionRequest, plugin: OIDCPlugin = OIDCPlugin()) async throws {
             let instance = request.instance
@@ -268,6 +312,35 @@ public struct OIDCPlugin: ProviderPlugin {
                 self.clientSecret = Sourced(text, source: "standard input")
             }
             self.scopes = (try value(4)?.value ?? "").split(whereSeparator: { $0 == "," || $0 == " " }).map(String.init)
+            self.clientCredentials = request.flags["client-credentials"] != nil
+            self.clientAuth = try value(6).map { ClientAuthenticationMethod(rawValue: $0.value) }
+            self.clientKeyFile = try value(7)
+            self.clientKeyID = try value(8)?.value
+            if request.flags["token-exchange"] != nil {
+                guard let source = try value(9) else {
+                    throw DesktopError(
+                        "--token-exchange needs to know where the workload's identity token is: give "
+                            + "--subject-token github-actions (or kubernetes, or file:PATH), or set "
+                            + "\(settings[9].environment!).", status: .usage)
+                }
+                let parsed: SubjectTokenSource
+                do {
+                    parsed = try SubjectTokenSource(parsing: source.value)
+                } catch let error as AuthError {
+                    throw DesktopError("\(source.source): \(error.message)", status: .usage)
+                }
+                self.tokenExchange = .tokenExchange(
+                    source: parsed,
+                    subjectTokenType: try value(11)?.value == "id_token"
+                        ? MachineGrant.idTokenType : MachineGrant.jwtTokenType,
+                    audience: try value(10)?.value)
+            }
+            if clientAuth == .privateKeyJWT, clientKeyFile == nil {
+                throw DesktopError(
+                    "'\(instance)' is set to authenticate with private_key_jwt but names no key: set "
+                        + "\(settings[7].environment!), --client-key-file, or \"client_key_file\" in oidc.\(instance).",
+                    status: .config)
+            }
         }
 
         /// The old spelling of `client_id` in the config file.
@@ -305,6 +378,15 @@ public struct OIDCPlugin: ProviderPlugin {
             configuration.extraAuthorizationParameters = preset.authorizationParameters
         }
         if !settings.scopes.isEmpty { configuration.scopes = settings.scopes }
+        configuration.clientAuthMethod = settings.clientAuth
+        if let keyFile = settings.clientKeyFile, settings.clientAuth == nil || settings.clientAuth == .privateKeyJWT {
+            do {
+                configuration.clientAssertionSigner = try ClientAssertionSigner(
+                    keyFile: keyFile.value, keyID: settings.clientKeyID, setting: keyFile.source)
+            } catch let error as AuthError {
+                throw DesktopError(error.message, status: .config)
+            }
+        }
         configuration.allowedInsecureHosts = request.allowedInsecureHosts
         // Using a login (token, status, logout) takes the issuer's endpoints as discovered within
         // the last day, with no request: a valid token is printed offline, at once. A login
@@ -358,25 +440,56 @@ public struct OIDCPlugin: ProviderPlugin {
     /// Whether the issuer's discovery works as a login would use it: the document is there and
     /// names the issuer exactly. A wrong issuer (the site root, a trailing slash) says which
     /// address failed and to check the issuer.
-    static func discoveryLine(_ request: ProviderConnectionRequest, issuer: String) async -> DoctorLine {
+    static func discoveryLine(
+        _ request: ProviderConnectionRequest, issuer: String
+    ) async -> (line: DoctorLine, endpoints: OIDCEndpoints?) {
         let url = OIDCEndpoints.discoveryURL(issuer: issuer)
         let address = url?.absoluteString ?? issuer
         let label = "'\(request.instance)' discovery at \(address)"
         do {
-            _ = try await OIDCEndpoints.discover(
+            let endpoints = try await OIDCEndpoints.discover(
                 issuer: issuer, transport: request.transport, provider: ProviderID(request.instance),
                 allowingInsecureHosts: request.allowedInsecureHosts)
-            return DoctorLine(.ok, "\(label) answers, naming the issuer \(issuer).")
+            return (DoctorLine(.ok, "\(label) answers, naming the issuer \(issuer)."), endpoints)
         } catch {
             // A refused certificate: who presented it, and the setting that makes Sesame trust its CA.
             if let url,
                 let line = await DoctorProbe.certificateLine(
                     label: "'\(request.instance)' discovery", url: url, error: error, transport: request.transport)
             {
-                return line
+                return (line, nil)
             }
-            return Self.discoveryProblem(label, error)
+            return (Self.discoveryProblem(label, error), nil)
         }
+    }
+
+    /// Whether the issuer takes the client authentication this client will use: the method
+    /// configured, or chosen (``OIDCProvider/clientAuthMethod``), against the discovery document's
+    /// `token_endpoint_auth_methods_supported` (absent: `client_secret_basic` only, Discovery §3).
+    /// A public client (`none`) that logs in with a person is not checked: many issuers do not
+    /// list `none` though they take it from native apps.
+    static func clientAuthenticationLine(
+        _ request: ProviderConnectionRequest, settings: Settings, endpoints: OIDCEndpoints
+    ) -> DoctorLine? {
+        let advertised = endpoints.tokenEndpointAuthMethodsSupported
+        let method =
+            settings.clientAuth ?? (settings.clientKeyFile != nil ? .privateKeyJWT : nil)
+            ?? ClientAuthenticationMethod.chosen(hasSecret: settings.clientSecret != nil, supported: advertised)
+        guard method != .none else { return nil }
+        let name = request.instance
+        let supported = advertised ?? [ClientAuthenticationMethod.clientSecretBasic.rawValue]
+        if supported.contains(method.rawValue) {
+            return DoctorLine(.ok, "'\(name)' authenticates the client with \(method), which the issuer supports.")
+        }
+        let listed =
+            advertised == nil
+            ? "is absent, which means client_secret_basic only" : "lists \(supported.joined(separator: ", "))"
+        return DoctorLine(
+            .problem,
+            "'\(name)' authenticates the client with \(method), but the issuer's "
+                + "token_endpoint_auth_methods_supported \(listed).",
+            fix: "set client_auth to one of those (with the secret or key it needs), or register the client for "
+                + "\(method) at the issuer")
     }
 
     private static func discoveryProblem(_ label: String, _ error: any Error) -> DoctorLine {
@@ -400,7 +513,13 @@ public struct OIDCPlugin: ProviderPlugin {
                     .ok,
                     "OpenID issuer '\(request.instance)': \(settings.issuer.value), from \(settings.issuer.source).")
             ]
-            lines.append(await Self.discoveryLine(request, issuer: settings.issuer.value))
+            let discovery = await Self.discoveryLine(request, issuer: settings.issuer.value)
+            lines.append(discovery.line)
+            if let endpoints = discovery.endpoints,
+                let line = Self.clientAuthenticationLine(request, settings: settings, endpoints: endpoints)
+            {
+                lines.append(line)
+            }
             lines += Self.legacyLoginLines(request, issuer: settings.issuer.value)
             return lines
         } catch let error as DesktopError where request.instance == "oidc" && error.status == .usage {

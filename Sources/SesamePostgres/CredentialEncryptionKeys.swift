@@ -95,48 +95,14 @@ public struct CredentialEncryptionKeys: Sendable, CustomStringConvertible {
     ///   file cannot be read, is not a regular file, belongs to another user, or group or others
     ///   may use it.
     public static func fromFile(_ url: URL) throws -> CredentialEncryptionKeys {
-        let path = url.path
-        func refuse(_ message: String) -> CredentialStoreError {
-            CredentialStoreError(kind: .invalidKey, message: "The key file \(path) " + message)
-        }
-        // O_NONBLOCK: a FIFO in its place is refused below rather than waited on.
-        let descriptor = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
-        guard descriptor >= 0 else {
-            throw refuse("cannot be read (\(String(cString: strerror(errno)))); check \(fileVariable).")
-        }
-        let file = FileHandle(fileDescriptor: descriptor, closeOnDealloc: true)
-        var status = stat()
-        guard fstat(descriptor, &status) == 0 else {
-            throw refuse("cannot be read (\(String(cString: strerror(errno)))); check \(fileVariable).")
-        }
-        guard status.st_mode & S_IFMT == S_IFREG else {
-            throw refuse("is not a regular file; check \(fileVariable).")
-        }
-        let user = geteuid()
-        let mode = status.st_mode & 0o777
-        let octal = "0" + String(mode, radix: 8)
-        guard status.st_uid == user || status.st_uid == 0 else {
-            throw refuse(
-                "belongs to another user (uid \(status.st_uid)), who could replace the key; use a key file of your "
-                    + "own: `chown $(id -un) \(path)` (or a copy you own), then `chmod 600 \(path)`.")
-        }
-        if status.st_uid == user, mode & 0o077 != 0 {
-            throw refuse(
-                "may be used by users other than you (mode \(octal)), as libpq refuses for a private key; run "
-                    + "`chmod 600 \(path)`.")
-        }
-        if status.st_uid == 0, mode & 0o037 != 0 {
-            throw refuse(
-                "belongs to root and may be used by users other than root and its group (mode \(octal)), as libpq "
-                    + "refuses for a private key; run `chmod 640 \(path)` (or 600).")
-        }
         let data: Data
         do {
-            data = try file.read(upToCount: 1 << 16) ?? Data()
-        } catch {
-            throw refuse("cannot be read (\(error.localizedDescription)); check its owner and mode.")
+            data = try PrivateFiles.privateKeyFileContents(atPath: url.path, setting: fileVariable)
+        } catch let error as CredentialStoreError {
+            throw CredentialStoreError(kind: .invalidKey, message: error.message)
         }
-        return try CredentialEncryptionKeys(text: String(decoding: data, as: UTF8.self), source: "The key file \(path)")
+        return try CredentialEncryptionKeys(
+            text: String(decoding: data, as: UTF8.self), source: "The key file \(url.path)")
     }
 
     /// Shows the ids, never the keys.

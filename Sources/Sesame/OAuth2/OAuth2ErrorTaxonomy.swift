@@ -78,12 +78,20 @@ public struct OAuth2ErrorTaxonomy: ErrorTaxonomy {
         if !message.hasSuffix(".") { message += "." }
         message += " " + rule.meaning
         if rule.id == "client-refused", let method = clientAuthenticationMethod {
-            message +=
-                method == .none
-                ? " No client secret is configured, so none was sent: if the provider gave this client a secret,"
+            switch method {
+            case .none:
+                message +=
+                    " No client secret is configured, so none was sent: if the provider gave this client a secret,"
                     + " configure it; otherwise check the client id."
-                : " The configured client secret was sent (\(method)): check that it and the client id are the"
+            case .privateKeyJWT:
+                message +=
+                    " A client assertion signed with the configured key was sent (private_key_jwt): check that the"
+                    + " provider has this key's public half (and key id) registered for the client id."
+            default:
+                message +=
+                    " The configured client secret was sent (\(method)): check that it and the client id are the"
                     + " ones the provider issued."
+            }
         }
         var error = AuthError(rule: rule, message: message, provider: provider)
         error.httpStatus = status
