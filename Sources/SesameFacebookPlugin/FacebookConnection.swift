@@ -7,44 +7,31 @@ import SesameHTTPServer
 /// A Facebook app ready for one command.
 struct FacebookConnection: ConnectedProvider {
     var provider: FacebookProvider
-    var transport: any HTTPTransport
-    var terminal: Terminal
-    var emulator: RunningEmulator?
-    var approvalMode: EmulatorApproval.Mode
-    var environment: [String: String]
-    /// How renewals are kept apart from other processes\' (the storage\'s refresh locking).
-    var refreshLocking: RefreshLocking
-    /// The Graph budget the storage shares among processes (a fleet's), or `nil` for this process's own.
-    var rateLimitBudget: (any RateLimitBudget)?
-    /// Whether a browser opens on this machine (`--no-browser`, `SESAME_BROWSER`, an SSH session).
-    var browser: LocalBrowser
+    var context: ConnectionContext
+
+    /// What the built-in emulator is called when its state cannot be saved.
+    static let emulatorName = "built-in emulator"
 
     var providerID: ProviderID { .facebook }
     var appID: String { provider.appID }
-    var label: String { emulator == nil ? "Facebook" : "the Facebook emulator" }
-    var isEmulated: Bool { emulator != nil }
-
-    var emulatorApproval: EmulatorApproval? {
-        guard let emulator else { return nil }
-        return EmulatorApproval(emulator: emulator, mode: approvalMode, terminal: terminal, transport: transport)
-    }
+    var label: String { context.isEmulated ? "the Facebook emulator" : "Facebook" }
+    var isEmulated: Bool { context.isEmulated }
+    var transport: any HTTPTransport { context.transport }
 
     func deviceLogin() -> DeviceLoginFlow {
         FacebookSession.deviceLogin(
-            provider: provider, transport: transport,
-            presenter: TerminalLoginPresenter(
-                terminal: terminal, providerName: isEmulated ? "the Facebook emulator" : "Facebook",
-                emulatorApproval: emulatorApproval))
+            provider: provider, transport: transport, presenter: context.presenter(providerName: label))
     }
 
     func browserLogin(openBrowser: Bool) -> BrowserLoginFlow {
-        let approval = emulatorApproval
+        let approval = context.emulatorApproval
         return FacebookSession.browserLogin(
             provider: provider, transport: transport,
-            receiver: browser.receiver(
-                openBrowser: openBrowser, appName: isEmulated ? "Sesame (emulator)" : "Sesame", terminal: terminal,
-                emulatorApproval: approval),
-            opener: browser.opener(openBrowser: openBrowser, environment: environment, emulatorApproval: approval))
+            receiver: context.browser.receiver(
+                openBrowser: openBrowser, appName: isEmulated ? "Sesame (emulator)" : "Sesame",
+                terminal: context.terminal, emulatorApproval: approval),
+            opener: context.browser.opener(
+                openBrowser: openBrowser, environment: context.environment, emulatorApproval: approval))
     }
 
     func facebookSession(
@@ -54,7 +41,7 @@ struct FacebookConnection: ConnectedProvider {
         FacebookSession(
             provider: provider, transport: transport, store: store, account: account,
             loginUI: loginUI ?? deviceLogin(),
-            configuration: .init(refreshLocking: refreshLocking),
+            configuration: .init(refreshLocking: context.refreshLocking),
             recoveryDelegate: recoveryDelegate, recoveryPolicy: recoveryPolicy, governor: governor())
     }
 
@@ -84,7 +71,7 @@ struct FacebookConnection: ConnectedProvider {
 
     /// A governor on the shared budget when there is one.
     func governor() -> GraphUsageGovernor {
-        rateLimitBudget.map { GraphUsageGovernor(budget: $0) } ?? GraphUsageGovernor()
+        context.rateLimitBudget.map { GraphUsageGovernor(budget: $0) } ?? GraphUsageGovernor()
     }
 
     func session(account: String, store: any CredentialStore) -> any AccountSession {
@@ -106,5 +93,5 @@ struct FacebookConnection: ConnectedProvider {
         }
     }
 
-    func shutdown() async { await emulator?.stop(named: "built-in emulator", telling: terminal) }
+    func shutdown() async { await context.shutdown(emulatorName: Self.emulatorName) }
 }

@@ -7,43 +7,37 @@ import SesameGitHub
 /// A GitHub host ready for one command.
 struct GitHubConnection: ConnectedProvider {
     var provider: GitHubProvider
+    var context: ConnectionContext
     /// Whether a client id was configured (device login and refresh need one).
-    var hasClientID: Bool
-    var transport: any HTTPTransport
-    var terminal: Terminal
-    var emulator: RunningEmulator?
-    var approvalMode: EmulatorApproval.Mode
-    var environment: [String: String]
-    /// How renewals are kept apart from other processes\' (the storage\'s refresh locking).
-    var refreshLocking: RefreshLocking
+    var hasClientID = true
     /// Where a login's host is remembered (not for the emulator).
     var remembered: GitHubRememberedLogin?
     /// The configured server address, when there is one.
     var serverURL: String?
 
+    /// What the built-in emulator is called when its state cannot be saved.
+    static let emulatorName = "built-in GitHub emulator"
+
     var providerID: ProviderID { .github }
     var appID: String { provider.credentialAppID }
-    var label: String { emulator == nil ? provider.displayName : "the GitHub emulator" }
-    var isEmulated: Bool { emulator != nil }
+    var label: String { context.isEmulated ? "the GitHub emulator" : provider.displayName }
+    var isEmulated: Bool { context.isEmulated }
     var details: [String: String] { ["host": provider.host.hostname] }
+    var transport: any HTTPTransport { context.transport }
 
     func githubSession(
         account: String, store: any CredentialStore, loginUI: (any LoginUI)? = nil
     ) -> GitHubSession {
         GitHubSession(
             provider: provider, transport: transport, store: store, account: account, loginUI: loginUI,
-            refreshLocking: refreshLocking)
+            refreshLocking: context.refreshLocking)
     }
 
     /// GitHub's device flow with the code (and, for the emulator, its approval step) on the terminal.
     func deviceLogin() -> DeviceLoginFlow {
-        let approval = emulator.map {
-            EmulatorApproval(emulator: $0, mode: approvalMode, terminal: terminal, transport: transport)
-        }
-        return DeviceLoginFlow(
+        DeviceLoginFlow(
             dialect: GitHubDeviceDialect(github: provider, transport: transport),
-            presenter: TerminalLoginPresenter(terminal: terminal, providerName: label, emulatorApproval: approval),
-            transport: transport)
+            presenter: context.presenter(providerName: label), transport: transport)
     }
 
     func logIn(_ options: LoginOptions, account: String, store: any CredentialStore) async throws -> LoginResult {
@@ -114,5 +108,5 @@ struct GitHubConnection: ConnectedProvider {
         return .object(usage)
     }
 
-    func shutdown() async { await emulator?.stop(named: "built-in GitHub emulator", telling: terminal) }
+    func shutdown() async { await context.shutdown(emulatorName: Self.emulatorName) }
 }
