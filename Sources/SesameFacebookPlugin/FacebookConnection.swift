@@ -46,24 +46,19 @@ struct FacebookConnection: ConnectedProvider {
     }
 
     func logIn(_ options: LoginOptions, account: String, store: any CredentialStore) async throws -> LoginResult {
-        let ui: any LoginUI
-        switch options.flow {
-        case .existingToken(let text):
-            ui = ExistingTokenLogin(provider: provider, transport: transport) { text }
-        case .browser(let openBrowser):
-            ui = browserLogin(openBrowser: openBrowser)
-        case .automatic, .device:
+        let token = try await logIn(
+            options, account: account, store: store,
+            existingToken: { text in ExistingTokenLogin(provider: provider, transport: transport) { text } },
+            browser: browserLogin(openBrowser:)
+        ) {
             guard provider.clientToken != nil else {
                 throw DesktopError(
                     "Facebook device login needs the app's client token: set SESAME_FACEBOOK_CLIENT_TOKEN (or "
                         + "facebook.client_token in the config file) from App Dashboard → Settings → Advanced, or "
                         + "log in with --web.", status: .config)
             }
-            ui = deviceLogin()
+            return deviceLogin()
         }
-        let token = try await ui.logIn(
-            LoginRequest(provider: .facebook, appID: provider.appID, permissions: options.scopes.map(Permission.read)))
-        try await DesktopLogin.save(token, account: account, store: store, label: label)
         let me = try? await GraphClient(provider: provider, transport: transport, accessToken: token.tokenString)
             .get("me", parameters: ["fields": "id,name"])
         return LoginResult(token: token, userName: me?["name"]?.stringValue)

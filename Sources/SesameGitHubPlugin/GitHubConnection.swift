@@ -41,27 +41,23 @@ struct GitHubConnection: ConnectedProvider {
     }
 
     func logIn(_ options: LoginOptions, account: String, store: any CredentialStore) async throws -> LoginResult {
-        let ui: any LoginUI
-        switch options.flow {
-        case .existingToken(let text):
-            ui = GitHubTokenLogin(github: provider, transport: transport) { text }
-        case .browser:
-            throw DesktopError(
-                "GitHub logins use the device code (the default) or --with-token; leave out --web.",
-                status: .usage)
-        case .automatic, .device:
+        let token = try await logIn(
+            options, account: account, store: store,
+            existingToken: { text in GitHubTokenLogin(github: provider, transport: transport) { text } },
+            browser: { _ in
+                throw DesktopError(
+                    "GitHub logins use the device code (the default) or --with-token; leave out --web.",
+                    status: .usage)
+            }
+        ) {
             guard hasClientID else {
                 throw DesktopError(
                     "No GitHub client id is configured, and device login needs one: set SESAME_GITHUB_CLIENT_ID (or "
                         + "give --client-id) to the client id of an OAuth app with device flow enabled, or log in "
                         + "with a token: 'gh auth token | sesame login github --with-token'.", status: .config)
             }
-            ui = deviceLogin()
+            return deviceLogin()
         }
-        let token = try await ui.logIn(
-            LoginRequest(
-                provider: .github, appID: provider.credentialAppID, permissions: options.scopes.map(Permission.read)))
-        try await DesktopLogin.save(token, account: account, store: store, label: label)
         if let remembered {
             let hostname = provider.host.hostname
             let clientID = hasClientID ? provider.clientID : nil
