@@ -69,7 +69,10 @@ let package = Package(
         .target(name: "CLibSecretShim", dependencies: ["CLibSecret"]),
 
         // The provider-neutral core.
-        .target(name: "Sesame", dependencies: ["CCrypto", "CSesameSystem"]),
+        // Its base error rows (BaseErrors.json), which every provider's table extends, are Swift
+        // made at build time like a provider's.
+        .target(
+            name: "Sesame", dependencies: ["CCrypto", "CSesameSystem"], plugins: ["ErrorTableGeneratorPlugin"]),
         // The few libc calls Swift's Glibc module does not import: spawning a child (with
         // PR_SET_PDEATHSIG on request), ppoll.
         .target(name: "CSesameSystem"),
@@ -195,7 +198,7 @@ let package = Package(
                 "sesame-fuzz", "SesameFacebookPlugin", "SesameOIDCPlugin", "SesameGitHubPlugin", "SesameOIDC",
                 "SesamePostgres", "docker-credential-sesame", "SesamePassDesktop", "SesamePostgresDesktop",
                 "SesameFacebookEmulatorDesktop", "SesameOIDCEmulatorDesktop", "SesameGitHubEmulatorDesktop",
-                "sesame-quiet-probe", "fleet-worker",
+                "sesame-quiet-probe", "fleet-worker", "SesameTesting",
             ]
         ),
         // A small library app that must print nothing (QuietLibraryTests runs it as a process).

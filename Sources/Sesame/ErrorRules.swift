@@ -168,11 +168,36 @@ public struct ErrorRuleTable: Sendable {
     /// The rules, in the order they are tried.
     public var rules: [ErrorRule]
 
+    /// The table this one extends (its rules follow this table's own), when it extends one.
+    public private(set) var extended: (name: String, count: Int)?
+
     /// Creates a table.
     public init(name: String, rules: [ErrorRule]) {
         self.name = name
         self.rules = rules
     }
+
+    /// A table of its own `rules` followed by those of `base`.
+    public init(name: String, rules: [ErrorRule], extending base: ErrorRuleTable) {
+        self.init(name: name, rules: rules + base.rules)
+        self.extended = (base.name, base.rules.count)
+    }
+
+    /// Where the first rule named `id` is written: its table's name (this one's, or the base's)
+    /// and its 1-based row there.
+    public func origin(ofRule id: String) -> (table: String, row: Int)? {
+        guard let index = rules.firstIndex(where: { $0.id == id }) else { return nil }
+        if let extended, index >= rules.count - extended.count {
+            return (extended.name, index - (rules.count - extended.count) + 1)
+        }
+        return (name, index + 1)
+    }
+
+    /// The base rows every provider's table extends (`BaseErrors.json` in the core): RFC 6749 §5.2,
+    /// RFC 6750 §3.1 and RFC 8628 §3.5 codes, then HTTP statuses (429, 401, 403, 404, 409, 5xx,
+    /// other 4xx), then a row for anything. A table whose data file says `"extends": "base"` is
+    /// its own rows followed by these.
+    public static var base: ErrorRuleTable { BaseErrors.table }
 
     /// The first rule that matches `facts`, if any.
     public func firstMatch(_ facts: ErrorFacts) -> ErrorRule? { rules.first { $0.match.matches(facts) } }

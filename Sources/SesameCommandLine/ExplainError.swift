@@ -238,11 +238,11 @@ package struct ExplainError: Sendable, Equatable {
             ("is_transient", facts.isTransient.map { $0 ? "true" : "false" } ?? "not sent"),
         ]
         rows += facts.rows.map { ($0.label, $0.value) }
-        if let ruleID = error.ruleID, let table = support.table,
-            let index = table.rules.firstIndex(where: { $0.id == ruleID })
+        if let ruleID = error.ruleID, let table = support.table, let origin = table.origin(ofRule: ruleID),
+            let rule = table.rule(id: ruleID)
         {
-            rows.append(("rule", "\(ruleID) (\(table.name).json, row \(index + 1))"))
-            rows.append(("source", table.rules[index].source))
+            rows.append(("rule", "\(ruleID) (\(origin.table).json, row \(origin.row))"))
+            rows.append(("source", rule.source))
         }
         text += "\n" + HelpFormatter.table(rows)
         return text

@@ -1,13 +1,18 @@
 /// A provider's error table as read from its data file, every row checked.
 ///
-/// The file is a JSON object: `{"description": "...", "rows": [ {...}, ... ]}`. Rows are tried
-/// in order and the first that matches an error classifies it. See ``ErrorTableSchema`` for the
-/// columns.
+/// The file is a JSON object: `{"description": "...", "extends": "base", "rows": [ {...}, ... ]}`.
+/// Rows are tried in order and the first that matches an error classifies it; a table that
+/// extends `base` lists only its own rows, and the core's base rows (RFC 6749/6750/8628 codes,
+/// HTTP statuses, anything) follow them. See ``ErrorTableSchema`` for the columns.
 package struct ErrorTable: Sendable, Equatable {
     /// The Swift name of the generated type (the file's base name, such as `GraphErrors`).
     package var name: String
     /// What the table is, from the file's `description`.
     package var description: String?
+    /// Whether the core's base rows follow ``rows``.
+    package var extendsBase: Bool = false
+    /// Whether this is the core's base table itself, generated inside the core (no `import Sesame`).
+    package var isBase: Bool = false
     /// The rows, in order.
     package var rows: [Row]
 

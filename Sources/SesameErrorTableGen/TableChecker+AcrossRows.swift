@@ -1,7 +1,8 @@
 extension TableChecker {
     /// The rules between rows: unique ids, one text per message key, no row hidden by an earlier
-    /// one, and a last row that matches every error.
-    mutating func checkAcrossRows(_ rows: [ErrorTable.Row]) {
+    /// one, and a last row that matches every error (a table that extends the base rows ends
+    /// with theirs).
+    mutating func checkAcrossRows(_ rows: [ErrorTable.Row], extendsBase: Bool = false) {
         var firstRowWithID: [String: ErrorTable.Row] = [:]
         var firstRowWithKey: [String: ErrorTable.Row] = [:]
         for row in rows {
@@ -32,11 +33,12 @@ extension TableChecker {
                 )
             }
         }
-        if let last = rows.last, !last.matchesEverything {
+        if !extendsBase, let last = rows.last, !last.matchesEverything {
             fail(
                 line: last.line, row: last.number, id: last.id,
                 "the last row must match every error (no code, subcode, status, error or transient condition), "
-                    + "so that every error is classified")
+                    + "so that every error is classified; or say \"extends\": \"base\" to end with the core's base "
+                    + "rows")
         }
     }
 }

@@ -33,6 +33,8 @@ struct TableChecker {
             return nil
         }
         var description: String?
+        var extendsBase = false
+        var isBase = false
         var rowsValue: LocatedJSON?
         for member in duplicatesReported(members, line: document.line, row: nil, id: nil) {
             switch member.key {
@@ -43,10 +45,24 @@ struct TableChecker {
                 }
                 description = text
             case "rows": rowsValue = member.value
+            case "extends":
+                guard case .string("base") = member.value.value else {
+                    fail(line: member.value.line, "\"extends\" can only be \"base\" (the core's base rows)")
+                    continue
+                }
+                extendsBase = true
+            case "base":
+                // The core's own base table (Sources/Sesame/BaseErrors.json): generated inside the core.
+                guard case .bool(let flag) = member.value.value else {
+                    fail(line: member.value.line, "\"base\" must be true or false")
+                    continue
+                }
+                isBase = flag
             default:
                 fail(
                     line: member.value.line,
-                    "unknown top-level key \"\(member.key)\"; the table has \"description\" and \"rows\"")
+                    "unknown top-level key \"\(member.key)\"; the table has \"description\", \"extends\" and "
+                        + "\"rows\"")
             }
         }
         guard let rowsValue else {
@@ -62,8 +78,8 @@ struct TableChecker {
             if let row = checkRow(value, number: offset + 1) { rows.append(row) }
         }
         guard rows.count == rowValues.count else { return nil }
-        checkAcrossRows(rows)
-        return ErrorTable(name: name, description: description, rows: rows)
+        checkAcrossRows(rows, extendsBase: extendsBase)
+        return ErrorTable(name: name, description: description, extendsBase: extendsBase, isBase: isBase, rows: rows)
     }
 
     /// `members` without the second and later copies of a key, each reported.

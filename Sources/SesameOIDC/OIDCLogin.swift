@@ -28,8 +28,10 @@ public struct OIDCBrowserDialect: BrowserLoginDialect {
             extraParameters: [("nonce", nonce)] + oidc.configuration.extraAuthorizationParameters)
     }
 
-    public func tokenRequest(code: String, redirectURI: URL, pkce: PKCE, for request: LoginRequest) -> HTTPRequest {
-        oidc.formRequest(
+    public func tokenRequest(
+        code: String, redirectURI: URL, pkce: PKCE, for request: LoginRequest
+    ) throws -> HTTPRequest {
+        try oidc.formRequest(
             oidc.endpoints.tokenEndpoint,
             [
                 ("grant_type", "authorization_code"), ("code", code), ("redirect_uri", redirectURI.absoluteString),
@@ -67,24 +69,24 @@ public struct OIDCDeviceDialect: DeviceLoginDialect {
         self.standard = RFC8628DeviceDialect(
             provider: oidc.id, errorTaxonomy: oidc.taxonomy, deviceAuthorizationEndpoint: endpoint,
             tokenEndpoint: oidc.endpoints.tokenEndpoint, clientID: oidc.configuration.clientID,
-            clientSecret: nil, now: oidc.now)
+            clientAuthentication: oidc.clientAuthentication, now: oidc.now)
     }
 
     public var provider: ProviderID { oidc.id }
     public var errorTaxonomy: any ErrorTaxonomy { oidc.taxonomy }
 
-    public func startRequest(for request: LoginRequest) -> HTTPRequest {
+    public func startRequest(for request: LoginRequest) throws -> HTTPRequest {
         var scoped = request
         scoped.permissions = oidc.scopes(for: request).map { Permission.read($0) }
-        return oidc.authenticated(standard.startRequest(for: scoped))
+        return try standard.startRequest(for: scoped)
     }
 
     public func authorization(from response: HTTPResponse, for request: LoginRequest) throws -> DeviceAuthorization {
         try standard.authorization(from: response, for: request)
     }
 
-    public func pollRequest(_ context: DevicePollContext) -> HTTPRequest {
-        oidc.authenticated(standard.pollRequest(context))
+    public func pollRequest(_ context: DevicePollContext) throws -> HTTPRequest {
+        try standard.pollRequest(context)
     }
 
     public func readPoll(_ response: HTTPResponse, context: DevicePollContext) async throws -> DevicePollAnswer {

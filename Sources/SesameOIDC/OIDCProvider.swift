@@ -233,33 +233,9 @@ public enum OIDCConfigurationError {
     }
 }
 
-/// How a client proves who it is at the token, device authorization and revocation endpoints
-/// (RFC 6749 §2.3.1, OpenID Connect Core §9).
-public struct OIDCClientAuthMethod: RawRepresentable, Sendable, Hashable, CustomStringConvertible {
-    /// The name discovery uses (`token_endpoint_auth_methods_supported`).
-    public let rawValue: String
-    /// Creates a method from its discovery name.
-    public init(rawValue: String) { self.rawValue = rawValue }
-    /// The client id and secret in an HTTP Basic `Authorization` header: the default when
-    /// discovery names no method.
-    public static let clientSecretBasic = OIDCClientAuthMethod(rawValue: "client_secret_basic")
-    /// The client id and secret in the form body.
-    public static let clientSecretPost = OIDCClientAuthMethod(rawValue: "client_secret_post")
-    /// The client id alone, in the form body: a public client.
-    public static let none = OIDCClientAuthMethod(rawValue: "none")
-    public var description: String { rawValue }
-
-    /// The method a client uses with a provider: `none` without a secret; with one,
-    /// `client_secret_basic` when the provider supports it or names no method (Discovery §3's
-    /// default), else `client_secret_post` when it supports that.
-    public static func chosen(hasSecret: Bool, supported: [String]?) -> OIDCClientAuthMethod {
-        guard hasSecret else { return .none }
-        let supported = supported ?? [clientSecretBasic.rawValue]
-        if supported.contains(clientSecretBasic.rawValue) { return .clientSecretBasic }
-        if supported.contains(clientSecretPost.rawValue) { return .clientSecretPost }
-        return .clientSecretBasic
-    }
-}
+/// How a client proves who it is at the token, device authorization and revocation endpoints:
+/// the core's ``ClientAuthenticationMethod``, under the name OpenID code has used.
+public typealias OIDCClientAuthMethod = ClientAuthenticationMethod
 
 /// How to reach an OpenID provider as one client.
 public struct OIDCConfiguration: Sendable {
@@ -416,33 +392,14 @@ public struct OIDCProvider: Sendable {
                 hasSecret: configuration.clientSecret != nil, supported: endpoints.tokenEndpointAuthMethodsSupported)
     }
 
-    /// A form POST to `url` with client authentication by ``clientAuthMethod``: `client_id` in
-    /// the body (`none`), with `client_secret` beside it (`client_secret_post`), or both in an
-    /// HTTP Basic header, form-encoded first as RFC 6749 §2.3.1 says (`client_secret_basic`).
-    func formRequest(_ url: URL, _ form: [(String, String)]) -> HTTPRequest {
-        var form = form.filter { $0.0 != "client_id" && $0.0 != "client_secret" }
-        var headers: HTTPHeaders = ["Content-Type": "application/x-www-form-urlencoded", "Accept": "application/json"]
-        let secret = configuration.clientSecret?.value ?? ""
-        switch clientAuthMethod {
-        case .clientSecretBasic:
-            let pair = FormEncoding.escape(configuration.clientID) + ":" + FormEncoding.escape(secret)
-            headers["Authorization"] = "Basic " + Data(pair.utf8).base64EncodedString()
-        case .clientSecretPost:
-            form.append(("client_id", configuration.clientID))
-            form.append(("client_secret", secret))
-        default:
-            form.append(("client_id", configuration.clientID))
-        }
-        return HTTPRequest(method: .post, url: url, headers: headers, body: Data(FormEncoding.encode(form).utf8))
+    /// How this client authenticates every request to the token endpoint and its siblings.
+    public var clientAuthentication: ClientAuthentication {
+        ClientAuthentication(clientAuthMethod, secret: configuration.clientSecret)
     }
 
-    /// `request`, a form POST built elsewhere, with this client's authentication in place of
-    /// whatever client credentials it carried.
-    func authenticated(_ request: HTTPRequest) -> HTTPRequest {
-        var rebuilt = formRequest(request.url, FormEncoding.decode(request.body ?? Data()))
-        for field in request.headers where rebuilt.headers[field.name] == nil {
-            rebuilt.headers[field.name] = field.value
-        }
-        return rebuilt
+    /// A form POST to `url` with this client's authentication (``clientAuthentication``).
+    func formRequest(_ url: URL, _ form: [(String, String)]) throws -> HTTPRequest {
+        try clientAuthentication.formRequest(
+            url, form, clientID: configuration.clientID, tokenEndpoint: endpoints.tokenEndpoint)
     }
 }

@@ -169,7 +169,8 @@ public final class OIDCSession: ProviderSession {
     }
 
     private func revokeToken(_ value: String, hint: String, endpoint: URL) async throws {
-        let response = try await send(provider.formRequest(endpoint, [("token", value), ("token_type_hint", hint)]))
+        let response = try await send(
+            try provider.formRequest(endpoint, [("token", value), ("token_type_hint", hint)]))
         // RFC 7009 §2.2: 200 whether or not the token was valid.
         guard response.isSuccess else { throw provider.taxonomy.classify(response) }
     }
@@ -198,7 +199,7 @@ struct OIDCRefreshGrant: Sendable {
             form.append(("scope", current.permissions.granted.sorted().joined(separator: " ")))
         }
         let response = try await LoginHTTP.send(
-            provider.formRequest(provider.endpoints.tokenEndpoint, form), through: transport,
+            try provider.formRequest(provider.endpoints.tokenEndpoint, form), through: transport,
             taxonomy: provider.taxonomy)
         guard response.isSuccess else { throw provider.taxonomy.classify(response) }
         let request = LoginRequest(

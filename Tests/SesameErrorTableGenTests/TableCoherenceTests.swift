@@ -18,10 +18,11 @@ struct ProviderTableRow: Sendable, CustomTestStringConvertible {
     var testDescription: String { "\(file) \(id): \(category)/\(tactic)\(notify ? ", notify" : "")" }
 }
 
-/// Every provider's error table: the three in Sources and the outside provider's
-/// (`Examples/outside-provider`, built by `scripts/test-outside-provider`).
+/// Every provider's error table: the core's base rows that the others extend, the three in
+/// Sources and the outside provider's (`Examples/outside-provider`, built by
+/// `scripts/test-outside-provider`).
 let providerTableFiles = [
-    "Sources/SesameFacebook/GraphErrors.json", "Sources/SesameOIDC/OAuthErrors.json",
+    "Sources/Sesame/BaseErrors.json", "Sources/SesameFacebook/GraphErrors.json", "Sources/SesameOIDC/OAuthErrors.json",
     "Sources/SesameGitHub/GitHubErrors.json", "Examples/outside-provider/Sources/Acme/AcmeErrors.json",
 ]
 
@@ -110,6 +111,25 @@ struct TableCoherenceTests {
         let bytes = try Array(Data(contentsOf: repositoryRoot.appending(path: file)))
         let table = try ErrorTable.read(bytes, file: file)
         #expect(table.rows.count == providerTableRows.filter { $0.file == file }.count)
+    }
+
+    @Test("a table that extends the base needs no last row for anything, and its Swift ends with the base rows")
+    func extendingTheBase() throws {
+        let row =
+            #"{"id": "own", "error": "own_code", "category": "badRequest", "tactic": "showMessage", "#
+            + #""notify": false, "closesSession": false, "meaning": "m", "source": "s"}"#
+        #expect(throws: ErrorTableError.self) {
+            try ErrorTable.read(table([row], catchAll: false), file: "Demo/OwnErrors.json")
+        }
+        let extending = Array(#"{"extends": "base", "rows": [\#(row)]}"#.utf8)
+        let source = try Generator.generate(extending, file: "Demo/OwnErrors.json")
+        #expect(source.contains("extending: .base"))
+        #expect(source.contains("import Sesame"))
+        let base = try Generator.generate(
+            Array(try Data(contentsOf: repositoryRoot.appending(path: "Sources/Sesame/BaseErrors.json"))),
+            file: "Sources/Sesame/BaseErrors.json")
+        #expect(!base.contains("import Sesame"), "the base is generated inside the core")
+        #expect(ErrorRuleTable.base.rules.last?.match == ErrorRuleMatch(), "the base ends with a row for anything")
     }
 
     struct Contradiction: Sendable, CustomTestStringConvertible {

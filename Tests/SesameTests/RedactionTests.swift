@@ -54,12 +54,12 @@ struct RedactionTests {
                 provider: "generic", errorTaxonomy: NeutralTaxonomy(),
                 authorizationEndpoint: URL(string: "https://example.com/authorize")!,
                 tokenEndpoint: URL(string: "https://example.com/token")!, clientID: "app",
-                clientSecret: "the-client-secret"),
+                clientAuthentication: .clientSecretPost(ClientSecret("the-client-secret"))),
             RFC8628DeviceDialect(
                 provider: "generic", errorTaxonomy: NeutralTaxonomy(),
                 deviceAuthorizationEndpoint: URL(string: "https://example.com/device")!,
                 tokenEndpoint: URL(string: "https://example.com/token")!, clientID: "app",
-                clientSecret: "the-client-secret"),
+                clientAuthentication: .clientSecretPost(ClientSecret("the-client-secret"))),
         ]
         let hidden = secrets + [verifier, "the-authorization-code", "the-device-code", "the-client-secret"]
         for value in values {

@@ -42,9 +42,8 @@ public struct OAuth2BrowserDialect: BrowserLoginDialect {
     public var tokenEndpoint: URL
     /// The app's client id.
     public var clientID: String
-    /// The app's client secret, for confidential clients; desktop apps normally have none.
-    /// Sent in the token request body, never logged.
-    public var clientSecret: String?
+    /// How the client authenticates the code exchange: `none` for a desktop app, normally.
+    public var clientAuthentication: ClientAuthentication
     /// How scopes are joined: a space per RFC 6749; Facebook uses a comma.
     public var scopeSeparator: String
     /// Added to every authorization URL, in order.
@@ -55,7 +54,7 @@ public struct OAuth2BrowserDialect: BrowserLoginDialect {
     /// Creates a dialect.
     public init(
         provider: ProviderID, errorTaxonomy: any ErrorTaxonomy, authorizationEndpoint: URL, tokenEndpoint: URL,
-        clientID: String, clientSecret: String? = nil, scopeSeparator: String = " ",
+        clientID: String, clientAuthentication: ClientAuthentication = .none, scopeSeparator: String = " ",
         extraAuthorizationParameters: [(String, String)] = [], now: @escaping @Sendable () -> Date = { Date() }
     ) {
         self.provider = provider
@@ -63,7 +62,7 @@ public struct OAuth2BrowserDialect: BrowserLoginDialect {
         self.authorizationEndpoint = authorizationEndpoint
         self.tokenEndpoint = tokenEndpoint
         self.clientID = clientID
-        self.clientSecret = clientSecret
+        self.clientAuthentication = clientAuthentication
         self.scopeSeparator = scopeSeparator
         self.extraAuthorizationParameters = extraAuthorizationParameters
         self.now = now
@@ -76,19 +75,15 @@ public struct OAuth2BrowserDialect: BrowserLoginDialect {
             extraParameters: extraAuthorizationParameters)
     }
 
-    public func tokenRequest(code: String, redirectURI: URL, pkce: PKCE, for request: LoginRequest) -> HTTPRequest {
-        var form = [
-            ("grant_type", "authorization_code"),
-            ("code", code),
-            ("redirect_uri", redirectURI.absoluteString),
-            ("client_id", clientID),
-            ("code_verifier", pkce.verifier),
-        ]
-        if let clientSecret { form.append(("client_secret", clientSecret)) }
-        return HTTPRequest(
-            method: .post, url: tokenEndpoint,
-            headers: ["Content-Type": "application/x-www-form-urlencoded", "Accept": "application/json"],
-            body: Data(FormEncoding.encode(form).utf8))
+    public func tokenRequest(
+        code: String, redirectURI: URL, pkce: PKCE, for request: LoginRequest
+    ) throws -> HTTPRequest {
+        try clientAuthentication.formRequest(
+            tokenEndpoint,
+            [
+                ("grant_type", "authorization_code"), ("code", code), ("redirect_uri", redirectURI.absoluteString),
+                ("code_verifier", pkce.verifier),
+            ], clientID: clientID)
     }
 
     public func token(from response: HTTPResponse, for request: LoginRequest) throws -> AccessToken {
@@ -183,13 +178,13 @@ package enum LoginHTTP {
 }
 
 extension OAuth2BrowserDialect: CustomReflectable {
-    /// Every field but the client secret's value.
+    /// Every field but the client's credential.
     public var customMirror: Mirror {
         Mirror(
             self,
             children: [
                 "provider": provider, "authorizationEndpoint": authorizationEndpoint, "tokenEndpoint": tokenEndpoint,
-                "clientID": clientID, "clientSecret": (clientSecret == nil ? nil : Redaction.placeholder) as Any,
+                "clientID": clientID, "clientAuthentication": clientAuthentication.method.rawValue,
                 "scopeSeparator": scopeSeparator,
             ])
     }

@@ -72,8 +72,8 @@ public struct RFC8628DeviceDialect: DeviceLoginDialect {
     public var tokenEndpoint: URL
     /// The app's client id.
     public var clientID: String
-    /// The app's client secret, for providers that want one; never logged.
-    public var clientSecret: String?
+    /// How the client authenticates its start and polls: `none` for a desktop app, normally.
+    public var clientAuthentication: ClientAuthentication
     /// How scopes are joined.
     public var scopeSeparator: String
     /// The wall clock, for expiry dates.
@@ -85,7 +85,7 @@ public struct RFC8628DeviceDialect: DeviceLoginDialect {
     /// Creates a dialect.
     public init(
         provider: ProviderID, errorTaxonomy: any ErrorTaxonomy, deviceAuthorizationEndpoint: URL, tokenEndpoint: URL,
-        clientID: String, clientSecret: String? = nil, scopeSeparator: String = " ",
+        clientID: String, clientAuthentication: ClientAuthentication = .none, scopeSeparator: String = " ",
         now: @escaping @Sendable () -> Date = { Date() }
     ) {
         self.provider = provider
@@ -93,26 +93,18 @@ public struct RFC8628DeviceDialect: DeviceLoginDialect {
         self.deviceAuthorizationEndpoint = deviceAuthorizationEndpoint
         self.tokenEndpoint = tokenEndpoint
         self.clientID = clientID
-        self.clientSecret = clientSecret
+        self.clientAuthentication = clientAuthentication
         self.scopeSeparator = scopeSeparator
         self.now = now
     }
 
-    private func formRequest(_ url: URL, _ form: [(String, String)]) -> HTTPRequest {
-        var form = form
-        if let clientSecret { form.append(("client_secret", clientSecret)) }
-        return HTTPRequest(
-            method: .post, url: url,
-            headers: ["Content-Type": "application/x-www-form-urlencoded", "Accept": "application/json"],
-            body: Data(FormEncoding.encode(form).utf8))
-    }
-
-    public func startRequest(for request: LoginRequest) -> HTTPRequest {
-        var form = [("client_id", clientID)]
+    public func startRequest(for request: LoginRequest) throws -> HTTPRequest {
+        var form: [(String, String)] = []
         if !request.permissions.isEmpty {
             form.append(("scope", request.permissions.map(\.name).joined(separator: scopeSeparator)))
         }
-        return formRequest(deviceAuthorizationEndpoint, form)
+        return try clientAuthentication.formRequest(
+            deviceAuthorizationEndpoint, form, clientID: clientID, tokenEndpoint: tokenEndpoint)
     }
 
     public func authorization(from response: HTTPResponse, for request: LoginRequest) throws -> DeviceAuthorization {
@@ -141,14 +133,10 @@ public struct RFC8628DeviceDialect: DeviceLoginDialect {
             expiresIn: .seconds(expiresIn), interval: .seconds(interval))
     }
 
-    public func pollRequest(_ context: DevicePollContext) -> HTTPRequest {
-        formRequest(
-            tokenEndpoint,
-            [
-                ("grant_type", Self.grantType),
-                ("device_code", context.authorization.deviceCode),
-                ("client_id", clientID),
-            ])
+    public func pollRequest(_ context: DevicePollContext) throws -> HTTPRequest {
+        try clientAuthentication.formRequest(
+            tokenEndpoint, [("grant_type", Self.grantType), ("device_code", context.authorization.deviceCode)],
+            clientID: clientID)
     }
 
     /// Reads `error` before `access_token`, whatever the status: GitHub and others answer
@@ -288,14 +276,14 @@ public struct DeviceLoginFlow: LoginUI {
 }
 
 extension RFC8628DeviceDialect: CustomReflectable {
-    /// Every field but the client secret's value.
+    /// Every field but the client's credential.
     public var customMirror: Mirror {
         Mirror(
             self,
             children: [
                 "provider": provider, "deviceAuthorizationEndpoint": deviceAuthorizationEndpoint,
                 "tokenEndpoint": tokenEndpoint, "clientID": clientID,
-                "clientSecret": (clientSecret == nil ? nil : Redaction.placeholder) as Any,
+                "clientAuthentication": clientAuthentication.method.rawValue,
                 "scopeSeparator": scopeSeparator,
             ])
     }

@@ -8,20 +8,6 @@ import SesameEmulator
     import Glibc
 #endif
 
-extension AcmePlugin {
-    /// The Acme emulator, started in-process when the program allows it and nothing is
-    /// configured, with the tokens it issued kept in `$XDG_STATE_HOME/sesame/acme-emulator.json`
-    /// between runs. A command that does not log in gets one that starts on its first request.
-    public var builtInEmulator: BuiltInEmulator? {
-        BuiltInEmulator(
-            start: { try await AcmeEmulatorHooks.start(environment: $0) },
-            prepare: { AcmeEmulatorHooks.prepared(environment: $0) })
-    }
-
-    /// `sesame emulator acme`: a local Acme server in the foreground.
-    public var foregroundEmulator: (any ForegroundEmulator)? { AcmeForegroundEmulator() }
-}
-
 enum AcmeEmulatorHooks {
     /// Where the built-in emulator keeps the tokens it issued.
     static func stateFile(environment: [String: String]) -> URL {

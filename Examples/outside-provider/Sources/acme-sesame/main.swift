@@ -1,5 +1,5 @@
 // acme-sesame: the `sesame` command with a fourth provider, Acme, from outside Sesame's package.
-// Adding it is the one line `AcmePlugin(),` below.
+// Adding it is the one line `DescribedProviderPlugin.acme,` below.
 
 import AcmePlugin
 import Foundation
@@ -13,7 +13,7 @@ Desktop.bootstrap([
     FacebookPlugin(),
     OIDCPlugin(),
     GitHubPlugin(),
-    AcmePlugin(),
+    DescribedProviderPlugin.acme,
 ])
 
 // A reader that went away (`acme-sesame token acme | true`) is a failed write, not a signal.

@@ -141,13 +141,14 @@ struct AcmeSesameTests {
         #expect(gone.standardError.contains("Not logged in to the Acme emulator"))
     }
 
-    /// A response, the category it gets and the row of AcmeErrors.json that says so.
+    /// A response, the category it gets and the row that says so: Acme's own, or the core's base
+    /// row that AcmeErrors.json extends.
     static let errors: [(status: Int, body: String, category: String, row: String)] = [
         (400, #"{"error":"invalid_grant"}"#, "authenticationReopenSession", "invalid-grant (AcmeErrors.json, row 1)"),
-        (400, #"{"error":"access_denied"}"#, "userCancelled", "access-denied (AcmeErrors.json, row 2)"),
-        (400, #"{"error":"slow_down"}"#, "throttling", "slow-down (AcmeErrors.json, row 5)"),
-        (503, "<html><body>Bad gateway</body></html>", "server", "server-5xx (AcmeErrors.json, row 13)"),
-        (401, "", "authenticationReopenSession", "unauthorized (AcmeErrors.json, row 12)"),
+        (400, #"{"error":"access_denied"}"#, "userCancelled", "access-denied (BaseErrors.json, row 2)"),
+        (400, #"{"error":"slow_down"}"#, "throttling", "slow-down (BaseErrors.json, row 5)"),
+        (503, "<html><body>Bad gateway</body></html>", "server", "server-5xx (AcmeErrors.json, row 7)"),
+        (401, "", "authenticationReopenSession", "unauthorized (BaseErrors.json, row 14)"),
     ]
 
     @Test("explain-error --provider acme classifies by Acme's own error table", arguments: errors)

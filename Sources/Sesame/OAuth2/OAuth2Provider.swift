@@ -1,0 +1,323 @@
+import Foundation
+
+/// The generic OAuth 2.0 provider: one ``OAuth2Description`` and one client. Device login
+/// (RFC 8628), the browser with PKCE (RFC 7636, RFC 8252), renewal by the refresh grant
+/// (RFC 6749 §6) under the core's single-flight ``Session``, revocation (RFC 7009) and the
+/// account's identity all come from the description; every request to the token endpoint and its
+/// siblings goes through one ``ClientAuthentication``.
+///
+/// ```swift
+/// let provider = try OAuth2Provider(dropbox, clientID: "my-app", transport: CurlTransport())
+/// let session = OAuth2Session(provider: provider, store: store,
+///     loginUI: provider.login(BrowserLoginFlow(dialect: provider.browserDialect!, receiver: receiver,
+///                                              opener: SystemBrowserOpener(), transport: provider.transport)))
+/// try await session.open(allowLoginUI: true)
+/// ```
+///
+/// Creating one checks its endpoints (`https`, or plain `http` to loopback addresses and hosts
+/// the user named) and has no other effect.
+public struct OAuth2Provider: Sendable {
+    /// What the provider is.
+    public let described: OAuth2Description
+    /// The client id, which logins are stored under as their app id.
+    public let clientID: String
+    /// How the client authenticates at the token endpoint, for every grant and revocation.
+    public let clientAuthentication: ClientAuthentication
+    /// What sends the requests.
+    public let transport: any HTTPTransport
+    /// How the provider's errors are classified: its rows, then the base rows.
+    public let taxonomy: OAuth2ErrorTaxonomy
+    /// The wall clock, for expiry dates.
+    public let now: @Sendable () -> Date
+
+    /// Creates the provider.
+    ///
+    /// - Parameters:
+    ///   - described: the provider's description.
+    ///   - clientID: the registered client id.
+    ///   - clientAuthentication: how the client authenticates; by default the description's
+    ///     method with `clientSecret`, or `none` without one.
+    ///   - clientSecret: the client secret, when the client has one.
+    ///   - transport: what sends the requests.
+    ///   - allowingInsecureHosts: hosts plain `http` is allowed to besides loopback addresses.
+    ///   - now: the wall clock.
+    /// - Throws: `AuthError` (`invalid`) for an endpoint that is not `https` or an empty client id.
+    public init(
+        _ described: OAuth2Description, clientID: String, clientSecret: ClientSecret? = nil,
+        clientAuthentication: ClientAuthentication? = nil, transport: any HTTPTransport,
+        allowingInsecureHosts: Set<String> = [], now: @escaping @Sendable () -> Date = { Date() }
+    ) throws(AuthError) {
+        for (name, url) in described.endpoints.named {
+            try EndpointSecurity.check(
+                url, role: "\(described.displayName)'s \(name)", provider: described.id,
+                allowingInsecureHosts: allowingInsecureHosts)
+        }
+        guard !clientID.isEmpty else {
+            throw AuthError(
+                category: .invalid, message: "The \(described.displayName) client id is empty.", provider: described.id)
+        }
+        self.described = described
+        self.clientID = clientID
+        self.clientAuthentication = clientAuthentication ?? described.clientAuthentication(secret: clientSecret)
+        self.transport = transport
+        self.taxonomy = OAuth2ErrorTaxonomy(described, now: now)
+        self.now = now
+    }
+
+    /// The provider id logins are stored under.
+    public var id: ProviderID { described.id }
+
+    /// The browser login (authorization code with PKCE), when the provider has an authorization
+    /// endpoint; the account is read from the token answer when the description says so.
+    public var browserDialect: (any BrowserLoginDialect)? {
+        described.endpoints.authorization.map { endpoint in
+            OAuth2EngineBrowserDialect(
+                engine: self,
+                standard: OAuth2BrowserDialect(
+                    provider: id, errorTaxonomy: taxonomy, authorizationEndpoint: endpoint,
+                    tokenEndpoint: described.endpoints.token, clientID: clientID,
+                    clientAuthentication: clientAuthentication, scopeSeparator: described.scopeSeparator,
+                    extraAuthorizationParameters: described.authorizationParameters, now: now))
+        }
+    }
+
+    /// The device login (RFC 8628), when the provider has a device authorization endpoint.
+    public var deviceDialect: (any DeviceLoginDialect)? {
+        described.endpoints.deviceAuthorization.map { endpoint in
+            OAuth2EngineDeviceDialect(
+                engine: self,
+                standard: RFC8628DeviceDialect(
+                    provider: id, errorTaxonomy: taxonomy, deviceAuthorizationEndpoint: endpoint,
+                    tokenEndpoint: described.endpoints.token, clientID: clientID,
+                    clientAuthentication: clientAuthentication, scopeSeparator: described.scopeSeparator, now: now))
+        }
+    }
+
+    /// `flow`, followed by the identity request when the description reads the account that way,
+    /// so that the stored login carries the account's id.
+    public func login(_ flow: any LoginUI) -> OAuth2Login { OAuth2Login(flow: flow, provider: self) }
+
+    /// The refresh grant as the core's renewer: the core decides when, under its lock, once for
+    /// every waiter.
+    public var renewer: TokenRenewer { .refreshToken(maximumLeeway: 60) { [self] in try await refresh($0) } }
+
+    /// The refresh token grant (RFC 6749 §6). An answer without a refresh token keeps the one
+    /// sent and its expiry (a provider that does not rotate, such as Dropbox; RFC 6749 §6 allows
+    /// any provider to); a rotated one replaces it. Nothing is saved here.
+    ///
+    /// - Throws: `AuthError`: a refused refresh token (`invalid_grant`) is
+    ///   `authenticationReopenSession`, which the core records on the login.
+    public func refresh(_ current: AccessToken) async throws -> AccessToken {
+        guard let refreshToken = current.refreshToken else {
+            throw AuthError(
+                category: .authenticationReopenSession,
+                message: "This \(described.displayName) login has no refresh token. Log in again.",
+                recoveryTactic: .reauthenticate, closesSession: false, provider: id)
+        }
+        let response = try await send(
+            clientAuthentication.formRequest(
+                described.endpoints.token, [("grant_type", "refresh_token"), ("refresh_token", refreshToken)],
+                clientID: clientID))
+        let answer = try tokenAnswer(response, what: "refresh answer")
+        let request = LoginRequest(
+            provider: id, appID: clientID, permissions: current.permissions.granted.sorted().map { .read($0) },
+            currentToken: current)
+        var renewed = AccessToken(answer, for: request, now: now())
+        if renewed.refreshToken == nil {
+            renewed.refreshToken = refreshToken
+            renewed.refreshTokenExpirationDate = current.refreshTokenExpirationDate
+        }
+        return renewed
+    }
+
+    /// Who `token` belongs to, by the identity request; `nil` when the description reads the
+    /// account some other way.
+    ///
+    /// - Throws: `AuthError`: a refused token is `authenticationReopenSession`.
+    public func account(of token: AccessToken) async throws -> OAuth2Account? {
+        guard described.identity.source == .identityRequest, let url = described.endpoints.identity else { return nil }
+        let response = try await send(
+            HTTPRequest(
+                method: .get, url: url,
+                headers: ["Authorization": "Bearer \(token.tokenString)", "Accept": "application/json"]))
+        guard response.isSuccess, !described.errors.isFailure(response.json) else {
+            throw taxonomy.classify(response)
+        }
+        guard let account = OAuth2Account(response.json, reading: described.identity) else {
+            throw AuthError.unreadableLoginAnswer("identity answer (it has no account id)", provider: id)
+        }
+        return account
+    }
+
+    /// Revokes the login's refresh token, then its access token (RFC 7009); `false` when the
+    /// provider has no revocation endpoint.
+    ///
+    /// - Throws: `AuthError` when the provider refuses or cannot be reached.
+    @discardableResult
+    public func revoke(_ token: AccessToken) async throws -> Bool {
+        guard let endpoint = described.endpoints.revocation else { return false }
+        let tokens = [token.refreshToken.map { ($0, "refresh_token") }, (token.tokenString, "access_token")]
+        for case let (value, hint)? in tokens {
+            let response = try await send(
+                clientAuthentication.formRequest(
+                    endpoint, [("token", value), ("token_type_hint", hint)], clientID: clientID,
+                    tokenEndpoint: described.endpoints.token))
+            guard response.isSuccess else { throw taxonomy.classify(response) }
+        }
+        return true
+    }
+
+    /// The answer of a token request, or its classified error.
+    func tokenAnswer(_ response: HTTPResponse, what: String) throws -> OAuthTokenResponse {
+        guard response.isSuccess, !described.errors.isFailure(response.json) else { throw taxonomy.classify(response) }
+        guard let answer = OAuthTokenResponse(json: response.json) else {
+            throw AuthError.unreadableLoginAnswer("\(what) (it has no access_token)", provider: id)
+        }
+        return answer
+    }
+
+    /// `token` with the account id the token answer carries, when the description reads it there.
+    func identified(_ token: AccessToken, answer: JSONValue?) -> AccessToken {
+        guard described.identity.source == .tokenAnswer,
+            let account = OAuth2Account(answer, reading: described.identity)
+        else { return token }
+        var token = token
+        token.userID = account.id
+        return token
+    }
+
+    private func send(_ request: HTTPRequest) async throws -> HTTPResponse {
+        try await LoginHTTP.send(request, through: transport, taxonomy: taxonomy)
+    }
+}
+
+/// The account a login belongs to, as the provider says.
+public struct OAuth2Account: Sendable, Hashable {
+    /// The stable id, kept as the token's user id.
+    public var id: String
+    /// The login name or e-mail, when the provider gives one.
+    public var login: String?
+    /// The display name, when the provider gives one.
+    public var name: String?
+
+    /// Creates an account.
+    public init(id: String, login: String? = nil, name: String? = nil) {
+        self.id = id
+        self.login = login
+        self.name = name
+    }
+
+    /// The account in `json` at the fields `identity` names; `nil` without an id.
+    public init?(_ json: JSONValue?, reading identity: OAuth2Identity) {
+        guard let id = json?[path: identity.id]?.identityText, !id.isEmpty else { return nil }
+        self.init(
+            id: id, login: identity.login.flatMap { json?[path: $0]?.identityText },
+            name: identity.name.flatMap { json?[path: $0]?.identityText })
+    }
+}
+
+/// A login through one of the engine's flows that then makes sure the token says whose it is: by
+/// the identity request when the description reads the account that way.
+public struct OAuth2Login: LoginUI {
+    /// The flow (browser, device, pasted redirect).
+    public var flow: any LoginUI
+    /// The provider.
+    public var provider: OAuth2Provider
+
+    /// - Throws: the flow's `AuthError`; `AuthError` when the identity request refuses the token.
+    public func logIn(_ request: LoginRequest) async throws -> AccessToken { try await logInIdentified(request).token }
+
+    /// Runs the login and says who it is: the token (its user id set) and the account, when known.
+    ///
+    /// - Throws: the flow's `AuthError`; `AuthError` when the identity request refuses the token.
+    public func logInIdentified(_ request: LoginRequest) async throws -> (token: AccessToken, account: OAuth2Account?) {
+        var request = request
+        if request.permissions.isEmpty { request.permissions = provider.described.defaultScopes.map { .read($0) } }
+        var token = try await flow.logIn(request)
+        guard let account = try await provider.account(of: token) else {
+            return (token, token.userID.map { OAuth2Account(id: $0) })
+        }
+        token.userID = account.id
+        return (token, account)
+    }
+}
+
+/// One account's session with an ``OAuth2Provider``: the core ``Session`` with the refresh grant
+/// as its renewer, and logging out with revocation.
+public struct OAuth2Session: ProviderSession {
+    /// The provider.
+    public let provider: OAuth2Provider
+    /// The core session.
+    public let session: Session
+    /// How the person logs in, when a login is allowed.
+    public let loginUI: (any LoginUI)?
+
+    /// Creates a session; nothing is read or written until it is used.
+    public init(
+        provider: OAuth2Provider, store: any CredentialStore, account: String = "default",
+        loginUI: (any LoginUI)? = nil, refreshLocking: RefreshLocking = .none
+    ) {
+        self.provider = provider
+        self.loginUI = loginUI
+        session = Session(
+            provider: provider.id, appID: provider.clientID, account: account, store: store,
+            refreshLocking: refreshLocking, renewer: provider.renewer, now: provider.now)
+    }
+
+    /// Logs out: with `revoke`, first revokes the tokens at the provider; then deletes the stored
+    /// login. A revocation that fails still deletes the login here, and its error is thrown after.
+    ///
+    /// - Returns: whether the tokens were revoked.
+    /// - Throws: `CredentialStoreError` when the login cannot be removed; then the revocation's
+    ///   `AuthError`.
+    @discardableResult
+    public func logOut(revoke: Bool) async throws -> Bool {
+        var failure: (any Error)?
+        var revoked = false
+        if revoke, let token = await session.token {
+            do { revoked = try await provider.revoke(token) } catch { failure = error }
+        }
+        try await session.closeAndClearTokenInformation()
+        if let failure { throw failure }
+        return revoked
+    }
+}
+
+/// The engine's browser dialect: the standard one, reading the account from the token answer.
+struct OAuth2EngineBrowserDialect: BrowserLoginDialect {
+    var engine: OAuth2Provider
+    var standard: OAuth2BrowserDialect
+
+    var provider: ProviderID { engine.id }
+    var errorTaxonomy: any ErrorTaxonomy { engine.taxonomy }
+    func authorizationURL(for request: LoginRequest, redirectURI: URL, state: String, pkce: PKCE) -> URL {
+        standard.authorizationURL(for: request, redirectURI: redirectURI, state: state, pkce: pkce)
+    }
+    func tokenRequest(code: String, redirectURI: URL, pkce: PKCE, for request: LoginRequest) throws -> HTTPRequest {
+        try standard.tokenRequest(code: code, redirectURI: redirectURI, pkce: pkce, for: request)
+    }
+    func token(from response: HTTPResponse, for request: LoginRequest) throws -> AccessToken {
+        let answer = try engine.tokenAnswer(response, what: "token answer")
+        return engine.identified(AccessToken(answer, for: request, now: engine.now()), answer: answer.raw)
+    }
+}
+
+/// The engine's device dialect: the standard one, reading the account from the token answer.
+struct OAuth2EngineDeviceDialect: DeviceLoginDialect {
+    var engine: OAuth2Provider
+    var standard: RFC8628DeviceDialect
+
+    var provider: ProviderID { engine.id }
+    var errorTaxonomy: any ErrorTaxonomy { engine.taxonomy }
+    func startRequest(for request: LoginRequest) throws -> HTTPRequest { try standard.startRequest(for: request) }
+    func authorization(from response: HTTPResponse, for request: LoginRequest) throws -> DeviceAuthorization {
+        try standard.authorization(from: response, for: request)
+    }
+    func pollRequest(_ context: DevicePollContext) throws -> HTTPRequest { try standard.pollRequest(context) }
+    func readPoll(_ response: HTTPResponse, context: DevicePollContext) -> DevicePollAnswer {
+        guard case .authorized(let token) = standard.readPoll(response, context: context) else {
+            return standard.readPoll(response, context: context)
+        }
+        return .authorized(engine.identified(token, answer: response.json))
+    }
+}
