@@ -234,7 +234,7 @@ public enum OIDCConfigurationError {
 }
 
 /// How a client proves who it is at the token, device authorization and revocation endpoints:
-/// the core's ``ClientAuthenticationMethod``, under the name OpenID code has used.
+/// the core's `ClientAuthenticationMethod`, under the name OpenID code has used.
 public typealias OIDCClientAuthMethod = ClientAuthenticationMethod
 
 /// How to reach an OpenID provider as one client.
@@ -253,7 +253,7 @@ public struct OIDCConfiguration: Sendable {
     /// (Google's "Desktop app" clients do).
     public var clientSecret: ClientSecret?
     /// How to authenticate the client; `nil` chooses from discovery
-    /// (``OIDCClientAuthMethod/chosen(hasSecret:supported:)``).
+    /// (`ClientAuthenticationMethod.chosen(hasSecret:supported:)`).
     public var clientAuthMethod: OIDCClientAuthMethod?
     /// Scopes asked for when a login names none; `openid` is always added.
     public var scopes: [String]
