@@ -177,18 +177,28 @@ public struct ErrorRuleTable: Sendable {
         self.rules = rules
     }
 
-    /// A table of its own `rules` followed by those of `base`.
+    /// A table of its own `rules` followed by those of `base`. An own rule with a base rule's id
+    /// replaces it: the base rule is left out, so that a provider changes what one base row says
+    /// (GitHub's 403, 404 or 5xx) in its own place in the order.
     public init(name: String, rules: [ErrorRule], extending base: ErrorRuleTable) {
-        self.init(name: name, rules: rules + base.rules)
+        let own = Set(rules.map(\.id))
+        self.init(name: name, rules: rules + base.rules.filter { !own.contains($0.id) })
         self.extended = (base.name, base.rules.count)
+        ownRuleCount = rules.count
+        baseRuleIDs = base.rules.map(\.id)
     }
+
+    /// How many rules are this table's own (all of them, unless it extends another).
+    private var ownRuleCount: Int?
+    /// The ids of the extended table's rules, in its order.
+    private var baseRuleIDs: [String] = []
 
     /// Where the first rule named `id` is written: its table's name (this one's, or the base's)
     /// and its 1-based row there.
     public func origin(ofRule id: String) -> (table: String, row: Int)? {
         guard let index = rules.firstIndex(where: { $0.id == id }) else { return nil }
-        if let extended, index >= rules.count - extended.count {
-            return (extended.name, index - (rules.count - extended.count) + 1)
+        if let extended, index >= ownRuleCount ?? rules.count, let row = baseRuleIDs.firstIndex(of: id) {
+            return (extended.name, row + 1)
         }
         return (name, index + 1)
     }

@@ -44,6 +44,40 @@ extension ConnectedProvider {
     public var details: [String: String] { [:] }
     public var isEmulated: Bool { false }
     public func shutdown() async {}
+
+    /// Runs the login `options` ask for — `existingToken` with the token's text, `browser`, or
+    /// `device` (also the default) — and saves its token for `account` in `store`. A flow the
+    /// provider lacks, or cannot run as configured, throws what to do instead.
+    ///
+    /// - Throws: the login's error, or ``DesktopError`` for a flow that cannot run or a token that
+    ///   cannot be saved.
+    public func logIn(
+        _ options: LoginOptions, account: String, store: any CredentialStore,
+        existingToken: (String) -> any LoginUI, browser: (_ openBrowser: Bool) throws -> any LoginUI,
+        device: () throws -> any LoginUI
+    ) async throws -> AccessToken {
+        let ui: any LoginUI
+        switch options.flow {
+        case .existingToken(let text): ui = existingToken(text)
+        case .browser(let openBrowser): ui = try browser(openBrowser)
+        case .automatic, .device: ui = try device()
+        }
+        return try await logIn(with: ui, scopes: options.scopes, account: account, store: store)
+    }
+
+    /// Runs `ui` asking for `scopes` and saves the token it obtained for `account` in `store`
+    /// (``DesktopLogin/save(_:account:issuer:store:label:)``): the end of every plug-in's
+    /// ``logIn(_:account:store:)``.
+    ///
+    /// - Throws: the login's error, or ``DesktopError`` (73) when the token cannot be saved.
+    public func logIn(
+        with ui: any LoginUI, scopes: [String], account: String, store: any CredentialStore
+    ) async throws -> AccessToken {
+        let token = try await ui.logIn(
+            LoginRequest(provider: providerID, appID: appID, permissions: scopes.map(Permission.read)))
+        try await DesktopLogin.save(token, account: account, issuer: issuer, store: store, label: label)
+        return token
+    }
 }
 
 /// What a login is asked to do, as the command line gives it.

@@ -233,15 +233,6 @@ public struct ProviderConnectionRequest: Sendable {
                 .map { $0.trimmingCharacters(in: .whitespaces).lowercased() }.filter { !$0.isEmpty })
     }
 
-    /// A function that resolves a setting with ``value(of:section:sectionPath:fallback:)`` from
-    /// the config file's section `name`.
-    ///
-    /// - Throws: ``DesktopError`` (78) when the section is not an object.
-    package func settingReader(section name: String) throws -> (ProviderSetting) throws -> Sourced<String>? {
-        let section = try configuration.section(name)
-        return { setting in try value(of: setting, section: section, sectionPath: name) }
-    }
-
     /// Resolves `setting`: the flag, then the environment, then the config file's `section`
     /// (named `sectionPath` in messages), then `fallback`.
     ///

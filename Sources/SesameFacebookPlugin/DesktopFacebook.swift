@@ -15,8 +15,8 @@ extension Desktop {
     /// `SesameFacebookEmulatorDesktop`, which the examples use).
     ///
     /// Nothing is written to standard output or error unless `terminal` is given (a command-line
-    /// app passes `.current()`); a GUI app logs in with ``DesktopFacebook/browserLogin(opener:)``
-    /// or ``DesktopFacebook/deviceLogin(presenter:)`` instead.
+    /// app passes `.current()`); a GUI app logs in with `DesktopFacebook.browserLogin(opener:)`
+    /// or `DesktopFacebook.deviceLogin(presenter:)` instead.
     ///
     /// - Parameters:
     ///   - appID: an app id from the app's own command line, which wins over the rest.
@@ -38,8 +38,9 @@ extension Desktop {
         let connection = try await FacebookPlugin().connection(
             setup.loginRequest(instance: "facebook", flags: ["app-id": appID], emulators: emulators))
         return DesktopFacebook(
-            connection: connection, configuration: setup.configuration, storage: setup.storage,
-            accounts: setup.accounts, activeAccount: await setup.accounts.activeAccount(for: .facebook))
+            provider: connection.provider, context: connection.context, emulatorName: FacebookConnection.emulatorName,
+            configuration: setup.configuration, storage: setup.storage, accounts: setup.accounts,
+            activeAccount: await setup.accounts.activeAccount(for: .facebook))
     }
 }
 
@@ -77,10 +78,10 @@ extension Desktop {
         transport: any HTTPTransport = CurlTransport()
     ) -> DesktopFacebook {
         let setup = DesktopSetup.explicit(store: store, stateDirectory: stateDirectory)
+        let context = ConnectionContext(
+            transport: transport, refreshLocking: setup.explicitRefreshLocking, browser: setup.configuration.browser)
         return DesktopFacebook(
-            connection: FacebookConnection(
-                provider: provider, transport: transport, terminal: .silent, emulator: nil, approvalMode: .off,
-                environment: [:], refreshLocking: setup.explicitRefreshLocking, browser: setup.configuration.browser),
+            provider: provider, context: context, emulatorName: FacebookConnection.emulatorName,
             configuration: setup.configuration, storage: setup.storage, accounts: setup.accounts,
             activeAccount: "default")
     }
@@ -88,31 +89,10 @@ extension Desktop {
 
 /// A Facebook app with the desktop defaults: what `Desktop/facebook(appID:overrides:environment:terminal:keyring:emulators:)`
 /// returns.
-public struct DesktopFacebook: Sendable {
-    let connection: FacebookConnection
-    /// The resolved configuration.
-    public let configuration: DesktopConfiguration
-    /// The credential store in use, and why.
-    public let storage: StorageSelection
-    /// The active account and the last usage seen.
-    public let accounts: AccountState
-    /// The account that was active when `Desktop/facebook(appID:overrides:environment:terminal:keyring:emulators:)`
-    /// read ``accounts``.
-    public let activeAccount: String
+public typealias DesktopFacebook = DesktopProvider<FacebookProvider>
 
-    /// The app (the built-in emulator's app when none is configured).
-    public var provider: FacebookProvider { connection.provider }
-    /// The HTTP transport (`CurlTransport`).
-    public var transport: any HTTPTransport { connection.transport }
-    /// The terminal.
-    public var terminal: Terminal { connection.terminal }
-    /// Whether this runs against a built-in emulator.
-    public var isEmulated: Bool { connection.isEmulated }
-
-    /// The account to use: `account` when given, else the active one.
-    public func account(_ account: String? = nil) -> String {
-        account ?? activeAccount
-    }
+extension DesktopProvider where Provider == FacebookProvider {
+    var connection: FacebookConnection { FacebookConnection(provider: provider, context: context) }
 
     /// Facebook Login for Devices with the code, a spinner and (for the emulator) its approval
     /// step on the terminal.
@@ -156,7 +136,4 @@ public struct DesktopFacebook: Sendable {
         guard let usage = session.governor.lastUsage else { return }
         try? await accounts.recordUsage(usage.json, for: session.key)
     }
-
-    /// Stops the built-in emulator (writing its state file). Call before exiting.
-    public func shutdown() async { await connection.shutdown() }
 }

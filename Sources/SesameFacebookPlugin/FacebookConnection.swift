@@ -7,45 +7,32 @@ import SesameHTTPServer
 /// A Facebook app ready for one command.
 struct FacebookConnection: ConnectedProvider {
     var provider: FacebookProvider
-    var transport: any HTTPTransport
-    var terminal: Terminal
-    var emulator: RunningEmulator?
-    var approvalMode: EmulatorApproval.Mode
-    var environment: [String: String]
-    /// How renewals are kept apart from other processes\' (the storage\'s refresh locking).
-    var refreshLocking: RefreshLocking
-    /// The Graph budget the storage shares among processes (a fleet's), or `nil` for this process's own.
-    var rateLimitBudget: (any RateLimitBudget)?
-    /// Whether a browser opens on this machine (`--no-browser`, `SESAME_BROWSER`, an SSH session).
-    var browser: LocalBrowser
+    var context: ConnectionContext
+
+    /// What the built-in emulator is called when its state cannot be saved.
+    static let emulatorName = "built-in emulator"
 
     var providerID: ProviderID { .facebook }
     var appID: String { provider.appID }
-    var label: String { emulator == nil ? "Facebook" : "the Facebook emulator" }
-    var isEmulated: Bool { emulator != nil }
-
-    var emulatorApproval: EmulatorApproval? {
-        guard let emulator else { return nil }
-        return EmulatorApproval(emulator: emulator, mode: approvalMode, terminal: terminal, transport: transport)
-    }
+    var label: String { context.isEmulated ? "the Facebook emulator" : "Facebook" }
+    var isEmulated: Bool { context.isEmulated }
+    var transport: any HTTPTransport { context.transport }
 
     func deviceLogin() -> DeviceLoginFlow {
         FacebookSession.deviceLogin(
-            provider: provider, transport: transport,
-            presenter: TerminalLoginPresenter(
-                terminal: terminal, providerName: isEmulated ? "the Facebook emulator" : "Facebook",
-                emulatorApproval: emulatorApproval))
+            provider: provider, transport: transport, presenter: context.presenter(providerName: label))
     }
 
     func browserLogin(openBrowser: Bool) -> BrowserLoginFlow {
-        let approval = emulatorApproval
+        let approval = context.emulatorApproval
         return FacebookSession.browserLogin(
             provider: provider, transport: transport,
-            receiver: browser.receiver(
-                openBrowser: openBrowser, appName: isEmulated ? "Sesame (emulator)" : "Sesame", terminal: terminal,
-                emulatorApproval: approval),
-            opener: browser.opener(
-                openBrowser: openBrowser, environment: environment, emulatorApproval: approval, terminal: terminal))
+            receiver: context.browser.receiver(
+                openBrowser: openBrowser, appName: isEmulated ? "Sesame (emulator)" : "Sesame",
+                terminal: context.terminal, emulatorApproval: approval),
+            opener: context.browser.opener(
+                openBrowser: openBrowser, environment: context.environment, emulatorApproval: approval,
+                terminal: context.terminal))
     }
 
     func facebookSession(
@@ -55,29 +42,24 @@ struct FacebookConnection: ConnectedProvider {
         FacebookSession(
             provider: provider, transport: transport, store: store, account: account,
             loginUI: loginUI ?? deviceLogin(),
-            configuration: .init(refreshLocking: refreshLocking),
+            configuration: .init(refreshLocking: context.refreshLocking),
             recoveryDelegate: recoveryDelegate, recoveryPolicy: recoveryPolicy, governor: governor())
     }
 
     func logIn(_ options: LoginOptions, account: String, store: any CredentialStore) async throws -> LoginResult {
-        let ui: any LoginUI
-        switch options.flow {
-        case .existingToken(let text):
-            ui = ExistingTokenLogin(provider: provider, transport: transport) { text }
-        case .browser(let openBrowser):
-            ui = browserLogin(openBrowser: openBrowser)
-        case .automatic, .device:
+        let token = try await logIn(
+            options, account: account, store: store,
+            existingToken: { text in ExistingTokenLogin(provider: provider, transport: transport) { text } },
+            browser: browserLogin(openBrowser:)
+        ) {
             guard provider.clientToken != nil else {
                 throw DesktopError(
                     "Facebook device login needs the app's client token: set SESAME_FACEBOOK_CLIENT_TOKEN (or "
                         + "facebook.client_token in the config file) from App Dashboard → Settings → Advanced, or "
                         + "log in with --web.", status: .config)
             }
-            ui = deviceLogin()
+            return deviceLogin()
         }
-        let token = try await ui.logIn(
-            LoginRequest(provider: .facebook, appID: provider.appID, permissions: options.scopes.map(Permission.read)))
-        try await DesktopLogin.save(token, account: account, store: store, label: label)
         let me = try? await GraphClient(provider: provider, transport: transport, accessToken: token.tokenString)
             .get("me", parameters: ["fields": "id,name"])
         return LoginResult(token: token, userName: me?["name"]?.stringValue)
@@ -85,7 +67,7 @@ struct FacebookConnection: ConnectedProvider {
 
     /// A governor on the shared budget when there is one.
     func governor() -> GraphUsageGovernor {
-        rateLimitBudget.map { GraphUsageGovernor(budget: $0) } ?? GraphUsageGovernor()
+        context.rateLimitBudget.map { GraphUsageGovernor(budget: $0) } ?? GraphUsageGovernor()
     }
 
     func session(account: String, store: any CredentialStore) -> any AccountSession {
@@ -107,5 +89,5 @@ struct FacebookConnection: ConnectedProvider {
         }
     }
 
-    func shutdown() async { await emulator?.stop(named: "built-in emulator", telling: terminal) }
+    func shutdown() async { await context.shutdown(emulatorName: Self.emulatorName) }
 }

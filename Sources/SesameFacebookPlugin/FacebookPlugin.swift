@@ -118,24 +118,9 @@ public struct FacebookPlugin: ProviderPlugin {
         [Self.appID, Self.clientToken, Self.graphURL, Self.dialogURL, Self.graphVersion, Self.configID]
     }
 
-    /// The resolved settings.
-    struct Settings {
-        var appID: Sourced<String>?
-        var clientToken: Sourced<String>?
-        var graphURL: Sourced<String>?
-        var dialogURL: Sourced<String>?
-        var graphVersion: Sourced<String>?
-        var configID: Sourced<String>?
-
-        init(_ request: ProviderConnectionRequest) throws {
-            let value = try request.settingReader(section: "facebook")
-            appID = try value(FacebookPlugin.appID)
-            clientToken = try value(FacebookPlugin.clientToken)
-            graphURL = try value(FacebookPlugin.graphURL)
-            dialogURL = try value(FacebookPlugin.dialogURL)
-            graphVersion = try value(FacebookPlugin.graphVersion)
-            configID = try value(FacebookPlugin.configID)
-        }
+    /// The settings as `request` resolves them.
+    func resolvedSettings(_ request: ProviderConnectionRequest) throws -> SettingValues {
+        try request.settingValues(settings(instance: name), section: name)
     }
 
     public func connect(_ request: ProviderConnectionRequest) async throws -> any ConnectedProvider {
@@ -143,29 +128,29 @@ public struct FacebookPlugin: ProviderPlugin {
     }
 
     func connection(_ request: ProviderConnectionRequest) async throws -> FacebookConnection {
-        let settings = try Settings(request)
-        if let pinned = settings.graphVersion {
+        let settings = try resolvedSettings(request)
+        if let pinned = settings[Self.graphVersion] {
             do {
                 try GraphAPIVersions.checkPinned(pinned.value, at: Date())
             } catch {
                 throw DesktopError("\(error.message) (The version is set by \(pinned.source).)", status: .config)
             }
         }
-        if let appID = settings.appID {
+        if let appID = settings[Self.appID] {
             var provider = FacebookProvider(
-                appID: appID.value, graphVersion: settings.graphVersion?.value ?? FacebookProvider.defaultGraphVersion,
-                clientToken: settings.clientToken?.value,
-                dialogBaseURL: settings.dialogURL.flatMap { URL(string: $0.value) }
+                appID: appID.value,
+                graphVersion: settings[Self.graphVersion]?.value ?? FacebookProvider.defaultGraphVersion,
+                clientToken: settings[Self.clientToken]?.value,
+                dialogBaseURL: settings[Self.dialogURL].flatMap { URL(string: $0.value) }
                     ?? FacebookProvider.facebookDialogBaseURL,
-                graphBaseURL: settings.graphURL.flatMap { URL(string: $0.value) }
+                graphBaseURL: settings[Self.graphURL].flatMap { URL(string: $0.value) }
                     ?? FacebookProvider.facebookGraphBaseURL,
                 allowedInsecureHosts: request.allowedInsecureHosts)
-            provider.loginConfigurationID = settings.configID?.value
+            provider.loginConfigurationID = settings[Self.configID]?.value
             return FacebookConnection(
-                provider: provider, transport: request.transport, terminal: request.terminal, emulator: nil,
-                approvalMode: .off, environment: request.environment, refreshLocking: request.refreshLocking,
-                rateLimitBudget: request.rateLimitBudget(provider: .facebook, appID: appID.value),
-                browser: request.configuration.browser)
+                provider: provider,
+                context: try ConnectionContext(
+                    request, rateLimitBudget: request.rateLimitBudget(provider: .facebook, appID: appID.value)))
         }
         guard let emulators = request.emulators else {
             throw DesktopError(
@@ -183,13 +168,15 @@ public struct FacebookPlugin: ProviderPlugin {
                 "No Facebook app id is configured and this program has no built-in Facebook emulator; set "
                     + "SESAME_FACEBOOK_APP_ID.", status: .config)
         }
-        let approvalMode = try EmulatorApproval.mode(environment: request.environment, terminal: request.terminal)
+        let context = try ConnectionContext(
+            request, emulator: emulator,
+            rateLimitBudget: request.rateLimitBudget(provider: .facebook, appID: emulator.appID))
         // The emulator is on loopback; a prepared one's placeholder host is never resolved (its
         // transport routes it to the emulator once started), so it may be named over plain http.
         var provider = FacebookProvider(
             appID: emulator.appID, clientToken: emulator.clientCredential, dialogBaseURL: base, graphBaseURL: graph,
             allowedInsecureHosts: Set([base.host, graph.host].compactMap { $0 }))
-        provider.loginConfigurationID = settings.configID?.value
+        provider.loginConfigurationID = settings[Self.configID]?.value
         if request.purpose == .login {
             request.terminal.say(
                 request.terminal.dim(
@@ -197,22 +184,17 @@ public struct FacebookPlugin: ProviderPlugin {
                         + "\(Self.stateDescription(emulator, request))); set SESAME_FACEBOOK_APP_ID to use a real app."
                 ) + "\n")
         }
-        return FacebookConnection(
-            provider: provider, transport: emulator.route(request.transport), terminal: request.terminal,
-            emulator: emulator, approvalMode: approvalMode, environment: request.environment,
-            refreshLocking: request.refreshLocking,
-            rateLimitBudget: request.rateLimitBudget(provider: .facebook, appID: emulator.appID),
-            browser: request.configuration.browser)
+        return FacebookConnection(provider: provider, context: context)
     }
 
     public func doctor(_ request: ProviderConnectionRequest) async -> [DoctorLine] {
-        let settings: Settings
+        let settings: SettingValues
         do {
-            settings = try Settings(request)
+            settings = try resolvedSettings(request)
         } catch {
             return [.problem("Facebook configuration", error)]
         }
-        guard let appID = settings.appID else {
+        guard let appID = settings[Self.appID] else {
             return [
                 DoctorLine(
                     .info,
@@ -222,17 +204,18 @@ public struct FacebookPlugin: ProviderPlugin {
             ]
         }
         var lines = [DoctorLine(.ok, "Facebook app id \(appID.value), from \(appID.source).")]
-        if let pinned = settings.graphVersion {
+        if let pinned = settings[Self.graphVersion] {
             lines.append(Self.doctorLine(pinnedVersion: pinned.value, source: pinned.source, at: Date()))
         }
-        if settings.clientToken == nil {
+        if settings[Self.clientToken] == nil {
             lines.append(
                 DoctorLine(
                     .warning, "Facebook: no client token is configured, so device login cannot work.",
                     fix: "set SESAME_FACEBOOK_CLIENT_TOKEN (App Dashboard → Settings → Advanced → Client token)"))
         }
-        let graph = settings.graphURL.flatMap { URL(string: $0.value) } ?? FacebookProvider.facebookGraphBaseURL
-        let dialog = settings.dialogURL.flatMap { URL(string: $0.value) } ?? FacebookProvider.facebookDialogBaseURL
+        let graph = settings[Self.graphURL].flatMap { URL(string: $0.value) } ?? FacebookProvider.facebookGraphBaseURL
+        let dialog =
+            settings[Self.dialogURL].flatMap { URL(string: $0.value) } ?? FacebookProvider.facebookDialogBaseURL
         for (label, url) in [("Graph API", graph), ("login dialog", dialog)] {
             lines.append(await DoctorProbe.answers(label: "Facebook \(label)", url: url, transport: request.transport))
         }

@@ -123,10 +123,10 @@ extension GitHubProvider {
                     + "has no refresh token to renew it. Log in again.",
                 recoveryTactic: .reauthenticate, closesSession: false, provider: .github)
         }
-        var form = [("client_id", clientID), ("grant_type", "refresh_token"), ("refresh_token", refreshToken)]
-        if let clientSecret { form.append(("client_secret", clientSecret.value)) }
         let response = try await LoginHTTP.send(
-            formRequest(host.accessTokenURL, form), through: transport, taxonomy: taxonomy)
+            formRequest(
+                host.accessTokenURL, [("grant_type", "refresh_token"), ("refresh_token", refreshToken)],
+                authentication: clientAuthentication), through: transport, taxonomy: taxonomy)
         if let error = OAuthErrorResponse(json: response.json) { throw taxonomy.classifyLoginError(error) }
         guard response.isSuccess else { throw taxonomy.classify(response) }
         let request = LoginRequest(
@@ -172,10 +172,9 @@ public struct GitHubDeviceDialect: DeviceLoginDialect {
     }
 
     public func startRequest(for request: LoginRequest) throws -> HTTPRequest {
-        var form = [("client_id", github.clientID)]
         let scopes = scopes(for: request)
-        if !scopes.isEmpty { form.append(("scope", scopes.joined(separator: " "))) }
-        return github.formRequest(github.host.deviceCodeURL, form)
+        return try github.formRequest(
+            github.host.deviceCodeURL, scopes.isEmpty ? [] : [("scope", scopes.joined(separator: " "))])
     }
 
     public func authorization(from response: HTTPResponse, for request: LoginRequest) throws -> DeviceAuthorization {
@@ -185,12 +184,9 @@ public struct GitHubDeviceDialect: DeviceLoginDialect {
     }
 
     public func pollRequest(_ context: DevicePollContext) throws -> HTTPRequest {
-        github.formRequest(
+        try github.formRequest(
             github.host.accessTokenURL,
-            [
-                ("client_id", github.clientID), ("device_code", context.authorization.deviceCode),
-                ("grant_type", Self.grantType),
-            ])
+            [("device_code", context.authorization.deviceCode), ("grant_type", Self.grantType)])
     }
 
     public func readPoll(_ response: HTTPResponse, context: DevicePollContext) async throws -> DevicePollAnswer {

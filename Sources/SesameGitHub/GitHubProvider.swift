@@ -188,13 +188,18 @@ public struct GitHubProvider: Sendable {
     /// How GitHub's answers are classified.
     public var errorTaxonomy: any ErrorTaxonomy { taxonomy }
 
-    /// A form POST to GitHub's OAuth endpoints, asking for JSON (GitHub answers form-encoded
-    /// text otherwise).
-    func formRequest(_ url: URL, _ form: [(String, String)]) -> HTTPRequest {
-        HTTPRequest(
-            method: .post, url: url,
-            headers: ["Content-Type": "application/x-www-form-urlencoded", "Accept": "application/json"],
-            body: Data(FormEncoding.encode(form).utf8))
+    /// How a refresh tells GitHub who the client is: the client id in the form, with the client
+    /// secret beside it (`client_secret_post`) for a GitHub App that refreshes with one.
+    public var clientAuthentication: ClientAuthentication {
+        ClientAuthentication(.clientSecretPost, secret: clientSecret)
+    }
+
+    /// A form POST to GitHub's OAuth endpoints through `authentication` (the client id alone
+    /// unless told otherwise), asking for JSON (GitHub answers form-encoded text otherwise).
+    func formRequest(
+        _ url: URL, _ form: [(String, String)], authentication: ClientAuthentication = .none
+    ) throws -> HTTPRequest {
+        try authentication.formRequest(url, form, clientID: clientID)
     }
 }
 

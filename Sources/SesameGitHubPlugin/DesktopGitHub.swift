@@ -42,29 +42,18 @@ extension Desktop {
             setup.loginRequest(
                 instance: "github", flags: ["hostname": hostname, "client-id": clientID], emulators: emulators))
         return DesktopGitHub(
-            connection: connection, storage: setup.storage, accounts: setup.accounts,
+            provider: connection.provider, context: connection.context, emulatorName: GitHubConnection.emulatorName,
+            configuration: setup.configuration, storage: setup.storage, accounts: setup.accounts,
             activeAccount: await setup.accounts.activeAccount(for: .github, appID: connection.appID))
     }
 }
 
 /// A GitHub host with the desktop defaults: what `Desktop/github(hostname:clientID:overrides:environment:terminal:keyring:emulators:)`
 /// returns.
-public struct DesktopGitHub: Sendable {
-    let connection: GitHubConnection
-    /// The credential store in use, and why.
-    public let storage: StorageSelection
-    /// The active account per provider.
-    public let accounts: AccountState
-    /// The account that was active for this host when `Desktop/github(hostname:clientID:overrides:environment:terminal:keyring:emulators:)`
-    /// read ``accounts``.
-    public let activeAccount: String
+public typealias DesktopGitHub = DesktopProvider<GitHubProvider>
 
-    /// The host and app.
-    public var provider: GitHubProvider { connection.provider }
-    /// The HTTP transport (`CurlTransport`).
-    public var transport: any HTTPTransport { connection.transport }
-    /// Whether this runs against a built-in emulator.
-    public var isEmulated: Bool { connection.isEmulated }
+extension DesktopProvider where Provider == GitHubProvider {
+    var connection: GitHubConnection { GitHubConnection(provider: provider, context: context) }
 
     /// GitHub's device flow with the code on the terminal.
     public func deviceLogin() -> DeviceLoginFlow { connection.deviceLogin() }
@@ -73,11 +62,8 @@ public struct DesktopGitHub: Sendable {
     /// login by default), with the cross-process refresh lock file.
     public func session(account: String? = nil, loginUI: (any LoginUI)? = nil) -> GitHubSession {
         connection.githubSession(
-            account: account ?? activeAccount, store: storage.store, loginUI: loginUI ?? deviceLogin())
+            account: self.account(account), store: storage.store, loginUI: loginUI ?? deviceLogin())
     }
-
-    /// Stops the built-in emulator (writing its state file). Call before exiting.
-    public func shutdown() async { await connection.shutdown() }
 }
 
 extension Desktop {
@@ -100,12 +86,12 @@ extension Desktop {
         transport: any HTTPTransport = CurlTransport()
     ) -> DesktopGitHub {
         let setup = DesktopSetup.explicit(store: store, stateDirectory: stateDirectory)
+        let context = ConnectionContext(
+            transport: transport, refreshLocking: setup.explicitRefreshLocking, browser: setup.configuration.browser)
         return DesktopGitHub(
-            connection: GitHubConnection(
-                provider: GitHubProvider(host: host, clientID: clientID), hasClientID: true, transport: transport,
-                terminal: .silent, emulator: nil, approvalMode: .off, environment: [:],
-                refreshLocking: setup.explicitRefreshLocking),
-            storage: setup.storage, accounts: setup.accounts, activeAccount: "default")
+            provider: GitHubProvider(host: host, clientID: clientID), context: context,
+            emulatorName: GitHubConnection.emulatorName, configuration: setup.configuration, storage: setup.storage,
+            accounts: setup.accounts, activeAccount: "default")
     }
 }
 

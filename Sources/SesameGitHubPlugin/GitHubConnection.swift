@@ -7,67 +7,57 @@ import SesameGitHub
 /// A GitHub host ready for one command.
 struct GitHubConnection: ConnectedProvider {
     var provider: GitHubProvider
+    var context: ConnectionContext
     /// Whether a client id was configured (device login and refresh need one).
-    var hasClientID: Bool
-    var transport: any HTTPTransport
-    var terminal: Terminal
-    var emulator: RunningEmulator?
-    var approvalMode: EmulatorApproval.Mode
-    var environment: [String: String]
-    /// How renewals are kept apart from other processes\' (the storage\'s refresh locking).
-    var refreshLocking: RefreshLocking
+    var hasClientID = true
     /// Where a login's host is remembered (not for the emulator).
     var remembered: GitHubRememberedLogin?
     /// The configured server address, when there is one.
     var serverURL: String?
 
+    /// What the built-in emulator is called when its state cannot be saved.
+    static let emulatorName = "built-in GitHub emulator"
+
     var providerID: ProviderID { .github }
     var appID: String { provider.credentialAppID }
-    var label: String { emulator == nil ? provider.displayName : "the GitHub emulator" }
-    var isEmulated: Bool { emulator != nil }
+    var label: String { context.isEmulated ? "the GitHub emulator" : provider.displayName }
+    var isEmulated: Bool { context.isEmulated }
     var details: [String: String] { ["host": provider.host.hostname] }
+    var transport: any HTTPTransport { context.transport }
 
     func githubSession(
         account: String, store: any CredentialStore, loginUI: (any LoginUI)? = nil
     ) -> GitHubSession {
         GitHubSession(
             provider: provider, transport: transport, store: store, account: account, loginUI: loginUI,
-            refreshLocking: refreshLocking)
+            refreshLocking: context.refreshLocking)
     }
 
     /// GitHub's device flow with the code (and, for the emulator, its approval step) on the terminal.
     func deviceLogin() -> DeviceLoginFlow {
-        let approval = emulator.map {
-            EmulatorApproval(emulator: $0, mode: approvalMode, terminal: terminal, transport: transport)
-        }
-        return DeviceLoginFlow(
+        DeviceLoginFlow(
             dialect: GitHubDeviceDialect(github: provider, transport: transport),
-            presenter: TerminalLoginPresenter(terminal: terminal, providerName: label, emulatorApproval: approval),
-            transport: transport)
+            presenter: context.presenter(providerName: label), transport: transport)
     }
 
     func logIn(_ options: LoginOptions, account: String, store: any CredentialStore) async throws -> LoginResult {
-        let ui: any LoginUI
-        switch options.flow {
-        case .existingToken(let text):
-            ui = GitHubTokenLogin(github: provider, transport: transport) { text }
-        case .browser:
-            throw DesktopError(
-                "GitHub logins use the device code (the default) or --with-token; leave out --web.",
-                status: .usage)
-        case .automatic, .device:
+        let token = try await logIn(
+            options, account: account, store: store,
+            existingToken: { text in GitHubTokenLogin(github: provider, transport: transport) { text } },
+            browser: { _ in
+                throw DesktopError(
+                    "GitHub logins use the device code (the default) or --with-token; leave out --web.",
+                    status: .usage)
+            }
+        ) {
             guard hasClientID else {
                 throw DesktopError(
                     "No GitHub client id is configured, and device login needs one: set SESAME_GITHUB_CLIENT_ID (or "
                         + "give --client-id) to the client id of an OAuth app with device flow enabled, or log in "
                         + "with a token: 'gh auth token | sesame login github --with-token'.", status: .config)
             }
-            ui = deviceLogin()
+            return deviceLogin()
         }
-        let token = try await ui.logIn(
-            LoginRequest(
-                provider: .github, appID: provider.credentialAppID, permissions: options.scopes.map(Permission.read)))
-        try await DesktopLogin.save(token, account: account, store: store, label: label)
         if let remembered {
             let hostname = provider.host.hostname
             let clientID = hasClientID ? provider.clientID : nil
@@ -114,5 +104,5 @@ struct GitHubConnection: ConnectedProvider {
         return .object(usage)
     }
 
-    func shutdown() async { await emulator?.stop(named: "built-in GitHub emulator", telling: terminal) }
+    func shutdown() async { await context.shutdown(emulatorName: Self.emulatorName) }
 }

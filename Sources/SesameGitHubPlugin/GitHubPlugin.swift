@@ -79,11 +79,9 @@ public struct GitHubPlugin: ProviderPlugin {
         var serverURL: Sourced<String>?
 
         init(_ request: ProviderConnectionRequest) throws {
-            let value = try request.settingReader(section: "github")
-            hostname = try value(GitHubPlugin.hostname)
-            clientID = try value(GitHubPlugin.clientID)
-            clientSecret = try value(GitHubPlugin.clientSecret)
-            serverURL = try value(GitHubPlugin.serverURL)
+            let values = try request.settingValues(GitHubPlugin().settings(instance: "github"), section: "github")
+            (hostname, clientID) = (values[GitHubPlugin.hostname], values[GitHubPlugin.clientID])
+            (clientSecret, serverURL) = (values[GitHubPlugin.clientSecret], values[GitHubPlugin.serverURL])
             // Nothing names a host: the previous login's host (and its client id) are used, as a
             // unit, so that 'sesame token github' works after 'sesame login github --client-id ...'.
             if hostname == nil, serverURL == nil {
@@ -155,7 +153,6 @@ public struct GitHubPlugin: ProviderPlugin {
                 storage: request.configuration.storage.value),
             let base = emulator.endpoints["base"], let api = emulator.endpoints["api"]
         else { return try connection(settings, request: request) }
-        let approvalMode = try EmulatorApproval.mode(environment: request.environment, terminal: request.terminal)
         let provider = GitHubProvider(
             host: GitHubHost(hostname: Self.emulatorHostname, oauthBaseURL: base, apiBaseURL: api),
             clientID: emulator.appID)
@@ -166,10 +163,7 @@ public struct GitHubPlugin: ProviderPlugin {
                         + "is \(Self.stateDescription(emulator, request))); set SESAME_GITHUB_CLIENT_ID (or give --client-id, or "
                         + "--hostname github.com for a token login) to use real GitHub.") + "\n")
         }
-        return GitHubConnection(
-            provider: provider, hasClientID: true, transport: emulator.route(request.transport),
-            terminal: request.terminal, emulator: emulator, approvalMode: approvalMode,
-            environment: request.environment, refreshLocking: request.refreshLocking)
+        return GitHubConnection(provider: provider, context: try ConnectionContext(request, emulator: emulator))
     }
 
     /// A connection to the host the settings name, never the emulator.
@@ -178,10 +172,8 @@ public struct GitHubPlugin: ProviderPlugin {
         let provider = GitHubProvider(
             host: try settings.host(), clientID: clientID ?? "",
             clientSecret: settings.clientSecret.map { ClientSecret($0.value) })
-        var connection = GitHubConnection(
-            provider: provider, hasClientID: clientID != nil, transport: request.transport,
-            terminal: request.terminal, emulator: nil, approvalMode: .off, environment: request.environment,
-            refreshLocking: request.refreshLocking)
+        var connection = GitHubConnection(provider: provider, context: try ConnectionContext(request))
+        connection.hasClientID = clientID != nil
         connection.remembered = GitHubRememberedLogin(stateDirectory: request.configuration.stateDirectory)
         connection.serverURL = settings.serverURL?.value
         return connection
