@@ -277,7 +277,7 @@ public struct OIDCPlugin: ProviderPlugin {
             if let preset = plugin.preset {
                 // A preset's issuer is its own, with the tenant or host filled in, unless one is given.
                 // A tenant or host given now outweighs the issuer the previous login remembered.
-                let part = try preset.issuerPart.flatMap { _ in try value(5)?.value }
+                let part = try preset.issuerPart.flatMap { _ in try value(settings.count - 1)?.value }  // appended last
                 let given = part == nil ? try value(0, rememberedKey: "issuer") : try value(0)
                 do {
                     let issuer = try preset.issuer(given?.value, part: part)
