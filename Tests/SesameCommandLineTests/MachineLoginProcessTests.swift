@@ -57,19 +57,9 @@ struct MachineLoginProcessTests {
             let cli = try CLIHarness()
             let login = try await cli.run("sesame", Self.loginArguments(issuer), environment: Self.secretEnvironment)
             try #require(login.status == 0, "\(login.standardError)")
-            var expired = try #require(try await cli.store.list(provider: nil).first)
-            expired.token.expirationDate = Date().addingTimeInterval(-30)
-            expired.token.refreshDate = Date().addingTimeInterval(-3630)
-            try await cli.store.save(expired)
+            let expired = try await cli.expireStoredLogin()
 
-            let results = try await withThrowingTaskGroup(of: ProcessResult.self) { group in
-                for _ in 0..<20 {
-                    group.addTask {
-                        try await cli.run("sesame", ["token", "oidc"], environment: Self.secretEnvironment)
-                    }
-                }
-                return try await group.reduce(into: [ProcessResult]()) { $0.append($1) }
-            }
+            let results = try await cli.runAtOnce(20, ["token", "oidc"], environment: Self.secretEnvironment)
             for result in results { #expect(result.status == 0, "\(result.standardError)") }
             #expect(
                 emulator.grantCount("client_credentials") == 2,
@@ -163,6 +153,28 @@ struct MachineLoginProcessTests {
                 #expect(renewed.token.tokenString != expired.token.tokenString)
                 #expect(Set(results.map(\.standardOutput)) == [renewed.token.tokenString + "\n"])
             }
+        }
+    }
+}
+
+extension CLIHarness {
+    /// Marks the one stored login's access token expired and due for renewal, as an hour later.
+    @discardableResult
+    func expireStoredLogin() async throws -> StoredCredential {
+        var expired = try #require(try await store.list(provider: nil).first)
+        expired.token.expirationDate = Date().addingTimeInterval(-30)
+        expired.token.refreshDate = Date().addingTimeInterval(-3630)
+        try await store.save(expired)
+        return expired
+    }
+
+    /// `count` `sesame ARGUMENTS` processes, all started at once.
+    func runAtOnce(_ count: Int, _ arguments: [String], environment: [String: String]) async throws -> [ProcessResult] {
+        try await withThrowingTaskGroup(of: ProcessResult.self) { group in
+            for _ in 0..<count {
+                group.addTask { try await self.run("sesame", arguments, environment: environment) }
+            }
+            return try await group.reduce(into: []) { $0.append($1) }
         }
     }
 }

@@ -68,10 +68,11 @@ struct TokenExchangeProcessTests {
         }
     }
 
-    @Test(
-        "a GitHub-Actions-shaped ID token is exchanged for an access token, the login records only where it came from, and an expired login is renewed by exchanging a fresh one"
-    )
-    func githubActionsExchange() async throws {
+    /// A local CI's endpoint, the emulator trusting its tokens, and a `login oidc --token-exchange`
+    /// made with GitHub Actions' variables, which `body` gets again for its own runs.
+    static func withExchangeLogin(
+        _ body: (OIDCEmulator, CI, CLIHarness, _ environment: [String: String]) async throws -> Void
+    ) async throws {
         let ci = try CI()
         try await withStarted({ try ci.server.start() }, stop: { await ci.server.stop() }) {
             try await OIDCProcessTests.withEmulator { emulator, issuer in
@@ -87,33 +88,59 @@ struct TokenExchangeProcessTests {
                         "--token-exchange",
                     ],
                     environment: environment)
-                #expect(login.status == 0, "\(login.standardError)")
-                #expect(emulator.grantCount(MachineGrant.tokenExchangeGrantType) == 1)
-                var stored = try #require(try await cli.store.list(provider: nil).first)
-                #expect(
-                    stored.token.machineGrant
-                        == .tokenExchange(
-                            source: .githubActions, subjectTokenType: MachineGrant.jwtTokenType, audience: Self.audience
-                        ))
-                #expect(stored.token.refreshToken == nil)
-
-                stored.token.expirationDate = Date().addingTimeInterval(-30)
-                stored.token.refreshDate = Date().addingTimeInterval(-3630)
-                try await cli.store.save(stored)
-                let token = try await cli.run("sesame", ["token", "oidc"], environment: environment)
-                #expect(token.status == 0, "\(token.standardError)")
-                #expect(emulator.grantCount(MachineGrant.tokenExchangeGrantType) == 2)
-                let handedOut = ci.handedOut.withLock { $0 }
-                #expect(handedOut.count == 2 && Set(handedOut).count == 2, "a fresh subject token for each exchange")
-                let renewed = try #require(try await cli.store.list(provider: nil).first)
-                #expect(token.standardOutput == renewed.token.tokenString + "\n")
-
-                // No secret stored: neither a subject token nor the request token is in the store.
-                let file = try String(
-                    contentsOf: cli.root.appending(path: "state/sesame/credentials.json"), encoding: .utf8)
-                for secret in handedOut + [Self.requestToken] { #expect(!file.contains(secret)) }
-                cli.expectNoTokenLeaks(handedOut + [Self.requestToken])
+                try #require(login.status == 0, "\(login.standardError)")
+                try await body(emulator, ci, cli, environment)
             }
+        }
+    }
+
+    @Test(
+        "a GitHub-Actions-shaped ID token is exchanged for an access token, the login records only where it came from, and an expired login is renewed by exchanging a fresh one"
+    )
+    func githubActionsExchange() async throws {
+        try await Self.withExchangeLogin { emulator, ci, cli, environment in
+            #expect(emulator.grantCount(MachineGrant.tokenExchangeGrantType) == 1)
+            let stored = try #require(try await cli.store.list(provider: nil).first)
+            #expect(
+                stored.token.machineGrant
+                    == .tokenExchange(
+                        source: .githubActions, subjectTokenType: MachineGrant.jwtTokenType, audience: Self.audience
+                    ))
+            #expect(stored.token.refreshToken == nil)
+
+            try await cli.expireStoredLogin()
+            let token = try await cli.run("sesame", ["token", "oidc"], environment: environment)
+            #expect(token.status == 0, "\(token.standardError)")
+            #expect(emulator.grantCount(MachineGrant.tokenExchangeGrantType) == 2)
+            let handedOut = ci.handedOut.withLock { $0 }
+            #expect(handedOut.count == 2 && Set(handedOut).count == 2, "a fresh subject token for each exchange")
+            let renewed = try #require(try await cli.store.list(provider: nil).first)
+            #expect(token.standardOutput == renewed.token.tokenString + "\n")
+
+            // No secret stored: neither a subject token nor the request token is in the store.
+            let file = try String(
+                contentsOf: cli.root.appending(path: "state/sesame/credentials.json"), encoding: .utf8)
+            for secret in handedOut + [Self.requestToken] { #expect(!file.contains(secret)) }
+            cli.expectNoTokenLeaks(handedOut + [Self.requestToken])
+        }
+    }
+
+    @Test(
+        "20 'sesame token' processes on an expired token-exchange login make one exchange, ask the CI for one subject token, and all print its token"
+    )
+    func twentyProcessesOneExchange() async throws {
+        try await Self.withExchangeLogin { emulator, ci, cli, environment in
+            let expired = try await cli.expireStoredLogin()
+            let results = try await cli.runAtOnce(20, ["token", "oidc"], environment: environment)
+            for result in results { #expect(result.status == 0, "\(result.standardError)") }
+            let exchanges = emulator.grantCount(MachineGrant.tokenExchangeGrantType)
+            #expect(exchanges == 2, "the login and \(exchanges - 1) renewals")
+            let handedOut = ci.handedOut.withLock { $0 }
+            #expect(handedOut.count == 2, "the login and \(handedOut.count - 1) subject tokens for the renewal")
+            let renewed = try #require(try await cli.store.list(provider: nil).first)
+            #expect(renewed.token.tokenString != expired.token.tokenString && !renewed.needsLogin)
+            #expect(Set(results.map(\.standardOutput)) == [renewed.token.tokenString + "\n"])
+            cli.expectNoTokenLeaks(handedOut + [Self.requestToken])
         }
     }
 
