@@ -139,6 +139,7 @@ extension OIDCEmulator {
     ///
     /// - Parameters:
     ///   - quirks: the provider to behave as.
+    ///   - algorithm: the signing algorithm, `RS256` or `ES256`.
     ///   - accessTokenLifetime: seconds an access token lives; the provider's by default.
     ///   - devicePollInterval: seconds between device polls.
     public convenience init(
