@@ -201,6 +201,23 @@ public struct FacebookProvider: Sendable {
     /// The token endpoint, `…/{version}/oauth/access_token` on the Graph origin.
     public func tokenURL(version: String? = nil) throws -> URL { try graphURL("oauth/access_token", version: version) }
 
+    /// Facebook as the core's OAuth 2.0 description, for its engine (`OAuth2Provider`): the login
+    /// dialog and `oauth/access_token` at the pinned version, comma-separated scopes,
+    /// `return_scopes=true`, and `config_id` for a Login for Business configuration. Device login,
+    /// extension, logout and the Graph API stay Facebook's own.
+    ///
+    /// - Throws: `AuthError` (`invalid`) as ``dialogURL(version:)`` and ``tokenURL(version:)`` do.
+    var oauth2Description: OAuth2Description {
+        get throws {
+            OAuth2Description(
+                id: id, displayName: displayName,
+                endpoints: OAuth2Endpoints(authorization: try dialogURL(), token: try tokenURL()),
+                authorizationParameters: [("return_scopes", "true")]
+                    + (loginConfigurationID.map { [("config_id", $0)] } ?? []),
+                refreshTokensRotate: false, scopeSeparator: ",")
+        }
+    }
+
     /// The client access token, `{app-id}|{client-token}`, when a client token is set.
     public var clientAccessToken: String? { clientToken.map { "\(appID)|\($0)" } }
 

@@ -48,18 +48,10 @@ final class FacebookTokenExtender: Sendable {
         guard let string = answer["access_token"]?.stringValue, !string.isEmpty else {
             throw AuthError.unreadableGraphAnswer("token extension answer (it has no access_token)")
         }
-        let issued = now()
         var extended = token
         extended.tokenString = string
-        extended.refreshDate = issued
-        if let at = answer["expires_at"]?.lenientInt {
-            extended.expirationDate = at > 0 ? Date(timeIntervalSince1970: TimeInterval(at)) : nil
-        } else if let seconds = answer["expires_in"]?.lenientInt {
-            extended.expirationDate = seconds > 0 ? issued.addingTimeInterval(TimeInterval(seconds)) : nil
-        }
-        if let at = answer["data_access_expiration_time"]?.lenientInt, at > 0 {
-            extended.dataAccessExpirationDate = Date(timeIntervalSince1970: TimeInterval(at))
-        }
+        extended.refreshDate = now()
+        FacebookTokenReader.applyingDates(of: answer, to: &extended, issued: extended.refreshDate)
         return extended
     }
 
