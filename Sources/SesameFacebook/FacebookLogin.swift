@@ -67,8 +67,8 @@ struct FacebookTokenReader: Sendable {
     ///   that came back for another person (the SDK's `ReauthorizeFailedReasonWrongUser`).
     func completed(_ token: AccessToken, for request: LoginRequest?) async throws -> AccessToken {
         var token = token
-        let me = try await FacebookHTTP.get(
-            "me", query: [("fields", "id,permissions")], token: token.tokenString, provider: provider,
+        let me = try await FacebookHTTP.send(
+            .get, "me", parameters: [("fields", "id,permissions")], token: token.tokenString, provider: provider,
             transport: transport)
         token.userID = me["id"]?.stringValue
         if let permissions = me["permissions"] { token.permissions = PermissionSet(graphPermissions: permissions) }
@@ -124,13 +124,6 @@ enum FacebookHTTP {
             throw error.redacting([token])
         }
         return TokenIntrospection(debugTokenData: json["data"] ?? .null)
-    }
-
-    static func get(
-        _ path: String, query: [(String, String)] = [], token: String?, provider: FacebookProvider,
-        transport: any HTTPTransport
-    ) async throws -> JSONValue {
-        try await send(.get, path, parameters: query, token: token, provider: provider, transport: transport)
     }
 
     static func send(

@@ -41,8 +41,9 @@ final class FacebookTokenExtender: Sendable {
                     ("fb_exchange_token", token.tokenString),
                 ], token: nil, provider: provider, transport: transport)
         } else {
-            answer = try await FacebookHTTP.get(
-                "oauth/access_token", query: [("grant_type", "fb_extend_sso_token"), ("client_id", provider.appID)],
+            answer = try await FacebookHTTP.send(
+                .get, "oauth/access_token",
+                parameters: [("grant_type", "fb_extend_sso_token"), ("client_id", provider.appID)],
                 token: token.tokenString, provider: provider, transport: transport)
         }
         guard let string = answer["access_token"]?.stringValue, !string.isEmpty else {
