@@ -234,28 +234,19 @@ public struct FacebookProvider: Sendable {
     }
 }
 
-/// An app secret, kept out of every description.
+/// An app secret: the core's `ClientSecret`, kept out of every description.
 ///
 /// Facebook: "the App Secret or an App Access token should never be included in any code" that
 /// runs on people's machines. Use this only in code that runs on your own server.
-public struct FacebookAppSecret: Sendable, Hashable, CustomStringConvertible, CustomDebugStringConvertible,
-    CustomReflectable
-{
-    /// The secret itself.
-    public let value: String
+public typealias FacebookAppSecret = ClientSecret
 
-    /// Wraps a secret.
-    public init(_ value: String) { self.value = value }
-
-    /// `appsecret_proof` for `accessToken`.
+extension ClientSecret {
+    /// Facebook's `appsecret_proof` for `accessToken`, with this secret as the app secret:
+    /// lowercase hex HMAC-SHA256 of the token.
     public func proof(for accessToken: String) -> String {
         Crypto.hmacSHA256(key: Data(value.utf8), data: Data(accessToken.utf8)).map { byte in
             let hex = String(byte, radix: 16)
             return byte < 16 ? "0" + hex : hex
         }.joined()
     }
-
-    public var description: String { "FacebookAppSecret(\(Redaction.placeholder))" }
-    public var debugDescription: String { description }
-    public var customMirror: Mirror { Mirror(self, children: ["value": Redaction.placeholder]) }
 }
