@@ -9,24 +9,32 @@ struct FacebookTokenReader: Sendable {
     var transport: any HTTPTransport
     var now: @Sendable () -> Date
 
-    /// The token from a token answer (`oauth/access_token`, `device/login_status`).
+    /// The token from a token answer (`oauth/access_token`, `device/login_status`): the core's
+    /// reading of RFC 6749's fields, Facebook's dates (``applyingDates(of:to:issued:)``), then the
+    /// user id and permissions `me` gives and, where they matter, the granular scopes.
     func token(fromAnswer json: JSONValue?, for request: LoginRequest) async throws -> AccessToken {
         guard let answer = OAuthTokenResponse(json: json) else {
             throw AuthError.unreadableLoginAnswer("token answer (it has no access_token)", provider: .facebook)
         }
         let issued = now()
-        var expiry = answer.expiresIn.flatMap { $0 > 0 ? issued.addingTimeInterval(TimeInterval($0)) : nil }
-        if expiry == nil, let at = answer.raw["expires_at"]?.lenientInt, at > 0 {
-            expiry = Date(timeIntervalSince1970: TimeInterval(at))
-        }
-        let dataAccess = answer.raw["data_access_expiration_time"]?.lenientInt.flatMap {
-            $0 > 0 ? Date(timeIntervalSince1970: TimeInterval($0)) : nil
-        }
-        var token = AccessToken(
-            tokenString: answer.accessToken, provider: .facebook, appID: provider.appID, userID: nil,
-            expirationDate: expiry, refreshDate: issued)
-        token.dataAccessExpirationDate = dataAccess
+        var token = AccessToken(answer, for: request, now: issued)
+        token.permissions = PermissionSet()  // `me` says which, not the request
+        Self.applyingDates(of: json, to: &token, issued: issued)
         return try await withGranularScopes(try await completed(token, for: request))
+    }
+
+    /// Sets `token`'s expiry from a Facebook token answer's `expires_at` (0: never), else its
+    /// `expires_in`, and its data-access expiry from `data_access_expiration_time`; a field the
+    /// answer lacks leaves the token's date as it was.
+    static func applyingDates(of answer: JSONValue?, to token: inout AccessToken, issued: Date) {
+        if let at = answer?["expires_at"]?.lenientInt {
+            token.expirationDate = at > 0 ? Date(timeIntervalSince1970: TimeInterval(at)) : nil
+        } else if let seconds = answer?["expires_in"]?.lenientInt {
+            token.expirationDate = seconds > 0 ? issued.addingTimeInterval(TimeInterval(seconds)) : nil
+        }
+        if let at = answer?["data_access_expiration_time"]?.lenientInt, at > 0 {
+            token.dataAccessExpirationDate = Date(timeIntervalSince1970: TimeInterval(at))
+        }
     }
 
     /// Permissions Facebook grants per object (a Page, an ad account, a business), whose objects
@@ -59,8 +67,8 @@ struct FacebookTokenReader: Sendable {
     ///   that came back for another person (the SDK's `ReauthorizeFailedReasonWrongUser`).
     func completed(_ token: AccessToken, for request: LoginRequest?) async throws -> AccessToken {
         var token = token
-        let me = try await FacebookHTTP.get(
-            "me", query: [("fields", "id,permissions")], token: token.tokenString, provider: provider,
+        let me = try await FacebookHTTP.send(
+            .get, "me", parameters: [("fields", "id,permissions")], token: token.tokenString, provider: provider,
             transport: transport)
         token.userID = me["id"]?.stringValue
         if let permissions = me["permissions"] { token.permissions = PermissionSet(graphPermissions: permissions) }
@@ -118,13 +126,6 @@ enum FacebookHTTP {
         return TokenIntrospection(debugTokenData: json["data"] ?? .null)
     }
 
-    static func get(
-        _ path: String, query: [(String, String)] = [], token: String?, provider: FacebookProvider,
-        transport: any HTTPTransport
-    ) async throws -> JSONValue {
-        try await send(.get, path, parameters: query, token: token, provider: provider, transport: transport)
-    }
-
     static func send(
         _ method: HTTPMethod, _ path: String, parameters: [(String, String)] = [], token: String?,
         provider: FacebookProvider, transport: any HTTPTransport
@@ -138,9 +139,11 @@ enum FacebookHTTP {
     }
 }
 
-/// Facebook's login dialog for `BrowserLoginFlow`: comma-separated scopes, PKCE S256,
-/// `return_scopes=true`, `auth_type=rerequest` when asking again, `default_audience` for
-/// publish permissions, and the code exchanged at `oauth/access_token` without any secret.
+/// Facebook's login dialog for `BrowserLoginFlow`: the core's engine (`OAuth2Provider`) on
+/// Facebook's description (`FacebookProvider.oauth2Description`: the versioned `dialog/oauth`
+/// and `oauth/access_token`, comma-separated scopes, `return_scopes=true`, PKCE S256 and no
+/// secret), with Facebook's hooks: `auth_type=rerequest` when asking again, `default_audience` for
+/// publish permissions, and the answer read by Facebook's own rules (`me`, `debug_token`).
 ///
 /// ```swift
 /// let login = BrowserLoginFlow(
@@ -151,56 +154,47 @@ enum FacebookHTTP {
 /// Facebook restricts desktop redirect URIs; the loopback redirect works where the app's
 /// settings allow it (and always against the emulator). Device login is the default otherwise.
 public struct FacebookBrowserDialect: BrowserLoginDialect {
-    /// The app.
-    public var facebook: FacebookProvider
-    /// Used after the exchange to read the user id and permissions.
-    public var transport: any HTTPTransport
-    /// The wall clock, for expiry dates.
-    public var now: @Sendable () -> Date
+    let reader: FacebookTokenReader
 
-    /// Creates a dialect.
+    /// Creates a dialect; `transport` reads the user id and permissions after the exchange.
     public init(
         provider: FacebookProvider, transport: any HTTPTransport, now: @escaping @Sendable () -> Date = { Date() }
     ) {
-        self.facebook = provider
-        self.transport = transport
-        self.now = now
+        reader = FacebookTokenReader(provider: provider, transport: transport, now: now)
     }
 
     public var provider: ProviderID { .facebook }
-    public var errorTaxonomy: any ErrorTaxonomy { facebook.taxonomy }
+    public var errorTaxonomy: any ErrorTaxonomy { reader.provider.taxonomy }
+
+    /// The engine's browser dialect for Facebook's description.
+    private func engine() throws -> any BrowserLoginDialect {
+        let facebook = reader.provider
+        let engine = try OAuth2Provider(
+            try facebook.oauth2Description, clientID: facebook.appID, transport: reader.transport,
+            allowingInsecureHosts: facebook.allowedInsecureHosts, now: reader.now)
+        guard let dialect = engine.browserDialect else { preconditionFailure("Facebook's description has a dialog") }
+        return dialect
+    }
 
     public func authorizationURL(for request: LoginRequest, redirectURI: URL, state: String, pkce: PKCE) throws -> URL {
-        var extra: [(String, String)] = [("return_scopes", "true")]
-        if request.isRerequest { extra.append(("auth_type", "rerequest")) }
-        if let audience = request.defaultAudience.facebookValue { extra.append(("default_audience", audience)) }
-        // A Login for Business configuration replaces the scope list.
-        if let configuration = facebook.loginConfigurationID { extra.append(("config_id", configuration)) }
-        return OAuth.authorizationURL(
-            endpoint: try facebook.dialogURL(), clientID: facebook.appID, redirectURI: redirectURI,
-            scopes: facebook.loginConfigurationID == nil ? request.permissions.map(\.name) : [], state: state,
-            pkce: pkce, scopeSeparator: ",", extraParameters: extra)
+        var request = request
+        if request.isRerequest { request.options.authorizationParameters["auth_type"] = "rerequest" }
+        if let audience = request.defaultAudience.facebookValue {
+            request.options.authorizationParameters["default_audience"] = audience
+        }
+        // A Login for Business configuration (the description's `config_id`) replaces the scope list.
+        if reader.provider.loginConfigurationID != nil { request.permissions = [] }
+        return try engine().authorizationURL(for: request, redirectURI: redirectURI, state: state, pkce: pkce)
     }
 
     public func tokenRequest(
         code: String, redirectURI: URL, pkce: PKCE, for request: LoginRequest
-    ) throws
-        -> HTTPRequest
-    {
-        // Exactly what the iOS SDK sends for a PKCE exchange: no client secret.
-        let form = [
-            ("client_id", facebook.appID), ("redirect_uri", redirectURI.absoluteString),
-            ("code_verifier", pkce.verifier), ("code", code),
-        ]
-        return HTTPRequest(
-            method: .post, url: try facebook.tokenURL(),
-            headers: ["Content-Type": "application/x-www-form-urlencoded", "Accept": "application/json"],
-            body: Data(FormEncoding.encode(form).utf8))
+    ) throws -> HTTPRequest {
+        try engine().tokenRequest(code: code, redirectURI: redirectURI, pkce: pkce, for: request)
     }
 
     public func token(from response: HTTPResponse, for request: LoginRequest) async throws -> AccessToken {
-        try await FacebookTokenReader(provider: facebook, transport: transport, now: now)
-            .token(fromAnswer: response.json, for: request)
+        try await reader.token(fromAnswer: response.json, for: request)
     }
 }
 
@@ -212,20 +206,15 @@ public struct FacebookBrowserDialect: BrowserLoginDialect {
 /// `ErrorCategory.userCancelled`). The error-shaped pending answers carry
 /// `error_user_msg`, which is never shown: they are not errors.
 public struct FacebookDeviceDialect: DeviceLoginDialect {
-    /// The app; its ``FacebookProvider/clientToken`` is required.
-    public var facebook: FacebookProvider
-    /// Used after approval to read the user id and permissions.
-    public var transport: any HTTPTransport
-    /// The wall clock, for expiry dates.
-    public var now: @Sendable () -> Date
+    let reader: FacebookTokenReader
+    private var facebook: FacebookProvider { reader.provider }
 
-    /// Creates a dialect.
+    /// Creates a dialect for `provider`, whose ``FacebookProvider/clientToken`` is required;
+    /// `transport` reads the user id and permissions after approval.
     public init(
         provider: FacebookProvider, transport: any HTTPTransport, now: @escaping @Sendable () -> Date = { Date() }
     ) {
-        self.facebook = provider
-        self.transport = transport
-        self.now = now
+        reader = FacebookTokenReader(provider: provider, transport: transport, now: now)
     }
 
     public var provider: ProviderID { .facebook }
@@ -284,9 +273,7 @@ public struct FacebookDeviceDialect: DeviceLoginDialect {
     public func readPoll(_ response: HTTPResponse, context: DevicePollContext) async throws -> DevicePollAnswer {
         if response.isSuccess {
             guard OAuthTokenResponse(json: response.json) != nil else { return .unrecognized }
-            return .authorized(
-                try await FacebookTokenReader(provider: facebook, transport: transport, now: now)
-                    .token(fromAnswer: response.json, for: context.request))
+            return .authorized(try await reader.token(fromAnswer: response.json, for: context.request))
         }
         let body = GraphErrorBody(response.body)
         switch body.subcode {
@@ -310,23 +297,16 @@ public struct FacebookDeviceDialect: DeviceLoginDialect {
 /// The token is read by `readToken`, which should take it from standard input or the
 /// environment, never from the command line (argv is visible to every user in `ps`).
 public struct ExistingTokenLogin: LoginUI {
-    /// The app.
-    public var facebook: FacebookProvider
-    /// What sends the checks.
-    public var transport: any HTTPTransport
+    let reader: FacebookTokenReader
     /// Supplies the token.
     public var readToken: @Sendable () async throws -> String
-    /// The wall clock.
-    public var now: @Sendable () -> Date
 
-    /// Creates a login.
+    /// Creates a login for `provider`'s app, whose checks `transport` sends.
     public init(
         provider: FacebookProvider, transport: any HTTPTransport, now: @escaping @Sendable () -> Date = { Date() },
         readToken: @escaping @Sendable () async throws -> String
     ) {
-        self.facebook = provider
-        self.transport = transport
-        self.now = now
+        reader = FacebookTokenReader(provider: provider, transport: transport, now: now)
         self.readToken = readToken
     }
 
@@ -364,28 +344,26 @@ public struct ExistingTokenLogin: LoginUI {
         }
         let info: TokenIntrospection
         do {
-            info = try await FacebookHTTP.debugToken(text, provider: facebook, transport: transport)
+            info = try await FacebookHTTP.debugToken(text, provider: reader.provider, transport: reader.transport)
         } catch let error as AuthError where error.category != .retry && error.category != .server {
             throw rejected("Facebook refused it (\(error.message))", underlying: error)
         }
         guard info.isValid else {
             throw rejected(info.errorMessage.flatMap(GraphErrorBody.text) ?? "debug_token says it is not valid")
         }
-        guard info.appID == facebook.appID else {
+        guard info.appID == reader.provider.appID else {
             throw rejected("it belongs to another app (\(info.appID ?? "unknown"))")
         }
         guard info.type == nil || info.type == "USER" else {
             throw rejected("it is not a user access token")
         }
         var token = AccessToken(
-            tokenString: text, provider: .facebook, appID: facebook.appID, userID: info.userID,
+            tokenString: text, provider: .facebook, appID: reader.provider.appID, userID: info.userID,
             permissions: PermissionSet(granted: info.scopes), expirationDate: info.expirationDate,
-            refreshDate: info.issuedAt ?? now())
+            refreshDate: info.issuedAt ?? reader.now())
         token.dataAccessExpirationDate = info.dataAccessExpirationDate
         token.granularScopes = info.granularScopes
-        token = try await FacebookTokenReader(provider: facebook, transport: transport, now: now)
-            .completed(token, for: nil)
-        return token
+        return try await reader.completed(token, for: nil)
     }
 }
 

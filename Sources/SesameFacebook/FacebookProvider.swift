@@ -201,6 +201,23 @@ public struct FacebookProvider: Sendable {
     /// The token endpoint, `…/{version}/oauth/access_token` on the Graph origin.
     public func tokenURL(version: String? = nil) throws -> URL { try graphURL("oauth/access_token", version: version) }
 
+    /// Facebook as the core's OAuth 2.0 description, for its engine (`OAuth2Provider`): the login
+    /// dialog and `oauth/access_token` at the pinned version, comma-separated scopes,
+    /// `return_scopes=true`, and `config_id` for a Login for Business configuration. Device login,
+    /// extension, logout and the Graph API stay Facebook's own.
+    ///
+    /// - Throws: `AuthError` (`invalid`) as ``dialogURL(version:)`` and ``tokenURL(version:)`` do.
+    var oauth2Description: OAuth2Description {
+        get throws {
+            OAuth2Description(
+                id: id, displayName: displayName,
+                endpoints: OAuth2Endpoints(authorization: try dialogURL(), token: try tokenURL()),
+                authorizationParameters: [("return_scopes", "true")]
+                    + (loginConfigurationID.map { [("config_id", $0)] } ?? []),
+                refreshTokensRotate: false, scopeSeparator: ",")
+        }
+    }
+
     /// The client access token, `{app-id}|{client-token}`, when a client token is set.
     public var clientAccessToken: String? { clientToken.map { "\(appID)|\($0)" } }
 
@@ -217,28 +234,19 @@ public struct FacebookProvider: Sendable {
     }
 }
 
-/// An app secret, kept out of every description.
+/// An app secret: the core's `ClientSecret`, kept out of every description.
 ///
 /// Facebook: "the App Secret or an App Access token should never be included in any code" that
 /// runs on people's machines. Use this only in code that runs on your own server.
-public struct FacebookAppSecret: Sendable, Hashable, CustomStringConvertible, CustomDebugStringConvertible,
-    CustomReflectable
-{
-    /// The secret itself.
-    public let value: String
+public typealias FacebookAppSecret = ClientSecret
 
-    /// Wraps a secret.
-    public init(_ value: String) { self.value = value }
-
-    /// `appsecret_proof` for `accessToken`.
+extension ClientSecret {
+    /// Facebook's `appsecret_proof` for `accessToken`, with this secret as the app secret:
+    /// lowercase hex HMAC-SHA256 of the token.
     public func proof(for accessToken: String) -> String {
         Crypto.hmacSHA256(key: Data(value.utf8), data: Data(accessToken.utf8)).map { byte in
             let hex = String(byte, radix: 16)
             return byte < 16 ? "0" + hex : hex
         }.joined()
     }
-
-    public var description: String { "FacebookAppSecret(\(Redaction.placeholder))" }
-    public var debugDescription: String { description }
-    public var customMirror: Mirror { Mirror(self, children: ["value": Redaction.placeholder]) }
 }

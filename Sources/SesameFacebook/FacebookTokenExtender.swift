@@ -41,25 +41,18 @@ final class FacebookTokenExtender: Sendable {
                     ("fb_exchange_token", token.tokenString),
                 ], token: nil, provider: provider, transport: transport)
         } else {
-            answer = try await FacebookHTTP.get(
-                "oauth/access_token", query: [("grant_type", "fb_extend_sso_token"), ("client_id", provider.appID)],
+            answer = try await FacebookHTTP.send(
+                .get, "oauth/access_token",
+                parameters: [("grant_type", "fb_extend_sso_token"), ("client_id", provider.appID)],
                 token: token.tokenString, provider: provider, transport: transport)
         }
         guard let string = answer["access_token"]?.stringValue, !string.isEmpty else {
             throw AuthError.unreadableGraphAnswer("token extension answer (it has no access_token)")
         }
-        let issued = now()
         var extended = token
         extended.tokenString = string
-        extended.refreshDate = issued
-        if let at = answer["expires_at"]?.lenientInt {
-            extended.expirationDate = at > 0 ? Date(timeIntervalSince1970: TimeInterval(at)) : nil
-        } else if let seconds = answer["expires_in"]?.lenientInt {
-            extended.expirationDate = seconds > 0 ? issued.addingTimeInterval(TimeInterval(seconds)) : nil
-        }
-        if let at = answer["data_access_expiration_time"]?.lenientInt, at > 0 {
-            extended.dataAccessExpirationDate = Date(timeIntervalSince1970: TimeInterval(at))
-        }
+        extended.refreshDate = now()
+        FacebookTokenReader.applyingDates(of: answer, to: &extended, issued: extended.refreshDate)
         return extended
     }
 
