@@ -5,9 +5,8 @@ import Sesame
 /// `OAuthErrorDetails`, under the name OpenID code has used.
 public typealias OIDCErrorDetails = OAuthErrorDetails
 
-/// Classifies the errors of any OAuth 2.0 / OpenID Connect provider through the table in
-/// `OAuthErrors.json` (``table``), generated into Swift at build time: the core's
-/// `OAuth2ErrorTaxonomy` with that table.
+/// Classifies the errors of any OAuth 2.0 / OpenID Connect provider: the core's
+/// `OAuth2ErrorTaxonomy` with the base rows (`BaseErrors.json` in the core) as ``table`` says.
 ///
 /// It reads the RFC 6749 §5.2 JSON error body; on a 401 without one, the RFC 6750
 /// `WWW-Authenticate: Bearer error="…"` challenge; a `Retry-After` header (seconds or an
@@ -39,8 +38,12 @@ public struct OIDCErrorTaxonomy: ErrorTaxonomy {
         set { generic.clientAuthenticationMethod = newValue }
     }
 
-    /// The rows of `OAuthErrors.json`, in the order they are tried.
-    public static var table: ErrorRuleTable { OAuthErrors.table }
+    /// The rows tried: the core's base rows (RFC 6749/6750/8628 codes, HTTP statuses, anything)
+    /// without `not-found` and `conflict`. This taxonomy also classifies a resource server's
+    /// answers to authorized requests, where a 404 or 409 is that API's answer to the request (a
+    /// `bad-request`), not a wrong endpoint setting of the provider.
+    public static let table = ErrorRuleTable(
+        name: "OIDCErrors", rules: [], extending: .base, leavingOut: ["not-found", "conflict"])
 
     /// Creates the taxonomy.
     public init(
