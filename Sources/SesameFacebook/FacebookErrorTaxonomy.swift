@@ -116,7 +116,7 @@ public struct FacebookErrorTaxonomy: ErrorTaxonomy {
         var retryAfter: Duration?
         if rule.recoveryTactic == .retry || rule.recoveryTactic == .retryAfterBackoff {
             let regain = rule.category == .throttling ? usage?.estimatedTimeToRegainAccess : nil
-            retryAfter = [regain, Self.retryAfterHeader(headers)].compactMap { $0 }.max()
+            retryAfter = [regain, headers.retryAfter(now: Date())].compactMap { $0 }.max()
         }
 
         let traceID = graph.traceID ?? headers["x-fb-trace-id"].flatMap(GraphErrorBody.text)
@@ -178,13 +178,6 @@ public struct FacebookErrorTaxonomy: ErrorTaxonomy {
     }
 
     // MARK: Details
-
-    static func retryAfterHeader(_ headers: HTTPHeaders) -> Duration? {
-        guard let text = headers["Retry-After"]?.trimmingCharacters(in: .whitespaces), let seconds = Int(text),
-            seconds > 0, seconds < 10_000_000
-        else { return nil }
-        return .seconds(seconds)
-    }
 
     static func developerMessage(status: Int, graph: GraphErrorBody, rule: ErrorRule) -> String {
         var text = "Facebook answered HTTP \(status)"
