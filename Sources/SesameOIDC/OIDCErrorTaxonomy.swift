@@ -1,10 +1,6 @@
 import Foundation
 import Sesame
 
-/// Where ``OIDCErrorTaxonomy`` found the OAuth error it classified: the core's
-/// `OAuthErrorDetails`, under the name OpenID code has used.
-public typealias OIDCErrorDetails = OAuthErrorDetails
-
 /// Classifies the errors of any OAuth 2.0 / OpenID Connect provider: the core's
 /// `OAuth2ErrorTaxonomy` with the base rows (`BaseErrors.json` in the core) as ``table`` says.
 ///
