@@ -9,24 +9,12 @@ import Sesame
 /// HTTP date) becomes the error's `retryAfter` on throttling and retry errors. It is total:
 /// HTML pages, empty bodies and broken JSON are classified by their status.
 public struct OIDCErrorTaxonomy: ErrorTaxonomy {
-    /// The generic taxonomy that does the work.
+    /// The generic taxonomy that does the work, with the provider, its name in messages ("the
+    /// OpenID provider 'work'") and the clock for `Retry-After` dates.
     public var generic: OAuth2ErrorTaxonomy
 
     /// The provider the errors are reported for.
-    public var provider: ProviderID {
-        get { generic.provider }
-        set { generic.provider = newValue }
-    }
-    /// The provider's name in messages ("the OpenID provider 'work'").
-    public var displayName: String {
-        get { generic.displayName }
-        set { generic.displayName = newValue }
-    }
-    /// The wall clock, for `Retry-After` dates.
-    public var now: @Sendable () -> Date {
-        get { generic.now }
-        set { generic.now = newValue }
-    }
+    public var provider: ProviderID { generic.provider }
     /// How the client authenticates, when known: a refused client's message then says what
     /// to configure (the secret, or the client id).
     public var clientAuthMethod: OIDCClientAuthMethod? {
