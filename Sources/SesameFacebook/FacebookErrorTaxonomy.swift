@@ -106,13 +106,6 @@ public struct FacebookErrorTaxonomy: ErrorTaxonomy {
             isTransient: graph.isTransient)
         let rule = Self.table.classifying(facts)
 
-        var shouldNotifyUser = rule.shouldNotifyUser
-        var userMessage = rule.userMessage
-        if let serverMessage = graph.userMessage {
-            userMessage = serverMessage
-            shouldNotifyUser = true
-        }
-
         var retryAfter: Duration?
         if rule.recoveryTactic == .retry || rule.recoveryTactic == .retryAfterBackoff {
             let regain = rule.category == .throttling ? usage?.estimatedTimeToRegainAccess : nil
@@ -122,9 +115,11 @@ public struct FacebookErrorTaxonomy: ErrorTaxonomy {
         let traceID = graph.traceID ?? headers["x-fb-trace-id"].flatMap(GraphErrorBody.text)
         var error = AuthError(
             rule: rule, message: Self.developerMessage(status: status, graph: graph, rule: rule), provider: .facebook)
-        error.shouldNotifyUser = shouldNotifyUser
+        if let serverMessage = graph.userMessage {
+            error.userMessage = serverMessage
+            error.shouldNotifyUser = true
+        }
         error.userTitle = graph.userTitle ?? rule.userTitle
-        error.userMessage = userMessage
         error.code = graph.code
         error.subcode = graph.subcode
         error.httpStatus = status
