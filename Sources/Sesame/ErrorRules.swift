@@ -179,9 +179,10 @@ public struct ErrorRuleTable: Sendable {
 
     /// A table of its own `rules` followed by those of `base`. An own rule with a base rule's id
     /// replaces it: the base rule is left out, so that a provider changes what one base row says
-    /// (GitHub's 403, 404 or 5xx) in its own place in the order.
-    public init(name: String, rules: [ErrorRule], extending base: ErrorRuleTable) {
-        let own = Set(rules.map(\.id))
+    /// (GitHub's 403, 404 or 5xx) in its own place in the order. The base rules named in
+    /// `leavingOut` are left out too, so that their errors fall to the rows after them.
+    public init(name: String, rules: [ErrorRule], extending base: ErrorRuleTable, leavingOut: Set<String> = []) {
+        let own = Set(rules.map(\.id)).union(leavingOut)
         self.init(name: name, rules: rules + base.rules.filter { !own.contains($0.id) })
         self.extended = (base.name, base.rules.count)
         ownRuleCount = rules.count

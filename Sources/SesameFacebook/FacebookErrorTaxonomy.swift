@@ -106,25 +106,20 @@ public struct FacebookErrorTaxonomy: ErrorTaxonomy {
             isTransient: graph.isTransient)
         let rule = Self.table.classifying(facts)
 
-        var shouldNotifyUser = rule.shouldNotifyUser
-        var userMessage = rule.userMessage
-        if let serverMessage = graph.userMessage {
-            userMessage = serverMessage
-            shouldNotifyUser = true
-        }
-
         var retryAfter: Duration?
         if rule.recoveryTactic == .retry || rule.recoveryTactic == .retryAfterBackoff {
             let regain = rule.category == .throttling ? usage?.estimatedTimeToRegainAccess : nil
-            retryAfter = [regain, Self.retryAfterHeader(headers)].compactMap { $0 }.max()
+            retryAfter = [regain, headers.retryAfter(now: Date())].compactMap { $0 }.max()
         }
 
         let traceID = graph.traceID ?? headers["x-fb-trace-id"].flatMap(GraphErrorBody.text)
         var error = AuthError(
             rule: rule, message: Self.developerMessage(status: status, graph: graph, rule: rule), provider: .facebook)
-        error.shouldNotifyUser = shouldNotifyUser
+        if let serverMessage = graph.userMessage {
+            error.userMessage = serverMessage
+            error.shouldNotifyUser = true
+        }
         error.userTitle = graph.userTitle ?? rule.userTitle
-        error.userMessage = userMessage
         error.code = graph.code
         error.subcode = graph.subcode
         error.httpStatus = status
@@ -178,13 +173,6 @@ public struct FacebookErrorTaxonomy: ErrorTaxonomy {
     }
 
     // MARK: Details
-
-    static func retryAfterHeader(_ headers: HTTPHeaders) -> Duration? {
-        guard let text = headers["Retry-After"]?.trimmingCharacters(in: .whitespaces), let seconds = Int(text),
-            seconds > 0, seconds < 10_000_000
-        else { return nil }
-        return .seconds(seconds)
-    }
 
     static func developerMessage(status: Int, graph: GraphErrorBody, rule: ErrorRule) -> String {
         var text = "Facebook answered HTTP \(status)"

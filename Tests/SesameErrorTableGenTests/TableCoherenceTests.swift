@@ -18,11 +18,11 @@ struct ProviderTableRow: Sendable, CustomTestStringConvertible {
     var testDescription: String { "\(file) \(id): \(category)/\(tactic)\(notify ? ", notify" : "")" }
 }
 
-/// Every provider's error table: the core's base rows that the others extend, the three in
-/// Sources and the outside provider's (`Examples/outside-provider`, built by
-/// `scripts/test-outside-provider`).
+/// Every provider's error table: the core's base rows that the others extend (OpenID Connect's are
+/// the base rows alone), the two in Sources and the outside provider's (`Examples/outside-provider`,
+/// built by `scripts/test-outside-provider`).
 let providerTableFiles = [
-    "Sources/Sesame/BaseErrors.json", "Sources/SesameFacebook/GraphErrors.json", "Sources/SesameOIDC/OAuthErrors.json",
+    "Sources/Sesame/BaseErrors.json", "Sources/SesameFacebook/GraphErrors.json",
     "Sources/SesameGitHub/GitHubErrors.json", "Examples/outside-provider/Sources/Acme/AcmeErrors.json",
 ]
 

@@ -56,7 +56,7 @@ struct OIDCTaxonomyTests {
         Row(status: 302, body: "", rule: "other", category: .providerOther),
     ]
 
-    @Test("each row of OAuthErrors.json classifies its error", arguments: rows)
+    @Test("each row of the OpenID table (the base rows) classifies its error", arguments: rows)
     func row(_ row: Row) {
         let error = OIDCErrorTaxonomy().classify(
             status: row.status, headers: HTTPHeaders(row.headers), body: Data(row.body.utf8))

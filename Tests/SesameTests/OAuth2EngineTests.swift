@@ -88,6 +88,20 @@ struct OAuth2EngineTests {
         #expect(taxonomy.classify(Self.json("{}", status: 404)).ruleID == "not-found")
     }
 
+    @Test("a base row a table leaves out is not tried: its errors fall to the next row, still traced to the base")
+    func leavingOutBaseRows() throws {
+        let table = ErrorRuleTable(name: "NoErrors", rules: [], extending: .base, leavingOut: ["not-found"])
+        let taxonomy = OAuth2ErrorTaxonomy(provider: "box", displayName: "Box", table: table)
+        #expect(table.rule(id: "not-found") == nil)
+        #expect(table.rules.count == ErrorRuleTable.base.rules.count - 1)
+        #expect(taxonomy.classify(Self.json("{}", status: 404)).ruleID == "bad-request")
+        #expect(taxonomy.classify(Self.json("{}", status: 409)).ruleID == "conflict")
+        let origin = try #require(table.origin(ofRule: "bad-request"))
+        #expect(origin.table == "BaseErrors")
+        let baseIndex = try #require(ErrorRuleTable.base.rules.firstIndex { $0.id == "bad-request" })
+        #expect(origin.row == baseIndex + 1)
+    }
+
     @Test("Slack's ok: false on HTTP 200 is an error, not a token")
     func successFlagFailure() async throws {
         var slack = Self.dropboxLike
