@@ -242,7 +242,9 @@ public struct DescribedProviderPlugin: ProviderPlugin {
             }
             if settings.isEmpty {
                 // An optional provider nobody asked for: nothing to check, and nothing wrong.
-                return [DoctorLine(.info, "\(displayName): not configured", fix: "to use it, set \(configuredVariables)")]
+                return [
+                    DoctorLine(.info, "\(displayName): not configured", fix: "to use it, set \(configuredVariables)")
+                ]
             }
             provider = try settings.provider(self, transport: request.transport, insecure: request.allowedInsecureHosts)
         } catch {

@@ -522,13 +522,16 @@ public struct OIDCPlugin: ProviderPlugin {
             }
             lines += Self.legacyLoginLines(request, issuer: settings.issuer.value)
             return lines
-        } catch let error as DesktopError where error.status == .usage && (preset != nil || request.instance == "oidc") {
+        } catch let error as DesktopError where error.status == .usage && (preset != nil || request.instance == "oidc")
+        {
             // Nothing says which issuer or client to use: not a problem until someone logs in.
             guard let preset else { return [] }
             return [
                 DoctorLine(
                     .info, "\(preset.displayName): not configured",
-                    fix: "to use it, set \(variable("CLIENT_ID", instance: preset.name)) (or give --client-id to a login)")
+                    fix:
+                        "to use it, set \(variable("CLIENT_ID", instance: preset.name)) (or give --client-id to a login)"
+                )
             ]
         } catch {
             return [.problem("OpenID issuer '\(request.instance)'", error)]
