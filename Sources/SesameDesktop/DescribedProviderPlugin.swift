@@ -240,6 +240,12 @@ public struct DescribedProviderPlugin: ProviderPlugin {
                             + configuredVariables)
                 ]
             }
+            if settings.isEmpty {
+                // An optional provider nobody asked for: nothing to check, and nothing wrong.
+                return [
+                    DoctorLine(.info, "\(displayName): not configured", fix: "to use it, set \(configuredVariables)")
+                ]
+            }
             provider = try settings.provider(self, transport: request.transport, insecure: request.allowedInsecureHosts)
         } catch {
             return [DoctorLine(.problem, "\(displayName) configuration: \(error)")]

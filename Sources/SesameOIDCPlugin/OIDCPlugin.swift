@@ -522,8 +522,17 @@ public struct OIDCPlugin: ProviderPlugin {
             }
             lines += Self.legacyLoginLines(request, issuer: settings.issuer.value)
             return lines
-        } catch let error as DesktopError where request.instance == "oidc" && error.status == .usage {
-            return []
+        } catch let error as DesktopError where error.status == .usage && (preset != nil || request.instance == "oidc")
+        {
+            // Nothing says which issuer or client to use: not a problem until someone logs in.
+            guard let preset else { return [] }
+            return [
+                DoctorLine(
+                    .info, "\(preset.displayName): not configured",
+                    fix:
+                        "to use it, set \(variable("CLIENT_ID", instance: preset.name)) (or give --client-id to a login)"
+                )
+            ]
         } catch {
             return [.problem("OpenID issuer '\(request.instance)'", error)]
         }

@@ -15,6 +15,18 @@ struct OutsideRunFindingsTests {
         #expect(doctor.standardOutput.contains("SESAME_FACEBOOK_GRAPH_VERSION is 'banana'"))
     }
 
+    @Test("doctor on a machine where nothing is configured exits 0: a preset nobody set up is not a problem")
+    func doctorWithNothingConfigured() async throws {
+        let cli = try CLIHarness(storage: "file", clean: ["PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"])
+        let doctor = try await cli.run("sesame", ["doctor"])
+        #expect(doctor.status == 0, "\(doctor.standardOutput)\(doctor.standardError)")
+        #expect(!doctor.standardOutput.contains("✗"), "\(doctor.standardOutput)")
+        for name in ["Google", "Microsoft", "GitLab", "Dropbox", "Slack"] {
+            #expect(doctor.standardOutput.contains("\(name): not configured"), "\(doctor.standardOutput)")
+        }
+        #expect(doctor.standardOutput.contains("SESAME_GOOGLE_CLIENT_ID"))
+    }
+
     @Test(
         "a config file that is not valid JSON is named with the line and column to fix, not as 'not a JSON object'",
         arguments: [
