@@ -56,7 +56,7 @@ extension DesktopProvider where Provider == GitHubProvider {
     var connection: GitHubConnection { GitHubConnection(provider: provider, context: context) }
 
     /// GitHub's device flow with the code on the terminal.
-    public func deviceLogin() -> DeviceLoginFlow { connection.deviceLogin() }
+    public func deviceLogin() -> OAuth2Login { connection.deviceLogin() }
 
     /// A session for `account` (the active one by default), logging in with `loginUI` (device
     /// login by default), with the cross-process refresh lock file.
@@ -98,7 +98,7 @@ extension Desktop {
 extension DesktopGitHub {
     /// GitHub's device flow with the app's own presenter, which shows the code and the address
     /// (a GUI app's dialog). Writes nothing to standard output or error.
-    public func deviceLogin(presenter: any DeviceCodePresenter) -> DeviceLoginFlow {
+    public func deviceLogin(presenter: any DeviceCodePresenter) -> OAuth2Login {
         GitHubSession.deviceLogin(provider: provider, transport: transport, presenter: presenter)
     }
 }

@@ -34,10 +34,9 @@ struct GitHubConnection: ConnectedProvider {
     }
 
     /// GitHub's device flow with the code (and, for the emulator, its approval step) on the terminal.
-    func deviceLogin() -> DeviceLoginFlow {
-        DeviceLoginFlow(
-            dialect: GitHubDeviceDialect(github: provider, transport: transport),
-            presenter: context.presenter(providerName: label), transport: transport)
+    func deviceLogin() -> OAuth2Login {
+        GitHubSession.deviceLogin(
+            provider: provider, transport: transport, presenter: context.presenter(providerName: label))
     }
 
     func logIn(_ options: LoginOptions, account: String, store: any CredentialStore) async throws -> LoginResult {

@@ -154,7 +154,7 @@ struct GitHubLoginEndToEndTests {
                             ("grant_type", grantType),
                         ]).utf8)))
             #expect(response.status == 200)
-            let dialect = GitHubDeviceDialect(github: harness.provider, transport: harness.transport)
+            let dialect = try #require(harness.provider.oauth2(transport: harness.transport).deviceDialect)
             let context = DevicePollContext(
                 authorization: DeviceAuthorization(
                     deviceCode: "no-such-code", userCode: "ABCD-EFGH",
@@ -176,7 +176,7 @@ struct GitHubLoginEndToEndTests {
         // The same answer reached through the flow: the dialect's poll error becomes the thrown error.
         try await GitHubHarness.with { harness in
             let dialect = BadCodeDialect(
-                inner: GitHubDeviceDialect(github: harness.provider, transport: harness.transport))
+                inner: try #require(harness.provider.oauth2(transport: harness.transport).deviceDialect))
             let flow = DeviceLoginFlow(
                 dialect: dialect, presenter: DevicePerson(harness: harness, action: .nothing),
                 transport: harness.transport, clock: ManualClock(autoAdvance: true))
@@ -264,7 +264,7 @@ struct GitHubLoginEndToEndTests {
 
 /// Starts like GitHub's dialect but polls with a device code GitHub never issued.
 private struct BadCodeDialect: DeviceLoginDialect {
-    let inner: GitHubDeviceDialect
+    let inner: any DeviceLoginDialect
     var provider: ProviderID { inner.provider }
     var errorTaxonomy: any ErrorTaxonomy { inner.errorTaxonomy }
     func startRequest(for request: LoginRequest) throws -> HTTPRequest { try inner.startRequest(for: request) }
@@ -296,9 +296,9 @@ struct GitHubInProcessTests {
                 try? await emulator.approveDevice(userCode: authorization.userCode, user: "octocat")
             }
         }
-        let flow = DeviceLoginFlow(
-            dialect: GitHubDeviceDialect(github: github, transport: transport), presenter: Approver(emulator: emulator),
-            transport: transport, clock: ManualClock(autoAdvance: true))
+        let flow = GitHubSession.deviceLogin(
+            provider: github, transport: transport, presenter: Approver(emulator: emulator),
+            clock: ManualClock(autoAdvance: true))
         let token = try await flow.logIn(LoginRequest(provider: .github, appID: github.credentialAppID))
         #expect(token.userID == "octocat")
         let client = GitHubClient(github: github, transport: transport, token: token.tokenString, policy: nil)
