@@ -284,9 +284,8 @@ struct DescribedConnection: ConnectedProvider {
         let flow: any LoginUI
         switch options.flow {
         case .existingToken(let text):
-            var token = AccessToken(tokenString: text, provider: provider.id, appID: provider.clientID)
-            let user = try await provider.account(of: token)
-            token.userID = user?.id
+            let (token, user) = try await OAuth2TokenLogin(provider: provider) { text }.logInIdentified(
+                LoginRequest(provider: provider.id, appID: appID, permissions: options.scopes.map { .read($0) }))
             try await DesktopLogin.save(token, account: account, store: store, label: label)
             return LoginResult(token: token, userName: user?.name ?? user?.login)
         case .browser(let openBrowser):

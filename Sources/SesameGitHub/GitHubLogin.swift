@@ -69,10 +69,10 @@ extension GitHubProvider {
         return try GitHubUser(response: response)
     }
 
-    /// **GitHub's hook on the engine** (``OAuth2Description/completeToken``), after a device login
-    /// or a refresh made `token`: `GET /user` says whose it is (the login becomes the user id) and
-    /// its scopes (`X-OAuth-Scopes` when GitHub sends it, else the answer's `scope`); a refreshed
-    /// token must still be `previous`'s person's.
+    /// **GitHub's hook on the engine** (``OAuth2Description/completeToken``), after a device login,
+    /// a refresh or a supplied token made `token`: `GET /user` says whose it is (the login becomes
+    /// the user id), its scopes (`X-OAuth-Scopes` when GitHub sends it, else the answer's `scope`)
+    /// and a personal token's expiry; a refreshed token must still be `previous`'s person's.
     ///
     /// - Throws: the classified `AuthError` of `GET /user`; `AuthError` (`authenticationReopenSession`)
     ///   when GitHub answers for another person.
@@ -91,71 +91,11 @@ extension GitHubProvider {
         let implied = GitHubScopes.implied(by: Set(granted))
         var token = token
         token.userID = user.login
+        token.expirationDate = token.expirationDate ?? user.tokenExpiration
+        // Neither GitHub nor the answer naming a scope (a fine-grained token, a GitHub App's) declines none.
+        let asked = granted.isEmpty && user.scopes == nil ? [] : request.permissions.map(\.name)
         token.permissions = PermissionSet(
-            granted: granted,
-            declined: request.permissions.map(\.name).filter { !granted.contains($0) && !implied.contains($0) }
-                .sorted())
+            granted: granted, declined: asked.filter { !granted.contains($0) && !implied.contains($0) }.sorted())
         return token
-    }
-}
-
-/// A login with a token the person already has (a personal access token, classic or
-/// fine-grained, or a token from `gh auth token`), checked with `GET /user` before it is
-/// stored: GitHub must accept it, and the answer gives the login and the scopes.
-///
-/// `readToken` should take the token from standard input or the environment, never from the
-/// command line (argv is visible to every user in `ps`).
-public struct GitHubTokenLogin: LoginUI {
-    /// The host.
-    public var github: GitHubProvider
-    /// What sends the check.
-    public var transport: any HTTPTransport
-    /// Supplies the token.
-    public var readToken: @Sendable () async throws -> String
-
-    /// Creates a login.
-    public init(
-        github: GitHubProvider, transport: any HTTPTransport, readToken: @escaping @Sendable () async throws -> String
-    ) {
-        self.github = github
-        self.transport = transport
-        self.readToken = readToken
-    }
-
-    private func rejected(_ why: String, underlying: AuthError? = nil) -> AuthError {
-        AuthError(
-            category: .invalid,
-            message: "The GitHub token you supplied was not accepted: \(why). Create a new token (GitHub → Settings → "
-                + "Developer settings → Personal access tokens) and try again.",
-            shouldNotifyUser: true, userMessage: "The GitHub token you supplied was not accepted: \(why).",
-            httpStatus: underlying?.httpStatus, loginFailedReason: .invalidSuppliedToken,
-            recoveryTactic: .showMessage, provider: .github, underlyingError: underlying)
-    }
-
-    public func logIn(_ request: LoginRequest) async throws -> AccessToken {
-        let text = try await readToken().trimmingCharacters(in: .whitespacesAndNewlines)
-        guard !text.isEmpty, !text.contains(where: { $0.isWhitespace }), text.count <= 1024,
-            text.allSatisfy({ $0.isASCII })
-        else { throw rejected("it is empty, too long, or has spaces or non-ASCII characters in it") }
-        let user: GitHubUser
-        do {
-            user = try await github.user(token: text, transport: transport)
-        } catch let error as AuthError
-            where error.category != .retry && error.category != .server && error.category != .throttling
-        {
-            throw rejected(
-                "GitHub \(github.host.isGitHubDotCom ? "" : "(\(github.host.hostname)) ")refused it "
-                    + "(HTTP \(error.httpStatus.map(String.init) ?? "?"))", underlying: error)
-        }
-        let granted = user.scopes ?? []
-        let implied = GitHubScopes.implied(by: Set(granted))
-        let missing = request.permissions.map(\.name).filter { !granted.contains($0) && !implied.contains($0) }
-        if user.scopes != nil, !missing.isEmpty {
-            throw rejected("it lacks the scope\(missing.count == 1 ? "" : "s") \(missing.joined(separator: ", "))")
-        }
-        return AccessToken(
-            tokenString: text, provider: .github, appID: github.credentialAppID, userID: user.login,
-            permissions: PermissionSet(granted: granted), expirationDate: user.tokenExpiration,
-            refreshDate: github.now())
     }
 }

@@ -42,7 +42,7 @@ struct GitHubConnection: ConnectedProvider {
     func logIn(_ options: LoginOptions, account: String, store: any CredentialStore) async throws -> LoginResult {
         let token = try await logIn(
             options, account: account, store: store,
-            existingToken: { text in GitHubTokenLogin(github: provider, transport: transport) { text } },
+            existingToken: { text in OAuth2TokenLogin(provider: provider.oauth2(transport: transport)) { text } },
             browser: { _ in
                 throw DesktopError(
                     "GitHub logins use the device code (the default) or --with-token; leave out --web.",

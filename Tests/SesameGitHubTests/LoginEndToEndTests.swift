@@ -194,7 +194,7 @@ struct GitHubLoginEndToEndTests {
         try await GitHubHarness.with { harness in
             let pat = try await harness.emulator.issuePersonalToken(user: "hubot", scopes: ["repo", "gist"])
             let store = InMemoryCredentialStore()
-            let login = GitHubTokenLogin(github: harness.provider, transport: harness.transport) { pat + "\n" }
+            let login = OAuth2TokenLogin(provider: harness.provider.oauth2(transport: harness.transport)) { pat + "\n" }
             let session = harness.session(store: store, loginUI: login, account: "hubot")
             #expect(try await session.open(allowLoginUI: true) == .open)
             let token = try #require(await session.token)
@@ -212,8 +212,10 @@ struct GitHubLoginEndToEndTests {
         try await GitHubHarness.with { harness in
             let pat = try await harness.emulator.issuePersonalToken(scopes: nil, expiresIn: 30 * 86_400)
             #expect(pat.hasPrefix("github_pat_"))
-            let token = try await GitHubTokenLogin(github: harness.provider, transport: harness.transport) { pat }
-                .logIn(LoginRequest(provider: .github, appID: harness.endpoints.hostname))
+            let token = try await OAuth2TokenLogin(provider: harness.provider.oauth2(transport: harness.transport)) {
+                pat
+            }
+            .logIn(LoginRequest(provider: .github, appID: harness.endpoints.hostname))
             #expect(token.permissions.granted.isEmpty)
             let expiry = try #require(token.expirationDate)
             #expect(abs(expiry.timeIntervalSinceNow - 30 * 86_400) < 120)
@@ -227,7 +229,7 @@ struct GitHubLoginEndToEndTests {
             let store = InMemoryCredentialStore()
             let session = harness.session(
                 store: store,
-                loginUI: GitHubTokenLogin(github: harness.provider, transport: harness.transport) { bogus })
+                loginUI: OAuth2TokenLogin(provider: harness.provider.oauth2(transport: harness.transport)) { bogus })
             let error = try await #require(throws: AuthError.self) { try await session.open(allowLoginUI: true) }
             #expect(error.loginFailedReason == .invalidSuppliedToken)
             #expect(error.httpStatus == 401)
@@ -240,7 +242,7 @@ struct GitHubLoginEndToEndTests {
     @Test("an empty or spaced token is refused before anything is sent", arguments: ["", "  ", "ghp_a b", "ghp_ü"])
     func malformedToken(text: String) async throws {
         let transport = RecordingTransport(always: HTTPResponse(status: 500))
-        let login = GitHubTokenLogin(github: GitHubProvider(clientID: "x"), transport: transport) { text }
+        let login = OAuth2TokenLogin(provider: GitHubProvider(clientID: "x").oauth2(transport: transport)) { text }
         let error = try await #require(throws: AuthError.self) {
             try await login.logIn(LoginRequest(provider: .github, appID: "github.com"))
         }
@@ -252,7 +254,7 @@ struct GitHubLoginEndToEndTests {
     func tokenLacksScope() async throws {
         try await GitHubHarness.with { harness in
             let pat = try await harness.emulator.issuePersonalToken(scopes: ["gist"])
-            let login = GitHubTokenLogin(github: harness.provider, transport: harness.transport) { pat }
+            let login = OAuth2TokenLogin(provider: harness.provider.oauth2(transport: harness.transport)) { pat }
             let error = try await #require(throws: AuthError.self) {
                 try await login.logIn(
                     LoginRequest(provider: .github, appID: harness.endpoints.hostname, permissions: [.read("repo")]))

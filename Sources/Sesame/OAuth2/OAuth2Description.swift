@@ -68,6 +68,9 @@ public struct OAuth2Description: Sendable {
     /// does not say (GitHub reads the account and its scopes with `GET /user`): given the token, the
     /// login request and, for a refresh, the login it renews. `nil` for none.
     public var completeToken: (@Sendable (AccessToken, LoginRequest, AccessToken?) async throws -> AccessToken)?
+    /// Where to get a new token, said when a token the person supplied is refused; `nil` for a
+    /// generic sentence.
+    public var newTokenAdvice: String?
 
     /// Creates a description; everything after `endpoints` has the plain RFC 6749 default.
     public init(

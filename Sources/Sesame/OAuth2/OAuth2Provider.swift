@@ -269,6 +269,67 @@ public struct OAuth2Login: LoginUI {
     }
 }
 
+/// A login with a token the person already has, checked before it is stored: the text must look
+/// like a token (no spaces, ASCII, at most 1,024 characters), the provider must accept it (the
+/// identity request and the description's ``OAuth2Description/completeToken``), and it must not
+/// lack a scope the login asks for, when the provider says which it has.
+///
+/// `readToken` should take the token from standard input or the environment, never from the
+/// command line (argv is visible to every user in `ps`).
+public struct OAuth2TokenLogin: LoginUI {
+    /// The provider.
+    public var provider: OAuth2Provider
+    /// Supplies the token.
+    public var readToken: @Sendable () async throws -> String
+
+    /// Creates a login.
+    public init(provider: OAuth2Provider, readToken: @escaping @Sendable () async throws -> String) {
+        self.provider = provider
+        self.readToken = readToken
+    }
+
+    public func logIn(_ request: LoginRequest) async throws -> AccessToken { try await logInIdentified(request).token }
+
+    /// Checks the token and says who it is for: the token (its user id set) and the account, when known.
+    ///
+    /// - Throws: `AuthError` (``LoginFailedReason/invalidSuppliedToken``) for a token that is
+    ///   malformed, refused or lacks a scope; the provider's error when it cannot be asked.
+    public func logInIdentified(_ request: LoginRequest) async throws -> (token: AccessToken, account: OAuth2Account?) {
+        let text = try await readToken().trimmingCharacters(in: .whitespacesAndNewlines)
+        guard !text.isEmpty, text.count <= 1024, text.allSatisfy({ $0.isASCII && !$0.isWhitespace }) else {
+            throw rejected("it is empty, too long, or has spaces or non-ASCII characters in it")
+        }
+        var token = AccessToken(
+            tokenString: text, provider: provider.id, appID: request.appID, refreshDate: provider.now())
+        let account: OAuth2Account?
+        do {
+            account = try await provider.account(of: token)
+            token.userID = account?.id
+            if let complete = provider.described.completeToken { token = try await complete(token, request, nil) }
+        } catch let error as AuthError where ![.retry, .server, .throttling].contains(error.category) {
+            throw rejected(
+                "\(provider.described.displayName) refused it (HTTP \(error.httpStatus.map(String.init) ?? "?"))",
+                underlying: error)
+        }
+        let missing = token.permissions.declined.sorted()
+        guard missing.isEmpty else {
+            throw rejected("it lacks the scope\(missing.count == 1 ? "" : "s") \(missing.joined(separator: ", "))")
+        }
+        return (token, account ?? token.userID.map { OAuth2Account(id: $0) })
+    }
+
+    private func rejected(_ why: String, underlying: AuthError? = nil) -> AuthError {
+        let name = provider.described.displayName
+        return AuthError(
+            category: .invalid,
+            message: "The \(name) token you supplied was not accepted: \(why). "
+                + (provider.described.newTokenAdvice ?? "Get a new token from \(name) and try again."),
+            shouldNotifyUser: true, userMessage: "The \(name) token you supplied was not accepted: \(why).",
+            httpStatus: underlying?.httpStatus, loginFailedReason: .invalidSuppliedToken,
+            recoveryTactic: .showMessage, provider: provider.id, underlyingError: underlying)
+    }
+}
+
 /// One account's session with an ``OAuth2Provider``: the core ``Session`` with the refresh grant
 /// as its renewer, and logging out with revocation.
 public struct OAuth2Session: ProviderSession {
