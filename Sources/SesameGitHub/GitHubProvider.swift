@@ -192,20 +192,28 @@ public struct GitHubProvider: Sendable {
         ClientAuthentication(.clientSecretPost, secret: clientSecret)
     }
 
-    /// GitHub on the core's OAuth 2.0 engine, sending through `transport`: device login (RFC 8628,
-    /// whose errors GitHub answers with HTTP 200) with the client id alone, refresh of expiring
-    /// GitHub App user tokens with ``clientAuthentication``, a token the person supplies (a personal
-    /// access token, `gh auth token`), errors classified by ``taxonomy``, and `GET /user` after
-    /// each token for its login and scopes.
-    public func oauth2(transport: any HTTPTransport) -> OAuth2Provider {
+    /// GitHub on this host as the core's OAuth 2.0 engine reads it: device login (RFC 8628, whose
+    /// errors GitHub answers with HTTP 200) with the client id alone, refresh of expiring GitHub
+    /// App user tokens with ``clientAuthentication``, and errors classified by ``taxonomy`` with
+    /// the rows of `GitHubErrors.json`.
+    public var described: OAuth2Description {
         var described = OAuth2Description(
             id: .github, displayName: displayName,
             endpoints: OAuth2Endpoints(token: host.accessTokenURL, deviceAuthorization: host.deviceCodeURL),
-            clientAuthenticationMethod: .clientSecretPost, defaultScopes: defaultScopes)
+            clientAuthenticationMethod: .clientSecretPost, defaultScopes: defaultScopes,
+            errorRows: GitHubErrorTaxonomy.table)
         described.deviceLoginIsPublic = true
         described.newTokenAdvice =
             "Create a new token (GitHub → Settings → Developer settings → Personal access tokens) and try again."
         described.classifier = taxonomy
+        return described
+    }
+
+    /// GitHub on the core's OAuth 2.0 engine (``described``), sending through `transport`, with
+    /// `GET /user` after each token (a device login, a refresh, a token the person supplies) for
+    /// its login and scopes.
+    public func oauth2(transport: any HTTPTransport) -> OAuth2Provider {
+        var described = described
         described.completeToken = { [self] token, request, previous in
             try await identified(token, for: request, previous: previous, transport: transport)
         }
