@@ -1,6 +1,22 @@
 import Foundation
 import Sesame
 
+/// A plug-in whose facts come from its provider's `OAuth2Description`: its name, display name,
+/// login flows and error table. ``DescribedProviderPlugin`` is one; so is a plug-in that keeps its
+/// own connection where its provider differs (GitHub's hosts and git).
+public protocol DescribedPlugin: ProviderPlugin {
+    /// The provider.
+    var described: OAuth2Description { get }
+}
+
+extension DescribedPlugin {
+    public var name: String { described.id.rawValue }
+    public var displayName: String { described.displayName }
+    public var loginFlows: Set<LoginFlowKind> { described.supportedLoginFlows }
+    public var errorTaxonomy: any ErrorTaxonomy { described.classifier ?? OAuth2ErrorTaxonomy(described) }
+    public var errorTable: ErrorRuleTable? { described.errorRows ?? .base }
+}
+
 /// The desktop plug-in of a provider said as an `OAuth2Description`: settings, login (device,
 /// browser with PKCE, a pasted redirect), status through the identity, token, logout with
 /// revocation, doctor and explain-error, with no code from the provider's author.
@@ -21,7 +37,7 @@ import Sesame
 ///
 /// Where a provider differs, its plug-in sets the hooks below (a built-in emulator, help text);
 /// everything else comes from the description.
-public struct DescribedProviderPlugin: ProviderPlugin {
+public struct DescribedProviderPlugin: DescribedPlugin {
     /// Whether the provider's address is configured, for a provider people run themselves.
     public enum Server: Sendable, Hashable {
         /// The description's endpoints are the provider's (Dropbox).
@@ -56,12 +72,6 @@ public struct DescribedProviderPlugin: ProviderPlugin {
         loginHelp = ("", [])
         explainErrorExamples = []
     }
-
-    public var name: String { described.id.rawValue }
-    public var displayName: String { described.displayName }
-    public var loginFlows: Set<LoginFlowKind> { described.supportedLoginFlows }
-    public var errorTaxonomy: any ErrorTaxonomy { OAuth2ErrorTaxonomy(described) }
-    public var errorTable: ErrorRuleTable? { described.errorRows ?? .base }
 
     private func setting(
         _ suffix: String, value: String = "VALUE", kind: ProviderSetting.Kind = .text, flag: Bool = true,
@@ -290,9 +300,8 @@ struct DescribedConnection: ConnectedProvider {
         let flow: any LoginUI
         switch options.flow {
         case .existingToken(let text):
-            var token = AccessToken(tokenString: text, provider: provider.id, appID: provider.clientID)
-            let user = try await provider.account(of: token)
-            token.userID = user?.id
+            let (token, user) = try await OAuth2TokenLogin(provider: provider) { text }.logInIdentified(
+                LoginRequest(provider: provider.id, appID: appID, permissions: options.scopes.map { .read($0) }))
             try await DesktopLogin.save(token, account: account, store: store, label: label)
             return LoginResult(token: token, userName: user?.name ?? user?.login)
         case .browser(let openBrowser):

@@ -206,6 +206,21 @@ public struct DesktopSetup: Sendable {
             accounts: AccountState(environment: environment), environment: environment)
     }
 
+    /// Resolves the setup, then connects `instance` for a login (``loginRequest(instance:flags:emulators:)``)
+    /// with `connect`: how every provider's `Desktop.<provider>(…)` entry point starts.
+    ///
+    /// - Throws: what ``resolve(overrides:environment:terminal:keyring:)``,
+    ///   ``loginRequest(instance:flags:emulators:)`` and `connect` throw.
+    public static func connecting<Connection>(
+        instance: String, flags: [String: String?], overrides: DesktopConfiguration.Overrides,
+        environment: [String: String], terminal: Terminal?, keyring: @escaping DesktopStorage.KeyringFactory,
+        emulators: BuiltInEmulators?, _ connect: (ProviderConnectionRequest) async throws -> Connection
+    ) async throws -> (setup: DesktopSetup, connection: Connection) {
+        let setup = try await resolve(
+            overrides: overrides, environment: environment, terminal: terminal, keyring: keyring)
+        return (setup, try await connect(setup.loginRequest(instance: instance, flags: flags, emulators: emulators)))
+    }
+
     /// The setup of an app built from explicit values (`Desktop.facebook(appID:store:stateDirectory:)`
     /// and its siblings): `store` as the app gave it, the accounts file and the refresh locks
     /// (``explicitRefreshLocking``) in `stateDirectory`, and ``Terminal/silent``. Reads no

@@ -86,17 +86,31 @@ public struct DesktopProvider<Provider: Sendable>: Sendable {
     /// The account that was active for this provider when ``accounts`` was read.
     public let activeAccount: String
 
+    /// A provider with what `setup` resolved: `Desktop.facebook(…)` and `Desktop.github(…)`.
     package init(
-        provider: Provider, context: ConnectionContext, emulatorName: String, configuration: DesktopConfiguration,
-        storage: StorageSelection, accounts: AccountState, activeAccount: String
+        provider: Provider, context: ConnectionContext, emulatorName: String, setup: DesktopSetup,
+        activeAccount: String
     ) {
         self.provider = provider
         self.context = context
         self.emulatorName = emulatorName
-        self.configuration = configuration
-        self.storage = storage
-        self.accounts = accounts
+        self.configuration = setup.configuration
+        self.storage = setup.storage
+        self.accounts = setup.accounts
         self.activeAccount = activeAccount
+    }
+
+    /// A provider from explicit values only (``DesktopSetup/explicit(store:stateDirectory:)``):
+    /// `Desktop.facebook(appID:store:stateDirectory:)` and its siblings.
+    package init(
+        explicit provider: Provider, emulatorName: String, store: any CredentialStore, stateDirectory: URL,
+        transport: any HTTPTransport
+    ) {
+        let setup = DesktopSetup.explicit(store: store, stateDirectory: stateDirectory)
+        let context = ConnectionContext(
+            transport: transport, refreshLocking: setup.explicitRefreshLocking, browser: setup.configuration.browser)
+        self.init(
+            provider: provider, context: context, emulatorName: emulatorName, setup: setup, activeAccount: "default")
     }
 
     /// The HTTP transport (`CurlTransport`, routed to the emulator when one stands in).

@@ -33,14 +33,12 @@ extension Desktop {
         terminal: Terminal? = nil, keyring: @escaping DesktopStorage.KeyringFactory = DesktopStorage.secretService,
         emulators: BuiltInEmulators? = nil
     ) async throws -> DesktopFacebook {
-        let setup = try await DesktopSetup.resolve(
-            overrides: overrides, environment: environment, terminal: terminal, keyring: keyring)
-        let connection = try await FacebookPlugin().connection(
-            setup.loginRequest(instance: "facebook", flags: ["app-id": appID], emulators: emulators))
+        let (setup, connection) = try await DesktopSetup.connecting(
+            instance: "facebook", flags: ["app-id": appID], overrides: overrides, environment: environment,
+            terminal: terminal, keyring: keyring, emulators: emulators, FacebookPlugin().connection)
         return DesktopFacebook(
             provider: connection.provider, context: connection.context, emulatorName: FacebookConnection.emulatorName,
-            configuration: setup.configuration, storage: setup.storage, accounts: setup.accounts,
-            activeAccount: await setup.accounts.activeAccount(for: .facebook))
+            setup: setup, activeAccount: await setup.accounts.activeAccount(for: .facebook))
     }
 }
 
@@ -77,13 +75,9 @@ extension Desktop {
         provider: FacebookProvider, store: any CredentialStore, stateDirectory: URL,
         transport: any HTTPTransport = CurlTransport()
     ) -> DesktopFacebook {
-        let setup = DesktopSetup.explicit(store: store, stateDirectory: stateDirectory)
-        let context = ConnectionContext(
-            transport: transport, refreshLocking: setup.explicitRefreshLocking, browser: setup.configuration.browser)
-        return DesktopFacebook(
-            provider: provider, context: context, emulatorName: FacebookConnection.emulatorName,
-            configuration: setup.configuration, storage: setup.storage, accounts: setup.accounts,
-            activeAccount: "default")
+        DesktopFacebook(
+            explicit: provider, emulatorName: FacebookConnection.emulatorName, store: store,
+            stateDirectory: stateDirectory, transport: transport)
     }
 }
 

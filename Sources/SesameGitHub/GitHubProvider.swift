@@ -88,9 +88,7 @@ public struct GitHubHost: Sendable, Hashable, CustomStringConvertible {
 ///
 /// ```swift
 /// let github = GitHubProvider(clientID: "Iv1.0123456789abcdef")   // github.com
-/// let login = DeviceLoginFlow(
-///     dialect: GitHubDeviceDialect(github: github, transport: transport),
-///     presenter: presenter, transport: transport)
+/// let login = GitHubSession.deviceLogin(provider: github, transport: transport, presenter: presenter)
 /// let session = GitHubSession(provider: github, transport: transport, store: store, loginUI: login)
 /// try await session.open(allowLoginUI: true)
 /// let me = try await session.client().user()
@@ -194,12 +192,34 @@ public struct GitHubProvider: Sendable {
         ClientAuthentication(.clientSecretPost, secret: clientSecret)
     }
 
-    /// A form POST to GitHub's OAuth endpoints through `authentication` (the client id alone
-    /// unless told otherwise), asking for JSON (GitHub answers form-encoded text otherwise).
-    func formRequest(
-        _ url: URL, _ form: [(String, String)], authentication: ClientAuthentication = .none
-    ) throws -> HTTPRequest {
-        try authentication.formRequest(url, form, clientID: clientID)
+    /// GitHub on this host as the core's OAuth 2.0 engine reads it: device login (RFC 8628, whose
+    /// errors GitHub answers with HTTP 200) with the client id alone, refresh of expiring GitHub
+    /// App user tokens with ``clientAuthentication``, and errors classified by ``taxonomy`` with
+    /// the rows of `GitHubErrors.json`.
+    public var described: OAuth2Description {
+        var described = OAuth2Description(
+            id: .github, displayName: displayName,
+            endpoints: OAuth2Endpoints(token: host.accessTokenURL, deviceAuthorization: host.deviceCodeURL),
+            clientAuthenticationMethod: .clientSecretPost, defaultScopes: defaultScopes,
+            errorRows: GitHubErrorTaxonomy.table)
+        described.deviceLoginIsPublic = true
+        described.newTokenAdvice =
+            "Create a new token (GitHub → Settings → Developer settings → Personal access tokens) and try again."
+        described.classifier = taxonomy
+        return described
+    }
+
+    /// GitHub on the core's OAuth 2.0 engine (``described``), sending through `transport`, with
+    /// `GET /user` after each token (a device login, a refresh, a token the person supplies) for
+    /// its login and scopes.
+    public func oauth2(transport: any HTTPTransport) -> OAuth2Provider {
+        var described = described
+        described.completeToken = { [self] token, request, previous in
+            try await identified(token, for: request, previous: previous, transport: transport)
+        }
+        return OAuth2Provider(
+            trusted: described, clientID: clientID, clientAuthentication: clientAuthentication, transport: transport,
+            now: now)
     }
 }
 

@@ -12,8 +12,8 @@ import Sesame
 ///
 /// The login is stored under provider `github`, app id = the host name
 /// (``GitHubProvider/credentialAppID``), account = `account`, so it is only ever sent to its
-/// host. Expiring user tokens (GitHub Apps) are renewed by the core's one renewal path, with
-/// ``GitHubProvider/refresh(_:transport:)`` as the `TokenRenewer`: an expired token whose
+/// host. Expiring user tokens (GitHub Apps) are renewed by the core's one renewal path, with the
+/// engine's refresh grant (``GitHubProvider/oauth2(transport:)``) as the `TokenRenewer`: an expired token whose
 /// refresh token still works opens the session without UI; concurrent callers and processes
 /// share one refresh; the new token is saved before it is used. Tokens without an expiry (OAuth
 /// apps, classic personal tokens) are used as they are.
@@ -52,19 +52,21 @@ public struct GitHubSession: ProviderSession {
         self.session = Session(
             provider: .github, appID: provider.credentialAppID, account: account, store: store,
             refreshLocking: refreshLocking,
-            renewer: .refreshToken(maximumLeeway: refreshLeeway.inSeconds) { [provider, transport] in
-                try await provider.refresh($0, transport: transport)
+            renewer: .refreshToken(maximumLeeway: refreshLeeway.inSeconds) {
+                [engine = provider.oauth2(transport: transport)] in try await engine.refresh($0)
             }, now: provider.now)
     }
 
-    /// GitHub's device flow, with the code shown by `presenter` (a GUI app's dialog, or
-    /// `TerminalLoginPresenter` from SesameDesktop on a terminal).
+    /// GitHub's device flow on the core's engine, with the code shown by `presenter` (a GUI app's
+    /// dialog, or `TerminalLoginPresenter` from SesameDesktop on a terminal); polling waits on `clock`.
     public static func deviceLogin(
-        provider: GitHubProvider, transport: any HTTPTransport, presenter: any DeviceCodePresenter
-    ) -> DeviceLoginFlow {
-        DeviceLoginFlow(
-            dialect: GitHubDeviceDialect(github: provider, transport: transport), presenter: presenter,
-            transport: transport)
+        provider: GitHubProvider, transport: any HTTPTransport, presenter: any DeviceCodePresenter,
+        clock: any Clock<Duration> = ContinuousClock()
+    ) -> OAuth2Login {
+        let engine = provider.oauth2(transport: transport)
+        // GitHub's description always has its device endpoint.
+        return engine.login(
+            DeviceLoginFlow(dialect: engine.deviceDialect!, presenter: presenter, transport: transport, clock: clock))
     }
 
     /// Refreshes the token now, because GitHub refused it before its expiry, unless it was

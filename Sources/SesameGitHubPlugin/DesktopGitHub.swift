@@ -36,15 +36,13 @@ extension Desktop {
         keyring: @escaping DesktopStorage.KeyringFactory = DesktopStorage.secretService,
         emulators: BuiltInEmulators? = nil
     ) async throws -> DesktopGitHub {
-        let setup = try await DesktopSetup.resolve(
-            overrides: overrides, environment: environment, terminal: terminal, keyring: keyring)
-        let connection = try await GitHubPlugin().gitHubConnection(
-            setup.loginRequest(
-                instance: "github", flags: ["hostname": hostname, "client-id": clientID], emulators: emulators))
+        let (setup, connection) = try await DesktopSetup.connecting(
+            instance: "github", flags: ["hostname": hostname, "client-id": clientID], overrides: overrides,
+            environment: environment, terminal: terminal, keyring: keyring, emulators: emulators,
+            GitHubPlugin().gitHubConnection)
         return DesktopGitHub(
             provider: connection.provider, context: connection.context, emulatorName: GitHubConnection.emulatorName,
-            configuration: setup.configuration, storage: setup.storage, accounts: setup.accounts,
-            activeAccount: await setup.accounts.activeAccount(for: .github, appID: connection.appID))
+            setup: setup, activeAccount: await setup.accounts.activeAccount(for: .github, appID: connection.appID))
     }
 }
 
@@ -56,7 +54,7 @@ extension DesktopProvider where Provider == GitHubProvider {
     var connection: GitHubConnection { GitHubConnection(provider: provider, context: context) }
 
     /// GitHub's device flow with the code on the terminal.
-    public func deviceLogin() -> DeviceLoginFlow { connection.deviceLogin() }
+    public func deviceLogin() -> OAuth2Login { connection.deviceLogin() }
 
     /// A session for `account` (the active one by default), logging in with `loginUI` (device
     /// login by default), with the cross-process refresh lock file.
@@ -85,20 +83,16 @@ extension Desktop {
         clientID: String, host: GitHubHost = .github, store: any CredentialStore, stateDirectory: URL,
         transport: any HTTPTransport = CurlTransport()
     ) -> DesktopGitHub {
-        let setup = DesktopSetup.explicit(store: store, stateDirectory: stateDirectory)
-        let context = ConnectionContext(
-            transport: transport, refreshLocking: setup.explicitRefreshLocking, browser: setup.configuration.browser)
-        return DesktopGitHub(
-            provider: GitHubProvider(host: host, clientID: clientID), context: context,
-            emulatorName: GitHubConnection.emulatorName, configuration: setup.configuration, storage: setup.storage,
-            accounts: setup.accounts, activeAccount: "default")
+        DesktopGitHub(
+            explicit: GitHubProvider(host: host, clientID: clientID), emulatorName: GitHubConnection.emulatorName,
+            store: store, stateDirectory: stateDirectory, transport: transport)
     }
 }
 
 extension DesktopGitHub {
     /// GitHub's device flow with the app's own presenter, which shows the code and the address
     /// (a GUI app's dialog). Writes nothing to standard output or error.
-    public func deviceLogin(presenter: any DeviceCodePresenter) -> DeviceLoginFlow {
+    public func deviceLogin(presenter: any DeviceCodePresenter) -> OAuth2Login {
         GitHubSession.deviceLogin(provider: provider, transport: transport, presenter: presenter)
     }
 }

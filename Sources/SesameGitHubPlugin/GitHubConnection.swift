@@ -34,16 +34,15 @@ struct GitHubConnection: ConnectedProvider {
     }
 
     /// GitHub's device flow with the code (and, for the emulator, its approval step) on the terminal.
-    func deviceLogin() -> DeviceLoginFlow {
-        DeviceLoginFlow(
-            dialect: GitHubDeviceDialect(github: provider, transport: transport),
-            presenter: context.presenter(providerName: label), transport: transport)
+    func deviceLogin() -> OAuth2Login {
+        GitHubSession.deviceLogin(
+            provider: provider, transport: transport, presenter: context.presenter(providerName: label))
     }
 
     func logIn(_ options: LoginOptions, account: String, store: any CredentialStore) async throws -> LoginResult {
         let token = try await logIn(
             options, account: account, store: store,
-            existingToken: { text in GitHubTokenLogin(github: provider, transport: transport) { text } },
+            existingToken: { text in OAuth2TokenLogin(provider: provider.oauth2(transport: transport)) { text } },
             browser: { _ in
                 throw DesktopError(
                     "GitHub logins use the device code (the default) or --with-token; leave out --web.",

@@ -18,19 +18,17 @@ import SesameGitHub
 ///
 /// Logins are stored under provider `github` with the host name as the app id, so each host's
 /// logins are kept apart and changing the OAuth app loses none of them.
-public struct GitHubPlugin: ProviderPlugin {
+public struct GitHubPlugin: DescribedPlugin {
     /// Creates the plug-in.
     public init() {}
 
-    public var name: String { "github" }
-    public var displayName: String { "GitHub" }
+    /// GitHub's description on github.com, which gives the plug-in's name, display name and error table.
+    public var described: OAuth2Description { GitHubProvider(clientID: "").described }
     public var summary: String {
         "GitHub or a GitHub Enterprise Server (device login with an OAuth app's client id, or a token from "
             + "standard input); answers git's credential questions; the built-in emulator when nothing is configured."
     }
     public var loginFlows: Set<LoginFlowKind> { [.device, .existingToken] }
-    public var errorTaxonomy: any ErrorTaxonomy { GitHubErrorTaxonomy() }
-    public var errorTable: ErrorRuleTable? { GitHubErrorTaxonomy.table }
 
     static let hostname = ProviderSetting(
         "hostname", value: "HOST", environment: "SESAME_GITHUB_HOSTNAME", configKey: "hostname",

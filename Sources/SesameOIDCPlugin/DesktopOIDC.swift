@@ -26,10 +26,10 @@ extension Desktop {
         keyring: @escaping DesktopStorage.KeyringFactory = DesktopStorage.secretService,
         emulators: BuiltInEmulators? = nil
     ) async throws -> DesktopOIDC {
-        let setup = try await DesktopSetup.resolve(
-            overrides: overrides, environment: environment, terminal: terminal, keyring: keyring)
-        let connection = try await OIDCPlugin().connection(
-            setup.loginRequest(instance: name, flags: ["issuer": issuer, "client-id": clientID], emulators: emulators))
+        let (setup, connection) = try await DesktopSetup.connecting(
+            instance: name, flags: ["issuer": issuer, "client-id": clientID], overrides: overrides,
+            environment: environment, terminal: terminal, keyring: keyring, emulators: emulators,
+            OIDCPlugin().connection)
         return DesktopOIDC(
             connection: connection, storage: setup.storage, accounts: setup.accounts,
             activeAccount: await setup.accounts.activeAccount(for: connection.provider.id))

@@ -268,7 +268,7 @@ struct GitHubAPIEndToEndTests {
 
             // The used refresh token is gone: GitHub answers bad_refresh_token with HTTP 200.
             let error = try await #require(throws: AuthError.self) {
-                try await harness.provider.refresh(first, transport: harness.transport)
+                try await harness.provider.oauth2(transport: harness.transport).refresh(first)
             }
             #expect(error.ruleID == "bad-refresh-token")
             #expect(error.category == .authenticationReopenSession)

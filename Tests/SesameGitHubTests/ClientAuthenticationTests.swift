@@ -16,13 +16,13 @@ struct GitHubClientAuthenticationTests {
         }
         let expired = AccessToken(
             tokenString: "ghu_old", provider: .github, appID: provider.credentialAppID, refreshToken: "ghr_old")
-        await #expect(throws: AuthError.self) { try await provider.refresh(expired, transport: transport) }
+        await #expect(throws: AuthError.self) { try await provider.oauth2(transport: transport).refresh(expired) }
         let refresh = FormEncoding.decode(String(decoding: try #require(transport.requests.first?.body), as: UTF8.self))
         #expect(refresh.contains { $0 == ("client_id", "Iv1.app") })
         #expect(refresh.contains { $0 == ("client_secret", "s3cr3t-value") })
         #expect(refresh.contains { $0 == ("refresh_token", "ghr_old") })
 
-        let start = try GitHubDeviceDialect(github: provider, transport: transport).startRequest(
+        let start = try #require(provider.oauth2(transport: transport).deviceDialect).startRequest(
             for: LoginRequest(provider: .github, appID: provider.credentialAppID, permissions: []))
         let form = FormEncoding.decode(String(decoding: start.body ?? Data(), as: UTF8.self))
         #expect(form.contains { $0 == ("client_id", "Iv1.app") })

@@ -65,10 +65,10 @@ struct GitHubHarness: Sendable {
     /// A device login whose person does `action` with the code; polling waits on a manual clock.
     func deviceLogin(
         _ action: DevicePerson.Action = .approve, clock: ManualClock = ManualClock(autoAdvance: true)
-    ) -> DeviceLoginFlow {
-        DeviceLoginFlow(
-            dialect: GitHubDeviceDialect(github: provider, transport: transport),
-            presenter: DevicePerson(harness: self, action: action), transport: transport, clock: clock)
+    ) -> OAuth2Login {
+        GitHubSession.deviceLogin(
+            provider: provider, transport: transport, presenter: DevicePerson(harness: self, action: action),
+            clock: clock)
     }
 
     func session(

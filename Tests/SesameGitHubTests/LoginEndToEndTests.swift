@@ -154,7 +154,7 @@ struct GitHubLoginEndToEndTests {
                             ("grant_type", grantType),
                         ]).utf8)))
             #expect(response.status == 200)
-            let dialect = GitHubDeviceDialect(github: harness.provider, transport: harness.transport)
+            let dialect = try #require(harness.provider.oauth2(transport: harness.transport).deviceDialect)
             let context = DevicePollContext(
                 authorization: DeviceAuthorization(
                     deviceCode: "no-such-code", userCode: "ABCD-EFGH",
@@ -176,7 +176,7 @@ struct GitHubLoginEndToEndTests {
         // The same answer reached through the flow: the dialect's poll error becomes the thrown error.
         try await GitHubHarness.with { harness in
             let dialect = BadCodeDialect(
-                inner: GitHubDeviceDialect(github: harness.provider, transport: harness.transport))
+                inner: try #require(harness.provider.oauth2(transport: harness.transport).deviceDialect))
             let flow = DeviceLoginFlow(
                 dialect: dialect, presenter: DevicePerson(harness: harness, action: .nothing),
                 transport: harness.transport, clock: ManualClock(autoAdvance: true))
@@ -194,7 +194,7 @@ struct GitHubLoginEndToEndTests {
         try await GitHubHarness.with { harness in
             let pat = try await harness.emulator.issuePersonalToken(user: "hubot", scopes: ["repo", "gist"])
             let store = InMemoryCredentialStore()
-            let login = GitHubTokenLogin(github: harness.provider, transport: harness.transport) { pat + "\n" }
+            let login = OAuth2TokenLogin(provider: harness.provider.oauth2(transport: harness.transport)) { pat + "\n" }
             let session = harness.session(store: store, loginUI: login, account: "hubot")
             #expect(try await session.open(allowLoginUI: true) == .open)
             let token = try #require(await session.token)
@@ -212,8 +212,10 @@ struct GitHubLoginEndToEndTests {
         try await GitHubHarness.with { harness in
             let pat = try await harness.emulator.issuePersonalToken(scopes: nil, expiresIn: 30 * 86_400)
             #expect(pat.hasPrefix("github_pat_"))
-            let token = try await GitHubTokenLogin(github: harness.provider, transport: harness.transport) { pat }
-                .logIn(LoginRequest(provider: .github, appID: harness.endpoints.hostname))
+            let token = try await OAuth2TokenLogin(provider: harness.provider.oauth2(transport: harness.transport)) {
+                pat
+            }
+            .logIn(LoginRequest(provider: .github, appID: harness.endpoints.hostname))
             #expect(token.permissions.granted.isEmpty)
             let expiry = try #require(token.expirationDate)
             #expect(abs(expiry.timeIntervalSinceNow - 30 * 86_400) < 120)
@@ -227,7 +229,7 @@ struct GitHubLoginEndToEndTests {
             let store = InMemoryCredentialStore()
             let session = harness.session(
                 store: store,
-                loginUI: GitHubTokenLogin(github: harness.provider, transport: harness.transport) { bogus })
+                loginUI: OAuth2TokenLogin(provider: harness.provider.oauth2(transport: harness.transport)) { bogus })
             let error = try await #require(throws: AuthError.self) { try await session.open(allowLoginUI: true) }
             #expect(error.loginFailedReason == .invalidSuppliedToken)
             #expect(error.httpStatus == 401)
@@ -240,7 +242,7 @@ struct GitHubLoginEndToEndTests {
     @Test("an empty or spaced token is refused before anything is sent", arguments: ["", "  ", "ghp_a b", "ghp_ü"])
     func malformedToken(text: String) async throws {
         let transport = RecordingTransport(always: HTTPResponse(status: 500))
-        let login = GitHubTokenLogin(github: GitHubProvider(clientID: "x"), transport: transport) { text }
+        let login = OAuth2TokenLogin(provider: GitHubProvider(clientID: "x").oauth2(transport: transport)) { text }
         let error = try await #require(throws: AuthError.self) {
             try await login.logIn(LoginRequest(provider: .github, appID: "github.com"))
         }
@@ -252,7 +254,7 @@ struct GitHubLoginEndToEndTests {
     func tokenLacksScope() async throws {
         try await GitHubHarness.with { harness in
             let pat = try await harness.emulator.issuePersonalToken(scopes: ["gist"])
-            let login = GitHubTokenLogin(github: harness.provider, transport: harness.transport) { pat }
+            let login = OAuth2TokenLogin(provider: harness.provider.oauth2(transport: harness.transport)) { pat }
             let error = try await #require(throws: AuthError.self) {
                 try await login.logIn(
                     LoginRequest(provider: .github, appID: harness.endpoints.hostname, permissions: [.read("repo")]))
@@ -264,7 +266,7 @@ struct GitHubLoginEndToEndTests {
 
 /// Starts like GitHub's dialect but polls with a device code GitHub never issued.
 private struct BadCodeDialect: DeviceLoginDialect {
-    let inner: GitHubDeviceDialect
+    let inner: any DeviceLoginDialect
     var provider: ProviderID { inner.provider }
     var errorTaxonomy: any ErrorTaxonomy { inner.errorTaxonomy }
     func startRequest(for request: LoginRequest) throws -> HTTPRequest { try inner.startRequest(for: request) }
@@ -296,9 +298,9 @@ struct GitHubInProcessTests {
                 try? await emulator.approveDevice(userCode: authorization.userCode, user: "octocat")
             }
         }
-        let flow = DeviceLoginFlow(
-            dialect: GitHubDeviceDialect(github: github, transport: transport), presenter: Approver(emulator: emulator),
-            transport: transport, clock: ManualClock(autoAdvance: true))
+        let flow = GitHubSession.deviceLogin(
+            provider: github, transport: transport, presenter: Approver(emulator: emulator),
+            clock: ManualClock(autoAdvance: true))
         let token = try await flow.logIn(LoginRequest(provider: .github, appID: github.credentialAppID))
         #expect(token.userID == "octocat")
         let client = GitHubClient(github: github, transport: transport, token: token.tokenString, policy: nil)

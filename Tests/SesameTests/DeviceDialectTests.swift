@@ -68,6 +68,35 @@ struct DeviceDialectTests {
         }
     }
 
+    @Test("a slow_down naming a new interval (GitHub's) is polled at it; one naming none widens by five seconds")
+    func slowDownInterval() throws {
+        let authorization = DeviceAuthorization(
+            deviceCode: "dc", userCode: "ABCD-EFGH", verificationURL: URL(string: "https://id.example/device")!,
+            expiresIn: .seconds(900), interval: .seconds(5))
+        let context = DevicePollContext(authorization: authorization, interval: .seconds(5), request: request)
+        guard
+            case .slowDown(.seconds(12)) = dialect.readPoll(
+                json(200, #"{"error":"slow_down","interval":12}"#), context: context)
+        else {
+            Issue.record("slow_down with interval 12 was not polled at 12 seconds")
+            return
+        }
+        guard
+            case .slowDown(nil) = dialect.readPoll(json(200, #"{"error":"slow_down","interval":0}"#), context: context)
+        else {
+            Issue.record("slow_down with an impossible interval was not read as five seconds more")
+            return
+        }
+    }
+
+    @Test("a device login start answered with HTTP 200 and an error is that error, not an unreadable answer")
+    func startErrorOn200() throws {
+        let error = try #require(throws: AuthError.self) {
+            try dialect.authorization(from: json(200, #"{"error":"device_flow_disabled"}"#), for: request)
+        }
+        #expect(error.message.contains("device_flow_disabled"), "\(error.message)")
+    }
+
     @Test("a login answered with HTTP 200 pending, then 200 slow_down, polls again, widens the interval, and succeeds")
     func pendingAndSlowDownWith200() async throws {
         let transport = RecordingTransport { request, index in

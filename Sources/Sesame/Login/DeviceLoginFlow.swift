@@ -107,8 +107,11 @@ public struct RFC8628DeviceDialect: DeviceLoginDialect {
             deviceAuthorizationEndpoint, form, clientID: clientID, tokenEndpoint: tokenEndpoint)
     }
 
+    /// Reads `error` first, whatever the status (RFC 8628 §3.5 errors are identified by the `error`
+    /// member): GitHub refuses a start with HTTP 200 and `device_flow_disabled`.
     public func authorization(from response: HTTPResponse, for request: LoginRequest) throws -> DeviceAuthorization {
-        try Self.readAuthorization(response.json, deviceCodeField: "device_code", provider: provider)
+        if let error = OAuthErrorResponse(json: response.json) { throw errorTaxonomy.classifyLoginError(error) }
+        return try Self.readAuthorization(response.json, deviceCodeField: "device_code", provider: provider)
     }
 
     /// Reads a device authorization answer; `verification_url` (Google's spelling) is accepted
@@ -140,12 +143,15 @@ public struct RFC8628DeviceDialect: DeviceLoginDialect {
     }
 
     /// Reads `error` before `access_token`, whatever the status: GitHub and others answer
-    /// `authorization_pending`, `slow_down` and the rest with HTTP 200.
+    /// `authorization_pending`, `slow_down` and the rest with HTTP 200. A `slow_down` that names a
+    /// new `interval` (GitHub's does) is polled at it.
     public func readPoll(_ response: HTTPResponse, context: DevicePollContext) -> DevicePollAnswer {
         if let error = OAuthErrorResponse(json: response.json) {
             switch error.error {
             case "authorization_pending": return .pending
-            case "slow_down": return .slowDown(interval: nil)
+            case "slow_down":
+                let interval = response.json?["interval"]?.lenientInt.flatMap { $0 > 0 && $0 < 3600 ? $0 : nil }
+                return .slowDown(interval: interval.map { .seconds($0) })
             case "expired_token": return .expired
             case "access_denied": return .denied(error)
             default: return .error(error)

@@ -57,6 +57,20 @@ public struct OAuth2Description: Sendable {
     /// Whether revocation is a POST with the access token as the bearer token and no body, which
     /// ends its refresh token too (Dropbox's `/2/auth/token/revoke`), instead of RFC 7009's form.
     public var revokesWithBearer = false
+    /// Whether device login sends the client id alone, as a public client, even when the client has
+    /// a secret: GitHub's device flow takes none (a GitHub App's secret is for refreshing).
+    public var deviceLoginIsPublic = false
+    /// Classifies the provider's errors instead of ``errorRows`` on the base rows, for a provider
+    /// whose answers say more than a code (GitHub's rate-limit and single sign-on headers); `nil`
+    /// for the rows.
+    public var classifier: (any ErrorTaxonomy)?
+    /// The provider's own step after a login or a refresh made a token, for what the token answer
+    /// does not say (GitHub reads the account and its scopes with `GET /user`): given the token, the
+    /// login request and, for a refresh, the login it renews. `nil` for none.
+    public var completeToken: (@Sendable (AccessToken, LoginRequest, AccessToken?) async throws -> AccessToken)?
+    /// Where to get a new token, said when a token the person supplied is refused; `nil` for a
+    /// generic sentence.
+    public var newTokenAdvice: String?
 
     /// Creates a description; everything after `endpoints` has the plain RFC 6749 default.
     public init(

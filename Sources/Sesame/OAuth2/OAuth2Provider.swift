@@ -56,9 +56,21 @@ public struct OAuth2Provider: Sendable {
             throw AuthError(
                 category: .invalid, message: "The \(described.displayName) client id is empty.", provider: described.id)
         }
+        self.init(
+            trusted: described, clientID: clientID,
+            clientAuthentication: clientAuthentication ?? described.clientAuthentication(secret: clientSecret),
+            transport: transport, now: now)
+    }
+
+    /// The provider without the checks, for a provider module that checked its endpoints when its
+    /// host was named (GitHub's) and may hold no client id yet (a login with an existing token).
+    package init(
+        trusted described: OAuth2Description, clientID: String, clientAuthentication: ClientAuthentication,
+        transport: any HTTPTransport, now: @escaping @Sendable () -> Date
+    ) {
         self.described = described
         self.clientID = clientID
-        self.clientAuthentication = clientAuthentication ?? described.clientAuthentication(secret: clientSecret)
+        self.clientAuthentication = clientAuthentication
         self.transport = transport
         self.taxonomy = OAuth2ErrorTaxonomy(described, now: now)
         self.now = now
@@ -67,6 +79,10 @@ public struct OAuth2Provider: Sendable {
     /// The provider id logins are stored under.
     public var id: ProviderID { described.id }
 
+    /// What classifies the provider's errors: the description's ``OAuth2Description/classifier``,
+    /// else ``taxonomy``.
+    public var errorTaxonomy: any ErrorTaxonomy { described.classifier ?? taxonomy }
+
     /// The browser login (authorization code with PKCE), when the provider has an authorization
     /// endpoint; the account is read from the token answer when the description says so.
     public var browserDialect: (any BrowserLoginDialect)? {
@@ -74,7 +90,7 @@ public struct OAuth2Provider: Sendable {
             OAuth2EngineBrowserDialect(
                 engine: self,
                 standard: OAuth2BrowserDialect(
-                    provider: id, errorTaxonomy: taxonomy, authorizationEndpoint: endpoint,
+                    provider: id, errorTaxonomy: errorTaxonomy, authorizationEndpoint: endpoint,
                     tokenEndpoint: described.endpoints.token, clientID: clientID,
                     clientAuthentication: clientAuthentication, scopeSeparator: described.scopeSeparator,
                     extraAuthorizationParameters: described.authorizationParameters, now: now))
@@ -87,9 +103,10 @@ public struct OAuth2Provider: Sendable {
             OAuth2EngineDeviceDialect(
                 engine: self,
                 standard: RFC8628DeviceDialect(
-                    provider: id, errorTaxonomy: taxonomy, deviceAuthorizationEndpoint: endpoint,
+                    provider: id, errorTaxonomy: errorTaxonomy, deviceAuthorizationEndpoint: endpoint,
                     tokenEndpoint: described.endpoints.token, clientID: clientID,
-                    clientAuthentication: clientAuthentication, scopeSeparator: described.scopeSeparator, now: now))
+                    clientAuthentication: described.deviceLoginIsPublic ? .none : clientAuthentication,
+                    scopeSeparator: described.scopeSeparator, now: now))
         }
     }
 
@@ -120,14 +137,14 @@ public struct OAuth2Provider: Sendable {
                 clientID: clientID))
         let answer = try tokenAnswer(response, what: "refresh answer")
         let request = LoginRequest(
-            provider: id, appID: clientID, permissions: current.permissions.granted.sorted().map { .read($0) },
+            provider: id, appID: current.appID, permissions: current.permissions.granted.sorted().map { .read($0) },
             currentToken: current)
         var renewed = AccessToken(answer, for: request, now: now())
         if renewed.refreshToken == nil {
             renewed.refreshToken = refreshToken
             renewed.refreshTokenExpirationDate = current.refreshTokenExpirationDate
         }
-        return renewed
+        return try await described.completeToken?(renewed, request, current) ?? renewed
     }
 
     /// Who `token` belongs to, by the identity request; `nil` when the description reads the
@@ -141,7 +158,7 @@ public struct OAuth2Provider: Sendable {
                 method: described.identity.method, url: url,
                 headers: ["Authorization": "Bearer \(token.tokenString)", "Accept": "application/json"]))
         guard response.isSuccess, !described.errors.isFailure(response.json) else {
-            throw taxonomy.classify(response)
+            throw errorTaxonomy.classify(response)
         }
         guard let account = OAuth2Account(response.json, reading: described.identity) else {
             throw AuthError.unreadableLoginAnswer("identity answer (it has no account id)", provider: id)
@@ -159,7 +176,7 @@ public struct OAuth2Provider: Sendable {
         if described.revokesWithBearer {
             let response = try await send(
                 HTTPRequest(method: .post, url: endpoint, headers: ["Authorization": "Bearer \(token.tokenString)"]))
-            guard response.isSuccess else { throw taxonomy.classify(response) }
+            guard response.isSuccess else { throw errorTaxonomy.classify(response) }
             return true
         }
         let tokens = [token.refreshToken.map { ($0, "refresh_token") }, (token.tokenString, "access_token")]
@@ -168,14 +185,17 @@ public struct OAuth2Provider: Sendable {
                 clientAuthentication.formRequest(
                     endpoint, [("token", value), ("token_type_hint", hint)], clientID: clientID,
                     tokenEndpoint: described.endpoints.token))
-            guard response.isSuccess else { throw taxonomy.classify(response) }
+            guard response.isSuccess else { throw errorTaxonomy.classify(response) }
         }
         return true
     }
 
-    /// The answer of a token request, or its classified error.
+    /// The answer of a token request, or its classified error: an answer with an error code is one
+    /// whatever its status (GitHub refuses a refresh with HTTP 200 and `bad_refresh_token`).
     func tokenAnswer(_ response: HTTPResponse, what: String, at path: [String] = []) throws -> OAuthTokenResponse {
-        guard response.isSuccess, !described.errors.isFailure(response.json) else { throw taxonomy.classify(response) }
+        guard response.isSuccess, !described.errors.isFailure(response.json),
+            described.errors.code(in: response.json) == nil
+        else { throw errorTaxonomy.classify(response) }
         guard let answer = OAuthTokenResponse(json: path.isEmpty ? response.json : response.json?[path: path]) else {
             throw AuthError.unreadableLoginAnswer("\(what) (it has no access_token)", provider: id)
         }
@@ -193,7 +213,7 @@ public struct OAuth2Provider: Sendable {
     }
 
     private func send(_ request: HTTPRequest) async throws -> HTTPResponse {
-        try await LoginHTTP.send(request, through: transport, taxonomy: taxonomy)
+        try await LoginHTTP.send(request, through: transport, taxonomy: errorTaxonomy)
     }
 }
 
@@ -240,11 +260,73 @@ public struct OAuth2Login: LoginUI {
         var request = request
         if request.permissions.isEmpty { request.permissions = provider.described.defaultScopes.map { .read($0) } }
         var token = try await flow.logIn(request)
+        if let complete = provider.described.completeToken { token = try await complete(token, request, nil) }
         guard let account = try await provider.account(of: token) else {
             return (token, token.userID.map { OAuth2Account(id: $0) })
         }
         token.userID = account.id
         return (token, account)
+    }
+}
+
+/// A login with a token the person already has, checked before it is stored: the text must look
+/// like a token (no spaces, ASCII, at most 1,024 characters), the provider must accept it (the
+/// identity request and the description's ``OAuth2Description/completeToken``), and it must not
+/// lack a scope the login asks for, when the provider says which it has.
+///
+/// `readToken` should take the token from standard input or the environment, never from the
+/// command line (argv is visible to every user in `ps`).
+public struct OAuth2TokenLogin: LoginUI {
+    /// The provider.
+    public var provider: OAuth2Provider
+    /// Supplies the token.
+    public var readToken: @Sendable () async throws -> String
+
+    /// Creates a login.
+    public init(provider: OAuth2Provider, readToken: @escaping @Sendable () async throws -> String) {
+        self.provider = provider
+        self.readToken = readToken
+    }
+
+    public func logIn(_ request: LoginRequest) async throws -> AccessToken { try await logInIdentified(request).token }
+
+    /// Checks the token and says who it is for: the token (its user id set) and the account, when known.
+    ///
+    /// - Throws: `AuthError` (``LoginFailedReason/invalidSuppliedToken``) for a token that is
+    ///   malformed, refused or lacks a scope; the provider's error when it cannot be asked.
+    public func logInIdentified(_ request: LoginRequest) async throws -> (token: AccessToken, account: OAuth2Account?) {
+        let text = try await readToken().trimmingCharacters(in: .whitespacesAndNewlines)
+        guard !text.isEmpty, text.count <= 1024, text.allSatisfy({ $0.isASCII && !$0.isWhitespace }) else {
+            throw rejected("it is empty, too long, or has spaces or non-ASCII characters in it")
+        }
+        var token = AccessToken(
+            tokenString: text, provider: provider.id, appID: request.appID, refreshDate: provider.now())
+        let account: OAuth2Account?
+        do {
+            account = try await provider.account(of: token)
+            token.userID = account?.id
+            if let complete = provider.described.completeToken { token = try await complete(token, request, nil) }
+        } catch let error as AuthError where ![.retry, .server, .throttling].contains(error.category) {
+            throw rejected(
+                "\(provider.described.displayName) refused it (HTTP \(error.httpStatus.map(String.init) ?? "?"))",
+                underlying: error)
+        }
+        let missing = token.permissions.declined.sorted()
+        guard missing.isEmpty else {
+            throw rejected("it lacks the scope\(missing.count == 1 ? "" : "s") \(missing.joined(separator: ", "))")
+        }
+        return (token, account ?? token.userID.map { OAuth2Account(id: $0) })
+    }
+
+    private func rejected(_ why: String, underlying: AuthError? = nil) -> AuthError {
+        let name = provider.described.displayName
+        return AuthError(
+            category: .invalid,
+            message: "The \(name) token you supplied was not accepted: \(why). "
+                + (provider.described.newTokenAdvice ?? "Get a new token from \(name) and try again."),
+            shouldNotifyUser: true, userMessage: "The \(name) token you supplied was not accepted: \(why).",
+            httpStatus: underlying?.httpStatus, loginFailedReason: .invalidSuppliedToken,
+            recoveryTactic: .showMessage, provider: provider.id, underlyingError: underlying)
     }
 }
 
@@ -295,7 +377,7 @@ struct OAuth2EngineBrowserDialect: BrowserLoginDialect {
     var standard: OAuth2BrowserDialect
 
     var provider: ProviderID { engine.id }
-    var errorTaxonomy: any ErrorTaxonomy { engine.taxonomy }
+    var errorTaxonomy: any ErrorTaxonomy { engine.errorTaxonomy }
     func authorizationURL(for request: LoginRequest, redirectURI: URL, state: String, pkce: PKCE) -> URL {
         let url = standard.authorizationURL(for: request, redirectURI: redirectURI, state: state, pkce: pkce)
         // Slack asks a person's own scopes with user_scope.
@@ -322,7 +404,7 @@ struct OAuth2EngineDeviceDialect: DeviceLoginDialect {
     var standard: RFC8628DeviceDialect
 
     var provider: ProviderID { engine.id }
-    var errorTaxonomy: any ErrorTaxonomy { engine.taxonomy }
+    var errorTaxonomy: any ErrorTaxonomy { engine.errorTaxonomy }
     func startRequest(for request: LoginRequest) throws -> HTTPRequest { try standard.startRequest(for: request) }
     func authorization(from response: HTTPResponse, for request: LoginRequest) throws -> DeviceAuthorization {
         try standard.authorization(from: response, for: request)
