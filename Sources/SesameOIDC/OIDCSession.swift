@@ -14,9 +14,9 @@ import Sesame
 ///
 /// The login is stored under the issuer it came from (`CredentialKey.issuer`), so it is never
 /// presented to, or refreshed at, another issuer with the same client id. The token's whole
-/// lifecycle is the core `Session`'s: this type supplies only the refresh token grant, as a
-/// `TokenRenewer`, and a login with no person (``OIDCMachineLogin``) is renewed by making its
-/// grant again. An expired access token with a working refresh token opens the session
+/// lifecycle is the core `Session`'s, renewed by the engine's refresh grant
+/// (`OAuth2Provider.refresh(_:)`, the ID token checked), and a login with no person
+/// (``OIDCMachineLogin``) by making its grant again. An expired access token with a working refresh token opens the session
 /// without UI (it is refreshed first); concurrent callers in this process share one refresh and,
 /// with ``Configuration/refreshLocking``, so do processes; the rotated refresh token is saved
 /// once before it is used. A refresh refused with `invalid_grant` keeps the stored login, marks
@@ -35,6 +35,8 @@ public final class OIDCSession: ProviderSession {
     public let loginUI: (any LoginUI)?
     /// Refresh and locking settings.
     public let configuration: Configuration
+    /// The provider's engine, sending through ``transport``: refresh and revocation.
+    private let engine: OAuth2Provider
 
     /// The tunable parts of a session.
     public struct Configuration: Sendable {
@@ -77,12 +79,14 @@ public final class OIDCSession: ProviderSession {
         self.transport = transport
         self.loginUI = loginUI
         self.configuration = configuration
-        let refresh = OIDCRefreshGrant(provider: provider, transport: transport)
+        var engine = provider.engine
+        engine.transport = transport
+        self.engine = engine
         self.session = Session(
             provider: provider.id, issuer: provider.endpoints.issuer, appID: provider.configuration.clientID,
             account: account, store: store, refreshLocking: configuration.refreshLocking,
-            renewer: TokenRenewer.refreshToken(maximumLeeway: configuration.refreshLeeway.inSeconds) {
-                try await refresh.send($0)
+            renewer: TokenRenewer.refreshToken(maximumLeeway: configuration.refreshLeeway.inSeconds) { [engine] in
+                try await engine.refresh($0)
             }.renewingMachineLogins { current, grant in
                 try await OIDCMachineLogin(
                     oidc: provider, grant: grant, transport: transport, environment: configuration.environment
@@ -157,80 +161,12 @@ public final class OIDCSession: ProviderSession {
         let inMemory = await session.token
         let token = (try? await session.store.load(session.key))?.token ?? inMemory
         var failure: (any Error)?
-        if revoke, let token, let endpoint = provider.endpoints.revocationEndpoint {
-            do {
-                if let refresh = token.refreshToken {
-                    try await revokeToken(refresh, hint: "refresh_token", endpoint: endpoint)
-                }
-                try await revokeToken(
-                    token.tokenString, hint: "access_token", endpoint: endpoint, grantEnded: token.refreshToken != nil)
-            } catch {
-                failure = error
-            }
+        if revoke, let token {
+            do { try await engine.revoke(token) } catch { failure = error }
         }
         try await session.closeAndClearTokenInformation()
         try await OIDCLegacyLogins.remove(for: session, issuer: provider.endpoints.issuer)
         if let failure { throw failure }
-    }
-
-    /// Revokes `value`. `grantEnded`: its grant's refresh token was just revoked, which at Google
-    /// ends the access token too, and Google then answers 400 `invalid_token` for it
-    /// (https://developers.google.com/identity/protocols/oauth2/native-app#tokenrevoke): gone, as asked.
-    private func revokeToken(_ value: String, hint: String, endpoint: URL, grantEnded: Bool = false) async throws {
-        let response = try await send(
-            try provider.formRequest(endpoint, [("token", value), ("token_type_hint", hint)]))
-        if grantEnded, response.status == 400, response.json?["error"]?.stringValue == "invalid_token" { return }
-        // RFC 7009 §2.2: 200 whether or not the token was valid.
-        guard response.isSuccess else { throw provider.taxonomy.classify(response) }
-    }
-
-    private func send(_ request: HTTPRequest) async throws -> HTTPResponse {
-        try await LoginHTTP.send(request, through: transport, taxonomy: provider.taxonomy)
-    }
-}
-
-/// The refresh token grant (RFC 6749 §6) of one issuer and client: the hook the core's renewal
-/// calls. Nothing is saved here.
-struct OIDCRefreshGrant: Sendable {
-    var provider: OIDCProvider
-    var transport: any HTTPTransport
-
-    func send(_ current: AccessToken) async throws -> AccessToken {
-        guard let refreshToken = current.refreshToken else {
-            // The core asks only when `canRenew` said yes; this is for a caller that did not.
-            throw AuthError(
-                category: .authenticationReopenSession,
-                message: "The login to '\(provider.id)' has no refresh token to renew it with. Log in again.",
-                recoveryTactic: .reauthenticate, closesSession: false, provider: provider.id)
-        }
-        var form = [("grant_type", "refresh_token"), ("refresh_token", refreshToken)]
-        if !current.permissions.granted.isEmpty {
-            form.append(("scope", current.permissions.granted.sorted().joined(separator: " ")))
-        }
-        let response = try await LoginHTTP.send(
-            try provider.formRequest(provider.endpoints.tokenEndpoint, form), through: transport,
-            taxonomy: provider.taxonomy)
-        guard response.isSuccess else { throw provider.taxonomy.classify(response) }
-        let request = LoginRequest(
-            provider: provider.id, appID: provider.configuration.clientID,
-            permissions: current.permissions.granted.sorted().map { Permission.read($0) })
-        do {
-            return try await provider.acceptToken(
-                response, for: request, nonce: nil, requireIDToken: false, previous: current)
-        } catch let error as AuthError {
-            // The issuer has rotated the refresh token already: keep the new one (it came from the
-            // token endpoint itself, over the same channel as every token), use nothing else of
-            // the answer, and say what was wrong.
-            guard let answer = OAuthTokenResponse(json: response.json), let rotated = answer.refreshToken,
-                rotated != refreshToken
-            else { throw error }
-            var kept = current
-            kept.refreshToken = rotated
-            kept.refreshTokenExpirationDate = answer.refreshTokenExpiresIn.flatMap {
-                $0 > 0 ? provider.now().addingTimeInterval(TimeInterval($0)) : nil
-            }
-            throw RenewalKeepingRotation(kept: kept, error: error)
-        }
     }
 }
 

@@ -57,6 +57,12 @@ public struct OAuth2Description: Sendable {
     /// Whether revocation is a POST with the access token as the bearer token and no body, which
     /// ends its refresh token too (Dropbox's `/2/auth/token/revoke`), instead of RFC 7009's form.
     public var revokesWithBearer = false
+    /// Whether a refresh asks again for the scopes the login was granted (`scope`, RFC 6749 §6),
+    /// as OpenID clients do; by default it names none, which RFC 6749 reads as the same scopes.
+    public var refreshRepeatsScopes = false
+    /// What a login redirect's `iss` must be (RFC 9207), for a provider with an issuer identifier;
+    /// `nil` checks nothing.
+    public var authorizationResponseIssuer: AuthorizationResponseIssuer?
 
     /// Creates a description; everything after `endpoints` has the plain RFC 6749 default.
     public init(
