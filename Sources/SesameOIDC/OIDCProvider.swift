@@ -409,10 +409,12 @@ public struct OIDCProvider: Sendable {
             now: now)
     }
 
-    /// The scopes for a login: the request's, or the configured ones, with `openid` first.
-    func scopes(for request: LoginRequest) -> [String] {
+    /// `request` asking for its scopes, or the configured ones, with `openid` first.
+    func scoped(_ request: LoginRequest) -> LoginRequest {
+        var scoped = request
         let asked = request.permissions.isEmpty ? configuration.scopes : request.permissions.map(\.name)
-        return ["openid"] + asked.filter { $0 != "openid" }
+        scoped.permissions = (["openid"] + asked.filter { $0 != "openid" }).map { .read($0) }
+        return scoped
     }
 
     /// How this client authenticates: the configured method, or the one chosen from discovery.
