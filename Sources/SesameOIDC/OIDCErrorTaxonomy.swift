@@ -1,61 +1,27 @@
 import Foundation
 import Sesame
 
-/// Where ``OIDCErrorTaxonomy`` found the OAuth error it classified: the core's
+/// Where an OpenID provider's taxonomy found the OAuth error it classified: the core's
 /// `OAuthErrorDetails`, under the name OpenID code has used.
 public typealias OIDCErrorDetails = OAuthErrorDetails
 
-/// Classifies the errors of any OAuth 2.0 / OpenID Connect provider through the table in
-/// `OAuthErrors.json` (``table``), generated into Swift at build time: the core's
-/// `OAuth2ErrorTaxonomy` with that table.
-///
-/// It reads the RFC 6749 §5.2 JSON error body; on a 401 without one, the RFC 6750
-/// `WWW-Authenticate: Bearer error="…"` challenge; a `Retry-After` header (seconds or an
-/// HTTP date) becomes the error's `retryAfter` on throttling and retry errors. It is total:
-/// HTML pages, empty bodies and broken JSON are classified by their status.
-public struct OIDCErrorTaxonomy: ErrorTaxonomy {
-    /// The generic taxonomy that does the work.
-    public var generic: OAuth2ErrorTaxonomy
+/// How the errors of an OpenID provider are classified: the core's `OAuth2ErrorTaxonomy` (the
+/// RFC 6749 §5.2 body, on a 401 the RFC 6750 `WWW-Authenticate` challenge, `Retry-After`; total on
+/// any input) with the rows of `OAuthErrors.json`, made by
+/// ``OAuth2ErrorTaxonomy/openID(provider:displayName:now:)``.
+public typealias OIDCErrorTaxonomy = OAuth2ErrorTaxonomy
 
-    /// The provider the errors are reported for.
-    public var provider: ProviderID {
-        get { generic.provider }
-        set { generic.provider = newValue }
-    }
-    /// The provider's name in messages ("the OpenID provider 'work'").
-    public var displayName: String {
-        get { generic.displayName }
-        set { generic.displayName = newValue }
-    }
-    /// The wall clock, for `Retry-After` dates.
-    public var now: @Sendable () -> Date {
-        get { generic.now }
-        set { generic.now = newValue }
-    }
-    /// How the client authenticates, when known: a refused client's message then says what
-    /// to configure (the secret, or the client id).
-    public var clientAuthMethod: OIDCClientAuthMethod? {
-        get { generic.clientAuthenticationMethod }
-        set { generic.clientAuthenticationMethod = newValue }
-    }
+extension OAuth2ErrorTaxonomy {
+    /// The rows of `OAuthErrors.json`, generated into Swift at build time, in the order they are tried.
+    public static var openIDTable: ErrorRuleTable { OAuthErrors.table }
 
-    /// The rows of `OAuthErrors.json`, in the order they are tried.
-    public static var table: ErrorRuleTable { OAuthErrors.table }
-
-    /// Creates the taxonomy.
-    public init(
+    /// The taxonomy of an OpenID provider, named in messages as `displayName` ("the OpenID provider
+    /// 'work'" when `nil`).
+    public static func openID(
         provider: ProviderID = .oidc, displayName: String? = nil, now: @escaping @Sendable () -> Date = { Date() }
-    ) {
-        generic = OAuth2ErrorTaxonomy(
-            provider: provider, displayName: displayName ?? "the OpenID provider '\(provider)'", table: Self.table,
+    ) -> OAuth2ErrorTaxonomy {
+        OAuth2ErrorTaxonomy(
+            provider: provider, displayName: displayName ?? "the OpenID provider '\(provider)'", table: openIDTable,
             now: now)
     }
-
-    /// Classifies a failed HTTP response.
-    public func classify(status: Int, headers: HTTPHeaders, body: Data) -> AuthError {
-        generic.classify(status: status, headers: headers, body: body)
-    }
-
-    /// Classifies an error a login redirect or device poll returned in OAuth form.
-    public func classifyLoginError(_ error: OAuthErrorResponse) -> AuthError { generic.classifyLoginError(error) }
 }

@@ -133,7 +133,7 @@ public struct OIDCEndpoints: Sendable, Hashable {
         }
         try EndpointSecurity.check(
             url, role: "The OpenID issuer", provider: provider, allowingInsecureHosts: allowingInsecureHosts)
-        let taxonomy = OIDCErrorTaxonomy(provider: provider)
+        let taxonomy = OIDCErrorTaxonomy.openID(provider: provider)
         let response = try await LoginHTTP.send(
             HTTPRequest(url: url, headers: ["Accept": "application/json"]), through: transport, taxonomy: taxonomy)
         // A 4xx is a wrong issuer (the site root, a path left out) far more often than anything the
@@ -318,8 +318,6 @@ public struct OIDCProvider: Sendable {
     public let keys: JWKSCache?
     /// The wall clock.
     public let now: @Sendable () -> Date
-    /// What sends the provider's own requests (the JWKS, userinfo during a login).
-    let transport: any HTTPTransport
     /// The generic OAuth 2.0 engine on this issuer's endpoints: logins, refresh, revocation and
     /// userinfo's account, every token answer checked by ``checkToken(_:answer:nonce:renewed:)``.
     public private(set) var engine: OAuth2Provider
@@ -332,14 +330,11 @@ public struct OIDCProvider: Sendable {
         configuration: OIDCConfiguration, endpoints: OIDCEndpoints, transport: any HTTPTransport,
         now: @escaping @Sendable () -> Date = { Date() }
     ) throws {
-        self.transport = transport
         self.configuration = configuration
         self.endpoints = endpoints
         self.now = now
-        var taxonomy = OIDCErrorTaxonomy(
-            provider: configuration.providerID, displayName: "the OpenID provider '\(configuration.providerID)'",
-            now: now)
-        taxonomy.clientAuthMethod = Self.clientAuthMethod(configuration, endpoints)
+        var taxonomy = OIDCErrorTaxonomy.openID(provider: configuration.providerID, now: now)
+        taxonomy.clientAuthenticationMethod = Self.clientAuthMethod(configuration, endpoints)
         self.taxonomy = taxonomy
         self.keys = endpoints.jwksURI.map { JWKSCache(url: $0, transport: transport, taxonomy: taxonomy, now: now) }
         var described = OAuth2Description(
@@ -358,7 +353,7 @@ public struct OIDCProvider: Sendable {
             described, clientID: configuration.clientID,
             clientAuthentication: Self.authentication(configuration, endpoints),
             transport: transport, allowingInsecureHosts: configuration.allowedInsecureHosts, now: now)
-        engine.taxonomy = taxonomy.generic
+        engine.taxonomy = taxonomy
         engine.checkToken = { [self] in try await checkToken($0, answer: $1, nonce: $2, renewed: $3) }
     }
 
@@ -391,9 +386,7 @@ public struct OIDCProvider: Sendable {
     public var displayName: String { configuration.displayName }
     /// The login flows the issuer offers: the browser, and device login when it publishes a
     /// device authorization endpoint.
-    public var supportedLoginFlows: Set<LoginFlowKind> {
-        endpoints.deviceAuthorizationEndpoint == nil ? [.browser] : [.browser, .device]
-    }
+    public var supportedLoginFlows: Set<LoginFlowKind> { engine.described.supportedLoginFlows }
     /// How the issuer's answers are classified.
     public var errorTaxonomy: any ErrorTaxonomy { taxonomy }
 
@@ -438,12 +431,6 @@ public struct OIDCProvider: Sendable {
         let method = clientAuthMethod(configuration, endpoints)
         if method == .privateKeyJWT, let signer = configuration.clientAssertionSigner { return .privateKeyJWT(signer) }
         return ClientAuthentication(method, secret: configuration.clientSecret)
-    }
-
-    /// A form POST to `url` with this client's authentication (``clientAuthentication``).
-    func formRequest(_ url: URL, _ form: [(String, String)]) throws -> HTTPRequest {
-        try clientAuthentication.formRequest(
-            url, form, clientID: configuration.clientID, tokenEndpoint: endpoints.tokenEndpoint)
     }
 
     /// What OpenID adds to every token answer the engine reads: its ID token validated (signature,

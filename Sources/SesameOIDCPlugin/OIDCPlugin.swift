@@ -42,8 +42,8 @@ public struct OIDCPlugin: ProviderPlugin {
             + "name several in the config file's \"oidc\" object to use them side by side."
     }
     public var loginFlows: Set<LoginFlowKind> { preset?.deviceLogin == false ? [.browser] : [.device, .browser] }
-    public var errorTaxonomy: any ErrorTaxonomy { OIDCErrorTaxonomy(provider: .oidc) }
-    public var errorTable: ErrorRuleTable? { OIDCErrorTaxonomy.table }
+    public var errorTaxonomy: any ErrorTaxonomy { OIDCErrorTaxonomy.openID() }
+    public var errorTable: ErrorRuleTable? { OIDCErrorTaxonomy.openIDTable }
 
     public var loginHelp: (discussion: String, examples: [(command: String, comment: String)]) {
         if let preset { return Self.help(preset) }
