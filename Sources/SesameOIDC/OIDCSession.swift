@@ -28,15 +28,15 @@ public final class OIDCSession: ProviderSession {
     /// The provider.
     public let provider: OIDCProvider
     /// The state machine and the token.
-    public let session: Session
+    public var session: Session { oauth2.session }
     /// What sends the requests.
     public let transport: any HTTPTransport
     /// How the person logs in.
-    public let loginUI: (any LoginUI)?
+    public var loginUI: (any LoginUI)? { oauth2.loginUI }
     /// Refresh and locking settings.
     public let configuration: Configuration
-    /// The provider's engine, sending through ``transport``: refresh and revocation.
-    private let engine: OAuth2Provider
+    /// The engine's session, sending through ``transport``: refresh and revocation.
+    private let oauth2: OAuth2Session
 
     /// The tunable parts of a session.
     public struct Configuration: Sendable {
@@ -77,21 +77,19 @@ public final class OIDCSession: ProviderSession {
     ) {
         self.provider = provider
         self.transport = transport
-        self.loginUI = loginUI
         self.configuration = configuration
         var engine = provider.engine
         engine.transport = transport
-        self.engine = engine
-        self.session = Session(
-            provider: provider.id, issuer: provider.endpoints.issuer, appID: provider.configuration.clientID,
-            account: account, store: store, refreshLocking: configuration.refreshLocking,
+        oauth2 = OAuth2Session(
+            provider: engine, store: store, account: account, loginUI: loginUI,
+            refreshLocking: configuration.refreshLocking, issuer: provider.endpoints.issuer,
             renewer: TokenRenewer.refreshToken(maximumLeeway: configuration.refreshLeeway.inSeconds) { [engine] in
                 try await engine.refresh($0)
             }.renewingMachineLogins { current, grant in
                 try await OIDCMachineLogin(
                     oidc: provider, grant: grant, transport: transport, environment: configuration.environment
                 ).renew(current)
-            }, now: provider.now)
+            })
     }
 
     /// Opens the session: from a usable stored login without UI (refreshed first when its access
@@ -147,10 +145,10 @@ public final class OIDCSession: ProviderSession {
         return json
     }
 
-    /// Logs out: with `revoke`, first revokes the refresh and access tokens (RFC 7009) when the
-    /// provider has a revocation endpoint; then closes the session and deletes the stored token.
-    /// The tokens revoked are the stored login's, read again first: another process may have
-    /// renewed it (and rotated its refresh token) since this session read it.
+    /// Logs out as the engine's `OAuth2Session.logOut(revoke:)` does: with `revoke`, first revokes
+    /// the stored login's refresh and access tokens (RFC 7009) when the provider has a revocation
+    /// endpoint; then closes the session and deletes the stored token, and a login stored before
+    /// Sesame recorded issuers that came from this issuer.
     ///
     /// When revocation fails (no network, say), the token is deleted here all the same and the
     /// error is thrown, so the app can tell the person the grant may still be active.
@@ -158,15 +156,13 @@ public final class OIDCSession: ProviderSession {
     /// - Throws: `AuthError` when the revocation failed (the token is cleared here all the same);
     ///   `CredentialStoreError` when it cannot be removed from the store.
     public func logout(revoke: Bool = true) async throws {
-        let inMemory = await session.token
-        let token = (try? await session.store.load(session.key))?.token ?? inMemory
-        var failure: (any Error)?
-        if revoke, let token {
-            do { try await engine.revoke(token) } catch { failure = error }
+        do {
+            try await oauth2.logOut(revoke: revoke)
+        } catch let failure where !(failure is CredentialStoreError) {
+            try await OIDCLegacyLogins.remove(for: session, issuer: provider.endpoints.issuer)
+            throw failure
         }
-        try await session.closeAndClearTokenInformation()
         try await OIDCLegacyLogins.remove(for: session, issuer: provider.endpoints.issuer)
-        if let failure { throw failure }
     }
 }
 

@@ -301,19 +301,28 @@ public struct OAuth2Session: ProviderSession {
     public let loginUI: (any LoginUI)?
 
     /// Creates a session; nothing is read or written until it is used.
+    ///
+    /// - Parameters:
+    ///   - issuer: the issuer the login is stored under and valid at, for a provider with one
+    ///     (OpenID Connect).
+    ///   - renewer: how the login is renewed; the provider's refresh grant (``OAuth2Provider/renewer``)
+    ///     by default.
     public init(
         provider: OAuth2Provider, store: any CredentialStore, account: String = "default",
-        loginUI: (any LoginUI)? = nil, refreshLocking: RefreshLocking = .none
+        loginUI: (any LoginUI)? = nil, refreshLocking: RefreshLocking = .none, issuer: String? = nil,
+        renewer: TokenRenewer? = nil
     ) {
         self.provider = provider
         self.loginUI = loginUI
         session = Session(
-            provider: provider.id, appID: provider.clientID, account: account, store: store,
-            refreshLocking: refreshLocking, renewer: provider.renewer, now: provider.now)
+            provider: provider.id, issuer: issuer, appID: provider.clientID, account: account, store: store,
+            refreshLocking: refreshLocking, renewer: renewer ?? provider.renewer, now: provider.now)
     }
 
     /// Logs out: with `revoke`, first revokes the tokens at the provider; then deletes the stored
-    /// login. A revocation that fails still deletes the login here, and its error is thrown after.
+    /// login. The tokens revoked are the stored login's, read again first: another process may have
+    /// renewed it (and rotated its refresh token) since this session read it. A revocation that
+    /// fails still deletes the login here, and its error is thrown after.
     ///
     /// - Returns: whether the tokens were revoked.
     /// - Throws: `CredentialStoreError` when the login cannot be removed; then the revocation's
@@ -322,7 +331,8 @@ public struct OAuth2Session: ProviderSession {
     public func logOut(revoke: Bool) async throws -> Bool {
         var failure: (any Error)?
         var revoked = false
-        if revoke, let token = await session.token {
+        let inMemory = await session.token
+        if revoke, let token = (try? await session.store.load(session.key))?.token ?? inMemory {
             do { revoked = try await provider.revoke(token) } catch { failure = error }
         }
         try await session.closeAndClearTokenInformation()
