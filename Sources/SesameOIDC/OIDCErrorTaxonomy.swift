@@ -7,8 +7,7 @@ public typealias OIDCErrorDetails = OAuthErrorDetails
 
 /// How the errors of an OpenID provider are classified: the core's `OAuth2ErrorTaxonomy` (the
 /// RFC 6749 §5.2 body, on a 401 the RFC 6750 `WWW-Authenticate` challenge, `Retry-After`; total on
-/// any input) with the rows of `OAuthErrors.json`, made by
-/// ``OAuth2ErrorTaxonomy/openID(provider:displayName:now:)``.
+/// any input) with the rows of `OAuthErrors.json`, made by `OIDCErrorTaxonomy.openID()`.
 public typealias OIDCErrorTaxonomy = OAuth2ErrorTaxonomy
 
 extension OAuth2ErrorTaxonomy {

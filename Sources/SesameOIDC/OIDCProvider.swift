@@ -319,7 +319,7 @@ public struct OIDCProvider: Sendable {
     /// The wall clock.
     public let now: @Sendable () -> Date
     /// The generic OAuth 2.0 engine on this issuer's endpoints: logins, refresh, revocation and
-    /// userinfo's account, every token answer checked by ``checkToken(_:answer:nonce:renewed:)``.
+    /// userinfo's account, every token answer checked as OpenID says (its `checkToken` hook).
     public private(set) var engine: OAuth2Provider
 
     /// A provider with known endpoints.

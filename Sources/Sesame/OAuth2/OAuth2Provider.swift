@@ -303,6 +303,11 @@ public struct OAuth2Session: ProviderSession {
     /// Creates a session; nothing is read or written until it is used.
     ///
     /// - Parameters:
+    ///   - provider: the provider.
+    ///   - store: where the login is kept.
+    ///   - account: the name the login is stored under.
+    ///   - loginUI: how the person logs in; without one the session opens only from the store.
+    ///   - refreshLocking: how renewals are kept apart from other processes'.
     ///   - issuer: the issuer the login is stored under and valid at, for a provider with one
     ///     (OpenID Connect).
     ///   - renewer: how the login is renewed; the provider's refresh grant (``OAuth2Provider/renewer``)
