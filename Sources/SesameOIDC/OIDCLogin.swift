@@ -2,7 +2,7 @@ import Foundation
 import Sesame
 
 /// The device login of an OpenID provider (RFC 8628): the engine's, asking for the login's scopes
-/// with `openid` first, the ID token checked when one comes.
+/// (or the configured ones) with `openid` first, the ID token checked when one comes.
 public struct OIDCDeviceDialect: DeviceLoginDialect {
     /// The provider.
     public var oidc: OIDCProvider
@@ -23,7 +23,7 @@ public struct OIDCDeviceDialect: DeviceLoginDialect {
     public var provider: ProviderID { oidc.id }
     public var errorTaxonomy: any ErrorTaxonomy { oidc.taxonomy }
     public func startRequest(for request: LoginRequest) throws -> HTTPRequest {
-        try engine.startRequest(for: oidc.scoped(request))
+        try engine.startRequest(for: request)
     }
     public func authorization(from response: HTTPResponse, for request: LoginRequest) throws -> DeviceAuthorization {
         try engine.authorization(from: response, for: request)
@@ -62,6 +62,6 @@ public struct OIDCBrowserLogin: LoginUI {
         // An OpenID provider always has an authorization endpoint.
         let dialect = oidc.engine.browserDialect(nonce: try Crypto.randomURLSafeString(byteCount: 24))!
         return try await BrowserLoginFlow(dialect: dialect, receiver: receiver, opener: opener, transport: transport)
-            .logIn(oidc.scoped(request))
+            .logIn(request)
     }
 }

@@ -346,6 +346,7 @@ public struct OIDCProvider: Sendable {
             clientAuthenticationMethod: Self.clientAuthMethod(configuration, endpoints),
             authorizationParameters: configuration.extraAuthorizationParameters,
             defaultScopes: configuration.scopes, identity: .identityRequest(), errorRows: OAuthErrors.table)
+        described.requiredScopes = ["openid"]
         described.refreshRepeatsScopes = true
         described.authorizationResponseIssuer = AuthorizationResponseIssuer(
             issuer: endpoints.issuer, required: endpoints.authorizationResponseIssParameterSupported)
@@ -400,14 +401,6 @@ public struct OIDCProvider: Sendable {
         return IDTokenValidator(
             issuer: endpoints.issuer, clientID: configuration.clientID, keys: keys, leeway: configuration.clockLeeway,
             now: now)
-    }
-
-    /// `request` asking for its scopes, or the configured ones, with `openid` first.
-    func scoped(_ request: LoginRequest) -> LoginRequest {
-        var scoped = request
-        let asked = request.permissions.isEmpty ? configuration.scopes : request.permissions.map(\.name)
-        scoped.permissions = (["openid"] + asked.filter { $0 != "openid" }).map { .read($0) }
-        return scoped
     }
 
     /// How this client authenticates: the configured method, or the one chosen from discovery.

@@ -37,6 +37,8 @@ public struct OAuth2Description: Sendable {
     public var refreshTokensRotate: Bool
     /// Scopes asked for when a login names none.
     public var defaultScopes: [String]
+    /// Scopes every login asks for first, whatever it names (OpenID Connect's `openid`).
+    public var requiredScopes: [String] = []
     /// How scopes are joined: a space per RFC 6749 §3.3; some providers use a comma.
     public var scopeSeparator: String
     /// How the signed-in account is found.

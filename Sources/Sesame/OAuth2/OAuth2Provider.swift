@@ -224,6 +224,16 @@ public struct OAuth2Provider: Sendable {
         return answer
     }
 
+    /// `request` as the provider is asked it: its scopes, or the default ones when it names none,
+    /// after the required ones. The token is read for the request as it was.
+    func asking(_ request: LoginRequest) -> LoginRequest {
+        var asking = request
+        let asked = request.permissions.isEmpty ? described.defaultScopes : request.permissions.map(\.name)
+        asking.permissions = (described.requiredScopes + asked.filter { !described.requiredScopes.contains($0) })
+            .map { .read($0) }
+        return asking
+    }
+
     /// `token` with the account id the token answer carries, when the description reads it there.
     func identified(_ token: AccessToken, answer: JSONValue?) -> AccessToken {
         guard described.identity.source == .tokenAnswer,
@@ -356,7 +366,8 @@ struct OAuth2EngineBrowserDialect: BrowserLoginDialect {
     var errorTaxonomy: any ErrorTaxonomy { engine.taxonomy }
     var authorizationResponseIssuer: AuthorizationResponseIssuer? { engine.described.authorizationResponseIssuer }
     func authorizationURL(for request: LoginRequest, redirectURI: URL, state: String, pkce: PKCE) -> URL {
-        let url = standard.authorizationURL(for: request, redirectURI: redirectURI, state: state, pkce: pkce)
+        let url = standard.authorizationURL(
+            for: engine.asking(request), redirectURI: redirectURI, state: state, pkce: pkce)
         // Slack asks a person's own scopes with user_scope.
         guard engine.described.scopeParameter != "scope",
             var components = URLComponents(url: url, resolvingAgainstBaseURL: false)
@@ -383,7 +394,9 @@ struct OAuth2EngineDeviceDialect: DeviceLoginDialect {
 
     var provider: ProviderID { engine.id }
     var errorTaxonomy: any ErrorTaxonomy { engine.taxonomy }
-    func startRequest(for request: LoginRequest) throws -> HTTPRequest { try standard.startRequest(for: request) }
+    func startRequest(for request: LoginRequest) throws -> HTTPRequest {
+        try standard.startRequest(for: engine.asking(request))
+    }
     func authorization(from response: HTTPResponse, for request: LoginRequest) throws -> DeviceAuthorization {
         try standard.authorization(from: response, for: request)
     }
