@@ -72,7 +72,7 @@ enum OAuthErrorFuzz {
         let input = ResponseInput(data)
         let headers = HTTPHeaders(input.headers)
         let json = JSONValue(parsing: input.body)
-        let oidc = OIDCErrorTaxonomy()
+        let oidc = OIDCErrorTaxonomy.openID()
         let github = GitHubErrorTaxonomy()
         show(oidc.classify(status: input.status, headers: headers, body: input.body))
         show(github.classify(status: input.status, headers: headers, body: input.body))

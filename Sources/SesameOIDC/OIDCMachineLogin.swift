@@ -46,7 +46,9 @@ public struct OIDCMachineLogin: LoginUI {
         let subjectToken = try await grant.subjectToken(environment: environment, transport: transport)
         let form = grant.form(scopes: request.permissions.map(\.name), subjectToken: subjectToken)
         let response = try await LoginHTTP.send(
-            try oidc.formRequest(oidc.endpoints.tokenEndpoint, form), through: transport, taxonomy: oidc.taxonomy)
+            try oidc.clientAuthentication.formRequest(
+                oidc.endpoints.tokenEndpoint, form, clientID: oidc.configuration.clientID),
+            through: transport, taxonomy: oidc.taxonomy)
         guard response.isSuccess else { throw oidc.taxonomy.classify(response) }
         guard let answer = OAuthTokenResponse(json: response.json) else {
             throw AuthError.unreadableLoginAnswer("token answer (it has no access_token)", provider: oidc.id)

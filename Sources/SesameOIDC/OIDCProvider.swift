@@ -133,7 +133,7 @@ public struct OIDCEndpoints: Sendable, Hashable {
         }
         try EndpointSecurity.check(
             url, role: "The OpenID issuer", provider: provider, allowingInsecureHosts: allowingInsecureHosts)
-        let taxonomy = OIDCErrorTaxonomy(provider: provider)
+        let taxonomy = OIDCErrorTaxonomy.openID(provider: provider)
         let response = try await LoginHTTP.send(
             HTTPRequest(url: url, headers: ["Accept": "application/json"]), through: transport, taxonomy: taxonomy)
         // A 4xx is a wrong issuer (the site root, a path left out) far more often than anything the
@@ -293,7 +293,10 @@ public struct OIDCConfiguration: Sendable {
     }
 }
 
-/// A generic OAuth 2.0 / OpenID Connect provider: one issuer, one client.
+/// An OpenID Connect provider: one issuer, one client, run by the core's generic OAuth 2.0
+/// engine (``engine``, an `OAuth2Provider` described from the discovery document) with what
+/// OpenID adds: the ID token checked on every token answer, the nonce, RFC 9207's `iss`, the
+/// issuer on the stored login, userinfo.
 ///
 /// ```swift
 /// let provider = try await OIDCProvider.discover(
@@ -306,33 +309,53 @@ public struct OIDCConfiguration: Sendable {
 /// ID token and kept in ``keys``.
 public struct OIDCProvider: Sendable {
     /// The configuration.
-    public var configuration: OIDCConfiguration
+    public let configuration: OIDCConfiguration
     /// The endpoints in use.
-    public var endpoints: OIDCEndpoints
+    public let endpoints: OIDCEndpoints
     /// The error mapping.
-    public var taxonomy: OIDCErrorTaxonomy
+    public let taxonomy: OIDCErrorTaxonomy
     /// The issuer's signing keys, shared by every copy of this provider.
     public let keys: JWKSCache?
     /// The wall clock.
-    public var now: @Sendable () -> Date
-    /// What sends the provider's own requests (the JWKS, userinfo during a login).
-    let transport: any HTTPTransport
+    public let now: @Sendable () -> Date
+    /// The generic OAuth 2.0 engine on this issuer's endpoints: logins, refresh, revocation and
+    /// userinfo's account, every token answer checked as OpenID says (its `checkToken` hook).
+    public private(set) var engine: OAuth2Provider
 
     /// A provider with known endpoints.
+    ///
+    /// - Throws: `AuthError` (`invalid`) for an endpoint that is not `https` (`EndpointSecurity`)
+    ///   or an empty client id.
     public init(
         configuration: OIDCConfiguration, endpoints: OIDCEndpoints, transport: any HTTPTransport,
         now: @escaping @Sendable () -> Date = { Date() }
-    ) {
-        self.transport = transport
+    ) throws {
         self.configuration = configuration
         self.endpoints = endpoints
         self.now = now
-        var taxonomy = OIDCErrorTaxonomy(
-            provider: configuration.providerID, displayName: "the OpenID provider '\(configuration.providerID)'",
-            now: now)
-        taxonomy.clientAuthMethod = Self.clientAuthMethod(configuration, endpoints)
+        var taxonomy = OIDCErrorTaxonomy.openID(provider: configuration.providerID, now: now)
+        taxonomy.clientAuthenticationMethod = Self.clientAuthMethod(configuration, endpoints)
         self.taxonomy = taxonomy
         self.keys = endpoints.jwksURI.map { JWKSCache(url: $0, transport: transport, taxonomy: taxonomy, now: now) }
+        var described = OAuth2Description(
+            id: configuration.providerID, displayName: configuration.displayName,
+            endpoints: OAuth2Endpoints(
+                authorization: endpoints.authorizationEndpoint, token: endpoints.tokenEndpoint,
+                deviceAuthorization: endpoints.deviceAuthorizationEndpoint, revocation: endpoints.revocationEndpoint,
+                identity: endpoints.userinfoEndpoint),
+            clientAuthenticationMethod: Self.clientAuthMethod(configuration, endpoints),
+            authorizationParameters: configuration.extraAuthorizationParameters,
+            defaultScopes: configuration.scopes, identity: .identityRequest(), errorRows: OAuth2ErrorTaxonomy.openIDTable)
+        described.requiredScopes = ["openid"]
+        described.refreshRepeatsScopes = true
+        described.authorizationResponseIssuer = AuthorizationResponseIssuer(
+            issuer: endpoints.issuer, required: endpoints.authorizationResponseIssParameterSupported)
+        engine = try OAuth2Provider(
+            described, clientID: configuration.clientID,
+            clientAuthentication: Self.authentication(configuration, endpoints),
+            transport: transport, allowingInsecureHosts: configuration.allowedInsecureHosts, now: now)
+        engine.taxonomy = taxonomy
+        engine.checkToken = { [self] in try await checkToken($0, answer: $1, nonce: $2, renewed: $3) }
     }
 
     /// A provider whose endpoints come from ``OIDCConfiguration/endpoints`` or else from discovery.
@@ -353,7 +376,7 @@ public struct OIDCProvider: Sendable {
             }
         try endpoints.checkSecurity(
             provider: configuration.providerID, allowingInsecureHosts: configuration.allowedInsecureHosts)
-        return OIDCProvider(configuration: configuration, endpoints: endpoints, transport: transport, now: now)
+        return try OIDCProvider(configuration: configuration, endpoints: endpoints, transport: transport, now: now)
     }
 
     // MARK: Identity
@@ -364,9 +387,7 @@ public struct OIDCProvider: Sendable {
     public var displayName: String { configuration.displayName }
     /// The login flows the issuer offers: the browser, and device login when it publishes a
     /// device authorization endpoint.
-    public var supportedLoginFlows: Set<LoginFlowKind> {
-        endpoints.deviceAuthorizationEndpoint == nil ? [.browser] : [.browser, .device]
-    }
+    public var supportedLoginFlows: Set<LoginFlowKind> { engine.described.supportedLoginFlows }
     /// How the issuer's answers are classified.
     public var errorTaxonomy: any ErrorTaxonomy { taxonomy }
 
@@ -380,12 +401,6 @@ public struct OIDCProvider: Sendable {
         return IDTokenValidator(
             issuer: endpoints.issuer, clientID: configuration.clientID, keys: keys, leeway: configuration.clockLeeway,
             now: now)
-    }
-
-    /// The scopes for a login: the request's, or the configured ones, with `openid` first.
-    func scopes(for request: LoginRequest) -> [String] {
-        let asked = request.permissions.isEmpty ? configuration.scopes : request.permissions.map(\.name)
-        return ["openid"] + asked.filter { $0 != "openid" }
     }
 
     /// How this client authenticates: the configured method, or the one chosen from discovery.
@@ -402,16 +417,45 @@ public struct OIDCProvider: Sendable {
     }
 
     /// How this client authenticates every request to the token endpoint and its siblings.
-    public var clientAuthentication: ClientAuthentication {
-        if clientAuthMethod == .privateKeyJWT, let signer = configuration.clientAssertionSigner {
-            return .privateKeyJWT(signer)
-        }
-        return ClientAuthentication(clientAuthMethod, secret: configuration.clientSecret)
+    public var clientAuthentication: ClientAuthentication { engine.clientAuthentication }
+
+    /// The configured method with its credential: the signed assertion for `private_key_jwt`.
+    static func authentication(_ configuration: OIDCConfiguration, _ endpoints: OIDCEndpoints) -> ClientAuthentication {
+        let method = clientAuthMethod(configuration, endpoints)
+        if method == .privateKeyJWT, let signer = configuration.clientAssertionSigner { return .privateKeyJWT(signer) }
+        return ClientAuthentication(method, secret: configuration.clientSecret)
     }
 
-    /// A form POST to `url` with this client's authentication (``clientAuthentication``).
-    func formRequest(_ url: URL, _ form: [(String, String)]) throws -> HTTPRequest {
-        try clientAuthentication.formRequest(
-            url, form, clientID: configuration.clientID, tokenEndpoint: endpoints.tokenEndpoint)
+    /// What OpenID adds to every token answer the engine reads: its ID token validated (signature,
+    /// `iss`, `aud`, `exp`, the browser login's `nonce`, the same subject on a refresh), and
+    /// required from a browser login; a refresh answered without one keeps the login's; a device
+    /// login without one (django-oauth-toolkit's) takes its subject from userinfo, whose `sub` is
+    /// always there (Core §5.3.2).
+    ///
+    /// - Throws: `AuthError` for a missing ID token or one that fails a check (naming the check).
+    func checkToken(
+        _ token: AccessToken, answer: OAuthTokenResponse, nonce: String?, renewed previous: AccessToken?
+    ) async throws -> AccessToken {
+        var token = token
+        if let idToken = answer.idToken {
+            do {
+                let claims = try await idTokenValidator().validate(idToken, nonce: nonce)
+                if let previousSubject = previous?.userID, previousSubject != claims.subject {
+                    throw IDTokenError(check: .malformed, detail: "a refreshed ID token names another subject")
+                }
+                token.userID = claims.subject
+            } catch let error as IDTokenError {
+                throw error.authError(provider: id)
+            }
+        } else if nonce != nil {
+            throw AuthError.unreadableLoginAnswer(
+                "token answer (it has no id_token although the openid scope was asked for)", provider: id)
+        } else if let previous {
+            token.idToken = previous.idToken
+            token.userID = previous.userID
+        } else {
+            token.userID = try? await engine.account(of: token)?.id
+        }
+        return token
     }
 }

@@ -14,9 +14,9 @@ import Sesame
 ///
 /// The login is stored under the issuer it came from (`CredentialKey.issuer`), so it is never
 /// presented to, or refreshed at, another issuer with the same client id. The token's whole
-/// lifecycle is the core `Session`'s: this type supplies only the refresh token grant, as a
-/// `TokenRenewer`, and a login with no person (``OIDCMachineLogin``) is renewed by making its
-/// grant again. An expired access token with a working refresh token opens the session
+/// lifecycle is the core `Session`'s, renewed by the engine's refresh grant
+/// (`OAuth2Provider.refresh(_:)`, the ID token checked), and a login with no person
+/// (``OIDCMachineLogin``) by making its grant again. An expired access token with a working refresh token opens the session
 /// without UI (it is refreshed first); concurrent callers in this process share one refresh and,
 /// with ``Configuration/refreshLocking``, so do processes; the rotated refresh token is saved
 /// once before it is used. A refresh refused with `invalid_grant` keeps the stored login, marks
@@ -28,13 +28,15 @@ public final class OIDCSession: ProviderSession {
     /// The provider.
     public let provider: OIDCProvider
     /// The state machine and the token.
-    public let session: Session
+    public var session: Session { oauth2.session }
     /// What sends the requests.
     public let transport: any HTTPTransport
     /// How the person logs in.
-    public let loginUI: (any LoginUI)?
+    public var loginUI: (any LoginUI)? { oauth2.loginUI }
     /// Refresh and locking settings.
     public let configuration: Configuration
+    /// The engine's session, sending through ``transport``: refresh and revocation.
+    private let oauth2: OAuth2Session
 
     /// The tunable parts of a session.
     public struct Configuration: Sendable {
@@ -75,19 +77,19 @@ public final class OIDCSession: ProviderSession {
     ) {
         self.provider = provider
         self.transport = transport
-        self.loginUI = loginUI
         self.configuration = configuration
-        let refresh = OIDCRefreshGrant(provider: provider, transport: transport)
-        self.session = Session(
-            provider: provider.id, issuer: provider.endpoints.issuer, appID: provider.configuration.clientID,
-            account: account, store: store, refreshLocking: configuration.refreshLocking,
-            renewer: TokenRenewer.refreshToken(maximumLeeway: configuration.refreshLeeway.inSeconds) {
-                try await refresh.send($0)
+        var engine = provider.engine
+        engine.transport = transport
+        oauth2 = OAuth2Session(
+            provider: engine, store: store, account: account, loginUI: loginUI,
+            refreshLocking: configuration.refreshLocking, issuer: provider.endpoints.issuer,
+            renewer: TokenRenewer.refreshToken(maximumLeeway: configuration.refreshLeeway.inSeconds) { [engine] in
+                try await engine.refresh($0)
             }.renewingMachineLogins { current, grant in
                 try await OIDCMachineLogin(
                     oidc: provider, grant: grant, transport: transport, environment: configuration.environment
                 ).renew(current)
-            }, now: provider.now)
+            })
     }
 
     /// Opens the session: from a usable stored login without UI (refreshed first when its access
@@ -143,10 +145,10 @@ public final class OIDCSession: ProviderSession {
         return json
     }
 
-    /// Logs out: with `revoke`, first revokes the refresh and access tokens (RFC 7009) when the
-    /// provider has a revocation endpoint; then closes the session and deletes the stored token.
-    /// The tokens revoked are the stored login's, read again first: another process may have
-    /// renewed it (and rotated its refresh token) since this session read it.
+    /// Logs out as the engine's `OAuth2Session.logOut(revoke:)` does: with `revoke`, first revokes
+    /// the stored login's refresh and access tokens (RFC 7009) when the provider has a revocation
+    /// endpoint; then closes the session and deletes the stored token, and a login stored before
+    /// Sesame recorded issuers that came from this issuer.
     ///
     /// When revocation fails (no network, say), the token is deleted here all the same and the
     /// error is thrown, so the app can tell the person the grant may still be active.
@@ -154,83 +156,13 @@ public final class OIDCSession: ProviderSession {
     /// - Throws: `AuthError` when the revocation failed (the token is cleared here all the same);
     ///   `CredentialStoreError` when it cannot be removed from the store.
     public func logout(revoke: Bool = true) async throws {
-        let inMemory = await session.token
-        let token = (try? await session.store.load(session.key))?.token ?? inMemory
-        var failure: (any Error)?
-        if revoke, let token, let endpoint = provider.endpoints.revocationEndpoint {
-            do {
-                if let refresh = token.refreshToken {
-                    try await revokeToken(refresh, hint: "refresh_token", endpoint: endpoint)
-                }
-                try await revokeToken(
-                    token.tokenString, hint: "access_token", endpoint: endpoint, grantEnded: token.refreshToken != nil)
-            } catch {
-                failure = error
-            }
-        }
-        try await session.closeAndClearTokenInformation()
-        try await OIDCLegacyLogins.remove(for: session, issuer: provider.endpoints.issuer)
-        if let failure { throw failure }
-    }
-
-    /// Revokes `value`. `grantEnded`: its grant's refresh token was just revoked, which at Google
-    /// ends the access token too, and Google then answers 400 `invalid_token` for it
-    /// (https://developers.google.com/identity/protocols/oauth2/native-app#tokenrevoke): gone, as asked.
-    private func revokeToken(_ value: String, hint: String, endpoint: URL, grantEnded: Bool = false) async throws {
-        let response = try await send(
-            try provider.formRequest(endpoint, [("token", value), ("token_type_hint", hint)]))
-        if grantEnded, response.status == 400, response.json?["error"]?.stringValue == "invalid_token" { return }
-        // RFC 7009 §2.2: 200 whether or not the token was valid.
-        guard response.isSuccess else { throw provider.taxonomy.classify(response) }
-    }
-
-    private func send(_ request: HTTPRequest) async throws -> HTTPResponse {
-        try await LoginHTTP.send(request, through: transport, taxonomy: provider.taxonomy)
-    }
-}
-
-/// The refresh token grant (RFC 6749 §6) of one issuer and client: the hook the core's renewal
-/// calls. Nothing is saved here.
-struct OIDCRefreshGrant: Sendable {
-    var provider: OIDCProvider
-    var transport: any HTTPTransport
-
-    func send(_ current: AccessToken) async throws -> AccessToken {
-        guard let refreshToken = current.refreshToken else {
-            // The core asks only when `canRenew` said yes; this is for a caller that did not.
-            throw AuthError(
-                category: .authenticationReopenSession,
-                message: "The login to '\(provider.id)' has no refresh token to renew it with. Log in again.",
-                recoveryTactic: .reauthenticate, closesSession: false, provider: provider.id)
-        }
-        var form = [("grant_type", "refresh_token"), ("refresh_token", refreshToken)]
-        if !current.permissions.granted.isEmpty {
-            form.append(("scope", current.permissions.granted.sorted().joined(separator: " ")))
-        }
-        let response = try await LoginHTTP.send(
-            try provider.formRequest(provider.endpoints.tokenEndpoint, form), through: transport,
-            taxonomy: provider.taxonomy)
-        guard response.isSuccess else { throw provider.taxonomy.classify(response) }
-        let request = LoginRequest(
-            provider: provider.id, appID: provider.configuration.clientID,
-            permissions: current.permissions.granted.sorted().map { Permission.read($0) })
         do {
-            return try await provider.acceptToken(
-                response, for: request, nonce: nil, requireIDToken: false, previous: current)
-        } catch let error as AuthError {
-            // The issuer has rotated the refresh token already: keep the new one (it came from the
-            // token endpoint itself, over the same channel as every token), use nothing else of
-            // the answer, and say what was wrong.
-            guard let answer = OAuthTokenResponse(json: response.json), let rotated = answer.refreshToken,
-                rotated != refreshToken
-            else { throw error }
-            var kept = current
-            kept.refreshToken = rotated
-            kept.refreshTokenExpirationDate = answer.refreshTokenExpiresIn.flatMap {
-                $0 > 0 ? provider.now().addingTimeInterval(TimeInterval($0)) : nil
-            }
-            throw RenewalKeepingRotation(kept: kept, error: error)
+            try await oauth2.logOut(revoke: revoke)
+        } catch let failure where !(failure is CredentialStoreError) {
+            try await OIDCLegacyLogins.remove(for: session, issuer: provider.endpoints.issuer)
+            throw failure
         }
+        try await OIDCLegacyLogins.remove(for: session, issuer: provider.endpoints.issuer)
     }
 }
 

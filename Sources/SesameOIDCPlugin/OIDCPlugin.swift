@@ -42,8 +42,8 @@ public struct OIDCPlugin: ProviderPlugin {
             + "name several in the config file's \"oidc\" object to use them side by side."
     }
     public var loginFlows: Set<LoginFlowKind> { preset?.deviceLogin == false ? [.browser] : [.device, .browser] }
-    public var errorTaxonomy: any ErrorTaxonomy { OIDCErrorTaxonomy(provider: .oidc) }
-    public var errorTable: ErrorRuleTable? { OIDCErrorTaxonomy.table }
+    public var errorTaxonomy: any ErrorTaxonomy { OIDCErrorTaxonomy.openID() }
+    public var errorTable: ErrorRuleTable? { OIDCErrorTaxonomy.openIDTable }
 
     public var loginHelp: (discussion: String, examples: [(command: String, comment: String)]) {
         if let preset { return Self.help(preset) }
@@ -403,7 +403,12 @@ public struct OIDCPlugin: ProviderPlugin {
         var provider = try await OIDCProvider.discover(configuration, transport: request.transport)
         // A preset whose desktop clients cannot use the issuer's device login (Google's) logs in
         // with the browser.
-        if preset?.deviceLogin == false { provider.endpoints.deviceAuthorizationEndpoint = nil }
+        if preset?.deviceLogin == false, provider.endpoints.deviceAuthorizationEndpoint != nil {
+            var endpoints = provider.endpoints
+            endpoints.deviceAuthorizationEndpoint = nil
+            provider = try OIDCProvider(
+                configuration: configuration, endpoints: endpoints, transport: request.transport)
+        }
         if discovered {
             let endpoints = provider.endpoints
             try? await onOwnThread { try cache.remember(endpoints, at: Date()) }

@@ -105,7 +105,7 @@ struct OIDCEndToEndTests {
         try await OIDCHarness.with { harness in
             var endpoints = harness.provider.endpoints
             endpoints.authorizationResponseIssParameterSupported = false
-            let provider = OIDCProvider(
+            let provider = try OIDCProvider(
                 configuration: harness.provider.configuration, endpoints: endpoints, transport: harness.transport)
             try await harness.activate(.redirectNoIssuer)
             let session = OIDCSession(

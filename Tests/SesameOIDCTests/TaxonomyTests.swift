@@ -58,7 +58,7 @@ struct OIDCTaxonomyTests {
 
     @Test("each row of the OpenID table (the base rows) classifies its error", arguments: rows)
     func row(_ row: Row) {
-        let error = OIDCErrorTaxonomy().classify(
+        let error = OIDCErrorTaxonomy.openID().classify(
             status: row.status, headers: HTTPHeaders(row.headers), body: Data(row.body.utf8))
         #expect(error.ruleID == row.rule)
         #expect(error.category == row.category)
@@ -70,12 +70,12 @@ struct OIDCTaxonomyTests {
     @Test("every rule in the table is reached by a row of this test")
     func everyRuleCovered() {
         let covered = Set(Self.rows.map(\.rule))
-        #expect(Set(OIDCErrorTaxonomy.table.rules.map(\.id)).subtracting(covered).isEmpty)
+        #expect(Set(OIDCErrorTaxonomy.openIDTable.rules.map(\.id)).subtracting(covered).isEmpty)
     }
 
     @Test("invalid_grant keeps the stored credential: it does not close and clear the session")
     func invalidGrantKeepsCredential() {
-        let error = OIDCErrorTaxonomy().classify(
+        let error = OIDCErrorTaxonomy.openID().classify(
             status: 400, headers: [:], body: Data(Self.oauth("invalid_grant").utf8))
         #expect(!error.closesSession)
         #expect(error.recoveryTactic == .reauthenticate)
@@ -84,7 +84,7 @@ struct OIDCTaxonomyTests {
     @Test("a Retry-After date is read as the wait until then")
     func retryAfterDate() {
         let now = Date(timeIntervalSince1970: 1_700_000_000)
-        let taxonomy = OIDCErrorTaxonomy(now: { now })
+        let taxonomy = OIDCErrorTaxonomy.openID(now: { now })
         let error = taxonomy.classify(
             status: 429, headers: ["Retry-After": "Tue, 14 Nov 2023 22:15:20 GMT"], body: Data())
         #expect(error.retryAfter == .seconds(120))
@@ -92,7 +92,7 @@ struct OIDCTaxonomyTests {
 
     @Test("a login redirect's access_denied is userCancelled, other errors are failed logins")
     func loginErrors() {
-        let taxonomy = OIDCErrorTaxonomy()
+        let taxonomy = OIDCErrorTaxonomy.openID()
         #expect(taxonomy.classifyLoginError(OAuthErrorResponse(error: "access_denied")).category == .userCancelled)
         let other = taxonomy.classifyLoginError(OAuthErrorResponse(error: "server_error"))
         #expect(other.category == .server)

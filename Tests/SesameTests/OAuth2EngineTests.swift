@@ -137,6 +137,62 @@ struct OAuth2EngineTests {
         #expect(tokens == ["long-lived-refresh", "old-access"])
     }
 
+    @Test(
+        "a provider's hooks: required scopes first, the nonce, scopes repeated on refresh, the token check on each grant"
+    )
+    func providerHooks() async throws {
+        var described = Self.dropboxLike
+        (described.requiredScopes, described.defaultScopes, described.refreshRepeatsScopes) = (
+            ["openid"], ["email"], true
+        )
+        let transport = RecordingTransport(always: Self.json(#"{"access_token": "a", "refresh_token": "r2"}"#))
+        var provider = try OAuth2Provider(described, clientID: "app", transport: transport)
+        provider.checkToken = { token, _, nonce, renewed in
+            var token = token
+            token.userID = "\(nonce ?? "-")/\(renewed?.tokenString ?? "-")"
+            return token
+        }
+        let dialect = try #require(provider.browserDialect(nonce: "n-1"))
+        let request = LoginRequest(provider: "box", appID: "app")
+        let url = try dialect.authorizationURL(
+            for: request, redirectURI: URL(string: "http://127.0.0.1:9/cb")!, state: "s", pkce: try PKCE.generate())
+        let items = URLComponents(url: url, resolvingAgainstBaseURL: false)?.queryItems ?? []
+        #expect(items.first { $0.name == "scope" }?.value == "openid email")
+        #expect(items.first { $0.name == "nonce" }?.value == "n-1")
+        let token = try await dialect.token(from: transport.send(HTTPRequest(url: url)), for: request)
+        #expect(token.userID == "n-1/-")
+        var stored = Self.stored
+        stored.permissions = PermissionSet(granted: ["b", "a"], declined: [])
+        #expect(try await provider.refresh(stored).userID == "-/old-access")
+        let form = FormEncoding.decode(transport.requests.last?.body ?? Data())
+        #expect(form.first { $0.0 == "scope" }?.1 == "a b")
+    }
+
+    @Test("a refresh answer the token check refuses keeps only its rotated refresh token")
+    func refusedAnswerKeepsRotation() async throws {
+        let transport = RecordingTransport(always: Self.json(#"{"access_token": "new", "refresh_token": "rotated"}"#))
+        var provider = try OAuth2Provider(Self.dropboxLike, clientID: "app", transport: transport)
+        provider.checkToken = { _, _, _, _ in throw AuthError(category: .invalid, message: "bad", provider: "box") }
+        let failure = try await #require(throws: RenewalKeepingRotation.self) {
+            try await provider.refresh(Self.stored)
+        }
+        #expect(failure.kept.refreshToken == "rotated")
+        #expect(failure.kept.tokenString == "old-access")
+    }
+
+    @Test("an access token refused as invalid_token once its refresh token is revoked counts as revoked (Google)")
+    func accessTokenEndedWithItsGrant() async throws {
+        let transport = RecordingTransport { request, _ in
+            FormEncoding.decode(request.body ?? Data()).contains { $0 == ("token_type_hint", "access_token") }
+                ? Self.json(#"{"error": "invalid_token"}"#, status: 400) : Self.json("{}")
+        }
+        let provider = try OAuth2Provider(Self.dropboxLike, clientID: "app", transport: transport)
+        #expect(try await provider.revoke(Self.stored))
+        var accessOnly = Self.stored
+        accessOnly.refreshToken = nil
+        await #expect(throws: AuthError.self) { try await provider.revoke(accessOnly) }
+    }
+
     @Test("an endpoint over plain http to another host is refused")
     func endpointSecurity() {
         var described = Self.dropboxLike

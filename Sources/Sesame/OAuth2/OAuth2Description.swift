@@ -37,6 +37,8 @@ public struct OAuth2Description: Sendable {
     public var refreshTokensRotate: Bool
     /// Scopes asked for when a login names none.
     public var defaultScopes: [String]
+    /// Scopes every login asks for first, whatever it names (OpenID Connect's `openid`).
+    public var requiredScopes: [String] = []
     /// How scopes are joined: a space per RFC 6749 §3.3; some providers use a comma.
     public var scopeSeparator: String
     /// How the signed-in account is found.
@@ -71,6 +73,12 @@ public struct OAuth2Description: Sendable {
     /// Where to get a new token, said when a token the person supplied is refused; `nil` for a
     /// generic sentence.
     public var newTokenAdvice: String?
+    /// Whether a refresh asks again for the scopes the login was granted (`scope`, RFC 6749 §6),
+    /// as OpenID clients do; by default it names none, which RFC 6749 reads as the same scopes.
+    public var refreshRepeatsScopes = false
+    /// What a login redirect's `iss` must be (RFC 9207), for a provider with an issuer identifier;
+    /// `nil` checks nothing.
+    public var authorizationResponseIssuer: AuthorizationResponseIssuer?
 
     /// Creates a description; everything after `endpoints` has the plain RFC 6749 default.
     public init(

@@ -23,12 +23,26 @@ public struct OAuth2Provider: Sendable {
     public let clientID: String
     /// How the client authenticates at the token endpoint, for every grant and revocation.
     public let clientAuthentication: ClientAuthentication
-    /// What sends the requests.
-    public let transport: any HTTPTransport
-    /// How the provider's errors are classified: its rows, then the base rows.
-    public let taxonomy: OAuth2ErrorTaxonomy
+    /// What sends the requests; a session may send through its own.
+    public var transport: any HTTPTransport
+    /// How the provider's errors are classified: its rows, then the base rows. A provider that
+    /// names itself otherwise in messages, or knows more of its client, sets its own.
+    public var taxonomy: OAuth2ErrorTaxonomy
     /// The wall clock, for expiry dates.
     public let now: @Sendable () -> Date
+    /// Checks and completes the token of every successful answer of the token endpoint (the code,
+    /// device and refresh grants) before it is used: OpenID Connect validates the ID token here.
+    /// It gets the token as read, the answer, the nonce the browser login sent and, for a refresh,
+    /// the login renewed. `nil`: the token is used as read. An `AuthError` it throws for a refresh
+    /// answer that rotated the refresh token keeps the new refresh token (``RenewalKeepingRotation``).
+    public var checkToken: TokenCheck?
+
+    /// A provider's check of the token read from a successful token answer: the token, the answer,
+    /// the browser login's nonce, the login a refresh renews.
+    public typealias TokenCheck =
+        @Sendable (
+            _ token: AccessToken, _ answer: OAuthTokenResponse, _ nonce: String?, _ renewed: AccessToken?
+        ) async throws -> AccessToken
 
     /// Creates the provider.
     ///
@@ -85,15 +99,21 @@ public struct OAuth2Provider: Sendable {
 
     /// The browser login (authorization code with PKCE), when the provider has an authorization
     /// endpoint; the account is read from the token answer when the description says so.
-    public var browserDialect: (any BrowserLoginDialect)? {
+    public var browserDialect: (any BrowserLoginDialect)? { browserDialect(nonce: nil) }
+
+    /// The browser login sending `nonce` (OpenID Connect) first among the authorization parameters
+    /// and handing it to ``checkToken``; one dialect serves one login.
+    public func browserDialect(nonce: String?) -> (any BrowserLoginDialect)? {
         described.endpoints.authorization.map { endpoint in
             OAuth2EngineBrowserDialect(
-                engine: self,
+                engine: self, nonce: nonce,
                 standard: OAuth2BrowserDialect(
                     provider: id, errorTaxonomy: errorTaxonomy, authorizationEndpoint: endpoint,
                     tokenEndpoint: described.endpoints.token, clientID: clientID,
                     clientAuthentication: clientAuthentication, scopeSeparator: described.scopeSeparator,
-                    extraAuthorizationParameters: described.authorizationParameters, now: now))
+                    extraAuthorizationParameters: (nonce.map { [("nonce", $0)] } ?? [])
+                        + described.authorizationParameters,
+                    now: now))
         }
     }
 
@@ -120,7 +140,8 @@ public struct OAuth2Provider: Sendable {
 
     /// The refresh token grant (RFC 6749 §6). An answer without a refresh token keeps the one
     /// sent and its expiry (a provider that does not rotate, such as Dropbox; RFC 6749 §6 allows
-    /// any provider to); a rotated one replaces it. Nothing is saved here.
+    /// any provider to); a rotated one replaces it. The answer goes through ``checkToken``.
+    /// Nothing is saved here.
     ///
     /// - Throws: `AuthError`: a refused refresh token (`invalid_grant`) is
     ///   `authenticationReopenSession`, which the core records on the login.
@@ -131,10 +152,12 @@ public struct OAuth2Provider: Sendable {
                 message: "This \(described.displayName) login has no refresh token. Log in again.",
                 recoveryTactic: .reauthenticate, closesSession: false, provider: id)
         }
+        var form = [("grant_type", "refresh_token"), ("refresh_token", refreshToken)]
+        if described.refreshRepeatsScopes, !current.permissions.granted.isEmpty {
+            form.append(("scope", current.permissions.granted.sorted().joined(separator: described.scopeSeparator)))
+        }
         let response = try await send(
-            clientAuthentication.formRequest(
-                described.endpoints.token, [("grant_type", "refresh_token"), ("refresh_token", refreshToken)],
-                clientID: clientID))
+            clientAuthentication.formRequest(described.endpoints.token, form, clientID: clientID))
         let answer = try tokenAnswer(response, what: "refresh answer")
         let request = LoginRequest(
             provider: id, appID: current.appID, permissions: current.permissions.granted.sorted().map { .read($0) },
@@ -144,7 +167,19 @@ public struct OAuth2Provider: Sendable {
             renewed.refreshToken = refreshToken
             renewed.refreshTokenExpirationDate = current.refreshTokenExpirationDate
         }
-        return try await described.completeToken?(renewed, request, current) ?? renewed
+        renewed = try await described.completeToken?(renewed, request, current) ?? renewed
+        guard let checkToken else { return renewed }
+        do {
+            return try await checkToken(renewed, answer, nil, current)
+        } catch let error as AuthError {
+            // The provider has rotated the refresh token already: keep the new one (it came from the
+            // token endpoint itself), use nothing else of the answer, and say what was wrong.
+            guard let rotated = answer.refreshToken, rotated != refreshToken else { throw error }
+            var kept = current
+            kept.refreshToken = rotated
+            kept.refreshTokenExpirationDate = renewed.refreshTokenExpirationDate
+            throw RenewalKeepingRotation(kept: kept, error: error)
+        }
     }
 
     /// Who `token` belongs to, by the identity request; `nil` when the description reads the
@@ -167,7 +202,9 @@ public struct OAuth2Provider: Sendable {
     }
 
     /// Revokes the login's refresh token, then its access token (RFC 7009); `false` when the
-    /// provider has no revocation endpoint.
+    /// provider has no revocation endpoint. An access token refused as `invalid_token` (HTTP 400)
+    /// after its refresh token was revoked is gone, as asked: Google ends it with its grant
+    /// (https://developers.google.com/identity/protocols/oauth2/native-app#tokenrevoke).
     ///
     /// - Throws: `AuthError` when the provider refuses or cannot be reached.
     @discardableResult
@@ -185,6 +222,12 @@ public struct OAuth2Provider: Sendable {
                 clientAuthentication.formRequest(
                     endpoint, [("token", value), ("token_type_hint", hint)], clientID: clientID,
                     tokenEndpoint: described.endpoints.token))
+            if hint == "access_token", token.refreshToken != nil, response.status == 400,
+                response.json?["error"]?.stringValue == "invalid_token"
+            {
+                continue
+            }
+            // RFC 7009 §2.2: 200 whether or not the token was valid.
             guard response.isSuccess else { throw errorTaxonomy.classify(response) }
         }
         return true
@@ -200,6 +243,16 @@ public struct OAuth2Provider: Sendable {
             throw AuthError.unreadableLoginAnswer("\(what) (it has no access_token)", provider: id)
         }
         return answer
+    }
+
+    /// `request` as the provider is asked it: its scopes, or the default ones when it names none,
+    /// after the required ones. The token is read for the request as it was.
+    func asking(_ request: LoginRequest) -> LoginRequest {
+        var asking = request
+        let asked = request.permissions.isEmpty ? described.defaultScopes : request.permissions.map(\.name)
+        asking.permissions = (described.requiredScopes + asked.filter { !described.requiredScopes.contains($0) })
+            .map { .read($0) }
+        return asking
     }
 
     /// `token` with the account id the token answer carries, when the description reads it there.
@@ -341,19 +394,33 @@ public struct OAuth2Session: ProviderSession {
     public let loginUI: (any LoginUI)?
 
     /// Creates a session; nothing is read or written until it is used.
+    ///
+    /// - Parameters:
+    ///   - provider: the provider.
+    ///   - store: where the login is kept.
+    ///   - account: the name the login is stored under.
+    ///   - loginUI: how the person logs in; without one the session opens only from the store.
+    ///   - refreshLocking: how renewals are kept apart from other processes'.
+    ///   - issuer: the issuer the login is stored under and valid at, for a provider with one
+    ///     (OpenID Connect).
+    ///   - renewer: how the login is renewed; the provider's refresh grant (``OAuth2Provider/renewer``)
+    ///     by default.
     public init(
         provider: OAuth2Provider, store: any CredentialStore, account: String = "default",
-        loginUI: (any LoginUI)? = nil, refreshLocking: RefreshLocking = .none
+        loginUI: (any LoginUI)? = nil, refreshLocking: RefreshLocking = .none, issuer: String? = nil,
+        renewer: TokenRenewer? = nil
     ) {
         self.provider = provider
         self.loginUI = loginUI
         session = Session(
-            provider: provider.id, appID: provider.clientID, account: account, store: store,
-            refreshLocking: refreshLocking, renewer: provider.renewer, now: provider.now)
+            provider: provider.id, issuer: issuer, appID: provider.clientID, account: account, store: store,
+            refreshLocking: refreshLocking, renewer: renewer ?? provider.renewer, now: provider.now)
     }
 
     /// Logs out: with `revoke`, first revokes the tokens at the provider; then deletes the stored
-    /// login. A revocation that fails still deletes the login here, and its error is thrown after.
+    /// login. The tokens revoked are the stored login's, read again first: another process may have
+    /// renewed it (and rotated its refresh token) since this session read it. A revocation that
+    /// fails still deletes the login here, and its error is thrown after.
     ///
     /// - Returns: whether the tokens were revoked.
     /// - Throws: `CredentialStoreError` when the login cannot be removed; then the revocation's
@@ -362,7 +429,8 @@ public struct OAuth2Session: ProviderSession {
     public func logOut(revoke: Bool) async throws -> Bool {
         var failure: (any Error)?
         var revoked = false
-        if revoke, let token = await session.token {
+        let inMemory = await session.token
+        if revoke, let token = (try? await session.store.load(session.key))?.token ?? inMemory {
             do { revoked = try await provider.revoke(token) } catch { failure = error }
         }
         try await session.closeAndClearTokenInformation()
@@ -374,12 +442,15 @@ public struct OAuth2Session: ProviderSession {
 /// The engine's browser dialect: the standard one, reading the account from the token answer.
 struct OAuth2EngineBrowserDialect: BrowserLoginDialect {
     var engine: OAuth2Provider
+    var nonce: String?
     var standard: OAuth2BrowserDialect
 
     var provider: ProviderID { engine.id }
     var errorTaxonomy: any ErrorTaxonomy { engine.errorTaxonomy }
+    var authorizationResponseIssuer: AuthorizationResponseIssuer? { engine.described.authorizationResponseIssuer }
     func authorizationURL(for request: LoginRequest, redirectURI: URL, state: String, pkce: PKCE) -> URL {
-        let url = standard.authorizationURL(for: request, redirectURI: redirectURI, state: state, pkce: pkce)
+        let url = standard.authorizationURL(
+            for: engine.asking(request), redirectURI: redirectURI, state: state, pkce: pkce)
         // Slack asks a person's own scopes with user_scope.
         guard engine.described.scopeParameter != "scope",
             var components = URLComponents(url: url, resolvingAgainstBaseURL: false)
@@ -392,9 +463,10 @@ struct OAuth2EngineBrowserDialect: BrowserLoginDialect {
     func tokenRequest(code: String, redirectURI: URL, pkce: PKCE, for request: LoginRequest) throws -> HTTPRequest {
         try standard.tokenRequest(code: code, redirectURI: redirectURI, pkce: pkce, for: request)
     }
-    func token(from response: HTTPResponse, for request: LoginRequest) throws -> AccessToken {
+    func token(from response: HTTPResponse, for request: LoginRequest) async throws -> AccessToken {
         let answer = try engine.tokenAnswer(response, what: "token answer", at: engine.described.tokenAnswerPath)
-        return engine.identified(AccessToken(answer, for: request, now: engine.now()), answer: answer.raw)
+        let token = engine.identified(AccessToken(answer, for: request, now: engine.now()), answer: answer.raw)
+        return try await engine.checkToken?(token, answer, nonce, nil) ?? token
     }
 }
 
@@ -405,15 +477,19 @@ struct OAuth2EngineDeviceDialect: DeviceLoginDialect {
 
     var provider: ProviderID { engine.id }
     var errorTaxonomy: any ErrorTaxonomy { engine.errorTaxonomy }
-    func startRequest(for request: LoginRequest) throws -> HTTPRequest { try standard.startRequest(for: request) }
+    func startRequest(for request: LoginRequest) throws -> HTTPRequest {
+        try standard.startRequest(for: engine.asking(request))
+    }
     func authorization(from response: HTTPResponse, for request: LoginRequest) throws -> DeviceAuthorization {
         try standard.authorization(from: response, for: request)
     }
     func pollRequest(_ context: DevicePollContext) throws -> HTTPRequest { try standard.pollRequest(context) }
-    func readPoll(_ response: HTTPResponse, context: DevicePollContext) -> DevicePollAnswer {
-        guard case .authorized(let token) = standard.readPoll(response, context: context) else {
-            return standard.readPoll(response, context: context)
+    func readPoll(_ response: HTTPResponse, context: DevicePollContext) async throws -> DevicePollAnswer {
+        let read = standard.readPoll(response, context: context)
+        guard case .authorized(let token) = read, let answer = OAuthTokenResponse(json: response.json) else {
+            return read
         }
-        return .authorized(engine.identified(token, answer: response.json))
+        let identified = engine.identified(token, answer: response.json)
+        return .authorized(try await engine.checkToken?(identified, answer, nil, nil) ?? identified)
     }
 }
