@@ -345,7 +345,8 @@ public struct OIDCProvider: Sendable {
                 identity: endpoints.userinfoEndpoint),
             clientAuthenticationMethod: Self.clientAuthMethod(configuration, endpoints),
             authorizationParameters: configuration.extraAuthorizationParameters,
-            defaultScopes: configuration.scopes, identity: .identityRequest(), errorRows: OAuth2ErrorTaxonomy.openIDTable)
+            defaultScopes: configuration.scopes, identity: .identityRequest(),
+            errorRows: OAuth2ErrorTaxonomy.openIDTable)
         described.requiredScopes = ["openid"]
         described.refreshRepeatsScopes = true
         described.authorizationResponseIssuer = AuthorizationResponseIssuer(
