@@ -82,8 +82,12 @@ public enum Desktop {
     /// A library app that uses one provider's `Desktop.<provider>(...)` entry point need not call
     /// it. A second call, and two plug-ins or stores with the same name, are programming errors.
     ///
-    /// - Parameter programName: the command people type, for ``programName``; `nil` takes the
-    ///   executable's name from `CommandLine.arguments[0]`. One word: no space, quote, `$` or slash.
+    /// - Parameters:
+    ///   - plugins: the provider plug-ins, in the order commands and help list them.
+    ///   - storage: the stores beyond the keyring, the file and memory.
+    ///   - emulators: the emulators the program allows, for ``BuiltInEmulators/sesame`` and `emulator NAME`.
+    ///   - programName: the command people type, for ``programName``; `nil` takes the
+    ///     executable's name from `CommandLine.arguments[0]`. One word: no space, quote, `$` or slash.
     public static func bootstrap(
         _ plugins: [any ProviderPlugin], storage: [any StorageBackend] = [], emulators: [any EmulatorPlugin] = [],
         programName: String? = nil
