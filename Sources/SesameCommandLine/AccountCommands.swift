@@ -65,7 +65,7 @@ struct AccountCommands {
         if case .permissions = command.action, plugin.permissionSupport.isEmpty {
             throw CommandFailure(
                 "\(plugin.displayName) logins choose their scopes when logging in; log in again with "
-                    + "'sesame login \(name) --scopes a,b'.", status: ExitStatus.usage)
+                    + "'\(Desktop.programName) login \(name) --scopes a,b'.", status: ExitStatus.usage)
         }
         // The active account is read (on a thread of its own) while the keyring connects, not
         // after: `sesame token` waited 2-4 ms for it between the two.
@@ -227,7 +227,7 @@ struct AccountCommands {
                 throw CommandFailure(
                     "No login to \(connected.label) is named '\(target.sanitizedForTerminal)'"
                         + (known.isEmpty ? "" : " (logins: \(known.joined(separator: ", ")))")
-                        + "; log in to it with 'sesame login \(name) --account \(target.sanitizedForTerminal)'.",
+                        + "; log in to it with '\(Desktop.programName) login \(name) --account \(target.sanitizedForTerminal)'.",
                     status: ExitStatus.permission)
             }
             try await accounts.setActiveAccount(target, for: key.provider, appID: key.appID)
@@ -351,7 +351,7 @@ struct AccountCommands {
         let token = text.trimmingCharacters(in: .whitespacesAndNewlines)
         guard !token.isEmpty else {
             throw CommandFailure(
-                "Standard input gave no token; pipe it in, as in 'sesame login \(name) --with-token < token.txt'.",
+                "Standard input gave no token; pipe it in, as in '\(Desktop.programName) login \(name) --with-token < token.txt'.",
                 status: ExitStatus.dataError)
         }
         guard !token.unicodeScalars.contains(where: { $0.properties.generalCategory == .control || $0 == " " }) else {
@@ -510,7 +510,7 @@ struct AccountCommands {
 
     func notLoggedIn(_ key: CredentialKey, connected: any ConnectedProvider) -> CommandFailure {
         CommandFailure(
-            "Not logged in to \(connected.label) as '\(key.account)'; log in with 'sesame login \(name)"
+            "Not logged in to \(connected.label) as '\(key.account)'; log in with '\(Desktop.programName) login \(name)"
                 + (key.account == "default" ? "" : " --account \(key.account)") + "'.", status: ExitStatus.permission)
     }
 }

@@ -146,13 +146,13 @@ package enum SesameCLI {
     /// The top-level help.
     package static var help: String {
         var text = """
-            sesame: sign in with identity providers from a Linux desktop or terminal, keep the
+            \(Desktop.programName): sign in with identity providers from a Linux desktop or terminal, keep the
             logins in the keyring, and understand what the providers' errors mean.
 
             USAGE
-              sesame [--debug] <command> [options]
-              sesame help [<command>]
-              sesame --version
+              \(Desktop.programName) [--debug] <command> [options]
+              \(Desktop.programName) help [<command>]
+              \(Desktop.programName) --version
 
             COMMANDS
 
@@ -161,7 +161,7 @@ package enum SesameCLI {
         text += """
 
             A provider with nothing configured (no app or client id) uses Sesame's built-in
-            emulator for it, whose state is kept under $XDG_STATE_HOME/sesame/ ('sesame doctor'
+            emulator for it, whose state is kept under $XDG_STATE_HOME/sesame/ ('\(Desktop.programName) doctor'
             says which ones).
 
             --debug (or SESAME_DEBUG=1) prints each HTTP exchange, renewal decision and store
@@ -173,7 +173,7 @@ package enum SesameCLI {
         text += HelpFormatter.table(ExitStatus.table.map { (String($0.0), $0.1) })
         text += """
 
-            Run 'sesame <command> --help' for a command's options.
+            Run '\(Desktop.programName) <command> --help' for a command's options.
 
             """
         return text
@@ -182,11 +182,11 @@ package enum SesameCLI {
     /// The usage printed with a usage error: the command's synopsis, or the command list.
     package static func usage(for command: String?) -> String {
         if let command, let spec = commands.first(where: { $0.name == command })?.spec {
-            return "USAGE\n\(spec.usage)\n\nRun 'sesame \(command) --help' for more.\n"
+            return "USAGE\n\(spec.usage)\n\nRun '\(Desktop.programName) \(command) --help' for more.\n"
         }
-        return "USAGE\n  sesame <command> [options]\n\nCOMMANDS\n"
+        return "USAGE\n  \(Desktop.programName) <command> [options]\n\nCOMMANDS\n"
             + HelpFormatter.table(commands.map { ($0.name, $0.spec.summary) })
-            + "\nRun 'sesame help' for more.\n"
+            + "\nRun '\(Desktop.programName) help' for more.\n"
     }
 
     /// Reads a command line (without the program name). Pure: no I/O, so tests call it directly.
@@ -211,7 +211,8 @@ package enum SesameCLI {
         }
         if first.hasPrefix("-") {
             throw UsageError(
-                "unknown option '\(first)'; a command comes first, as in 'sesame explain-error ...'", command: nil)
+                "unknown option '\(first)'; a command comes first, as in '\(Desktop.programName) explain-error ...'",
+                command: nil)
         }
         guard let definition = definition(named: first) else { throw unknownCommand(first) }
         let parsed = try ArgumentParser.parse(Array(arguments.dropFirst()), for: definition.spec)
@@ -251,7 +252,7 @@ package enum SesameCLI {
     /// closed descriptor): that is said on standard error, with 74, since a script reading the
     /// output would otherwise take nothing for the answer. A reader that went away
     /// (`| head -1`) is not a failure.
-    package static func checkingOutput(_ status: Int32, program: String = "sesame") -> Int32 {
+    package static func checkingOutput(_ status: Int32, program: String = Desktop.programName) -> Int32 {
         guard let code = StandardStreams.outputError else { return status }
         let reason = code == EBADF ? "it is closed" : String(cString: strerror(code))
         StandardStreams.err(
@@ -285,7 +286,7 @@ package enum SesameCLI {
         do {
             command = try parse(arguments)
         } catch {
-            let prefix = error.command.map { "sesame \($0)" } ?? "sesame"
+            let prefix = Desktop.programName + (error.command.map { " \($0)" } ?? "")
             io.writeError("\(prefix): \(error.message)\n\n\(usage(for: error.command))")
             return ExitStatus.usage
         }
@@ -298,7 +299,7 @@ package enum SesameCLI {
         case .providers:
             return ProvidersCommand.run(io: io)
         case .version:
-            io.write("sesame \(version)\n")
+            io.write("\(Desktop.programName) \(version)\n")
             return ExitStatus.success
         case .completion(let completion):
             io.write(completion.text)
@@ -335,12 +336,12 @@ package enum SesameCLI {
             let failure = CommandFailure.from(error, provider: providerName)
             if failure.status == ExitStatus.usage, case .provider(let providerCommand) = command {
                 io.writeError(
-                    "sesame \(providerCommand.commandName): \(Terminal.printable(failure.message))\n\n"
+                    "\(Desktop.programName) \(providerCommand.commandName): \(Terminal.printable(failure.message))\n\n"
                         + usage(for: providerCommand.commandName))
                 return failure.status
             }
             // The message may quote what a server sent: printed without control characters.
-            io.writeError("sesame \(command.name): \(Terminal.printable(failure.message))\n")
+            io.writeError("\(Desktop.programName) \(command.name): \(Terminal.printable(failure.message))\n")
             return failure.status
         }
     }

@@ -1,3 +1,5 @@
+import SesameDesktop
+
 /// One command of the `sesame` tree: its name, options and help. Help text is generated from
 /// these, so it cannot drift from what the parser accepts.
 package struct CommandSpec: Sendable {
@@ -49,16 +51,17 @@ package struct CommandSpec: Sendable {
                     return text
                 }.joined(separator: " ")
             ] : synopses
-        let indent = String(repeating: " ", count: "  sesame \(name) ".count + 4)
+        let program = Desktop.programName
+        let indent = String(repeating: " ", count: "  \(program) \(name) ".count + 4)
         return lines.map { line in
             line.hasPrefix(" ")
-                ? indent + line.drop { $0 == " " } : "  sesame \(name) \(line)".trimmingTrailingSpaces
+                ? indent + line.drop { $0 == " " } : "  \(program) \(name) \(line)".trimmingTrailingSpaces
         }.joined(separator: "\n")
     }
 
     /// The full help text.
     package var help: String {
-        var text = "sesame \(name): \(summary)\n\nUSAGE\n\(usage)\n"
+        var text = "\(Desktop.programName) \(name): \(summary)\n\nUSAGE\n\(usage)\n"
         if let discussion { text += "\n\(discussion)\n" }
         let rows =
             options.map { option in

@@ -16,7 +16,7 @@ package struct CredentialHelpersCommand: Sendable, Equatable {
             synopses: ["[--json]"],
             discussion: """
                 Lists the container registries the config file's "registries" object maps to a login, \
-                whether docker-credential-sesame is on PATH, and the lines that wire each tool.
+                whether \(DockerCredentialHelper.name) is on PATH, and the lines that wire each tool.
                 """,
             options: [OptionSpec("json", "Print one JSON object.")])
     ) { parsed throws(UsageError) in
@@ -32,9 +32,10 @@ package struct CredentialHelpersCommand: Sendable, Equatable {
         let program = KubeconfigCommand.programPath
         let example = Desktop.providers.first?.name ?? "PROVIDER"
         let gitHelper = "!\(program) git-credential"
+        // docker runs docker-credential-NAME for a host whose entry is NAME.
+        let helperSuffix = JSONValue.string(Desktop.programName)
         let authFile = JSONValue.object([
-            "credHelpers": .object(
-                Dictionary(uniqueKeysWithValues: registries.map { ($0.host.text, JSONValue.string("sesame")) }))
+            "credHelpers": .object(Dictionary(uniqueKeysWithValues: registries.map { ($0.host.text, helperSuffix) }))
         ])
         if json {
             let entries: [JSONValue] = registries.map { mapping in
@@ -60,7 +61,7 @@ package struct CredentialHelpersCommand: Sendable, Equatable {
         }
         var text = """
             git       git config --global credential.https://HOST.helper '\(gitHelper)'
-            kubectl   sesame kubeconfig PROVIDER  (prints the users: entry; e.g. 'sesame kubeconfig \(example)')
+            kubectl   \(Desktop.programName) kubeconfig PROVIDER  (prints the users: entry; e.g. '\(Desktop.programName) kubeconfig \(example)')
             registries in \(configuration.configFileDescription) ("registries"):
 
             """
@@ -69,14 +70,15 @@ package struct CredentialHelpersCommand: Sendable, Equatable {
         }
         for mapping in registries {
             let account = mapping.account.map { "account '\($0.sanitizedForTerminal)'" } ?? "the active account"
-            let warning = known.contains(mapping.provider) ? "" : "  (unknown provider: see 'sesame providers')"
+            let warning =
+                known.contains(mapping.provider) ? "" : "  (unknown provider: see '\(Desktop.programName) providers')"
             text +=
                 "  \(mapping.host.text) -> \(mapping.provider.sanitizedForTerminal), \(account), user name "
                 + "\(mapping.username.sanitizedForTerminal)\(warning)\n"
         }
         text +=
             "\(DockerCredentialHelper.name): "
-            + (helper ?? "not on PATH (scripts/install puts it beside sesame)") + "\n"
+            + (helper ?? "not on PATH (scripts/install puts it beside \(Desktop.programName))") + "\n"
         if !registries.isEmpty {
             text += "auth file (~/.docker/config.json, or containers' auth.json): \(authFile.jsonText)\n"
         }

@@ -18,7 +18,7 @@ struct DebugLogHandler: LogHandler {
             return "\(name)=" + (text.contains(" ") ? "\"\(text)\"" : text)
         }
         let tail = values.isEmpty ? "" : ": " + values.joined(separator: " ")
-        writeError("[sesame \(level.rawValue)] \(message)\(tail)\n")
+        writeError("[\(Desktop.programName) \(level.rawValue)] \(message)\(tail)\n")
     }
 
     /// Whether the environment asks for debug output: `SESAME_DEBUG` set to anything but empty,

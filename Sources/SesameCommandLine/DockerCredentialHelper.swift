@@ -13,8 +13,11 @@ import SesameDesktop
 /// the mapped hosts and their user names. `store` and `erase` are refused (logins come from
 /// `sesame login`), and change nothing.
 package enum DockerCredentialHelper {
-    /// The program's name, for messages.
-    package static let name = "docker-credential-sesame"
+    /// The helper's name, for messages and the PATH: `docker-credential-` and ``Desktop/programName``,
+    /// as docker runs the helper that a `credHelpers` entry names (`"ghcr.io": "sesame"` runs
+    /// `docker-credential-sesame`). Its executable hands `Desktop.bootstrap` the program's name,
+    /// not its own.
+    package static var name: String { "docker-credential-\(Desktop.programName)" }
     /// What the protocol's clients take for "no credentials for this server".
     package static let notFound = "credentials not found in native keychain"
 
@@ -79,10 +82,10 @@ package enum DockerCredentialHelper {
             _ = try? await readInput(context)
             throw CommandFailure(
                 "does not \(verb == "store" ? "store passwords" : "erase logins"): it answers from Sesame's stored "
-                    + "logins, which 'sesame login' makes and 'sesame logout' removes; nothing was changed.",
+                    + "logins, which '\(Desktop.programName) login' makes and '\(Desktop.programName) logout' removes; nothing was changed.",
                 status: ExitStatus.failure)
         case "version":
-            context.io.write("\(name) (sesame \(SesameCLI.version))\n")
+            context.io.write("\(name) (\(Desktop.programName) \(SesameCLI.version))\n")
             return ExitStatus.success
         default:
             throw CommandFailure(

@@ -128,7 +128,7 @@ package struct EmulatorCommand: Sendable, Equatable {
         signals: [Int32] = [SIGINT, SIGTERM]
     ) async -> Int32 {
         guard let emulator = Self.emulators.first(where: { $0.name == provider })?.emulator else {
-            io.writeError("sesame emulator: there is no '\(provider)' emulator.\n")
+            io.writeError("\(Desktop.programName) emulator: there is no '\(provider)' emulator.\n")
             return ExitStatus.usage
         }
         let request = EmulatorServeRequest(
@@ -139,10 +139,10 @@ package struct EmulatorCommand: Sendable, Equatable {
             io.write("Stopped (\(signal == SIGINT ? "SIGINT" : signal == SIGTERM ? "SIGTERM" : "signal \(signal)")).\n")
             return ExitStatus.success
         } catch let error as DesktopError {
-            io.writeError("sesame emulator: \(error.message)\n")
+            io.writeError("\(Desktop.programName) emulator: \(error.message)\n")
             return error.status.rawValue
         } catch {
-            io.writeError("sesame emulator: \(error.sentence)\n")
+            io.writeError("\(Desktop.programName) emulator: \(error.sentence)\n")
             return ExitStatus.failure
         }
     }

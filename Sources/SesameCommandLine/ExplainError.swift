@@ -125,7 +125,7 @@ package struct ExplainError: Sendable, Equatable {
     package func run(io: CommandIO) async -> Int32 {
         guard let support = ErrorProviderSupport.named(provider.rawValue) else {
             io.writeError(
-                "sesame explain-error: unknown provider '\(provider)'; known providers: \(ErrorProviderSupport.names)\n"
+                "\(Desktop.programName) explain-error: unknown provider '\(provider)'; known providers: \(ErrorProviderSupport.names)\n"
             )
             return ExitStatus.usage
         }
@@ -136,7 +136,7 @@ package struct ExplainError: Sendable, Equatable {
             data = await io.readStandardInput(Self.maximumBodySize)
             guard data.count <= Self.maximumBodySize else {
                 io.writeError(
-                    "sesame explain-error: standard input holds more than \(Self.maximumBodySize >> 20) MiB, more "
+                    "\(Desktop.programName) explain-error: standard input holds more than \(Self.maximumBodySize >> 20) MiB, more "
                         + "than a provider's error body; give the body alone.\n")
                 return ExitStatus.dataError
             }
@@ -145,7 +145,7 @@ package struct ExplainError: Sendable, Equatable {
                 let reason =
                     FileManager.default.fileExists(atPath: path) ? "it cannot be read" : "there is no such file"
                 io.writeError(
-                    "sesame explain-error: cannot read the body file '\(path)': \(reason). Check the path, or give the "
+                    "\(Desktop.programName) explain-error: cannot read the body file '\(path)': \(reason). Check the path, or give the "
                         + "body with --body, or on standard input with --body-file -.\n")
                 return ExitStatus.noInput
             }

@@ -28,7 +28,7 @@ package struct GitCredentialCommand: Sendable, Equatable {
                 'get' answers username=<login> and password=<token> for a host Sesame has a login for (the \
                 active account, or the one git names with username=), refreshing a token that is about to \
                 expire; for any other host it prints nothing and exits 0, so git asks the next helper. It never \
-                prompts and prints the token to git only. 'store' does nothing (logins come from 'sesame login'); \
+                prompts and prints the token to git only. 'store' does nothing (logins come from '\(Desktop.programName) login'); \
                 'erase' forgets nothing, unless --forget-refused is given: then the stored login whose token git \
                 reports as refused is removed.
                 """,
@@ -39,7 +39,7 @@ package struct GitCredentialCommand: Sendable, Equatable {
             ],
             examples: [
                 (
-                    "git config --global credential.https://HOST.helper '!sesame git-credential'",
+                    "git config --global credential.https://HOST.helper '!\(Desktop.programName) git-credential'",
                     "Let git use the stored login of a provider that serves git at HOST"
                 )
             ])
@@ -152,7 +152,7 @@ package struct GitCredentialCommand: Sendable, Equatable {
         for stored in refused { try await store.delete(stored.key) }
         if let first = refused.first {
             context.io.writeError(
-                "sesame git-credential: removed the login of account '\(first.key.account.sanitizedForTerminal)' "
+                "\(Desktop.programName) git-credential: removed the login of account '\(first.key.account.sanitizedForTerminal)' "
                     + "on \(connected.appID.sanitizedForTerminal), which git reports as refused.\n")
         }
         return !refused.isEmpty

@@ -47,7 +47,7 @@ package struct KubernetesExecInfo: Sendable, Equatable {
         else {
             throw CommandFailure(
                 "KUBERNETES_EXEC_INFO is not an ExecCredential in JSON; kubectl sets it, so unset it when running "
-                    + "'sesame kubectl-credential' by hand.", status: ExitStatus.dataError)
+                    + "'\(Desktop.programName) kubectl-credential' by hand.", status: ExitStatus.dataError)
         }
         guard let version = json["apiVersion"]?.stringValue, apiVersions.contains(version) else {
             throw CommandFailure(
@@ -147,7 +147,8 @@ extension AccountCommands {
         if let expiry, expiry <= Date() {
             throw CommandFailure(
                 "The ID token of the login to \(connected.label) has expired and the provider gave no new one when "
-                    + "renewing; log in again with 'sesame login \(command.provider)'.", status: ExitStatus.permission)
+                    + "renewing; log in again with '\(Desktop.programName) login \(command.provider)'.",
+                status: ExitStatus.permission)
         }
         try Self.checkLasts(
             token, options.minValid, since: started, label: connected.label, provider: command.provider, expiry: expiry)
@@ -194,7 +195,7 @@ package struct KubeconfigCommand: Sendable, Equatable {
         var arguments = ["kubectl-credential", provider]
         if let account { arguments += ["--account", account] }
         if tokenKind != .automatic { arguments += ["--token-type", tokenKind.rawValue] }
-        let name = "sesame-\(provider)" + (account.map { "-\($0)" } ?? "")
+        let name = "\(Desktop.programName)-\(provider)" + (account.map { "-\($0)" } ?? "")
         return """
             users:
             - name: \(Self.quoted(name))
@@ -218,7 +219,7 @@ package struct KubeconfigCommand: Sendable, Equatable {
 
     /// This program's absolute path (`/proc/self/exe`), or its name when that cannot be read.
     package static var programPath: String {
-        (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? "sesame"
+        (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? Desktop.programName
     }
 
     static let tokenTypeOption = OptionSpec(
@@ -240,7 +241,7 @@ package struct KubeconfigCommand: Sendable, Equatable {
             name: "kubectl-credential", summary: "Print an ExecCredential for kubectl (its exec credential plug-in).",
             synopses: ["PROVIDER [--account NAME] [--token-type KIND] [--min-valid DURATION] [--storage MODE]"],
             discussion: """
-                kubectl runs it from the kubeconfig's exec section ('sesame kubeconfig PROVIDER' prints one). It \
+                kubectl runs it from the kubeconfig's exec section ('\(Desktop.programName) kubeconfig PROVIDER' prints one). It \
                 prints the stored login's ID token (or its access token) with its expiry as an ExecCredential \
                 of the version KUBERNETES_EXEC_INFO asks for (client.authentication.k8s.io/v1beta1 when unset), \
                 renewing the login first when the token handed out is due (an ID token may expire before the \
@@ -250,7 +251,7 @@ package struct KubeconfigCommand: Sendable, Equatable {
             options: [accountOption, tokenTypeOption, TokenOptions.minValidOption, storageOption],
             examples: [
                 (
-                    "KUBERNETES_EXEC_INFO= sesame kubectl-credential \(Desktop.providers[0].name)",
+                    "KUBERNETES_EXEC_INFO= \(Desktop.programName) kubectl-credential \(Desktop.providers[0].name)",
                     "See what kubectl gets (the output holds the token)"
                 )
             ])
@@ -275,12 +276,12 @@ package struct KubeconfigCommand: Sendable, Equatable {
             synopses: ["PROVIDER [--account NAME] [--token-type KIND]"],
             discussion: """
                 Paste it under 'users:' in ~/.kube/config and name it in a context's 'user:'. kubectl then \
-                runs 'sesame kubectl-credential' (by this program's full path) whenever it needs a token.
+                runs '\(Desktop.programName) kubectl-credential' (by this program's full path) whenever it needs a token.
                 """,
             options: [accountOption, tokenTypeOption],
             examples: [
                 (
-                    "sesame kubeconfig \(Desktop.providers[0].name) --account work",
+                    "\(Desktop.programName) kubeconfig \(Desktop.providers[0].name) --account work",
                     "The entry for the account 'work'"
                 )
             ])

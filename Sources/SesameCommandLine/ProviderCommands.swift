@@ -114,7 +114,7 @@ package enum ProviderTable {
     static func provider(in parsed: ParsedArguments, command: String) throws(UsageError) -> String {
         guard let name = parsed.positionals.first else {
             throw UsageError(
-                "name the provider, as in 'sesame \(command) \(Desktop.providers[0].name)' (known: \(names), or a "
+                "name the provider, as in '\(Desktop.programName) \(command) \(Desktop.providers[0].name)' (known: \(names), or a "
                     + "name the config file gives)", command: command)
         }
         guard plugin(forName: name) != nil else {
@@ -211,7 +211,7 @@ enum ProviderCommands {
                 on (or only its code). SESAME_BROWSER=COMMAND opens addresses with that command.
 
                 Each provider's settings come from its options below, then its environment variables,
-                then its object in $XDG_CONFIG_HOME/sesame/config.json ('sesame providers' lists them).
+                then its object in $XDG_CONFIG_HOME/sesame/config.json ('\(Desktop.programName) providers' lists them).
                 """ + ProviderTable.loginDiscussion,
             options: [
                 OptionSpec("scopes", value: "a,b", "Permissions or scopes to ask for, comma-separated."),
@@ -269,11 +269,11 @@ enum ProviderCommands {
             options: TokenOptions.options + [accountOption, storageOption],
             examples: [
                 (
-                    "curl -H \"Authorization: Bearer $(sesame token \(Desktop.providers[0].name))\" ...",
+                    "curl -H \"Authorization: Bearer $(\(Desktop.programName) token \(Desktop.providers[0].name))\" ...",
                     "Use it in a script"
                 ),
                 (
-                    "sesame token \(Desktop.providers[0].name) --json --min-valid 10m",
+                    "\(Desktop.programName) token \(Desktop.providers[0].name) --json --min-valid 10m",
                     "A token good for ten more minutes at least, with its expiry and scopes"
                 ),
             ])
@@ -326,7 +326,8 @@ enum ProviderCommands {
         let provider = try ProviderTable.provider(in: parsed, command: "switch")
         guard parsed.positionals.count >= 2 else {
             throw UsageError(
-                "name the account to switch to, as in 'sesame switch \(provider) work'", command: "switch")
+                "name the account to switch to, as in '\(Desktop.programName) switch \(provider) work'",
+                command: "switch")
         }
         try noExtra(parsed, after: 2, command: "switch")
         return .provider(
@@ -349,7 +350,7 @@ enum ProviderCommands {
             ],
             discussion: """
                 request asks the person again; a provider's own options (such as an audience for
-                publish permissions) are listed under each provider in 'sesame providers'. Providers
+                publish permissions) are listed under each provider in '\(Desktop.programName) providers'. Providers
                 whose scopes are chosen at login have no permissions command: log in again with --scopes.
 
                 list --json prints {"granted": [names], "declined": [names], "granular_scopes":
@@ -417,7 +418,7 @@ package struct CommandFailure: Error, Sendable, CustomStringConvertible {
 
     /// The command line's own way to the file store, added after a message of the libraries that
     /// offers it: they name the `file` storage policy, not this program's flag.
-    package static let fileStoreFlag = "With the sesame command: --storage file."
+    package static var fileStoreFlag: String { "With the \(Desktop.programName) command: --storage file." }
 
     /// The message and status for any error a command can meet. Messages never carry secrets
     /// (`AuthError` and the stores keep them out).
@@ -438,10 +439,11 @@ package struct CommandFailure: Error, Sendable, CustomStringConvertible {
             switch error.category {
             case .authenticationReopenSession:
                 return CommandFailure(
-                    "\(message) Log in again with 'sesame login \(provider)'.", status: ExitStatus.permission)
+                    "\(message) Log in again with '\(Desktop.programName) login \(provider)'.",
+                    status: ExitStatus.permission)
             case .permissions:
                 return CommandFailure(
-                    "\(message) Grant it with 'sesame permissions \(provider) request NAME'.",
+                    "\(message) Grant it with '\(Desktop.programName) permissions \(provider) request NAME'.",
                     status: ExitStatus.permission)
             case .retry, .throttling, .server:
                 return CommandFailure("\(message) Try again in a little while.", status: ExitStatus.temporaryFailure)

@@ -38,7 +38,7 @@ package struct StatusCommand: Sendable, Equatable {
                 version). No token appears in it.
                   version                   2
                   providers[]               one per provider with logins or settings
-                    provider                its name on the command line ('sesame providers', or a configured one)
+                    provider                its name on the command line ('\(Desktop.programName) providers', or a configured one)
                     display_name            the provider's human name
                     app_id                  the app (client) id the logins belong to
                     emulator                true when it is Sesame's built-in emulator
@@ -47,7 +47,7 @@ package struct StatusCommand: Sendable, Equatable {
                                              "description": where, "reason": why this one}
                     problem                 why the provider could not be reached, or null
                     unreadable[]            stored entries that cannot be read: {"account" (or null),
-                                            "problem"}; remove one with 'sesame logout NAME --account A'
+                                            "problem"}; remove one with '\(Desktop.programName) logout NAME --account A'
                     accounts[]
                       account, active       the account name; whether it is the active one
                       user_id, user_name    who it is (user_name null when unknown)
@@ -461,7 +461,9 @@ package struct StatusCommand: Sendable, Equatable {
     static func text(_ report: Report, terminal: Terminal) -> String {
         var text = ""
         if report.providers.allSatisfy({ $0.accounts.isEmpty && $0.storeFailure == nil }) {
-            text += "Not logged in to any provider; log in with 'sesame login PROVIDER' (see 'sesame providers').\n"
+            let program = Desktop.programName
+            text +=
+                "Not logged in to any provider; log in with '\(program) login PROVIDER' (see '\(program) providers').\n"
         }
         for provider in report.providers {
             text += terminal.bold(provider.provider) + " (\(provider.displayName)"
@@ -474,7 +476,7 @@ package struct StatusCommand: Sendable, Equatable {
             text += ")\n  storage: \(provider.storage.description) — \(provider.storage.reason)\n"
             if let problem = provider.problem { text += "  " + terminal.yellow("!") + " \(problem)\n" }
             if provider.accounts.isEmpty && provider.unreadable.isEmpty && provider.storeFailure == nil {
-                text += "  not logged in; run 'sesame login \(provider.provider)'\n"
+                text += "  not logged in; run '\(Desktop.programName) login \(provider.provider)'\n"
             }
             for account in provider.accounts {
                 // Marked in words: a check mark beside "could not verify" read as "OK".
@@ -498,7 +500,7 @@ package struct StatusCommand: Sendable, Equatable {
                 case .invalid:
                     text += "      " + terminal.red("needs a new login") + ": \(account.problem ?? "")"
                     text +=
-                        " Run 'sesame login \(provider.provider) --account \(account.account.sanitizedForTerminal)'.\n"
+                        " Run '\(Desktop.programName) login \(provider.provider) --account \(account.account.sanitizedForTerminal)'.\n"
                 case .unverified:
                     text += "      " + terminal.yellow("\(account.problem ?? "could not verify")") + "\n"
                 case .notChecked:
@@ -511,7 +513,7 @@ package struct StatusCommand: Sendable, Equatable {
                 if let account = entry.account {
                     text += " (account '\(account.sanitizedForTerminal)'): \(entry.problem.sanitizedForTerminal) "
                     text +=
-                        "Remove it with 'sesame logout \(provider.provider) --account \(account.sanitizedForTerminal)'.\n"
+                        "Remove it with '\(Desktop.programName) logout \(provider.provider) --account \(account.sanitizedForTerminal)'.\n"
                 } else {
                     text += ": \(entry.problem.sanitizedForTerminal)\n"
                 }

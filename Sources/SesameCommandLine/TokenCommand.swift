@@ -121,7 +121,7 @@ extension AccountCommands {
         guard missing.isEmpty else {
             throw CommandFailure(
                 "The login of account '\(key.account)' to \(connected.label) lacks the scopes "
-                    + "\(missing.sorted().joined(separator: ", ").sanitizedForTerminal); log in for them with 'sesame login "
+                    + "\(missing.sorted().joined(separator: ", ").sanitizedForTerminal); log in for them with '\(Desktop.programName) login "
                     + "\(command.provider) --scopes \(Array(Set(token.permissions.granted).union(options.scopes)).sorted().joined(separator: ",").sanitizedForTerminal)'"
                     + (key.account == "default" ? "" : " --account \(key.account)") + " in a terminal.",
                 status: ExitStatus.permission)
@@ -166,7 +166,7 @@ extension AccountCommands {
         }
         throw CommandFailure(
             "The token of \(label) expires in \(left) s, within --min-valid \(minValid.formattedSeconds), and the "
-                + "login cannot be renewed; log in again with 'sesame login \(provider)'.",
+                + "login cannot be renewed; log in again with '\(Desktop.programName) login \(provider)'.",
             status: ExitStatus.permission)
     }
 }

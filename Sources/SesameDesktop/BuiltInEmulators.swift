@@ -6,7 +6,7 @@ import Synchronization
     import Glibc
 #endif
 
-/// A provider's emulator as a program hands it in (``Desktop/bootstrap(_:storage:emulators:)``
+/// A provider's emulator as a program hands it in (``Desktop/bootstrap(_:storage:emulators:programName:)``
 /// or ``BuiltInEmulators/init(_:)``): each lives in a module of its own beside the emulator
 /// (`SesameFacebookEmulatorDesktop`), so that a provider's plug-in links no emulator and an app
 /// that names none compiles none.
@@ -34,12 +34,12 @@ public struct BuiltInEmulators: Sendable {
     /// The emulators allowed; `nil` for those the program registered.
     private let given: [any EmulatorPlugin]?
 
-    /// The emulators the program registered with ``Desktop/bootstrap(_:storage:emulators:)``
+    /// The emulators the program registered with ``Desktop/bootstrap(_:storage:emulators:programName:)``
     /// (and a plug-in's own ``ProviderPlugin/builtInEmulator``), each started in-process on a
     /// free loopback port with its state under `$XDG_STATE_HOME/sesame/`.
     public static let sesame = BuiltInEmulators(given: nil)
 
-    /// Exactly `emulators`, for an app that does not call ``Desktop/bootstrap(_:storage:emulators:)``:
+    /// Exactly `emulators`, for an app that does not call ``Desktop/bootstrap(_:storage:emulators:programName:)``:
     /// `Desktop.facebook(emulators: BuiltInEmulators([FacebookEmulatorPlugin()]))`.
     public init(_ emulators: [any EmulatorPlugin]) { given = emulators }
 
@@ -194,7 +194,7 @@ public final class EmulatorStateHold: Sendable {
                     continue
                 }
                 if !said {
-                    terminal.say("Waiting for another sesame command that uses \(name) to finish…\n")
+                    terminal.say("Waiting for another \(Desktop.programName) command that uses \(name) to finish…\n")
                     said = true
                 }
                 // Another process's hold has no event to wait on; a command with a deadline

@@ -184,7 +184,7 @@ public struct RegistryMapping: Sendable, Hashable {
                 throw fail(key, "is \(value.typeDescription)")
             }
             guard Self.isPlainName(mapping.provider) else {
-                throw fail(key, "names no provider (a provider's name, as 'sesame providers' lists)")
+                throw fail(key, "names no provider (a provider's name, as '\(Desktop.programName) providers' lists)")
             }
             mappings.append(mapping)
         }

@@ -29,11 +29,15 @@ extension DescribedPlugin {
 ///
 /// | setting | flag | environment | config file |
 /// |---|---|---|---|
-/// | client id | `--dropbox-client-id` | `SESAME_DROPBOX_CLIENT_ID` | `dropbox.client_id` |
-/// | client secret | `--client-secret-stdin` (a public one: `--dropbox-client-secret`) | `SESAME_DROPBOX_CLIENT_SECRET` | `dropbox.client_secret` |
-/// | server (``Server/optional`` or ``Server/required``) | `--dropbox-url` | `SESAME_DROPBOX_URL` | `dropbox.url` |
+/// | client id | `--client-id` | `SESAME_DROPBOX_CLIENT_ID` | `dropbox.client_id` |
+/// | client secret | `--client-secret-stdin` (a public one: `--client-secret`) | `SESAME_DROPBOX_CLIENT_SECRET` | `dropbox.client_secret` |
+/// | server (``Server/optional`` or ``Server/required``) | `--url` | `SESAME_DROPBOX_URL` | `dropbox.url` |
 /// | an endpoint | `--dropbox-token-url`, … | `SESAME_DROPBOX_TOKEN_URL`, … | `dropbox.token_url`, … |
 /// | scopes | (`--scopes` per login) | `SESAME_DROPBOX_SCOPES` | `dropbox.scopes` |
+///
+/// The flags are the OpenID presets' (`login dropbox --client-id ID`, as `login google --client-id
+/// ID`); the provider's own spellings (`--dropbox-client-id`, `--dropbox-client-secret`,
+/// `--dropbox-url`) are still taken.
 ///
 /// Where a provider differs, its plug-in sets the hooks below (a built-in emulator, help text);
 /// everything else comes from the description.
@@ -73,21 +77,23 @@ public struct DescribedProviderPlugin: DescribedPlugin {
         explainErrorExamples = []
     }
 
+    /// A setting whose variable and config key are named after `suffix`, and its flag too,
+    /// after the provider's name unless `shared` (`--client-id`, as every provider spells it).
     private func setting(
-        _ suffix: String, value: String = "VALUE", kind: ProviderSetting.Kind = .text, flag: Bool = true,
-        secret: Bool = false, _ summary: String
+        _ suffix: String, shared: Bool = false, value: String = "VALUE", kind: ProviderSetting.Kind = .text,
+        flag: Bool = true, secret: Bool = false, _ summary: String
     ) -> ProviderSetting {
         let key = suffix.replacingOccurrences(of: "-", with: "_")
         return ProviderSetting(
-            "\(name)-\(suffix)", value: value, kind: kind, flag: flag, secret: secret,
+            shared ? suffix : "\(name)-\(suffix)", value: value, kind: kind, flag: flag, secret: secret,
             environment: environmentVariable(key.uppercased(), instance: name), configKey: key, summary)
     }
 
     public func settings(instance: String) -> [ProviderSetting] {
         var settings = [
-            setting("client-id", value: "ID", "The client id of an app registered with \(displayName)."),
+            setting("client-id", shared: true, value: "ID", "The client id of an app registered with \(displayName)."),
             setting(
-                "client-secret", value: "SECRET", secret: !described.clientSecretIsPublic,
+                "client-secret", shared: true, value: "SECRET", secret: !described.clientSecretIsPublic,
                 described.clientSecretIsPublic
                     ? "The app's client secret, which \(displayName) does not keep secret for desktop apps."
                     : "The app's client secret, for an app registered with one (never on the command line)."),
@@ -100,7 +106,15 @@ public struct DescribedProviderPlugin: DescribedPlugin {
         if server != .fixed {
             settings.append(
                 setting(
-                    "url", value: "URL", kind: .url, "\(displayName)'s address: https, or http to a loopback address."))
+                    "url", shared: true, value: "URL", kind: .url,
+                    "\(displayName)'s address: https, or http to a loopback address."))
+        }
+        // The provider's own spellings of the shared flags, as earlier versions took them.
+        for shared in settings where shared.isFlag && ["client-id", "client-secret", "url"].contains(shared.name) {
+            settings.append(
+                ProviderSetting(
+                    "\(name)-\(shared.name)", value: shared.valueName, kind: shared.kind,
+                    "The same as --\(shared.name)."))
         }
         for (endpoint, url) in described.endpoints.named {
             settings.append(
@@ -131,9 +145,13 @@ public struct DescribedProviderPlugin: DescribedPlugin {
                 values[setting.name] = try request.value(of: setting, section: section, sectionPath: plugin.name)
             }
             let name = plugin.name
-            clientID = values["\(name)-client-id"]
-            clientSecret = values["\(name)-client-secret"]
-            server = values["\(name)-url"]
+            // The shared flag, else the provider's spelling of it, else the variable or config key.
+            func value(_ flag: String) -> Sourced<String>? {
+                request.flags[flag] == nil ? values["\(name)-\(flag)"] ?? values[flag] : values[flag]
+            }
+            clientID = value("client-id")
+            clientSecret = value("client-secret")
+            server = value("url")
             scopes = (values["\(name)-scopes"]?.value ?? "").split(whereSeparator: { $0 == "," || $0 == " " })
                 .map(String.init)
             described = plugin.described
@@ -172,7 +190,7 @@ public struct DescribedProviderPlugin: DescribedPlugin {
             let variable = { plugin.environmentVariable($0, instance: plugin.name) }
             if plugin.server == .required, server == nil {
                 throw DesktopError(
-                    "No \(plugin.displayName) server is configured: set \(variable("URL")) (or give --\(plugin.name)-url, "
+                    "No \(plugin.displayName) server is configured: set \(variable("URL")) (or give --url, "
                         + "or \"url\" in the config file's \"\(plugin.name)\" object) to its address.", status: .config)
             }
             if let server, let url = URL(string: server.value) {
@@ -185,7 +203,7 @@ public struct DescribedProviderPlugin: DescribedPlugin {
             guard let clientID else {
                 throw DesktopError(
                     "No \(plugin.displayName) client id is configured: set \(variable("CLIENT_ID")) (or give "
-                        + "--\(plugin.name)-client-id, or \"client_id\" in the config file's \"\(plugin.name)\" object).",
+                        + "--client-id, or \"client_id\" in the config file's \"\(plugin.name)\" object).",
                     status: .config)
             }
             var described = described

@@ -18,12 +18,13 @@ public enum Desktop {
         var providers: [any ProviderPlugin] = []
         var storage: [any StorageBackend] = []
         var emulators: [any EmulatorPlugin] = []
+        var programName: String?
         var bootstrapped = false
     }
 
     private static let registry = Locked(Registry())
 
-    /// The provider plug-ins this program uses, in the order ``bootstrap(_:storage:emulators:)``
+    /// The provider plug-ins this program uses, in the order ``bootstrap(_:storage:emulators:programName:)``
     /// was given them: the `sesame` command's `login`, `status`, `token`, `logout`, `switch`,
     /// `permissions`, `doctor`, `explain-error`, `emulator` and `providers`, and the config file's
     /// sections, all come from this list.
@@ -37,6 +38,35 @@ public enum Desktop {
     /// `sesame emulator NAME` runs.
     public static var emulators: [any EmulatorPlugin] { registry.withLock { $0.emulators } }
 
+    /// The name people type to run this program, which every message, usage line, help text,
+    /// suggestion ("log in with 'NAME login github'"), doctor line, completion script and manual
+    /// page of the command line says: the `programName` given to
+    /// ``bootstrap(_:storage:emulators:programName:)``, else the last path component of
+    /// `CommandLine.arguments[0]` (so an executable target named `acme-auth`, or a link to one, says
+    /// `acme-auth` with no setting), else `sesame`.
+    ///
+    /// What is Sesame's rather than the program's keeps its name: the `SESAME_*` variables, the
+    /// `$XDG_CONFIG_HOME/sesame/` and `$XDG_STATE_HOME/sesame/` folders, the keyring's schema and
+    /// the emulators' `/__sesame/` admin paths. Helpers that other tools run by a name are named
+    /// after the program: `docker-credential-NAME` (docker's `credHelpers` entry is `NAME`), and
+    /// git's and kubectl's lines run `NAME git-credential` and `NAME kubectl-credential`.
+    public static var programName: String {
+        registry.withLock { $0.programName } ?? programName(given: nil, arguments: CommandLine.arguments)
+    }
+
+    /// The program's name from `given` (``bootstrap(_:storage:emulators:programName:)``'s) or the
+    /// command line's first argument, as ``programName`` says.
+    package static func programName(given: String?, arguments: [String]) -> String {
+        if let given { return given }
+        let invoked = arguments.first.map { URL(fileURLWithPath: $0).lastPathComponent } ?? ""
+        return isOneWord(invoked) ? invoked : "sesame"
+    }
+
+    /// Whether `name` can be said in a message and written in a shell script as it is.
+    private static func isOneWord(_ name: String) -> Bool {
+        !name.isEmpty && !name.contains { "/'\"\\$`".contains($0) || $0.isWhitespace || $0.isNewline }
+    }
+
     /// Hands in the program's provider plug-ins, its stores and its emulators, once, before
     /// anything else uses them, as swift-log's `LoggingSystem.bootstrap` takes the handler from
     /// the app; one line each:
@@ -45,14 +75,26 @@ public enum Desktop {
     /// Desktop.bootstrap(
     ///     [ExamplePlugin(), AnotherPlugin()],
     ///     storage: [PassStorage()],
-    ///     emulators: [ExampleEmulatorPlugin()])
+    ///     emulators: [ExampleEmulatorPlugin()],
+    ///     programName: "acme-auth")   // optional: the executable's own name by default
     /// ```
     ///
     /// A library app that uses one provider's `Desktop.<provider>(...)` entry point need not call
     /// it. A second call, and two plug-ins or stores with the same name, are programming errors.
+    ///
+    /// - Parameters:
+    ///   - plugins: the provider plug-ins, in the order commands and help list them.
+    ///   - storage: the stores beyond the keyring, the file and memory.
+    ///   - emulators: the emulators the program allows, for ``BuiltInEmulators/sesame`` and `emulator NAME`.
+    ///   - programName: the command people type, for ``programName``; `nil` takes the
+    ///     executable's name from `CommandLine.arguments[0]`. One word: no space, quote, `$` or slash.
     public static func bootstrap(
-        _ plugins: [any ProviderPlugin], storage: [any StorageBackend] = [], emulators: [any EmulatorPlugin] = []
+        _ plugins: [any ProviderPlugin], storage: [any StorageBackend] = [], emulators: [any EmulatorPlugin] = [],
+        programName: String? = nil
     ) {
+        precondition(
+            programName.map(isOneWord) ?? true,
+            "a program name is one word, with no space, quote or slash: \(programName ?? "")")
         let names = plugins.map(\.name)
         precondition(Set(names).count == names.count, "two provider plug-ins share a name: \(names)")
         let stores = storage.map(\.name)
@@ -62,7 +104,9 @@ public enum Desktop {
             "two stores share a name, or a store takes a built-in mode's name: \(stores)")
         registry.withLock { registry in
             precondition(!registry.bootstrapped, "Desktop.bootstrap can be called only once per process")
-            registry = Registry(providers: plugins, storage: storage, emulators: emulators, bootstrapped: true)
+            registry = Registry(
+                providers: plugins, storage: storage, emulators: emulators, programName: programName, bootstrapped: true
+            )
         }
     }
 
@@ -247,7 +291,7 @@ public struct DesktopSetup: Sendable {
     /// The request that connects `instance` for a login, with `flags` from the program (`nil`
     /// values left out), a `CurlTransport` with the instance's CA certificates and proxy
     /// (``NetworkSettings``; its own variables and config key only when its plug-in was handed to
-    /// ``Desktop/bootstrap(_:storage:emulators:)``), and the built-in emulators the program allows.
+    /// ``Desktop/bootstrap(_:storage:emulators:programName:)``), and the built-in emulators the program allows.
     ///
     /// - Throws: ``DesktopError`` (78) for a `ca_bundle` or `proxy` setting that cannot be used.
     public func loginRequest(

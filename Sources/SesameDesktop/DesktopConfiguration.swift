@@ -4,7 +4,7 @@ import SesameKeyring
 
 /// Where a desktop app keeps its logins: the keyring module's policies (`auto`, the default;
 /// `keyring`; `keyring-or-file`; `file`; `memory`), and the name of any ``StorageBackend`` the
-/// program registered with ``Desktop/bootstrap(_:storage:emulators:)`` (`pass`, `postgres`).
+/// program registered with ``Desktop/bootstrap(_:storage:emulators:programName:)`` (`pass`, `postgres`).
 public struct StorageMode: RawRepresentable, Sendable, Hashable, Codable, CustomStringConvertible {
     /// The mode's name as written in configuration and on the command line.
     public let rawValue: String
@@ -172,7 +172,7 @@ public struct DesktopConfiguration: Sendable, Hashable {
     ///   - environment: the environment to read.
     ///   - knownSections: the keys the file may have besides `storage` and `browser` (the providers' names);
     ///     by default those of ``Desktop/providers``, and any when the program handed in none (a
-    ///     library app that did not call ``Desktop/bootstrap(_:storage:emulators:)`` shares the file with `sesame`).
+    ///     library app that did not call ``Desktop/bootstrap(_:storage:emulators:programName:)`` shares the file with `sesame`).
     /// - Throws: ``DesktopError`` (78) for a config file that cannot be read, is not a JSON
     ///   object or has an unknown key, an unknown storage mode, or a `browser` that is not a string.
     public static func resolve(
@@ -206,7 +206,7 @@ public struct DesktopConfiguration: Sendable, Hashable {
                         status: .config)
                 }
                 throw DesktopError(
-                    "The config file \(filePath) is not a JSON object; fix it or remove it (see `sesame doctor`).",
+                    "The config file \(filePath) is not a JSON object; fix it or remove it (see `\(Desktop.programName) doctor`).",
                     status: .config)
             }
             let sections = knownSections ?? Desktop.providers.map(\.name)

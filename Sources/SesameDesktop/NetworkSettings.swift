@@ -158,7 +158,9 @@ public struct NetworkSettings: Sendable, Hashable {
 
     /// What to tell someone whose request was refused for an untrusted certificate: which
     /// setting makes Sesame trust the CA that signed it.
-    public static let certificateFix =
+    public static var certificateFix: String {
         "if a private CA or a TLS-inspecting proxy signs it, set ca_bundle in the config file (or SESAME_CA_BUNDLE, "
-        + "or SSL_CERT_FILE) to a PEM file of that CA's certificate; `sesame doctor` names the certificate's issuer"
+            + "or SSL_CERT_FILE) to a PEM file of that CA's certificate; `\(Desktop.programName) doctor` names the "
+            + "certificate's issuer"
+    }
 }

@@ -5,7 +5,7 @@ import Sesame
 /// implements, once, so that every command (`login`, `status`, `token`, `logout`, `switch`,
 /// `permissions`, `doctor`, `explain-error`, `providers`) and the config file work for it.
 ///
-/// The program hands its plug-ins in, one line per provider, with ``Desktop/bootstrap(_:storage:emulators:)`` (as
+/// The program hands its plug-ins in, one line per provider, with ``Desktop/bootstrap(_:storage:emulators:programName:)`` (as
 /// swift-log's `LoggingSystem.bootstrap` takes the handler from the app). A provider is its own
 /// module (depending only on the `Sesame` core) and, for the desktop, a plug-in module beside it
 /// with a type that conforms to this protocol; a provider in another package plugs in the same

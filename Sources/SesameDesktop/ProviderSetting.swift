@@ -111,7 +111,8 @@ extension ProviderSetting {
             guard let setting = byKey[aliases[key] ?? key] else {
                 throw DesktopError(
                     "\(file) has an unknown key \"\(path).\(key.sanitizedForTerminal)\"; the keys \(path) may have are "
-                        + byKey.keys.sorted().joined(separator: ", ") + " (see 'sesame providers').", status: .config)
+                        + byKey.keys.sorted().joined(separator: ", ") + " (see '\(Desktop.programName) providers').",
+                    status: .config)
             }
             _ = try setting.configValue(section[key]!, key: key, source: "\(file) (\(path).\(key))")
         }

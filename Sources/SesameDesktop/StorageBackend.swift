@@ -2,7 +2,7 @@ import Foundation
 import Sesame
 
 /// A store beyond the keyring, the file and memory, which the program hands in with
-/// ``Desktop/bootstrap(_:storage:emulators:)`` (as swift-log's app hands in its handler): the
+/// ``Desktop/bootstrap(_:storage:emulators:programName:)`` (as swift-log's app hands in its handler): the
 /// password store (`PassStorage`, in SesamePassDesktop), a fleet's PostgreSQL (`PostgresStorage`,
 /// in SesamePostgresDesktop). A program that registers none links neither, nor their C libraries.
 ///

@@ -147,9 +147,9 @@ struct FacebookForegroundEmulator: ForegroundEmulator {
 
     var examples: [(command: String, comment: String)] {
         [
-            ("sesame emulator", "A local Facebook on a free port"),
+            ("\(Desktop.programName) emulator", "A local Facebook on a free port"),
             (
-                "sesame emulator facebook --port 8765 --scenario app-throttled,count=3 --scenario slow,delayMs=200",
+                "\(Desktop.programName) emulator facebook --port 8765 --scenario app-throttled,count=3 --scenario slow,delayMs=200",
                 "Throttle the next three calls, and answer everything slowly"
             ),
         ]
@@ -203,7 +203,8 @@ struct FacebookForegroundEmulator: ForegroundEmulator {
                 text += "  Scenarios:    \(scenarios.map(\.scenario.rawValue).joined(separator: ", "))\n"
             }
             text += "  State:        \(stateFile ?? "in memory only")\n"
-            text += "Try: sesame login facebook (with no app id configured it uses the built-in emulator; "
+            text += "Try: \(Desktop.programName) login facebook "
+            text += "(with no app id configured it uses the built-in emulator; "
             text += "point a real-app setup here with SESAME_FACEBOOK_GRAPH_URL and SESAME_FACEBOOK_DIALOG_URL)\n"
             text += "Press Ctrl-C to stop.\n"
             write(text)

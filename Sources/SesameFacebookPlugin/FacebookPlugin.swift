@@ -38,10 +38,10 @@ public struct FacebookPlugin: ProviderPlugin {
             """,
             [
                 (
-                    "sesame login facebook",
+                    "\(Desktop.programName) login facebook",
                     "Log in with device login (the built-in emulator when nothing is configured)"
                 ),
-                ("sesame login facebook --with-token < token.txt", "Store a token you already have"),
+                ("\(Desktop.programName) login facebook --with-token < token.txt", "Store a token you already have"),
             ]
         )
     }
@@ -49,12 +49,12 @@ public struct FacebookPlugin: ProviderPlugin {
     public var explainErrorExamples: [(command: String, comment: String)] {
         [
             (
-                "sesame explain-error --provider facebook --status 400 \\\n"
+                "\(Desktop.programName) explain-error --provider facebook --status 400 \\\n"
                     + "      --body '{\"error\":{\"code\":190,\"error_subcode\":458,\"type\":\"OAuthException\"}}'",
                 "The person removed the app"
             ),
             (
-                "sesame explain-error --provider facebook --status 503 --body-file - --json < response.html",
+                "\(Desktop.programName) explain-error --provider facebook --status 503 --body-file - --json < response.html",
                 "A body from standard input, answered in JSON"
             ),
         ]
@@ -198,7 +198,7 @@ public struct FacebookPlugin: ProviderPlugin {
             return [
                 DoctorLine(
                     .info,
-                    "Facebook: no app id is configured, so the sesame command uses the built-in emulator (state in "
+                    "Facebook: no app id is configured, so \(Desktop.programName) uses the built-in emulator (state in "
                         + "\(XDG.stateDirectory(environment: request.environment).path))",
                     fix: "to use a real app, set SESAME_FACEBOOK_APP_ID (or facebook.app_id in the config file)")
             ]

@@ -158,7 +158,7 @@ struct GitHubForegroundEmulator: ForegroundEmulator {
     }
 
     var examples: [(command: String, comment: String)] {
-        [("sesame emulator github --port 8766", "A local GitHub at http://127.0.0.1:8766")]
+        [("\(Desktop.programName) emulator github --port 8766", "A local GitHub at http://127.0.0.1:8766")]
     }
 
     func serve(_ request: EmulatorServeRequest) async throws -> Int32 {
@@ -179,7 +179,7 @@ struct GitHubForegroundEmulator: ForegroundEmulator {
                             POST /tokens {"user": "octocat"} issues a personal access token)
               Scenarios:    \(GitHubScenario.allCases.map(\.rawValue).joined(separator: ", "))
               State:        in memory only
-            Try: SESAME_GITHUB_URL=\(base) sesame login github --client-id \(GitHubEmulator.defaultClientID)
+            Try: SESAME_GITHUB_URL=\(base) \(Desktop.programName) login github --client-id \(GitHubEmulator.defaultClientID)
             Press Ctrl-C to stop.
 
             """)

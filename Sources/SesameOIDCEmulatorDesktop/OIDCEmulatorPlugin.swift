@@ -25,7 +25,7 @@ struct OIDCForegroundEmulator: ForegroundEmulator {
 
     var discussion: String {
         """
-        It keeps its state in memory only and prints its issuer and public client id for 'sesame login
+        It keeps its state in memory only and prints its issuer and public client id for '\(Desktop.programName) login
         oidc --issuer URL --client-id ID'. Its device page approves a code in the browser; POST
         {"user_code": "..."} to ISSUER/__sesame/device approves one without it; {"enabled": false} to
         ISSUER/__sesame/device-login turns device login off (a browser-only issuer).
@@ -43,8 +43,8 @@ struct OIDCForegroundEmulator: ForegroundEmulator {
 
     var examples: [(command: String, comment: String)] {
         [
-            ("sesame emulator oidc --port 8765", "A local OpenID provider at http://127.0.0.1:8765"),
-            ("sesame emulator oidc --quirks microsoft", "One that answers as Microsoft Entra ID does"),
+            ("\(Desktop.programName) emulator oidc --port 8765", "A local OpenID provider at http://127.0.0.1:8765"),
+            ("\(Desktop.programName) emulator oidc --quirks microsoft", "One that answers as Microsoft Entra ID does"),
         ]
     }
 
@@ -80,7 +80,7 @@ struct OIDCForegroundEmulator: ForegroundEmulator {
               People:       Alice Example (248289761001), Bob Example (248289761002)
               Admin API:    \(endpoints.adminURL.absoluteString) (POST /device {"user_code": "..."} approves)
               State:        in memory only
-            Try: sesame login oidc --issuer \(endpoints.issuer) --client-id \(OIDCEmulator.defaultClientID)
+            Try: \(Desktop.programName) login oidc --issuer \(endpoints.issuer) --client-id \(OIDCEmulator.defaultClientID)
             Press Ctrl-C to stop.
 
             """)

@@ -21,7 +21,8 @@ Desktop.bootstrap(
     [FacebookPlugin(), OIDCPlugin(), GitHubPlugin()] + OIDCPlugin.presets
         + OAuth2Description.presets.map { DescribedProviderPlugin($0) },
     storage: [PassStorage(), PostgresStorage()],
-    emulators: [FacebookEmulatorPlugin(), OIDCEmulatorPlugin(), GitHubEmulatorPlugin()])
+    emulators: [FacebookEmulatorPlugin(), OIDCEmulatorPlugin(), GitHubEmulatorPlugin()],
+    programName: "sesame")  // the program it helps: its messages say 'sesame login', not this helper's name
 
 signal(SIGPIPE, SIG_IGN)
 exit(DockerCredentialHelper.runOnMainThread(Array(CommandLine.arguments.dropFirst())))

@@ -22,22 +22,45 @@ struct DescribedProviderPluginTests {
             environment: environment, terminal: .silent, transport: transport, emulators: nil, purpose: .doctor)
     }
 
-    @Test("settings are named after the provider; a secret is never a flag unless the provider makes it public")
+    @Test(
+        "settings: --client-id as every provider spells it (and --box-client-id), variables and config keys named after the provider; a secret is never a flag unless the provider makes it public"
+    )
     func settings() {
         let plugin = DescribedProviderPlugin(Self.box)
         let settings = plugin.settings(instance: "box")
         let byName = Dictionary(uniqueKeysWithValues: settings.map { ($0.name, $0) })
-        #expect(byName["box-client-id"]?.environment == "SESAME_BOX_CLIENT_ID")
-        #expect(byName["box-client-id"]?.configKey == "client_id")
-        #expect(byName["box-client-secret"]?.isFlag == false)
+        #expect(byName["client-id"]?.environment == "SESAME_BOX_CLIENT_ID")
+        #expect(byName["client-id"]?.configKey == "client_id")
+        #expect(byName["client-id"]?.isFlag == true)
+        #expect(byName["box-client-id"]?.isFlag == true)
+        #expect(byName["box-client-id"]?.environment == nil)
+        #expect(byName["client-secret"]?.isFlag == false)
+        #expect(byName["box-client-secret"] == nil, "a secret has no flag, in either spelling")
         #expect(byName["box-token-url"]?.environment == "SESAME_BOX_TOKEN_URL")
-        #expect(byName["box-url"] == nil, "a provider at a fixed address has no server setting")
+        #expect(byName["url"] == nil && byName["box-url"] == nil, "a provider at a fixed address has no server setting")
         var google = Self.box
         google.clientSecretIsPublic = true
-        #expect(
-            DescribedProviderPlugin(google).settings(instance: "box").first { $0.name == "box-client-secret" }?.isFlag
-                == true)
+        let publicSecret = DescribedProviderPlugin(google).settings(instance: "box")
+        #expect(publicSecret.first { $0.name == "client-secret" }?.isFlag == true)
+        #expect(publicSecret.first { $0.name == "box-client-secret" }?.isFlag == true)
+        let server = DescribedProviderPlugin(Self.box, server: .required).settings(instance: "box")
+        #expect(server.first { $0.name == "url" }?.environment == "SESAME_BOX_URL")
+        #expect(server.first { $0.name == "box-url" }?.isFlag == true)
         #expect(plugin.loginFlows == [.browser])
+    }
+
+    @Test(
+        "the client id comes from --client-id, else --box-client-id, else SESAME_BOX_CLIENT_ID",
+        arguments: [
+            (["client-id": "short"], "short"), (["box-client-id": "long"], "long"),
+            (["client-id": "short", "box-client-id": "long"], "short"), ([:], "variable"),
+        ])
+    func clientIDFlags(_ flags: [String: String], expected: String) async throws {
+        let lines = await DescribedProviderPlugin(Self.box).doctor(
+            Self.request(
+                ["SESAME_BOX_CLIENT_ID": "variable"], flags: flags,
+                transport: RecordingTransport(always: HTTPResponse(status: 405))))
+        #expect(lines.map(\.text).first == "Box client id \(expected).")
     }
 
     @Test("a missing client id is a configuration error naming where to set it")

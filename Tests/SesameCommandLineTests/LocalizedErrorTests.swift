@@ -11,6 +11,8 @@ import Testing
 /// prints without knowing the type, not as Foundation's "The operation could not be completed".
 @Suite("Errors read as sentences through localizedDescription")
 struct LocalizedErrorTests {
+    init() { TestProviders.bootstrap() }
+
     /// One error and the sentence a person should read for it.
     struct Example: Sendable, CustomTestStringConvertible {
         var error: any Error & Sendable

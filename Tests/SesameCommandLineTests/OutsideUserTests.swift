@@ -416,7 +416,7 @@ struct OutsideUserTests {
             compdef() { :; }
             source <(sesame completion zsh)
             _describe() { print -l -- "${(@P)${@[-1]}}"; }
-            sesame=sesame; words=(switch facebook ""); _sesame_accounts
+            _sesame_program=sesame; words=(switch facebook ""); _sesame_accounts
             """, cli)
         #expect(zsh == "home box\nwork", "\(zsh)")
         let fish = try await Self.completionShell(

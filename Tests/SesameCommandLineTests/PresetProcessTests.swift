@@ -213,7 +213,7 @@ struct PresetProcessTests {
     }
 
     @Test(
-        "dropbox: a browser login asking token_access_type=offline, the account from POST get_current_account, one renewal that keeps the refresh token, logout --revoke with the bearer token"
+        "dropbox: a browser login with --client-id asking token_access_type=offline, the account from POST get_current_account, one renewal that keeps the refresh token, logout --revoke with the bearer token"
     )
     func dropbox() async throws {
         try await Self.withEmulator(.dropbox) { emulator, root in
@@ -225,7 +225,11 @@ struct PresetProcessTests {
                     "REVOCATION": "/2/auth/token/revoke",
                     "IDENTITY": "/2/users/get_current_account",
                 ])
-            let (login, opened) = try await Self.browserLogin(cli, ["dropbox"], root: root, environment: environment)
+            // The client id on the command line, as for the OpenID presets; later commands read it
+            // from the environment.
+            let (login, opened) = try await Self.browserLogin(
+                cli, ["dropbox", "--client-id", OIDCEmulator.defaultClientID], root: root,
+                environment: environment.merging(["SESAME_DROPBOX_CLIENT_ID": ""]) { $1 })
             #expect(login.status == 0, "\(login.standardError)")
             #expect(Self.query(opened)["token_access_type"] == "offline")
             #expect(Self.query(opened)["code_challenge_method"] == "S256")
@@ -248,7 +252,7 @@ struct PresetProcessTests {
     }
 
     @Test(
-        "slack: the person's token from authed_user, auth.test, one rotating renewal; a refused refresh, ok:false on HTTP 200, asks to sign in again"
+        "slack: a login with --client-id, the person's token from authed_user, auth.test, one rotating renewal; a refused refresh, ok:false on HTTP 200, asks to sign in again"
     )
     func slack() async throws {
         try await Self.withEmulator(.slack) { emulator, root in
@@ -260,7 +264,9 @@ struct PresetProcessTests {
                     "REVOCATION": "/api/auth.revoke", "IDENTITY": "/api/auth.test",
                 ])
             environment["SESAME_SLACK_CLIENT_SECRET"] = OIDCQuirks.slackClientSecret
-            let (login, opened) = try await Self.browserLogin(cli, ["slack"], root: root, environment: environment)
+            let (login, opened) = try await Self.browserLogin(
+                cli, ["slack", "--client-id", OIDCEmulator.defaultClientID], root: root,
+                environment: environment.merging(["SESAME_SLACK_CLIENT_ID": ""]) { $1 })
             #expect(login.status == 0, "\(login.standardError)")
             #expect(Self.query(opened)["user_scope"] == "identify")
             #expect(Self.query(opened)["scope"] == nil)

@@ -18,5 +18,7 @@ enum TestProviders {
     private static let once: Void = Desktop.bootstrap(
         [FacebookPlugin(), OIDCPlugin(), GitHubPlugin()],
         storage: [PassStorage(), PostgresStorage()],
-        emulators: [FacebookEmulatorPlugin(), OIDCEmulatorPlugin(), GitHubEmulatorPlugin()])
+        emulators: [FacebookEmulatorPlugin(), OIDCEmulatorPlugin(), GitHubEmulatorPlugin()],
+        // This process is the test runner: its messages are sesame's, as the tests read them.
+        programName: "sesame")
 }

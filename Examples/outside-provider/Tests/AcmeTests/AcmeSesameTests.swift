@@ -104,7 +104,7 @@ struct AcmeSesameTests {
         try await home.store.save(expired)
         let reused = try await home.run(["token", "acme"])
         #expect(reused.status == 77, "\(reused.standardError)")
-        #expect(reused.standardError.contains("Log in again with 'sesame login acme'"))
+        #expect(reused.standardError.contains("Log in again with 'acme-sesame login acme'"), "\(reused.standardError)")
         #expect(try await home.acmeLogins().first?.needsLogin == true)
         #expect(!reused.standardError.contains(expired.token.refreshToken ?? "-"))
     }
