@@ -53,7 +53,8 @@ struct GitHubConnection: ConnectedProvider {
                 throw DesktopError(
                     "No GitHub client id is configured, and device login needs one: set SESAME_GITHUB_CLIENT_ID (or "
                         + "give --client-id) to the client id of an OAuth app with device flow enabled, or log in "
-                        + "with a token: 'gh auth token | sesame login github --with-token'.", status: .config)
+                        + "with a token: 'gh auth token | \(Desktop.programName) login github --with-token'.",
+                    status: .config)
             }
             return deviceLogin()
         }

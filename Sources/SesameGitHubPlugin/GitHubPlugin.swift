@@ -209,7 +209,7 @@ public struct GitHubPlugin: DescribedPlugin {
             return [
                 DoctorLine(
                     .info,
-                    "GitHub: nothing is configured, so the sesame command uses the built-in GitHub emulator",
+                    "GitHub: nothing is configured, so \(Desktop.programName) uses the built-in GitHub emulator",
                     fix: "to use github.com, set SESAME_GITHUB_CLIENT_ID to an OAuth app's client id (device login) "
                         + "or log in with '--hostname github.com --with-token'")
             ]

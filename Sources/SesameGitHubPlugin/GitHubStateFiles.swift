@@ -8,7 +8,7 @@ import SesameGitHub
 /// `$XDG_STATE_HOME/sesame/github.json`.
 struct GitHubRememberedLogin: Sendable {
     /// Where remembered values say they come from, in messages.
-    static let source = "the previous 'sesame login github'"
+    static var source: String { "the previous '\(Desktop.programName) login github'" }
     var file: JSONStateFile
 
     init(stateDirectory: URL) {

@@ -125,7 +125,7 @@ struct OIDCConnection: ConnectedProvider {
                 return AccountCheck(
                     validity: .invalid, userName: name,
                     problem: "This login was stored before Sesame recorded issuers, and it cannot be told to come "
-                        + "from \(issuer ?? "this issuer"), so it is not used. Log in again; 'sesame logout' removes "
+                        + "from \(issuer ?? "this issuer"), so it is not used. Log in again; '\(Desktop.programName) logout' removes "
                         + "the old one.")
             }
             return AccountCheck(

@@ -58,15 +58,18 @@ public struct OIDCPlugin: ProviderPlugin {
               {"oidc": {"work":   {"issuer": "https://id.example.com", "client_id": "desktop",
                                    "scopes": ["openid", "email"]},
                         "gitlab": {"issuer": "https://gitlab.com", "client_id": "..."}}}
-            then 'sesame login work'. Each name's tokens are kept apart; token, logout [--revoke],
-            switch and status take the name. Try it offline against 'sesame emulator oidc'.
+            then '\(Desktop.programName) login work'. Each name's tokens are kept apart; token, logout [--revoke],
+            switch and status take the name. Try it offline against '\(Desktop.programName) emulator oidc'.
             """,
             [
                 (
-                    "sesame login oidc --issuer http://127.0.0.1:8765 --client-id sesame-desktop",
-                    "Log in to the OIDC emulator started by 'sesame emulator oidc --port 8765'"
+                    "\(Desktop.programName) login oidc --issuer http://127.0.0.1:8765 --client-id sesame-desktop",
+                    "Log in to the OIDC emulator started by '\(Desktop.programName) emulator oidc --port 8765'"
                 ),
-                ("sesame login work --web", "Log in to the issuer named 'work' in the config file, in the browser"),
+                (
+                    "\(Desktop.programName) login work --web",
+                    "Log in to the issuer named 'work' in the config file, in the browser"
+                ),
             ]
         )
     }
@@ -261,7 +264,7 @@ public struct OIDCPlugin: ProviderPlugin {
                 // The spelling before every provider's keys were snake_case: still read, with a word.
                 section["client_id"] = old
                 request.terminal.say(
-                    "sesame: \(request.configuration.configFileDescription): \"oidc.\(instance).clientID\" is the old "
+                    "\(Desktop.programName): \(request.configuration.configFileDescription): \"oidc.\(instance).clientID\" is the old "
                         + "spelling; write \"client_id\" (the old one will stop working in a later version).\n")
             }
             let remembered = OIDCRememberedIssuers(stateDirectory: request.configuration.stateDirectory).read()[
@@ -270,7 +273,7 @@ public struct OIDCPlugin: ProviderPlugin {
             let settings = plugin.settings(instance: instance)
             func value(_ index: Int, rememberedKey: String? = nil) throws -> Sourced<String>? {
                 let fallback = rememberedKey.flatMap { remembered?[$0]?.stringValue }.map {
-                    Sourced($0, source: "the previous 'sesame login \(instance)'")
+                    Sourced($0, source: "the previous '\(Desktop.programName) login \(instance)'")
                 }
                 return try request.value(of: settings[index], section: section, sectionPath: path, fallback: fallback)
             }
@@ -307,7 +310,8 @@ public struct OIDCPlugin: ProviderPlugin {
                 guard !text.isEmpty, settings[2].problem(with: text) == nil else {
                     throw DesktopError(
                         "Standard input gave no usable client secret; pipe it in, as in "
-                            + "'sesame login \(instance) --client-secret-stdin < secret.txt'.", status: .dataError)
+                            + "'\(Desktop.programName) login \(instance) --client-secret-stdin < secret.txt'.",
+                        status: .dataError)
                 }
                 self.clientSecret = Sourced(text, source: "standard input")
             }
@@ -353,11 +357,11 @@ public struct OIDCPlugin: ProviderPlugin {
             let instance = request.instance
             let elsewhere =
                 instance == "oidc"
-                ? "set \(variable), as in 'sesame login oidc --issuer https://id.example.com --client-id ID'"
+                ? "set \(variable), as in '\(Desktop.programName) login oidc --issuer https://id.example.com --client-id ID'"
                 : "set \(variable), or add \"\(key)\" to \(path) in "
                     + request.configuration.configFileDescription
             return DesktopError(
-                "No \(what) is configured for '\(instance)'; give \(flag) to 'sesame login \(instance)' or \(elsewhere).",
+                "No \(what) is configured for '\(instance)'; give \(flag) to '\(Desktop.programName) login \(instance)' or \(elsewhere).",
                 status: .usage)
         }
     }
@@ -431,13 +435,14 @@ public struct OIDCPlugin: ProviderPlugin {
                     .info,
                     "OpenID login '\(account)' of '\(name)' was stored before Sesame recorded issuers; its ID token "
                         + "names \(issuer), so it is taken over for it when next used",
-                    fix: "run 'sesame token \(name)\(option)' once")
+                    fix: "run '\(Desktop.programName) token \(name)\(option)' once")
             }
             return DoctorLine(
                 .warning,
                 "OpenID login '\(account)' of '\(name)' was stored before Sesame recorded issuers and cannot be told "
                     + "to come from \(issuer), so it is not used.",
-                fix: "log in again with 'sesame login \(name)\(option)'; 'sesame logout \(name)\(option)' removes "
+                fix:
+                    "log in again with '\(Desktop.programName) login \(name)\(option)'; '\(Desktop.programName) logout \(name)\(option)' removes "
                     + "the old one")
         }
     }
@@ -557,11 +562,12 @@ public struct OIDCPlugin: ProviderPlugin {
             discussion += "; its client secret is not secret for a desktop app and may be given with --client-secret"
         }
         if let part = preset.issuerPart { discussion += "; --\(part.name): \(part.help)" }
-        var example = "sesame login \(name) --client-id ID"
+        var example = "\(Desktop.programName) login \(name) --client-id ID"
         if preset.clientSecretIsPublic { example += " --client-secret SECRET" }
         var examples = [(example, "Log in to \(preset.displayName)")]
         if let part = preset.issuerPart {
-            examples.append(("sesame login \(name) --client-id ID --\(part.name) VALUE", "At another \(part.name)"))
+            examples.append(
+                ("\(Desktop.programName) login \(name) --client-id ID --\(part.name) VALUE", "At another \(part.name)"))
         }
         return (discussion + ".", examples)
     }

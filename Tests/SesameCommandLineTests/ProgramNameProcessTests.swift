@@ -13,18 +13,11 @@ import Testing
 struct ProgramNameProcessTests {
     init() { TestProviders.bootstrap() }
 
-    /// Lines written by the OpenID and GitHub plug-ins (their login help and examples, their doctor
-    /// lines), whose messages are converted apart from this change; every other line is checked.
-    static func fromOtherPlugins(_ line: String) -> Bool {
-        line.hasPrefix("✗ OpenID issuer '") || line.hasPrefix("• GitHub: nothing is configured")
-            || line.contains(/sesame (login|emulator) (work|oidc|google|microsoft|gitlab)\b/)
-    }
-
     /// "sesame" as a word of its own, as in 'sesame login' or `complete -c sesame`; not in
-    /// `SESAME_STORAGE`, `$XDG_STATE_HOME/sesame/`, `/__sesame/`, `sesame-desktop` or "Sesame's".
+    /// `SESAME_STORAGE`, `$XDG_STATE_HOME/sesame/`, `/__sesame/`, `sesame-desktop` (roff: `sesame\-desktop`) or "Sesame's".
     static func namesSesame(_ text: String) -> [String] {
         text.split(separator: "\n").map(String.init).filter { line in
-            !fromOtherPlugins(line) && line.contains(/(^|[^\w\/.\-$])sesame(?![\w\/\-])/)
+            line.contains(/(^|[^\w\/.\-$])sesame(?![\w\/\-\\])/)
         }
     }
 

@@ -80,7 +80,7 @@ struct AcmeForegroundEmulator: ForegroundEmulator {
     }
 
     var examples: [(command: String, comment: String)] {
-        [("sesame emulator acme --port 8767", "A local Acme server at http://127.0.0.1:8767")]
+        [("\(Desktop.programName) emulator acme --port 8767", "A local Acme server at http://127.0.0.1:8767")]
     }
 
     func serve(_ request: EmulatorServeRequest) async throws -> Int32 {
@@ -103,7 +103,7 @@ struct AcmeForegroundEmulator: ForegroundEmulator {
               Users:        \(AcmeEmulator.users.map { "\($0.login) (\($0.id))" }.joined(separator: ", "))
               Admin API:    \(url)/__acme (POST /device {"user_code": "..."} approves a device login)
               State:        in memory only
-            Try: SESAME_ACME_URL=\(url) SESAME_ACME_CLIENT_ID=\(AcmeEmulator.defaultClientID) acme-sesame login acme
+            Try: SESAME_ACME_URL=\(url) SESAME_ACME_CLIENT_ID=\(AcmeEmulator.defaultClientID) \(Desktop.programName) login acme
             Press Ctrl-C to stop.
 
             """)

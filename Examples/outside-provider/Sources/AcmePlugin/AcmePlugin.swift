@@ -15,16 +15,16 @@ extension DescribedProviderPlugin {
         plugin.loginHelp = (
             "Acme: device login by default, --web for the browser; with nothing configured, the built-in Acme emulator.",
             [
-                ("sesame login acme", "Acme: the built-in emulator, or the configured server"),
+                ("\(Desktop.programName) login acme", "Acme: the built-in emulator, or the configured server"),
                 (
-                    "sesame login acme --web --acme-url https://id.acme.example --acme-client-id my-app",
+                    "\(Desktop.programName) login acme --web --url https://id.acme.example --client-id my-app",
                     "Acme: a real server, in the browser"
                 ),
             ]
         )
         plugin.explainErrorExamples = [
             (
-                "sesame explain-error --provider acme --status 400 --body '{\"error\":\"invalid_grant\"}'",
+                "\(Desktop.programName) explain-error --provider acme --status 400 --body '{\"error\":\"invalid_grant\"}'",
                 "An Acme refresh token that was revoked or already used"
             )
         ]
