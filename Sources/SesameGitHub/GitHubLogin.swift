@@ -69,7 +69,7 @@ extension GitHubProvider {
         return try GitHubUser(response: response)
     }
 
-    /// **GitHub's hook on the engine** (``OAuth2Description/completeToken``), after a device login,
+    /// **GitHub's hook on the engine** (``OAuth2Provider/checkToken``), after a device login,
     /// a refresh or a supplied token made `token`: `GET /user` says whose it is (the login becomes
     /// the user id), its scopes (`X-OAuth-Scopes` when GitHub sends it, else the answer's `scope`)
     /// and a personal token's expiry; a refreshed token must still be `previous`'s person's.

@@ -213,13 +213,13 @@ public struct GitHubProvider: Sendable {
     /// `GET /user` after each token (a device login, a refresh, a token the person supplies) for
     /// its login and scopes.
     public func oauth2(transport: any HTTPTransport) -> OAuth2Provider {
-        var described = described
-        described.completeToken = { [self] token, request, previous in
-            try await identified(token, for: request, previous: previous, transport: transport)
-        }
-        return OAuth2Provider(
+        var provider = OAuth2Provider(
             trusted: described, clientID: clientID, clientAuthentication: clientAuthentication, transport: transport,
             now: now)
+        provider.checkToken = { [self] in
+            try await identified($0.token, for: $0.request, previous: $0.renewing, transport: transport)
+        }
+        return provider
     }
 }
 

@@ -356,7 +356,11 @@ public struct OIDCProvider: Sendable {
             clientAuthentication: Self.authentication(configuration, endpoints),
             transport: transport, allowingInsecureHosts: configuration.allowedInsecureHosts, now: now)
         engine.taxonomy = taxonomy
-        engine.checkToken = { [self] in try await checkToken($0, answer: $1, nonce: $2, renewed: $3) }
+        engine.checkToken = { [self] issued in
+            // A token the person supplied has no answer to check; OpenID logins never take one.
+            guard let answer = issued.answer else { return issued.token }
+            return try await checkToken(issued.token, answer: answer, nonce: issued.nonce, renewed: issued.renewing)
+        }
     }
 
     /// A provider whose endpoints come from ``OIDCConfiguration/endpoints`` or else from discovery.

@@ -147,9 +147,9 @@ struct OAuth2EngineTests {
         )
         let transport = RecordingTransport(always: Self.json(#"{"access_token": "a", "refresh_token": "r2"}"#))
         var provider = try OAuth2Provider(described, clientID: "app", transport: transport)
-        provider.checkToken = { token, _, nonce, renewed in
-            var token = token
-            token.userID = "\(nonce ?? "-")/\(renewed?.tokenString ?? "-")"
+        provider.checkToken = { issued in
+            var token = issued.token
+            token.userID = "\(issued.nonce ?? "-")/\(issued.renewing?.tokenString ?? "-")"
             return token
         }
         let dialect = try #require(provider.browserDialect(nonce: "n-1"))
@@ -172,7 +172,7 @@ struct OAuth2EngineTests {
     func refusedAnswerKeepsRotation() async throws {
         let transport = RecordingTransport(always: Self.json(#"{"access_token": "new", "refresh_token": "rotated"}"#))
         var provider = try OAuth2Provider(Self.dropboxLike, clientID: "app", transport: transport)
-        provider.checkToken = { _, _, _, _ in throw AuthError(category: .invalid, message: "bad", provider: "box") }
+        provider.checkToken = { _ in throw AuthError(category: .invalid, message: "bad", provider: "box") }
         let failure = try await #require(throws: RenewalKeepingRotation.self) {
             try await provider.refresh(Self.stored)
         }

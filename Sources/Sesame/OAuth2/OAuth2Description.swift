@@ -66,10 +66,6 @@ public struct OAuth2Description: Sendable {
     /// whose answers say more than a code (GitHub's rate-limit and single sign-on headers); `nil`
     /// for the rows.
     public var classifier: (any ErrorTaxonomy)?
-    /// The provider's own step after a login or a refresh made a token, for what the token answer
-    /// does not say (GitHub reads the account and its scopes with `GET /user`): given the token, the
-    /// login request and, for a refresh, the login it renews. `nil` for none.
-    public var completeToken: (@Sendable (AccessToken, LoginRequest, AccessToken?) async throws -> AccessToken)?
     /// Where to get a new token, said when a token the person supplied is refused; `nil` for a
     /// generic sentence.
     public var newTokenAdvice: String?

@@ -30,19 +30,13 @@ public struct OAuth2Provider: Sendable {
     public var taxonomy: OAuth2ErrorTaxonomy
     /// The wall clock, for expiry dates.
     public let now: @Sendable () -> Date
-    /// Checks and completes the token of every successful answer of the token endpoint (the code,
-    /// device and refresh grants) before it is used: OpenID Connect validates the ID token here.
-    /// It gets the token as read, the answer, the nonce the browser login sent and, for a refresh,
-    /// the login renewed. `nil`: the token is used as read. An `AuthError` it throws for a refresh
-    /// answer that rotated the refresh token keeps the new refresh token (``RenewalKeepingRotation``).
-    public var checkToken: TokenCheck?
-
-    /// A provider's check of the token read from a successful token answer: the token, the answer,
-    /// the browser login's nonce, the login a refresh renews.
-    public typealias TokenCheck =
-        @Sendable (
-            _ token: AccessToken, _ answer: OAuthTokenResponse, _ nonce: String?, _ renewed: AccessToken?
-        ) async throws -> AccessToken
+    /// The provider's one hook on every token before it is used: each successful answer of the
+    /// token endpoint (the code, device and refresh grants) and a token the person supplies
+    /// (``OAuth2TokenLogin``). OpenID Connect validates the ID token here; GitHub reads whose token
+    /// it is and its scopes with `GET /user`. `nil`: the token is used as read. An `AuthError` it
+    /// throws for a refresh answer that rotated the refresh token keeps the new refresh token
+    /// (``RenewalKeepingRotation``).
+    public var checkToken: (@Sendable (IssuedToken) async throws -> AccessToken)?
 
     /// Creates the provider.
     ///
@@ -167,10 +161,9 @@ public struct OAuth2Provider: Sendable {
             renewed.refreshToken = refreshToken
             renewed.refreshTokenExpirationDate = current.refreshTokenExpirationDate
         }
-        renewed = try await described.completeToken?(renewed, request, current) ?? renewed
         guard let checkToken else { return renewed }
         do {
-            return try await checkToken(renewed, answer, nil, current)
+            return try await checkToken(IssuedToken(renewed, answer: answer, request: request, renewing: current))
         } catch let error as AuthError {
             // The provider has rotated the refresh token already: keep the new one (it came from the
             // token endpoint itself), use nothing else of the answer, and say what was wrong.
@@ -313,7 +306,6 @@ public struct OAuth2Login: LoginUI {
         var request = request
         if request.permissions.isEmpty { request.permissions = provider.described.defaultScopes.map { .read($0) } }
         var token = try await flow.logIn(request)
-        if let complete = provider.described.completeToken { token = try await complete(token, request, nil) }
         guard let account = try await provider.account(of: token) else {
             return (token, token.userID.map { OAuth2Account(id: $0) })
         }
@@ -324,7 +316,7 @@ public struct OAuth2Login: LoginUI {
 
 /// A login with a token the person already has, checked before it is stored: the text must look
 /// like a token (no spaces, ASCII, at most 1,024 characters), the provider must accept it (the
-/// identity request and the description's ``OAuth2Description/completeToken``), and it must not
+/// identity request and the provider's ``OAuth2Provider/checkToken``), and it must not
 /// lack a scope the login asks for, when the provider says which it has.
 ///
 /// `readToken` should take the token from standard input or the environment, never from the
@@ -358,7 +350,9 @@ public struct OAuth2TokenLogin: LoginUI {
         do {
             account = try await provider.account(of: token)
             token.userID = account?.id
-            if let complete = provider.described.completeToken { token = try await complete(token, request, nil) }
+            if let checkToken = provider.checkToken {
+                token = try await checkToken(IssuedToken(token, answer: nil, request: request))
+            }
         } catch let error as AuthError where ![.retry, .server, .throttling].contains(error.category) {
             throw rejected(
                 "\(provider.described.displayName) refused it (HTTP \(error.httpStatus.map(String.init) ?? "?"))",
@@ -466,7 +460,7 @@ struct OAuth2EngineBrowserDialect: BrowserLoginDialect {
     func token(from response: HTTPResponse, for request: LoginRequest) async throws -> AccessToken {
         let answer = try engine.tokenAnswer(response, what: "token answer", at: engine.described.tokenAnswerPath)
         let token = engine.identified(AccessToken(answer, for: request, now: engine.now()), answer: answer.raw)
-        return try await engine.checkToken?(token, answer, nonce, nil) ?? token
+        return try await engine.checkToken?(IssuedToken(token, answer: answer, request: request, nonce: nonce)) ?? token
     }
 }
 
@@ -490,6 +484,34 @@ struct OAuth2EngineDeviceDialect: DeviceLoginDialect {
             return read
         }
         let identified = engine.identified(token, answer: response.json)
-        return .authorized(try await engine.checkToken?(identified, answer, nil, nil) ?? identified)
+        return .authorized(
+            try await engine.checkToken?(IssuedToken(identified, answer: answer, request: context.request))
+                ?? identified)
+    }
+}
+
+/// A token on its way to being used, as ``OAuth2Provider/checkToken`` sees it.
+public struct IssuedToken: Sendable {
+    /// The token as read from the answer, or as the person supplied it.
+    public var token: AccessToken
+    /// The token endpoint's answer (the ID token is in it); `nil` for a token the person supplied.
+    public var answer: OAuthTokenResponse?
+    /// The login request; for a refresh, one for the renewed login's scopes.
+    public var request: LoginRequest
+    /// The nonce the browser login sent, for OpenID Connect's ID token.
+    public var nonce: String?
+    /// For a refresh, the login it renews.
+    public var renewing: AccessToken?
+
+    /// Creates the token as the hook sees it.
+    public init(
+        _ token: AccessToken, answer: OAuthTokenResponse?, request: LoginRequest, nonce: String? = nil,
+        renewing: AccessToken? = nil
+    ) {
+        self.token = token
+        self.answer = answer
+        self.request = request
+        self.nonce = nonce
+        self.renewing = renewing
     }
 }
