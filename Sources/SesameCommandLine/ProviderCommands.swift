@@ -27,6 +27,20 @@ func noExtra(_ parsed: ParsedArguments, after count: Int, command: String) throw
     }
 }
 
+/// `COMMAND PROVIDER [--account NAME] [--storage MODE]`, checked in that order with `action`
+/// (given the provider) after the provider.
+func providerCommand(
+    _ parsed: ParsedArguments, command: String,
+    action: (_ provider: String) throws(UsageError) -> ProviderCommand.Action
+) throws(UsageError) -> Command {
+    let provider = try ProviderTable.provider(in: parsed, command: command)
+    try noExtra(parsed, after: 1, command: command)
+    return .provider(
+        ProviderCommand(
+            provider: provider, action: try action(provider), account: try parsed.account(command: command),
+            storage: try storageMode(parsed, command: command)))
+}
+
 /// What a provider command (`login`, `token`, `logout`, `switch`, `permissions`) asks of a provider.
 package struct ProviderCommand: Sendable, Equatable {
     /// `sesame login PROVIDER ...`.
@@ -278,13 +292,9 @@ enum ProviderCommands {
                 ),
             ])
     ) { parsed throws(UsageError) in
-        let provider = try ProviderTable.provider(in: parsed, command: "token")
-        try noExtra(parsed, after: 1, command: "token")
-        return .provider(
-            ProviderCommand(
-                provider: provider, action: .token(try TokenOptions.parse(parsed, command: "token")),
-                account: try parsed.account(command: "token"),
-                storage: try storageMode(parsed, command: "token")))
+        try providerCommand(parsed, command: "token") { _ throws(UsageError) in
+            .token(try TokenOptions.parse(parsed, command: "token"))
+        }
     }
 
     static let logout = CommandDefinition(
@@ -308,13 +318,10 @@ enum ProviderCommands {
                 storageOption,
             ])
     ) { parsed throws(UsageError) in
-        let provider = try ProviderTable.provider(in: parsed, command: "logout")
-        try noExtra(parsed, after: 1, command: "logout")
-        let timeout = try TokenOptions.seconds(parsed, command: "logout") ?? AccountCommands.defaultRevokeTimeout
-        return .provider(
-            ProviderCommand(
-                provider: provider, action: .logout(revoke: parsed.flags.contains("revoke"), timeout: timeout),
-                account: try parsed.account(command: "logout"), storage: try storageMode(parsed, command: "logout")))
+        try providerCommand(parsed, command: "logout") { _ throws(UsageError) in
+            let timeout = try TokenOptions.seconds(parsed, command: "logout") ?? AccountCommands.defaultRevokeTimeout
+            return .logout(revoke: parsed.flags.contains("revoke"), timeout: timeout)
+        }
     }
 
     static let switchAccount = CommandDefinition(
