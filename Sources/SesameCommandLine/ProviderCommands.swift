@@ -27,11 +27,9 @@ func noExtra(_ parsed: ParsedArguments, after count: Int, command: String) throw
     }
 }
 
-/// `COMMAND PROVIDER [--account NAME] [--storage MODE]`, checked in that order with `action`
-/// (given the provider) after the provider.
+/// `COMMAND PROVIDER [--account NAME] [--storage MODE]`, with `action` (given the provider) checked after the provider.
 func providerCommand(
-    _ parsed: ParsedArguments, command: String,
-    action: (_ provider: String) throws(UsageError) -> ProviderCommand.Action
+    _ parsed: ParsedArguments, command: String, action: (String) throws(UsageError) -> ProviderCommand.Action
 ) throws(UsageError) -> Command {
     let provider = try ProviderTable.provider(in: parsed, command: command)
     try noExtra(parsed, after: 1, command: command)
@@ -239,36 +237,34 @@ enum ProviderCommands {
             ] + ProviderTable.loginOptions,
             examples: Desktop.providers.flatMap(\.loginHelp.examples))
     ) { parsed throws(UsageError) in
-        let provider = try ProviderTable.provider(in: parsed, command: "login")
-        try noExtra(parsed, after: 1, command: "login")
-        if parsed.flags.contains("device") && parsed.flags.contains("web") {
-            throw UsageError("--device and --web choose different logins; give one of them", command: "login")
-        }
-        if parsed.flags.contains("with-token") && (parsed.flags.contains("web") || parsed.flags.contains("device")) {
-            throw UsageError(
-                "--with-token reads a token and runs no login; leave out --device and --web", command: "login")
-        }
-        let plugin = ProviderTable.plugin(forName: provider)!
-        if parsed.flags.contains("with-token"), !plugin.loginFlows.contains(.existingToken) {
-            throw UsageError(
-                "\(plugin.displayName) logins do not take --with-token; log in with the device code or --web",
+        try providerCommand(parsed, command: "login") { provider throws(UsageError) in
+            if parsed.flags.contains("device") && parsed.flags.contains("web") {
+                throw UsageError("--device and --web choose different logins; give one of them", command: "login")
+            }
+            if parsed.flags.contains("with-token") && (parsed.flags.contains("web") || parsed.flags.contains("device"))
+            {
+                throw UsageError(
+                    "--with-token reads a token and runs no login; leave out --device and --web", command: "login")
+            }
+            let plugin = ProviderTable.plugin(forName: provider)!
+            if parsed.flags.contains("with-token"), !plugin.loginFlows.contains(.existingToken) {
+                throw UsageError(
+                    "\(plugin.displayName) logins do not take --with-token; log in with the device code or --web",
+                    command: "login")
+            }
+            var login = ProviderCommand.Login()
+            login.scopes = (parsed.value("scopes") ?? "").split(separator: ",").map {
+                $0.trimmingCharacters(in: .whitespaces)
+            }.filter { !$0.isEmpty }
+            login.web = parsed.flags.contains("web")
+            login.noBrowser = parsed.flags.contains("no-browser")
+            login.withToken = parsed.flags.contains("with-token")
+            login.device = parsed.flags.contains("device")
+            login.options = try ProviderTable.options(
+                parsed, of: plugin.settings(instance: provider), all: ProviderTable.loginOptions, provider: provider,
                 command: "login")
+            return .login(login)
         }
-        var login = ProviderCommand.Login()
-        login.scopes = (parsed.value("scopes") ?? "").split(separator: ",").map {
-            $0.trimmingCharacters(in: .whitespaces)
-        }.filter { !$0.isEmpty }
-        login.web = parsed.flags.contains("web")
-        login.noBrowser = parsed.flags.contains("no-browser")
-        login.withToken = parsed.flags.contains("with-token")
-        login.device = parsed.flags.contains("device")
-        login.options = try ProviderTable.options(
-            parsed, of: plugin.settings(instance: provider), all: ProviderTable.loginOptions, provider: provider,
-            command: "login")
-        return .provider(
-            ProviderCommand(
-                provider: provider, action: .login(login), account: try parsed.account(command: "login"),
-                storage: try storageMode(parsed, command: "login")))
     }
 
     static let token = CommandDefinition(
