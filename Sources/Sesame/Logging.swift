@@ -14,16 +14,10 @@ public enum LogLevel: String, Sendable, Hashable, Codable, CaseIterable, Compara
 /// A log event's text. It is made only from a string literal, written into Sesame, never from a
 /// value at run time, so it cannot carry a token; what varies is in the event's ``LogMetadata``.
 public struct LogMessage: Sendable, Hashable, CustomStringConvertible, ExpressibleByStringLiteral {
-    public typealias StringLiteralType = StaticString
-    public typealias ExtendedGraphemeClusterLiteralType = StaticString
-    public typealias UnicodeScalarLiteralType = StaticString
-
     /// The text.
     public let description: String
 
     public init(stringLiteral value: StaticString) { description = value.description }
-    public init(extendedGraphemeClusterLiteral value: StaticString) { description = value.description }
-    public init(unicodeScalarLiteral value: StaticString) { description = value.description }
 }
 
 /// A log event's values, by name (`method`, `host`, `status`, `login`, …).

@@ -179,13 +179,6 @@ public actor Session {
         renewer.condition(of: credential, at: now())
     }
 
-    /// The stored login's condition now, or `nil` when nothing is stored.
-    ///
-    /// - Throws: the store's ``CredentialStoreError``.
-    public nonisolated func storedCondition() async throws -> LoginCondition? {
-        try await store.load(key).map(condition(of:))
-    }
-
     /// Opens the session: from a usable cached token without UI, or else, when `allowLoginUI`
     /// is true, through `loginUI`. Concurrent opens share one read of the store and all return
     /// the state it led to.

@@ -15,13 +15,10 @@ import Synchronization
 /// ignores `SIGPIPE`, so `sesame token facebook | true` turns a closed pipe into `EPIPE` and
 /// then into a crash. These calls write with `write(2)` directly, retry on `EINTR` and on
 /// partial writes, and report failure instead of trapping: the caller decides whether to stop
-/// quietly (``closedOutput`` tells it that the reader is gone).
+/// quietly.
 ///
 /// Every write to the process's own standard streams in Sesame's programs goes through here.
 package enum StandardStreams {
-    /// Whether a write to standard output has met a closed reader (`EPIPE`).
-    package static var closedOutput: Bool { closedOutputFlag.load(ordering: .relaxed) }
-
     /// Writes `text` to standard output.
     ///
     /// - Returns: `false` when not everything was written (the reader is gone, or another error).
@@ -40,8 +37,7 @@ package enum StandardStreams {
 
     /// Writes `bytes` to `descriptor`, all of them, retrying on `EINTR`.
     ///
-    /// - Returns: `false` on any error; `EPIPE` on standard output is remembered in
-    ///   ``closedOutput``.
+    /// - Returns: `false` on any error.
     @discardableResult package static func write(_ bytes: [UInt8], to descriptor: Int32) -> Bool {
         var offset = 0
         while offset < bytes.count {
@@ -59,7 +55,6 @@ package enum StandardStreams {
                 continue
             }
             if written < 0, errno == EINTR { continue }
-            if written < 0, errno == EPIPE, descriptor == 1 { closedOutputFlag.store(true, ordering: .relaxed) }
             if descriptor == 1, !(written < 0 && errno == EPIPE) {
                 // A full disk (`> /dev/full`), an I/O error: the output is lost, which the
                 // command must say; a reader that went away is not an error.
@@ -138,7 +133,6 @@ package enum StandardStreams {
         }
     }
 
-    private static let closedOutputFlag = Atomic<Bool>(false)
     private static let outputErrorCode = Atomic<Int32>(0)
     private static let outputWasClosed = Atomic<Bool>(false)
 }

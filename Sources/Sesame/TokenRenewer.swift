@@ -123,12 +123,6 @@ public enum LoginCondition: Sendable, Hashable {
     case renewable(expired: Bool)
     /// It cannot be used or renewed: a new login is needed. The login stays stored.
     case needsLogin(NeedsLoginReason)
-
-    /// Whether a session can open from it without a new login.
-    public var isUsable: Bool {
-        if case .needsLogin = self { return false }
-        return true
-    }
 }
 
 /// Why a stored login needs a new login.

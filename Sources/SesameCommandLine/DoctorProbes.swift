@@ -108,34 +108,4 @@ enum DBusProbe {
         case .failed: return .failed
         }
     }
-
-    /// Whether the default collection is locked; `.failed` when there is none or it cannot be read.
-    static func defaultCollectionLocked(environment: [String: String]) async -> ProbeAnswer<Bool> {
-        let alias = await dbusSend(
-            [
-                "--dest=org.freedesktop.secrets", "/org/freedesktop/secrets",
-                "org.freedesktop.Secret.Service.ReadAlias", "string:default",
-            ], environment: environment)
-        guard case .answer(let text) = alias else { return alias.isNoAnswer ? .noAnswer : .failed }
-        guard let path = text.split(separator: "\"").dropFirst().first.map(String.init), path != "/" else {
-            return .failed
-        }
-        let reply = await dbusSend(
-            [
-                "--dest=org.freedesktop.secrets", path, "org.freedesktop.DBus.Properties.Get",
-                "string:org.freedesktop.Secret.Collection", "string:Locked",
-            ], environment: environment)
-        switch reply {
-        case .answer(let text): return .answer(text.contains("boolean true"))
-        case .noAnswer: return .noAnswer
-        case .failed: return .failed
-        }
-    }
-}
-
-extension ProbeAnswer {
-    var isNoAnswer: Bool {
-        if case .noAnswer = self { return true }
-        return false
-    }
 }

@@ -256,17 +256,12 @@ package struct KubeconfigCommand: Sendable, Equatable {
                 )
             ])
     ) { parsed throws(UsageError) in
-        let provider = try ProviderTable.provider(in: parsed, command: "kubectl-credential")
-        try noExtra(parsed, after: 1, command: "kubectl-credential")
-        return .provider(
-            ProviderCommand(
-                provider: provider,
-                action: .kubectlCredential(
-                    KubectlCredentialOptions(
-                        tokenKind: try tokenKind(parsed, command: "kubectl-credential"),
-                        minValid: try TokenOptions.minValid(parsed, command: "kubectl-credential"))),
-                account: try parsed.account(command: "kubectl-credential"),
-                storage: try storageMode(parsed, command: "kubectl-credential")))
+        try providerCommand(parsed, command: "kubectl-credential") { _ throws(UsageError) in
+            .kubectlCredential(
+                KubectlCredentialOptions(
+                    tokenKind: try tokenKind(parsed, command: "kubectl-credential"),
+                    minValid: try TokenOptions.minValid(parsed, command: "kubectl-credential")))
+        }
     }
 
     static let definition = CommandDefinition(

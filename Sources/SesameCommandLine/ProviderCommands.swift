@@ -27,6 +27,18 @@ func noExtra(_ parsed: ParsedArguments, after count: Int, command: String) throw
     }
 }
 
+/// `COMMAND PROVIDER [--account NAME] [--storage MODE]`, with `action` (given the provider) checked after the provider.
+func providerCommand(
+    _ parsed: ParsedArguments, command: String, action: (String) throws(UsageError) -> ProviderCommand.Action
+) throws(UsageError) -> Command {
+    let provider = try ProviderTable.provider(in: parsed, command: command)
+    try noExtra(parsed, after: 1, command: command)
+    return .provider(
+        ProviderCommand(
+            provider: provider, action: try action(provider), account: try parsed.account(command: command),
+            storage: try storageMode(parsed, command: command)))
+}
+
 /// What a provider command (`login`, `token`, `logout`, `switch`, `permissions`) asks of a provider.
 package struct ProviderCommand: Sendable, Equatable {
     /// `sesame login PROVIDER ...`.
@@ -225,36 +237,34 @@ enum ProviderCommands {
             ] + ProviderTable.loginOptions,
             examples: Desktop.providers.flatMap(\.loginHelp.examples))
     ) { parsed throws(UsageError) in
-        let provider = try ProviderTable.provider(in: parsed, command: "login")
-        try noExtra(parsed, after: 1, command: "login")
-        if parsed.flags.contains("device") && parsed.flags.contains("web") {
-            throw UsageError("--device and --web choose different logins; give one of them", command: "login")
-        }
-        if parsed.flags.contains("with-token") && (parsed.flags.contains("web") || parsed.flags.contains("device")) {
-            throw UsageError(
-                "--with-token reads a token and runs no login; leave out --device and --web", command: "login")
-        }
-        let plugin = ProviderTable.plugin(forName: provider)!
-        if parsed.flags.contains("with-token"), !plugin.loginFlows.contains(.existingToken) {
-            throw UsageError(
-                "\(plugin.displayName) logins do not take --with-token; log in with the device code or --web",
+        try providerCommand(parsed, command: "login") { provider throws(UsageError) in
+            if parsed.flags.contains("device") && parsed.flags.contains("web") {
+                throw UsageError("--device and --web choose different logins; give one of them", command: "login")
+            }
+            if parsed.flags.contains("with-token") && (parsed.flags.contains("web") || parsed.flags.contains("device"))
+            {
+                throw UsageError(
+                    "--with-token reads a token and runs no login; leave out --device and --web", command: "login")
+            }
+            let plugin = ProviderTable.plugin(forName: provider)!
+            if parsed.flags.contains("with-token"), !plugin.loginFlows.contains(.existingToken) {
+                throw UsageError(
+                    "\(plugin.displayName) logins do not take --with-token; log in with the device code or --web",
+                    command: "login")
+            }
+            var login = ProviderCommand.Login()
+            login.scopes = (parsed.value("scopes") ?? "").split(separator: ",").map {
+                $0.trimmingCharacters(in: .whitespaces)
+            }.filter { !$0.isEmpty }
+            login.web = parsed.flags.contains("web")
+            login.noBrowser = parsed.flags.contains("no-browser")
+            login.withToken = parsed.flags.contains("with-token")
+            login.device = parsed.flags.contains("device")
+            login.options = try ProviderTable.options(
+                parsed, of: plugin.settings(instance: provider), all: ProviderTable.loginOptions, provider: provider,
                 command: "login")
+            return .login(login)
         }
-        var login = ProviderCommand.Login()
-        login.scopes = (parsed.value("scopes") ?? "").split(separator: ",").map {
-            $0.trimmingCharacters(in: .whitespaces)
-        }.filter { !$0.isEmpty }
-        login.web = parsed.flags.contains("web")
-        login.noBrowser = parsed.flags.contains("no-browser")
-        login.withToken = parsed.flags.contains("with-token")
-        login.device = parsed.flags.contains("device")
-        login.options = try ProviderTable.options(
-            parsed, of: plugin.settings(instance: provider), all: ProviderTable.loginOptions, provider: provider,
-            command: "login")
-        return .provider(
-            ProviderCommand(
-                provider: provider, action: .login(login), account: try parsed.account(command: "login"),
-                storage: try storageMode(parsed, command: "login")))
     }
 
     static let token = CommandDefinition(
@@ -278,13 +288,9 @@ enum ProviderCommands {
                 ),
             ])
     ) { parsed throws(UsageError) in
-        let provider = try ProviderTable.provider(in: parsed, command: "token")
-        try noExtra(parsed, after: 1, command: "token")
-        return .provider(
-            ProviderCommand(
-                provider: provider, action: .token(try TokenOptions.parse(parsed, command: "token")),
-                account: try parsed.account(command: "token"),
-                storage: try storageMode(parsed, command: "token")))
+        try providerCommand(parsed, command: "token") { _ throws(UsageError) in
+            .token(try TokenOptions.parse(parsed, command: "token"))
+        }
     }
 
     static let logout = CommandDefinition(
@@ -308,13 +314,10 @@ enum ProviderCommands {
                 storageOption,
             ])
     ) { parsed throws(UsageError) in
-        let provider = try ProviderTable.provider(in: parsed, command: "logout")
-        try noExtra(parsed, after: 1, command: "logout")
-        let timeout = try TokenOptions.seconds(parsed, command: "logout") ?? AccountCommands.defaultRevokeTimeout
-        return .provider(
-            ProviderCommand(
-                provider: provider, action: .logout(revoke: parsed.flags.contains("revoke"), timeout: timeout),
-                account: try parsed.account(command: "logout"), storage: try storageMode(parsed, command: "logout")))
+        try providerCommand(parsed, command: "logout") { _ throws(UsageError) in
+            let timeout = try TokenOptions.seconds(parsed, command: "logout") ?? AccountCommands.defaultRevokeTimeout
+            return .logout(revoke: parsed.flags.contains("revoke"), timeout: timeout)
+        }
     }
 
     static let switchAccount = CommandDefinition(

@@ -143,11 +143,6 @@ public struct DesktopConfiguration: Sendable, Hashable {
     /// The config file's path, for messages.
     public var configFileDescription: String { configFileLocation.path }
 
-    /// `$XDG_CONFIG_HOME/sesame/config.json`, or `~/.config/sesame/config.json`.
-    public static func defaultConfigFileURL(environment: [String: String]) -> URL {
-        URL(fileURLWithPath: defaultConfigFilePath(environment: environment))
-    }
-
     private static func defaultConfigFilePath(environment: [String: String]) -> String {
         XDG.filePath("sesame/config.json", in: "XDG_CONFIG_HOME", fallback: ".config", environment: environment)
     }

@@ -216,15 +216,11 @@ public struct AccountState: Sendable {
     /// - Throws: `CredentialStoreError` when the state directory or its lock cannot be used;
     ///   Foundation's error when the file cannot be written.
     public func setActiveAccount(_ account: String, for provider: ProviderID, appID: String? = nil) async throws {
-        guard !writesNothing else { return }
-        let file = self.file
-        try await onOwnThread {
-            try file.modify { object in
-                var active = object["active"]?.objectValue ?? [:]
-                active[provider.rawValue] = .string(account)
-                if let appID { active["\(provider.rawValue)/\(appID)"] = .string(account) }
-                object["active"] = .object(active)
-            }
+        try await modify { object in
+            var active = object["active"]?.objectValue ?? [:]
+            active[provider.rawValue] = .string(account)
+            if let appID { active["\(provider.rawValue)/\(appID)"] = .string(account) }
+            object["active"] = .object(active)
         }
     }
 
@@ -235,16 +231,12 @@ public struct AccountState: Sendable {
     /// - Throws: `CredentialStoreError` when the state directory or its lock cannot be used;
     ///   Foundation's error when the file cannot be written.
     public func clearActiveAccount(_ account: String, for provider: ProviderID, appID: String) async throws {
-        guard !writesNothing else { return }
-        let file = self.file
-        try await onOwnThread {
-            try file.modify { object in
-                guard var active = object["active"]?.objectValue else { return }
-                active["\(provider.rawValue)/\(appID)"] = nil
-                let otherApps = active.keys.contains { $0.hasPrefix(provider.rawValue + "/") }
-                if !otherApps, active[provider.rawValue]?.stringValue == account { active[provider.rawValue] = nil }
-                object["active"] = .object(active)
-            }
+        try await modify { object in
+            guard var active = object["active"]?.objectValue else { return }
+            active["\(provider.rawValue)/\(appID)"] = nil
+            let otherApps = active.keys.contains { $0.hasPrefix(provider.rawValue + "/") }
+            if !otherApps, active[provider.rawValue]?.stringValue == account { active[provider.rawValue] = nil }
+            object["active"] = .object(active)
         }
     }
 
@@ -258,15 +250,18 @@ public struct AccountState: Sendable {
     /// - Throws: `CredentialStoreError` when the state directory or its lock cannot be used;
     ///   Foundation's error when the file cannot be written.
     public func recordUsage(_ usage: JSONValue, for key: CredentialKey) async throws {
+        try await modify { object in
+            var all = object["usage"]?.objectValue ?? [:]
+            all[Self.name(key)] = usage
+            object["usage"] = .object(all)
+        }
+    }
+
+    /// Changes the file under its lock, on a thread of its own; nothing when ``writesNothing``.
+    private func modify(_ change: @escaping @Sendable (inout [String: JSONValue]) -> Void) async throws {
         guard !writesNothing else { return }
         let file = self.file
-        try await onOwnThread {
-            try file.modify { object in
-                var all = object["usage"]?.objectValue ?? [:]
-                all[Self.name(key)] = usage
-                object["usage"] = .object(all)
-            }
-        }
+        try await onOwnThread { try file.modify(change) }
     }
 
     fileprivate static func name(_ key: CredentialKey) -> String {

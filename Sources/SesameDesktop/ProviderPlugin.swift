@@ -220,8 +220,6 @@ extension JSONValue {
 }
 
 extension String {
-    package var lowercasedFirst: String { prefix(1).lowercased() + dropFirst() }
-
     /// The text as `Terminal.printable(_:)` prints it: no control characters, so that a value
     /// from outside cannot move the cursor or forge a line.
     package var sanitizedForTerminal: String { Terminal.printable(self) }

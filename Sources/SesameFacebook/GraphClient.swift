@@ -95,13 +95,6 @@ public struct GraphClient: Sendable {
         self.clock = clock
     }
 
-    /// This client with another default version.
-    public func withVersion(_ version: String?) -> GraphClient {
-        var copy = self
-        copy.version = version
-        return copy
-    }
-
     /// This client with a recovery processor (or none).
     public func withRecovery(_ recovery: FacebookRecoveryProcessor?) -> GraphClient {
         var copy = self

@@ -67,9 +67,6 @@ public struct GraphUsage: Sendable, Hashable, CustomStringConvertible {
     /// `X-Business-Use-Case-Usage`, one entry per business object and use case.
     public var businessUseCases: [BusinessUseCase]
 
-    /// The header names read, in the order they are read.
-    public static let headerNames = ["X-App-Usage", "X-Page-Usage", "X-Business-Use-Case-Usage"]
-
     /// Creates usage from values.
     public init(app: Counters? = nil, page: Counters? = nil, businessUseCases: [BusinessUseCase] = []) {
         self.app = app

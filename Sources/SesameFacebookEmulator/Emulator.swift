@@ -253,22 +253,9 @@ public final class Emulator: Sendable {
     )
         async throws -> URL
     {
-        try await answerDialog(url: url, user: user, grant: grant, decline: decline, cancel: false)
-    }
-
-    /// Cancels a login dialog as the person would; returns the `error=access_denied` redirect.
-    public func denyDialog(url: URL) async throws -> URL {
-        try await answerDialog(url: url, user: nil, grant: nil, decline: nil, cancel: true)
-    }
-
-    private func answerDialog(
-        url: URL, user: String?, grant: [String]?, decline: [String]?, cancel: Bool
-    )
-        async throws -> URL
-    {
         let location = try engine.run { engine in
             let dialog = try engine.selectDialog(["url": .string(url.absoluteString)])
-            return try engine.completeDialog(dialog, userID: user, grant: grant, decline: decline, cancel: cancel)
+            return try engine.completeDialog(dialog, userID: user, grant: grant, decline: decline, cancel: false)
         }
         guard let redirect = URL(string: location) else {
             throw EmulatorError(message: "The dialog's redirect is not a URL.")

@@ -5,7 +5,7 @@ import SesameEmulator
 /// The Facebook emulator's engine: maps a request value to a response value.
 ///
 /// Concurrent clients see one consistent Facebook: the state (``FacebookState``) lives in a
-/// `ReadWriteLocked`, and a request's handling runs in its closure start to finish without
+/// `Locked`, and a request's handling runs in its closure start to finish without
 /// suspending, so it is atomic. Most requests take the write lock. The reads every session makes
 /// (`GET /me`, `GET /me/permissions`; ``FacebookState/readsOnly(_:)``) take the read lock when no
 /// scenario is active, so the server's threads answer them side by side: on one lock taken in
@@ -21,7 +21,7 @@ import SesameEmulator
 package final class EmulatorEngine: Sendable {
     let configuration: EmulatorConfiguration
     let writer: StateWriter?
-    private let state: ReadWriteLocked<FacebookState>
+    private let state: Locked<FacebookState>
 
     /// Creates an engine, reading the state file when there is one, and applies it.
     ///
@@ -32,7 +32,7 @@ package final class EmulatorEngine: Sendable {
         let initial = try FacebookState(configuration: configuration)
         // The configured people and scenarios are saved as any other change.
         let save = initial.takeSaveRequest()
-        state = ReadWriteLocked(initial)
+        state = Locked(initial)
         if save { scheduleSave() }
     }
 
@@ -41,7 +41,7 @@ package final class EmulatorEngine: Sendable {
     /// Runs `body` with the state under the write lock, and schedules a save when it changed the
     /// state.
     func locked<T: Sendable, E: Error>(_ body: (FacebookState) throws(E) -> T) throws(E) -> T {
-        let (result, save) = try state.withWriteLock { state throws(E) -> (T, Bool) in
+        let (result, save) = try state.withLock { state throws(E) -> (T, Bool) in
             let result = try body(state)
             return (result, state.takeSaveRequest())
         }
@@ -123,7 +123,7 @@ package final class EmulatorEngine: Sendable {
     package func saveNow() async {
         guard let writer else { return }
         let failure: (any Error)? = await withCheckedContinuation { continuation in
-            state.withWriteLock { state in
+            state.withLock { state in
                 state.saveScheduled = false
                 guard state.isDirty else {
                     // Nothing new, but a scheduled save may still be writing: wait for it.
@@ -136,7 +136,7 @@ package final class EmulatorEngine: Sendable {
             }
         }
         if let failure {
-            state.withWriteLock { $0.isDirty = true }
+            state.withLock { $0.isDirty = true }
             configuration.requestLog?("emulator: could not save its state: \(failure)")
         }
     }

@@ -4,7 +4,7 @@ import SesameEmulator
 
 /// The Facebook emulator's state and the handlers that read and change it.
 ///
-/// Not `Sendable`: the one instance lives inside ``EmulatorEngine``'s `ReadWriteLocked` lock, and
+/// Not `Sendable`: the one instance lives inside ``EmulatorEngine``'s `Locked` lock, and
 /// every handler runs in that lock's closure, start to finish, without suspending: under the
 /// write lock, except the reads ``readsOnly(_:)`` picks, which run side by side under the read
 /// lock and change nothing but what has a lock of its own (``usage``, ``parsedFieldLists``). The

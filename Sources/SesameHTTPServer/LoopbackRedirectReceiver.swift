@@ -282,7 +282,7 @@ package final class RedirectExchange: Sendable {
         guard !isDelivered else { return LoginPage.alreadyFinished() }
         let parameters = request.query
         let states = parameters.filter { $0.0 == "state" }.map(\.1)
-        guard states.count == 1, Self.constantTimeEqual(states[0], expectedState) else {
+        guard states.count == 1, OAuth.constantTimeEquals(states[0], expectedState) else {
             // A forged or stale redirect: refuse it and keep waiting for the real one, up to a bound.
             return refuse(.stateMismatch(provider: provider, missing: states.isEmpty), status: 400)
         }
@@ -347,16 +347,6 @@ package final class RedirectExchange: Sendable {
         else { return false }
         return EndpointSecurity.isLoopback(host)
     }
-
-    /// Compares without stopping at the first difference, so timing does not reveal the state.
-    static func constantTimeEqual(_ a: String, _ b: String) -> Bool {
-        let x = Array(a.utf8)
-        let y = Array(b.utf8)
-        guard x.count == y.count else { return false }
-        var difference: UInt8 = 0
-        for index in x.indices { difference |= x[index] ^ y[index] }
-        return difference == 0
-    }
 }
 
 extension AuthError {
@@ -413,10 +403,10 @@ enum LoginPage {
             <!doctype html>
             <html lang="en">
             <head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
-            <title>\(escape(title))</title>
+            <title>\(HTMLEscaping.escape(title))</title>
             <style>body{font-family:sans-serif;max-width:32em;margin:4em auto;padding:0 1em;line-height:1.5}</style>
             </head>
-            <body><h1>\(escape(title))</h1><p>\(escape(message))</p></body>
+            <body><h1>\(HTMLEscaping.escape(title))</h1><p>\(HTMLEscaping.escape(message))</p></body>
             </html>
 
             """
@@ -426,6 +416,4 @@ enum LoginPage {
         response.headers["X-Content-Type-Options"] = "nosniff"
         return response
     }
-
-    static func escape(_ text: String) -> String { HTMLEscaping.escape(text) }
 }

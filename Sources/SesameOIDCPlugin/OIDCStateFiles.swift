@@ -48,11 +48,13 @@ struct OIDCDiscoveryCache: Sendable {
         return endpoints
     }
 
-    /// Keeps `endpoints`, discovered at `date`, under their issuer.
+    /// Keeps `endpoints`, discovered at `date`, under their issuer. The time is kept in whole
+    /// seconds rounded down, so that a use in the same second never finds it in the future.
     func remember(_ endpoints: OIDCEndpoints, at date: Date) throws {
         try file.modify { all in
             all[endpoints.issuer] = .object([
-                "fetched_at": .number(date.timeIntervalSince1970.rounded()), "document": endpoints.discoveryDocument,
+                "fetched_at": .number(date.timeIntervalSince1970.rounded(.down)),
+                "document": endpoints.discoveryDocument,
             ])
         }
     }

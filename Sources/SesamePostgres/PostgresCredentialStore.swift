@@ -225,18 +225,11 @@ public final class PostgresCredentialStore: CredentialStore {
         var watched: [String?] = []
         var watchedSince = clock.now
         while true {
-            let result: PostgresRows
-            do throws(PostgresError) {
-                result = try await connection.withSession { session throws(PostgresError) in
-                    try session.execute(
-                        """
-                        SELECT key_id, sealed, generation, renewal_heartbeat::text FROM sesame_credentials
-                        WHERE provider = $1 AND issuer = $2 AND app_id = $3 AND account = $4
-                        """, Self.keyParameters(key))
-                }
-            } catch {
-                throw Self.explain(error, "Could not read the credential for \(key) from PostgreSQL")
-            }
+            let result = try await execute(
+                """
+                SELECT key_id, sealed, generation, renewal_heartbeat::text FROM sesame_credentials
+                WHERE provider = $1 AND issuer = $2 AND app_id = $3 AND account = $4
+                """, Self.keyParameters(key), failing: "Could not read the credential for \(key) from PostgreSQL")
             guard let row = result.rows.first else { return RenewalClaim(stored: nil) }
             let stored = try unseal(result.bytes(row: 0, column: 1), keyID: row[0] ?? "", key: key)
             let seen = [row[2], row[3]]
@@ -245,21 +238,15 @@ public final class PostgresCredentialStore: CredentialStore {
                 watchedSince = clock.now
             }
             if row[3] == nil || watchedSince.duration(to: clock.now) >= Self.renewalLease {
-                let taken: PostgresRows
-                do throws(PostgresError) {
-                    taken = try await connection.withSession { session throws(PostgresError) in
-                        try session.execute(
-                            """
-                            UPDATE sesame_credentials
-                            SET generation = generation + 1, renewal_heartbeat = clock_timestamp()
-                            WHERE provider = $1 AND issuer = $2 AND app_id = $3 AND account = $4
-                                AND generation = $5::bigint
-                            RETURNING generation
-                            """, Self.keyParameters(key) + [.text(row[2] ?? "")])
-                    }
-                } catch {
-                    throw Self.explain(error, "Could not mark the renewal of \(key) in PostgreSQL")
-                }
+                let taken = try await execute(
+                    """
+                    UPDATE sesame_credentials
+                    SET generation = generation + 1, renewal_heartbeat = clock_timestamp()
+                    WHERE provider = $1 AND issuer = $2 AND app_id = $3 AND account = $4
+                        AND generation = $5::bigint
+                    RETURNING generation
+                    """, Self.keyParameters(key) + [.text(row[2] ?? "")],
+                    failing: "Could not mark the renewal of \(key) in PostgreSQL")
                 // Another process came first: look again.
                 if let generation = (taken.rows.first?.first ?? nil).flatMap({ Int64($0) }) {
                     return RenewalClaim(stored: stored, generation: generation)
@@ -310,58 +297,40 @@ public final class PostgresCredentialStore: CredentialStore {
 
     /// Inserts or replaces the row of `key`; one try.
     private func upsert(_ parameters: [PostgresParameter], key: CredentialKey) async throws {
-        do throws(PostgresError) {
-            _ = try await connection.withSession { session throws(PostgresError) in
-                try session.execute(
-                    """
-                    INSERT INTO sesame_credentials
-                        (provider, issuer, app_id, account, key_id, sealed, saved_at, needs_login)
-                    VALUES ($1, $2, $3, $4, $5, $6, to_timestamp($7::double precision), $8::boolean)
-                    ON CONFLICT (provider, issuer, app_id, account) DO UPDATE SET
-                        key_id = EXCLUDED.key_id, sealed = EXCLUDED.sealed,
-                        saved_at = EXCLUDED.saved_at, needs_login = EXCLUDED.needs_login,
-                        generation = sesame_credentials.generation + 1, renewal_heartbeat = NULL
-                    """, parameters)
-            }
-        } catch {
-            throw Self.explain(error, "Could not save the credential for \(key) in PostgreSQL")
-        }
+        _ = try await execute(
+            """
+            INSERT INTO sesame_credentials
+                (provider, issuer, app_id, account, key_id, sealed, saved_at, needs_login)
+            VALUES ($1, $2, $3, $4, $5, $6, to_timestamp($7::double precision), $8::boolean)
+            ON CONFLICT (provider, issuer, app_id, account) DO UPDATE SET
+                key_id = EXCLUDED.key_id, sealed = EXCLUDED.sealed,
+                saved_at = EXCLUDED.saved_at, needs_login = EXCLUDED.needs_login,
+                generation = sesame_credentials.generation + 1, renewal_heartbeat = NULL
+            """, parameters, failing: "Could not save the credential for \(key) in PostgreSQL")
     }
 
     /// Replaces the row of `key` when its generation is still `$9`; one try. A try whose answer
     /// was lost and that runs again finds the generation moved on by itself, and says not saved:
     /// the caller then reads the row, which holds what it saved.
     private func update(_ parameters: [PostgresParameter], key: CredentialKey) async throws -> Bool {
-        do throws(PostgresError) {
-            return try await connection.withSession { session throws(PostgresError) in
-                try session.execute(
-                    """
-                    UPDATE sesame_credentials SET key_id = $5, sealed = $6,
-                        saved_at = to_timestamp($7::double precision), needs_login = $8::boolean,
-                        generation = generation + 1, renewal_heartbeat = NULL
-                    WHERE provider = $1 AND issuer = $2 AND app_id = $3 AND account = $4 AND generation = $9::bigint
-                    RETURNING generation
-                    """, parameters)
-            }.rows.count == 1
-        } catch {
-            throw Self.explain(error, "Could not save the credential for \(key) in PostgreSQL")
-        }
+        try await execute(
+            """
+            UPDATE sesame_credentials SET key_id = $5, sealed = $6,
+                saved_at = to_timestamp($7::double precision), needs_login = $8::boolean,
+                generation = generation + 1, renewal_heartbeat = NULL
+            WHERE provider = $1 AND issuer = $2 AND app_id = $3 AND account = $4 AND generation = $9::bigint
+            RETURNING generation
+            """, parameters, failing: "Could not save the credential for \(key) in PostgreSQL"
+        ).rows.count == 1
     }
 
     public func load(_ key: CredentialKey) async throws -> StoredCredential? {
         try await SesameLogging.storeOperation("load", self, key) {
-            let result: PostgresRows
-            do throws(PostgresError) {
-                result = try await connection.withSession { session throws(PostgresError) in
-                    try session.execute(
-                        """
-                        SELECT key_id, sealed FROM sesame_credentials
-                        WHERE provider = $1 AND issuer = $2 AND app_id = $3 AND account = $4
-                        """, Self.keyParameters(key))
-                }
-            } catch {
-                throw Self.explain(error, "Could not read the credential for \(key) from PostgreSQL")
-            }
+            let result = try await execute(
+                """
+                SELECT key_id, sealed FROM sesame_credentials
+                WHERE provider = $1 AND issuer = $2 AND app_id = $3 AND account = $4
+                """, Self.keyParameters(key), failing: "Could not read the credential for \(key) from PostgreSQL")
             guard !result.rows.isEmpty else { return nil }
             var credential = try unseal(result.bytes(row: 0, column: 1), keyID: result.rows[0][0] ?? "", key: key)
             // The row's key is the one asked for; a login saved with an empty issuer and one saved
@@ -373,19 +342,13 @@ public final class PostgresCredentialStore: CredentialStore {
 
     @discardableResult public func delete(_ key: CredentialKey) async throws -> Bool {
         try await SesameLogging.storeOperation("delete", self, key) {
-            do throws(PostgresError) {
-                let result = try await connection.withSession { session throws(PostgresError) in
-                    try session.execute(
-                        """
-                        DELETE FROM sesame_credentials
-                        WHERE provider = $1 AND issuer = $2 AND app_id = $3 AND account = $4
-                        RETURNING 1
-                        """, Self.keyParameters(key))
-                }
-                return !result.rows.isEmpty
-            } catch {
-                throw Self.explain(error, "Could not remove the credential for \(key) from PostgreSQL")
-            }
+            let result = try await execute(
+                """
+                DELETE FROM sesame_credentials
+                WHERE provider = $1 AND issuer = $2 AND app_id = $3 AND account = $4
+                RETURNING 1
+                """, Self.keyParameters(key), failing: "Could not remove the credential for \(key) from PostgreSQL")
+            return !result.rows.isEmpty
         }
     }
 
@@ -419,26 +382,19 @@ public final class PostgresCredentialStore: CredentialStore {
     private func rows(
         provider: ProviderID?, appID: String?, after: CredentialKey?, limit: Int?
     ) async throws -> (listing: CredentialListing, count: Int, last: CredentialKey?) {
-        let result: PostgresRows
         let providerParameter: PostgresParameter = provider.map { .text($0.rawValue) } ?? .null
         let appParameter: PostgresParameter = appID.map { .text($0) } ?? .null
         let afterParameters: [PostgresParameter] = after.map { Self.keyParameters($0) } ?? [.null, .null, .null, .null]
         let limitParameter: PostgresParameter = limit.map { .text(String($0)) } ?? .null
         let parameters = [providerParameter, appParameter] + afterParameters + [limitParameter]
-        do throws(PostgresError) {
-            result = try await connection.withSession { session throws(PostgresError) in
-                try session.execute(
-                    """
-                    SELECT provider, issuer, app_id, account, key_id, sealed FROM sesame_credentials
-                    WHERE ($1::text IS NULL OR provider = $1) AND ($2::text IS NULL OR app_id = $2)
-                        AND ($3::text IS NULL OR (provider, issuer, app_id, account) > ($3, $4, $5, $6))
-                    ORDER BY provider, issuer, app_id, account
-                    LIMIT $7::bigint
-                    """, parameters)
-            }
-        } catch {
-            throw Self.explain(error, "Could not list the credentials in PostgreSQL")
-        }
+        let result = try await execute(
+            """
+            SELECT provider, issuer, app_id, account, key_id, sealed FROM sesame_credentials
+            WHERE ($1::text IS NULL OR provider = $1) AND ($2::text IS NULL OR app_id = $2)
+                AND ($3::text IS NULL OR (provider, issuer, app_id, account) > ($3, $4, $5, $6))
+            ORDER BY provider, issuer, app_id, account
+            LIMIT $7::bigint
+            """, parameters, failing: "Could not list the credentials in PostgreSQL")
         var credentials: [StoredCredential] = []
         var unreadable: [UnreadableCredential] = []
         var last: CredentialKey?
@@ -521,18 +477,11 @@ public final class PostgresCredentialStore: CredentialStore {
     ///
     /// - Throws: `CredentialStoreError` when the server cannot be reached or the table is missing.
     public func keyReport() async throws -> [KeyUse] {
-        let result: PostgresRows
-        do throws(PostgresError) {
-            result = try await connection.withSession { session throws(PostgresError) in
-                try session.execute(
-                    """
-                    SELECT key_id, provider, issuer, app_id, account, sealed FROM sesame_credentials
-                    ORDER BY key_id, provider, issuer, app_id, account
-                    """)
-            }
-        } catch {
-            throw Self.explain(error, "Could not read the credentials' keys in PostgreSQL")
-        }
+        let result = try await execute(
+            """
+            SELECT key_id, provider, issuer, app_id, account, sealed FROM sesame_credentials
+            ORDER BY key_id, provider, issuer, app_id, account
+            """, failing: "Could not read the credentials' keys in PostgreSQL")
         var uses: [KeyUse] = []
         for (index, row) in result.rows.enumerated() {
             let id = row[0] ?? ""
@@ -641,6 +590,19 @@ public final class PostgresCredentialStore: CredentialStore {
     }
 
     /// `error` as a store error after `action`; a missing table says how to make it.
+    /// Runs one statement; a failure is the `CredentialStoreError` that says `action` failed.
+    private func execute(
+        _ sql: String, _ parameters: [PostgresParameter] = [], failing action: @autoclosure () -> String
+    ) async throws -> PostgresRows {
+        do throws(PostgresError) {
+            return try await connection.withSession { session throws(PostgresError) in
+                try session.execute(sql, parameters)
+            }
+        } catch {
+            throw Self.explain(error, action())
+        }
+    }
+
     private static func explain(_ error: PostgresError, _ action: String) -> CredentialStoreError {
         if error.sqlState == "42703" {
             // An undefined column: tables an older Sesame made.

@@ -140,19 +140,6 @@ public struct ClientAuthentication: Sendable, CustomStringConvertible, CustomRef
         return HTTPRequest(method: .post, url: url, headers: headers, body: Data(FormEncoding.encode(form).utf8))
     }
 
-    /// `request`, a form POST built elsewhere, with this authentication in place of whatever client
-    /// credentials it carried; its other headers are kept.
-    ///
-    /// - Throws: what ``apply(form:headers:clientID:tokenEndpoint:)`` throws.
-    public func authenticating(_ request: HTTPRequest, clientID: String, tokenEndpoint: URL) throws -> HTTPRequest {
-        var rebuilt = try formRequest(
-            request.url, FormEncoding.decode(request.body ?? Data()), clientID: clientID, tokenEndpoint: tokenEndpoint)
-        for field in request.headers where rebuilt.headers[field.name] == nil {
-            rebuilt.headers[field.name] = field.value
-        }
-        return rebuilt
-    }
-
     public var description: String { "ClientAuthentication(\(method))" }
     public var customMirror: Mirror { Mirror(self, children: ["method": method.rawValue]) }
 }
