@@ -418,9 +418,7 @@ public struct OIDCPlugin: ProviderPlugin {
             try? await onOwnThread { try cache.remember(endpoints, at: Date()) }
         }
         return OIDCConnection(
-            instance: instance, settings: settings, provider: provider, transport: request.transport,
-            terminal: request.terminal, environment: request.environment, refreshLocking: request.refreshLocking,
-            browser: request.configuration.browser,
+            provider: provider, context: try ConnectionContext(request), settings: settings,
             remembered: OIDCRememberedIssuers(stateDirectory: request.configuration.stateDirectory))
     }
 
