@@ -150,7 +150,7 @@ public struct DescribedProviderPlugin: DescribedPlugin {
                 request.flags[flag] == nil ? values["\(name)-\(flag)"] ?? values[flag] : values[flag]
             }
             clientID = value("client-id")
-            clientSecret = value("client-secret")
+            clientSecret = try await request.clientSecret(orElse: value("client-secret"))
             server = value("url")
             scopes = (values["\(name)-scopes"]?.value ?? "").split(whereSeparator: { $0 == "," || $0 == " " })
                 .map(String.init)
@@ -164,17 +164,6 @@ public struct DescribedProviderPlugin: DescribedPlugin {
                 {
                     described.endpoints.set(endpoint, to: url)
                 }
-            }
-            if request.flags["client-secret-stdin"] != nil {
-                guard let readSecret = request.readSecret else {
-                    throw DesktopError("This program cannot read a client secret from standard input.", status: .usage)
-                }
-                let text = try await readSecret("Client secret for '\(name)': ")
-                    .trimmingCharacters(in: .whitespacesAndNewlines)
-                guard !text.isEmpty else {
-                    throw DesktopError("Standard input gave no client secret; pipe it in.", status: .dataError)
-                }
-                clientSecret = Sourced(text, source: "standard input")
             }
         }
 

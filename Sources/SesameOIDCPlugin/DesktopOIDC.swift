@@ -34,31 +34,7 @@ extension Desktop {
             provider: connection.provider, context: connection.context, emulatorName: connection.label, setup: setup,
             activeAccount: await setup.accounts.activeAccount(for: connection.provider.id))
     }
-}
 
-/// An OpenID issuer with the desktop defaults: what `Desktop/oidc(name:issuer:clientID:overrides:environment:terminal:keyring:emulators:)`
-/// returns.
-public typealias DesktopOIDC = DesktopProvider<OIDCProvider>
-
-extension DesktopProvider where Provider == OIDCProvider {
-    var connection: OIDCConnection { OIDCConnection(provider: provider, context: context) }
-
-    /// Device login when the issuer offers it, else the browser with a loopback redirect; with
-    /// no browser on this machine (`openBrowser` false, or `DesktopConfiguration.browser` says
-    /// none: an SSH session, no display) the address is printed and, on a terminal, the redirect
-    /// address the person's browser ended on may be pasted back (`PastedRedirect` in the core).
-    public func login(openBrowser: Bool = true) -> any LoginUI { connection.automaticLogin(openBrowser: openBrowser) }
-
-    /// A session for `account` (the active one by default), logging in with `loginUI` (``login(openBrowser:)``
-    /// by default), with the cross-process refresh lock file.
-    public func session(account: String? = nil, loginUI: (any LoginUI)? = nil) -> OIDCSession {
-        OIDCSession(
-            provider: provider, transport: transport, store: storage.store, account: self.account(account),
-            loginUI: loginUI ?? login(), configuration: .init(refreshLocking: context.refreshLocking))
-    }
-}
-
-extension Desktop {
     /// An OpenID issuer from explicit values only: `provider` as the app made it
     /// (`OIDCProvider.discover(_:transport:now:)`, or known endpoints). Reads no environment
     /// variable and no config file, starts no emulator and writes nothing to standard output or
@@ -86,7 +62,27 @@ extension Desktop {
     }
 }
 
-extension DesktopOIDC {
+/// An OpenID issuer with the desktop defaults: what `Desktop/oidc(name:issuer:clientID:overrides:environment:terminal:keyring:emulators:)`
+/// returns.
+public typealias DesktopOIDC = DesktopProvider<OIDCProvider>
+
+extension DesktopProvider where Provider == OIDCProvider {
+    var connection: OIDCConnection { OIDCConnection(provider: provider, context: context) }
+
+    /// Device login when the issuer offers it, else the browser with a loopback redirect; with
+    /// no browser on this machine (`openBrowser` false, or `DesktopConfiguration.browser` says
+    /// none: an SSH session, no display) the address is printed and, on a terminal, the redirect
+    /// address the person's browser ended on may be pasted back (`PastedRedirect` in the core).
+    public func login(openBrowser: Bool = true) -> any LoginUI { connection.automaticLogin(openBrowser: openBrowser) }
+
+    /// A session for `account` (the active one by default), logging in with `loginUI` (``login(openBrowser:)``
+    /// by default), with the cross-process refresh lock file.
+    public func session(account: String? = nil, loginUI: (any LoginUI)? = nil) -> OIDCSession {
+        OIDCSession(
+            provider: provider, transport: transport, store: storage.store, account: self.account(account),
+            loginUI: loginUI ?? login(), configuration: .init(refreshLocking: context.refreshLocking))
+    }
+
     /// Browser login with the app's own presenter: the loopback receiver and PKCE, and `opener`
     /// (a GUI app's web view, or the system browser it starts itself) shows the address. Writes
     /// nothing to standard output or error.
