@@ -346,10 +346,10 @@ struct DescribedConnection: ConnectedProvider {
     }
 
     func session(account: String, store: any CredentialStore) -> any AccountSession {
-        DescribedAccountSession(
-            session: OAuth2Session(
-                provider: provider, store: store, account: account, refreshLocking: request.refreshLocking),
-            displayName: plugin.displayName)
+        let session = OAuth2Session(
+            provider: provider, store: store, account: account, refreshLocking: request.refreshLocking)
+        let advice = "remove the app in your \(plugin.displayName) account's settings"
+        return RevokingAccountSession(session, advice: advice) { try await session.logOut(revoke: $0) }
     }
 
     func check(_ credential: StoredCredential) async -> AccountCheck {
@@ -366,21 +366,5 @@ struct DescribedConnection: ConnectedProvider {
 
     func shutdown() async {
         await emulator?.stop(named: "built-in \(plugin.displayName) emulator", telling: request.terminal)
-    }
-}
-
-/// A described provider's session as the generic commands use it.
-struct DescribedAccountSession: ProviderAccountSession {
-    var session: OAuth2Session
-    var displayName: String
-    var providerSession: OAuth2Session { session }
-
-    func logOut(revoke: Bool) async throws -> String? {
-        let session = session
-        var revoked = false
-        try await RevocationFailed.loggingOut(
-            revoke: revoke, advice: "remove the app in your \(displayName) account's settings"
-        ) { revoked = try await session.logOut(revoke: revoke) }
-        return revoked ? "its tokens were revoked" : nil
     }
 }

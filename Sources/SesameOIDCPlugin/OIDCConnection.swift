@@ -96,12 +96,13 @@ struct OIDCConnection: ConnectedProvider {
     }
 
     func session(account: String, store: any CredentialStore) -> any AccountSession {
-        OIDCAccountSession(
-            session: OIDCSession(
-                provider: provider, transport: transport, store: store, account: account,
-                configuration: .init(refreshLocking: context.refreshLocking, environment: context.environment)
-            ),
-            canRevoke: provider.endpoints.revocationEndpoint != nil)
+        let session = OIDCSession(
+            provider: provider, transport: transport, store: store, account: account,
+            configuration: .init(refreshLocking: context.refreshLocking, environment: context.environment))
+        return RevokingAccountSession(
+            session, advice: "end the session in the provider's account settings",
+            unrevoked: provider.endpoints.revocationEndpoint == nil ? OIDCNoRevocationEndpoint() : nil
+        ) { try await session.logout(revoke: $0) }
     }
 
     /// The claims of the stored ID token, read for display only (it was checked when it was
@@ -144,29 +145,6 @@ struct OIDCConnection: ConnectedProvider {
         }
         check.userName = check.userName ?? name
         return check
-    }
-}
-
-/// An OpenID session as the generic commands use it.
-struct OIDCAccountSession: ProviderAccountSession {
-    var session: OIDCSession
-    var canRevoke: Bool
-
-    var providerSession: OIDCSession { session }
-
-    func logOut(revoke: Bool) async throws -> String? {
-        try await RevocationFailed.loggingOut(
-            revoke: revoke, advice: "end the session in the provider's account settings"
-        ) {
-            try await session.logout(revoke: revoke)
-        }
-        guard revoke else { return nil }
-        // Removed here, not revoked there: as a failed revocation, so that --revoke does not pass.
-        guard canRevoke else {
-            throw RevocationFailed(
-                underlying: OIDCNoRevocationEndpoint(), advice: "end the session in the provider's account settings")
-        }
-        return "its tokens were revoked"
     }
 }
 
