@@ -115,6 +115,37 @@ extension ProviderAccountSession {
     }
 }
 
+/// A provider's session whose logout says whether it revoked the tokens (`OAuth2Session.logOut(revoke:)`):
+/// the described plug-in's and OpenID's.
+package struct RevokingAccountSession<Wrapped: ProviderSession>: ProviderAccountSession {
+    package var providerSession: Wrapped
+    /// What the person can do when revoking fails ("remove the app in your Dropbox account's settings").
+    var advice: String
+    /// Why the provider cannot revoke, when it has nowhere to: a logout asked to revoke then throws
+    /// it as ``RevocationFailed``, so that `--revoke` does not pass. `nil`: such a logout says nothing.
+    var unrevoked: (any Error & Sendable)?
+    /// Logs out, revoking when asked; whether the tokens were revoked.
+    var revoking: @Sendable (_ revoke: Bool) async throws -> Bool
+
+    /// The session of `providerSession`, logged out by `revoking`.
+    package init(
+        _ providerSession: Wrapped, advice: String, unrevoked: (any Error & Sendable)? = nil,
+        revoking: @escaping @Sendable (_ revoke: Bool) async throws -> Bool
+    ) {
+        self.providerSession = providerSession
+        self.advice = advice
+        self.unrevoked = unrevoked
+        self.revoking = revoking
+    }
+
+    package func logOut(revoke: Bool) async throws -> String? {
+        var revoked = false
+        try await RevocationFailed.loggingOut(revoke: revoke, advice: advice) { revoked = try await revoking(revoke) }
+        if revoke, let unrevoked { throw RevocationFailed(underlying: unrevoked, advice: advice) }
+        return revoked ? "its tokens were revoked" : nil
+    }
+}
+
 /// A provider whose permissions are chosen at login only.
 public struct PermissionsUnsupported: Error, Sendable, CustomStringConvertible, LocalizedError {
     public init() {}

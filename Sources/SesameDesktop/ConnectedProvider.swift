@@ -53,12 +53,12 @@ extension ConnectedProvider {
     ///   cannot be saved.
     public func logIn(
         _ options: LoginOptions, account: String, store: any CredentialStore,
-        existingToken: (String) -> any LoginUI, browser: (_ openBrowser: Bool) throws -> any LoginUI,
+        existingToken: (String) throws -> any LoginUI, browser: (_ openBrowser: Bool) throws -> any LoginUI,
         device: () throws -> any LoginUI
     ) async throws -> AccessToken {
         let ui: any LoginUI
         switch options.flow {
-        case .existingToken(let text): ui = existingToken(text)
+        case .existingToken(let text): ui = try existingToken(text)
         case .browser(let openBrowser): ui = try browser(openBrowser)
         case .automatic, .device: ui = try device()
         }
@@ -196,5 +196,22 @@ extension AccountCheck {
             check.status = (error as? DesktopError)?.status
             return check
         }
+    }
+
+    /// What a provider's refusal of `token` (the error of a status check) says of it: a refused
+    /// access token is invalid, or unverified while its refresh token may still renew it (`refuser`
+    /// names who refused it: "The issuer"), and recorded either way (``tokenRefused``); any other
+    /// error leaves it unverified. For ``checking(_:refused:)``.
+    public static func refusal(_ error: AuthError, of token: AccessToken, by refuser: String) -> AccountCheck {
+        guard error.category == .authenticationReopenSession else {
+            return AccountCheck(validity: .unverified, problem: error.userMessage ?? error.message)
+        }
+        guard token.refreshToken == nil else {
+            return AccountCheck(
+                validity: .unverified,
+                problem: "\(refuser) refused the access token; the next use tries the refresh token.",
+                tokenRefused: true)
+        }
+        return AccountCheck(validity: .invalid, problem: error.userMessage ?? error.message, tokenRefused: true)
     }
 }

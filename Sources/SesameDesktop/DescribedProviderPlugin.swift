@@ -150,7 +150,7 @@ public struct DescribedProviderPlugin: DescribedPlugin {
                 request.flags[flag] == nil ? values["\(name)-\(flag)"] ?? values[flag] : values[flag]
             }
             clientID = value("client-id")
-            clientSecret = value("client-secret")
+            clientSecret = try await request.clientSecret(orElse: value("client-secret"))
             server = value("url")
             scopes = (values["\(name)-scopes"]?.value ?? "").split(whereSeparator: { $0 == "," || $0 == " " })
                 .map(String.init)
@@ -164,17 +164,6 @@ public struct DescribedProviderPlugin: DescribedPlugin {
                 {
                     described.endpoints.set(endpoint, to: url)
                 }
-            }
-            if request.flags["client-secret-stdin"] != nil {
-                guard let readSecret = request.readSecret else {
-                    throw DesktopError("This program cannot read a client secret from standard input.", status: .usage)
-                }
-                let text = try await readSecret("Client secret for '\(name)': ")
-                    .trimmingCharacters(in: .whitespacesAndNewlines)
-                guard !text.isEmpty else {
-                    throw DesktopError("Standard input gave no client secret; pipe it in.", status: .dataError)
-                }
-                clientSecret = Sourced(text, source: "standard input")
             }
         }
 
@@ -357,10 +346,10 @@ struct DescribedConnection: ConnectedProvider {
     }
 
     func session(account: String, store: any CredentialStore) -> any AccountSession {
-        DescribedAccountSession(
-            session: OAuth2Session(
-                provider: provider, store: store, account: account, refreshLocking: request.refreshLocking),
-            displayName: plugin.displayName)
+        let session = OAuth2Session(
+            provider: provider, store: store, account: account, refreshLocking: request.refreshLocking)
+        let advice = "remove the app in your \(plugin.displayName) account's settings"
+        return RevokingAccountSession(session, advice: advice) { try await session.logOut(revoke: $0) }
     }
 
     func check(_ credential: StoredCredential) async -> AccountCheck {
@@ -370,36 +359,12 @@ struct DescribedConnection: ConnectedProvider {
                 return AccountCheck(validity: .notChecked)
             }
             return AccountCheck(validity: .valid, userName: account.name ?? account.login)
-        } refused: { error in
-            guard error.category == .authenticationReopenSession else {
-                return AccountCheck(validity: .unverified, problem: error.userMessage ?? error.message)
-            }
-            guard token.refreshToken == nil else {
-                return AccountCheck(
-                    validity: .unverified,
-                    problem: "\(plugin.displayName) refused the access token; the next use tries the refresh token.")
-            }
-            return AccountCheck(validity: .invalid, problem: error.userMessage ?? error.message)
+        } refused: {
+            AccountCheck.refusal($0, of: token, by: plugin.displayName)
         }
     }
 
     func shutdown() async {
         await emulator?.stop(named: "built-in \(plugin.displayName) emulator", telling: request.terminal)
-    }
-}
-
-/// A described provider's session as the generic commands use it.
-struct DescribedAccountSession: ProviderAccountSession {
-    var session: OAuth2Session
-    var displayName: String
-    var providerSession: OAuth2Session { session }
-
-    func logOut(revoke: Bool) async throws -> String? {
-        let session = session
-        var revoked = false
-        try await RevocationFailed.loggingOut(
-            revoke: revoke, advice: "remove the app in your \(displayName) account's settings"
-        ) { revoked = try await session.logOut(revoke: revoke) }
-        return revoked ? "its tokens were revoked" : nil
     }
 }

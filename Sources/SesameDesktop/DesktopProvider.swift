@@ -67,10 +67,10 @@ package struct ConnectionContext: Sendable {
     }
 }
 
-/// A provider with the desktop defaults, as a library app holds it: the provider (its app or
-/// host), the store, the accounts, and the built-in emulator when one stands in. What
-/// `Desktop.facebook(…)` and `Desktop.github(…)` return; a provider's plug-in adds its logins
-/// and sessions in an extension.
+/// A provider with the desktop defaults, as a library app holds it: the provider (its app, host
+/// or issuer), the store, the accounts, and the built-in emulator when one stands in. What
+/// `Desktop.facebook(…)`, `Desktop.github(…)` and `Desktop.oidc(…)` return; a provider's plug-in
+/// adds its logins and sessions in an extension.
 public struct DesktopProvider<Provider: Sendable>: Sendable {
     /// The provider (the built-in emulator's when none is configured).
     public let provider: Provider
@@ -86,7 +86,7 @@ public struct DesktopProvider<Provider: Sendable>: Sendable {
     /// The account that was active for this provider when ``accounts`` was read.
     public let activeAccount: String
 
-    /// A provider with what `setup` resolved: `Desktop.facebook(…)` and `Desktop.github(…)`.
+    /// A provider with what `setup` resolved: `Desktop.facebook(…)`, `Desktop.github(…)`, `Desktop.oidc(…)`.
     package init(
         provider: Provider, context: ConnectionContext, emulatorName: String, setup: DesktopSetup,
         activeAccount: String

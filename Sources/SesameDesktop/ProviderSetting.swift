@@ -256,4 +256,27 @@ public struct ProviderConnectionRequest: Sendable {
         }
         return fallback
     }
+
+    /// The client secret `--client-secret-stdin` reads from standard input (a prompt without echo
+    /// on a terminal), checked as `setting` checks a value; without the flag, `fallback`.
+    ///
+    /// - Throws: ``DesktopError``: 64 when this program cannot read standard input, 65 when it gave
+    ///   no usable secret.
+    package func clientSecret(
+        orElse fallback: Sourced<String>?, checkedBy setting: ProviderSetting? = nil
+    ) async throws -> Sourced<String>? {
+        guard flags["client-secret-stdin"] != nil else { return fallback }
+        guard let readSecret else {
+            throw DesktopError("This program cannot read a client secret from standard input.", status: .usage)
+        }
+        let text = try await readSecret("Client secret for '\(instance)': ").trimmingCharacters(
+            in: .whitespacesAndNewlines)
+        guard !text.isEmpty, setting?.problem(with: text) == nil else {
+            throw DesktopError(
+                "Standard input gave no usable client secret; pipe it in, as in "
+                    + "'\(Desktop.programName) login \(instance) --client-secret-stdin < secret.txt'.",
+                status: .dataError)
+        }
+        return Sourced(text, source: "standard input")
+    }
 }

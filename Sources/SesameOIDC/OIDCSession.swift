@@ -153,16 +153,20 @@ public final class OIDCSession: ProviderSession {
     /// When revocation fails (no network, say), the token is deleted here all the same and the
     /// error is thrown, so the app can tell the person the grant may still be active.
     ///
+    /// - Returns: whether the tokens were revoked (not when the issuer lists no revocation endpoint).
     /// - Throws: `AuthError` when the revocation failed (the token is cleared here all the same);
     ///   `CredentialStoreError` when it cannot be removed from the store.
-    public func logout(revoke: Bool = true) async throws {
+    @discardableResult
+    public func logout(revoke: Bool = true) async throws -> Bool {
+        let revoked: Bool
         do {
-            try await oauth2.logOut(revoke: revoke)
+            revoked = try await oauth2.logOut(revoke: revoke)
         } catch let failure where !(failure is CredentialStoreError) {
             try await OIDCLegacyLogins.remove(for: session, issuer: provider.endpoints.issuer)
             throw failure
         }
         try await OIDCLegacyLogins.remove(for: session, issuer: provider.endpoints.issuer)
+        return revoked
     }
 }
 

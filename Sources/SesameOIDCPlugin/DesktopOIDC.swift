@@ -31,55 +31,10 @@ extension Desktop {
             environment: environment, terminal: terminal, keyring: keyring, emulators: emulators,
             OIDCPlugin().connection)
         return DesktopOIDC(
-            connection: connection, storage: setup.storage, accounts: setup.accounts,
+            provider: connection.provider, context: connection.context, emulatorName: connection.label, setup: setup,
             activeAccount: await setup.accounts.activeAccount(for: connection.provider.id))
     }
-}
 
-/// An OpenID issuer with the desktop defaults: what `Desktop/oidc(name:issuer:clientID:overrides:environment:terminal:keyring:emulators:)`
-/// returns.
-public struct DesktopOIDC: Sendable {
-    let connection: OIDCConnection
-    /// The credential store in use, and why.
-    public let storage: StorageSelection
-    /// The active account per provider.
-    public let accounts: AccountState
-    /// The account that was active for this issuer when `Desktop/oidc(name:issuer:clientID:overrides:environment:terminal:keyring:emulators:)`
-    /// read ``accounts``.
-    public let activeAccount: String
-
-    /// The discovered provider.
-    public var provider: OIDCProvider { connection.provider }
-    /// The HTTP transport (`CurlTransport`).
-    public var transport: any HTTPTransport { connection.transport }
-
-    /// Device login when the issuer offers it, else the browser with a loopback redirect; with
-    /// no browser on this machine (`openBrowser` false, or `DesktopConfiguration.browser` says
-    /// none: an SSH session, no display) the address is printed and, on a terminal, the redirect
-    /// address the person's browser ended on may be pasted back (`PastedRedirect` in the core).
-    public func login(openBrowser: Bool = true) -> any LoginUI {
-        if let dialect = try? OIDCDeviceDialect(oidc: provider) {
-            return DeviceLoginFlow(
-                dialect: dialect,
-                presenter: TerminalLoginPresenter(terminal: connection.terminal, providerName: connection.label),
-                transport: transport)
-        }
-        return connection.browserLogin(openBrowser: openBrowser)
-    }
-
-    /// A session for `account` (the active one by default), logging in with `loginUI` (``login(openBrowser:)``
-    /// by default), with the cross-process refresh lock file.
-    public func session(account: String? = nil, loginUI: (any LoginUI)? = nil) -> OIDCSession {
-        let account = account ?? activeAccount
-        return OIDCSession(
-            provider: provider, transport: transport, store: storage.store, account: account,
-            loginUI: loginUI ?? login(),
-            configuration: .init(
-                refreshLocking: connection.refreshLocking))
-    }
-}
-
-extension Desktop {
     /// An OpenID issuer from explicit values only: `provider` as the app made it
     /// (`OIDCProvider.discover(_:transport:now:)`, or known endpoints). Reads no environment
     /// variable and no config file, starts no emulator and writes nothing to standard output or
@@ -101,22 +56,33 @@ extension Desktop {
         provider: OIDCProvider, store: any CredentialStore, stateDirectory: URL,
         transport: any HTTPTransport = CurlTransport()
     ) -> DesktopOIDC {
-        let setup = DesktopSetup.explicit(store: store, stateDirectory: stateDirectory)
-        let instance = provider.id.rawValue
-        let settings = OIDCPlugin.Settings(
-            instance: instance, issuer: Sourced(provider.endpoints.issuer, source: "the app"),
-            clientID: Sourced(provider.configuration.clientID, source: "the app"),
-            scopes: provider.configuration.scopes)
-        return DesktopOIDC(
-            connection: OIDCConnection(
-                instance: instance, settings: settings, provider: provider, transport: transport, terminal: .silent,
-                environment: [:], refreshLocking: setup.explicitRefreshLocking, browser: setup.configuration.browser,
-                remembered: OIDCRememberedIssuers(stateDirectory: stateDirectory)),
-            storage: setup.storage, accounts: setup.accounts, activeAccount: "default")
+        DesktopOIDC(
+            explicit: provider, emulatorName: provider.id.rawValue, store: store, stateDirectory: stateDirectory,
+            transport: transport)
     }
 }
 
-extension DesktopOIDC {
+/// An OpenID issuer with the desktop defaults: what `Desktop/oidc(name:issuer:clientID:overrides:environment:terminal:keyring:emulators:)`
+/// returns.
+public typealias DesktopOIDC = DesktopProvider<OIDCProvider>
+
+extension DesktopProvider where Provider == OIDCProvider {
+    var connection: OIDCConnection { OIDCConnection(provider: provider, context: context) }
+
+    /// Device login when the issuer offers it, else the browser with a loopback redirect; with
+    /// no browser on this machine (`openBrowser` false, or `DesktopConfiguration.browser` says
+    /// none: an SSH session, no display) the address is printed and, on a terminal, the redirect
+    /// address the person's browser ended on may be pasted back (`PastedRedirect` in the core).
+    public func login(openBrowser: Bool = true) -> any LoginUI { connection.automaticLogin(openBrowser: openBrowser) }
+
+    /// A session for `account` (the active one by default), logging in with `loginUI` (``login(openBrowser:)``
+    /// by default), with the cross-process refresh lock file.
+    public func session(account: String? = nil, loginUI: (any LoginUI)? = nil) -> OIDCSession {
+        OIDCSession(
+            provider: provider, transport: transport, store: storage.store, account: self.account(account),
+            loginUI: loginUI ?? login(), configuration: .init(refreshLocking: context.refreshLocking))
+    }
+
     /// Browser login with the app's own presenter: the loopback receiver and PKCE, and `opener`
     /// (a GUI app's web view, or the system browser it starts itself) shows the address. Writes
     /// nothing to standard output or error.
@@ -132,16 +98,5 @@ extension DesktopOIDC {
     ///   `device_authorization_endpoint`): use ``browserLogin(opener:)``.
     public func deviceLogin(presenter: any DeviceCodePresenter) throws -> DeviceLoginFlow {
         DeviceLoginFlow(dialect: try OIDCDeviceDialect(oidc: provider), presenter: presenter, transport: transport)
-    }
-}
-
-extension OIDCPlugin.Settings {
-    /// Settings given by the app itself, not resolved from flags, environment or config file.
-    init(instance: String, issuer: Sourced<String>, clientID: Sourced<String>, scopes: [String]) {
-        self.instance = instance
-        self.issuer = issuer
-        self.clientID = clientID
-        self.scopes = scopes
-        self.clientCredentials = false
     }
 }

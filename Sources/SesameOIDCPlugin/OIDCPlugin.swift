@@ -1,8 +1,6 @@
 import Foundation
 import Sesame
-import SesameCurl
 import SesameDesktop
-import SesameHTTPServer
 import SesameOIDC
 
 /// The generic OpenID Connect provider's desktop adapter: `oidc` (issuer and client given by
@@ -87,27 +85,20 @@ public struct OIDCPlugin: ProviderPlugin {
             : "SESAME_OIDC_\(instance.uppercased().replacingOccurrences(of: "-", with: "_"))_\(setting)"
     }
 
-    /// The environment variable for `setting` of this plug-in's `instance`: a preset's own
-    /// (`SESAME_GOOGLE_CLIENT_ID`), else ``variable(_:instance:)``.
-    func variable(_ setting: String, instance: String) -> String {
-        guard let preset else { return Self.variable(setting, instance: instance) }
-        return "SESAME_\(preset.name.uppercased())_\(setting)"
-    }
-
     public func settings(instance: String) -> [ProviderSetting] {
         let secretIsPublic = preset?.clientSecretIsPublic ?? false
         var settings = [
             ProviderSetting(
-                "issuer", value: "URL", kind: .url, environment: variable("ISSUER", instance: instance),
+                "issuer", value: "URL", kind: .url, environment: environmentVariable("ISSUER", instance: instance),
                 configKey: "issuer",
                 preset.map { "The issuer URL, instead of \($0.issuer)." }
                     ?? "The issuer URL (discovery at /.well-known/openid-configuration)."),
             ProviderSetting(
-                "client-id", value: "ID", environment: variable("CLIENT_ID", instance: instance),
+                "client-id", value: "ID", environment: environmentVariable("CLIENT_ID", instance: instance),
                 configKey: "client_id", "The client id registered with the issuer."),
             ProviderSetting(
                 "client-secret", value: "SECRET", secret: !secretIsPublic,
-                environment: variable("CLIENT_SECRET", instance: instance), configKey: "client_secret",
+                environment: environmentVariable("CLIENT_SECRET", instance: instance), configKey: "client_secret",
                 secretIsPublic
                     ? "The client secret \(displayName) gives a desktop app, which it does not keep secret."
                     : "The client secret, for clients the issuer registered with one (never on the command line)."),
@@ -116,7 +107,7 @@ public struct OIDCPlugin: ProviderPlugin {
                 "Read the client secret from standard input (a prompt without echo on a terminal)."),
             ProviderSetting(
                 "scopes", value: "a,b", kind: .list, flag: false,
-                environment: variable("SCOPES", instance: instance),
+                environment: environmentVariable("SCOPES", instance: instance),
                 configKey: "scopes", "The scopes a login asks for when it names none."),
             ProviderSetting(
                 "client-credentials", kind: .flag,
@@ -157,7 +148,7 @@ public struct OIDCPlugin: ProviderPlugin {
             settings.append(
                 ProviderSetting(
                     part.name, value: part.name.uppercased(),
-                    environment: variable(part.name.uppercased(), instance: instance), configKey: part.name,
+                    environment: environmentVariable(part.name.uppercased(), instance: instance), configKey: part.name,
                     "The \(part.name) (\(part.defaultValue) unless given): \(part.help)"))
         }
         return settings
@@ -204,8 +195,10 @@ public struct OIDCPlugin: ProviderPlugin {
         return issuers
     }
 
+    /// A preset's own (`SESAME_GOOGLE_CLIENT_ID`), else ``variable(_:instance:)``.
     public func environmentVariable(_ setting: String, instance: String) -> String {
-        variable(setting, instance: instance)
+        guard let preset else { return Self.variable(setting, instance: instance) }
+        return "SESAME_\(preset.name.uppercased())_\(setting)"
     }
 
     /// A named issuer's object in the config file (`oidc.work`), a preset's (`google`); the
@@ -241,7 +234,6 @@ public struct OIDCPlugin: ProviderPlugin {
 
     /// The resolved settings of one issuer.
     struct Settings {
-        var instance: String
         var issuer: Sourced<String>
         var clientID: Sourced<String>
         var clientSecret: Sourced<String>?
@@ -298,23 +290,8 @@ public struct OIDCPlugin: ProviderPlugin {
                     "client id", flag: "--client-id ID", variable: settings[1].environment!,
                     key: "client_id", path: path, request: request)
             }
-            self.instance = instance
             self.clientID = clientID
-            self.clientSecret = try value(2)
-            if request.flags["client-secret-stdin"] != nil {
-                guard let readSecret = request.readSecret else {
-                    throw DesktopError("This program cannot read a client secret from standard input.", status: .usage)
-                }
-                let text = try await readSecret("Client secret for '\(instance)': ")
-                    .trimmingCharacters(in: .whitespacesAndNewlines)
-                guard !text.isEmpty, settings[2].problem(with: text) == nil else {
-                    throw DesktopError(
-                        "Standard input gave no usable client secret; pipe it in, as in "
-                            + "'\(Desktop.programName) login \(instance) --client-secret-stdin < secret.txt'.",
-                        status: .dataError)
-                }
-                self.clientSecret = Sourced(text, source: "standard input")
-            }
+            self.clientSecret = try await request.clientSecret(orElse: try value(2), checkedBy: settings[2])
             self.scopes = (try value(4)?.value ?? "").split(whereSeparator: { $0 == "," || $0 == " " }).map(String.init)
             self.clientCredentials = request.flags["client-credentials"] != nil
             self.clientAuth = try value(6).map { ClientAuthenticationMethod(rawValue: $0.value) }
@@ -418,9 +395,7 @@ public struct OIDCPlugin: ProviderPlugin {
             try? await onOwnThread { try cache.remember(endpoints, at: Date()) }
         }
         return OIDCConnection(
-            instance: instance, settings: settings, provider: provider, transport: request.transport,
-            terminal: request.terminal, environment: request.environment, refreshLocking: request.refreshLocking,
-            browser: request.configuration.browser,
+            provider: provider, context: try ConnectionContext(request), settings: settings,
             remembered: OIDCRememberedIssuers(stateDirectory: request.configuration.stateDirectory))
     }
 
@@ -540,7 +515,7 @@ public struct OIDCPlugin: ProviderPlugin {
                 DoctorLine(
                     .info, "\(preset.displayName): not configured",
                     fix:
-                        "to use it, set \(variable("CLIENT_ID", instance: preset.name)) (or give --client-id to a login)"
+                        "to use it, set \(environmentVariable("CLIENT_ID", instance: preset.name)) (or give --client-id to a login)"
                 )
             ]
         } catch {

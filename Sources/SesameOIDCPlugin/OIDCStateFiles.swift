@@ -1,8 +1,6 @@
 import Foundation
 import Sesame
-import SesameCurl
 import SesameDesktop
-import SesameHTTPServer
 import SesameOIDC
 
 /// The issuer and client of the last login under each name: `$XDG_STATE_HOME/sesame/oidc-issuers.json`,
