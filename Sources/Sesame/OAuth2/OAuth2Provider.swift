@@ -399,15 +399,17 @@ public struct OAuth2Session: ProviderSession {
     ///     (OpenID Connect).
     ///   - renewer: how the login is renewed; the provider's refresh grant (``OAuth2Provider/renewer``)
     ///     by default.
+    ///   - appID: the app id the login is stored under; the client id by default (GitHub stores
+    ///     under the host name, so that a login is only sent to its host).
     public init(
         provider: OAuth2Provider, store: any CredentialStore, account: String = "default",
         loginUI: (any LoginUI)? = nil, refreshLocking: RefreshLocking = .none, issuer: String? = nil,
-        renewer: TokenRenewer? = nil
+        renewer: TokenRenewer? = nil, appID: String? = nil
     ) {
         self.provider = provider
         self.loginUI = loginUI
         session = Session(
-            provider: provider.id, issuer: issuer, appID: provider.clientID, account: account, store: store,
+            provider: provider.id, issuer: issuer, appID: appID ?? provider.clientID, account: account, store: store,
             refreshLocking: refreshLocking, renewer: renewer ?? provider.renewer, now: provider.now)
     }
 
