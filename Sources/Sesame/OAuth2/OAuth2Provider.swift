@@ -425,8 +425,7 @@ public struct OAuth2Session: ProviderSession {
     public func logOut(revoke: Bool) async throws -> Bool {
         var failure: (any Error)?
         var revoked = false
-        let inMemory = await session.token
-        if revoke, let token = (try? await session.store.load(session.key))?.token ?? inMemory {
+        if revoke, let token = await session.tokenToRevoke() {
             do { revoked = try await provider.revoke(token) } catch { failure = error }
         }
         try await session.closeAndClearTokenInformation()
