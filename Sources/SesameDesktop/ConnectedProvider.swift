@@ -181,6 +181,21 @@ extension AccountCheck {
         }
     }
 
+    /// What `status` says of `token` when `displayName` refused it: invalid when a new login is
+    /// needed (`authenticationReopenSession`) and no refresh token can renew it, else unverified.
+    public static func refused(
+        _ error: AuthError, token: AccessToken, by displayName: String, usage: JSONValue? = nil
+    ) -> AccountCheck {
+        var check = AccountCheck(validity: .unverified, problem: error.userMessage ?? error.message, usage: usage)
+        guard error.category == .authenticationReopenSession else { return check }
+        if token.refreshToken == nil {
+            check.validity = .invalid
+        } else {
+            check.problem = "\(displayName) refused the access token; the next use tries the refresh token."
+        }
+        return check
+    }
+
     /// The check `body` makes; an `AuthError` it throws becomes what `refused` makes of it,
     /// any other error (no network, a timeout) an unverified check that names it. For a plug-in's
     /// ``ConnectedProvider/check(_:)``.

@@ -370,16 +370,8 @@ struct DescribedConnection: ConnectedProvider {
                 return AccountCheck(validity: .notChecked)
             }
             return AccountCheck(validity: .valid, userName: account.name ?? account.login)
-        } refused: { error in
-            guard error.category == .authenticationReopenSession else {
-                return AccountCheck(validity: .unverified, problem: error.userMessage ?? error.message)
-            }
-            guard token.refreshToken == nil else {
-                return AccountCheck(
-                    validity: .unverified,
-                    problem: "\(plugin.displayName) refused the access token; the next use tries the refresh token.")
-            }
-            return AccountCheck(validity: .invalid, problem: error.userMessage ?? error.message)
+        } refused: {
+            .refused($0, token: token, by: plugin.displayName)
         }
     }
 
