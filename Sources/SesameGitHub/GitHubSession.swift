@@ -22,7 +22,8 @@ public struct GitHubSession: ProviderSession {
     public let provider: GitHubProvider
     /// What sends the requests.
     public let transport: any HTTPTransport
-    /// The engine's session, storing the login under the host name.
+    /// The engine's session, storing the login under the host name. `oauth2.logOut(revoke: false)`
+    /// logs out (GitHub keeps the grant; revoke it in GitHub's settings).
     public let oauth2: OAuth2Session
     /// The core session.
     public var session: Session { oauth2.session }
@@ -88,10 +89,4 @@ public struct GitHubSession: ProviderSession {
         GitHubClient(
             github: provider, transport: transport, session: session, policy: policy, governor: governor, clock: clock)
     }
-
-    /// Closes the session and deletes the stored token (GitHub keeps the grant; revoke it in
-    /// GitHub's settings).
-    ///
-    /// - Throws: `CredentialStoreError` when the stored token cannot be removed.
-    public func logOut() async throws { try await oauth2.logOut(revoke: false) }
 }

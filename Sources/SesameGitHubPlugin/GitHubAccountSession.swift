@@ -21,7 +21,7 @@ struct GitHubAccountSession: ProviderAccountSession {
     func logOut(revoke: Bool) async throws -> String? {
         let advice = revocationAdvice.replacingOccurrences(of: "GitHub keeps the app's grant: r", with: "R")
         try await RevocationFailed.loggingOut(revoke: revoke, advice: advice) {
-            try await session.logOut()
+            try await session.oauth2.logOut(revoke: false)
             // Revoking a grant needs the app's client secret (DELETE /applications/{client_id}/grant),
             // which a desktop app does not have.
             if revoke { throw GitHubCannotRevoke() }
