@@ -723,6 +723,13 @@ public actor Session {
         try await store.delete(key)
     }
 
+    /// The login a logout revokes: the one stored now, read under the cross-process lock (another
+    /// process may have renewed or replaced it since this session read it), else the token in memory.
+    package func tokenToRevoke() async -> AccessToken? {
+        let (key, store) = (self.key, self.store)
+        return (try? await refreshLocking.withLock(for: key) { try await store.load(key) })?.token ?? token
+    }
+
     /// Reacts to an error from a call made with this session: one that invalidates the session
     /// (``AuthError/closesSession``) closes it and clears the stored token, as FBSession did.
     ///

@@ -201,17 +201,21 @@ extension AccountCheck {
     /// What a provider's refusal of `token` (the error of a status check) says of it: a refused
     /// access token is invalid, or unverified while its refresh token may still renew it (`refuser`
     /// names who refused it: "The issuer"), and recorded either way (``tokenRefused``); any other
-    /// error leaves it unverified. For ``checking(_:refused:)``.
-    public static func refusal(_ error: AuthError, of token: AccessToken, by refuser: String) -> AccountCheck {
+    /// error leaves it unverified. `usage` is the rate-limit usage the refusal reported, if any.
+    /// For ``checking(_:refused:)``.
+    public static func refusal(
+        _ error: AuthError, of token: AccessToken, by refuser: String, usage: JSONValue? = nil
+    ) -> AccountCheck {
         guard error.category == .authenticationReopenSession else {
-            return AccountCheck(validity: .unverified, problem: error.userMessage ?? error.message)
+            return AccountCheck(validity: .unverified, problem: error.userMessage ?? error.message, usage: usage)
         }
         guard token.refreshToken == nil else {
             return AccountCheck(
                 validity: .unverified,
-                problem: "\(refuser) refused the access token; the next use tries the refresh token.",
+                problem: "\(refuser) refused the access token; the next use tries the refresh token.", usage: usage,
                 tokenRefused: true)
         }
-        return AccountCheck(validity: .invalid, problem: error.userMessage ?? error.message, tokenRefused: true)
+        return AccountCheck(
+            validity: .invalid, problem: error.userMessage ?? error.message, usage: usage, tokenRefused: true)
     }
 }

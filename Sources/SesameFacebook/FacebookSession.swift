@@ -175,14 +175,16 @@ public final class FacebookSession: ProviderSession {
     /// Logs the person out: with `revoke`, first deauthorizes the app on Facebook
     /// (`DELETE /me/permissions`), then closes the session and clears the stored token.
     ///
-    /// A token Facebook already refuses needs no revoking. When the revoke cannot be made (no
+    /// The token revoked is the login as stored, read again under the lock first: another process
+    /// may have renewed or replaced it since this session read it. A token Facebook already refuses
+    /// needs no revoking. When the revoke cannot be made (no
     /// network, say), the token is cleared here all the same and the error is thrown, so the
     /// app can tell the person the app is still connected on Facebook.
     ///
     /// - Throws: `AuthError` when the revoke failed (the token is cleared here all the same);
     ///   `CredentialStoreError` when it cannot be removed from the store.
     public func logout(revoke: Bool = true) async throws {
-        if revoke, let token = await session.token {
+        if revoke, let token = await session.tokenToRevoke() {
             do {
                 _ = try await FacebookHTTP.send(
                     .delete, "me/permissions", token: token.tokenString, provider: provider, transport: transport)

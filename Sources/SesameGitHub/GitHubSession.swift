@@ -1,7 +1,7 @@
 import Foundation
 import Sesame
 
-/// One GitHub login on one host: the core `Session`, GitHub's refresh hook, and a REST client.
+/// One GitHub login on one host: the engine's `OAuth2Session` and a REST client.
 ///
 /// ```swift
 /// let session = GitHubSession(provider: github, transport: CurlTransport(), store: keyring,
@@ -12,8 +12,8 @@ import Sesame
 ///
 /// The login is stored under provider `github`, app id = the host name
 /// (``GitHubProvider/credentialAppID``), account = `account`, so it is only ever sent to its
-/// host. Expiring user tokens (GitHub Apps) are renewed by the core's one renewal path, with the
-/// engine's refresh grant (``GitHubProvider/oauth2(transport:)``) as the `TokenRenewer`: an expired token whose
+/// host. Expiring user tokens (GitHub Apps) are renewed by the engine's session with its refresh
+/// grant (``GitHubProvider/oauth2(transport:)``): an expired token whose
 /// refresh token still works opens the session without UI; concurrent callers and processes
 /// share one refresh; the new token is saved before it is used. Tokens without an expiry (OAuth
 /// apps, classic personal tokens) are used as they are.
@@ -22,12 +22,13 @@ public struct GitHubSession: ProviderSession {
     public let provider: GitHubProvider
     /// What sends the requests.
     public let transport: any HTTPTransport
+    /// The engine's session, storing the login under the host name. `oauth2.logOut(revoke: false)`
+    /// logs out (GitHub keeps the grant; revoke it in GitHub's settings).
+    public let oauth2: OAuth2Session
     /// The core session.
-    public let session: Session
+    public var session: Session { oauth2.session }
     /// How a login is shown, when one is allowed.
-    public let loginUI: (any LoginUI)?
-    /// The most a token is refreshed before its expiry.
-    public var refreshLeeway: Duration
+    public var loginUI: (any LoginUI)? { oauth2.loginUI }
 
     /// Creates a session for `account` on `provider`'s host, kept in `store`.
     ///
@@ -47,14 +48,12 @@ public struct GitHubSession: ProviderSession {
     ) {
         self.provider = provider
         self.transport = transport
-        self.loginUI = loginUI
-        self.refreshLeeway = refreshLeeway
-        self.session = Session(
-            provider: .github, appID: provider.credentialAppID, account: account, store: store,
-            refreshLocking: refreshLocking,
-            renewer: .refreshToken(maximumLeeway: refreshLeeway.inSeconds) {
-                [engine = provider.oauth2(transport: transport)] in try await engine.refresh($0)
-            }, now: provider.now)
+        let engine = provider.oauth2(transport: transport)
+        var renewer = engine.renewer
+        renewer.maximumLeeway = refreshLeeway.inSeconds
+        oauth2 = OAuth2Session(
+            provider: engine, store: store, account: account, loginUI: loginUI, refreshLocking: refreshLocking,
+            renewer: renewer, appID: provider.credentialAppID)
     }
 
     /// GitHub's device flow on the core's engine, with the code shown by `presenter` (a GUI app's
@@ -90,10 +89,4 @@ public struct GitHubSession: ProviderSession {
         GitHubClient(
             github: provider, transport: transport, session: session, policy: policy, governor: governor, clock: clock)
     }
-
-    /// Closes the session and deletes the stored token (GitHub keeps the grant; revoke it in
-    /// GitHub's settings).
-    ///
-    /// - Throws: `CredentialStoreError` when the stored token cannot be removed.
-    public func logOut() async throws { try await session.closeAndClearTokenInformation() }
 }

@@ -19,13 +19,14 @@ struct GitHubAccountSession: ProviderAccountSession {
     }
 
     func logOut(revoke: Bool) async throws -> String? {
-        try await session.logOut()
-        guard revoke else { return revocationAdvice }
-        // Revoking a grant needs the app's client secret (DELETE /applications/{client_id}/grant),
-        // which a desktop app does not have.
-        throw RevocationFailed(
-            underlying: SendableErrorBox(GitHubCannotRevoke()),
-            advice: revocationAdvice.replacingOccurrences(of: "GitHub keeps the app's grant: r", with: "R"))
+        let advice = revocationAdvice.replacingOccurrences(of: "GitHub keeps the app's grant: r", with: "R")
+        try await RevocationFailed.loggingOut(revoke: revoke, advice: advice) {
+            try await session.oauth2.logOut(revoke: false)
+            // Revoking a grant needs the app's client secret (DELETE /applications/{client_id}/grant),
+            // which a desktop app does not have.
+            if revoke { throw GitHubCannotRevoke() }
+        }
+        return revocationAdvice
     }
 }
 

@@ -82,12 +82,8 @@ struct GitHubConnection: ConnectedProvider {
         return await AccountCheck.checking {
             let user = try await client.user()
             return AccountCheck(validity: .valid, userName: user.name, usage: Self.usage(governor, scopes: user.scopes))
-        } refused: { error in
-            // GitHub keeps a refused login stored (closesSession is false), but it needs a new login.
-            let refused = error.closesSession || error.category == .authenticationReopenSession
-            return AccountCheck(
-                validity: refused ? .invalid : .unverified, problem: error.userMessage ?? error.message,
-                usage: Self.usage(governor, scopes: nil))
+        } refused: {
+            AccountCheck.refusal($0, of: token, by: provider.displayName, usage: Self.usage(governor, scopes: nil))
         }
     }
 

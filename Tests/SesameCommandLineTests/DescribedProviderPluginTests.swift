@@ -102,4 +102,21 @@ struct DescribedProviderPluginTests {
         }
         #expect(error?.message.contains("plain http to box.test") == true)
     }
+
+    @Test(
+        "status: a refusal that needs a new login is invalid, unless a refresh token can renew it; others unverified",
+        arguments: [
+            (ErrorCategory.authenticationReopenSession, nil as String?, AccountCheck.Validity.invalid, "gone"),
+            (.authenticationReopenSession, "refresh", .unverified, "Box refused the access token; the next use tries"),
+            (.server, nil, .unverified, "gone"),
+        ])
+    func refused(_ category: ErrorCategory, refreshToken: String?, validity: AccountCheck.Validity, problem: String) {
+        let error = AuthError(category: category, message: "The token is gone.", provider: "box")
+        let token = AccessToken(tokenString: "t", provider: "box", appID: "app", refreshToken: refreshToken)
+        let check = AccountCheck.refusal(error, of: token, by: "Box", usage: .string("u"))
+        #expect(check.validity == validity)
+        #expect(check.problem?.contains(problem) == true)
+        #expect(check.usage == .string("u"))
+        #expect(check.tokenRefused == (category == .authenticationReopenSession))
+    }
 }

@@ -85,6 +85,33 @@ struct SessionEndToEndTests {
         }
     }
 
+    @Test("logout with revoke deauthorizes the login as stored, after another process replaced it")
+    func logoutRevokesStoredLogin() async throws {
+        try await FacebookHarness.with { harness in
+            let store = InMemoryCredentialStore()
+            try await harness.storeIssuedToken(in: store)
+            let session = harness.session(store: store)
+            try await session.openActiveSession(allowLoginUI: false)
+            // Another process logs in again, as another person, and saves its login in place of this one.
+            let other = "100000000000002"
+            await harness.emulator.addUser(EmulatedUser(id: other, name: "Other Person"))
+            let replaced = try await harness.emulator.issueToken(user: other, permissions: ["email"], longLived: true)
+            try await store.save(
+                StoredCredential(
+                    key: harness.key,
+                    token: AccessToken(
+                        tokenString: replaced, provider: .facebook, appID: harness.provider.appID, userID: other,
+                        permissions: PermissionSet(granted: ["email", "public_profile"]),
+                        expirationDate: Date().addingTimeInterval(50 * 86_400), refreshDate: Date())))
+            try await session.logout(revoke: true)
+            #expect(try await store.load(harness.key) == nil)
+            // The stored token, not the one this session read at open, no longer works on Facebook's side.
+            let client = GraphClient(provider: harness.provider, transport: harness.transport, accessToken: replaced)
+            let error = await #expect(throws: AuthError.self) { try await client.get("me") }
+            #expect(error?.category == .authenticationReopenSession)
+        }
+    }
+
     @Test("a publish permission requested with an audience is granted")
     func publishGrantedWithAudience() async throws {
         try await FacebookHarness.with { harness in

@@ -399,15 +399,17 @@ public struct OAuth2Session: ProviderSession {
     ///     (OpenID Connect).
     ///   - renewer: how the login is renewed; the provider's refresh grant (``OAuth2Provider/renewer``)
     ///     by default.
+    ///   - appID: the app id the login is stored under; the client id by default (GitHub stores
+    ///     under the host name, so that a login is only sent to its host).
     public init(
         provider: OAuth2Provider, store: any CredentialStore, account: String = "default",
         loginUI: (any LoginUI)? = nil, refreshLocking: RefreshLocking = .none, issuer: String? = nil,
-        renewer: TokenRenewer? = nil
+        renewer: TokenRenewer? = nil, appID: String? = nil
     ) {
         self.provider = provider
         self.loginUI = loginUI
         session = Session(
-            provider: provider.id, issuer: issuer, appID: provider.clientID, account: account, store: store,
+            provider: provider.id, issuer: issuer, appID: appID ?? provider.clientID, account: account, store: store,
             refreshLocking: refreshLocking, renewer: renewer ?? provider.renewer, now: provider.now)
     }
 
@@ -423,8 +425,7 @@ public struct OAuth2Session: ProviderSession {
     public func logOut(revoke: Bool) async throws -> Bool {
         var failure: (any Error)?
         var revoked = false
-        let inMemory = await session.token
-        if revoke, let token = (try? await session.store.load(session.key))?.token ?? inMemory {
+        if revoke, let token = await session.tokenToRevoke() {
             do { revoked = try await provider.revoke(token) } catch { failure = error }
         }
         try await session.closeAndClearTokenInformation()
