@@ -89,11 +89,7 @@ struct FleetRenewalWaitProcessTests {
 
             // A holder that hangs: psql holding the login's advisory lock, idle until it is killed.
             let lockID = PostgresRefreshLock.lockID(for: login.key)
-            let script = fleet.machines[0].root.appending(path: "hold.sql")
-            try Data("SELECT pg_advisory_lock(\(lockID));\nSELECT 'holding' \\watch 600\n".utf8).write(to: script)
-            let holder = try await LiveProcess(
-                URL(fileURLWithPath: "/usr/bin/psql"), ["-X", "-v", "ON_ERROR_STOP=1", "-f", script.path],
-                environment: Fleet.environment(fleet.server, key: fleet.key), input: Data())
+            let holder = try await FleetProcessTests.holdLock(lockID, fleet)
             let timeout = 2.0
             let outcome: Result<(results: [ProcessResult], wallTime: Duration), any Error>
             do {
