@@ -130,9 +130,12 @@ public final class PostgresRefreshLock: RefreshLockService {
     public func recordedFailure(for key: CredentialKey) async -> AuthError? {
         let lockID = Self.lockID(for: key)
         guard let holder = held.withLock({ $0[lockID] }) else { return nil }
-        // No table yet (42P01) means that no failure was ever recorded.
-        let rows = try? await holder.connection.withSession { session throws(PostgresError) in
-            try session.execute(
+        // No table yet means that no failure was ever recorded; asked first, so that the server
+        // logs no error for each renewal until then.
+        let rows = try? await holder.connection.withSession { session throws(PostgresError) -> PostgresRows? in
+            let exists = try session.execute("SELECT to_regclass('sesame_renewal_failures') IS NOT NULL")
+            guard exists.rows.first?.first == "t" else { return nil }
+            return try session.execute(
                 "SELECT record FROM sesame_renewal_failures WHERE lock_id = $1::bigint AND recorded_at >= $2::timestamptz",
                 [.text(String(lockID)), .text(holder.waitStart)])
         }
