@@ -99,6 +99,23 @@ public protocol RefreshLockService: AnyObject, Sendable {
     /// - Throws: a ``CredentialStoreError`` when the lock cannot be had (the service is
     ///   unreachable); whatever `body` throws.
     func withRefreshLock<T: Sendable>(for key: CredentialKey, _ body: () async throws -> T) async throws -> T
+
+    /// Keeps `error`, a passing failure (the provider silent, down, or throttling) that the
+    /// renewal of `key` met, for the holders waiting behind the caller, who holds the lock; as
+    /// a lock file does (`RenewalFailureRecord.swift`). Best effort; by default, nothing.
+    func recordFailure(_ error: AuthError, for key: CredentialKey) async
+
+    /// The failure another holder recorded for `key` since the caller, who holds the lock now,
+    /// began to wait for it; `nil` by default, and when there is none.
+    func recordedFailure(for key: CredentialKey) async -> AuthError?
+}
+
+extension RefreshLockService {
+    /// Records nothing: the waiters behind this holder try again themselves.
+    public func recordFailure(_ error: AuthError, for key: CredentialKey) async {}
+
+    /// None: a service that records no failure has none to tell.
+    public func recordedFailure(for key: CredentialKey) async -> AuthError? { nil }
 }
 
 /// How a ``Session`` keeps its renewals apart from other processes that use the same store.
@@ -134,6 +151,19 @@ public enum RefreshLocking: Sendable, Hashable {
         if case .service(let service) = self { return try await service.withRefreshLock(for: key, body) }
         guard let lock = lock(for: key) else { return try await body() }
         return try await lock.withLock(body)
+    }
+
+    /// The failure another process's renewal of `key` recorded since `waitStart` (by the lock
+    /// file) or since this holder began waiting (by the service), read by the lock's holder.
+    func recordedFailure(for key: CredentialKey, since waitStart: Date) async -> AuthError? {
+        if case .service(let service) = self { return await service.recordedFailure(for: key) }
+        return lock(for: key)?.failure(since: waitStart, provider: key.provider)
+    }
+
+    /// Records `error` for the holders waiting behind this one, who holds the lock for `key`.
+    func recordFailure(_ error: AuthError, for key: CredentialKey, at date: Date) async {
+        if case .service(let service) = self { return await service.recordFailure(error, for: key) }
+        lock(for: key)?.recordFailure(error, at: date)
     }
 
     /// Equal when the same locking: a service by identity.

@@ -29,13 +29,7 @@ extension RefreshLock {
     /// them) and `date` into the lock file, which the caller holds. Best effort: a failure that
     /// cannot be written only means that waiters try again themselves.
     func recordFailure(_ error: AuthError, at date: Date) {
-        var record: [String: JSONValue] = [
-            "category": .string(error.category.rawValue), "message": .string(error.message),
-            "at": .number(date.timeIntervalSince1970),
-        ]
-        if error.shouldNotifyUser, let userMessage = error.userMessage { record["user_message"] = .string(userMessage) }
-        if let status = error.httpStatus { record["http_status"] = .int(status) }
-        let bytes = JSONValue.object(record).jsonData
+        let bytes = Self.failureRecord(error, at: date)
         let fd = open(url.path, O_WRONLY | O_NOFOLLOW | O_CLOEXEC)
         guard fd >= 0 else { return }
         defer { close(fd) }
@@ -46,7 +40,26 @@ extension RefreshLock {
     /// The failure recorded in the lock file at or after `date`, as an ``AuthError`` for `provider`,
     /// if there is one; read by a holder of the lock.
     func failure(since date: Date, provider: ProviderID) -> AuthError? {
-        guard let data = try? Data(contentsOf: url), !data.isEmpty, let record = JSONValue(parsing: data),
+        guard let data = try? Data(contentsOf: url) else { return nil }
+        return Self.failure(fromRecord: data, since: date, provider: provider)
+    }
+
+    /// `error`'s record (category, message, user message, HTTP status; no secret) with `date`, as
+    /// JSON: what a lock file holds, and a lock service keeps beside its lock.
+    package static func failureRecord(_ error: AuthError, at date: Date) -> Data {
+        var record: [String: JSONValue] = [
+            "category": .string(error.category.rawValue), "message": .string(error.message),
+            "at": .number(date.timeIntervalSince1970),
+        ]
+        if error.shouldNotifyUser, let userMessage = error.userMessage { record["user_message"] = .string(userMessage) }
+        if let status = error.httpStatus { record["http_status"] = .int(status) }
+        return JSONValue.object(record).jsonData
+    }
+
+    /// The failure in `data` (a ``failureRecord(_:at:)``) if it was recorded at or after `date`,
+    /// as an ``AuthError`` for `provider` that says another process met it.
+    package static func failure(fromRecord data: Data, since date: Date, provider: ProviderID) -> AuthError? {
+        guard !data.isEmpty, let record = JSONValue(parsing: data),
             let at = record["at"]?.doubleValue, at >= date.timeIntervalSince1970,
             let category = record["category"]?.stringValue, let message = record["message"]?.stringValue
         else { return nil }
@@ -74,7 +87,7 @@ extension RefreshLock {
     }
 
     /// The failure of a waiter that gave up after `limit`.
-    static func waitedTooLong(_ limit: Duration) -> AuthError {
+    package static func waitedTooLong(_ limit: Duration) -> AuthError {
         AuthError(
             category: .retry,
             message: "Another process has been renewing this login for over \(Int(limit.inSeconds.rounded())) s "

@@ -556,8 +556,9 @@ public actor Session {
     /// otherwise is the stored login marked as needing a login, kept, never deleted. A renewal
     /// whose fenced save finds the login changed since the claim (its lock was lost, and another
     /// renewal or a new login came first) adopts the stored login instead of overwriting it.
-    /// A passing failure is recorded beside a lock file, and one recorded since `waitStart` (while
-    /// this renewal waited for the lock) is thrown rather than met again (`RenewalFailureRecord.swift`).
+    /// A passing failure is recorded beside the lock (a lock file's, or a service's), and one recorded
+    /// since `waitStart` (while this renewal waited for the lock) is thrown rather than met again
+    /// (`RenewalFailureRecord.swift`).
     private func renewFromStore(
         isDue: @escaping @Sendable (AccessToken) -> Bool,
         renew: @escaping @Sendable (AccessToken) async throws -> AccessToken?, since waitStart: Date
@@ -576,8 +577,7 @@ public actor Session {
     ) async throws -> TokenRenewal {
         let base = try currentToken(from: claim)
         if isDue(base) {
-            let lock = refreshLocking.lock(for: key)
-            if let failure = lock?.failure(since: waitStart, provider: key.provider) { throw failure }
+            if let failure = await refreshLocking.recordedFailure(for: key, since: waitStart) { throw failure }
             let renewed: AccessToken?
             do {
                 renewed = try await Self.redactingSecrets(of: base) { try await renew(base) }
@@ -609,7 +609,7 @@ public actor Session {
                     ["login": .login(key), "error": .error(error)])
                 throw error
             } catch let error as AuthError where [.retry, .server, .throttling].contains(error.category) {
-                lock?.recordFailure(error, at: now())
+                await refreshLocking.recordFailure(error, for: key, at: now())
                 throw error
             }
             if let renewed {

@@ -95,9 +95,9 @@ package enum ExitStatus {
     /// EX_UNAVAILABLE: a service the command needs is missing or silent (no keyring, a locked
     /// one, D-Bus not answering), or a revocation could not be made.
     package static let unavailable: Int32 = 69
-    /// EX_CANTCREAT: a login or state file could not be written.
+    /// EX_CANTCREAT: a login or state file could not be written or removed.
     package static let cannotCreate: Int32 = 73
-    /// EX_IOERR: reading or removing a stored login failed, or the output could not be written.
+    /// EX_IOERR: reading a stored login failed, a logout left it stored, or the output could not be written.
     package static let ioError: Int32 = 74
     /// EX_TEMPFAIL: a passing failure (network, provider busy or down); try again later.
     package static let temporaryFailure: Int32 = 75
@@ -120,8 +120,8 @@ package enum ExitStatus {
             "a service is missing, locked or silent (keyring, D-Bus, gpg-agent, PostgreSQL), no store for logins, "
                 + "or revoking failed"
         ),
-        (cannotCreate, "a login or state file could not be written"),
-        (ioError, "reading or removing a stored login failed, or the output could not be written"),
+        (cannotCreate, "a login or state file could not be written or removed"),
+        (ioError, "reading a stored login failed, a logout left it stored, or the output could not be written"),
         (temporaryFailure, "network or provider trouble; try again later"),
         (permission, "not logged in, no such account, a login that needs renewing, or a missing permission"),
         (config, "a setting is wrong or missing (also: a store's key or database password, the clock)"),

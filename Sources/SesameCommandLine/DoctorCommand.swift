@@ -78,15 +78,16 @@ package struct DoctorCommand: Sendable, Equatable {
 
 extension DoctorCommand {
     /// The session bus and the Secret Service on it, each question bounded.
-    static func busLines(environment: [String: String]) async -> [DoctorLine] {
+    static func busLines(
+        environment: [String: String], backends: [any StorageBackend] = Desktop.storageBackends
+    ) async -> [DoctorLine] {
         let bus = environment["DBUS_SESSION_BUS_ADDRESS"] ?? ""
         guard !bus.isEmpty else {
             return [
                 DoctorLine(
                     .problem, "No D-Bus session bus (DBUS_SESSION_BUS_ADDRESS is not set), so there is no keyring.",
-                    fix:
-                        "log in to a desktop session, or run under 'dbus-run-session', or use pass (`pass init KEYID`), or --storage file"
-                )
+                    fix: "log in to a desktop session, or run under 'dbus-run-session'; or "
+                        + storeAdvice(backends: backends))
             ]
         }
         let address = bus.split(separator: ",").first.map(String.init) ?? bus
@@ -281,31 +282,40 @@ extension DoctorCommand {
     /// What kind of machine this is, when it is one without a desktop (an SSH session, a
     /// container, WSL), and what works there: one line each.
     static func placeLines(
-        environment: [String: String], fileExists: (String) -> Bool = { FileManager.default.fileExists(atPath: $0) },
+        environment: [String: String], backends: [any StorageBackend] = Desktop.storageBackends,
+        fileExists: (String) -> Bool = { FileManager.default.fileExists(atPath: $0) },
         procVersion: () -> String = { (try? String(contentsOfFile: "/proc/version", encoding: .utf8)) ?? "" }
     ) -> [DoctorLine] {
         var lines: [DoctorLine] = []
         let noBus = (environment["DBUS_SESSION_BUS_ADDRESS"] ?? "").isEmpty
-        let storeAdvice = "keep logins in pass (`pass init KEYID`; gpg-agent asks for the passphrase on the terminal)"
+        let storeAdvice = storeAdvice(backends: backends)
         if !(environment["SSH_CONNECTION"] ?? "").isEmpty || !(environment["SSH_TTY"] ?? "").isEmpty {
+            // pass asks for the passphrase through gpg-agent's pinentry, on this terminal.
+            let pinentry = backends.contains { $0.name == "pass" } ? "; with pass, set GPG_TTY=$(tty)" : ""
             lines.append(
                 DoctorLine(
                     .info, "An SSH session: no browser here, so log in with the device flow (or paste the redirect)",
-                    fix: "\(storeAdvice); set GPG_TTY=$(tty) so that pinentry can ask"))
+                    fix: storeAdvice + pinentry))
         }
         if fileExists("/.dockerenv") || fileExists("/run/.containerenv") {
             lines.append(
                 DoctorLine(
                     .info,
                     "A container\(noBus ? " with no session bus" : ""): there is no desktop keyring unless one is "
-                        + "started", fix: "\(storeAdvice), or mount one; or opt into --storage file"))
+                        + "started", fix: "mount one; or \(storeAdvice)"))
         }
         if !(environment["WSL_DISTRO_NAME"] ?? "").isEmpty || procVersion().lowercased().contains("microsoft") {
             lines.append(
                 DoctorLine(
                     .info, "WSL: Linux's keyring is usually absent and the Windows browser opens for logins",
-                    fix: "\(storeAdvice), or start gnome-keyring under dbus-run-session"))
+                    fix: "start gnome-keyring under dbus-run-session; or \(storeAdvice)"))
         }
         return lines
+    }
+
+    /// Where logins can go without a keyring: the stores this program registered
+    /// (``StorageBackend/setupAdvice``, pass's `pass init KEYID`), then the file every program has.
+    static func storeAdvice(backends: [any StorageBackend]) -> String {
+        (backends.compactMap(\.setupAdvice) + ["opt into --storage file"]).joined(separator: "; or ")
     }
 }

@@ -136,11 +136,7 @@ struct FleetProcessTests {
             // a renewing worker's lock connection is: psql holding the same advisory lock, then
             // waiting in \watch (no statement running) until it is killed or its connection ended.
             let lockID = PostgresRefreshLock.lockID(for: login.key)
-            let script = fleet.machines[0].root.appending(path: "hold.sql")
-            try Data("SELECT pg_advisory_lock(\(lockID));\nSELECT 'holding' \\watch 600\n".utf8).write(to: script)
-            let holder = try await LiveProcess(
-                URL(fileURLWithPath: "/usr/bin/psql"), ["-X", "-v", "ON_ERROR_STOP=1", "-f", script.path],
-                environment: Fleet.environment(fleet.server, key: fleet.key), input: Data())
+            let holder = try await Self.holdLock(lockID, fleet)
             try await Self.waitForLock(lockID, granted: 1, waiting: 0, fleet)
 
             async let storm = fleet.runAtOnce(5, ["token", provider.name], environment: provider.environment)
@@ -379,6 +375,16 @@ struct FleetProcessTests {
             ["-X", "-At", "-v", "ON_ERROR_STOP=1", "-d", server.connectionString, "-c", sql], environment: environment)
         try #require(result.status == 0, "psql: \(result.standardError)")
         return result.standardOutput
+    }
+
+    /// psql taking the advisory lock `id`, then idle in `\watch` (no statement running, as a
+    /// renewing worker's lock connection is) until it is killed or its connection ended.
+    static func holdLock(_ id: Int64, _ fleet: Fleet) async throws -> LiveProcess {
+        let script = fleet.machines[0].root.appending(path: "hold.sql")
+        try Data("SELECT pg_advisory_lock(\(id));\nSELECT 'holding' \\watch 600\n".utf8).write(to: script)
+        return try await LiveProcess(
+            URL(fileURLWithPath: "/usr/bin/psql"), ["-X", "-v", "ON_ERROR_STOP=1", "-f", script.path],
+            environment: Fleet.environment(fleet.server, key: fleet.key), input: Data())
     }
 
     @discardableResult
