@@ -3,7 +3,7 @@ import Sesame
 
 /// How the errors of an OpenID provider are classified: the core's `OAuth2ErrorTaxonomy` (the
 /// RFC 6749 §5.2 body, on a 401 the RFC 6750 `WWW-Authenticate` challenge, `Retry-After`; total on
-/// any input) with ``OAuth2ErrorTaxonomy/openIDTable``, made by `OIDCErrorTaxonomy.openID()`.
+/// any input) with `openIDTable`, made by `OIDCErrorTaxonomy.openID()`.
 public typealias OIDCErrorTaxonomy = OAuth2ErrorTaxonomy
 
 extension OAuth2ErrorTaxonomy {
