@@ -117,7 +117,10 @@ struct RealIssuerProcessTests {
                 return result.standardOutput
             }
 
-            let right = try await doctor(issuer)
+            // doctor bounds each probe at 3 s; under ThreadSanitizer on a loaded machine the issuer
+            // can miss that bound, so a probe that did not answer is asked again (twice at most).
+            var right = try await doctor(issuer)
+            for _ in 0..<2 where right.contains("did not answer in time") { right = try await doctor(issuer) }
             #expect(
                 right.contains("✓ 'oidc' discovery at \(issuer)/.well-known/openid-configuration answers"), "\(right)")
 
