@@ -55,6 +55,11 @@ struct RedactionTests {
                 authorizationEndpoint: URL(string: "https://example.com/authorize")!,
                 tokenEndpoint: URL(string: "https://example.com/token")!, clientID: "app",
                 clientAuthentication: .clientSecretPost(ClientSecret("the-client-secret"))),
+            IssuedToken(
+                token,
+                answer: OAuthTokenResponse(
+                    json: .object(["access_token": .string(secrets[0]), "id_token": .string(secrets[2])])),
+                request: LoginRequest(provider: "generic", appID: "app", currentToken: token), renewing: token),
             RFC8628DeviceDialect(
                 provider: "generic", errorTaxonomy: NeutralTaxonomy(),
                 deviceAuthorizationEndpoint: URL(string: "https://example.com/device")!,
